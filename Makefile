@@ -1,0 +1,137 @@
+# provision -- GNU make + pkg-config.
+#
+#   make                  build build/provision
+#   make check            build and run every test; ends with "N passed, N failed, N skipped"
+#   make install          PREFIX=/usr/local DESTDIR= (binary, roles, man page, completion)
+#   make deps             install the Debian packages needed to build and test (as root)
+#   make style | lint | clean
+#
+# Knobs: V=1 (show commands), DEVELOPER=1 (-Werror), SANITIZE=address,undefined,
+# CC=clang, and anything in config.mak.
+
+-include config.mak
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
+DESTDIR ?=
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+PKGS := yaml-0.1 libssh libcurl libgit2 ncursesw jansson
+TEST_PKGS := cmocka
+
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = -std=c17 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter \
+	-DPROVISION_VERSION='"$(VERSION)"' -DPROVISION_DATADIR='"$(DATADIR)/provision"' \
+	$(shell $(PKG_CONFIG) --cflags $(PKGS)) $(CFLAGS)
+ALL_LDFLAGS = $(LDFLAGS)
+LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lpthread
+
+ifdef DEVELOPER
+ALL_CFLAGS += -Werror
+endif
+ifdef SANITIZE
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+ifeq ($(V),1)
+Q =
+QUIET_CC =
+QUIET_LINK =
+QUIET_GEN =
+else
+Q = @
+QUIET_CC = @echo '   CC' $@;
+QUIET_LINK = @echo ' LINK' $@;
+QUIET_GEN = @echo '  GEN' $@;
+endif
+
+B := build
+SRC := $(sort $(wildcard provision/*.c provision/cli/*.c provision/tui/*.c))
+LIB_SRC := $(filter-out provision/main.c,$(SRC))
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+MAIN_OBJ := $(B)/provision/main.o
+GEN_SRC := $(if $(wildcard provision/transport_agent.sh),$(B)/gen/agent_script.c)
+GEN_OBJ := $(GEN_SRC:%.c=%.o)
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+
+all: $(B)/provision
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(QUIET_CC)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+# The remote agent is POSIX sh kept in its own file (shellcheck reads it);
+# it is compiled into the binary as a string.
+$(B)/gen/agent_script.c: provision/transport_agent.sh tools/embed.sh
+	@mkdir -p $(dir $@)
+	$(QUIET_GEN)sh tools/embed.sh transport_agent_script $< > $@+ && mv $@+ $@
+
+$(B)/gen/%.o: $(B)/gen/%.c
+	$(QUIET_CC)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/libprovision.a: $(LIB_OBJ) $(GEN_OBJ)
+	$(Q)rm -f $@
+	$(QUIET_LINK)ar rcs $@ $^
+
+$(B)/provision: $(MAIN_OBJ) $(B)/libprovision.a
+	$(QUIET_LINK)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/tests/test_%: tests/unit/test_%.c $(B)/libprovision.a
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(ALL_CFLAGS) -Iprovision $(shell $(PKG_CONFIG) --cflags $(TEST_PKGS)) \
+		$(ALL_LDFLAGS) -o $@ $< $(B)/libprovision.a $(LIBS) $(shell $(PKG_CONFIG) --libs $(TEST_PKGS))
+
+tests: $(B)/provision $(UNIT_BIN)
+
+# The whole suite: unit binaries, data-driven cases, integration scripts.
+check: tests
+	$(Q)sh tests/run.sh
+
+# Only the fast tier (no network namespaces, no root needed).
+check-unit: tests
+	$(Q)PROVISION_TEST_TIERS=unit sh tests/run.sh
+
+install: $(B)/provision
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DATADIR)/provision
+	install -m 755 $(B)/provision $(DESTDIR)$(BINDIR)/provision
+	install -m 644 doc/provision.1 $(DESTDIR)$(MANDIR)/man1/provision.1
+	install -m 644 doc/provision-inventory.5 $(DESTDIR)$(MANDIR)/man5/provision-inventory.5
+	install -m 644 contrib/completion/provision.bash $(DESTDIR)$(COMPLETIONDIR)/provision
+	cp -R roles templates $(DESTDIR)$(DATADIR)/provision/ 2>/dev/null || true
+
+# Debian packages for building, testing and the local testbed (run as root).
+DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4-openssl-dev \
+	libgit2-dev libncurses-dev libjansson-dev libcmocka-dev openssh-server openssh-client \
+	iproute2 systemd-container debootstrap jq tmux shellcheck cppcheck clang-format \
+	valgrind pdsh clustershell sudo procps psmisc
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+		| grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	else echo "all build and test packages are installed"; fi
+
+style:
+	clang-format -i $(SRC) $(wildcard provision/*.h provision/cli/*.h provision/tui/*.h) $(UNIT_SRC)
+
+SHELL_FILES = $(shell find roles tests tools -name '*.sh' 2>/dev/null) provision/transport_agent.sh .ci/run
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+		--std=c11 -D__GNUC__ -Iprovision $(SRC)
+	shellcheck -x $(SHELL_FILES)
+
+clean:
+	rm -rf $(B)
+
+.PHONY: all check check-unit tests install deps style lint clean
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

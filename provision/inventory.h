@@ -1,0 +1,180 @@
+/*
+ * inventory: the inventory file (schema v1) parsed and validated into one
+ * immutable `struct inventory`.
+ *
+ * inventory_load() reads YAML with libyaml (the only module that includes
+ * <yaml.h>), expands pdsh-style ranges (`b-[2-4]`, `192.168.10.[52-54]`),
+ * applies the `ssh:` defaults to every node, and validates everything it can
+ * without connecting anywhere.  It reports *every* problem it finds, each as
+ * a `struct diag` with the 1-based line and column of the offending YAML
+ * node (libyaml marks are 0-based; we add one), so that one run of
+ * `provision inventory` shows the admin all their mistakes at once.
+ *
+ * Ownership: the inventory owns every string and array in it; free it with
+ * inventory_free().  Diagnostics are owned by the `struct diag_list`.
+ * Threading: once loaded, an inventory is read-only and may be shared by
+ * every thread.
+ *
+ * The reference for users is inventory/README.md; keep them in step.
+ */
+#ifndef PROVISION_INVENTORY_H
+#define PROVISION_INVENTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum node_role {
+	NODE_ROLE_CONTROL_PLANE = 1u << 0,
+	NODE_ROLE_WORKER = 1u << 1,
+	NODE_ROLE_NFS_SERVER = 1u << 2,
+};
+
+enum host_key_policy {
+	HOST_KEYS_STRICT = 0, /* unknown or changed key: refuse */
+	HOST_KEYS_ACCEPT_NEW, /* unknown key: record it; changed key: refuse */
+};
+
+enum sudo_mode {
+	SUDO_AUTO = 0, /* root runs directly; anyone else through sudo -n */
+	SUDO_ALWAYS,
+	SUDO_NEVER,
+};
+
+/* Where a value came from in the file (1-based; 0 when it was a default). */
+struct source_pos {
+	unsigned line, col;
+};
+
+struct ssh_settings {
+	char *user;	   /* default: the current user */
+	int port;	   /* default: 22 */
+	char *identity;	   /* expanded (~/ -> $HOME); NULL: agent and default keys */
+	char *known_hosts; /* expanded; default ~/.ssh/known_hosts */
+	enum host_key_policy host_keys;
+	enum sudo_mode sudo;
+	char *jump;	      /* ProxyJump-style "[user@]host[:port]"; NULL: direct */
+	int connect_timeout;  /* seconds, default 10 */
+	int command_timeout;  /* seconds per command, default 600 (0: none) */
+	int keepalive;	      /* seconds between keepalives, default 15 (0: off) */
+};
+
+struct node {
+	char *name;
+	char *address; /* host name or IPv4/IPv6 literal, as written or expanded */
+	unsigned roles; /* enum node_role bits */
+	int gpus;	/* expected GPU count; -1 when not declared */
+	struct ssh_settings ssh;
+	char **labels;	/* "key=value" Kubernetes labels to add, NULL-terminated */
+	struct source_pos pos; /* the node's entry (the `- name:` mapping) */
+};
+
+struct nfs_settings {
+	char *server;	      /* name of the storage node; NULL when no NFS */
+	char *path;	      /* export path, default /nfs */
+	char *export_network; /* CIDR allowed to mount; default: derived from node addresses */
+	char *options;	      /* export options, default rw,sync,no_root_squash,no_subtree_check */
+};
+
+enum hub_auth {
+	HUB_AUTH_NATIVE = 0, /* NativeAuthenticator: sign-up, admins authorise */
+	HUB_AUTH_GITHUB,     /* GitHub OAuth */
+	HUB_AUTH_LDAP,
+	HUB_AUTH_PAM_NONE, /* placeholder: never produced by the parser */
+};
+
+struct hub_settings {
+	bool enabled;	      /* default true */
+	char *chart_version;  /* pinned chart version */
+	int node_port;	      /* proxy NodePort, default 30080 (30000-32767) */
+	char *image;	      /* singleuser image "name:tag" */
+	char *storage;	      /* per-user volume size, e.g. "10Gi" */
+	char **admin_users;   /* NULL-terminated */
+	char **allowed_users; /* NULL-terminated; may be empty */
+	enum hub_auth auth;
+	char *github_client_id;
+	char *github_client_secret_file; /* a file on the controller; never inlined */
+	char *github_callback_url;
+	char *ldap_server;
+	char *ldap_bind_dn_template;
+	int start_timeout; /* seconds, default 900 (large CUDA images) */
+	char *shm_size;	   /* memory-backed /dev/shm per notebook, default 1Gi */
+};
+
+struct cluster_settings {
+	char *name;		  /* DNS label */
+	char *kubernetes_version; /* exact X.Y.Z */
+	char *pod_cidr;		  /* default 10.244.0.0/16 */
+	char *service_cidr;	  /* default 10.96.0.0/12 */
+	int api_port;		  /* default 6443 */
+	char *apt_mirror;	  /* NULL: upstream pkgs.k8s.io */
+	char *http_proxy;	  /* NULL: none */
+};
+
+struct inventory {
+	char *path; /* as given */
+	struct cluster_settings cluster;
+	struct ssh_settings ssh; /* the defaults, after built-in defaults */
+	struct nfs_settings nfs;
+	struct hub_settings hub;
+	size_t nr_nodes;
+	struct node *nodes; /* in file order, ranges expanded in order */
+};
+
+enum diag_level { DIAG_ERROR, DIAG_WARNING };
+
+struct diag {
+	enum diag_level level;
+	char *file;
+	unsigned line, col; /* 1-based; 0 when the problem has no position */
+	char *msg;
+	char *hint; /* NULL or a "did you mean"/how-to-fix sentence */
+};
+
+struct diag_list {
+	size_t nr, alloc;
+	struct diag *items;
+	size_t errors;
+};
+
+void diag_list_init(struct diag_list *dl);
+void diag_list_release(struct diag_list *dl);
+void diag_add(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
+	      unsigned col, const char *hint, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+/*
+ * Format one diagnostic as "FILE:LINE:COL: error: MESSAGE" (no LINE:COL when
+ * 0) followed, when there is a hint, by "\n  hint: HINT".  Caller frees.
+ */
+char *diag_format(const struct diag *d);
+
+/*
+ * Load and validate an inventory.  Returns 0 and sets *out on success
+ * (warnings may still be in dl); returns -1 with at least one error in dl
+ * otherwise (*out is NULL).  Never touches the network.
+ */
+int inventory_load(struct inventory **out, const char *path, struct diag_list *dl);
+/* The same from a buffer; `name` is used in diagnostics (tests, fuzzing). */
+int inventory_load_buffer(struct inventory **out, const char *name, const char *data, size_t len,
+			  struct diag_list *dl);
+void inventory_free(struct inventory *inv);
+
+const struct node *inventory_find(const struct inventory *inv, const char *name);
+/* The control-plane node (exactly one in a valid inventory). */
+const struct node *inventory_control_plane(const struct inventory *inv);
+
+/* "control-plane", "worker", "nfs-server" for one bit; NULL otherwise. */
+const char *node_role_name(enum node_role role);
+/* Parse a role name; returns the bit or 0. */
+unsigned node_role_parse(const char *name);
+
+/*
+ * Select nodes for -l/--limit: a comma-separated list of names, pdsh ranges
+ * (`b-[2-4]`) and roles (`@worker`).  Fills sel[i] (nr_nodes entries) with
+ * true for chosen nodes.  Returns the count chosen, or -1 with a message in
+ * err (an unknown name or role) -- the limit must never silently select less.
+ */
+struct error;
+int inventory_select(const struct inventory *inv, const char *limit, bool *sel, struct error *err);
+
+#endif

@@ -1,0 +1,349 @@
+/* util: see util.h. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+char strbuf_empty[1];
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+	char line[1024];
+	int n;
+
+	n = snprintf(line, sizeof(line), "provision: fatal: ");
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	strcat(line, "\n");
+	/* One write: never interleave with another thread's line. */
+	(void)write_all(STDERR_FILENO, line, strlen(line));
+	exit(3);
+}
+
+static void *checked(void *p, size_t size)
+{
+	if (!p && size)
+		die("out of memory allocating %zu bytes", size);
+	return p;
+}
+
+void *xmalloc(size_t size)
+{
+	return checked(malloc(size ? size : 1), size);
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	if (size && nmemb > SIZE_MAX / size)
+		die("allocation of %zu x %zu bytes overflows", nmemb, size);
+	return checked(calloc(nmemb ? nmemb : 1, size ? size : 1), nmemb * size);
+}
+
+void *xrealloc(void *ptr, size_t size)
+{
+	return checked(realloc(ptr, size ? size : 1), size);
+}
+
+char *xstrdup(const char *s)
+{
+	return checked(strdup(s), strlen(s) + 1);
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	size_t len = strnlen(s, n);
+	char *p = xmalloc(len + 1);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	return strbuf_detach(&sb, NULL);
+}
+
+void *xgrow(void *ptr, size_t nr, size_t *alloc, size_t size)
+{
+	size_t n;
+
+	if (nr <= *alloc)
+		return ptr;
+	n = *alloc ? *alloc : 8;
+	while (n < nr) {
+		if (n > SIZE_MAX / 2 / size)
+			die("array of %zu items of %zu bytes is too large", nr, size);
+		n *= 2;
+	}
+	*alloc = n;
+	return xrealloc(ptr, n * size);
+}
+
+void strbuf_init(struct strbuf *sb, size_t hint)
+{
+	*sb = (struct strbuf){.buf = strbuf_empty};
+	if (hint)
+		strbuf_grow(sb, hint);
+}
+
+void strbuf_release(struct strbuf *sb)
+{
+	size_t max = sb->max;
+
+	if (sb->alloc)
+		free(sb->buf);
+	*sb = (struct strbuf){.buf = strbuf_empty, .max = max};
+}
+
+char *strbuf_detach(struct strbuf *sb, size_t *len)
+{
+	char *r;
+
+	if (len)
+		*len = sb->len;
+	r = sb->alloc ? sb->buf : xstrdup("");
+	*sb = (struct strbuf){.buf = strbuf_empty, .max = sb->max};
+	return r;
+}
+
+void strbuf_grow(struct strbuf *sb, size_t extra)
+{
+	bool fresh = !sb->alloc;
+	size_t need;
+
+	if (extra > SIZE_MAX - sb->len - 1)
+		die("string of %zu bytes is too large", sb->len);
+	need = sb->len + extra + 1;
+	if (need <= sb->alloc)
+		return;
+	if (fresh)
+		sb->buf = NULL;
+	sb->buf = xgrow(sb->buf, need, &sb->alloc, 1);
+	if (fresh)
+		sb->buf[0] = '\0';
+}
+
+void strbuf_add(struct strbuf *sb, const void *data, size_t len)
+{
+	if (sb->max && sb->len + len > sb->max) {
+		len = sb->max > sb->len ? sb->max - sb->len : 0;
+		sb->truncated = true;
+	}
+	if (!len)
+		return;
+	strbuf_grow(sb, len);
+	memcpy(sb->buf + sb->len, data, len);
+	sb->len += len;
+	sb->buf[sb->len] = '\0';
+}
+
+void strbuf_addstr(struct strbuf *sb, const char *s)
+{
+	strbuf_add(sb, s, strlen(s));
+}
+
+void strbuf_addch(struct strbuf *sb, int c)
+{
+	char ch = (char)c;
+	strbuf_add(sb, &ch, 1);
+}
+
+void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
+{
+	char small[256];
+	va_list cp;
+	int n;
+
+	va_copy(cp, ap);
+	n = vsnprintf(small, sizeof(small), fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		die("bad format string '%s'", fmt);
+	if ((size_t)n < sizeof(small)) {
+		strbuf_add(sb, small, (size_t)n);
+		return;
+	}
+	{
+		char *big = xmalloc((size_t)n + 1);
+		vsnprintf(big, (size_t)n + 1, fmt, ap);
+		strbuf_add(sb, big, (size_t)n);
+		free(big);
+	}
+}
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(sb, fmt, ap);
+	va_end(ap);
+}
+
+void strbuf_reset(struct strbuf *sb)
+{
+	strbuf_setlen(sb, 0);
+	sb->truncated = false;
+}
+
+void strbuf_setlen(struct strbuf *sb, size_t len)
+{
+	if (len > sb->len)
+		die("strbuf_setlen beyond end (%zu > %zu)", len, sb->len);
+	sb->len = len;
+	if (sb->alloc)
+		sb->buf[len] = '\0';
+}
+
+void strbuf_rtrim(struct strbuf *sb)
+{
+	while (sb->len && strchr(" \t\r\n", sb->buf[sb->len - 1]))
+		sb->len--;
+	if (sb->alloc)
+		sb->buf[sb->len] = '\0';
+}
+
+int error_set(struct error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		err->code = code;
+		err->hint[0] = '\0';
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+void error_hint(struct error *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->hint, sizeof(err->hint), fmt, ap);
+	va_end(ap);
+}
+
+void error_clear(struct error *err)
+{
+	if (err)
+		*err = (struct error){0};
+}
+
+uint64_t now_ms(void)
+{
+	return now_us() / 1000;
+}
+
+uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int read_file(const char *path, struct strbuf *out)
+{
+	char buf[8192];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		strbuf_add(out, buf, (size_t)n);
+	}
+	close(fd);
+	return 0;
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+char *expand_home(const char *path)
+{
+	const char *home;
+
+	if (path[0] != '~' || (path[1] != '/' && path[1] != '\0'))
+		return xstrdup(path);
+	home = getenv("HOME");
+	if (!home || !*home)
+		home = "/";
+	return xasprintf("%s%s", home, path + 1);
+}
+
+size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	size_t row[65];
+
+	if (la > 64 || lb > 64)
+		return (size_t)-1;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t prev = row[0], tmp;
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			size_t best = prev + cost;
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}

@@ -1,0 +1,112 @@
+/*
+ * util: memory, growable strings and error reporting shared by every module.
+ *
+ * Out of memory is fatal in exactly one place (xmalloc and friends): callers
+ * never check for NULL from them.  Everything else reports failure with a
+ * negative return value and a message in a caller-provided `struct error`.
+ *
+ * struct strbuf keeps git's invariants: `buf` is never NULL and is always
+ * NUL-terminated, `len` excludes the NUL, and strbuf_detach() hands the
+ * storage to the caller.  A strbuf may carry a size cap (`max`, 0 = none):
+ * appends beyond it are dropped and `truncated` is set, so captured command
+ * output cannot grow without bound (curl's dynbuf).
+ *
+ * Thread safety: all functions are reentrant; a given object must not be
+ * used from two threads at once.
+ */
+#ifndef PROVISION_UTIL_H
+#define PROVISION_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#define NORETURN __attribute__((noreturn))
+#else
+#define PRINTF_LIKE(f, a)
+#define NORETURN
+#endif
+
+/* Allocation that never returns NULL: on failure the process exits with a message. */
+void *xmalloc(size_t size);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *ptr, size_t size);
+char *xstrdup(const char *s);
+/* xstrndup: copy at most n bytes of s and NUL-terminate. */
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) PRINTF_LIKE(1, 2);
+/* Grow *ptr (an array of `size`-byte items with capacity *alloc) to hold nr items. */
+void *xgrow(void *ptr, size_t nr, size_t *alloc, size_t size);
+#define ALLOC_GROW(p, nr, alloc) ((p) = xgrow((p), (nr), &(alloc), sizeof(*(p))))
+
+/* Print "provision: fatal: ..." and exit(3).  For impossible situations only. */
+void die(const char *fmt, ...) PRINTF_LIKE(1, 2) NORETURN;
+
+struct strbuf {
+	char *buf;
+	size_t len;
+	size_t alloc;
+	size_t max;	/* 0: no cap; otherwise len never exceeds max */
+	bool truncated; /* set when an append was cut by the cap */
+};
+
+#define STRBUF_INIT {.buf = strbuf_empty}
+extern char strbuf_empty[];
+
+void strbuf_init(struct strbuf *sb, size_t hint);
+/* Free the storage and return to the STRBUF_INIT state (cap is kept). */
+void strbuf_release(struct strbuf *sb);
+/* Take the storage; sb is left empty.  The caller frees the result. */
+char *strbuf_detach(struct strbuf *sb, size_t *len);
+void strbuf_grow(struct strbuf *sb, size_t extra);
+void strbuf_add(struct strbuf *sb, const void *data, size_t len);
+void strbuf_addstr(struct strbuf *sb, const char *s);
+void strbuf_addch(struct strbuf *sb, int c);
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+void strbuf_reset(struct strbuf *sb);
+void strbuf_setlen(struct strbuf *sb, size_t len);
+/* Remove trailing whitespace. */
+void strbuf_rtrim(struct strbuf *sb);
+
+/*
+ * struct error: what went wrong, for the caller to print.  `msg` follows the
+ * house message style: lowercase, the failing thing first, subject quoted,
+ * no trailing period.  `hint`, when set, says how to fix it.
+ */
+struct error {
+	int code; /* module-specific negative code, 0 when unset */
+	char msg[512];
+	char hint[256];
+};
+
+/* Set err (when non-NULL) and return `code` (negative), for `return error_set(...)`. */
+int error_set(struct error *err, int code, const char *fmt, ...) PRINTF_LIKE(3, 4);
+/* Set the hint of an error already set. */
+void error_hint(struct error *err, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void error_clear(struct error *err);
+
+/* Monotonic milliseconds (CLOCK_MONOTONIC). */
+uint64_t now_ms(void);
+/* Monotonic microseconds. */
+uint64_t now_us(void);
+/* Wall clock, milliseconds since the epoch. */
+uint64_t wall_ms(void);
+
+/* Read a whole file; returns 0 or -errno.  *out is NUL-terminated. */
+int read_file(const char *path, struct strbuf *out);
+/* Write all of buf to fd, retrying on EINTR and short writes; 0 or -errno. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* Expand a leading "~/" with $HOME.  The caller frees the result. */
+char *expand_home(const char *path);
+
+/* Levenshtein distance, capped: for "did you mean" hints. */
+size_t edit_distance(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,6 @@
+#ifndef PROVISION_VERSION_H
+#define PROVISION_VERSION_H
+#ifndef PROVISION_VERSION
+#define PROVISION_VERSION "0.1.0"
+#endif
+#endif

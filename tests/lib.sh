@@ -1,0 +1,105 @@
+# tests/lib.sh: the harness every tests/tNNNN-*.sh sources (git's t/test-lib.sh shape).
+#
+# A test script calls `test_case DESCRIPTION COMMANDS` (COMMANDS run in a
+# subshell with `set -e`), `test_skip DESCRIPTION REASON`, and `test_done`
+# at the end.  Output is TAP; tests/run.sh counts it for the one summary line.
+# Helpers: test_need_root, test_need_cmd CMD (skip the whole script when
+# missing), and $PROVISION (the binary under test), $TEST_DIR (this script's
+# scratch directory, removed at exit unless PROVISION_TEST_KEEP=1).
+
+TESTS_ROOT=$(cd "$(dirname "$0")" && pwd)
+SRC_ROOT=$(cd "$TESTS_ROOT/.." && pwd)
+PROVISION=${PROVISION:-$SRC_ROOT/build/provision}
+test_name=$(basename "$0" .sh)
+TEST_DIR=${PROVISION_TEST_WORK:-$SRC_ROOT/tests/.work}/$test_name
+rm -rf "$TEST_DIR"
+mkdir -p "$TEST_DIR"
+test_count=0
+test_failed=0
+test_verbose=${PROVISION_TEST_VERBOSE:-0}
+
+test_cleanup_hooks=
+# test_at_exit CMD: run CMD when the script ends, however it ends (LIFO).
+test_at_exit() {
+	test_cleanup_hooks="$1
+$test_cleanup_hooks"
+}
+test_run_cleanup() {
+	printf '%s\n' "$test_cleanup_hooks" | while IFS= read -r hook; do
+		[ -n "$hook" ] && eval "$hook" >/dev/null 2>&1
+	done
+	test_cleanup_hooks=
+	[ "${PROVISION_TEST_KEEP:-0}" = 1 ] || rm -rf "$TEST_DIR"
+}
+trap 'test_run_cleanup' EXIT
+trap 'exit 130' INT TERM
+
+test_case() {
+	desc=$1
+	body=$2
+	test_count=$((test_count + 1))
+	out="$TEST_DIR/case-$test_count.out"
+	if (cd "$TEST_DIR" && set -e && eval "$body") >"$out" 2>&1; then
+		echo "ok $test_count - $desc"
+		[ "$test_verbose" = 1 ] && sed 's/^/#   /' "$out"
+	else
+		echo "not ok $test_count - $desc"
+		test_failed=$((test_failed + 1))
+		sed 's/^/#   /' "$out" | tail -n 40
+	fi
+	return 0
+}
+
+test_skip() {
+	test_count=$((test_count + 1))
+	echo "ok $test_count - $1 # skip $2"
+}
+
+# Skip every case of the script (call before any test_case).
+test_skip_all() {
+	echo "1..0 # skip $1"
+	trap - EXIT
+	rm -rf "$TEST_DIR"
+	exit 0
+}
+
+test_need_root() {
+	[ "$(id -u)" = 0 ] || test_skip_all "needs root (network namespaces)"
+}
+
+test_need_cmd() {
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || test_skip_all "needs $c"
+	done
+}
+
+test_done() {
+	echo "1..$test_count"
+	[ "$test_failed" = 0 ]
+}
+
+# Assertions for use inside test_case bodies; each prints what it saw on failure.
+expect_eq() { # expect_eq EXPECTED ACTUAL [WHAT]
+	if [ "$1" != "$2" ]; then
+		printf 'expected %s: %s\n     got: %s\n' "${3:-value}" "$1" "$2"
+		return 1
+	fi
+}
+expect_status() { # expect_status N CMD...
+	want=$1
+	shift
+	set +e
+	"$@"
+	got=$?
+	set -e
+	if [ "$got" != "$want" ]; then
+		echo "expected exit status $want from: $*; got $got"
+		return 1
+	fi
+}
+expect_grep() { # expect_grep PATTERN FILE
+	grep -q -e "$1" "$2" || { echo "'$1' not found in $2:"; sed 's/^/| /' "$2" | head -40; return 1; }
+}
+expect_no_grep() { # expect_no_grep PATTERN FILE
+	if grep -n -e "$1" "$2"; then echo "'$1' unexpectedly found in $2"; return 1; fi
+}
