@@ -13,6 +13,7 @@
 /* cmd_table: every command provision has, in the order --help lists them. */
 const struct cmd *const cmd_table[] = {
 	&cmd_inventory,
+	&cmd_run,
 	NULL,
 };
 

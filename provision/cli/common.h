@@ -1,0 +1,38 @@
+/*
+ * common: what several commands share: loading the inventory with its
+ * diagnostics printed, selecting nodes with -l, the sudo password, and
+ * writing whole lines to stdout/stderr.
+ */
+#ifndef PROVISION_CLI_COMMON_H
+#define PROVISION_CLI_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../inventory.h"
+
+/*
+ * Load the inventory at `path` (required: -i).  Prints every diagnostic to
+ * stderr; returns 0 with *out set, or EXIT_USAGE after printing.
+ */
+int cli_load_inventory(const char *cmd_name, const char *path, struct inventory **out);
+
+/*
+ * The nodes chosen by `limit` (NULL: all) in inventory order, as an array
+ * the caller frees.  Returns 0, or EXIT_USAGE after printing the error.
+ */
+int cli_select_nodes(const char *cmd_name, const struct inventory *inv, const char *limit,
+		     const struct node ***out, size_t *nr);
+
+/*
+ * The sudo password: $PROVISION_SUDO_PASSWORD, or, when `ask` is set and
+ * standard input is a terminal, read once without echo.  Returns NULL when
+ * none.  The caller wipes and frees it with cli_free_secret().
+ */
+char *cli_sudo_password(bool ask);
+void cli_free_secret(char *s);
+
+/* Write one whole line (a newline is added) with a single write(2). */
+void cli_write_line(int fd, const char *prefix, const char *text, size_t len);
+
+#endif

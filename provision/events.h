@@ -1,0 +1,90 @@
+/*
+ * events: the one stream every view reads (plain lines, JSON lines, the
+ * TUI, logs, the run record).  Nothing deep in the code prints; workers post
+ * events and the main thread, which alone owns stdout and the terminal,
+ * takes them off the queue and hands them to the views.
+ *
+ * Ownership: an event's strings belong to the event; events_push() takes
+ * ownership of a heap-allocated event, events_pop() hands it to the caller,
+ * who frees it with event_free().
+ *
+ * Threading: any thread may push; one thread (the main thread) pops.  The
+ * queue is a mutex-protected FIFO with a condition variable; producers
+ * never block on the consumer (the queue is unbounded, but a worker posts
+ * at most one event per output line, and output lines are capped in
+ * length by the transport).
+ */
+#ifndef PROVISION_EVENTS_H
+#define PROVISION_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The life of one node in a run; a state machine with timestamps (runner.h). */
+enum node_state {
+	NODE_PENDING = 0, /* not started yet */
+	NODE_CONNECTING,
+	NODE_RUNNING,
+	NODE_DONE,	  /* finished; see the node's result */
+	NODE_FAILED,	  /* a step or command failed on the node */
+	NODE_UNREACHABLE, /* could not connect or authenticate */
+	NODE_CANCELLED,	  /* not started or stopped because the run was interrupted */
+};
+
+enum event_kind {
+	EVENT_NODE_STATE, /* node changed state; `state`, `text` = reason on failure */
+	EVENT_STEP_START, /* a step began: phase, step */
+	EVENT_STEP_END,	  /* a step ended: phase, step, result, duration_ms */
+	EVENT_LINE,	  /* one output line: stream, text */
+	EVENT_MESSAGE,	  /* a note about the node from provision itself: text */
+};
+
+/* Results of a step (roles) or command (run). */
+enum step_result {
+	STEP_NONE = 0,
+	STEP_UNCHANGED,
+	STEP_CHANGED,
+	STEP_FAILED,
+	STEP_SKIPPED,
+	STEP_OK, /* ad-hoc command that exited 0 */
+};
+
+struct event {
+	struct event *next; /* queue link */
+	enum event_kind kind;
+	size_t node;	      /* index of the node in the run */
+	enum node_state state;
+	enum step_result result;
+	int stream;	      /* 1 stdout, 2 stderr (EVENT_LINE) */
+	int exit_status;      /* EVENT_STEP_END, EVENT_NODE_STATE(DONE/FAILED) */
+	char *phase;	      /* may be NULL */
+	char *step;	      /* may be NULL */
+	char *text;	      /* line, message or failure reason; may be NULL */
+	uint64_t at_ms;	      /* monotonic time of the event */
+	uint64_t duration_ms; /* EVENT_STEP_END, final EVENT_NODE_STATE */
+};
+
+struct events;
+
+struct events *events_new(void);
+/* Free the queue and any events still in it; accepts NULL. */
+void events_free(struct events *q);
+/* Take ownership of ev and queue it (any thread). */
+void events_push(struct events *q, struct event *ev);
+/*
+ * Take the oldest event, waiting up to timeout_ms (0: do not wait, -1: wait
+ * for ever).  Returns NULL when none arrived in time.  Main thread only.
+ */
+struct event *events_pop(struct events *q, int timeout_ms);
+/* Wake a waiting events_pop() without an event (e.g. from a worker finishing). */
+void events_wake(struct events *q);
+
+/* Allocate an event with the given kind and node; strings are copied. */
+struct event *event_new(enum event_kind kind, size_t node);
+void event_free(struct event *ev);
+
+const char *node_state_name(enum node_state s);
+const char *step_result_name(enum step_result r);
+
+#endif

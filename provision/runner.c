@@ -1,0 +1,396 @@
+/* runner: see runner.h for the theory of operation. */
+#include "runner.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+struct runner {
+	const struct runner_opts *opts;
+	const struct node *const *nodes;
+	size_t nr;
+	struct events *q;
+	pthread_mutex_t lock;
+	size_t next;	      /* next node to start (under lock) */
+	atomic_bool stop;     /* no new nodes */
+	atomic_bool cancel;   /* stop running commands too */
+	atomic_size_t active; /* workers still running */
+};
+
+struct runner_job {
+	struct runner *r;
+	size_t index;
+	const struct node *node;
+	struct transport *tp;
+	char *fail_reason;
+	int exit_status;
+};
+
+static volatile sig_atomic_t signals_seen;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	signals_seen++;
+}
+
+size_t runner_job_index(const struct runner_job *job)
+{
+	return job->index;
+}
+
+const struct node *runner_job_node(const struct runner_job *job)
+{
+	return job->node;
+}
+
+struct transport *runner_job_transport(const struct runner_job *job)
+{
+	return job->tp;
+}
+
+bool runner_job_cancelled(const struct runner_job *job)
+{
+	return atomic_load(&job->r->cancel);
+}
+
+void runner_job_post(struct runner_job *job, struct event *ev)
+{
+	ev->node = job->index;
+	events_push(job->r->q, ev);
+}
+
+void runner_job_fail(struct runner_job *job, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	free(job->fail_reason);
+	job->fail_reason = strbuf_detach(&sb, NULL);
+}
+
+void runner_job_set_exit(struct runner_job *job, int exit_status)
+{
+	job->exit_status = exit_status;
+}
+
+struct line_ctx {
+	struct runner_job *job;
+	const char *phase, *step;
+};
+
+static void post_line(void *data, enum transport_stream stream, const char *line, size_t len)
+{
+	struct line_ctx *lc = data;
+	struct event *ev = event_new(EVENT_LINE, lc->job->index);
+
+	ev->stream = (int)stream;
+	ev->text = xstrndup(line, len);
+	if (lc->phase)
+		ev->phase = xstrdup(lc->phase);
+	if (lc->step)
+		ev->step = xstrdup(lc->step);
+	events_push(lc->job->r->q, ev);
+}
+
+static bool job_cancelled_cb(void *data)
+{
+	struct line_ctx *lc = data;
+	return runner_job_cancelled(lc->job);
+}
+
+int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
+		    const char *command, const void *input, size_t input_len, int timeout_ms,
+		    struct transport_result *res, struct error *err)
+{
+	struct line_ctx lc = {job, phase, step};
+	struct transport_exec req = {
+		.command = command,
+		.input = input,
+		.input_len = input_len,
+		.timeout_ms = timeout_ms,
+		.on_line = post_line,
+		.ctx = &lc,
+		.cancelled = job_cancelled_cb,
+	};
+
+	return job->r->opts->ops->exec(job->tp, &req, res, err);
+}
+
+void runner_target_from_node(struct transport_target *t, const struct node *node,
+			     const struct runner_opts *opts)
+{
+	memset(t, 0, sizeof(*t));
+	t->name = node->name;
+	t->host = node->address;
+	t->port = node->ssh.port;
+	t->user = node->ssh.user;
+	t->identity = node->ssh.identity;
+	t->known_hosts = node->ssh.known_hosts;
+	t->host_keys = node->ssh.host_keys == HOST_KEYS_ACCEPT_NEW ? TRANSPORT_HOST_KEYS_ACCEPT_NEW
+								   : TRANSPORT_HOST_KEYS_STRICT;
+	if (!opts->use_sudo || node->ssh.sudo == SUDO_NEVER)
+		t->sudo = TRANSPORT_SUDO_NEVER;
+	else if (node->ssh.sudo == SUDO_ALWAYS)
+		t->sudo = TRANSPORT_SUDO_ALWAYS;
+	else
+		t->sudo = TRANSPORT_SUDO_AUTO;
+	t->sudo_password = opts->sudo_password;
+	t->jump = node->ssh.jump;
+	t->connect_timeout_ms = node->ssh.connect_timeout * 1000;
+	t->keepalive_s = node->ssh.keepalive;
+	t->per_command_channels = opts->per_command_channels;
+}
+
+static void post_state(struct runner *r, size_t index, enum node_state state, const char *text,
+		       int exit_status)
+{
+	struct event *ev = event_new(EVENT_NODE_STATE, index);
+
+	ev->state = state;
+	ev->exit_status = exit_status;
+	if (text)
+		ev->text = xstrdup(text);
+	events_push(r->q, ev);
+}
+
+static void work_one(struct runner *r, size_t index)
+{
+	const struct runner_opts *o = r->opts;
+	struct runner_job job = {.r = r, .index = index, .node = r->nodes[index], .exit_status = -1};
+	struct transport_target target;
+	struct error err = {0};
+	struct strbuf why = STRBUF_INIT;
+	int rc;
+
+	post_state(r, index, NODE_CONNECTING, NULL, -1);
+	runner_target_from_node(&target, job.node, o);
+	rc = o->ops->connect(&job.tp, &target, &err);
+	if (rc < 0) {
+		strbuf_addstr(&why, err.msg);
+		if (err.hint[0])
+			strbuf_addf(&why, " (%s)", err.hint);
+		post_state(r, index, NODE_UNREACHABLE, why.buf, -1);
+		strbuf_release(&why);
+		return;
+	}
+	post_state(r, index, NODE_RUNNING, NULL, -1);
+	rc = o->node_fn(&job, o->data);
+	o->ops->close(job.tp);
+	job.tp = NULL;
+	if (rc == 0) {
+		post_state(r, index, NODE_DONE, NULL, job.exit_status);
+	} else if (atomic_load(&r->cancel) && !job.fail_reason) {
+		post_state(r, index, NODE_CANCELLED, "cancelled by interrupt", job.exit_status);
+	} else {
+		post_state(r, index, rc < 0 ? NODE_UNREACHABLE : NODE_FAILED,
+			   job.fail_reason ? job.fail_reason : "failed", job.exit_status);
+	}
+	free(job.fail_reason);
+}
+
+static void *worker_main(void *data)
+{
+	struct runner *r = data;
+	sigset_t all;
+
+	/* Signals go to the main thread only. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		size_t index;
+
+		pthread_mutex_lock(&r->lock);
+		if (atomic_load(&r->stop) || r->next >= r->nr) {
+			pthread_mutex_unlock(&r->lock);
+			break;
+		}
+		index = r->next++;
+		pthread_mutex_unlock(&r->lock);
+		work_one(r, index);
+	}
+	atomic_fetch_sub(&r->active, 1);
+	events_wake(r->q);
+	return NULL;
+}
+
+static void apply_event(struct node_status *st, const struct event *ev)
+{
+	switch (ev->kind) {
+	case EVENT_NODE_STATE:
+		st->state = ev->state;
+		if (ev->state == NODE_CONNECTING)
+			st->started_ms = ev->at_ms;
+		else if (ev->state == NODE_RUNNING)
+			st->connected_ms = ev->at_ms;
+		if (ev->state >= NODE_DONE) {
+			st->ended_ms = ev->at_ms;
+			st->exit_status = ev->exit_status;
+			free(st->reason);
+			st->reason = ev->text ? xstrdup(ev->text) : NULL;
+		}
+		break;
+	case EVENT_STEP_START:
+		free(st->phase);
+		free(st->step);
+		st->phase = ev->phase ? xstrdup(ev->phase) : NULL;
+		st->step = ev->step ? xstrdup(ev->step) : NULL;
+		break;
+	case EVENT_STEP_END:
+		st->steps_done++;
+		if (ev->result == STEP_CHANGED)
+			st->steps_changed++;
+		else if (ev->result == STEP_FAILED)
+			st->steps_failed++;
+		else if (ev->result == STEP_SKIPPED)
+			st->steps_skipped++;
+		break;
+	case EVENT_LINE:
+		st->lines++;
+		break;
+	case EVENT_MESSAGE:
+		break;
+	}
+}
+
+static void dispatch(const struct runner_opts *o, struct node_status *status, struct event *ev)
+{
+	apply_event(&status[ev->node], ev);
+	if (o->on_event)
+		o->on_event(ev, &status[ev->node], o->data);
+	event_free(ev);
+}
+
+void runner_status_release(struct node_status *status, size_t nr)
+{
+	size_t i;
+
+	if (!status)
+		return;
+	for (i = 0; i < nr; i++) {
+		free(status[i].reason);
+		free(status[i].phase);
+		free(status[i].step);
+	}
+	free(status);
+}
+
+int runner_run(const struct runner_opts *opts, const struct node *const *nodes, size_t nr,
+	       struct runner_summary *summary, struct node_status **status_out)
+{
+	struct runner r = {.opts = opts, .nodes = nodes, .nr = nr};
+	struct node_status *status = xcalloc(nr ? nr : 1, sizeof(*status));
+	struct sigaction sa = {0}, old_int, old_term;
+	pthread_t *threads = NULL;
+	pthread_attr_t attr;
+	size_t nthreads, i, started;
+	uint64_t t0 = now_ms();
+	unsigned handled_signals = 0;
+	struct event *ev;
+
+	if (opts->forks < 1)
+		die("runner_run called with forks %d", opts->forks);
+	memset(summary, 0, sizeof(*summary));
+	for (i = 0; i < nr; i++) {
+		status[i].exit_status = -1;
+		status[i].queued_ms = t0;
+	}
+	r.q = events_new();
+	pthread_mutex_init(&r.lock, NULL);
+	atomic_init(&r.stop, false);
+	atomic_init(&r.cancel, false);
+	nthreads = (size_t)opts->forks < nr ? (size_t)opts->forks : nr;
+	atomic_init(&r.active, nthreads);
+
+	if (opts->handle_signals) {
+		signals_seen = 0;
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, &old_int);
+		sigaction(SIGTERM, &sa, &old_term);
+	}
+
+	/* Small stacks: 256 workers must stay well under the memory target. */
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 512 * 1024);
+	threads = xcalloc(nthreads ? nthreads : 1, sizeof(*threads));
+	for (started = 0; started < nthreads; started++) {
+		if (pthread_create(&threads[started], &attr, worker_main, &r)) {
+			/* Fewer workers is still correct: the window is just smaller. */
+			atomic_fetch_sub(&r.active, nthreads - started);
+			if (!started)
+				die("cannot start any worker thread");
+			break;
+		}
+	}
+	pthread_attr_destroy(&attr);
+
+	for (;;) {
+		ev = events_pop(r.q, 100);
+		if (ev)
+			dispatch(opts, status, ev);
+		if (opts->handle_signals && signals_seen != (sig_atomic_t)handled_signals) {
+			handled_signals = (unsigned)signals_seen;
+			summary->interrupted = true;
+			atomic_store(&r.stop, true);
+			if (handled_signals >= 2)
+				atomic_store(&r.cancel, true);
+		}
+		if (!ev && opts->on_tick)
+			opts->on_tick(opts->data);
+		if (!ev && atomic_load(&r.active) == 0)
+			break;
+	}
+	for (i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	/* Events posted between the last pop and the join. */
+	while ((ev = events_pop(r.q, 0)))
+		dispatch(opts, status, ev);
+
+	for (i = 0; i < nr; i++) {
+		if (status[i].state == NODE_PENDING) {
+			struct event *c = event_new(EVENT_NODE_STATE, i);
+			c->state = NODE_CANCELLED;
+			c->text = xstrdup("not started: the run was interrupted");
+			dispatch(opts, status, c);
+		}
+		switch (status[i].state) {
+		case NODE_DONE:
+			summary->ok++;
+			break;
+		case NODE_FAILED:
+			summary->failed++;
+			break;
+		case NODE_UNREACHABLE:
+			summary->unreachable++;
+			break;
+		default:
+			summary->cancelled++;
+			break;
+		}
+	}
+	summary->nodes = nr;
+	summary->elapsed_ms = now_ms() - t0;
+
+	if (opts->handle_signals) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+	}
+	free(threads);
+	pthread_mutex_destroy(&r.lock);
+	events_free(r.q);
+	if (status_out)
+		*status_out = status;
+	else
+		runner_status_release(status, nr);
+	return 0;
+}

@@ -1,0 +1,118 @@
+/*
+ * runner: runs work on many nodes at once, in a bounded sliding window.
+ *
+ * Theory of operation
+ * -------------------
+ * runner_run() starts min(forks, nodes) worker threads.  Each worker takes
+ * the next node not yet started (a shared counter under a mutex: a sliding
+ * window, like git's run_processes_parallel() and pdsh), opens that node's
+ * transport session, calls the caller's node_fn with a `struct runner_job`,
+ * closes the session and takes the next node.  A worker owns the session of
+ * the node it is working on and nothing else; a failing node ends only its
+ * own job.
+ *
+ * Workers never print.  Everything they have to say goes through
+ * runner_post*() as events on one queue; the main thread (the caller of
+ * runner_run) pops them, updates each node's state record (struct
+ * node_status: a state machine with timestamps) and only then hands the
+ * event to the caller's on_event, which feeds the views.  So views only
+ * ever read events and the status records, on the main thread.
+ *
+ * Interrupts: runner_run() installs SIGINT/SIGTERM handlers for its
+ * duration.  The first signal stops scheduling: nodes not yet started are
+ * marked cancelled, running commands finish.  A second signal cancels:
+ * running commands are stopped (the transport polls runner_job_cancelled())
+ * and their nodes end cancelled.  summary->interrupted tells the caller to
+ * exit with EXIT_INTERRUPTED.
+ *
+ * Timeouts are the transport's: connect timeout per node and a timeout per
+ * command, so every worker ends in bounded time.
+ */
+#ifndef PROVISION_RUNNER_H
+#define PROVISION_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "inventory.h"
+#include "transport.h"
+
+/* The record of one node during a run; written only by the main thread. */
+struct node_status {
+	enum node_state state;
+	uint64_t queued_ms, started_ms, connected_ms, ended_ms; /* monotonic; 0 = not yet */
+	int exit_status; /* of the last command (run), -1 when none */
+	char *reason;	 /* why it failed or was cancelled; NULL otherwise */
+	char *phase, *step; /* what it is doing now */
+	unsigned steps_done, steps_changed, steps_failed, steps_skipped;
+	unsigned lines; /* output lines received */
+};
+
+struct runner_job;
+
+struct runner_opts {
+	const struct transport_ops *ops;
+	int forks; /* at most this many nodes in flight; >= 1 */
+	bool use_sudo; /* commands run as root (sudo when the login user is not root) */
+	const char *sudo_password; /* NULL: passwordless sudo only */
+	bool per_command_channels; /* the transport's fallback mode */
+	/*
+	 * Worker thread: the node's work, with its session connected.  Return
+	 * 0 when the node ended well, 1 when it failed (the reason posted
+	 * with runner_job_fail() or from the last command), negative when the
+	 * session was lost.
+	 */
+	int (*node_fn)(struct runner_job *job, void *data);
+	/* Main thread: every event, after the node's status was updated. */
+	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
+	/* Main thread: called about every 100 ms while the run goes on (a view's tick). */
+	void (*on_tick)(void *data);
+	void *data;
+	bool handle_signals; /* install SIGINT/SIGTERM handlers (the CLI does) */
+};
+
+struct runner_summary {
+	size_t nodes, ok, failed, unreachable, cancelled;
+	bool interrupted;
+	uint64_t elapsed_ms;
+};
+
+/*
+ * Run node_fn on every node.  Returns 0 when the run took place (whatever
+ * the nodes' results, which are in *summary and status[]); status, when
+ * non-NULL, receives one record per node (caller frees with
+ * runner_status_release()).
+ */
+int runner_run(const struct runner_opts *opts, const struct node *const *nodes, size_t nr,
+	       struct runner_summary *summary, struct node_status **status);
+void runner_status_release(struct node_status *status, size_t nr);
+
+/* Worker side: the job of one node. */
+size_t runner_job_index(const struct runner_job *job);
+const struct node *runner_job_node(const struct runner_job *job);
+struct transport *runner_job_transport(const struct runner_job *job);
+/* True once the run is being cancelled (second ^C). */
+bool runner_job_cancelled(const struct runner_job *job);
+
+/*
+ * Run a command on the job's node; every output line is posted as an
+ * EVENT_LINE with the given phase/step (NULL for ad-hoc commands).
+ * Returns as transport_ops.exec.
+ */
+int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
+		    const char *command, const void *input, size_t input_len, int timeout_ms,
+		    struct transport_result *res, struct error *err);
+/* Post an event built by the worker (takes ownership). */
+void runner_job_post(struct runner_job *job, struct event *ev);
+/* Record why the node failed (posted with its final state). */
+void runner_job_fail(struct runner_job *job, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void runner_job_set_exit(struct runner_job *job, int exit_status);
+
+/* Fill a transport target from a node and the run's options. */
+void runner_target_from_node(struct transport_target *t, const struct node *node,
+			     const struct runner_opts *opts);
+
+#endif
