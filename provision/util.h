@@ -71,6 +71,8 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...) PRINTF_LIKE(2, 3);
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 void strbuf_reset(struct strbuf *sb);
 void strbuf_setlen(struct strbuf *sb, size_t len);
+/* Append s quoted for a POSIX shell: single quotes, ' as '\''. */
+void strbuf_add_sh_quoted(struct strbuf *sb, const char *s);
 /* Remove trailing whitespace. */
 void strbuf_rtrim(struct strbuf *sb);
 
