@@ -1,0 +1,43 @@
+# bash completion for provision(1).  Kept in step with the command table by
+# tests/t0001-cli.sh: every command and option provision has is listed here.
+
+_provision() {
+	local cur prev cmd i
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD-1]}
+	local commands="inventory run"
+
+	cmd=
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		case ${COMP_WORDS[i]} in
+		-*) ;;
+		*) cmd=${COMP_WORDS[i]}; break ;;
+		esac
+	done
+
+	if [[ -z $cmd ]]; then
+		COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+		return
+	fi
+
+	case $prev in
+	-i|--inventory)
+		COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur") $(compgen -d -- "$cur"))
+		return ;;
+	-o|--output)
+		COMPREPLY=($(compgen -W "text json" -- "$cur"))
+		return ;;
+	-f|--forks|-t|--timeout|-l|--limit)
+		return ;;
+	esac
+
+	local opts
+	case $cmd in
+	inventory)
+		opts="--inventory -i --output -o --help" ;;
+	run)
+		opts="--inventory -i --limit -l --forks -f --sudo --ask-sudo-password -K --group -g --output -o --timeout -t --channel-per-command --help" ;;
+	esac
+	COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+}
+complete -F _provision provision

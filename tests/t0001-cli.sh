@@ -1,0 +1,106 @@
+#!/bin/sh
+# t0001: the command line: help, version, usage errors, exit codes, and the
+# man page and bash completion kept in step with the command table.
+. "$(dirname "$0")/lib.sh"
+
+man="$SRC_ROOT/doc/provision.1"
+completion="$SRC_ROOT/contrib/completion/provision.bash"
+
+# The commands, read from the binary's own --help (generated from cmd_table).
+commands=$("$PROVISION" --help | sed -n '/^commands:/,/^$/p' | awk 'NR>1 && NF {print $1}')
+
+test_case "--help lists commands and exit codes" '
+	"$PROVISION" --help >out
+	expect_grep "^commands:" out
+	expect_grep "^exit status:" out
+	expect_grep "  2    bad usage or invalid input" out
+	[ -n "$commands" ]
+'
+
+test_case "--version prints the version from VERSION" '
+	"$PROVISION" --version >out
+	expect_eq "provision $(cat "$SRC_ROOT/VERSION")" "$(cat out)" version
+'
+
+test_case "no command is a usage error (exit 2)" '
+	expect_status 2 "$PROVISION" 2>err
+	expect_grep "missing command" err
+'
+
+test_case "an unknown command suggests the nearest (exit 2)" '
+	expect_status 2 "$PROVISION" inventroy 2>err
+	expect_grep "did you mean .inventory." err
+'
+
+test_case "an unknown option is a usage error naming it (exit 2)" '
+	expect_status 2 "$PROVISION" inventory --bogus 2>err
+	expect_grep "unknown option .--bogus." err
+	expect_grep "^usage: provision inventory" err
+'
+
+test_case "a bad choice value names the choices (exit 2)" '
+	expect_status 2 "$PROVISION" inventory -i x.yaml -o yaml 2>err
+	expect_grep "text|json" err
+'
+
+test_case "an integer option out of range is rejected (exit 2)" '
+	expect_status 2 "$PROVISION" run -i x.yaml --forks 0 -- true 2>err
+	expect_grep "from 1 to" err
+'
+
+# man_has CMD OPTS: the man page documents the command and each option
+# (roff escapes every "-" as "\-").
+man_has() {
+	grep -q "^\.B $1\( \|$\)" "$man" || { echo "command $1 missing from provision.1"; return 1; }
+	for o in $2; do
+		esc=$(printf '%s' "$o" | sed 's/-/\\-/g')
+		grep -qF -- "$esc" "$man" || { echo "option $o of $1 missing from provision.1"; return 1; }
+	done
+}
+
+# completion_has CMD OPTS: the completion lists the command and each option.
+completion_has() {
+	grep -q "commands=\".*\b$1\b" "$completion" || { echo "command $1 missing from completion"; return 1; }
+	line=$(sed -n "/^\t$1)/,/;;/p" "$completion")
+	for o in $2; do
+		[ "$o" = -h ] && continue
+		printf '%s\n' "$line" | grep -qE -- " $o( |\"|$)" || { echo "option $o of $1 missing from completion"; return 1; }
+	done
+}
+
+for c in $commands; do
+	# Every option of the command, from its --help.
+	opts=$("$PROVISION" "$c" --help | sed -n '/^options:/,/^$/p' |
+		grep -oE -- '(^|[ ,])--?[A-Za-z][-A-Za-z]*' | tr -d ' ,' | sort -u | tr '\n' ' ')
+	test_case "'$c --help' shows usage, options and exit status" '
+		"$PROVISION" "$c" --help >out
+		expect_grep "^usage: provision $c " out
+		expect_grep "^options:" out
+		expect_grep "^exit status:" out
+	'
+	test_case "man page documents '$c' and all its options" 'man_has "$c" "$opts"'
+	test_case "bash completion knows '$c' and all its options" 'completion_has "$c" "$opts"'
+done
+
+test_case "completion lists no command the binary lacks" '
+	listed=$(sed -n "s/.*local commands=\"\(.*\)\"/\1/p" "$completion")
+	for c in $listed; do
+		printf "%s\n" $commands | grep -qx "$c" || { echo "completion lists unknown command $c"; exit 1; }
+	done
+'
+
+test_case "bash completion script loads and completes commands" '
+	bash -c ". \"$completion\"; COMP_WORDS=(provision in); COMP_CWORD=1; _provision; printf \"%s\n\" \"\${COMPREPLY[@]}\"" >out
+	expect_grep "^inventory$" out
+'
+
+test_case "man page renders without warnings" '
+	if command -v groff >/dev/null 2>&1; then
+		groff -man -Tutf8 -ww -z "$man" 2>warn
+		[ ! -s warn ] || { cat warn; exit 1; }
+	else
+		grep -q "^\.TH PROVISION 1" "$man"
+	fi
+'
+
+test_done
