@@ -57,7 +57,8 @@ SRC := $(sort $(wildcard provision/*.c provision/cli/*.c provision/tui/*.c))
 LIB_SRC := $(filter-out provision/main.c,$(SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 MAIN_OBJ := $(B)/provision/main.o
-GEN_SRC := $(if $(wildcard provision/transport_agent.sh),$(B)/gen/agent_script.c)
+EMBED_SH := $(sort $(wildcard provision/*.sh))
+GEN_SRC := $(EMBED_SH:provision/%.sh=$(B)/gen/%_sh.c)
 GEN_OBJ := $(GEN_SRC:%.c=%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -68,11 +69,12 @@ $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QUIET_CC)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-# The remote agent is POSIX sh kept in its own file (shellcheck reads it);
-# it is compiled into the binary as a string.
-$(B)/gen/agent_script.c: provision/transport_agent.sh tools/embed.sh
+# Scripts that run on nodes (the transport agent, facts) are POSIX sh kept in
+# their own files (shellcheck reads them); each is compiled into the binary
+# as `const char NAME_script[]` (provision/facts.sh -> facts_script).
+$(B)/gen/%_sh.c: provision/%.sh tools/embed.sh
 	@mkdir -p $(dir $@)
-	$(QUIET_GEN)sh tools/embed.sh transport_agent_script $< > $@+ && mv $@+ $@
+	$(QUIET_GEN)sh tools/embed.sh $*_script $< > $@+ && mv $@+ $@
 
 $(B)/gen/%.o: $(B)/gen/%.c
 	$(QUIET_CC)$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -124,7 +126,7 @@ deps:
 style:
 	clang-format -i $(SRC) $(wildcard provision/*.h provision/cli/*.h provision/tui/*.h) $(UNIT_SRC)
 
-SHELL_FILES = $(shell find roles tests tools -name '*.sh' 2>/dev/null) provision/transport_agent.sh .ci/run
+SHELL_FILES = $(shell find roles tests tools -name '*.sh' 2>/dev/null) $(EMBED_SH) .ci/run
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		--std=c11 -D__GNUC__ -Iprovision $(SRC)

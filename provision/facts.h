@@ -1,0 +1,120 @@
+/*
+ * facts: what a node is, gathered at the start of every run.
+ *
+ * facts.sh (embedded in the binary) runs on the node as root and prints
+ * key=value lines; facts_parse() turns them into a typed struct.  Parsing is
+ * pure (text in, struct out) and unit-tested on recorded outputs of real
+ * machines (tests/facts/).  Unknown keys are ignored so a newer script can
+ * talk to an older parser.
+ *
+ * Ownership: a struct facts owns all its strings and arrays; release with
+ * facts_release().  Read-only once parsed; may be shared between threads.
+ */
+#ifndef PROVISION_FACTS_H
+#define PROVISION_FACTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct gpu {
+	char *model;	     /* "NVIDIA GeForce RTX 3070" as nvidia-smi names it */
+	unsigned memory_mib; /* 0 when unknown */
+	char *driver;	     /* "535.104.05" */
+	char *uuid;
+};
+
+enum swap_kind { SWAP_FILE, SWAP_PARTITION, SWAP_ZRAM, SWAP_OTHER };
+
+struct swap_dev {
+	enum swap_kind kind;
+	uint64_t size_kib;
+	char *path;
+};
+
+struct mac_addr {
+	char *iface, *addr;
+	bool physical;
+};
+
+struct route {
+	char *peer, *iface, *src;
+};
+
+struct facts {
+	int version; /* of facts.sh's output; 0 when the key was missing */
+	char *hostname, *os_id, *os_version, *os_pretty, *kernel, *arch;
+	unsigned cpus;
+	uint64_t mem_kib, mem_available_kib, disk_free_kib;
+	bool systemd;
+	int cgroup; /* 1 or 2 */
+
+	struct swap_dev *swaps; /* active swap */
+	size_t nr_swaps;
+	char **fstab_swap; /* fstab lines of type swap, NULL-terminated */
+	size_t nr_fstab_swap;
+	char **swap_units; /* "dev-sda2.swap active active" */
+	size_t nr_swap_units;
+	char *swap_target; /* "masked", "static", ... */
+
+	char **modules; /* of overlay, br_netfilter, nouveau, nvidia: the loaded ones */
+	size_t nr_modules;
+	char **sysctls; /* "net.ipv4.ip_forward 1" */
+	size_t nr_sysctls;
+
+	char *containerd_version; /* "1.6.20" */
+	char *containerd_active;  /* "active", "inactive", ... */
+	char *containerd_config_sha256;
+	bool containerd_systemd_cgroup;
+	char **packages; /* "kubeadm 1.30.4-1.1" */
+	size_t nr_packages;
+	char **held;
+	size_t nr_held;
+
+	char **nvidia_pci; /* "0000:01:00.0 0x1b06" */
+	size_t nr_nvidia_pci;
+	bool nvidia_smi;     /* nvidia-smi is installed */
+	int nvidia_smi_rc;   /* its exit status */
+	char *nvidia_smi_error; /* its message when it failed */
+	struct gpu *gpus;
+	size_t nr_gpus;
+	char *cuda_version;
+	char *secure_boot; /* "on", "off", "legacy", "unknown" */
+
+	char *machine_id, *product_uuid;
+	struct mac_addr *macs;
+	size_t nr_macs;
+	char *default_iface;
+	struct route *routes;
+	size_t nr_routes;
+	char **addresses; /* "eth0 198.18.0.10" */
+	size_t nr_addresses;
+	int ports_busy[4];
+	size_t nr_ports_busy;
+};
+
+/* The facts script, compiled in from facts.sh. */
+extern const char facts_script[];
+extern const size_t facts_script_len;
+
+/*
+ * Parse facts.sh output.  Returns 0, or -1 with a message in err when the
+ * text is not facts output at all (no facts_version line).
+ */
+int facts_parse(struct facts *f, const char *text, size_t len, struct error *err);
+void facts_release(struct facts *f);
+
+bool facts_has_module(const struct facts *f, const char *name);
+bool facts_port_busy(const struct facts *f, int port);
+/* The version of an installed package ("1.30.4-1.1"), or NULL. */
+const char *facts_package(const struct facts *f, const char *name);
+/* The sysctl's value as reported, or NULL. */
+const char *facts_sysctl(const struct facts *f, const char *key);
+/* The address this node uses to reach peer (from `route`), or NULL. */
+const struct route *facts_route_to(const struct facts *f, const char *peer);
+/* True when the GPU model names an NVIDIA GPU without the "NVIDIA " prefix older drivers omit. */
+const char *gpu_short_model(const char *model);
+
+#endif

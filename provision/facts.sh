@@ -1,0 +1,152 @@
+#!/bin/sh
+# facts.sh: what provision needs to know about a node, as key=value lines.
+#
+# Run by provision as root on every node at the start of every run (the
+# "facts" phase) and parsed by provision/facts.c.  Read-only: it changes
+# nothing on the node.  A key may repeat (one line per swap device, GPU,
+# MAC address...).  Values never contain a newline.
+#
+# Environment: PROVISION_PEERS="ADDR ..." -- addresses of the other nodes;
+# for each, the route this node would use to reach it is reported.
+LC_ALL=C
+export LC_ALL
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+
+say() {
+	printf '%s=%s\n' "$1" "$2"
+}
+
+have() {
+	command -v "$1" >/dev/null 2>&1
+}
+
+say facts_version 1
+if [ -r /etc/os-release ]; then
+	# shellcheck disable=SC1091
+	. /etc/os-release
+	say os_id "${ID:-}"
+	say os_version "${VERSION_ID:-}"
+	say os_pretty "${PRETTY_NAME:-}"
+fi
+say hostname "$(hostname 2>/dev/null || cat /etc/hostname)"
+say kernel "$(uname -r)"
+say arch "$(uname -m)"
+say cpus "$(getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c '^processor' /proc/cpuinfo)"
+awk '/^MemTotal:/ { print "mem_kib=" $2 } /^MemAvailable:/ { print "mem_available_kib=" $2 }' /proc/meminfo
+[ -d /run/systemd/system ] && say init systemd
+
+# Active swap (files, partitions, zram): TYPE SIZE_KIB PATH.
+if [ -r /proc/swaps ]; then
+	tail -n +2 /proc/swaps | while read -r file type size _used _prio; do
+		case $file in /dev/zram*) type=zram ;; esac
+		say swap "$type $size $file"
+	done
+fi
+# Swap entries in fstab, found by their type field, not by the word.
+if [ -r /etc/fstab ]; then
+	awk '$0 !~ /^[ \t]*#/ && NF >= 3 && $3 == "swap" { print "fstab_swap=" $0 }' /etc/fstab
+fi
+if have systemctl && [ -d /run/systemd/system ]; then
+	systemctl list-units --type=swap --all --no-legend --plain 2>/dev/null |
+		awk 'NF >= 3 { print "swap_unit=" $1 " " $2 " " $3 }'
+	say swap_target "$(systemctl is-enabled swap.target 2>/dev/null || true)"
+fi
+
+for m in overlay br_netfilter nouveau nvidia; do
+	[ -d "/sys/module/$m" ] && say module "$m"
+done
+for k in net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables net.ipv4.ip_forward; do
+	f=/proc/sys/$(printf '%s' "$k" | tr . /)
+	[ -r "$f" ] && say sysctl "$k $(cat "$f")"
+done
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+	say cgroup 2
+else
+	say cgroup 1
+fi
+
+if have containerd; then
+	say containerd_version "$(containerd --version 2>/dev/null | awk '{ print $3 }' | sed 's/^v//')"
+	if have systemctl && [ -d /run/systemd/system ]; then
+		say containerd_active "$(systemctl is-active containerd 2>/dev/null || true)"
+	fi
+fi
+if [ -r /etc/containerd/config.toml ]; then
+	say containerd_config_sha256 "$(sha256sum /etc/containerd/config.toml | awk '{ print $1 }')"
+	grep -Eq '^[[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*true' /etc/containerd/config.toml &&
+		say containerd_systemd_cgroup true
+fi
+if have dpkg-query; then
+	for p in kubeadm kubelet kubectl containerd containerd.io nfs-common nfs-kernel-server; do
+		v=$(dpkg-query -W -f='${db:Status-Abbrev}|${Version}' "$p" 2>/dev/null) || continue
+		case $v in ii*) say package "$p ${v#*|}" ;; esac
+	done
+	dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\n' 'nvidia-driver-*' 'libnvidia-compute-*' 2>/dev/null |
+		awk '$1 == "ii" { print "package=" $2 " " $3 }'
+	if have apt-mark; then
+		apt-mark showhold 2>/dev/null | while read -r p; do say held "$p"; done
+	fi
+fi
+
+# NVIDIA GPUs on the PCI bus (vendor 0x10de, display class 0x03xxxx), from sysfs.
+for d in /sys/bus/pci/devices/*; do
+	[ -r "$d/vendor" ] || continue
+	[ "$(cat "$d/vendor")" = 0x10de ] || continue
+	case $(cat "$d/class") in
+	0x03*) say nvidia_pci "${d##*/} $(cat "$d/device")" ;;
+	esac
+done
+if have nvidia-smi; then
+	out=$(nvidia-smi --query-gpu=name,memory.total,driver_version,uuid --format=csv,noheader 2>&1)
+	say nvidia_smi_rc $?
+	printf '%s\n' "$out" | while IFS= read -r line; do
+		[ -n "$line" ] && say gpu "$line"
+	done
+	cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1)
+	[ -n "$cuda" ] && say cuda_version "$cuda"
+fi
+
+# Secure Boot: the last byte of the SecureBoot EFI variable; no EFI: legacy boot.
+sb=/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+if [ -r "$sb" ]; then
+	say secure_boot "$(od -An -t u1 "$sb" | awk '{ print ($NF == 1) ? "on" : "off" }')"
+elif [ -d /sys/firmware/efi ]; then
+	say secure_boot unknown
+else
+	say secure_boot legacy
+fi
+
+[ -r /etc/machine-id ] && say machine_id "$(cat /etc/machine-id)"
+[ -r /sys/class/dmi/id/product_uuid ] && say product_uuid "$(cat /sys/class/dmi/id/product_uuid)"
+for n in /sys/class/net/*; do
+	name=${n##*/}
+	[ "$name" = lo ] && continue
+	[ -r "$n/address" ] || continue
+	addr=$(cat "$n/address")
+	case $addr in 00:00:00:00:00:00 | "") continue ;; esac
+	# Physical devices have a "device" link; bridges and veths do not.
+	if [ -e "$n/device" ]; then kind=phys; else kind=virt; fi
+	say mac "$name $addr $kind"
+done
+if have ip; then
+	ip -4 route show default 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print "default_iface=" $(i + 1); exit } }'
+	for peer in ${PROVISION_PEERS:-}; do
+		ip -4 route get "$peer" 2>/dev/null | awk -v p="$peer" '{
+			dev = ""; src = "";
+			for (i = 1; i < NF; i++) { if ($i == "dev") dev = $(i + 1); if ($i == "src") src = $(i + 1) }
+			print "route=" p " " dev " " src; exit }'
+	done
+	ip -4 -o addr show 2>/dev/null | awk '{ split($4, a, "/"); print "address=" $2 " " a[1] }'
+fi
+df -Pk / 2>/dev/null | awk 'NR == 2 { print "disk_free_kib=" $4 }'
+
+# Listening TCP ports provision needs free (6443 API server, 10250 kubelet).
+for port in 6443 10250; do
+	hex=$(printf '%04X' "$port")
+	if awk -v h="$hex" 'NR > 1 { split($2, a, ":"); if (a[2] == h && $4 == "0A") found = 1 } END { exit !found }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null; then
+		say port_busy "$port"
+	fi
+done
+exit 0

@@ -1,0 +1,220 @@
+/* Unit tests for facts.c on recorded facts.sh outputs (tests/facts/). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "facts.h"
+
+static void load(struct facts *f, const char *name)
+{
+	struct strbuf path = STRBUF_INIT, text = STRBUF_INIT;
+	const char *dir = getenv("PROVISION_TEST_DATA");
+	struct error err = {0};
+
+	strbuf_addf(&path, "%s/facts/%s", dir ? dir : "tests", name);
+	if (read_file(path.buf, &text) < 0)
+		fail_msg("cannot read %s", path.buf);
+	if (facts_parse(f, text.buf, text.len, &err) < 0)
+		fail_msg("%s: %s", path.buf, err.msg);
+	strbuf_release(&path);
+	strbuf_release(&text);
+}
+
+static void test_gtx1080ti(void **state)
+{
+	struct facts f;
+
+	load(&f, "gtx1080ti-ubuntu2204.facts");
+	assert_string_equal(f.os_id, "ubuntu");
+	assert_string_equal(f.os_version, "22.04");
+	assert_int_equal(f.cpus, 16);
+	assert_int_equal(f.mem_kib, 16314504);
+	assert_true(f.systemd);
+	assert_int_equal(f.nr_gpus, 1);
+	assert_string_equal(f.gpus[0].model, "NVIDIA GeForce GTX 1080 Ti");
+	assert_string_equal(gpu_short_model(f.gpus[0].model), "GeForce GTX 1080 Ti");
+	assert_int_equal(f.gpus[0].memory_mib, 11264);
+	assert_string_equal(f.gpus[0].driver, "535.154.05");
+	assert_string_equal(f.gpus[0].uuid, "GPU-3f2a9c1e-7d4b-2e8a-91c6-0b5d8e4f7a21");
+	assert_string_equal(f.cuda_version, "12.2");
+	assert_int_equal(f.nr_swaps, 1);
+	assert_int_equal(f.swaps[0].kind, SWAP_FILE);
+	assert_string_equal(f.swaps[0].path, "/swap.img");
+	assert_int_equal(f.swaps[0].size_kib, 2097148);
+	assert_int_equal(f.nr_fstab_swap, 1);
+	assert_string_equal(f.fstab_swap[0], "/swap.img\tnone\tswap\tsw\t0\t0");
+	assert_int_equal(f.nr_swap_units, 1);
+	assert_true(facts_has_module(&f, "nvidia"));
+	assert_false(facts_has_module(&f, "br_netfilter"));
+	assert_string_equal(facts_sysctl(&f, "net.ipv4.ip_forward"), "0");
+	assert_null(facts_sysctl(&f, "net.bridge.bridge-nf-call-ip6tables"));
+	assert_string_equal(facts_package(&f, "nvidia-driver-535"), "535.154.05-0ubuntu0.22.04.1");
+	assert_null(facts_package(&f, "kubeadm"));
+	assert_string_equal(f.containerd_version, "1.7.12");
+	assert_false(f.containerd_systemd_cgroup);
+	assert_string_equal(facts_route_to(&f, "198.18.0.10")->src, "198.18.0.12");
+	assert_string_equal(f.secure_boot, "off");
+	assert_int_equal(f.nr_macs, 1);
+	assert_true(f.macs[0].physical);
+	facts_release(&f);
+}
+
+static void test_two_gpus(void **state)
+{
+	struct facts f;
+
+	load(&f, "rtx4080-a2-ubuntu2204.facts");
+	assert_int_equal(f.nr_gpus, 2);
+	assert_int_equal(f.nr_nvidia_pci, 2);
+	assert_string_equal(f.gpus[0].model, "NVIDIA GeForce RTX 4080");
+	assert_int_equal(f.gpus[0].memory_mib, 16376);
+	assert_string_equal(f.gpus[1].model, "NVIDIA A2");
+	assert_int_equal(f.gpus[1].memory_mib, 15356);
+	assert_string_equal(gpu_short_model(f.gpus[1].model), "A2");
+	facts_release(&f);
+
+	load(&f, "rtx2060-rtx3060-ubuntu2004.facts");
+	assert_int_equal(f.nr_gpus, 2);
+	assert_int_equal(f.gpus[0].memory_mib, 6144);
+	assert_int_equal(f.gpus[1].memory_mib, 12288);
+	assert_string_equal(f.gpus[1].driver, "515.43.04");
+	assert_string_equal(f.cuda_version, "11.7");
+	assert_int_equal(f.cgroup, 1);
+	assert_int_equal(f.nr_swaps, 2);
+	assert_int_equal(f.swaps[0].kind, SWAP_PARTITION);
+	assert_int_equal(f.swaps[1].kind, SWAP_ZRAM);
+	assert_string_equal(f.swaps[1].path, "/dev/zram0");
+	facts_release(&f);
+}
+
+static void test_rtx2080ti_secure_boot(void **state)
+{
+	struct facts f;
+
+	load(&f, "rtx2080ti-ubuntu2204-secureboot.facts");
+	assert_int_equal(f.nr_gpus, 1);
+	assert_string_equal(f.gpus[0].model, "NVIDIA GeForce RTX 2080 Ti");
+	assert_string_equal(f.secure_boot, "on");
+	assert_null(f.containerd_version);
+	facts_release(&f);
+}
+
+static void test_rtx3070_joined(void **state)
+{
+	struct facts f;
+
+	load(&f, "rtx3070-ubuntu2404-joined.facts");
+	assert_string_equal(f.os_version, "24.04");
+	assert_int_equal(f.gpus[0].memory_mib, 8192);
+	assert_true(f.containerd_systemd_cgroup);
+	assert_string_equal(facts_package(&f, "kubelet"), "1.30.4-1.1");
+	assert_int_equal(f.nr_held, 3);
+	assert_true(facts_port_busy(&f, 10250));
+	assert_false(facts_port_busy(&f, 6443));
+	assert_int_equal(f.nr_macs, 2);
+	assert_false(f.macs[1].physical);
+	facts_release(&f);
+}
+
+static void test_no_gpu(void **state)
+{
+	struct facts f;
+
+	load(&f, "nogpu-ubuntu2204.facts");
+	assert_int_equal(f.nr_gpus, 0);
+	assert_int_equal(f.nr_nvidia_pci, 0);
+	assert_false(f.nvidia_smi);
+	assert_null(f.cuda_version);
+	facts_release(&f);
+
+	load(&f, "debian12-host-nogpu.facts");
+	assert_string_equal(f.os_id, "debian");
+	assert_string_equal(f.os_version, "12");
+	assert_int_equal(f.nr_gpus, 0);
+	assert_true(f.cpus >= 1);
+	assert_true(f.mem_kib > 0);
+	facts_release(&f);
+}
+
+static void test_gpu_without_driver(void **state)
+{
+	struct facts f;
+
+	load(&f, "gpu-nodriver-nouveau.facts");
+	assert_int_equal(f.nr_nvidia_pci, 1);
+	assert_false(f.nvidia_smi);
+	assert_int_equal(f.nr_gpus, 0);
+	assert_true(facts_has_module(&f, "nouveau"));
+	facts_release(&f);
+
+	load(&f, "gpu-smi-fails-after-kernel-update.facts");
+	assert_true(f.nvidia_smi);
+	assert_int_equal(f.nvidia_smi_rc, 9);
+	assert_int_equal(f.nr_gpus, 0);
+	assert_non_null(strstr(f.nvidia_smi_error, "couldn't communicate with the NVIDIA driver"));
+	facts_release(&f);
+}
+
+static void test_old_driver_name(void **state)
+{
+	struct facts f;
+
+	load(&f, "gtx1080ti-old-driver-debian12.facts");
+	assert_string_equal(f.gpus[0].model, "GeForce GTX 1080 Ti");
+	assert_string_equal(gpu_short_model(f.gpus[0].model), "GeForce GTX 1080 Ti");
+	assert_int_equal(f.gpus[0].memory_mib, 11178);
+	facts_release(&f);
+}
+
+static void test_not_facts(void **state)
+{
+	struct facts f;
+	struct error err = {0};
+	const char *junk = "bash: line 1: sh: command not found\n";
+
+	assert_int_equal(facts_parse(&f, junk, strlen(junk), &err), -1);
+	assert_string_equal(err.msg, "no facts in the node's answer (facts_version missing)");
+	assert_int_equal(facts_parse(&f, "", 0, &err), -1);
+}
+
+static void test_hostile_lines(void **state)
+{
+	const char text[] = "facts_version=1\n=novalue\nnokey\ngpu=x\nswap=file\nmac=\n"
+			    "cpus=99999999999999999999999\nhostname=a\0b\nroute=1.2.3.4\n";
+	struct facts f;
+	struct error err = {0};
+
+	assert_int_equal(facts_parse(&f, text, sizeof(text) - 1, &err), 0);
+	assert_int_equal(f.nr_swaps, 0);
+	assert_int_equal(f.nr_macs, 0);
+	assert_int_equal(f.nr_routes, 0);
+	assert_null(f.hostname);
+	facts_release(&f);
+}
+
+static void test_script_embedded(void **state)
+{
+	assert_true(facts_script_len > 100);
+	assert_non_null(strstr(facts_script, "facts_version"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gtx1080ti),
+		cmocka_unit_test(test_two_gpus),
+		cmocka_unit_test(test_rtx2080ti_secure_boot),
+		cmocka_unit_test(test_rtx3070_joined),
+		cmocka_unit_test(test_no_gpu),
+		cmocka_unit_test(test_gpu_without_driver),
+		cmocka_unit_test(test_old_driver_name),
+		cmocka_unit_test(test_not_facts),
+		cmocka_unit_test(test_hostile_lines),
+		cmocka_unit_test(test_script_embedded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
