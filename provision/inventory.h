@@ -54,6 +54,7 @@ struct ssh_settings {
 	enum host_key_policy host_keys;
 	enum sudo_mode sudo;
 	char *jump;	      /* ProxyJump-style "[user@]host[:port]"; NULL: direct */
+	char *sudo_password_file; /* expanded; file holding the sudo password; NULL: none */
 	int connect_timeout;  /* seconds, default 10 */
 	int command_timeout;  /* seconds per command, default 600 (0: none) */
 	int keepalive;	      /* seconds between keepalives, default 15 (0: off) */
@@ -67,6 +68,8 @@ struct node {
 	struct ssh_settings ssh;
 	char **labels;	/* "key=value" Kubernetes labels to add, NULL-terminated */
 	struct source_pos pos; /* the node's entry (the `- name:` mapping) */
+	/* Where its values were written (shared by the nodes of one range). */
+	struct source_pos name_pos, address_pos, roles_pos, gpus_pos;
 };
 
 struct nfs_settings {
@@ -85,9 +88,9 @@ enum hub_auth {
 
 struct hub_settings {
 	bool enabled;	      /* default true */
-	char *chart_version;  /* pinned chart version */
+	char *chart_version;  /* pinned chart version; NULL: the jupyterhub role's pin */
 	int node_port;	      /* proxy NodePort, default 30080 (30000-32767) */
-	char *image;	      /* singleuser image "name:tag" */
+	char *image;	      /* singleuser image "name:tag"; NULL: the chart's default */
 	char *storage;	      /* per-user volume size, e.g. "10Gi" */
 	char **admin_users;   /* NULL-terminated */
 	char **allowed_users; /* NULL-terminated; may be empty */
@@ -109,10 +112,12 @@ struct cluster_settings {
 	int api_port;		  /* default 6443 */
 	char *apt_mirror;	  /* NULL: upstream pkgs.k8s.io */
 	char *http_proxy;	  /* NULL: none */
+	char **no_proxy;	  /* extra NO_PROXY entries, NULL-terminated (maybe empty) */
 };
 
 struct inventory {
 	char *path; /* as given */
+	int version; /* schema version: 1 */
 	struct cluster_settings cluster;
 	struct ssh_settings ssh; /* the defaults, after built-in defaults */
 	struct nfs_settings nfs;

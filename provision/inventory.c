@@ -1,0 +1,2476 @@
+/*
+ * inventory: see inventory.h.  The only file that includes <yaml.h>.
+ *
+ * The file is loaded with libyaml's document API (one tree with marks), then
+ * walked section by section.  Every check reports through diag_add() and
+ * carries on, so one run shows every mistake; only a YAML syntax error stops
+ * the walk, because after one there is no tree to walk.  Checks across
+ * nodes (duplicates, the control plane, NFS, CIDRs) run after the walk and
+ * skip what an earlier error already made unknowable, so that one mistake
+ * is reported once and not again as a cascade.
+ */
+#include "inventory.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "hostlist.h"
+#include "util.h"
+
+/* Larger than any inventory a person writes; stops a runaway file early. */
+#define INVENTORY_MAX_BYTES (16u << 20)
+#define INVENTORY_MAX_NODES HOSTLIST_MAX
+#define MAX_KEYS 16
+
+/* Diagnostics ------------------------------------------------------------- */
+
+void diag_list_init(struct diag_list *dl)
+{
+	*dl = (struct diag_list){0};
+}
+
+void diag_list_release(struct diag_list *dl)
+{
+	size_t i;
+
+	for (i = 0; i < dl->nr; i++) {
+		free(dl->items[i].file);
+		free(dl->items[i].msg);
+		free(dl->items[i].hint);
+	}
+	free(dl->items);
+	diag_list_init(dl);
+}
+
+static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file,
+		      unsigned line, unsigned col, const char *hint, const char *fmt, va_list ap)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct diag *d;
+
+	strbuf_vaddf(&sb, fmt, ap);
+	ALLOC_GROW(dl->items, dl->nr + 1, dl->alloc);
+	d = &dl->items[dl->nr++];
+	*d = (struct diag){
+		.level = level,
+		.file = file ? xstrdup(file) : NULL,
+		.line = line,
+		.col = line ? col : 0,
+		.msg = strbuf_detach(&sb, NULL),
+		.hint = hint && *hint ? xstrdup(hint) : NULL,
+	};
+	if (level == DIAG_ERROR)
+		dl->errors++;
+}
+
+void diag_add(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
+	      unsigned col, const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	diag_vadd(dl, level, file, line, col, hint, fmt, ap);
+	va_end(ap);
+}
+
+char *diag_format(const struct diag *d)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (d->file && *d->file)
+		strbuf_addstr(&sb, d->file);
+	if (d->line)
+		strbuf_addf(&sb, "%s%u:%u", sb.len ? ":" : "", d->line, d->col);
+	if (sb.len)
+		strbuf_addstr(&sb, ": ");
+	strbuf_addf(&sb, "%s: %s", d->level == DIAG_ERROR ? "error" : "warning", d->msg);
+	if (d->hint)
+		strbuf_addf(&sb, "\n  hint: %s", d->hint);
+	return strbuf_detach(&sb, NULL);
+}
+
+struct diag_seq {
+	struct diag d;
+	size_t seq;
+};
+
+static int cmp_diag(const void *a, const void *b)
+{
+	const struct diag_seq *x = a, *y = b;
+
+	if (x->d.line != y->d.line)
+		return x->d.line < y->d.line ? -1 : 1;
+	if (x->d.col != y->d.col)
+		return x->d.col < y->d.col ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Order the diagnostics from `first` on by position, keeping the order of ties. */
+static void diag_sort_from(struct diag_list *dl, size_t first)
+{
+	size_t n = dl->nr - first, i;
+	struct diag_seq *tmp;
+
+	if (n < 2)
+		return;
+	tmp = xcalloc(n, sizeof(*tmp));
+	for (i = 0; i < n; i++)
+		tmp[i] = (struct diag_seq){dl->items[first + i], i};
+	qsort(tmp, n, sizeof(*tmp), cmp_diag);
+	for (i = 0; i < n; i++)
+		dl->items[first + i] = tmp[i].d;
+	free(tmp);
+}
+
+/* Roles -------------------------------------------------------------------- */
+
+static const char *const role_names[] = {"control-plane", "worker", "nfs-server"};
+
+const char *node_role_name(enum node_role role)
+{
+	switch (role) {
+	case NODE_ROLE_CONTROL_PLANE:
+		return role_names[0];
+	case NODE_ROLE_WORKER:
+		return role_names[1];
+	case NODE_ROLE_NFS_SERVER:
+		return role_names[2];
+	}
+	return NULL;
+}
+
+unsigned node_role_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(role_names); i++)
+		if (!strcmp(name, role_names[i]))
+			return 1u << i;
+	return 0;
+}
+
+/* Words people write for one of ours; checked before edit distance. */
+struct alias {
+	const char *alias, *word;
+};
+
+static const struct alias aliases[] = {
+	{"host", "address"},
+	{"hostname", "address"},
+	{"ip", "address"},
+	{"addr", "address"},
+	{"role", "roles"},
+	{"gpu", "gpus"},
+	{"username", "user"},
+	{"login", "user"},
+	{"key", "identity"},
+	{"identity_file", "identity"},
+	{"private_key", "identity"},
+	{"ssh_key", "identity"},
+	{"user_known_hosts_file", "known_hosts"},
+	{"strict_host_key_checking", "host_keys"},
+	{"proxy_jump", "jump"},
+	{"jump_host", "jump"},
+	{"bastion", "jump"},
+	{"version", "kubernetes_version"},
+	{"k8s_version", "kubernetes_version"},
+	{"pod_network_cidr", "pod_cidr"},
+	{"pod_subnet", "pod_cidr"},
+	{"service_subnet", "service_cidr"},
+	{"proxy", "http_proxy"},
+	{"https_proxy", "http_proxy"},
+	{"admins", "admin_users"},
+	{"users", "allowed_users"},
+	{"chart", "chart_version"},
+	{"authenticator", "auth"},
+	{"network", "export_network"},
+	{"master", "control-plane"},
+	{"controlplane", "control-plane"},
+	{"nfs", "nfs-server"},
+	{"storage", "nfs-server"},
+	{"compute", "worker"},
+	{"gpu-worker", "worker"},
+};
+
+/*
+ * The word of `words` that `w` most likely meant, or NULL.  Edit distance
+ * counts a swap of two letters as two, so short words get one edit and
+ * longer ones two.
+ */
+static const char *suggest(const char *w, const char *const *words, size_t nr)
+{
+	size_t i, j, best_d = (size_t)-1, len = strlen(w);
+	size_t limit = len >= 4 ? 2 : 1;
+	const char *best = NULL;
+
+	for (i = 0; i < ARRAY_SIZE(aliases); i++)
+		if (!strcasecmp(w, aliases[i].alias))
+			for (j = 0; j < nr; j++)
+				if (!strcmp(words[j], aliases[i].word))
+					return words[j];
+	for (j = 0; j < nr; j++)
+		if (!strcasecmp(w, words[j]))
+			return words[j];
+	for (j = 0; j < nr; j++) {
+		size_t d = edit_distance(w, words[j]);
+		if (d < best_d) {
+			best_d = d;
+			best = words[j];
+		}
+	}
+	if (best && best_d <= limit && best_d < len && best_d < strlen(best))
+		return best;
+	return NULL;
+}
+
+static void join_words(struct strbuf *sb, const char *const *words, size_t nr, const char *last)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		if (i)
+			strbuf_addstr(sb, i + 1 == nr ? last : ", ");
+		strbuf_addstr(sb, words[i]);
+	}
+}
+
+/* Parser state ------------------------------------------------------------- */
+
+struct cidr {
+	uint32_t net; /* host order, host bits clear */
+	unsigned prefix;
+	bool set;
+};
+
+struct parser {
+	const char *file;
+	struct diag_list *dl;
+	yaml_document_t *doc;
+	struct inventory *inv;
+	char *base_dir; /* directory of the inventory, for relative paths; NULL: cwd */
+
+	bool nodes_incomplete; /* some entry could not be turned into nodes */
+	bool names_incomplete; /* some entry's names are unknown */
+	bool roles_incomplete; /* some node's roles could not be read */
+
+	struct cidr pod, service, export;
+	struct source_pos pod_pos, service_pos, export_pos, nodes_pos;
+	bool have_nfs_section;
+	struct source_pos nfs_pos, nfs_server_pos;
+	bool hub_section;
+	struct source_pos hub_pos;
+	/* Every node name that expanded, with where it was written: duplicates are
+	 * found even when another key of the entry was wrong. */
+	struct seen_name {
+		char *name;
+		struct source_pos pos;
+	} *names;
+	size_t nr_names, alloc_names;
+};
+
+struct fields {
+	yaml_node_t *key[MAX_KEYS];
+	yaml_node_t *val[MAX_KEYS];
+	unsigned suggested; /* bit i: an unknown key was taken for keys[i] */
+};
+
+static struct source_pos pos_of(const yaml_node_t *n)
+{
+	return (struct source_pos){(unsigned)n->start_mark.line + 1,
+				   (unsigned)n->start_mark.column + 1};
+}
+
+static void report(struct parser *p, enum diag_level level, struct source_pos pos,
+		   const char *hint, const char *fmt, ...) PRINTF_LIKE(5, 6);
+static void report(struct parser *p, enum diag_level level, struct source_pos pos,
+		   const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	diag_vadd(p->dl, level, p->file, pos.line, pos.col, hint, fmt, ap);
+	va_end(ap);
+}
+
+#define err_at(p, n, hint, ...) report((p), DIAG_ERROR, pos_of(n), (hint), __VA_ARGS__)
+#define err_pos(p, pos, hint, ...) report((p), DIAG_ERROR, (pos), (hint), __VA_ARGS__)
+#define warn_pos(p, pos, hint, ...) report((p), DIAG_WARNING, (pos), (hint), __VA_ARGS__)
+
+static yaml_node_t *child(struct parser *p, int id)
+{
+	return yaml_document_get_node(p->doc, id);
+}
+
+static const char *sval(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+static bool is_plain(const yaml_node_t *n)
+{
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+static bool is_null(const yaml_node_t *n)
+{
+	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+	size_t i;
+
+	if (n->type != YAML_SCALAR_NODE)
+		return false;
+	if (n->tag && !strcmp((const char *)n->tag, YAML_NULL_TAG))
+		return true;
+	if (!is_plain(n))
+		return false;
+	for (i = 0; i < ARRAY_SIZE(nulls); i++)
+		if (!strcmp(sval(n), nulls[i]))
+			return true;
+	return false;
+}
+
+/* What the value is, for "must be X, not Y" messages. */
+static const char *describe(const yaml_node_t *n, char *buf, size_t size)
+{
+	const char *v;
+	size_t len;
+
+	if (n->type == YAML_MAPPING_NODE)
+		return "a mapping";
+	if (n->type == YAML_SEQUENCE_NODE)
+		return "a list";
+	if (is_null(n))
+		return "empty";
+	v = sval(n);
+	len = strcspn(v, "\n");
+	if (len > 40)
+		snprintf(buf, size, "'%.37s...'", v);
+	else
+		snprintf(buf, size, "'%.*s'", (int)len, v);
+	return buf;
+}
+
+static bool want_type(struct parser *p, const yaml_node_t *n, const char *key,
+		      yaml_node_type_t type, const char *hint)
+{
+	char buf[64];
+	const char *what = type == YAML_MAPPING_NODE	? "a mapping"
+			   : type == YAML_SEQUENCE_NODE ? "a list"
+							: "a single value";
+
+	if (is_null(n) && type != YAML_SCALAR_NODE) {
+		err_at(p, n, hint, "'%s' has no value; it must be %s", key, what);
+		return false;
+	}
+	if (n->type == type)
+		return true;
+	if (type == YAML_SEQUENCE_NODE && n->type == YAML_SCALAR_NODE && !hint) {
+		char h[160];
+		snprintf(h, sizeof(h), "write [%.100s] for a list of one", sval(n));
+		err_at(p, n, h, "'%s' must be a list, not %s", key, describe(n, buf, sizeof(buf)));
+		return false;
+	}
+	err_at(p, n, hint, "'%s' must be %s, not %s", key, what, describe(n, buf, sizeof(buf)));
+	return false;
+}
+
+/*
+ * The text of a scalar for a string setting.  NULL (after reporting) when
+ * the value is missing, not a scalar, or holds control characters.
+ */
+static const char *get_text(struct parser *p, const yaml_node_t *n, const char *key)
+{
+	const char *v;
+	size_t i;
+
+	if (!want_type(p, n, key, YAML_SCALAR_NODE, NULL))
+		return NULL;
+	if (is_null(n)) {
+		err_at(p, n, "remove the key to use the default", "'%s' has no value", key);
+		return NULL;
+	}
+	v = sval(n);
+	if (strlen(v) != n->data.scalar.length) {
+		err_at(p, n, NULL, "'%s' contains a NUL character", key);
+		return NULL;
+	}
+	for (i = 0; v[i]; i++)
+		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
+			err_at(p, n, NULL, "'%s' contains a control character", key);
+			return NULL;
+		}
+	return v;
+}
+
+static bool get_str(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
+{
+	const char *v = get_text(p, n, key);
+
+	if (!v)
+		return false;
+	free(*dst);
+	*dst = xstrdup(v);
+	return true;
+}
+
+static bool parse_decimal(const char *s, long *out)
+{
+	const char *d = s + (*s == '-' || *s == '+');
+	char *end;
+
+	if (!*d || strspn(d, "0123456789") != strlen(d) || strlen(d) > 9)
+		return false;
+	*out = strtol(s, &end, 10);
+	return true;
+}
+
+static bool get_int(struct parser *p, const yaml_node_t *n, const char *key, int lo, int hi,
+		    int *dst)
+{
+	char buf[64], range[64];
+	long v;
+
+	if (lo == 0 && hi == INT_MAX)
+		snprintf(range, sizeof(range), "a non-negative integer");
+	else if (hi == INT_MAX)
+		snprintf(range, sizeof(range), "an integer of at least %d", lo);
+	else
+		snprintf(range, sizeof(range), "an integer from %d to %d", lo, hi);
+	if (n->type != YAML_SCALAR_NODE || is_null(n)) {
+		err_at(p, n, NULL, "'%s' must be %s, not %s", key, range,
+		       describe(n, buf, sizeof(buf)));
+		return false;
+	}
+	if (!parse_decimal(sval(n), &v) || v < lo || v > hi) {
+		err_at(p, n, NULL, "'%s' must be %s, not %s", key, range,
+		       describe(n, buf, sizeof(buf)));
+		return false;
+	}
+	if (!is_plain(n)) {
+		err_at(p, n, "remove the quotes: a quoted value is a string in YAML",
+		       "'%s' must be %s, not the string %s", key, range,
+		       describe(n, buf, sizeof(buf)));
+		return false;
+	}
+	*dst = (int)v;
+	return true;
+}
+
+static bool get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *dst)
+{
+	static const char *const yes[] = {"true", "True", "TRUE"};
+	static const char *const no[] = {"false", "False", "FALSE"};
+	char buf[64];
+	size_t i;
+
+	if (is_plain(n) && !is_null(n)) {
+		for (i = 0; i < ARRAY_SIZE(yes); i++) {
+			if (!strcmp(sval(n), yes[i])) {
+				*dst = true;
+				return true;
+			}
+			if (!strcmp(sval(n), no[i])) {
+				*dst = false;
+				return true;
+			}
+		}
+	}
+	err_at(p, n, "write true or false", "'%s' must be true or false, not %s", key,
+	       describe(n, buf, sizeof(buf)));
+	return false;
+}
+
+/* One of `names` (index into *dst); a near miss gets "did you mean". */
+static bool get_choice(struct parser *p, const yaml_node_t *n, const char *key,
+		       const char *const *names, size_t nr, const char *hint, int *dst)
+{
+	struct strbuf choices = STRBUF_INIT;
+	const char *v = get_text(p, n, key), *s;
+	size_t i;
+
+	if (!v)
+		return false;
+	for (i = 0; i < nr; i++)
+		if (!strcmp(v, names[i])) {
+			*dst = (int)i;
+			return true;
+		}
+	join_words(&choices, names, nr, " or ");
+	s = suggest(v, names, nr);
+	if (s)
+		err_at(p, n, NULL, "'%s' must be %s, not '%s' (did you mean '%s'?)", key,
+		       choices.buf, v, s);
+	else
+		err_at(p, n, hint, "'%s' must be %s, not '%s'", key, choices.buf, v);
+	strbuf_release(&choices);
+	return false;
+}
+
+static void strv_free(char **v)
+{
+	char **q;
+
+	if (!v)
+		return;
+	for (q = v; *q; q++)
+		free(*q);
+	free(v);
+}
+
+/* A list of strings; duplicates are reported as warnings and dropped. */
+static bool get_str_list(struct parser *p, const yaml_node_t *n, const char *key, char ***dst)
+{
+	char **out = NULL;
+	size_t nr = 0, alloc = 0, j;
+	yaml_node_item_t *it;
+	bool ok = true;
+
+	if (!want_type(p, n, key, YAML_SEQUENCE_NODE, NULL))
+		return false;
+	ALLOC_GROW(out, 1, alloc);
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *c = child(p, *it);
+		const char *v = get_text(p, c, key);
+
+		if (!v) {
+			ok = false;
+			continue;
+		}
+		for (j = 0; j < nr; j++)
+			if (!strcmp(out[j], v))
+				break;
+		if (j < nr) {
+			warn_pos(p, pos_of(c), NULL, "'%s' is listed twice in '%s'", v, key);
+			continue;
+		}
+		ALLOC_GROW(out, nr + 2, alloc);
+		out[nr++] = xstrdup(v);
+	}
+	out[nr] = NULL;
+	strv_free(*dst);
+	*dst = out;
+	return ok;
+}
+
+static bool secret_like(const char *key)
+{
+	static const char *const words[] = {"secret", "password", "passwd", "token"};
+	size_t i, len = strlen(key);
+
+	if (len > 5 && !strcmp(key + len - 5, "_file"))
+		return false;
+	for (i = 0; i < ARRAY_SIZE(words); i++)
+		if (strcasestr(key, words[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Sort the pairs of `map` into f by the names in keys (f->val[i] is the
+ * value of keys[i] or NULL).  Reports keys that are not strings, unknown
+ * keys (with a suggestion), inline secrets and keys given twice.
+ */
+static void map_fields(struct parser *p, const yaml_node_t *map, const char *section,
+		       const char *const *keys, size_t nr, struct fields *f)
+{
+	yaml_node_pair_t *pair;
+	size_t i;
+
+	assert(nr <= MAX_KEYS);
+	*f = (struct fields){0};
+	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *k = child(p, pair->key), *v = child(p, pair->value);
+		char buf[64];
+		const char *name, *s;
+
+		if (k->type != YAML_SCALAR_NODE || is_null(k)) {
+			err_at(p, k, NULL, "keys in %s must be names, not %s", section,
+			       describe(k, buf, sizeof(buf)));
+			continue;
+		}
+		name = sval(k);
+		for (i = 0; i < nr; i++)
+			if (!strcmp(name, keys[i]))
+				break;
+		if (i < nr) {
+			if (f->key[i]) {
+				struct source_pos first = pos_of(f->key[i]);
+				err_at(p, k, "remove one of them", "duplicate key '%s' (first at %u:%u)",
+				       name, first.line, first.col);
+				continue;
+			}
+			f->key[i] = k;
+			f->val[i] = v;
+			continue;
+		}
+		if (secret_like(name)) {
+			char *with_file = xasprintf("%s_file", name);
+			char *hint = NULL;
+			for (i = 0; i < nr; i++)
+				if (!strcmp(with_file, keys[i]))
+					break;
+			if (i < nr) {
+				hint = xasprintf("put the secret in a file only you can read and set "
+						 "'%s' to its path",
+						 with_file);
+				f->suggested |= 1u << i;
+			}
+			err_at(p, k,
+			       hint ? hint
+				    : "keep secrets out of the inventory: it is recorded with every run",
+			       "secret '%s' must not be written in the inventory", name);
+			free(hint);
+			free(with_file);
+			continue;
+		}
+		s = suggest(name, keys, nr);
+		if (s) {
+			err_at(p, k, NULL, "unknown key '%s' (did you mean '%s'?)", name, s);
+			for (i = 0; i < nr; i++)
+				if (keys[i] == s)
+					f->suggested |= 1u << i;
+		} else {
+			struct strbuf hint = STRBUF_INIT;
+			strbuf_addf(&hint, "%s takes ", section);
+			join_words(&hint, keys, nr, " and ");
+			err_at(p, k, hint.buf, "unknown key '%s' in %s", name, section);
+			strbuf_release(&hint);
+		}
+	}
+}
+
+static void require(struct parser *p, const struct fields *f, const char *const *keys,
+		    size_t idx, struct source_pos where, const char *section)
+{
+	/* A misspelt key was reported already, with this one as the suggestion. */
+	if (f->val[idx] || (f->suggested & (1u << idx)))
+		return;
+	err_pos(p, where, NULL, "missing required key '%s' in %s", keys[idx], section);
+}
+
+/* Syntax of values --------------------------------------------------------- */
+
+static bool is_alnum_lower(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool is_alnum(char c)
+{
+	return is_alnum_lower(c) || (c >= 'A' && c <= 'Z');
+}
+
+/* RFC 1123 label: what Kubernetes accepts as a node name here. */
+static bool dns_label(const char *s)
+{
+	size_t len = strlen(s), i;
+
+	if (len == 0 || len > 63 || !is_alnum_lower(s[0]) || !is_alnum_lower(s[len - 1]))
+		return false;
+	for (i = 0; i < len; i++)
+		if (!is_alnum_lower(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+static const char dns_label_hint[] =
+	"use lowercase letters, digits and '-', starting and ending with a letter or "
+	"digit, at most 63 characters";
+
+static void report_bad_label(struct parser *p, const yaml_node_t *n, const char *what,
+			     const char *v)
+{
+	char *lower = xstrdup(v), *q;
+
+	for (q = lower; *q; q++)
+		if (*q >= 'A' && *q <= 'Z')
+			*q = (char)(*q - 'A' + 'a');
+	if (strcmp(lower, v) && dns_label(lower)) {
+		char *hint = xasprintf("names are lowercase: did you mean '%s'?", lower);
+		err_at(p, n, hint, "%s '%s' is not a valid DNS label", what, v);
+		free(hint);
+	} else {
+		err_at(p, n, dns_label_hint, "%s '%s' is not a valid DNS label", what, v);
+	}
+	free(lower);
+}
+
+static bool host_name(const char *s)
+{
+	size_t len = strlen(s), i, label = 0;
+
+	if (len == 0 || len > 253)
+		return false;
+	for (i = 0; i <= len; i++) {
+		if (s[i] == '.' || s[i] == '\0') {
+			if (label == 0 || label > 63 || s[i - 1] == '-' || s[i - label] == '-')
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!is_alnum(s[i]) && s[i] != '-')
+			return false;
+		label++;
+	}
+	return true;
+}
+
+static bool ipv4_parse(const char *s, uint32_t *out)
+{
+	struct in_addr a;
+
+	if (inet_pton(AF_INET, s, &a) != 1)
+		return false;
+	*out = ntohl(a.s_addr);
+	return true;
+}
+
+/* Report and return false when s is no host name or IP literal. */
+static bool check_address(struct parser *p, const yaml_node_t *n, const char *s)
+{
+	struct in6_addr a6;
+	uint32_t v4;
+
+	if (ipv4_parse(s, &v4))
+		return true;
+	if (strchr(s, ':')) {
+		if (inet_pton(AF_INET6, s, &a6) == 1)
+			return true;
+		err_at(p, n, NULL, "address '%s' is not a valid IPv6 address", s);
+		return false;
+	}
+	if (strspn(s, "0123456789.") == strlen(s)) {
+		err_at(p, n, "each of the four numbers is 0 to 255, without leading zeros",
+		       "address '%s' is not a valid IPv4 address", s);
+		return false;
+	}
+	if (!host_name(s)) {
+		err_at(p, n,
+		       "a host name is letters, digits, '-' and '.'; or write an IPv4 or IPv6 "
+		       "address",
+		       "address '%s' is not a valid host name or IP address", s);
+		return false;
+	}
+	return true;
+}
+
+static uint32_t prefix_mask(unsigned prefix)
+{
+	return prefix ? ~(uint32_t)0 << (32 - prefix) : 0;
+}
+
+static void cidr_format(char *buf, size_t size, uint32_t net, unsigned prefix)
+{
+	snprintf(buf, size, "%u.%u.%u.%u/%u", net >> 24, (net >> 16) & 255, (net >> 8) & 255,
+		 net & 255, prefix);
+}
+
+/* An IPv4 CIDR with its host bits clear; reports and returns false otherwise. */
+static bool get_cidr(struct parser *p, const yaml_node_t *n, const char *key, struct cidr *c)
+{
+	const char *v = get_text(p, n, key), *slash;
+	char addr[INET_ADDRSTRLEN], fixed[32], hint[64];
+	size_t alen;
+	uint32_t a = 0;
+	long prefix = -1;
+	bool ok;
+
+	if (!v)
+		return false;
+	if (strchr(v, ':')) {
+		err_at(p, n, "write an IPv4 network such as 10.244.0.0/16",
+		       "'%s' %s: IPv6 networks are not supported yet", key, v);
+		return false;
+	}
+	slash = strchr(v, '/');
+	alen = slash ? (size_t)(slash - v) : 0;
+	ok = slash && alen < sizeof(addr);
+	if (ok) {
+		memcpy(addr, v, alen);
+		addr[alen] = '\0';
+		ok = ipv4_parse(addr, &a) && strspn(slash + 1, "0123456789") == strlen(slash + 1) &&
+		     parse_decimal(slash + 1, &prefix) && prefix <= 32 &&
+		     !(slash[1] == '0' && slash[2]);
+	}
+	if (!ok) {
+		err_at(p, n, "write ADDRESS/PREFIX, such as 10.244.0.0/16",
+		       "'%s' must be an IPv4 network in CIDR form, not '%s'", key, v);
+		return false;
+	}
+	if (a & ~prefix_mask((unsigned)prefix)) {
+		cidr_format(fixed, sizeof(fixed), a & prefix_mask((unsigned)prefix),
+			    (unsigned)prefix);
+		snprintf(hint, sizeof(hint), "did you mean %s?", fixed);
+		err_at(p, n, hint, "'%s' %s has host bits set", key, v);
+		return false;
+	}
+	*c = (struct cidr){a, (unsigned)prefix, true};
+	return true;
+}
+
+static bool cidr_contains(const struct cidr *c, uint32_t a)
+{
+	return (a & prefix_mask(c->prefix)) == c->net;
+}
+
+static bool cidr_overlap(const struct cidr *a, const struct cidr *b)
+{
+	unsigned prefix = a->prefix < b->prefix ? a->prefix : b->prefix;
+
+	return (a->net & prefix_mask(prefix)) == (b->net & prefix_mask(prefix));
+}
+
+/* X.Y.Z, each a decimal number without leading zeros. */
+static bool exact_version(const char *s, long part[3])
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		size_t n = strspn(s, "0123456789");
+		if (n == 0 || n > 6 || (n > 1 && s[0] == '0'))
+			return false;
+		part[i] = strtol(s, NULL, 10);
+		s += n;
+		if (i < 2 && *s++ != '.')
+			return false;
+	}
+	return *s == '\0';
+}
+
+static bool url_ok(const char *v)
+{
+	const char *rest;
+
+	if (!strncmp(v, "http://", 7))
+		rest = v + 7;
+	else if (!strncmp(v, "https://", 8))
+		rest = v + 8;
+	else
+		return false;
+	return *rest && *rest != '/' && !strpbrk(v, " \t");
+}
+
+static bool get_url(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
+{
+	const char *v = get_text(p, n, key), *host, *at, *slash;
+
+	if (!v)
+		return false;
+	if (!url_ok(v)) {
+		err_at(p, n, "write a URL such as http://proxy.example.ac.jp:8080",
+		       "'%s' must be an http:// or https:// URL, not '%s'", key, v);
+		return false;
+	}
+	host = strstr(v, "//") + 2;
+	slash = strchr(host, '/');
+	at = memchr(host, '@', slash ? (size_t)(slash - host) : strlen(host));
+	if (at && memchr(host, ':', (size_t)(at - host))) {
+		err_at(p, n, "keep secrets out of the inventory: it is recorded with every run",
+		       "'%s' must not contain a password", key);
+		return false;
+	}
+	free(*dst);
+	*dst = xstrdup(v);
+	return true;
+}
+
+/* A Kubernetes quantity such as 10Gi, 512Mi or 1.5G. */
+static bool quantity(const char *s, bool *has_unit, bool *zero)
+{
+	static const char *const units[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+					    "k",  "M",	"G",  "T",  "P",  "E"};
+	size_t n = strspn(s, "0123456789"), i;
+	const char *q = s;
+
+	if (n == 0)
+		return false;
+	*zero = strspn(s, "0") == n;
+	q += n;
+	if (*q == '.') {
+		size_t f = strspn(q + 1, "0123456789");
+		if (f == 0)
+			return false;
+		if (strspn(q + 1, "0") != f)
+			*zero = false;
+		q += f + 1;
+	}
+	*has_unit = *q != '\0';
+	if (!*q)
+		return true;
+	for (i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcmp(q, units[i]))
+			return true;
+	return false;
+}
+
+static bool get_quantity(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
+{
+	const char *v = get_text(p, n, key);
+	bool unit = false, zero = false;
+
+	if (!v)
+		return false;
+	if (!quantity(v, &unit, &zero)) {
+		err_at(p, n, "write a size such as 10Gi or 512Mi",
+		       "'%s' must be a Kubernetes quantity, not '%s'", key, v);
+		return false;
+	}
+	if (!unit) {
+		char hint[96];
+		snprintf(hint, sizeof(hint), "did you mean %.40sGi?", v);
+		err_at(p, n, hint, "'%s' %s has no unit and would mean %s bytes", key, v, v);
+		return false;
+	}
+	if (zero) {
+		err_at(p, n, NULL, "'%s' must be larger than zero", key);
+		return false;
+	}
+	free(*dst);
+	*dst = xstrdup(v);
+	return true;
+}
+
+/* A path on this machine: ~/ is expanded, a relative one is taken from the inventory's directory. */
+static bool get_local_path(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
+{
+	const char *v = get_text(p, n, key);
+
+	if (!v)
+		return false;
+	free(*dst);
+	if (v[0] == '~')
+		*dst = expand_home(v);
+	else if (v[0] != '/' && p->base_dir)
+		*dst = xasprintf("%s/%s", p->base_dir, v);
+	else
+		*dst = xstrdup(v);
+	return true;
+}
+
+/* Sections ----------------------------------------------------------------- */
+
+static char *current_user(void)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	const char *env;
+
+	if (!getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &res) && res && res->pw_name[0])
+		return xstrdup(res->pw_name);
+	env = getenv("USER");
+	return xstrdup(env && *env ? env : "root");
+}
+
+static void ssh_defaults(struct ssh_settings *s)
+{
+	*s = (struct ssh_settings){
+		.user = current_user(),
+		.port = 22,
+		.known_hosts = expand_home("~/.ssh/known_hosts"),
+		.host_keys = HOST_KEYS_STRICT,
+		.sudo = SUDO_AUTO,
+		.connect_timeout = 10,
+		.command_timeout = 600,
+		.keepalive = 15,
+	};
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+static void ssh_copy(struct ssh_settings *dst, const struct ssh_settings *src)
+{
+	*dst = *src;
+	dst->user = dup_or_null(src->user);
+	dst->identity = dup_or_null(src->identity);
+	dst->known_hosts = dup_or_null(src->known_hosts);
+	dst->jump = dup_or_null(src->jump);
+	dst->sudo_password_file = dup_or_null(src->sudo_password_file);
+}
+
+static void ssh_release(struct ssh_settings *s)
+{
+	free(s->user);
+	free(s->identity);
+	free(s->known_hosts);
+	free(s->jump);
+	free(s->sudo_password_file);
+}
+
+static bool user_name_ok(const char *s)
+{
+	size_t i;
+
+	if (!*s || s[0] == '-' || strlen(s) > 32)
+		return false;
+	for (i = 0; s[i]; i++)
+		if (!is_alnum(s[i]) && !strchr("._-$", s[i]))
+			return false;
+	return true;
+}
+
+static bool port_text_ok(const char *s)
+{
+	long n;
+
+	return strspn(s, "0123456789") == strlen(s) && parse_decimal(s, &n) && n >= 1 &&
+	       n <= 65535;
+}
+
+/* "[user@]host[:port]", the host possibly a bracketed IPv6 literal. */
+static bool jump_ok(const char *v)
+{
+	const char *at = strrchr(v, '@'), *host = at ? at + 1 : v;
+	char buf[256];
+	size_t len;
+	struct in6_addr a6;
+
+	if (at) {
+		len = (size_t)(at - v);
+		if (len == 0 || len >= sizeof(buf))
+			return false;
+		memcpy(buf, v, len);
+		buf[len] = '\0';
+		if (!user_name_ok(buf))
+			return false;
+	}
+	if (host[0] == '[') {
+		const char *end = strchr(host, ']');
+		if (!end || (size_t)(end - host - 1) >= sizeof(buf))
+			return false;
+		len = (size_t)(end - host - 1);
+		memcpy(buf, host + 1, len);
+		buf[len] = '\0';
+		if (inet_pton(AF_INET6, buf, &a6) != 1)
+			return false;
+		return end[1] == '\0' || (end[1] == ':' && port_text_ok(end + 2));
+	}
+	len = strcspn(host, ":");
+	if (len == 0 || len >= sizeof(buf))
+		return false;
+	memcpy(buf, host, len);
+	buf[len] = '\0';
+	if (!host_name(buf))
+		return false;
+	return host[len] == '\0' || port_text_ok(host + len + 1);
+}
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = xstrdup(v);
+}
+
+static char **strv_new(void)
+{
+	return xcalloc(1, sizeof(char *));
+}
+
+static char **strv_dup(char *const *v)
+{
+	size_t n = 0, i;
+	char **out;
+
+	while (v && v[n])
+		n++;
+	out = xcalloc(n + 1, sizeof(*out));
+	for (i = 0; i < n; i++)
+		out[i] = xstrdup(v[i]);
+	return out;
+}
+
+static const char *const ssh_keys[] = {
+	"user",	    "port",	"identity",	   "known_hosts",	"host_keys", "sudo",
+	"sudo_password_file", "jump", "connect_timeout", "command_timeout", "keepalive",
+};
+enum {
+	SSH_USER,
+	SSH_PORT,
+	SSH_IDENTITY,
+	SSH_KNOWN_HOSTS,
+	SSH_HOST_KEYS,
+	SSH_SUDO,
+	SSH_SUDO_PASSWORD_FILE,
+	SSH_JUMP,
+	SSH_CONNECT_TIMEOUT,
+	SSH_COMMAND_TIMEOUT,
+	SSH_KEEPALIVE,
+};
+static const char *const host_key_names[] = {"strict", "accept-new"};
+static const char *const sudo_names[] = {"auto", "always", "never"};
+
+/* Settings over what *s holds already (built-in defaults, or the ssh: defaults for a node). */
+static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_settings *s)
+{
+	struct fields f;
+	const yaml_node_t *y;
+	const char *t;
+	int v;
+
+	if (!want_type(p, n, "ssh", YAML_MAPPING_NODE, NULL))
+		return;
+	map_fields(p, n, "'ssh'", ssh_keys, ARRAY_SIZE(ssh_keys), &f);
+	if ((y = f.val[SSH_USER]) && (t = get_text(p, y, "user"))) {
+		if (user_name_ok(t))
+			set_str(&s->user, t);
+		else
+			err_at(p, y, NULL, "'user' '%s' is not a valid user name", t);
+	}
+	if ((y = f.val[SSH_PORT]))
+		get_int(p, y, "port", 1, 65535, &s->port);
+	if ((y = f.val[SSH_IDENTITY]))
+		get_local_path(p, y, "identity", &s->identity);
+	if ((y = f.val[SSH_KNOWN_HOSTS]))
+		get_local_path(p, y, "known_hosts", &s->known_hosts);
+	if ((y = f.val[SSH_HOST_KEYS]) &&
+	    get_choice(p, y, "host_keys", host_key_names, ARRAY_SIZE(host_key_names),
+		       "provision always verifies host keys; accept-new records the key of "
+		       "a host it has never seen",
+		       &v))
+		s->host_keys = (enum host_key_policy)v;
+	if ((y = f.val[SSH_SUDO]) &&
+	    get_choice(p, y, "sudo", sudo_names, ARRAY_SIZE(sudo_names),
+		       "auto runs commands through sudo when the user is not root", &v))
+		s->sudo = (enum sudo_mode)v;
+	if ((y = f.val[SSH_SUDO_PASSWORD_FILE]))
+		get_local_path(p, y, "sudo_password_file", &s->sudo_password_file);
+	if ((y = f.val[SSH_JUMP]) && (t = get_text(p, y, "jump"))) {
+		if (jump_ok(t))
+			set_str(&s->jump, t);
+		else
+			err_at(p, y, "such as admin@gateway.example.ac.jp:22",
+			       "'jump' must be [user@]host[:port], not '%s'", t);
+	}
+	if ((y = f.val[SSH_CONNECT_TIMEOUT]))
+		get_int(p, y, "connect_timeout", 1, 3600, &s->connect_timeout);
+	if ((y = f.val[SSH_COMMAND_TIMEOUT]))
+		get_int(p, y, "command_timeout", 0, 86400, &s->command_timeout);
+	if ((y = f.val[SSH_KEEPALIVE]))
+		get_int(p, y, "keepalive", 0, 3600, &s->keepalive);
+}
+
+static const char *const cluster_keys[] = {
+	"name",	      "kubernetes_version", "pod_cidr", "service_cidr",
+	"api_port",   "apt_mirror",	    "http_proxy", "no_proxy",
+};
+enum {
+	CL_NAME,
+	CL_VERSION,
+	CL_POD_CIDR,
+	CL_SERVICE_CIDR,
+	CL_API_PORT,
+	CL_APT_MIRROR,
+	CL_HTTP_PROXY,
+	CL_NO_PROXY,
+};
+
+static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
+{
+	const char *t = get_text(p, y, "kubernetes_version");
+	long part[3];
+
+	if (!t)
+		return;
+	if (!exact_version(t, part)) {
+		if ((t[0] == 'v' || t[0] == 'V') && exact_version(t + 1, part)) {
+			char *hint = xasprintf("write '%s' without the 'v'", t + 1);
+			err_at(p, y, hint, "'kubernetes_version' must be X.Y.Z, not '%s'", t);
+			free(hint);
+		} else {
+			err_at(p, y,
+			       "pin a patch release such as 1.30.4: every node gets exactly "
+			       "this version",
+			       "'kubernetes_version' must be an exact version X.Y.Z, not '%s'", t);
+		}
+		return;
+	}
+	if (part[0] != 1 || part[1] < 24) {
+		err_at(p, y, "pkgs.k8s.io has Kubernetes 1.24.0 and later",
+		       "'kubernetes_version' %s is not a Kubernetes release provision can install",
+		       t);
+		return;
+	}
+	set_str(&p->inv->cluster.kubernetes_version, t);
+}
+
+static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)
+{
+	struct cluster_settings *c = &p->inv->cluster;
+	struct fields f;
+	const yaml_node_t *y;
+	const char *t;
+	struct cidr cidr;
+	char buf[32];
+
+	if (!want_type(p, n, "cluster", YAML_MAPPING_NODE, NULL))
+		return;
+	map_fields(p, n, "'cluster'", cluster_keys, ARRAY_SIZE(cluster_keys), &f);
+	require(p, &f, cluster_keys, CL_NAME, pos_of(key), "'cluster'");
+	require(p, &f, cluster_keys, CL_VERSION, pos_of(key), "'cluster'");
+	if ((y = f.val[CL_NAME]) && (t = get_text(p, y, "name"))) {
+		if (dns_label(t))
+			set_str(&c->name, t);
+		else
+			report_bad_label(p, y, "cluster name", t);
+	}
+	if ((y = f.val[CL_VERSION]))
+		parse_kubernetes_version(p, y);
+	if ((y = f.val[CL_POD_CIDR]))
+		p->pod.set = false; /* until it proves valid: no checks against a default */
+	if ((y = f.val[CL_POD_CIDR]) && get_cidr(p, y, "pod_cidr", &cidr)) {
+		p->pod_pos = pos_of(y);
+		if (cidr.prefix > 24) {
+			err_at(p, y, "use a /16 such as 10.244.0.0/16",
+			       "'pod_cidr' %s is too small: every node takes a /24 of it", sval(y));
+		} else {
+			p->pod = cidr;
+			cidr_format(buf, sizeof(buf), cidr.net, cidr.prefix);
+			set_str(&c->pod_cidr, buf);
+		}
+	}
+	if ((y = f.val[CL_SERVICE_CIDR]))
+		p->service.set = false;
+	if ((y = f.val[CL_SERVICE_CIDR]) && get_cidr(p, y, "service_cidr", &cidr)) {
+		p->service_pos = pos_of(y);
+		if (cidr.prefix < 12 || cidr.prefix > 28) {
+			err_at(p, y, "use a network from /12 to /28 such as 10.96.0.0/12",
+			       "'service_cidr' %s is too %s", sval(y),
+			       cidr.prefix < 12 ? "large: Kubernetes allows at most a /12"
+						: "small: it needs room for the API server and DNS "
+						  "service addresses");
+		} else {
+			p->service = cidr;
+			cidr_format(buf, sizeof(buf), cidr.net, cidr.prefix);
+			set_str(&c->service_cidr, buf);
+		}
+	}
+	if ((y = f.val[CL_API_PORT]))
+		get_int(p, y, "api_port", 1, 65535, &c->api_port);
+	if ((y = f.val[CL_APT_MIRROR]))
+		get_url(p, y, "apt_mirror", &c->apt_mirror);
+	if ((y = f.val[CL_HTTP_PROXY]))
+		get_url(p, y, "http_proxy", &c->http_proxy);
+	if ((y = f.val[CL_NO_PROXY]))
+		get_str_list(p, y, "no_proxy", &c->no_proxy);
+}
+
+/* Nodes ---------------------------------------------------------------------- */
+
+static bool label_name_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > 63 || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
+		return false;
+	for (i = 0; i < len; i++)
+		if (!is_alnum(s[i]) && !strchr("-_.", s[i]))
+			return false;
+	return true;
+}
+
+static bool dns_subdomain(const char *s, size_t len)
+{
+	size_t start = 0, i;
+	char label[64];
+
+	if (len == 0 || len > 253)
+		return false;
+	for (i = 0; i <= len; i++) {
+		if (i < len && s[i] != '.')
+			continue;
+		if (i - start == 0 || i - start > 63)
+			return false;
+		memcpy(label, s + start, i - start);
+		label[i - start] = '\0';
+		if (!dns_label(label))
+			return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+static bool label_key_ok(const char *k)
+{
+	const char *slash = strchr(k, '/');
+
+	if (!slash)
+		return label_name_ok(k, strlen(k));
+	return dns_subdomain(k, (size_t)(slash - k)) && label_name_ok(slash + 1, strlen(slash + 1));
+}
+
+static bool parse_labels(struct parser *p, const yaml_node_t *n, char ***dst)
+{
+	char **out = NULL;
+	const yaml_node_t **seen = NULL;
+	size_t nr = 0, alloc = 0, nr_seen = 0, alloc_seen = 0, j;
+	yaml_node_pair_t *pair;
+	bool ok = true;
+
+	if (!want_type(p, n, "labels", YAML_MAPPING_NODE, NULL))
+		return false;
+	ALLOC_GROW(out, 1, alloc);
+	for (pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
+		const yaml_node_t *k = child(p, pair->key), *v = child(p, pair->value);
+		const char *kt = get_text(p, k, "labels"), *vt;
+
+		ok = false;
+		if (!kt)
+			continue;
+		for (j = 0; j < nr_seen; j++)
+			if (!strcmp(sval(seen[j]), kt))
+				break;
+		if (j < nr_seen) {
+			struct source_pos first = pos_of(seen[j]);
+			err_at(p, k, "remove one of them", "duplicate label '%s' (first at %u:%u)", kt,
+			       first.line, first.col);
+			continue;
+		}
+		ALLOC_GROW(seen, nr_seen + 1, alloc_seen);
+		seen[nr_seen++] = k;
+		if (!label_key_ok(kt)) {
+			err_at(p, k,
+			       "a label key is an optional DNS prefix and '/', then up to 63 letters, "
+			       "digits, '-', '_' and '.', starting and ending with a letter or digit",
+			       "label key '%s' is not valid", kt);
+			continue;
+		}
+		if (is_null(v)) {
+			err_at(p, v, "write '' for an empty value", "label '%s' has no value", kt);
+			continue;
+		}
+		vt = get_text(p, v, kt);
+		if (!vt)
+			continue;
+		if (*vt && !label_name_ok(vt, strlen(vt))) {
+			err_at(p, v,
+			       "a label value is up to 63 letters, digits, '-', '_' and '.', "
+			       "starting and ending with a letter or digit",
+			       "value '%s' of label '%s' is not valid", vt, kt);
+			continue;
+		}
+		ok = true;
+		ALLOC_GROW(out, nr + 2, alloc);
+		out[nr++] = xasprintf("%s=%s", kt, vt);
+	}
+	out[nr] = NULL;
+	free(seen);
+	if (!ok && nr_seen == 0)
+		ok = true; /* an empty mapping is fine */
+	strv_free(*dst);
+	*dst = out;
+	return ok;
+}
+
+static void parse_roles(struct parser *p, const yaml_node_t *n, unsigned *roles, bool *ok)
+{
+	yaml_node_item_t *it;
+
+	*ok = false;
+	if (!want_type(p, n, "roles", YAML_SEQUENCE_NODE, NULL))
+		return;
+	if (n->data.sequence.items.start == n->data.sequence.items.top) {
+		err_at(p, n, "give the node at least one of control-plane, worker and nfs-server",
+		       "'roles' is empty");
+		return;
+	}
+	*ok = true;
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		const yaml_node_t *c = child(p, *it);
+		const char *t = get_text(p, c, "roles"), *s;
+		unsigned bit;
+
+		if (!t) {
+			*ok = false;
+			continue;
+		}
+		bit = node_role_parse(t);
+		if (!bit) {
+			s = suggest(t, role_names, ARRAY_SIZE(role_names));
+			if (s)
+				err_at(p, c, NULL, "unknown role '%s' (did you mean '%s'?)", t, s);
+			else
+				err_at(p, c, "roles are control-plane, worker and nfs-server",
+				       "unknown role '%s'", t);
+			*ok = false;
+			continue;
+		}
+		if (*roles & bit)
+			warn_pos(p, pos_of(c), NULL, "role '%s' is listed twice", t);
+		*roles |= bit;
+	}
+}
+
+/* Expand a name or address pattern; NULL after reporting. */
+static char **expand(struct parser *p, const yaml_node_t *n, const char *key, size_t *nr)
+{
+	const char *t = get_text(p, n, key);
+	struct error err = {0};
+	char **list = NULL;
+
+	*nr = 0;
+	if (!t)
+		return NULL;
+	if (hostlist_expand(&list, nr, t, &err) < 0) {
+		err_at(p, n, err.hint[0] ? err.hint : NULL, "%s", err.msg);
+		return NULL;
+	}
+	return list;
+}
+
+static const char *const node_keys[] = {"name", "address", "roles", "gpus", "ssh", "labels"};
+enum { N_NAME, N_ADDRESS, N_ROLES, N_GPUS, N_SSH, N_LABELS };
+
+static void parse_node(struct parser *p, const yaml_node_t *item)
+{
+	struct inventory *inv = p->inv;
+	struct ssh_settings ssh;
+	struct fields f;
+	struct source_pos where = pos_of(item);
+	char **names = NULL, **addrs = NULL, **labels = strv_new();
+	char *section = NULL;
+	size_t nr_names = 0, nr_addrs = 0, i;
+	unsigned roles = 0;
+	int gpus = -1;
+	bool roles_ok = false;
+	char buf[64];
+
+	ssh_copy(&ssh, &inv->ssh);
+	if (item->type != YAML_MAPPING_NODE) {
+		err_at(p, item, "write '- name: b-0' with 'address:' and 'roles:' indented under it",
+		       "each node must be a mapping with name, address and roles, not %s",
+		       describe(item, buf, sizeof(buf)));
+		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
+		goto out;
+	}
+	map_fields(p, item, "a node", node_keys, ARRAY_SIZE(node_keys), &f);
+	if (f.val[N_NAME] && f.val[N_NAME]->type == YAML_SCALAR_NODE && !is_null(f.val[N_NAME]))
+		section = xasprintf("node '%s'", sval(f.val[N_NAME]));
+	for (i = N_NAME; i <= N_ROLES; i++)
+		require(p, &f, node_keys, i, where, section ? section : "a node");
+
+	if (f.val[N_NAME] && (names = expand(p, f.val[N_NAME], "name", &nr_names))) {
+		for (i = 0; i < nr_names; i++)
+			if (!dns_label(names[i]))
+				break;
+		if (i < nr_names) {
+			report_bad_label(p, f.val[N_NAME], "node name", names[i]);
+			hostlist_free(names);
+			names = NULL;
+		}
+		for (i = 0; names && i < nr_names; i++) {
+			ALLOC_GROW(p->names, p->nr_names + 1, p->alloc_names);
+			p->names[p->nr_names++] =
+				(struct seen_name){xstrdup(names[i]), pos_of(f.val[N_NAME])};
+		}
+	}
+	if (f.val[N_ADDRESS] && (addrs = expand(p, f.val[N_ADDRESS], "address", &nr_addrs))) {
+		for (i = 0; i < nr_addrs; i++)
+			if (!check_address(p, f.val[N_ADDRESS], addrs[i]))
+				break;
+		if (i < nr_addrs) {
+			hostlist_free(addrs);
+			addrs = NULL;
+		}
+	}
+	if (names && addrs && nr_names != nr_addrs) {
+		err_at(p, f.val[N_ADDRESS],
+		       "give one address per node, e.g. 192.168.10.[52-54] for b-[2-4]",
+		       "'address' %s gives %zu address%s but 'name' %s gives %zu node%s",
+		       sval(f.val[N_ADDRESS]), nr_addrs, nr_addrs == 1 ? "" : "es",
+		       sval(f.val[N_NAME]), nr_names, nr_names == 1 ? "" : "s");
+		hostlist_free(addrs);
+		addrs = NULL;
+	}
+	if (f.val[N_ROLES])
+		parse_roles(p, f.val[N_ROLES], &roles, &roles_ok);
+	if (f.val[N_GPUS])
+		get_int(p, f.val[N_GPUS], "gpus", 0, INT_MAX, &gpus);
+	if (f.val[N_SSH])
+		parse_ssh(p, f.val[N_SSH], &ssh);
+	if (f.val[N_LABELS])
+		parse_labels(p, f.val[N_LABELS], &labels);
+	if (!roles_ok)
+		p->roles_incomplete = true;
+	if (!names)
+		p->names_incomplete = true;
+	if (!names || !addrs) {
+		p->nodes_incomplete = true;
+		goto out;
+	}
+	if (inv->nr_nodes + nr_names > INVENTORY_MAX_NODES) {
+		err_at(p, f.val[N_NAME], NULL, "the inventory has more than %d nodes",
+		       INVENTORY_MAX_NODES);
+		p->nodes_incomplete = true;
+		goto out;
+	}
+	inv->nodes = xrealloc(inv->nodes, (inv->nr_nodes + nr_names) * sizeof(*inv->nodes));
+	for (i = 0; i < nr_names; i++) {
+		struct node *nd = &inv->nodes[inv->nr_nodes++];
+		*nd = (struct node){
+			.name = xstrdup(names[i]),
+			.address = xstrdup(addrs[i]),
+			.roles = roles,
+			.gpus = gpus,
+			.labels = strv_dup(labels),
+			.pos = where,
+			.name_pos = pos_of(f.val[N_NAME]),
+			.address_pos = pos_of(f.val[N_ADDRESS]),
+			.roles_pos = f.val[N_ROLES] ? pos_of(f.val[N_ROLES]) : where,
+			.gpus_pos = f.val[N_GPUS] ? pos_of(f.val[N_GPUS]) : (struct source_pos){0},
+		};
+		ssh_copy(&nd->ssh, &ssh);
+	}
+out:
+	free(section);
+	hostlist_free(names);
+	hostlist_free(addrs);
+	strv_free(labels);
+	ssh_release(&ssh);
+}
+
+static void parse_nodes(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)
+{
+	yaml_node_item_t *it;
+
+	p->nodes_pos = pos_of(key);
+	if (!want_type(p, n, "nodes", YAML_SEQUENCE_NODE,
+		       is_null(n) ? "list the machines under it, starting with '- name:'" : NULL)) {
+		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
+		return;
+	}
+	if (n->data.sequence.items.start == n->data.sequence.items.top) {
+		err_at(p, n, "list at least the control-plane node", "'nodes' is empty");
+		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
+		return;
+	}
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+		parse_node(p, child(p, *it));
+}
+
+/* Storage -------------------------------------------------------------------- */
+
+static const char *const storage_keys[] = {"nfs"};
+static const char *const nfs_keys[] = {"server", "path", "export_network", "options"};
+enum { NFS_SERVER, NFS_PATH, NFS_EXPORT_NETWORK, NFS_OPTIONS };
+
+static bool export_path_ok(const char *s)
+{
+	size_t i;
+
+	if (s[0] != '/' || strstr(s, "/../") || strstr(s, "/./") || strstr(s, "//"))
+		return false;
+	for (i = 0; s[i]; i++)
+		if (!is_alnum(s[i]) && !strchr("/._-+@", s[i]))
+			return false;
+	return true;
+}
+
+static void parse_storage(struct parser *p, const yaml_node_t *n)
+{
+	struct nfs_settings *nfs = &p->inv->nfs;
+	struct fields f, g;
+	const yaml_node_t *y;
+	const char *t;
+	struct cidr cidr;
+	char buf[32];
+
+	if (!want_type(p, n, "storage", YAML_MAPPING_NODE, NULL))
+		return;
+	map_fields(p, n, "'storage'", storage_keys, ARRAY_SIZE(storage_keys), &f);
+	if (!f.val[0] || !want_type(p, f.val[0], "nfs", YAML_MAPPING_NODE, NULL))
+		return;
+	p->have_nfs_section = true;
+	p->nfs_pos = pos_of(f.key[0]);
+	map_fields(p, f.val[0], "'nfs'", nfs_keys, ARRAY_SIZE(nfs_keys), &g);
+	if ((y = g.val[NFS_SERVER]) && get_str(p, y, "server", &nfs->server))
+		p->nfs_server_pos = pos_of(y);
+	if ((y = g.val[NFS_PATH]) && (t = get_text(p, y, "path"))) {
+		if (!strcmp(t, "/"))
+			err_at(p, y, "export a directory such as /nfs", "'path' must not be '/'");
+		else if (!export_path_ok(t))
+			err_at(p, y, "such as /nfs or /srv/nfs/lab",
+			       "'path' must be an absolute path of letters, digits and /._-+@, not "
+			       "'%s'",
+			       t);
+		else
+			set_str(&nfs->path, t);
+	}
+	if ((y = g.val[NFS_EXPORT_NETWORK]) && get_cidr(p, y, "export_network", &cidr)) {
+		p->export = cidr;
+		p->export_pos = pos_of(y);
+		cidr_format(buf, sizeof(buf), cidr.net, cidr.prefix);
+		set_str(&nfs->export_network, buf);
+	}
+	if ((y = g.val[NFS_OPTIONS]) && (t = get_text(p, y, "options"))) {
+		if (!*t || strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789_=,:./-") != strlen(t) ||
+		    t[0] == ',' || t[strlen(t) - 1] == ',' || strstr(t, ",,"))
+			err_at(p, y, "such as rw,sync,no_root_squash,no_subtree_check",
+			       "'options' must be comma-separated export options, not '%s'", t);
+		else
+			set_str(&nfs->options, t);
+	}
+}
+
+/* JupyterHub ----------------------------------------------------------------- */
+
+static const char *const hub_keys[] = {
+	"enabled",	 "chart_version", "node_port", "image",		"storage",
+	"admin_users", "allowed_users", "auth",	   "start_timeout", "shm_size",
+};
+enum {
+	HUB_ENABLED,
+	HUB_CHART_VERSION,
+	HUB_NODE_PORT,
+	HUB_IMAGE,
+	HUB_STORAGE,
+	HUB_ADMIN_USERS,
+	HUB_ALLOWED_USERS,
+	HUB_AUTH,
+	HUB_START_TIMEOUT,
+	HUB_SHM_SIZE,
+};
+static const char *const auth_keys[] = {"type", "github", "ldap"};
+static const char *const github_keys[] = {"client_id", "client_secret_file", "callback_url"};
+static const char *const ldap_keys[] = {"server", "bind_dn_template"};
+static const char *const auth_names[] = {"native", "github", "ldap"};
+
+static bool chart_version_ok(const char *s)
+{
+	const char *dash = strchr(s, '-');
+	char core[32];
+	long part[3];
+	size_t len = dash ? (size_t)(dash - s) : strlen(s);
+
+	if (len >= sizeof(core))
+		return false;
+	memcpy(core, s, len);
+	core[len] = '\0';
+	if (!exact_version(core, part))
+		return false;
+	if (!dash)
+		return true;
+	return dash[1] && strspn(dash + 1, "abcdefghijklmnopqrstuvwxyz"
+					   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
+				  strlen(dash + 1);
+}
+
+static void parse_image(struct parser *p, const yaml_node_t *y)
+{
+	const char *t = get_text(p, y, "image"), *last, *tag;
+	size_t i, name_len;
+
+	if (!t)
+		return;
+	last = strrchr(t, '/');
+	last = last ? last + 1 : t;
+	tag = strpbrk(last, ":@");
+	name_len = tag ? (size_t)(tag - t) : strlen(t);
+	for (i = 0; t[i]; i++)
+		if (t[i] == ' ' || (i < name_len && t[i] >= 'A' && t[i] <= 'Z'))
+			break;
+	if (!*t || t[i] || (tag && !tag[1])) {
+		err_at(p, y, "such as quay.io/jupyter/pytorch-notebook:cuda12-2024-10-07",
+		       "'image' must be an image reference name:tag in lowercase, not '%s'", t);
+		return;
+	}
+	if (!tag)
+		warn_pos(p, pos_of(y), "pin a tag so that every node runs the same image",
+			 "'image' %s has no tag and follows ':latest'", t);
+	set_str(&p->inv->hub.image, t);
+}
+
+static void parse_auth(struct parser *p, const yaml_node_t *n)
+{
+	struct hub_settings *hub = &p->inv->hub;
+	struct fields f, g;
+	const yaml_node_t *y;
+	const char *t;
+	int type = HUB_AUTH_NATIVE;
+	struct source_pos type_pos;
+
+	if (!want_type(p, n, "auth", YAML_MAPPING_NODE, NULL))
+		return;
+	map_fields(p, n, "'auth'", auth_keys, ARRAY_SIZE(auth_keys), &f);
+	type_pos = f.val[0] ? pos_of(f.val[0]) : pos_of(n);
+	if (f.val[0] && !get_choice(p, f.val[0], "type", auth_names, ARRAY_SIZE(auth_names),
+				    NULL, &type))
+		type = -1;
+	if (type >= 0)
+		hub->auth = (enum hub_auth)type;
+	if ((y = f.val[1]) && want_type(p, y, "github", YAML_MAPPING_NODE, NULL)) {
+		map_fields(p, y, "'github'", github_keys, ARRAY_SIZE(github_keys), &g);
+		if (g.val[0])
+			get_str(p, g.val[0], "client_id", &hub->github_client_id);
+		if (g.val[1])
+			get_local_path(p, g.val[1], "client_secret_file",
+				       &hub->github_client_secret_file);
+		if (g.val[2])
+			get_url(p, g.val[2], "callback_url", &hub->github_callback_url);
+		if (type == HUB_AUTH_GITHUB) {
+			require(p, &g, github_keys, 0, pos_of(f.key[1]), "'github'");
+			require(p, &g, github_keys, 1, pos_of(f.key[1]), "'github'");
+		} else if (type >= 0) {
+			warn_pos(p, pos_of(f.key[1]), NULL, "'github' is ignored: auth type is '%s'",
+				 auth_names[type]);
+		}
+	} else if (!y && type == HUB_AUTH_GITHUB) {
+		err_pos(p, type_pos, "add 'github:' with client_id and client_secret_file",
+			"auth type 'github' needs a 'github' section");
+	}
+	if ((y = f.val[2]) && want_type(p, y, "ldap", YAML_MAPPING_NODE, NULL)) {
+		map_fields(p, y, "'ldap'", ldap_keys, ARRAY_SIZE(ldap_keys), &g);
+		if (g.val[0] && (t = get_text(p, g.val[0], "server"))) {
+			const char *host = !strncmp(t, "ldaps://", 8)  ? t + 8
+					   : !strncmp(t, "ldap://", 7) ? t + 7
+								       : t;
+			if (*host && jump_ok(host) && !strchr(host, '@'))
+				set_str(&hub->ldap_server, t);
+			else
+				err_at(p, g.val[0], "such as ldaps://ldap.example.ac.jp",
+				       "'server' must be an LDAP host or ldap:// or ldaps:// URL, not "
+				       "'%s'",
+				       t);
+		}
+		if (g.val[1] && (t = get_text(p, g.val[1], "bind_dn_template"))) {
+			if (strstr(t, "{username}"))
+				set_str(&hub->ldap_bind_dn_template, t);
+			else
+				err_at(p, g.val[1], "such as uid={username},ou=people,dc=example,dc=jp",
+				       "'bind_dn_template' must contain {username}");
+		}
+		if (type == HUB_AUTH_LDAP) {
+			require(p, &g, ldap_keys, 0, pos_of(f.key[2]), "'ldap'");
+			require(p, &g, ldap_keys, 1, pos_of(f.key[2]), "'ldap'");
+		} else if (type >= 0) {
+			warn_pos(p, pos_of(f.key[2]), NULL, "'ldap' is ignored: auth type is '%s'",
+				 auth_names[type]);
+		}
+	} else if (!y && type == HUB_AUTH_LDAP) {
+		err_pos(p, type_pos, "add 'ldap:' with server and bind_dn_template",
+			"auth type 'ldap' needs an 'ldap' section");
+	}
+}
+
+static void parse_hub(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)
+{
+	struct hub_settings *hub = &p->inv->hub;
+	struct fields f;
+	const yaml_node_t *y;
+	const char *t;
+
+	p->hub_section = true;
+	p->hub_pos = pos_of(key);
+	if (!want_type(p, n, "jupyterhub", YAML_MAPPING_NODE, NULL))
+		return;
+	map_fields(p, n, "'jupyterhub'", hub_keys, ARRAY_SIZE(hub_keys), &f);
+	if ((y = f.val[HUB_ENABLED]))
+		get_bool(p, y, "enabled", &hub->enabled);
+	if ((y = f.val[HUB_CHART_VERSION]) && (t = get_text(p, y, "chart_version"))) {
+		if (chart_version_ok(t))
+			set_str(&hub->chart_version, t);
+		else
+			err_at(p, y, "pin a release of the jupyterhub chart such as 3.3.8",
+			       "'chart_version' must be an exact version X.Y.Z, not '%s'", t);
+	}
+	if ((y = f.val[HUB_NODE_PORT]))
+		get_int(p, y, "node_port", 30000, 32767, &hub->node_port);
+	if ((y = f.val[HUB_IMAGE]))
+		parse_image(p, y);
+	if ((y = f.val[HUB_STORAGE]))
+		get_quantity(p, y, "storage", &hub->storage);
+	if ((y = f.val[HUB_ADMIN_USERS]))
+		get_str_list(p, y, "admin_users", &hub->admin_users);
+	if ((y = f.val[HUB_ALLOWED_USERS]))
+		get_str_list(p, y, "allowed_users", &hub->allowed_users);
+	if ((y = f.val[HUB_AUTH]))
+		parse_auth(p, y);
+	if ((y = f.val[HUB_START_TIMEOUT]))
+		get_int(p, y, "start_timeout", 1, 86400, &hub->start_timeout);
+	if ((y = f.val[HUB_SHM_SIZE]))
+		get_quantity(p, y, "shm_size", &hub->shm_size);
+}
+
+/* Checks across sections ------------------------------------------------------ */
+
+struct key_idx {
+	const char *key;
+	size_t idx;
+};
+
+static int cmp_key_idx(const void *a, const void *b)
+{
+	const struct key_idx *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static bool same_pos(struct source_pos a, struct source_pos b)
+{
+	return a.line == b.line && a.col == b.col;
+}
+
+static void check_duplicates(struct parser *p)
+{
+	struct inventory *inv = p->inv;
+	size_t n = inv->nr_nodes, i, j;
+	size_t nr_names = p->nr_names;
+	struct key_idx *v = xcalloc((n > nr_names ? n : nr_names) + 1, sizeof(*v));
+	char **addr_keys = xcalloc(n + 1, sizeof(*addr_keys));
+
+	for (i = 0; i < nr_names; i++)
+		v[i] = (struct key_idx){p->names[i].name, i};
+	qsort(v, nr_names, sizeof(*v), cmp_key_idx);
+	for (i = 0; i < nr_names; i = j) {
+		const struct seen_name *first = &p->names[v[i].idx];
+		for (j = i + 1; j < nr_names && !strcmp(v[j].key, v[i].key); j++)
+			err_pos(p, p->names[v[j].idx].pos, "node names must be unique",
+				"duplicate node name '%s' (first at %u:%u)", first->name,
+				first->pos.line, first->pos.col);
+	}
+	for (i = 0; i < n; i++) {
+		char *q;
+		addr_keys[i] = xasprintf("%s port %d", inv->nodes[i].address,
+					 inv->nodes[i].ssh.port);
+		for (q = addr_keys[i]; *q; q++)
+			if (*q >= 'A' && *q <= 'Z')
+				*q = (char)(*q - 'A' + 'a');
+		v[i] = (struct key_idx){addr_keys[i], i};
+	}
+	qsort(v, n, sizeof(*v), cmp_key_idx);
+	for (i = 0; i < n; i = j) {
+		const struct node *first = &inv->nodes[v[i].idx];
+		for (j = i + 1; j < n && !strcmp(v[j].key, v[i].key); j++) {
+			const struct node *nd = &inv->nodes[v[j].idx];
+			err_pos(p, nd->address_pos,
+				"each node needs its own address, or its own ssh port on a shared "
+				"host",
+				"node '%s' has the same address %s and port %d as node '%s' (first "
+				"at %u:%u)",
+				nd->name, nd->address, nd->ssh.port, first->name,
+				first->address_pos.line, first->address_pos.col);
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(addr_keys[i]);
+	free(addr_keys);
+	free(v);
+}
+
+static bool is_kube_node(const struct node *nd)
+{
+	return nd->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER);
+}
+
+static void check_roles(struct parser *p)
+{
+	struct inventory *inv = p->inv;
+	const struct node *cp = NULL, *nfs = NULL;
+	struct source_pos last = {0};
+	bool worker = false;
+	size_t i;
+
+	for (i = 0; i < inv->nr_nodes; i++) {
+		const struct node *nd = &inv->nodes[i];
+
+		if (nd->roles & NODE_ROLE_WORKER)
+			worker = true;
+		if (nd->roles & NODE_ROLE_CONTROL_PLANE) {
+			if (!cp)
+				cp = nd;
+			else
+				err_pos(p, nd->roles_pos,
+					"give exactly one node the control-plane role",
+					"node '%s' is a second control plane (the first is '%s' at "
+					"%u:%u); HA control planes come later",
+					nd->name, cp->name, cp->roles_pos.line, cp->roles_pos.col);
+		}
+		if (nd->roles & NODE_ROLE_NFS_SERVER) {
+			if (!nfs)
+				nfs = nd;
+			else
+				err_pos(p, nd->roles_pos, "give exactly one node the nfs-server role",
+					"node '%s' is a second NFS server (the first is '%s' at "
+					"%u:%u); one NFS server is supported",
+					nd->name, nfs->name, nfs->roles_pos.line, nfs->roles_pos.col);
+		}
+		if (nd->gpus > 0 && !(nd->roles & NODE_ROLE_WORKER) &&
+		    !same_pos(last, nd->gpus_pos)) {
+			last = nd->gpus_pos;
+			warn_pos(p, nd->gpus_pos, "add worker to its roles to offer its GPUs",
+				 "node '%s' declares %d GPU%s but is not a worker", nd->name, nd->gpus,
+				 nd->gpus == 1 ? "" : "s");
+		}
+	}
+	if (p->roles_incomplete || p->nodes_incomplete || !inv->nr_nodes)
+		return;
+	if (!cp)
+		err_pos(p, p->nodes_pos,
+			"add control-plane to the roles of the node that should run the "
+			"Kubernetes API server",
+			"no node has the control-plane role");
+	if (!worker)
+		warn_pos(p, p->nodes_pos,
+			 "add worker to the roles of the compute nodes (the control plane may be "
+			 "a worker too)",
+			 "no node has the worker role: nothing can run notebooks");
+}
+
+/* Node addresses inside the pod or service network would be unreachable. */
+static void check_networks(struct parser *p)
+{
+	struct inventory *inv = p->inv;
+	struct source_pos last = {0};
+	size_t i, kube = 0, room;
+	char buf[32];
+
+	if (p->pod.set && p->service.set && cidr_overlap(&p->pod, &p->service)) {
+		if (p->service_pos.line)
+			err_pos(p, p->service_pos,
+				"the pod and service networks must not share addresses",
+				"'service_cidr' %s overlaps 'pod_cidr' %s%s", inv->cluster.service_cidr,
+				inv->cluster.pod_cidr, p->pod_pos.line ? "" : " (the default)");
+		else
+			err_pos(p, p->pod_pos, "the pod and service networks must not share addresses",
+				"'pod_cidr' %s overlaps 'service_cidr' %s (the default)",
+				inv->cluster.pod_cidr, inv->cluster.service_cidr);
+	}
+	for (i = 0; i < inv->nr_nodes; i++) {
+		const struct node *nd = &inv->nodes[i];
+		const struct cidr *in = NULL;
+		const char *which = NULL;
+		uint32_t a;
+
+		kube += is_kube_node(nd);
+		if (!ipv4_parse(nd->address, &a) || same_pos(last, nd->address_pos))
+			continue;
+		if (p->pod.set && cidr_contains(&p->pod, a)) {
+			in = &p->pod;
+			which = "pod_cidr";
+		} else if (p->service.set && cidr_contains(&p->service, a)) {
+			in = &p->service;
+			which = "service_cidr";
+		}
+		if (!in)
+			continue;
+		last = nd->address_pos;
+		cidr_format(buf, sizeof(buf), in->net, in->prefix);
+		err_pos(p, nd->address_pos, "choose cluster networks that no node address falls in",
+			"address %s of node '%s' is inside '%s' %s", nd->address, nd->name, which,
+			buf);
+	}
+	if (!p->pod.set)
+		return;
+	room = p->pod.prefix <= 8 ? (size_t)1 << 16 : (size_t)1 << (24 - p->pod.prefix);
+	if (kube > room)
+		err_pos(p, p->pod_pos.line ? p->pod_pos : p->nodes_pos,
+			"use a larger pod_cidr such as a /16",
+			"'pod_cidr' %s has room for %zu node%s (a /24 each) but the inventory has %zu",
+			inv->cluster.pod_cidr, room, room == 1 ? "" : "s", kube);
+}
+
+static void check_nfs(struct parser *p)
+{
+	struct inventory *inv = p->inv;
+	struct nfs_settings *nfs = &inv->nfs;
+	const struct node *server = NULL, *nd;
+	struct source_pos last = {0}, where;
+	size_t i;
+
+	if (nfs->server) {
+		bool known = false;
+		server = inventory_find(inv, nfs->server);
+		for (i = 0; i < p->nr_names && !known; i++)
+			known = !strcmp(p->names[i].name, nfs->server);
+		if (!known && !p->names_incomplete) {
+			const char **names = xcalloc(p->nr_names + 1, sizeof(*names));
+			const char *s;
+			for (i = 0; i < p->nr_names; i++)
+				names[i] = p->names[i].name;
+			s = suggest(nfs->server, names, p->nr_names);
+			if (s)
+				err_pos(p, p->nfs_server_pos, NULL,
+					"'server' '%s' names no node (did you mean '%s'?)", nfs->server,
+					s);
+			else
+				err_pos(p, p->nfs_server_pos, "name the node that has the nfs-server role",
+					"'server' '%s' names no node", nfs->server);
+			free(names);
+		} else if (server && !(server->roles & NODE_ROLE_NFS_SERVER)) {
+			char *hint = xasprintf("add nfs-server to the roles of '%s'", server->name);
+			err_pos(p, p->nfs_server_pos, hint,
+				"'server' names node '%s', which does not have the nfs-server role",
+				server->name);
+			free(hint);
+			server = NULL;
+		}
+		if (!server)
+			return;
+	} else {
+		for (i = 0; i < inv->nr_nodes && !server; i++)
+			if (inv->nodes[i].roles & NODE_ROLE_NFS_SERVER)
+				server = &inv->nodes[i];
+		if (!server) {
+			if (p->have_nfs_section && !p->roles_incomplete && !p->nodes_incomplete)
+				err_pos(p, p->nfs_pos, "add nfs-server to the roles of the storage node",
+					"'nfs' is set but no node has the nfs-server role");
+			return;
+		}
+		nfs->server = xstrdup(server->name);
+	}
+	where = p->have_nfs_section ? p->nfs_pos : server->roles_pos;
+	if (p->export.set) {
+		for (i = 0; i < inv->nr_nodes; i++) {
+			uint32_t a;
+			nd = &inv->nodes[i];
+			if (!is_kube_node(nd) || !ipv4_parse(nd->address, &a) ||
+			    cidr_contains(&p->export, a) || same_pos(last, nd->address_pos))
+				continue;
+			last = nd->address_pos;
+			warn_pos(p, p->export_pos, "widen export_network to the nodes' network",
+				 "node '%s' (%s) is outside 'export_network' %s and cannot mount the "
+				 "NFS export",
+				 nd->name, nd->address, nfs->export_network);
+		}
+	} else if (!p->nodes_incomplete && inv->nr_nodes) {
+		/* The smallest network holding every node, at least a /24. */
+		uint32_t first = 0, diff = 0, a;
+		unsigned prefix = 0;
+		char buf[32];
+
+		for (i = 0; i < inv->nr_nodes; i++) {
+			nd = &inv->nodes[i];
+			if (!ipv4_parse(nd->address, &a)) {
+				err_pos(p, where,
+					"set storage.nfs.export_network to the nodes' network, such as "
+					"192.168.10.0/24",
+					"cannot work out the NFS export network: node '%s' has the "
+					"address '%s', not an IPv4 address",
+					nd->name, nd->address);
+				return;
+			}
+			if (i == 0)
+				first = a;
+			diff |= a ^ first;
+		}
+		while (prefix < 24 && !(diff & (0x80000000u >> prefix)))
+			prefix++;
+		cidr_format(buf, sizeof(buf), first & prefix_mask(prefix), prefix);
+		set_str(&nfs->export_network, buf);
+	}
+}
+
+static void check_hub(struct parser *p)
+{
+	struct inventory *inv = p->inv;
+	struct source_pos where = p->hub_section ? p->hub_pos : (struct source_pos){0};
+
+	if (!inv->hub.enabled)
+		return;
+	if (!inv->nfs.server && !p->roles_incomplete && !p->nodes_incomplete && inv->nr_nodes)
+		warn_pos(p, where,
+			 "give one node the nfs-server role, or set jupyterhub.enabled: false",
+			 "jupyterhub needs storage but no node has the nfs-server role");
+	if (inv->hub.auth == HUB_AUTH_NATIVE && !inv->hub.admin_users[0])
+		warn_pos(p, where, "list at least one user in jupyterhub.admin_users",
+			 "jupyterhub has no admin_users: nobody can approve sign-ups");
+}
+
+/* Loading -------------------------------------------------------------------- */
+
+static const char *const top_keys[] = {"version", "cluster", "ssh", "storage", "jupyterhub", "nodes"};
+enum { TOP_VERSION, TOP_CLUSTER, TOP_SSH, TOP_STORAGE, TOP_HUB, TOP_NODES };
+
+static struct inventory *inventory_new(const char *path)
+{
+	struct inventory *inv = xcalloc(1, sizeof(*inv));
+
+	inv->path = xstrdup(path);
+	inv->version = 1;
+	inv->cluster = (struct cluster_settings){
+		.pod_cidr = xstrdup("10.244.0.0/16"),
+		.service_cidr = xstrdup("10.96.0.0/12"),
+		.api_port = 6443,
+		.no_proxy = strv_new(),
+	};
+	ssh_defaults(&inv->ssh);
+	inv->nfs = (struct nfs_settings){
+		.path = xstrdup("/nfs"),
+		.options = xstrdup("rw,sync,no_root_squash,no_subtree_check"),
+	};
+	inv->hub = (struct hub_settings){
+		.enabled = true,
+		.node_port = 30080,
+		.storage = xstrdup("10Gi"),
+		.admin_users = strv_new(),
+		.allowed_users = strv_new(),
+		.auth = HUB_AUTH_NATIVE,
+		.start_timeout = 900,
+		.shm_size = xstrdup("1Gi"),
+	};
+	return inv;
+}
+
+static void walk(struct parser *p, const yaml_node_t *root)
+{
+	static const struct source_pos nowhere;
+	struct fields f;
+	int version;
+
+	map_fields(p, root, "the inventory", top_keys, ARRAY_SIZE(top_keys), &f);
+	if (!f.val[TOP_CLUSTER])
+		err_pos(p, nowhere, "start from inventory/seed.yaml",
+			"missing required key 'cluster'");
+	if (!f.val[TOP_NODES])
+		err_pos(p, nowhere, "start from inventory/seed.yaml", "missing required key 'nodes'");
+	if (f.val[TOP_VERSION] && get_int(p, f.val[TOP_VERSION], "version", 0, INT_MAX, &version) &&
+	    version != 1)
+		err_at(p, f.val[TOP_VERSION], "this provision reads version 1",
+		       "unsupported inventory version %d", version);
+	p->pod = (struct cidr){0x0af40000u, 16, true};	 /* 10.244.0.0/16 */
+	p->service = (struct cidr){0x0a600000u, 12, true}; /* 10.96.0.0/12 */
+	if (f.val[TOP_SSH])
+		parse_ssh(p, f.val[TOP_SSH], &p->inv->ssh);
+	if (f.val[TOP_CLUSTER])
+		parse_cluster(p, f.key[TOP_CLUSTER], f.val[TOP_CLUSTER]);
+	if (f.val[TOP_NODES])
+		parse_nodes(p, f.key[TOP_NODES], f.val[TOP_NODES]);
+	else
+		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
+	if (f.val[TOP_STORAGE])
+		parse_storage(p, f.val[TOP_STORAGE]);
+	if (f.val[TOP_HUB])
+		parse_hub(p, f.key[TOP_HUB], f.val[TOP_HUB]);
+	check_duplicates(p);
+	check_roles(p);
+	check_networks(p);
+	check_nfs(p);
+	check_hub(p);
+}
+
+/* 1-based line and column of a byte offset (for reader errors, which have no mark). */
+static struct source_pos offset_pos(const char *data, size_t len, size_t off)
+{
+	struct source_pos pos = {1, 1};
+	size_t i;
+
+	for (i = 0; i < off && i < len; i++) {
+		if (data[i] == '\n') {
+			pos.line++;
+			pos.col = 1;
+		} else if (((unsigned char)data[i] & 0xc0) != 0x80) {
+			pos.col++;
+		}
+	}
+	return pos;
+}
+
+static bool line_indented_with_tab(const char *data, size_t len, unsigned line)
+{
+	size_t i = 0;
+	unsigned l = 1;
+
+	while (i < len && l < line)
+		if (data[i++] == '\n')
+			l++;
+	while (i < len && data[i] == ' ')
+		i++;
+	return i < len && data[i] == '\t';
+}
+
+static void report_yaml_error(struct parser *p, const yaml_parser_t *yp, const char *data,
+			      size_t len)
+{
+	struct source_pos pos;
+	const char *problem = yp->problem ? yp->problem : "unknown error";
+
+	switch (yp->error) {
+	case YAML_MEMORY_ERROR:
+		die("out of memory parsing '%s'", p->file);
+	case YAML_READER_ERROR:
+		pos = offset_pos(data, len, yp->problem_offset);
+		err_pos(p, pos, "save the file as UTF-8", "invalid YAML: %s", problem);
+		return;
+	default:
+		break;
+	}
+	pos = (struct source_pos){(unsigned)yp->problem_mark.line + 1,
+				  (unsigned)yp->problem_mark.column + 1};
+	if (yp->context)
+		err_pos(p, pos,
+			line_indented_with_tab(data, len, pos.line)
+				? "indent with spaces: YAML does not allow tabs"
+				: NULL,
+			"invalid YAML: %s (%s at %u:%u)", problem, yp->context,
+			(unsigned)yp->context_mark.line + 1, (unsigned)yp->context_mark.column + 1);
+	else
+		err_pos(p, pos,
+			line_indented_with_tab(data, len, pos.line)
+				? "indent with spaces: YAML does not allow tabs"
+				: NULL,
+			"invalid YAML: %s", problem);
+}
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return NULL;
+	if (slash == path)
+		return xstrdup("/");
+	return xstrndup(path, (size_t)(slash - path));
+}
+
+int inventory_load_buffer(struct inventory **out, const char *name, const char *data, size_t len,
+			  struct diag_list *dl)
+{
+	static const struct source_pos nowhere;
+	struct parser p = {.file = name, .dl = dl};
+	size_t first = dl->nr, errors = dl->errors;
+	yaml_parser_t yp;
+	yaml_document_t doc, extra;
+	yaml_node_t *root, *root2;
+	bool have_doc = false;
+	char buf[64];
+	int ret = -1;
+
+	*out = NULL;
+	if (!yaml_parser_initialize(&yp))
+		die("out of memory starting the YAML parser");
+	yaml_parser_set_input_string(&yp, (const unsigned char *)data, len);
+	if (!yaml_parser_load(&yp, &doc)) {
+		report_yaml_error(&p, &yp, data, len);
+		goto out;
+	}
+	have_doc = true;
+	p.doc = &doc;
+	root = yaml_document_get_root_node(&doc);
+	if (!root || is_null(root)) {
+		err_pos(&p, nowhere, "start from inventory/seed.yaml", "the inventory is empty");
+		goto out;
+	}
+	if (!yaml_parser_load(&yp, &extra)) {
+		report_yaml_error(&p, &yp, data, len);
+		goto out;
+	}
+	root2 = yaml_document_get_root_node(&extra);
+	if (root2)
+		err_pos(&p, pos_of(root2), "keep the whole inventory in one document",
+			"the inventory has a second YAML document");
+	yaml_document_delete(&extra);
+	if (root->type != YAML_MAPPING_NODE) {
+		err_pos(&p, nowhere, "start from inventory/seed.yaml",
+			"the inventory must be a mapping with 'cluster' and 'nodes', not %s",
+			describe(root, buf, sizeof(buf)));
+		goto out;
+	}
+	p.inv = inventory_new(name);
+	p.base_dir = dir_of(name);
+	walk(&p, root);
+	if (dl->errors == errors) {
+		*out = p.inv;
+		p.inv = NULL;
+		ret = 0;
+	}
+out:
+	diag_sort_from(dl, first);
+	inventory_free(p.inv);
+	free(p.base_dir);
+	for (size_t i = 0; i < p.nr_names; i++)
+		free(p.names[i].name);
+	free(p.names);
+	if (have_doc)
+		yaml_document_delete(&doc);
+	yaml_parser_delete(&yp);
+	return ret;
+}
+
+int inventory_load(struct inventory **out, const char *path, struct diag_list *dl)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int r;
+
+	*out = NULL;
+	sb.max = INVENTORY_MAX_BYTES;
+	r = read_file(path, &sb);
+	if (r == -ENOENT)
+		diag_add(dl, DIAG_ERROR, path, 0, 0, NULL, "inventory file not found");
+	else if (r == -EACCES)
+		diag_add(dl, DIAG_ERROR, path, 0, 0, NULL,
+			 "inventory file is not readable (permission denied)");
+	else if (r == -EISDIR)
+		diag_add(dl, DIAG_ERROR, path, 0, 0, NULL, "inventory is a directory, not a file");
+	else if (r < 0)
+		diag_add(dl, DIAG_ERROR, path, 0, 0, NULL, "cannot read the inventory: %s",
+			 strerror(-r));
+	else if (sb.truncated)
+		diag_add(dl, DIAG_ERROR, path, 0, 0, NULL, "inventory is larger than %u MiB",
+			 INVENTORY_MAX_BYTES >> 20);
+	else
+		r = inventory_load_buffer(out, path, sb.buf, sb.len, dl);
+	strbuf_release(&sb);
+	return r < 0 ? -1 : 0;
+}
+
+static void node_release(struct node *nd)
+{
+	free(nd->name);
+	free(nd->address);
+	ssh_release(&nd->ssh);
+	strv_free(nd->labels);
+}
+
+void inventory_free(struct inventory *inv)
+{
+	size_t i;
+
+	if (!inv)
+		return;
+	free(inv->path);
+	free(inv->cluster.name);
+	free(inv->cluster.kubernetes_version);
+	free(inv->cluster.pod_cidr);
+	free(inv->cluster.service_cidr);
+	free(inv->cluster.apt_mirror);
+	free(inv->cluster.http_proxy);
+	strv_free(inv->cluster.no_proxy);
+	ssh_release(&inv->ssh);
+	free(inv->nfs.server);
+	free(inv->nfs.path);
+	free(inv->nfs.export_network);
+	free(inv->nfs.options);
+	free(inv->hub.chart_version);
+	free(inv->hub.image);
+	free(inv->hub.storage);
+	strv_free(inv->hub.admin_users);
+	strv_free(inv->hub.allowed_users);
+	free(inv->hub.github_client_id);
+	free(inv->hub.github_client_secret_file);
+	free(inv->hub.github_callback_url);
+	free(inv->hub.ldap_server);
+	free(inv->hub.ldap_bind_dn_template);
+	free(inv->hub.shm_size);
+	for (i = 0; i < inv->nr_nodes; i++)
+		node_release(&inv->nodes[i]);
+	free(inv->nodes);
+	free(inv);
+}
+
+const struct node *inventory_find(const struct inventory *inv, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < inv->nr_nodes; i++)
+		if (!strcmp(inv->nodes[i].name, name))
+			return &inv->nodes[i];
+	return NULL;
+}
+
+const struct node *inventory_control_plane(const struct inventory *inv)
+{
+	size_t i;
+
+	for (i = 0; i < inv->nr_nodes; i++)
+		if (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE)
+			return &inv->nodes[i];
+	return NULL;
+}
+
+static int select_item(const struct inventory *inv, const char *item, bool *sel,
+		       struct error *err)
+{
+	char **names = NULL;
+	size_t nr = 0, i, j;
+	const char *s;
+	int ret = -1;
+
+	if (item[0] == '@') {
+		unsigned role = node_role_parse(item + 1);
+		bool any = false;
+		if (!role) {
+			s = suggest(item + 1, role_names, ARRAY_SIZE(role_names));
+			error_set(err, -1, "unknown role '%s' in the limit", item);
+			error_hint(err, s ? "did you mean '@%s'?" : "%s",
+				   s ? s : "roles are @control-plane, @worker and @nfs-server");
+			return -1;
+		}
+		for (i = 0; i < inv->nr_nodes; i++)
+			if (inv->nodes[i].roles & role)
+				any = sel[i] = true;
+		if (!any)
+			return error_set(err, -1, "no node has the role '%s'", item + 1);
+		return 0;
+	}
+	if (hostlist_expand(&names, &nr, item, err) < 0)
+		return -1;
+	for (j = 0; j < nr; j++) {
+		for (i = 0; i < inv->nr_nodes; i++)
+			if (!strcmp(inv->nodes[i].name, names[j]))
+				break;
+		if (i == inv->nr_nodes) {
+			const char **all = xcalloc(inv->nr_nodes + 1, sizeof(*all));
+			for (i = 0; i < inv->nr_nodes; i++)
+				all[i] = inv->nodes[i].name;
+			s = suggest(names[j], all, inv->nr_nodes);
+			error_set(err, -1, "no node named '%s' in the inventory", names[j]);
+			if (s)
+				error_hint(err, "did you mean '%s'?", s);
+			free(all);
+			goto out;
+		}
+		sel[i] = true;
+	}
+	ret = 0;
+out:
+	hostlist_free(names);
+	return ret;
+}
+
+int inventory_select(const struct inventory *inv, const char *limit, bool *sel, struct error *err)
+{
+	char **items;
+	size_t nr, i;
+	int count = 0;
+
+	for (i = 0; i < inv->nr_nodes; i++)
+		sel[i] = false;
+	items = hostlist_split(limit, &nr);
+	for (i = 0; i < nr; i++) {
+		char *item = items[i], *end;
+		while (*item == ' ')
+			item++;
+		end = item + strlen(item);
+		while (end > item && end[-1] == ' ')
+			*--end = '\0';
+		if (!*item) {
+			error_set(err, -1, "empty item in the limit '%s'", limit);
+			error_hint(err, "separate names, ranges and @roles with single commas");
+			goto fail;
+		}
+		if (select_item(inv, item, sel, err) < 0)
+			goto fail;
+	}
+	hostlist_free(items);
+	for (i = 0; i < inv->nr_nodes; i++)
+		count += sel[i];
+	return count;
+fail:
+	hostlist_free(items);
+	for (i = 0; i < inv->nr_nodes; i++)
+		sel[i] = false;
+	return -1;
+}
