@@ -117,6 +117,7 @@ void event_free(struct event *ev)
 	if (!ev)
 		return;
 	free(ev->phase);
+	free(ev->role);
 	free(ev->step);
 	free(ev->text);
 	free(ev);
@@ -158,6 +159,8 @@ const char *step_result_name(enum step_result r)
 		return "skipped";
 	case STEP_OK:
 		return "ok";
+	case STEP_WOULD_CHANGE:
+		return "would change";
 	}
 	return "unknown";
 }

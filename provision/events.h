@@ -47,7 +47,8 @@ enum step_result {
 	STEP_CHANGED,
 	STEP_FAILED,
 	STEP_SKIPPED,
-	STEP_OK, /* ad-hoc command that exited 0 */
+	STEP_OK,	   /* ad-hoc command that exited 0 */
+	STEP_WOULD_CHANGE, /* provision plan: check says apply is needed */
 };
 
 struct event {
@@ -59,6 +60,7 @@ struct event {
 	int stream;	      /* 1 stdout, 2 stderr (EVENT_LINE) */
 	int exit_status;      /* EVENT_STEP_END, EVENT_NODE_STATE(DONE/FAILED) */
 	char *phase;	      /* may be NULL */
+	char *role;	      /* may be NULL */
 	char *step;	      /* may be NULL */
 	char *text;	      /* line, message or failure reason; may be NULL */
 	uint64_t at_ms;	      /* monotonic time of the event */

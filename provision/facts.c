@@ -191,6 +191,8 @@ static void parse_line(struct facts *f, const char *key, const char *v, struct s
 		set(&f->cuda_version, v);
 	else if (!strcmp(key, "secure_boot"))
 		set(&f->secure_boot, v);
+	else if (!strcmp(key, "kubelet_conf"))
+		f->kubelet_conf = !strcmp(v, "present");
 	else if (!strcmp(key, "machine_id"))
 		set(&f->machine_id, v);
 	else if (!strcmp(key, "product_uuid"))

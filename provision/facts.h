@@ -83,6 +83,7 @@ struct facts {
 	char *cuda_version;
 	char *secure_boot; /* "on", "off", "legacy", "unknown" */
 
+	bool kubelet_conf; /* /etc/kubernetes/kubelet.conf exists: kube already set up */
 	char *machine_id, *product_uuid;
 	struct mac_addr *macs;
 	size_t nr_macs;

@@ -117,6 +117,7 @@ else
 	say secure_boot legacy
 fi
 
+[ -e /etc/kubernetes/kubelet.conf ] && say kubelet_conf present
 [ -r /etc/machine-id ] && say machine_id "$(cat /etc/machine-id)"
 [ -r /sys/class/dmi/id/product_uuid ] && say product_uuid "$(cat /sys/class/dmi/id/product_uuid)"
 for n in /sys/class/net/*; do

@@ -30,6 +30,8 @@ struct runner_job {
 	struct transport *tp;
 	char *fail_reason;
 	int exit_status;
+	runner_line_filter filter;
+	void *filter_ctx;
 };
 
 static volatile sig_atomic_t signals_seen;
@@ -60,9 +62,28 @@ bool runner_job_cancelled(const struct runner_job *job)
 	return atomic_load(&job->r->cancel);
 }
 
+static void redact(struct runner *r, char **text)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!r->opts->secrets || !*text)
+		return;
+	strbuf_addstr(&sb, *text);
+	secrets_redact(r->opts->secrets, &sb);
+	free(*text);
+	*text = strbuf_detach(&sb, NULL);
+}
+
+void runner_job_set_filter(struct runner_job *job, runner_line_filter fn, void *ctx)
+{
+	job->filter = fn;
+	job->filter_ctx = ctx;
+}
+
 void runner_job_post(struct runner_job *job, struct event *ev)
 {
 	ev->node = job->index;
+	redact(job->r, &ev->text);
 	events_push(job->r->q, ev);
 }
 
@@ -91,10 +112,14 @@ struct line_ctx {
 static void post_line(void *data, enum transport_stream stream, const char *line, size_t len)
 {
 	struct line_ctx *lc = data;
-	struct event *ev = event_new(EVENT_LINE, lc->job->index);
+	struct event *ev;
 
+	if (lc->job->filter && lc->job->filter(lc->job->filter_ctx, lc->job, (int)stream, line, len))
+		return;
+	ev = event_new(EVENT_LINE, lc->job->index);
 	ev->stream = (int)stream;
 	ev->text = xstrndup(line, len);
+	redact(lc->job->r, &ev->text);
 	if (lc->phase)
 		ev->phase = xstrdup(lc->phase);
 	if (lc->step)
@@ -160,6 +185,7 @@ static void post_state(struct runner *r, size_t index, enum node_state state, co
 	ev->exit_status = exit_status;
 	if (text)
 		ev->text = xstrdup(text);
+	redact(r, &ev->text);
 	events_push(r->q, ev);
 }
 
@@ -174,7 +200,13 @@ static void work_one(struct runner *r, size_t index)
 
 	post_state(r, index, NODE_CONNECTING, NULL, -1);
 	runner_target_from_node(&target, job.node, o);
-	rc = o->ops->connect(&job.tp, &target, &err);
+	if (o->sessions && o->sessions[index]) {
+		job.tp = o->sessions[index];
+		o->sessions[index] = NULL;
+		rc = 0;
+	} else {
+		rc = o->ops->connect(&job.tp, &target, &err);
+	}
 	if (rc < 0) {
 		strbuf_addstr(&why, err.msg);
 		if (err.hint[0])
@@ -185,7 +217,10 @@ static void work_one(struct runner *r, size_t index)
 	}
 	post_state(r, index, NODE_RUNNING, NULL, -1);
 	rc = o->node_fn(&job, o->data);
-	o->ops->close(job.tp);
+	if (o->sessions && rc >= 0)
+		o->sessions[index] = job.tp; /* kept for the next pass */
+	else
+		o->ops->close(job.tp);
 	job.tp = NULL;
 	if (rc == 0) {
 		post_state(r, index, NODE_DONE, NULL, job.exit_status);
@@ -223,7 +258,7 @@ static void *worker_main(void *data)
 	return NULL;
 }
 
-static void apply_event(struct node_status *st, const struct event *ev)
+void node_status_apply(struct node_status *st, const struct event *ev)
 {
 	switch (ev->kind) {
 	case EVENT_NODE_STATE:
@@ -241,13 +276,15 @@ static void apply_event(struct node_status *st, const struct event *ev)
 		break;
 	case EVENT_STEP_START:
 		free(st->phase);
+		free(st->role);
 		free(st->step);
 		st->phase = ev->phase ? xstrdup(ev->phase) : NULL;
+		st->role = ev->role ? xstrdup(ev->role) : NULL;
 		st->step = ev->step ? xstrdup(ev->step) : NULL;
 		break;
 	case EVENT_STEP_END:
 		st->steps_done++;
-		if (ev->result == STEP_CHANGED)
+		if (ev->result == STEP_CHANGED || ev->result == STEP_WOULD_CHANGE)
 			st->steps_changed++;
 		else if (ev->result == STEP_FAILED)
 			st->steps_failed++;
@@ -264,7 +301,7 @@ static void apply_event(struct node_status *st, const struct event *ev)
 
 static void dispatch(const struct runner_opts *o, struct node_status *status, struct event *ev)
 {
-	apply_event(&status[ev->node], ev);
+	node_status_apply(&status[ev->node], ev);
 	if (o->on_event)
 		o->on_event(ev, &status[ev->node], o->data);
 	event_free(ev);
@@ -279,9 +316,22 @@ void runner_status_release(struct node_status *status, size_t nr)
 	for (i = 0; i < nr; i++) {
 		free(status[i].reason);
 		free(status[i].phase);
+		free(status[i].role);
 		free(status[i].step);
 	}
 	free(status);
+}
+
+void runner_sessions_close(const struct transport_ops *ops, struct transport **sessions, size_t nr)
+{
+	size_t i;
+
+	if (!sessions)
+		return;
+	for (i = 0; i < nr; i++) {
+		ops->close(sessions[i]);
+		sessions[i] = NULL;
+	}
 }
 
 int runner_run(const struct runner_opts *opts, const struct node *const *nodes, size_t nr,

@@ -37,6 +37,7 @@
 
 #include "events.h"
 #include "inventory.h"
+#include "secrets.h"
 #include "transport.h"
 
 /* The record of one node during a run; written only by the main thread. */
@@ -45,7 +46,7 @@ struct node_status {
 	uint64_t queued_ms, started_ms, connected_ms, ended_ms; /* monotonic; 0 = not yet */
 	int exit_status; /* of the last command (run), -1 when none */
 	char *reason;	 /* why it failed or was cancelled; NULL otherwise */
-	char *phase, *step; /* what it is doing now */
+	char *phase, *role, *step; /* what it is doing now */
 	unsigned steps_done, steps_changed, steps_failed, steps_skipped;
 	unsigned lines; /* output lines received */
 };
@@ -58,6 +59,15 @@ struct runner_opts {
 	bool use_sudo; /* commands run as root (sudo when the login user is not root) */
 	const char *sudo_password; /* NULL: passwordless sudo only */
 	bool per_command_channels; /* the transport's fallback mode */
+	/* Values to redact from every line and message before it becomes an event. */
+	struct secrets *secrets;
+	/*
+	 * When non-NULL (one slot per node, in node order): sessions are taken
+	 * from here when open and left here at the end instead of being
+	 * closed, so a later runner_run() on the same nodes reuses them.  The
+	 * caller closes what is left with runner_sessions_close().
+	 */
+	struct transport **sessions;
 	/*
 	 * Worker thread: the node's work, with its session connected.  Return
 	 * 0 when the node ended well, 1 when it failed (the reason posted
@@ -88,6 +98,8 @@ struct runner_summary {
 int runner_run(const struct runner_opts *opts, const struct node *const *nodes, size_t nr,
 	       struct runner_summary *summary, struct node_status **status);
 void runner_status_release(struct node_status *status, size_t nr);
+/* Update a status record with an event (what the runner does before on_event). */
+void node_status_apply(struct node_status *st, const struct event *ev);
 
 /* Worker side: the job of one node. */
 size_t runner_job_index(const struct runner_job *job);
@@ -104,12 +116,23 @@ bool runner_job_cancelled(const struct runner_job *job);
 int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
 		    const char *command, const void *input, size_t input_len, int timeout_ms,
 		    struct transport_result *res, struct error *err);
-/* Post an event built by the worker (takes ownership). */
+/*
+ * A filter every output line of this job passes through before it becomes
+ * an event; it returns true when it consumed the line (protocol lines such
+ * as `::set`).  NULL removes it.
+ */
+typedef bool (*runner_line_filter)(void *ctx, struct runner_job *job, int stream, const char *line,
+				   size_t len);
+void runner_job_set_filter(struct runner_job *job, runner_line_filter fn, void *ctx);
+/* Post an event built by the worker (takes ownership); its text is redacted. */
 void runner_job_post(struct runner_job *job, struct event *ev);
 /* Record why the node failed (posted with its final state). */
 void runner_job_fail(struct runner_job *job, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void runner_job_set_exit(struct runner_job *job, int exit_status);
+
+/* Close every session left in `sessions` (nr slots); accepts NULL. */
+void runner_sessions_close(const struct transport_ops *ops, struct transport **sessions, size_t nr);
 
 /* Fill a transport target from a node and the run's options. */
 void runner_target_from_node(struct transport_target *t, const struct node *node,

@@ -1,0 +1,1025 @@
+/* plan: see plan.h for the theory of operation. */
+#include "plan.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "template.h"
+#include "util.h"
+
+#define TAIL_MAX 4096	    /* output kept for a failure message */
+#define CAPTURE_MAX (256 << 10) /* a file's diff in provision plan */
+
+struct barrier {
+	size_t expected, done, failed;
+};
+
+struct run {
+	const struct plan_opts *o;
+	struct plan_result *res;
+	size_t *map; /* pass-local index -> index into o->nodes */
+	bool pass2;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct barrier *barriers; /* per role */
+	bool *applies;		  /* [node * nr_roles + role] */
+	struct tval *published;	  /* handed values of finished roles, run-wide */
+};
+
+struct node_ctx {
+	struct run *run;
+	size_t index; /* into o->nodes */
+	const struct node *node;
+	struct tval *set; /* values handed on this node */
+	bool *role_done;
+	struct strbuf tail, capture;
+	bool capturing;
+	char *skip_reason, *hint;
+	char *protocol_error;
+};
+
+unsigned plan_all_phases(void)
+{
+	unsigned bits = 0;
+	int i;
+
+	for (i = 0; role_phases[i]; i++)
+		bits |= 1u << i;
+	return bits;
+}
+
+int plan_parse_phases(const char *list, unsigned *out, struct error *err)
+{
+	char *copy = xstrdup(list), *save = NULL, *w;
+	unsigned bits = 0;
+
+	for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		int i;
+		while (*w == ' ')
+			w++;
+		if (!strcmp(w, "facts") || !strcmp(w, "preflight"))
+			continue; /* always run */
+		if (!strcmp(w, "all")) {
+			bits |= plan_all_phases();
+			continue;
+		}
+		i = role_phase_index(w);
+		if (i < 0) {
+			struct strbuf names = STRBUF_INIT;
+			for (i = 0; role_phases[i]; i++)
+				strbuf_addf(&names, "%s%s", i ? ", " : "", role_phases[i]);
+			error_set(err, -1, "unknown phase '%s'", w);
+			error_hint(err, "phases: facts, %s (or all)", names.buf);
+			strbuf_release(&names);
+			free(copy);
+			return -1;
+		}
+		bits |= 1u << i;
+	}
+	free(copy);
+	*out = bits;
+	return 0;
+}
+
+/* ---- template values ---- */
+
+static void add_roles(struct tval *map, unsigned roles)
+{
+	struct tval *list = tval_set(map, "roles", tval_new_list());
+	struct strbuf s = STRBUF_INIT;
+	unsigned bit;
+
+	for (bit = 1; bit <= NODE_ROLE_NFS_SERVER; bit <<= 1) {
+		if (!(roles & bit))
+			continue;
+		tval_push(list, tval_new_str(node_role_name(bit)));
+		strbuf_addf(&s, "%s%s", s.len ? " " : "", node_role_name(bit));
+		tval_set_str(map, node_role_name(bit), "true");
+	}
+	tval_set_str(map, "roles_text", s.buf);
+	strbuf_release(&s);
+}
+
+struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f)
+{
+	struct tval *v = tval_new_map(), *m, *list;
+	const struct node *cp = inventory_control_plane(inv);
+	const char *ver = inv->cluster.kubernetes_version;
+	const char *dot1 = strchr(ver, '.');
+	const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+	size_t i;
+
+	m = tval_map_at(v, "node");
+	tval_set_str(m, "name", n->name);
+	tval_set_str(m, "address", n->address);
+	add_roles(m, n->roles);
+	if (n->gpus >= 0)
+		tval_set_strf(m, "gpus", "%d", n->gpus);
+
+	m = tval_map_at(v, "cluster");
+	tval_set_str(m, "name", inv->cluster.name);
+	tval_set_str(m, "kubernetes_version", ver);
+	if (dot2)
+		tval_set_strf(m, "kubernetes_minor", "%.*s", (int)(dot2 - ver), ver);
+	tval_set_str(m, "pod_cidr", inv->cluster.pod_cidr);
+	tval_set_str(m, "service_cidr", inv->cluster.service_cidr);
+	tval_set_strf(m, "api_port", "%d", inv->cluster.api_port);
+	if (inv->cluster.apt_mirror)
+		tval_set_str(m, "apt_mirror", inv->cluster.apt_mirror);
+	if (inv->cluster.http_proxy)
+		tval_set_str(m, "http_proxy", inv->cluster.http_proxy);
+	if (cp) {
+		tval_set_str(m, "control_plane", cp->name);
+		tval_set_str(m, "control_plane_address", cp->address);
+	}
+
+	list = tval_set(v, "nodes", tval_new_list());
+	for (i = 0; i < inv->nr_nodes; i++) {
+		struct tval *e = tval_push(list, tval_new_map());
+		tval_set_str(e, "name", inv->nodes[i].name);
+		tval_set_str(e, "address", inv->nodes[i].address);
+		add_roles(e, inv->nodes[i].roles);
+	}
+
+	if (inv->nfs.server) {
+		const struct node *s = inventory_find(inv, inv->nfs.server);
+		m = tval_map_at(v, "nfs");
+		tval_set_str(m, "server", inv->nfs.server);
+		if (s)
+			tval_set_str(m, "address", s->address);
+		tval_set_str(m, "path", inv->nfs.path);
+		if (inv->nfs.export_network)
+			tval_set_str(m, "export_network", inv->nfs.export_network);
+		tval_set_str(m, "options", inv->nfs.options);
+	}
+
+	if (f) {
+		m = tval_map_at(v, "facts");
+		if (f->os_id)
+			tval_set_str(m, "os_id", f->os_id);
+		if (f->os_version)
+			tval_set_str(m, "os_version", f->os_version);
+		if (f->kernel)
+			tval_set_str(m, "kernel", f->kernel);
+		tval_set_strf(m, "cpus", "%u", f->cpus);
+		tval_set_strf(m, "mem_kib", "%llu", (unsigned long long)f->mem_kib);
+		tval_set_strf(m, "gpu_count", "%zu", f->nr_gpus);
+		if (f->containerd_version) {
+			char major[16] = "";
+			tval_set_str(m, "containerd_version", f->containerd_version);
+			snprintf(major, sizeof(major), "%.*s", (int)strcspn(f->containerd_version, "."),
+				 f->containerd_version);
+			tval_set_str(m, "containerd_major", major);
+		}
+		if (f->cuda_version)
+			tval_set_str(m, "cuda_version", f->cuda_version);
+		if (f->default_iface)
+			tval_set_str(m, "default_iface", f->default_iface);
+		list = tval_set(m, "gpus", tval_new_list());
+		for (i = 0; i < f->nr_gpus; i++) {
+			struct tval *g = tval_push(list, tval_new_map());
+			tval_set_str(g, "model", f->gpus[i].model);
+			tval_set_strf(g, "memory_mib", "%u", f->gpus[i].memory_mib);
+			if (f->gpus[i].driver)
+				tval_set_str(g, "driver", f->gpus[i].driver);
+		}
+	}
+	tval_map_at(v, "set");
+	return v;
+}
+
+/* ---- environment of a step ---- */
+
+static void export(struct strbuf *sb, const char *name, const char *value)
+{
+	strbuf_addf(sb, "export %s=", name);
+	strbuf_add_sh_quoted(sb, value ? value : "");
+	strbuf_addch(sb, '\n');
+}
+
+static void export_set(struct strbuf *sb, const struct tval *set)
+{
+	size_t i;
+
+	for (i = 0; set && i < set->nr; i++) {
+		char name[128];
+		snprintf(name, sizeof(name), "PROVISION_SET_%s", set->keys[i]);
+		export(sb, name, set->items[i]->str);
+	}
+}
+
+static void build_env(struct strbuf *sb, struct node_ctx *nc)
+{
+	const struct plan_opts *o = nc->run->o;
+	const struct inventory *inv = o->inv;
+	const struct facts *f = &nc->run->res->nodes[nc->index].facts;
+	const struct node *n = nc->node;
+	struct strbuf roles = STRBUF_INIT;
+	char num[32];
+	unsigned bit;
+
+	strbuf_addstr(sb, "cd / || exit 125\n");
+	export(sb, "PROVISION_NODE", n->name);
+	for (bit = 1; bit <= NODE_ROLE_NFS_SERVER; bit <<= 1)
+		if (n->roles & bit)
+			strbuf_addf(&roles, "%s%s", roles.len ? " " : "", node_role_name(bit));
+	export(sb, "PROVISION_ROLES", roles.buf);
+	strbuf_release(&roles);
+	export(sb, "PROVISION_ADDRESS", n->address);
+	export(sb, "PROVISION_CLUSTER", inv->cluster.name);
+	export(sb, "PROVISION_K8S_VERSION", inv->cluster.kubernetes_version);
+	export(sb, "PROVISION_POD_CIDR", inv->cluster.pod_cidr);
+	export(sb, "PROVISION_SERVICE_CIDR", inv->cluster.service_cidr);
+	snprintf(num, sizeof(num), "%zu", f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci);
+	export(sb, "PROVISION_GPUS", num);
+	export(sb, "PROVISION_OS_ID", f->os_id);
+	export(sb, "PROVISION_OS_VERSION", f->os_version);
+	export(sb, "PROVISION_APT_MIRROR", inv->cluster.apt_mirror);
+	export(sb, "PROVISION_HTTP_PROXY", inv->cluster.http_proxy);
+	if (inv->nfs.server) {
+		const struct node *s = inventory_find(inv, inv->nfs.server);
+		export(sb, "PROVISION_NFS_SERVER", inv->nfs.server);
+		export(sb, "PROVISION_NFS_ADDRESS", s ? s->address : "");
+		export(sb, "PROVISION_NFS_PATH", inv->nfs.path);
+		export(sb, "PROVISION_NFS_NETWORK", inv->nfs.export_network);
+		export(sb, "PROVISION_NFS_OPTIONS", inv->nfs.options);
+	}
+	export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
+	pthread_mutex_lock(&nc->run->lock);
+	export_set(sb, nc->run->published);
+	pthread_mutex_unlock(&nc->run->lock);
+	export_set(sb, nc->set);
+}
+
+/* ---- the step protocol on standard output ---- */
+
+static bool valid_set_name(const char *s, size_t len)
+{
+	size_t i;
+
+	if (!len || len > 64 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return false;
+	return true;
+}
+
+static void tail_add(struct strbuf *tail, const char *line, size_t len)
+{
+	strbuf_add(tail, line, len);
+	strbuf_addch(tail, '\n');
+	if (tail->len > TAIL_MAX) {
+		/* Keep the last lines: cut at a newline past the excess. */
+		const char *cut = memchr(tail->buf + tail->len - TAIL_MAX, '\n', TAIL_MAX);
+		size_t keep = cut ? tail->len - (size_t)(cut + 1 - tail->buf) : 0;
+		memmove(tail->buf, tail->buf + tail->len - keep, keep);
+		strbuf_setlen(tail, keep);
+	}
+}
+
+static bool step_filter(void *ctx, struct runner_job *job, int stream, const char *line, size_t len)
+{
+	struct node_ctx *nc = ctx;
+
+	if (stream == TRANSPORT_STDOUT && len > 2 && line[0] == ':' && line[1] == ':') {
+		bool secret = len > 9 && !strncmp(line, "::secret ", 9);
+		if (secret || (len > 6 && !strncmp(line, "::set ", 6))) {
+			const char *p = line + (secret ? 9 : 6);
+			const char *eq = memchr(p, '=', len - (size_t)(p - line));
+			char *name, *value;
+
+			if (!eq || !valid_set_name(p, (size_t)(eq - p))) {
+				free(nc->protocol_error);
+				nc->protocol_error = xstrdup(
+					secret ? "malformed '::secret NAME=VALUE' line"
+					       : "malformed '::set NAME=VALUE' line");
+				return true;
+			}
+			name = xstrndup(p, (size_t)(eq - p));
+			value = xstrndup(eq + 1, len - (size_t)(eq + 1 - line));
+			if (secret && secrets_add(nc->run->o->secrets, value, strlen(value)) < 0) {
+				free(nc->protocol_error);
+				nc->protocol_error = xasprintf(
+					"secret '%s' is shorter than %d characters: too short to "
+					"redact safely",
+					name, SECRETS_MIN_LEN);
+			} else {
+				tval_set_str(nc->set, name, value);
+			}
+			explicit_bzero(value, strlen(value));
+			free(value);
+			free(name);
+			return true;
+		}
+		if (len > 7 && !strncmp(line, "::skip ", 7)) {
+			free(nc->skip_reason);
+			nc->skip_reason = xstrndup(line + 7, len - 7);
+			return true;
+		}
+		if (len > 7 && !strncmp(line, "::hint ", 7)) {
+			free(nc->hint);
+			nc->hint = xstrndup(line + 7, len - 7);
+			return true;
+		}
+	}
+	if (nc->capturing) {
+		strbuf_add(&nc->capture, line, len);
+		strbuf_addch(&nc->capture, '\n');
+	}
+	tail_add(&nc->tail, line, len);
+	return false;
+}
+
+/* ---- steps and files ---- */
+
+static void post_step(struct runner_job *job, enum event_kind kind, const struct role *r,
+		      const char *step, enum step_result result, uint64_t ms, const char *text)
+{
+	struct event *ev = event_new(kind, runner_job_index(job));
+
+	ev->phase = xstrdup(r->phase);
+	ev->role = xstrdup(r->name);
+	ev->step = xstrdup(step);
+	ev->result = result;
+	ev->duration_ms = ms;
+	if (text)
+		ev->text = xstrdup(text);
+	runner_job_post(job, ev);
+}
+
+static void record(struct node_ctx *nc, const struct role *r, const char *step, bool is_file,
+		   enum step_result result, uint64_t ms, const char *detail)
+{
+	struct plan_node *pn = &nc->run->res->nodes[nc->index];
+	struct plan_step_result *s;
+	struct strbuf d = STRBUF_INIT;
+
+	ALLOC_GROW(pn->steps, pn->nr_steps + 1, pn->alloc_steps);
+	s = &pn->steps[pn->nr_steps++];
+	memset(s, 0, sizeof(*s));
+	s->role = r;
+	s->step = step;
+	s->is_file = is_file;
+	s->result = result;
+	s->duration_ms = ms;
+	if (detail) {
+		strbuf_addstr(&d, detail);
+		secrets_redact(nc->run->o->secrets, &d);
+		s->detail = strbuf_detach(&d, NULL);
+	}
+	switch (result) {
+	case STEP_CHANGED:
+	case STEP_WOULD_CHANGE:
+		pn->changed++;
+		break;
+	case STEP_UNCHANGED:
+		pn->unchanged++;
+		break;
+	case STEP_FAILED:
+		pn->failed++;
+		break;
+	case STEP_SKIPPED:
+		pn->skipped++;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Run one call of a step ("check" or "apply"); *status gets its exit status. */
+static int call_step(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+		     const struct role_step *s, const char *what, int *status, struct error *err)
+{
+	const struct role_set *rs = nc->run->o->roles;
+	struct strbuf input = STRBUF_INIT, cmd = STRBUF_INIT;
+	struct transport_result res = {0};
+	int rc;
+
+	build_env(&input, nc);
+	strbuf_add(&input, rs->lib, rs->lib_len);
+	strbuf_addch(&input, '\n');
+	strbuf_add(&input, s->script, s->len);
+	strbuf_addf(&cmd, "sh -s -- %s", what);
+	rc = runner_job_exec(job, r->phase, s->name, cmd.buf, input.buf, input.len,
+			     nc->node->ssh.command_timeout * 1000, &res, err);
+	explicit_bzero(input.buf, input.len); /* it may hold handed secrets */
+	strbuf_release(&input);
+	strbuf_release(&cmd);
+	*status = res.exit_status;
+	return rc;
+}
+
+static char *failure_text(struct node_ctx *nc, const char *what)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addstr(&sb, what);
+	strbuf_rtrim(&nc->tail);
+	if (nc->tail.len) {
+		const char *last = strrchr(nc->tail.buf, '\n');
+		strbuf_addf(&sb, ": %s", last ? last + 1 : nc->tail.buf);
+	}
+	if (nc->hint)
+		strbuf_addf(&sb, " (hint: %s)", nc->hint);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Returns 0 when the node may go on, 1 when the step failed, -1 when the session was lost. */
+static int run_step(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+		    const struct role_step *s)
+{
+	bool check_only = nc->run->o->check_only;
+	struct error err = {0};
+	enum step_result result;
+	char *detail = NULL;
+	uint64_t t0 = now_ms();
+	int status = 0, rc, ret = 0;
+
+	strbuf_reset(&nc->tail);
+	free(nc->skip_reason);
+	free(nc->hint);
+	free(nc->protocol_error);
+	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
+	post_step(job, EVENT_STEP_START, r, s->name, STEP_NONE, 0, NULL);
+
+	rc = call_step(nc, job, r, s, "check", &status, &err);
+	if (rc < 0)
+		goto lost;
+	if (nc->protocol_error) {
+		result = STEP_FAILED;
+		detail = xstrdup(nc->protocol_error);
+	} else if (nc->skip_reason) {
+		result = STEP_SKIPPED;
+		detail = xstrdup(nc->skip_reason);
+	} else if (status == 0) {
+		result = STEP_UNCHANGED;
+	} else if (status != 1) {
+		char what[64];
+		snprintf(what, sizeof(what), "check failed (exit %d)", status);
+		result = STEP_FAILED;
+		detail = failure_text(nc, what);
+	} else if (check_only) {
+		result = STEP_WOULD_CHANGE;
+	} else {
+		strbuf_reset(&nc->tail);
+		rc = call_step(nc, job, r, s, "apply", &status, &err);
+		if (rc < 0)
+			goto lost;
+		if (status != 0 || nc->protocol_error) {
+			char what[64];
+			snprintf(what, sizeof(what), "apply failed (exit %d)", status);
+			result = STEP_FAILED;
+			detail = nc->protocol_error ? xstrdup(nc->protocol_error)
+						    : failure_text(nc, what);
+		} else {
+			strbuf_reset(&nc->tail);
+			rc = call_step(nc, job, r, s, "check", &status, &err);
+			if (rc < 0)
+				goto lost;
+			if (status == 0) {
+				result = STEP_CHANGED;
+			} else {
+				char what[96];
+				snprintf(what, sizeof(what),
+					 "still not as desired after apply (check exit %d)", status);
+				result = STEP_FAILED;
+				detail = failure_text(nc, what);
+			}
+		}
+	}
+	goto done;
+lost:
+	result = STEP_FAILED;
+	detail = xstrdup(err.msg);
+	ret = -1;
+done:
+	if (result == STEP_FAILED && ret == 0)
+		ret = 1;
+	post_step(job, EVENT_STEP_END, r, s->name, result, now_ms() - t0, detail);
+	record(nc, r, s->name, false, result, now_ms() - t0, detail);
+	if (result == STEP_FAILED)
+		runner_job_fail(job, "%s › %s: %s", r->name, s->name, detail ? detail : "failed");
+	free(detail);
+	return ret;
+}
+
+static struct tval *node_values(struct node_ctx *nc)
+{
+	const struct plan_opts *o = nc->run->o;
+	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts);
+	struct tval *set = tval_map_at(v, "set");
+	size_t i;
+
+	pthread_mutex_lock(&nc->run->lock);
+	for (i = 0; i < nc->run->published->nr; i++)
+		tval_set(set, nc->run->published->keys[i], tval_copy(nc->run->published->items[i]));
+	pthread_mutex_unlock(&nc->run->lock);
+	for (i = 0; i < nc->set->nr; i++)
+		tval_set(set, nc->set->keys[i], tval_copy(nc->set->items[i]));
+	return v;
+}
+
+static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+		       const struct role_template *t)
+{
+	const struct plan_opts *o = nc->run->o;
+	struct transport *tp = runner_job_transport(job);
+	struct strbuf content = STRBUF_INIT, script = STRBUF_INIT, cmd = STRBUF_INIT;
+	struct transport_result res = {0};
+	struct error err = {0};
+	struct tval *vals;
+	enum step_result result;
+	char *detail = NULL, sha[65], mode[8];
+	uint64_t t0 = now_ms();
+	int rc, ret = 0;
+
+	post_step(job, EVENT_STEP_START, r, t->dest, STEP_NONE, 0, NULL);
+	vals = node_values(nc);
+	rc = template_render(t->tmpl, vals, &content, &err);
+	tval_free(vals);
+	if (rc < 0) {
+		result = STEP_FAILED;
+		detail = xasprintf("cannot render: %s", err.msg);
+		ret = 1;
+		goto done;
+	}
+	transport_sha256_hex(sha, content.buf, content.len);
+	snprintf(mode, sizeof(mode), "%o", t->mode);
+	strbuf_add(&script, o->roles->lib, o->roles->lib_len);
+	if (o->check_only)
+		strbuf_addstr(&script, "\npv_diff \"$1\"\n");
+	else
+		strbuf_addstr(&script, "\npv_prepare \"$1\" \"$2\" \"$3\" \"$4\"\n");
+	strbuf_addstr(&cmd, "sh -c ");
+	strbuf_add_sh_quoted(&cmd, script.buf);
+	strbuf_addstr(&cmd, " sh ");
+	strbuf_add_sh_quoted(&cmd, t->dest);
+	strbuf_addch(&cmd, ' ');
+	strbuf_add_sh_quoted(&cmd, sha);
+	strbuf_addch(&cmd, ' ');
+	strbuf_add_sh_quoted(&cmd, mode);
+	strbuf_addch(&cmd, ' ');
+	strbuf_add_sh_quoted(&cmd, t->owner);
+	strbuf_reset(&nc->tail);
+	strbuf_reset(&nc->capture);
+	nc->capturing = o->check_only;
+	rc = runner_job_exec(job, r->phase, t->dest, cmd.buf, o->check_only ? content.buf : NULL,
+			     o->check_only ? content.len : 0, nc->node->ssh.command_timeout * 1000,
+			     &res, &err);
+	nc->capturing = false;
+	if (rc < 0) {
+		result = STEP_FAILED;
+		detail = xstrdup(err.msg);
+		ret = -1;
+	} else if (res.exit_status == 0) {
+		result = STEP_UNCHANGED;
+	} else if (res.exit_status != 1) {
+		result = STEP_FAILED;
+		detail = failure_text(nc, "cannot inspect the file on the node");
+		ret = 1;
+	} else if (o->check_only) {
+		result = STEP_WOULD_CHANGE;
+		detail = strbuf_detach(&nc->capture, NULL);
+	} else {
+		bool skipped = false;
+		rc = o->ops->put_file(tp, t->dest, content.buf, content.len, t->mode, t->owner,
+				      &skipped, &err);
+		if (rc < 0) {
+			result = STEP_FAILED;
+			detail = xasprintf("cannot write the file: %s", err.msg);
+			ret = rc == TRANSPORT_ERR_LOST ? -1 : 1;
+		} else {
+			result = STEP_CHANGED;
+		}
+	}
+done:
+	post_step(job, EVENT_STEP_END, r, t->dest, result, now_ms() - t0, detail);
+	record(nc, r, t->dest, true, result, now_ms() - t0, detail);
+	if (result == STEP_FAILED)
+		runner_job_fail(job, "%s › %s: %s", r->name, t->dest, detail ? detail : "failed");
+	free(detail);
+	explicit_bzero(content.buf, content.len);
+	strbuf_release(&content);
+	strbuf_release(&script);
+	strbuf_release(&cmd);
+	return ret;
+}
+
+/* ---- barriers between nodes ---- */
+
+static size_t role_index(const struct run *run, const struct role *r)
+{
+	return (size_t)(r - run->o->roles->roles);
+}
+
+static void role_finished(struct node_ctx *nc, const struct role *r, bool failed)
+{
+	struct run *run = nc->run;
+	size_t ri = role_index(run, r), i;
+
+	if (nc->role_done[ri])
+		return;
+	nc->role_done[ri] = true;
+	pthread_mutex_lock(&run->lock);
+	run->barriers[ri].done++;
+	if (failed)
+		run->barriers[ri].failed++;
+	else
+		for (i = 0; i < nc->set->nr; i++)
+			tval_set(run->published, nc->set->keys[i], tval_copy(nc->set->items[i]));
+	pthread_cond_broadcast(&run->cond);
+	pthread_mutex_unlock(&run->lock);
+}
+
+/* Wait for the roles r waits for; returns NULL, or why r cannot run (caller frees). */
+static char *wait_for(struct node_ctx *nc, struct runner_job *job, const struct role *r)
+{
+	struct run *run = nc->run;
+	size_t i;
+
+	for (i = 0; r->wait_for && r->wait_for[i]; i++) {
+		const struct role *w = role_set_find(run->o->roles, r->wait_for[i]);
+		struct barrier *b = &run->barriers[role_index(run, w)];
+		size_t failed;
+
+		pthread_mutex_lock(&run->lock);
+		while (b->done < b->expected && !runner_job_cancelled(job)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&run->cond, &run->lock, &ts);
+		}
+		failed = b->failed;
+		pthread_mutex_unlock(&run->lock);
+		if (runner_job_cancelled(job))
+			return xstrdup("cancelled while waiting");
+		if (failed)
+			return xasprintf("waits for role '%s', which failed on %zu node%s", w->name,
+					 failed, failed == 1 ? "" : "s");
+	}
+	return NULL;
+}
+
+/* ---- node work ---- */
+
+static int facts_fn(struct runner_job *job, void *data)
+{
+	struct run *run = data;
+	size_t idx = run->map[runner_job_index(job)];
+	const struct plan_opts *o = run->o;
+	struct plan_node *pn = &run->res->nodes[idx];
+	struct strbuf peers = STRBUF_INIT, cmd = STRBUF_INIT;
+	struct transport_result res = {0};
+	struct error err = {0};
+	struct node_ctx nc = {.run = run, .index = idx};
+	uint64_t t0 = now_ms();
+	struct event *ev;
+	size_t i;
+	int rc;
+
+	strbuf_init(&nc.capture, 0);
+	nc.capture.max = 1 << 20;
+	nc.capturing = true;
+	runner_job_set_filter(job, step_filter, &nc);
+	for (i = 0; i < o->inv->nr_nodes; i++)
+		if (&o->inv->nodes[i] != o->nodes[idx])
+			strbuf_addf(&peers, "%s%s", peers.len ? " " : "", o->inv->nodes[i].address);
+	strbuf_addstr(&cmd, "PROVISION_PEERS=");
+	strbuf_add_sh_quoted(&cmd, peers.buf);
+	strbuf_addstr(&cmd, " sh -s");
+	ev = event_new(EVENT_STEP_START, 0);
+	ev->phase = xstrdup("facts");
+	ev->role = xstrdup("facts");
+	ev->step = xstrdup("gather");
+	runner_job_post(job, ev);
+	rc = runner_job_exec(job, "facts", "gather", cmd.buf, facts_script, facts_script_len,
+			     o->nodes[idx]->ssh.command_timeout * 1000, &res, &err);
+	runner_job_set_filter(job, NULL, NULL);
+	ev = event_new(EVENT_STEP_END, 0);
+	ev->phase = xstrdup("facts");
+	ev->role = xstrdup("facts");
+	ev->step = xstrdup("gather");
+	ev->duration_ms = now_ms() - t0;
+	if (rc == 0 && res.exit_status == 0 &&
+	    facts_parse(&pn->facts, nc.capture.buf, nc.capture.len, &err) == 0) {
+		pn->have_facts = true;
+		ev->result = STEP_OK;
+	} else {
+		ev->result = STEP_FAILED;
+		if (rc == 0 && res.exit_status != 0)
+			error_set(&err, -1, "facts script exited %d", res.exit_status);
+		runner_job_fail(job, "facts: %s", err.msg);
+		ev->text = xstrdup(err.msg);
+	}
+	runner_job_post(job, ev);
+	strbuf_release(&nc.capture);
+	strbuf_release(&nc.tail);
+	free(nc.skip_reason);
+	free(nc.hint);
+	free(nc.protocol_error);
+	strbuf_release(&peers);
+	strbuf_release(&cmd);
+	if (rc < 0)
+		return -1;
+	return pn->have_facts ? 0 : 1;
+}
+
+static int pipeline_fn(struct runner_job *job, void *data)
+{
+	struct run *run = data;
+	const struct plan_opts *o = run->o;
+	const struct role_set *rs = o->roles;
+	size_t idx = run->map[runner_job_index(job)], ri, si, ti;
+	struct node_ctx nc = {.run = run, .index = idx, .node = o->nodes[idx]};
+	int ret = 0;
+
+	nc.set = tval_new_map();
+	nc.role_done = xcalloc(rs->nr ? rs->nr : 1, sizeof(*nc.role_done));
+	strbuf_init(&nc.tail, 0);
+	strbuf_init(&nc.capture, 0);
+	nc.capture.max = CAPTURE_MAX;
+	runner_job_set_filter(job, step_filter, &nc);
+
+	for (ri = 0; ri < rs->nr && ret == 0; ri++) {
+		const struct role *r = &rs->roles[ri];
+		char *why;
+
+		if (!run->applies[idx * rs->nr + ri])
+			continue;
+		if (runner_job_cancelled(job)) {
+			ret = 1;
+			break;
+		}
+		why = wait_for(&nc, job, r);
+		if (why) {
+			post_step(job, EVENT_STEP_START, r, "wait", STEP_NONE, 0, NULL);
+			post_step(job, EVENT_STEP_END, r, "wait", STEP_SKIPPED, 0, why);
+			record(&nc, r, "wait", false, STEP_SKIPPED, 0, why);
+			free(why);
+			role_finished(&nc, r, true);
+			continue;
+		}
+		for (si = 0; si < r->nr_steps && ret == 0; si++) {
+			for (ti = 0; ti < r->nr_templates && ret == 0; ti++) {
+				const struct role_template *t = &r->templates[ti];
+				bool now = t->before ? !strcmp(t->before, r->steps[si].name) : si == 0;
+				if (now)
+					ret = deploy_file(&nc, job, r, t);
+			}
+			if (ret == 0)
+				ret = run_step(&nc, job, r, &r->steps[si]);
+		}
+		role_finished(&nc, r, ret != 0);
+	}
+	/* Roles this node did not reach count as failed, so nobody waits for ever. */
+	for (ri = 0; ri < rs->nr; ri++)
+		if (run->applies[idx * rs->nr + ri])
+			role_finished(&nc, &rs->roles[ri], true);
+
+	runner_job_set_filter(job, NULL, NULL);
+	tval_free(nc.set);
+	free(nc.role_done);
+	strbuf_release(&nc.tail);
+	strbuf_release(&nc.capture);
+	free(nc.skip_reason);
+	free(nc.hint);
+	free(nc.protocol_error);
+	return ret;
+}
+
+/* ---- events to the views ---- */
+
+static void forward(struct run *run, const struct event *ev, size_t idx)
+{
+	node_status_apply(&run->res->status[idx], ev);
+	if (run->o->on_event)
+		run->o->on_event(ev, &run->res->status[idx], run->o->data);
+}
+
+static void pass_event(const struct event *ev, const struct node_status *st, void *data)
+{
+	struct run *run = data;
+	size_t idx = run->map[ev->node];
+	struct event copy = *ev;
+
+	/* The end of the facts pass is not the end of the node. */
+	if (!run->pass2 && ev->kind == EVENT_NODE_STATE &&
+	    (ev->state == NODE_DONE || ev->state == NODE_RUNNING))
+		return;
+	if (run->pass2 && ev->kind == EVENT_NODE_STATE && ev->state == NODE_CONNECTING)
+		return; /* already connected in the facts pass */
+	copy.node = idx;
+	forward(run, &copy, idx);
+}
+
+static void pass_tick(void *data)
+{
+	struct run *run = data;
+
+	if (run->o->on_tick)
+		run->o->on_tick(run->o->data);
+}
+
+static void synth_state(struct run *run, size_t idx, enum node_state state, const char *text)
+{
+	struct event *ev = event_new(EVENT_NODE_STATE, idx);
+
+	ev->state = state;
+	ev->exit_status = -1;
+	if (text)
+		ev->text = xstrdup(text);
+	forward(run, ev, idx);
+	event_free(ev);
+}
+
+int plan_execute(const struct plan_opts *o, struct plan_result *res)
+{
+	struct run run = {.o = o, .res = res};
+	const struct transport_ops *ops = o->ops ? o->ops : &transport_ssh_ops;
+	struct plan_opts oo = *o;
+	const struct role_set *rs = o->roles;
+	struct transport **sessions = xcalloc(o->nr ? o->nr : 1, sizeof(*sessions));
+	const struct node **pass_nodes = xcalloc(o->nr ? o->nr : 1, sizeof(*pass_nodes));
+	struct transport **pass_sessions = xcalloc(o->nr ? o->nr : 1, sizeof(*pass_sessions));
+	const struct facts **facts = xcalloc(o->nr ? o->nr : 1, sizeof(*facts));
+	struct runner_summary sum;
+	struct runner_opts ro = {0};
+	struct node_status *st = NULL;
+	uint64_t t0 = now_ms();
+	size_t i, ri, n2 = 0;
+
+	oo.ops = ops;
+	run.o = &oo;
+	memset(res, 0, sizeof(*res));
+	res->nr = o->nr;
+	res->nodes = xcalloc(o->nr ? o->nr : 1, sizeof(*res->nodes));
+	res->status = xcalloc(o->nr ? o->nr : 1, sizeof(*res->status));
+	for (i = 0; i < o->nr; i++) {
+		res->status[i].exit_status = -1;
+		res->status[i].queued_ms = t0;
+	}
+	pthread_mutex_init(&run.lock, NULL);
+	pthread_cond_init(&run.cond, NULL);
+	run.published = tval_new_map();
+	run.map = xcalloc(o->nr ? o->nr : 1, sizeof(*run.map));
+	for (i = 0; i < o->nr; i++)
+		run.map[i] = i;
+
+	ro.ops = ops;
+	ro.forks = o->forks;
+	ro.use_sudo = true;
+	ro.sudo_password = o->sudo_password;
+	ro.per_command_channels = o->per_command_channels;
+	ro.secrets = o->secrets;
+	ro.sessions = sessions;
+	ro.on_event = pass_event;
+	ro.on_tick = pass_tick;
+	ro.data = &run;
+	ro.handle_signals = true;
+
+	/* 1. facts */
+	ro.node_fn = facts_fn;
+	runner_run(&ro, o->nodes, o->nr, &sum, &st);
+	res->interrupted = sum.interrupted;
+	runner_status_release(st, o->nr);
+	st = NULL;
+
+	/* 2. preflight */
+	for (i = 0; i < o->nr; i++)
+		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
+	preflight_run(&res->preflight, o->inv, o->nodes, facts, o->nr);
+	for (i = 0; i < res->preflight.nr; i++) {
+		const struct preflight_problem *p = &res->preflight.items[i];
+		struct event *ev = event_new(EVENT_MESSAGE, p->node);
+		ev->phase = xstrdup("preflight");
+		ev->role = xstrdup("preflight");
+		ev->step = xstrdup(p->fatal ? "error" : "warning");
+		ev->result = p->fatal ? STEP_FAILED : STEP_OK;
+		ev->text = p->hint ? xasprintf("%s (hint: %s)", p->msg, p->hint) : xstrdup(p->msg);
+		forward(&run, ev, p->node);
+		event_free(ev);
+	}
+	for (i = 0; i < o->nr; i++) {
+		if (!res->nodes[i].have_facts)
+			continue;
+		if (preflight_node_failed(&res->preflight, i)) {
+			res->nodes[i].preflight_failed = true;
+			synth_state(&run, i, NODE_FAILED, "preflight failed");
+		}
+	}
+
+	/* 3. the pipeline, on the nodes that passed; providers of waited-for roles first */
+	if (o->phases && !res->interrupted) {
+		bool *provider = xcalloc(o->nr ? o->nr : 1, sizeof(*provider));
+		run.barriers = xcalloc(rs->nr ? rs->nr : 1, sizeof(*run.barriers));
+		run.applies = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
+		for (i = 0; i < o->nr; i++) {
+			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
+			for (ri = 0; ri < rs->nr && ok; ri++) {
+				const struct role *r = &rs->roles[ri];
+				if (!(o->phases & (1u << role_phase_index(r->phase))))
+					continue;
+				if (!role_applies(r, o->inv, o->nodes[i],
+						  node_has_gpu(o->nodes[i], &res->nodes[i].facts)))
+					continue;
+				run.applies[i * rs->nr + ri] = true;
+				run.barriers[ri].expected++;
+			}
+		}
+		for (ri = 0; ri < rs->nr; ri++) {
+			size_t w;
+			for (w = 0; rs->roles[ri].wait_for && rs->roles[ri].wait_for[w]; w++) {
+				const struct role *pr = role_set_find(rs, rs->roles[ri].wait_for[w]);
+				size_t pi = (size_t)(pr - rs->roles);
+				for (i = 0; i < o->nr; i++)
+					if (run.applies[i * rs->nr + pi])
+						provider[i] = true;
+			}
+		}
+		for (int pass = 0; pass < 2; pass++) {
+			for (i = 0; i < o->nr; i++) {
+				if (!res->nodes[i].have_facts || res->nodes[i].preflight_failed)
+					continue;
+				if (provider[i] != (pass == 0))
+					continue;
+				run.map[n2] = i;
+				pass_nodes[n2] = o->nodes[i];
+				pass_sessions[n2] = sessions[i];
+				sessions[i] = NULL;
+				n2++;
+			}
+		}
+		free(provider);
+		if (n2) {
+			run.pass2 = true;
+			ro.node_fn = pipeline_fn;
+			ro.sessions = pass_sessions;
+			runner_run(&ro, pass_nodes, n2, &sum, &st);
+			res->interrupted = res->interrupted || sum.interrupted;
+			runner_status_release(st, n2);
+			runner_sessions_close(ops, pass_sessions, n2);
+		}
+	} else {
+		for (i = 0; i < o->nr; i++)
+			if (res->nodes[i].have_facts && !res->nodes[i].preflight_failed)
+				synth_state(&run, i, NODE_DONE, NULL);
+	}
+	runner_sessions_close(ops, sessions, o->nr);
+
+	for (i = 0; i < o->nr; i++) {
+		switch (res->status[i].state) {
+		case NODE_DONE:
+			res->ok++;
+			break;
+		case NODE_FAILED:
+			res->failed++;
+			break;
+		case NODE_UNREACHABLE:
+			res->unreachable++;
+			break;
+		default:
+			res->cancelled++;
+			break;
+		}
+	}
+	res->elapsed_ms = now_ms() - t0;
+
+	free(run.barriers);
+	free(run.applies);
+	free(run.map);
+	tval_free(run.published);
+	pthread_cond_destroy(&run.cond);
+	pthread_mutex_destroy(&run.lock);
+	free(sessions);
+	free(pass_sessions);
+	free(pass_nodes);
+	free(facts);
+	return 0;
+}
+
+void plan_result_release(struct plan_result *res)
+{
+	size_t i, k;
+
+	for (i = 0; i < res->nr; i++) {
+		struct plan_node *pn = &res->nodes[i];
+		if (pn->have_facts)
+			facts_release(&pn->facts);
+		for (k = 0; k < pn->nr_steps; k++)
+			free(pn->steps[k].detail);
+		free(pn->steps);
+	}
+	free(res->nodes);
+	runner_status_release(res->status, res->nr);
+	preflight_release(&res->preflight);
+	memset(res, 0, sizeof(*res));
+}

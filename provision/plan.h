@@ -1,0 +1,111 @@
+/*
+ * plan: the phases of `provision up` (and `plan`, its read-only twin) run
+ * on the selected nodes.
+ *
+ * Theory of operation
+ * -------------------
+ * 1. facts: one runner pass runs facts.sh on every node (sessions are kept
+ *    open for the next pass).
+ * 2. preflight (main thread): the inventory against every node's facts; a
+ *    node with a fatal problem fails alone and is left out.
+ * 3. the pipeline: a second runner pass in which each node, on its own
+ *    worker and session, goes through every role that applies to it, in
+ *    role order (phase, dependencies, name): render and upload the role's
+ *    templates, then for each step `check`, `apply` when needed, and
+ *    `check` again.  Nodes do not wait for each other, except where a role
+ *    says `wait_for`: then it starts on a node only when the roles it waits
+ *    for have finished on every node they apply to (a barrier; nodes that
+ *    provide such roles are scheduled first, so a bounded window cannot
+ *    deadlock).  A failed step stops its node; the roles the node did not
+ *    reach count as failed for the barriers, so nobody waits for ever.
+ *
+ * In check-only mode (`provision plan`) only `check` runs and rendered
+ * files are compared (diff on the node) instead of uploaded: nothing on a
+ * node changes.
+ *
+ * Values handed with ::set/::secret are kept per node and, when a role
+ * finishes, published run-wide (under `set.NAME`) for roles that wait for
+ * it.  Secret values are registered with the run's `struct secrets` before
+ * the line that carried them could reach any view.
+ *
+ * Everything the views see arrives as events on the main thread, with the
+ * run-wide status record of the node (struct node_status).
+ */
+#ifndef PROVISION_PLAN_H
+#define PROVISION_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "facts.h"
+#include "inventory.h"
+#include "preflight.h"
+#include "role.h"
+#include "runner.h"
+#include "secrets.h"
+
+struct plan_opts {
+	const struct inventory *inv;
+	const struct role_set *roles;
+	const struct node *const *nodes; /* the selected nodes, inventory order */
+	size_t nr;
+	unsigned phases;  /* bit i: role_phases[i] runs; 0: facts and preflight only */
+	bool check_only;  /* provision plan */
+	int forks;
+	const char *sudo_password;
+	bool per_command_channels;
+	struct secrets *secrets;
+	const struct transport_ops *ops; /* NULL: the SSH transport */
+	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
+	void (*on_tick)(void *data);
+	void *data;
+};
+
+/* What happened to one step on one node; kept for the summary and `plan`. */
+struct plan_step_result {
+	const struct role *role;
+	const char *step; /* the step's name, or the template's dest for a file */
+	bool is_file;
+	enum step_result result;
+	uint64_t duration_ms;
+	char *detail; /* skip reason, failure output, or the diff of a file (plan) */
+};
+
+struct plan_node {
+	struct facts facts;
+	bool have_facts;
+	bool preflight_failed;
+	struct plan_step_result *steps;
+	size_t nr_steps, alloc_steps;
+	unsigned changed, unchanged, failed, skipped;
+};
+
+struct plan_result {
+	size_t nr;
+	struct plan_node *nodes;
+	struct node_status *status; /* run-wide, per node */
+	struct preflight preflight;
+	bool interrupted;
+	uint64_t elapsed_ms;
+	size_t ok, failed, unreachable, cancelled;
+};
+
+/* Parse "prep,nfs" into phase bits; returns -1 (message in err) on an unknown phase. */
+int plan_parse_phases(const char *list, unsigned *out, struct error *err);
+/* Every phase bit. */
+unsigned plan_all_phases(void);
+
+/*
+ * Run facts, preflight and the selected phases.  Returns 0 when the run took
+ * place (node results in *res; release with plan_result_release()).
+ */
+int plan_execute(const struct plan_opts *o, struct plan_result *res);
+void plan_result_release(struct plan_result *res);
+
+/*
+ * The template values for a node: node.*, facts.*, cluster.*, nodes (every
+ * inventory node), nfs.*, hub.* -- a new tree the caller frees.
+ */
+struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f);
+
+#endif

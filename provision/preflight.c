@@ -1,0 +1,218 @@
+/* preflight: see preflight.h. */
+#include "preflight.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static void add(struct preflight *pf, size_t node, bool fatal, const char *hint, const char *fmt,
+		...) PRINTF_LIKE(5, 6);
+static void add(struct preflight *pf, size_t node, bool fatal, const char *hint, const char *fmt,
+		...)
+{
+	struct preflight_problem *p;
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	pf->items = xrealloc(pf->items, (pf->nr + 1) * sizeof(*pf->items));
+	p = &pf->items[pf->nr++];
+	p->node = node;
+	p->fatal = fatal;
+	p->msg = strbuf_detach(&sb, NULL);
+	p->hint = hint ? xstrdup(hint) : NULL;
+}
+
+void preflight_release(struct preflight *pf)
+{
+	size_t i;
+
+	for (i = 0; i < pf->nr; i++) {
+		free(pf->items[i].msg);
+		free(pf->items[i].hint);
+	}
+	free(pf->items);
+	memset(pf, 0, sizeof(*pf));
+}
+
+bool preflight_node_failed(const struct preflight *pf, size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < pf->nr; k++)
+		if (pf->items[k].node == i && pf->items[k].fatal)
+			return true;
+	return false;
+}
+
+bool node_has_gpu(const struct node *n, const struct facts *f)
+{
+	if (f)
+		return f->nr_nvidia_pci > 0 || f->nr_gpus > 0;
+	return n->gpus > 0;
+}
+
+static const char *const supported_os[][2] = {
+	{"ubuntu", "20.04"}, {"ubuntu", "22.04"}, {"ubuntu", "24.04"}, {"debian", "12"}};
+
+static bool os_supported(const struct facts *f)
+{
+	size_t i;
+
+	if (!f->os_id || !f->os_version)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(supported_os); i++)
+		if (!strcmp(f->os_id, supported_os[i][0]) && !strcmp(f->os_version, supported_os[i][1]))
+			return true;
+	return false;
+}
+
+/* Report every pair of nodes sharing a value that must be unique. */
+static void unique(struct preflight *pf, const struct node *const *nodes, size_t nr,
+		   const char *const *vals, const char *what, const char *hint)
+{
+	size_t i, j;
+
+	for (i = 0; i < nr; i++) {
+		if (!vals[i] || !*vals[i])
+			continue;
+		for (j = 0; j < nr; j++) {
+			if (i == j || !vals[j] || strcmp(vals[i], vals[j]))
+				continue;
+			add(pf, i, true, hint, "%s '%s' is the same as on node '%s' (a cloned disk image?)",
+			    what, vals[i], nodes[j]->name);
+			break;
+		}
+	}
+}
+
+static bool is_ipv4(const char *s)
+{
+	struct in_addr a;
+	return inet_pton(AF_INET, s, &a) == 1;
+}
+
+void preflight_run(struct preflight *pf, const struct inventory *inv, const struct node *const *nodes,
+		   const struct facts *const *facts, size_t nr)
+{
+	const char **vals = xcalloc(nr ? nr : 1, sizeof(*vals));
+	size_t i, j, k;
+
+	for (i = 0; i < nr; i++) {
+		const struct node *n = nodes[i];
+		const struct facts *f = facts[i];
+		size_t found;
+
+		if (!f)
+			continue;
+		if (!os_supported(f))
+			add(pf, i, true,
+			    "provision supports Ubuntu 20.04, 22.04, 24.04 and Debian 12",
+			    "unsupported OS '%s %s'", f->os_id ? f->os_id : "unknown",
+			    f->os_version ? f->os_version : "");
+		found = f->nr_nvidia_pci > f->nr_gpus ? f->nr_nvidia_pci : f->nr_gpus;
+		if (n->gpus >= 0 && (size_t)n->gpus != found)
+			add(pf, i, true,
+			    "fix 'gpus' in the inventory, or check that every card is seated and powered",
+			    "the inventory declares %d GPU%s but %zu NVIDIA GPU%s found", n->gpus,
+			    n->gpus == 1 ? "" : "s", found, found == 1 ? " was" : "s were");
+		if (facts_has_module(f, "nouveau"))
+			add(pf, i, true,
+			    "blacklist nouveau (/etc/modprobe.d/blacklist-nouveau.conf with "
+			    "'blacklist nouveau' and 'options nouveau modeset=0'), update-initramfs -u, "
+			    "reboot, then install the NVIDIA driver",
+			    "the nouveau driver is loaded: the NVIDIA driver cannot bind the GPU");
+		if (f->nr_nvidia_pci > 0 && (!f->nvidia_smi || f->nvidia_smi_rc != 0)) {
+			bool sb_on = f->secure_boot && !strcmp(f->secure_boot, "on");
+			if (sb_on && !facts_has_module(f, "nvidia"))
+				add(pf, i, true,
+				    "sign the NVIDIA kernel modules and enroll the key (mokutil --import, "
+				    "then confirm at the next boot on the console), or turn Secure "
+				    "Boot off in the firmware",
+				    "Secure Boot is on and the NVIDIA kernel module is not loaded "
+				    "(an unsigned driver is refused)");
+			else if (!f->nvidia_smi)
+				add(pf, i, true,
+				    "install the NVIDIA driver (e.g. 'ubuntu-drivers install' on Ubuntu), "
+				    "reboot, and check that nvidia-smi lists the GPU",
+				    "%zu NVIDIA GPU%s on the PCI bus but no driver (nvidia-smi not found)",
+				    f->nr_nvidia_pci, f->nr_nvidia_pci == 1 ? "" : "s");
+			else
+				add(pf, i, true,
+				    "after a kernel update the driver module may need rebuilding (dkms "
+				    "autoinstall) and a reboot",
+				    "nvidia-smi fails (exit %d): %s", f->nvidia_smi_rc,
+				    f->nvidia_smi_error ? f->nvidia_smi_error : "no message");
+		}
+		if (n->roles & NODE_ROLE_CONTROL_PLANE) {
+			if (f->cpus < 2)
+				add(pf, i, true, "kubeadm needs at least 2 CPUs on the control plane",
+				    "the control plane has %u CPU%s", f->cpus, f->cpus == 1 ? "" : "s");
+			if (f->mem_kib < 1782580) /* 1.7 GiB */
+				add(pf, i, true, "kubeadm needs at least 1.7 GiB of memory on the control plane",
+				    "the control plane has %.1f GiB of memory",
+				    (double)f->mem_kib / 1048576.0);
+			if (facts_port_busy(f, inv->cluster.api_port) && !f->kubelet_conf)
+				add(pf, i, true, "stop what listens there ('ss -ltnp' shows it)",
+				    "port %d (the Kubernetes API) is already in use", inv->cluster.api_port);
+		}
+		if (facts_port_busy(f, 10250) && !f->kubelet_conf)
+			add(pf, i, true, "stop what listens there ('ss -ltnp' shows it)",
+			    "port 10250 (the kubelet) is already in use");
+		/* The inventory address must be the one this node uses to reach the others. */
+		if (is_ipv4(n->address)) {
+			for (k = 0; k < f->nr_routes; k++) {
+				const struct route *r = &f->routes[k];
+				if (!r->src[0] || !strcmp(r->src, n->address) || !strcmp(r->peer, n->address))
+					continue;
+				add(pf, i, true,
+				    "use the node's address on the cluster network in the inventory, or "
+				    "fix the routes",
+				    "the node reaches %s from %s (%s), not from its inventory address %s",
+				    r->peer, r->src, r->iface, n->address);
+				break;
+			}
+		}
+	}
+
+	for (i = 0; i < nr; i++)
+		vals[i] = facts[i] ? facts[i]->machine_id : NULL;
+	unique(pf, nodes, nr, vals, "machine-id",
+	       "give each machine its own id: rm /etc/machine-id && systemd-machine-id-setup");
+	for (i = 0; i < nr; i++)
+		vals[i] = facts[i] ? facts[i]->product_uuid : NULL;
+	unique(pf, nodes, nr, vals, "product_uuid",
+	       "kubeadm requires a unique product_uuid; for VMs set a new UUID in the hypervisor");
+	/* Physical MAC addresses. */
+	for (i = 0; i < nr; i++) {
+		const struct facts *f = facts[i];
+		bool done = false;
+		for (k = 0; f && k < f->nr_macs && !done; k++) {
+			if (!f->macs[k].physical)
+				continue;
+			for (j = 0; j < nr && !done; j++) {
+				size_t m;
+				if (j == i || !facts[j])
+					continue;
+				for (m = 0; m < facts[j]->nr_macs; m++) {
+					if (facts[j]->macs[m].physical &&
+					    !strcmp(facts[j]->macs[m].addr, f->macs[k].addr)) {
+						add(pf, i, true,
+						    "every node needs unique MAC addresses; for VMs let the "
+						    "hypervisor generate new ones",
+						    "MAC address %s (%s) is the same as on node '%s'",
+						    f->macs[k].addr, f->macs[k].iface, nodes[j]->name);
+						done = true;
+						break;
+					}
+				}
+			}
+		}
+	}
+	free(vals);
+}

@@ -1,0 +1,671 @@
+/* role: see role.h and roles/README.md. */
+#include "role.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "util.h"
+
+const char *const role_phases[] = {"prep", "kube-packages", "nfs", NULL};
+
+/* Names a template may use without declaring them in `vars`. */
+static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes", "set", NULL};
+
+int role_phase_index(const char *phase)
+{
+	int i;
+
+	for (i = 0; role_phases[i]; i++)
+		if (!strcmp(role_phases[i], phase))
+			return i;
+	return -1;
+}
+
+static void strv_push(char ***v, const char *s)
+{
+	size_t n = 0;
+
+	while (*v && (*v)[n])
+		n++;
+	*v = xrealloc(*v, (n + 2) * sizeof(**v));
+	(*v)[n] = xstrdup(s);
+	(*v)[n + 1] = NULL;
+}
+
+static void strv_free(char **v)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+struct loader {
+	struct diag_list *dl;
+	const char *file;
+	yaml_document_t *doc;
+};
+
+static void lerr(struct loader *l, const yaml_node_t *n, const char *hint, const char *fmt, ...)
+	PRINTF_LIKE(4, 5);
+static void lerr(struct loader *l, const yaml_node_t *n, const char *hint, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	diag_add(l->dl, DIAG_ERROR, l->file, n ? (unsigned)n->start_mark.line + 1 : 0,
+		 n ? (unsigned)n->start_mark.column + 1 : 0, hint, "%s", sb.buf);
+	strbuf_release(&sb);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static const char *want_string(struct loader *l, const char *key, const yaml_node_t *v)
+{
+	const char *s = scalar(v);
+
+	if (!s || !*s) {
+		lerr(l, v, NULL, "'%s' must be a non-empty string", key);
+		return NULL;
+	}
+	return s;
+}
+
+static void want_list(struct loader *l, const char *key, const yaml_node_t *v, char ***out)
+{
+	yaml_node_item_t *it;
+
+	if (v->type == YAML_SCALAR_NODE && !*scalar(v))
+		return; /* `key:` with nothing: an empty list */
+	if (v->type != YAML_SEQUENCE_NODE) {
+		lerr(l, v, NULL, "'%s' must be a list", key);
+		return;
+	}
+	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+		const yaml_node_t *item = yaml_document_get_node(l->doc, *it);
+		const char *s = want_string(l, key, item);
+		if (s)
+			strv_push(out, s);
+	}
+}
+
+static const char *nearest(const char *w, const char *const *words)
+{
+	const char *best = NULL;
+	size_t i, best_d = 3;
+
+	for (i = 0; words[i]; i++) {
+		size_t d = edit_distance(w, words[i]);
+		if (d < best_d) {
+			best_d = d;
+			best = words[i];
+		}
+	}
+	return best;
+}
+
+static void unknown_key(struct loader *l, const yaml_node_t *k, const char *key,
+			const char *const *known)
+{
+	const char *near = nearest(key, known);
+	char hint[128];
+
+	if (near)
+		snprintf(hint, sizeof(hint), "did you mean '%s'?", near);
+	lerr(l, k, near ? hint : NULL, "unknown key '%s'", key);
+}
+
+static const char *const role_keys[] = {"description", "phase",	  "applies_to", "when",
+					"depends_on",  "wait_for", "vars",	 "templates", NULL};
+static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before", NULL};
+static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", NULL};
+
+static bool parse_mode(const char *s, unsigned *mode)
+{
+	unsigned v = 0;
+	size_t i;
+
+	if (!s || strlen(s) < 3 || strlen(s) > 4)
+		return false;
+	for (i = 0; s[i]; i++) {
+		if (s[i] < '0' || s[i] > '7')
+			return false;
+		v = v * 8 + (unsigned)(s[i] - '0');
+	}
+	*mode = v;
+	return true;
+}
+
+static void load_template_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+{
+	struct role_template t = {.mode = 0644};
+	yaml_node_pair_t *p;
+	bool ok = true;
+
+	if (m->type != YAML_MAPPING_NODE) {
+		lerr(l, m, "each template is a mapping: {src: FILE, dest: /PATH, mode: \"0644\"}",
+		     "a template must be a mapping");
+		return;
+	}
+	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
+		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+		const char *key = scalar(k) ? scalar(k) : "";
+		const char *s;
+
+		if (!strcmp(key, "src")) {
+			if ((s = want_string(l, key, v))) {
+				free(t.src);
+				t.src = xstrdup(s);
+			}
+		} else if (!strcmp(key, "dest")) {
+			if ((s = want_string(l, key, v))) {
+				if (s[0] != '/') {
+					lerr(l, v, NULL, "'dest' must be an absolute path, not '%s'", s);
+					ok = false;
+				}
+				free(t.dest);
+				t.dest = xstrdup(s);
+			}
+		} else if (!strcmp(key, "mode")) {
+			if (!parse_mode(scalar(v), &t.mode)) {
+				lerr(l, v, "write the mode as a quoted octal string such as \"0644\"",
+				     "'mode' must be an octal mode");
+				ok = false;
+			}
+		} else if (!strcmp(key, "owner")) {
+			if ((s = want_string(l, key, v))) {
+				free(t.owner);
+				t.owner = xstrdup(s);
+			}
+		} else if (!strcmp(key, "before")) {
+			if ((s = want_string(l, key, v))) {
+				free(t.before);
+				t.before = xstrdup(s);
+			}
+		} else {
+			unknown_key(l, k, key, tmpl_keys);
+			ok = false;
+		}
+	}
+	if (!t.src || !t.dest) {
+		lerr(l, m, NULL, "a template needs both 'src' and 'dest'");
+		ok = false;
+	}
+	if (!ok) {
+		free(t.src);
+		free(t.dest);
+		free(t.owner);
+		free(t.before);
+		return;
+	}
+	if (!t.owner)
+		t.owner = xstrdup("root:root");
+	t.path = xasprintf("%s/templates/%s", r->dir, t.src);
+	r->templates = xrealloc(r->templates, (r->nr_templates + 1) * sizeof(*r->templates));
+	r->templates[r->nr_templates++] = t;
+}
+
+static void load_role_yaml(struct role *r, const char *path, struct diag_list *dl)
+{
+	struct strbuf text = STRBUF_INIT;
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	struct loader l = {dl, path, &doc};
+	yaml_node_t *root;
+	yaml_node_pair_t *p;
+	bool saw_phase = false;
+	int e;
+
+	if ((e = read_file(path, &text)) < 0) {
+		diag_add(dl, DIAG_ERROR, path, 0, 0, "every role needs a role.yaml (see roles/README.md)",
+			 "cannot read role: %s", strerror(-e));
+		return;
+	}
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		diag_add(dl, DIAG_ERROR, path, (unsigned)parser.problem_mark.line + 1,
+			 (unsigned)parser.problem_mark.column + 1, NULL, "%s",
+			 parser.problem ? parser.problem : "YAML syntax error");
+		yaml_parser_delete(&parser);
+		strbuf_release(&text);
+		return;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (!root || root->type != YAML_MAPPING_NODE) {
+		diag_add(dl, DIAG_ERROR, path, 1, 1, NULL, "a role.yaml must be a mapping");
+		goto out;
+	}
+	for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+		const yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+		const char *key = scalar(k) ? scalar(k) : "";
+		const char *s;
+		char **words = NULL;
+		size_t i;
+
+		if (!strcmp(key, "description")) {
+			if ((s = want_string(&l, key, v)))
+				r->description = xstrdup(s);
+		} else if (!strcmp(key, "phase")) {
+			saw_phase = true;
+			if ((s = want_string(&l, key, v))) {
+				if (role_phase_index(s) < 0)
+					lerr(&l, v, "phases: prep, kube-packages, nfs",
+					     "unknown phase '%s'", s);
+				else
+					r->phase = xstrdup(s);
+			}
+		} else if (!strcmp(key, "applies_to")) {
+			want_list(&l, key, v, &words);
+			for (i = 0; words && words[i]; i++) {
+				unsigned bit = node_role_parse(words[i]);
+				if (!bit)
+					lerr(&l, v, "node roles: control-plane, worker, nfs-server",
+					     "unknown node role '%s'", words[i]);
+				r->applies_to |= bit;
+			}
+			strv_free(words);
+		} else if (!strcmp(key, "when")) {
+			want_list(&l, key, v, &words);
+			for (i = 0; words && words[i]; i++) {
+				size_t w;
+				for (w = 0; when_words[w]; w++)
+					if (!strcmp(words[i], when_words[w]))
+						break;
+				if (when_words[w])
+					r->when |= 1u << w;
+				else
+					lerr(&l, v, "conditions: gpu, no-gpu, nfs, not-nfs-server",
+					     "unknown condition '%s'", words[i]);
+			}
+			strv_free(words);
+		} else if (!strcmp(key, "depends_on")) {
+			want_list(&l, key, v, &r->depends_on);
+		} else if (!strcmp(key, "wait_for")) {
+			want_list(&l, key, v, &r->wait_for);
+		} else if (!strcmp(key, "vars")) {
+			want_list(&l, key, v, &r->vars);
+		} else if (!strcmp(key, "templates")) {
+			yaml_node_item_t *it;
+			if (v->type != YAML_SEQUENCE_NODE) {
+				lerr(&l, v, NULL, "'templates' must be a list");
+				continue;
+			}
+			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
+				load_template_entry(&l, r, yaml_document_get_node(&doc, *it));
+		} else {
+			unknown_key(&l, k, key, role_keys);
+		}
+	}
+	if (!r->description)
+		lerr(&l, root, NULL, "missing 'description'");
+	if (!saw_phase)
+		lerr(&l, root, "phases: prep, kube-packages, nfs", "missing 'phase'");
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	strbuf_release(&text);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names of directory entries (no dot files), sorted; NULL-terminated. */
+static char **list_dir(const char *dir, int *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **v = NULL;
+	size_t n = 0;
+
+	*err = 0;
+	if (!d) {
+		*err = errno;
+		return NULL;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		strv_push(&v, de->d_name);
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_str);
+	return v;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+static void load_steps(struct role *r, struct diag_list *dl)
+{
+	char *dir = xasprintf("%s/steps", r->dir);
+	char **names;
+	int e;
+	size_t i;
+
+	names = list_dir(dir, &e);
+	if (e && e != ENOENT)
+		diag_add(dl, DIAG_ERROR, dir, 0, 0, NULL, "cannot read steps: %s", strerror(e));
+	for (i = 0; names && names[i]; i++) {
+		struct role_step s = {0};
+		struct strbuf text = STRBUF_INIT;
+		size_t len = strlen(names[i]);
+
+		if (len < 4 || strcmp(names[i] + len - 3, ".sh")) {
+			diag_add(dl, DIAG_ERROR, dir, 0, 0, "steps are NN-name.sh files",
+				 "unexpected file '%s' in steps/", names[i]);
+			continue;
+		}
+		s.path = xasprintf("%s/%s", dir, names[i]);
+		if ((e = read_file(s.path, &text)) < 0) {
+			diag_add(dl, DIAG_ERROR, s.path, 0, 0, NULL, "cannot read step: %s",
+				 strerror(-e));
+			free(s.path);
+			continue;
+		}
+		if (strlen(text.buf) != text.len) {
+			diag_add(dl, DIAG_ERROR, s.path, 0, 0, NULL, "step contains a NUL byte");
+			free(s.path);
+			strbuf_release(&text);
+			continue;
+		}
+		s.name = xstrndup(names[i], len - 3);
+		s.script = strbuf_detach(&text, &s.len);
+		r->steps = xrealloc(r->steps, (r->nr_steps + 1) * sizeof(*r->steps));
+		r->steps[r->nr_steps++] = s;
+	}
+	if (!r->nr_steps && !e)
+		diag_add(dl, DIAG_ERROR, dir, 0, 0, "add at least one steps/NN-name.sh",
+			 "role '%s' has no steps", r->name);
+	else if (e == ENOENT)
+		diag_add(dl, DIAG_ERROR, dir, 0, 0, "add at least one steps/NN-name.sh",
+			 "role '%s' has no steps/ folder", r->name);
+	strv_free(names);
+	free(dir);
+}
+
+static bool declared(const struct role *r, const char *name)
+{
+	size_t i, k, len;
+
+	for (k = 0; standard_roots[k]; k++) {
+		len = strlen(standard_roots[k]);
+		if (!strncmp(name, standard_roots[k], len) && (name[len] == '.' || !name[len]))
+			return true;
+	}
+	for (i = 0; r->vars && r->vars[i]; i++) {
+		len = strlen(r->vars[i]);
+		if (!strncmp(name, r->vars[i], len) && (name[len] == '.' || !name[len]))
+			return true;
+	}
+	return false;
+}
+
+static void load_templates(struct role *r, struct diag_list *dl)
+{
+	size_t i, j;
+
+	for (i = 0; i < r->nr_templates; i++) {
+		struct role_template *t = &r->templates[i];
+		struct strbuf text = STRBUF_INIT;
+		struct error err = {0};
+		char **names = NULL;
+		size_t nr = 0;
+		int e;
+
+		if ((e = read_file(t->path, &text)) < 0) {
+			diag_add(dl, DIAG_ERROR, t->path, 0, 0, NULL, "cannot read template: %s",
+				 strerror(-e));
+			continue;
+		}
+		if (template_parse(&t->tmpl, t->path, text.buf, text.len, &err) < 0) {
+			/* err.msg is already "PATH:LINE:COL: message". */
+			diag_add(dl, DIAG_ERROR, NULL, 0, 0, NULL, "%s", err.msg);
+			strbuf_release(&text);
+			continue;
+		}
+		strbuf_release(&text);
+		template_names(t->tmpl, &names, &nr);
+		for (j = 0; j < nr; j++) {
+			if (!declared(r, names[j]))
+				diag_add(dl, DIAG_ERROR, t->path, 0, 0,
+					 "declare it in the role's 'vars' list",
+					 "template uses '%s', which role '%s' does not declare",
+					 names[j], r->name);
+			free(names[j]);
+		}
+		free(names);
+		if (t->before) {
+			bool found = false;
+			for (j = 0; j < r->nr_steps; j++)
+				if (!strcmp(r->steps[j].name, t->before))
+					found = true;
+			if (!found)
+				diag_add(dl, DIAG_ERROR, t->path, 0, 0, NULL,
+					 "'before: %s' names no step of role '%s'", t->before,
+					 r->name);
+		}
+	}
+}
+
+static void role_release(struct role *r)
+{
+	size_t i;
+
+	free(r->name);
+	free(r->dir);
+	free(r->description);
+	free(r->phase);
+	strv_free(r->depends_on);
+	strv_free(r->wait_for);
+	strv_free(r->vars);
+	for (i = 0; i < r->nr_templates; i++) {
+		free(r->templates[i].src);
+		free(r->templates[i].path);
+		free(r->templates[i].dest);
+		free(r->templates[i].owner);
+		free(r->templates[i].before);
+		template_free(r->templates[i].tmpl);
+	}
+	free(r->templates);
+	for (i = 0; i < r->nr_steps; i++) {
+		free(r->steps[i].name);
+		free(r->steps[i].path);
+		free(r->steps[i].script);
+	}
+	free(r->steps);
+}
+
+void role_set_release(struct role_set *rs)
+{
+	size_t i;
+
+	for (i = 0; i < rs->nr; i++)
+		role_release(&rs->roles[i]);
+	free(rs->roles);
+	free(rs->dir);
+	free(rs->lib);
+	memset(rs, 0, sizeof(*rs));
+}
+
+const struct role *role_set_find(const struct role_set *rs, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < rs->nr; i++)
+		if (!strcmp(rs->roles[i].name, name))
+			return &rs->roles[i];
+	return NULL;
+}
+
+/*
+ * Order: by phase, then so that every role comes after what it depends on
+ * (a depth-first topological sort), ties by name.  Reports unknown
+ * dependencies and cycles.
+ */
+static void order_roles(struct role_set *rs, struct diag_list *dl)
+{
+	struct role *sorted = xcalloc(rs->nr ? rs->nr : 1, sizeof(*sorted));
+	int *mark = xcalloc(rs->nr ? rs->nr : 1, sizeof(*mark)); /* 0 new, 1 visiting, 2 done */
+	size_t n = 0, i, p, depth;
+	size_t stack[256];
+
+	for (i = 0; i < rs->nr; i++) {
+		struct role *r = &rs->roles[i];
+		char *yaml = xasprintf("%s/role.yaml", r->dir);
+		size_t j;
+		for (j = 0; r->depends_on && r->depends_on[j]; j++) {
+			const struct role *d = role_set_find(rs, r->depends_on[j]);
+			if (!d)
+				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+					 "role '%s' depends on '%s', which does not exist", r->name,
+					 r->depends_on[j]);
+			else if (d->phase && r->phase &&
+				 role_phase_index(d->phase) > role_phase_index(r->phase))
+				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+					 "role '%s' (phase %s) depends on '%s' of the later phase %s",
+					 r->name, r->phase, d->name, d->phase);
+		}
+		for (j = 0; r->wait_for && r->wait_for[j]; j++)
+			if (!role_set_find(rs, r->wait_for[j]))
+				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+					 "role '%s' waits for '%s', which does not exist", r->name,
+					 r->wait_for[j]);
+		free(yaml);
+	}
+	for (p = 0; role_phases[p]; p++) {
+		for (i = 0; i < rs->nr; i++) {
+			if (mark[i] || !rs->roles[i].phase ||
+			    role_phase_index(rs->roles[i].phase) != (int)p)
+				continue;
+			/* Iterative DFS: emit a role once all its dependencies are emitted. */
+			depth = 0;
+			stack[depth++] = i;
+			mark[i] = 1;
+			while (depth) {
+				struct role *r = &rs->roles[stack[depth - 1]];
+				size_t j, next = (size_t)-1;
+				for (j = 0; r->depends_on && r->depends_on[j]; j++) {
+					const struct role *d = role_set_find(rs, r->depends_on[j]);
+					size_t di;
+					if (!d)
+						continue;
+					di = (size_t)(d - rs->roles);
+					if (mark[di] == 1) {
+						char *yaml = xasprintf("%s/role.yaml", r->dir);
+						diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+							 "dependency cycle: '%s' and '%s' depend on each other",
+							 r->name, d->name);
+						free(yaml);
+					} else if (!mark[di]) {
+						next = di;
+						break;
+					}
+				}
+				if (next != (size_t)-1 && depth < ARRAY_SIZE(stack)) {
+					mark[next] = 1;
+					stack[depth++] = next;
+					continue;
+				}
+				mark[stack[depth - 1]] = 2;
+				sorted[n++] = rs->roles[stack[--depth]];
+			}
+		}
+	}
+	/* Roles with no valid phase keep their place at the end (errors already reported). */
+	for (i = 0; i < rs->nr; i++)
+		if (!mark[i])
+			sorted[n++] = rs->roles[i];
+	free(rs->roles);
+	rs->roles = sorted;
+	free(mark);
+}
+
+int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl)
+{
+	size_t errors_before = dl->errors, i;
+	char **names;
+	char *lib_path;
+	struct strbuf lib = STRBUF_INIT;
+	int e;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->dir = xstrdup(dir);
+	names = list_dir(dir, &e);
+	if (e) {
+		diag_add(dl, DIAG_ERROR, dir, 0, 0, "give the roles folder with --roles DIR",
+			 "cannot read roles: %s", strerror(e));
+		return -1;
+	}
+	lib_path = xasprintf("%s/lib.sh", dir);
+	if ((e = read_file(lib_path, &lib)) < 0)
+		diag_add(dl, DIAG_ERROR, lib_path, 0, 0, NULL, "cannot read the step helpers: %s",
+			 strerror(-e));
+	rs->lib = strbuf_detach(&lib, &rs->lib_len);
+	free(lib_path);
+	for (i = 0; names && names[i]; i++) {
+		char *rdir = xasprintf("%s/%s", dir, names[i]);
+		char *yaml;
+		struct role *r;
+
+		if (!is_dir(rdir)) {
+			free(rdir);
+			continue;
+		}
+		rs->roles = xrealloc(rs->roles, (rs->nr + 1) * sizeof(*rs->roles));
+		r = &rs->roles[rs->nr++];
+		memset(r, 0, sizeof(*r));
+		r->name = xstrdup(names[i]);
+		r->dir = rdir;
+		yaml = xasprintf("%s/role.yaml", rdir);
+		load_role_yaml(r, yaml, dl);
+		free(yaml);
+		load_steps(r, dl);
+		load_templates(r, dl);
+	}
+	strv_free(names);
+	order_roles(rs, dl);
+	if (dl->errors > errors_before) {
+		role_set_release(rs);
+		return -1;
+	}
+	return 0;
+}
+
+bool role_applies(const struct role *r, const struct inventory *inv, const struct node *n,
+		  bool has_gpu)
+{
+	if (r->applies_to && !(r->applies_to & n->roles))
+		return false;
+	if ((r->when & ROLE_WHEN_GPU) && !has_gpu)
+		return false;
+	if ((r->when & ROLE_WHEN_NO_GPU) && has_gpu)
+		return false;
+	if ((r->when & ROLE_WHEN_NFS) && !inv->nfs.server)
+		return false;
+	if ((r->when & ROLE_WHEN_NOT_NFS_SERVER) && (n->roles & NODE_ROLE_NFS_SERVER))
+		return false;
+	return true;
+}

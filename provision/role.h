@@ -1,0 +1,93 @@
+/*
+ * role: the roles/ folder loaded and validated (format: roles/README.md).
+ *
+ * role_set_load() reads every roles/NAME/role.yaml, the step scripts and
+ * the templates, parses the templates, and checks everything that can be
+ * checked without a node: unknown keys, missing files, unknown phases,
+ * dependencies on roles that do not exist or that form a cycle, template
+ * syntax, and template values that the role does not declare in `vars`.
+ * Every problem goes to the diag_list with its file:line:col, so a broken
+ * role stops a run before any connection is opened.
+ *
+ * Ownership: the role_set owns its roles and everything in them; release
+ * with role_set_release().  Read-only after loading; shared by all workers.
+ */
+#ifndef PROVISION_ROLE_H
+#define PROVISION_ROLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "inventory.h"
+#include "template.h"
+
+enum role_when {
+	ROLE_WHEN_GPU = 1u << 0,
+	ROLE_WHEN_NO_GPU = 1u << 1,
+	ROLE_WHEN_NFS = 1u << 2,
+	ROLE_WHEN_NOT_NFS_SERVER = 1u << 3,
+};
+
+struct role_template {
+	char *src;  /* relative to the role's templates/ */
+	char *path; /* on this machine */
+	char *dest; /* absolute path on the node */
+	unsigned mode;
+	char *owner;  /* "root:root" */
+	char *before; /* step name it must be in place for; NULL: the first */
+	struct template *tmpl;
+};
+
+struct role_step {
+	char *name; /* "10-modules" (the file name without .sh) */
+	char *path;
+	char *script;
+	size_t len;
+};
+
+struct role {
+	char *name;
+	char *dir;
+	char *description;
+	char *phase;
+	unsigned applies_to; /* enum node_role bits; 0: every node */
+	unsigned when;	     /* enum role_when bits */
+	char **depends_on;   /* NULL-terminated */
+	char **wait_for;
+	char **vars;
+	struct role_template *templates;
+	size_t nr_templates;
+	struct role_step *steps; /* sorted by name */
+	size_t nr_steps;
+};
+
+struct role_set {
+	char *dir;
+	struct role *roles; /* in run order: by phase, then dependencies, then name */
+	size_t nr;
+	char *lib;	    /* roles/lib.sh, sent in front of every step */
+	size_t lib_len;
+};
+
+/* The phases of `provision up`, in order; NULL-terminated. */
+extern const char *const role_phases[];
+/* Index of a phase in role_phases, or -1. */
+int role_phase_index(const char *phase);
+
+/*
+ * Load every role under dir.  Returns 0, or -1 with every problem in dl
+ * (the set is then released).
+ */
+int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl);
+void role_set_release(struct role_set *rs);
+const struct role *role_set_find(const struct role_set *rs, const char *name);
+
+/*
+ * Whether a role applies to a node, given what is known: the inventory and
+ * whether the node has a GPU (facts, or the inventory's gpus when facts are
+ * not known yet).
+ */
+bool role_applies(const struct role *r, const struct inventory *inv, const struct node *n,
+		  bool has_gpu);
+
+#endif

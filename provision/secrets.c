@@ -1,0 +1,97 @@
+/* secrets: see secrets.h. */
+#include "secrets.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct secrets {
+	pthread_mutex_t lock;
+	char **values;
+	size_t *lens;
+	size_t nr, alloc;
+};
+
+struct secrets *secrets_new(void)
+{
+	struct secrets *s = xcalloc(1, sizeof(*s));
+
+	pthread_mutex_init(&s->lock, NULL);
+	return s;
+}
+
+void secrets_free(struct secrets *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nr; i++) {
+		explicit_bzero(s->values[i], s->lens[i]);
+		free(s->values[i]);
+	}
+	free(s->values);
+	free(s->lens);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+int secrets_add(struct secrets *s, const char *value, size_t len)
+{
+	size_t i, alloc;
+
+	if (len < SECRETS_MIN_LEN)
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < s->nr; i++) {
+		if (s->lens[i] == len && !memcmp(s->values[i], value, len)) {
+			pthread_mutex_unlock(&s->lock);
+			return 0;
+		}
+	}
+	alloc = s->alloc;
+	ALLOC_GROW(s->values, s->nr + 1, s->alloc);
+	s->lens = xgrow(s->lens, s->nr + 1, &alloc, sizeof(*s->lens));
+	s->values[s->nr] = xstrndup(value, len);
+	s->lens[s->nr++] = len;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+size_t secrets_count(struct secrets *s)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->nr;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+void secrets_redact(struct secrets *s, struct strbuf *sb)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < s->nr; i++) {
+		char *hit;
+		size_t from = 0;
+
+		while (from < sb->len &&
+		       (hit = memmem(sb->buf + from, sb->len - from, s->values[i], s->lens[i]))) {
+			struct strbuf out = STRBUF_INIT;
+			size_t at = (size_t)(hit - sb->buf);
+
+			strbuf_add(&out, sb->buf, at);
+			strbuf_addstr(&out, SECRETS_MASK);
+			from = out.len;
+			strbuf_add(&out, hit + s->lens[i], sb->len - at - s->lens[i]);
+			explicit_bzero(sb->buf, sb->len);
+			strbuf_release(sb);
+			*sb = out;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,85 @@
+# roles/lib.sh: helpers put in front of every step provision sends to a node.
+# POSIX sh (dash).  Documented in roles/README.md; keep them in step.
+# shellcheck shell=sh
+
+PROVISION_BACKUP_DIR=${PROVISION_BACKUP_DIR:-/var/lib/provision/backup}
+PROVISION_STATE_DIR=${PROVISION_STATE_DIR:-/var/lib/provision}
+
+pv_say_set() {
+	printf '::set %s=%s\n' "$1" "$2"
+}
+
+pv_say_secret() {
+	printf '::secret %s=%s\n' "$1" "$2"
+}
+
+pv_skip() {
+	printf '::skip %s\n' "$*"
+}
+
+pv_hint() {
+	printf '::hint %s\n' "$*"
+}
+
+pv_in_container() {
+	if command -v systemd-detect-virt >/dev/null 2>&1; then
+		systemd-detect-virt --container --quiet && return 0
+	fi
+	[ -f /run/.containerenv ] || [ -f /.dockerenv ] || [ -n "${container:-}" ]
+}
+
+# pv_managed FILE: remember that provision wrote FILE (for provision reset).
+pv_managed() {
+	mkdir -p "$PROVISION_STATE_DIR"
+	touch "$PROVISION_STATE_DIR/managed"
+	grep -qxF "$1" "$PROVISION_STATE_DIR/managed" || printf '%s\n' "$1" >>"$PROVISION_STATE_DIR/managed"
+}
+
+# pv_backup FILE: keep the original of FILE, the first time only.
+pv_backup() {
+	[ -e "$1" ] || return 0
+	b=$PROVISION_BACKUP_DIR$1
+	[ -e "$b" ] && return 0
+	mkdir -p "${b%/*}"
+	cp -p "$1" "$b.tmp.$$" && mv "$b.tmp.$$" "$b"
+}
+
+# pv_write FILE MODE: replace FILE atomically with standard input (a temporary
+# file beside it, flushed, then renamed over it), keeping the original first.
+pv_write() {
+	pv_backup "$1" || return 1
+	tmp=$(mktemp "$(dirname "$1")/.${1##*/}.provision-XXXXXX") || return 1
+	if cat >"$tmp" && chmod "$2" "$tmp"; then
+		sync "$tmp" 2>/dev/null || true
+		if mv -f "$tmp" "$1"; then
+			pv_managed "$1"
+			return 0
+		fi
+	fi
+	rm -f "$tmp"
+	return 1
+}
+
+# pv_prepare FILE SHA256 MODE OWNER: exit 0 when FILE already has this content
+# (SHA-256), mode (octal, as stat %a prints it) and owner (user:group);
+# otherwise make its folder, keep the original, record FILE as managed and
+# exit 1: provision then uploads the new content atomically.
+pv_prepare() {
+	if [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d ' ' -f 1)" = "$2" ] &&
+		[ "$(stat -c %a "$1")" = "$3" ] && [ "$(stat -c %U:%G "$1")" = "$4" ]; then
+		return 0
+	fi
+	mkdir -p "$(dirname "$1")" && pv_backup "$1" && pv_managed "$1"
+	return 1
+}
+
+# pv_diff FILE: compare FILE with standard input (provision plan); exit 0 when
+# equal, 1 with a unified diff (or "new file") when not.
+pv_diff() {
+	if [ -e "$1" ]; then
+		diff -u --label "$1" --label "$1 (rendered)" "$1" -
+	else
+		echo "new file $1"
+		return 1
+	fi
+}
