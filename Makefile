@@ -55,17 +55,19 @@ endif
 B := build
 SRC := $(sort $(wildcard provision/*.c provision/cli/*.c provision/tui/*.c))
 LIB_SRC := $(filter-out provision/main.c,$(SRC))
-LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
-MAIN_OBJ := $(B)/provision/main.o
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+MAIN_OBJ := $(B)/obj/provision/main.o
 EMBED_SH := $(sort $(wildcard provision/*.sh))
 GEN_SRC := $(EMBED_SH:provision/%.sh=$(B)/gen/%_sh.c)
 GEN_OBJ := $(GEN_SRC:%.c=%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(B)/tests/tools/%)
 
 all: $(B)/provision
 
-$(B)/%.o: %.c
+$(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QUIET_CC)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -91,7 +93,14 @@ $(B)/tests/test_%: tests/unit/test_%.c $(B)/libprovision.a
 	$(QUIET_LINK)$(CC) $(ALL_CFLAGS) -Iprovision $(shell $(PKG_CONFIG) --cflags $(TEST_PKGS)) \
 		$(ALL_LDFLAGS) -o $@ $< $(B)/libprovision.a $(LIBS) $(shell $(PKG_CONFIG) --libs $(TEST_PKGS))
 
-tests: $(B)/provision $(UNIT_BIN)
+.SECONDARY: $(GEN_SRC)
+
+# Helpers the shell tests drive (e.g. transport-cli for tests/t0010).
+$(B)/tests/tools/%: tests/tools/%.c $(B)/libprovision.a
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(ALL_CFLAGS) -Iprovision $(ALL_LDFLAGS) -o $@ $< $(B)/libprovision.a $(LIBS)
+
+tests: $(B)/provision $(UNIT_BIN) $(TOOL_BIN)
 
 # The whole suite: unit binaries, data-driven cases, integration scripts.
 check: tests

@@ -12,6 +12,8 @@
 
 /* cmd_table: every command provision has, in the order --help lists them. */
 const struct cmd *const cmd_table[] = {
+	&cmd_up,
+	&cmd_plan,
 	&cmd_inventory,
 	&cmd_run,
 	NULL,

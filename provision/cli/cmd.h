@@ -33,6 +33,8 @@ struct cmd {
 extern const struct cmd *const cmd_table[];
 extern const struct cmd cmd_inventory;
 extern const struct cmd cmd_run;
+extern const struct cmd cmd_up;
+extern const struct cmd cmd_plan;
 
 const struct cmd *cmd_lookup(const char *name);
 /* The exit-status section shared by every --help. */

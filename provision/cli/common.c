@@ -4,10 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include "../plan.h"
+#include "../role.h"
+#include "../secrets.h"
 #include "../util.h"
+#include "../view.h"
 #include "cmd.h"
 
 int cli_load_inventory(const char *cmd_name, const char *path, struct inventory **out)
@@ -130,4 +135,226 @@ void cli_write_line(int fd, const char *prefix, const char *text, size_t len)
 	strbuf_addch(&sb, '\n');
 	(void)write_all(fd, sb.buf, sb.len);
 	strbuf_release(&sb);
+}
+
+static bool dir_exists(const char *p)
+{
+	struct stat st;
+	return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+const char *cli_roles_dir(const char *opt)
+{
+	static char buf[4096];
+	const char *env = getenv("PROVISION_ROLES");
+	ssize_t n;
+
+	if (opt)
+		return opt;
+	if (env && *env)
+		return env;
+	/* Running from a build tree: build/provision -> ../roles. */
+	n = readlink("/proc/self/exe", buf, sizeof(buf) - 16);
+	if (n > 0) {
+		char *slash;
+		buf[n] = '\0';
+		slash = strrchr(buf, '/');
+		if (slash) {
+			strcpy(slash, "/../roles");
+			if (dir_exists(buf))
+				return buf;
+		}
+	}
+#ifdef PROVISION_DATADIR
+	if (dir_exists(PROVISION_DATADIR "/roles"))
+		return PROVISION_DATADIR "/roles";
+#endif
+	return "roles";
+}
+
+static void print_diags(struct diag_list *dl)
+{
+	size_t i;
+
+	for (i = 0; i < dl->nr; i++) {
+		char *line = diag_format(&dl->items[i]);
+		cli_write_line(STDERR_FILENO, NULL, line, strlen(line));
+		free(line);
+	}
+}
+
+static void indent_lines(struct strbuf *out, const char *text, const char *prefix)
+{
+	const char *p = text;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		strbuf_addstr(out, prefix);
+		strbuf_add(out, p, len);
+		strbuf_addch(out, '\n');
+		p += len + (nl ? 1 : 0);
+	}
+}
+
+static void print_plan(const struct plan_result *res, const struct node *const *nodes)
+{
+	struct strbuf out = STRBUF_INIT;
+	size_t i, k;
+
+	strbuf_addstr(&out, "\n");
+	for (i = 0; i < res->nr; i++) {
+		const struct plan_node *pn = &res->nodes[i];
+		const struct node_status *st = &res->status[i];
+		if (st->state != NODE_DONE) {
+			strbuf_addf(&out, "%s: %s: %s\n", nodes[i]->name, node_state_name(st->state),
+				    st->reason ? st->reason : "");
+			continue;
+		}
+		if (!pn->changed) {
+			strbuf_addf(&out, "%s: no changes (%u steps checked)\n", nodes[i]->name,
+				    pn->unchanged + pn->skipped);
+			continue;
+		}
+		strbuf_addf(&out, "%s: %u change%s\n", nodes[i]->name, pn->changed,
+			    pn->changed == 1 ? "" : "s");
+		for (k = 0; k < pn->nr_steps; k++) {
+			const struct plan_step_result *s = &pn->steps[k];
+			if (s->result != STEP_WOULD_CHANGE)
+				continue;
+			if (s->is_file) {
+				strbuf_addf(&out, "  ~ %s › %s\n", s->role->name, s->step);
+				if (s->detail)
+					indent_lines(&out, s->detail, "      ");
+			} else {
+				strbuf_addf(&out, "  ~ %s › %s\n", s->role->name, s->step);
+			}
+		}
+	}
+	(void)write_all(STDOUT_FILENO, out.buf, out.len);
+	strbuf_release(&out);
+}
+
+static void print_summary(const struct cli_plan_args *a, const struct inventory *inv,
+			  const struct plan_result *res, const struct node *const *nodes)
+{
+	struct strbuf out = STRBUF_INIT;
+	unsigned changed = 0, failed_steps = 0;
+	size_t i, w = 4;
+	char dur[32];
+
+	for (i = 0; i < res->nr; i++)
+		if (strlen(nodes[i]->name) > w)
+			w = strlen(nodes[i]->name);
+	strbuf_addstr(&out, "\n");
+	for (i = 0; i < res->nr; i++) {
+		const struct plan_node *pn = &res->nodes[i];
+		const struct node_status *st = &res->status[i];
+		view_duration(dur, sizeof(dur),
+			      st->ended_ms > st->queued_ms ? st->ended_ms - st->queued_ms : 0);
+		changed += pn->changed;
+		failed_steps += pn->failed;
+		strbuf_addf(&out, "%-*s  %-11s %3u changed %3u unchanged %3u failed %3u skipped  %s",
+			    (int)w, nodes[i]->name, node_state_name(st->state), pn->changed,
+			    pn->unchanged, pn->failed, pn->skipped, dur);
+		if (st->state != NODE_DONE && st->reason)
+			strbuf_addf(&out, "\n%-*s  %s", (int)w, "", st->reason);
+		strbuf_addch(&out, '\n');
+	}
+	view_duration(dur, sizeof(dur), res->elapsed_ms);
+	strbuf_addf(&out, "%s %s: %zu node%s, %u %s, %zu failed, %zu unreachable%s, %s\n", a->cmd_name,
+		    inv->cluster.name, res->nr, res->nr == 1 ? "" : "s", changed,
+		    a->check_only ? "to change" : "changed", res->failed, res->unreachable,
+		    res->interrupted ? ", interrupted" : "", dur);
+	(void)write_all(STDOUT_FILENO, out.buf, out.len);
+	strbuf_release(&out);
+}
+
+int cli_plan_run(const struct cli_plan_args *a)
+{
+	struct inventory *inv = NULL;
+	const struct node **nodes = NULL;
+	struct role_set rs = {0};
+	struct diag_list dl;
+	struct plan_result res = {0};
+	struct secrets *secrets = NULL;
+	struct error err = {0};
+	struct view view;
+	char *password = NULL;
+	unsigned phases = plan_all_phases();
+	bool have_roles = false;
+	size_t nr = 0;
+	int ret;
+
+	if (a->phases && plan_parse_phases(a->phases, &phases, &err) < 0) {
+		fprintf(stderr, "provision %s: %s\n  hint: %s\n", a->cmd_name, err.msg, err.hint);
+		return EXIT_USAGE;
+	}
+	ret = cli_load_inventory(a->cmd_name, a->inventory, &inv);
+	if (ret)
+		return ret;
+	/* Every role and template is checked before any node is touched. */
+	diag_list_init(&dl);
+	if (role_set_load(&rs, cli_roles_dir(a->roles), &dl) < 0) {
+		print_diags(&dl);
+		fprintf(stderr, "provision %s: %zu error%s in the roles; nothing was changed\n",
+			a->cmd_name, dl.errors, dl.errors == 1 ? "" : "s");
+		diag_list_release(&dl);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	have_roles = true;
+	print_diags(&dl);
+	diag_list_release(&dl);
+	ret = cli_select_nodes(a->cmd_name, inv, a->limit, &nodes, &nr);
+	if (ret)
+		goto out;
+
+	secrets = secrets_new();
+	password = cli_sudo_password(a->ask_sudo);
+	if (password && secrets_add(secrets, password, strlen(password)) < 0) {
+		fprintf(stderr, "provision %s: the sudo password is shorter than %d characters; "
+				"provision cannot keep it out of its output\n",
+			a->cmd_name, SECRETS_MIN_LEN);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	view_init(&view, nodes, nr, a->output && !strcmp(a->output, "json"), a->verbose);
+	{
+		struct plan_opts po = {
+			.inv = inv,
+			.roles = &rs,
+			.nodes = nodes,
+			.nr = nr,
+			.phases = phases,
+			.check_only = a->check_only,
+			.forks = a->forks,
+			.sudo_password = password,
+			.per_command_channels = a->channels,
+			.secrets = secrets,
+			.on_event = view_event,
+			.data = &view,
+		};
+		plan_execute(&po, &res);
+	}
+	if (!view.json) {
+		if (a->check_only)
+			print_plan(&res, nodes);
+		print_summary(a, inv, &res, nodes);
+	}
+	if (res.interrupted)
+		ret = EXIT_INTERRUPTED;
+	else if (res.failed || res.unreachable || res.cancelled)
+		ret = EXIT_NODE_FAILED;
+	else
+		ret = EXIT_OK;
+	plan_result_release(&res);
+out:
+	if (have_roles)
+		role_set_release(&rs);
+	cli_free_secret(password);
+	secrets_free(secrets);
+	free(nodes);
+	inventory_free(inv);
+	return ret;
 }

@@ -36,3 +36,18 @@ void cli_free_secret(char *s);
 void cli_write_line(int fd, const char *prefix, const char *text, size_t len);
 
 #endif
+
+/* The roles folder: --roles, $PROVISION_ROLES, ./roles beside the binary's tree, or the installed one. */
+const char *cli_roles_dir(const char *opt);
+
+/* What `up` and `plan` share. */
+struct cli_plan_args {
+	const char *cmd_name;
+	const char *inventory, *limit, *phases, *roles, *output;
+	int forks;
+	bool verbose, ask_sudo, channels, no_tui;
+	bool check_only;
+};
+
+/* Load, validate, run and report; returns an enum exit_status. */
+int cli_plan_run(const struct cli_plan_args *a);

@@ -1,0 +1,153 @@
+/* view: see view.h. */
+#include "view.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool json, bool verbose)
+{
+	size_t i;
+
+	memset(v, 0, sizeof(*v));
+	v->nodes = nodes;
+	v->nr = nr;
+	v->json = json;
+	v->verbose = verbose;
+	v->fd = STDOUT_FILENO;
+	for (i = 0; i < nr; i++)
+		if (strlen(nodes[i]->name) > v->width)
+			v->width = strlen(nodes[i]->name);
+}
+
+void view_duration(char *buf, size_t size, uint64_t ms)
+{
+	if (ms < 1000)
+		snprintf(buf, size, "%llums", (unsigned long long)ms);
+	else if (ms < 60000)
+		snprintf(buf, size, "%.1fs", (double)ms / 1000.0);
+	else
+		snprintf(buf, size, "%llum%02llus", (unsigned long long)(ms / 60000),
+			 (unsigned long long)(ms / 1000 % 60));
+}
+
+static void put(struct view *v, struct strbuf *sb)
+{
+	strbuf_addch(sb, '\n');
+	(void)write_all(v->fd, sb->buf, sb->len);
+}
+
+static const char *kind_name(enum event_kind k)
+{
+	switch (k) {
+	case EVENT_NODE_STATE:
+		return "node";
+	case EVENT_STEP_START:
+		return "step_start";
+	case EVENT_STEP_END:
+		return "step_end";
+	case EVENT_LINE:
+		return "line";
+	case EVENT_MESSAGE:
+		return "message";
+	}
+	return "unknown";
+}
+
+static void json_event(struct view *v, const struct event *ev)
+{
+	json_t *o = json_object();
+	struct strbuf sb = STRBUF_INIT;
+	char *text;
+
+	json_object_set_new(o, "event", json_string(kind_name(ev->kind)));
+	json_object_set_new(o, "node", json_string(v->nodes[ev->node]->name));
+	if (ev->kind == EVENT_NODE_STATE)
+		json_object_set_new(o, "state", json_string(node_state_name(ev->state)));
+	if (ev->phase)
+		json_object_set_new(o, "phase", json_string(ev->phase));
+	if (ev->role)
+		json_object_set_new(o, "role", json_string(ev->role));
+	if (ev->step)
+		json_object_set_new(o, "step", json_string(ev->step));
+	if (ev->kind == EVENT_STEP_END || ev->kind == EVENT_MESSAGE)
+		json_object_set_new(o, "result", json_string(step_result_name(ev->result)));
+	if (ev->kind == EVENT_STEP_END)
+		json_object_set_new(o, "duration_ms", json_integer((json_int_t)ev->duration_ms));
+	if (ev->kind == EVENT_LINE)
+		json_object_set_new(o, "stream", json_string(ev->stream == 2 ? "stderr" : "stdout"));
+	if (ev->text)
+		json_object_set_new(o, ev->kind == EVENT_LINE ? "line" : "text", json_string(ev->text));
+	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	strbuf_addstr(&sb, text);
+	put(v, &sb);
+	strbuf_release(&sb);
+	free(text);
+	json_decref(o);
+}
+
+void view_event(const struct event *ev, const struct node_status *st, void *data)
+{
+	struct view *v = data;
+	struct strbuf sb = STRBUF_INIT;
+	char dur[32];
+
+	if (v->json) {
+		if (ev->kind != EVENT_LINE || v->verbose)
+			json_event(v, ev);
+		return;
+	}
+	strbuf_addf(&sb, "[%s] ", v->nodes[ev->node]->name);
+	switch (ev->kind) {
+	case EVENT_STEP_START:
+		strbuf_release(&sb);
+		return;
+	case EVENT_STEP_END:
+		if (ev->result == STEP_UNCHANGED && !v->verbose) {
+			strbuf_release(&sb);
+			return;
+		}
+		if (ev->result == STEP_OK && !v->verbose) {
+			strbuf_release(&sb);
+			return;
+		}
+		view_duration(dur, sizeof(dur), ev->duration_ms);
+		strbuf_addf(&sb, "%s › %s … %s %s", ev->role ? ev->role : "", ev->step ? ev->step : "",
+			    step_result_name(ev->result), dur);
+		if (ev->text && ev->result != STEP_WOULD_CHANGE)
+			strbuf_addf(&sb, ": %s", ev->text);
+		break;
+	case EVENT_LINE:
+		if (!v->verbose) {
+			strbuf_release(&sb);
+			return;
+		}
+		strbuf_addf(&sb, "%s %s", ev->stream == 2 ? "!" : "│", ev->text);
+		break;
+	case EVENT_MESSAGE:
+		strbuf_addf(&sb, "%s: %s%s", ev->role ? ev->role : "note",
+			    ev->result == STEP_FAILED ? "error: " : "", ev->text ? ev->text : "");
+		break;
+	case EVENT_NODE_STATE:
+		if (ev->state == NODE_CONNECTING || ev->state == NODE_RUNNING ||
+		    ev->state == NODE_PENDING) {
+			strbuf_release(&sb);
+			return;
+		}
+		view_duration(dur, sizeof(dur),
+			      st->ended_ms - (st->started_ms ? st->started_ms : st->queued_ms));
+		if (ev->state == NODE_DONE)
+			strbuf_addf(&sb, "done: %u changed, %u failed, %u skipped (%s)",
+				    st->steps_changed, st->steps_failed, st->steps_skipped, dur);
+		else
+			strbuf_addf(&sb, "%s: %s", node_state_name(ev->state),
+				    ev->text ? ev->text : "no reason given");
+		break;
+	}
+	put(v, &sb);
+	strbuf_release(&sb);
+}

@@ -1,0 +1,37 @@
+/*
+ * view: the plain-line and JSON-line views of a run (the TUI is tui/).
+ *
+ * Both read events and node status records only, on the main thread, and
+ * write whole lines with one write(2) each, so nothing interleaves.
+ *
+ * Plain lines (`--no-tui` or a non-terminal):
+ *   [b-2] containerd › 20-config … changed 0.4s
+ * Results that are `unchanged` and output lines are shown with --verbose
+ * only.  JSON lines (`-o json`): one object per event.
+ */
+#ifndef PROVISION_VIEW_H
+#define PROVISION_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "events.h"
+#include "inventory.h"
+#include "runner.h"
+
+struct view {
+	const struct node *const *nodes;
+	size_t nr;
+	bool json;
+	bool verbose;
+	int fd;	     /* where lines go (stdout) */
+	size_t width; /* of the widest node name, for alignment */
+};
+
+void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool json, bool verbose);
+/* The on_event callback for runner/plan options (data = struct view *). */
+void view_event(const struct event *ev, const struct node_status *st, void *data);
+/* "1.2s", "4m12s", "850ms" */
+void view_duration(char *buf, size_t size, uint64_t ms);
+
+#endif
