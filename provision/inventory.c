@@ -202,6 +202,20 @@ static const struct alias aliases[] = {
 	{"gpu-worker", "worker"},
 };
 
+static bool only_digits_differ(const char *a, const char *b)
+{
+	bool differ = false;
+
+	for (; *a && *b; a++, b++) {
+		if (*a == *b)
+			continue;
+		if (*a < '0' || *a > '9' || *b < '0' || *b > '9')
+			return false;
+		differ = true;
+	}
+	return differ && !*a && !*b;
+}
+
 /*
  * The word of `words` that `w` most likely meant, or NULL.  Edit distance
  * counts a swap of two letters as two, so short words get one edit and
@@ -223,6 +237,8 @@ static const char *suggest(const char *w, const char *const *words, size_t nr)
 			return words[j];
 	for (j = 0; j < nr; j++) {
 		size_t d = edit_distance(w, words[j]);
+		if (only_digits_differ(w, words[j]))
+			continue; /* "b-5" is not a typo of "b-0" */
 		if (d < best_d) {
 			best_d = d;
 			best = words[j];
@@ -1680,7 +1696,7 @@ static void parse_image(struct parser *p, const yaml_node_t *y)
 		if (t[i] == ' ' || (i < name_len && t[i] >= 'A' && t[i] <= 'Z'))
 			break;
 	if (!*t || t[i] || (tag && !tag[1])) {
-		err_at(p, y, "such as quay.io/jupyter/pytorch-notebook:cuda12-2024-10-07",
+		err_at(p, y, "such as quay.io/jupyter/pytorch-notebook:cuda12-python-3.11",
 		       "'image' must be an image reference name:tag in lowercase, not '%s'", t);
 		return;
 	}
