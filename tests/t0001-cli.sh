@@ -61,10 +61,15 @@ man_has() {
 # completion_has CMD OPTS: the completion lists the command and each option.
 completion_has() {
 	grep -q "commands=\".*\b$1\b" "$completion" || { echo "command $1 missing from completion"; return 1; }
-	line=$(sed -n "/^\t$1)/,/;;/p" "$completion")
+	# The opts= line under the case label that names the command ("up|plan)").
+	line=$(awk -v c="$1" '
+		/^\t[-a-z|]+\)$/ { lab = substr($0, 2, length($0) - 2); n = split(lab, a, "|"); hit = 0
+			for (i = 1; i <= n; i++) if (a[i] == c) hit = 1; next }
+		hit && /opts=/ { print; hit = 0 }' "$completion")
+	[ -n "$line" ] || { echo "no options listed for $1 in completion"; return 1; }
 	for o in $2; do
 		[ "$o" = -h ] && continue
-		printf '%s\n' "$line" | grep -qE -- " $o( |\"|$)" || { echo "option $o of $1 missing from completion"; return 1; }
+		printf '%s\n' "$line" | grep -qE -- "[ \"]$o( |\"|$)" || { echo "option $o of $1 missing from completion"; return 1; }
 	done
 }
 

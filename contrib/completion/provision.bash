@@ -5,7 +5,7 @@ _provision() {
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="inventory run"
+	local commands="up plan inventory run"
 
 	cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -27,12 +27,20 @@ _provision() {
 	-o|--output)
 		COMPREPLY=($(compgen -W "text json" -- "$cur"))
 		return ;;
+	-p|--phases)
+		COMPREPLY=($(compgen -W "prep kube-packages nfs all" -- "$cur"))
+		return ;;
+	--roles)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return ;;
 	-f|--forks|-t|--timeout|-l|--limit)
 		return ;;
 	esac
 
 	local opts
 	case $cmd in
+	up|plan)
+		opts="--inventory -i --limit -l --phases -p --forks -f --no-tui --output -o --verbose -v --roles --ask-sudo-password -K --channel-per-command --help" ;;
 	inventory)
 		opts="--inventory -i --output -o --help" ;;
 	run)
