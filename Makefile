@@ -106,6 +106,11 @@ tests: $(B)/provision $(UNIT_BIN) $(TOOL_BIN)
 check: tests
 	$(Q)sh tests/run.sh
 
+# Build, then show provision on the example inventories.
+demo: $(B)/provision
+	$(B)/provision inventory -i inventory/lab-b.yaml
+	$(B)/provision inventory -i inventory/lab-a.yaml -o json | head -c 600; echo
+
 # Only the fast tier (no network namespaces, no root needed).
 check-unit: tests
 	$(Q)PROVISION_TEST_TIERS=unit sh tests/run.sh
@@ -144,5 +149,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-unit tests install deps style lint clean
+.PHONY: all demo check check-unit tests install deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
