@@ -8,13 +8,45 @@
  * One SSH session per node, opened by connect() and kept for the whole run.
  * Measured here (libssh 0.10.6 -> OpenSSH 9.2): a channel per command costs
  * ~41 ms because sshd leaves Nagle on for non-terminal sessions; one remote
- * POSIX sh started once per node (the "agent", see transport_agent.sh.in),
+ * POSIX sh started once per node (the "agent", provision/transport_agent.sh),
  * fed commands on its stdin and answering each with framed writes, costs
- * ~0.4 ms for a builtin and ~2 ms for a forking command.  So exec() sends
- * commands to that agent; it streams stdout/stderr lines back as they come
- * and ends each command with a frame carrying its exit status.  When the
- * agent cannot start (no /bin/sh, a restricted shell), exec() falls back to
- * one channel per command; `mode` in struct transport_stats says which.
+ * well under 1 ms for a builtin and ~2 ms for a forking command.  So exec()
+ * sends commands to that agent; it streams stdout/stderr lines back as they
+ * come and ends each command with a frame carrying its exit status.  When
+ * the agent cannot start (no /bin/sh, a restricted shell), exec() falls back
+ * to one channel per command; `mode` in struct transport_stats says which.
+ *
+ * Agent protocol (one session channel; see transport_agent.sh):
+ *   start     the channel runs a one-line bootstrap (`exec [sudo ...] /bin/sh
+ *             -c BOOT`) that skips stdin lines up to ".provision-begin-TOKEN"
+ *             (so a sudo password sudo did not ask for is dropped), reads the
+ *             script up to ".provision-end" and evals it.  The agent answers
+ *             "provision-agent 1 UID PID DIR" on stdout.
+ *   request   "TOKEN NLINES NBYTES\n", the command as NLINES lines, then
+ *             NBYTES bytes for the command's stdin (else /dev/null).  TOKEN
+ *             is 32 random hex digits chosen per command.
+ *   reply     the command's stdout and stderr go straight to the channel's
+ *             two streams (no per-line shell loop: 10 MB pass at full
+ *             speed); when the command exits the agent writes
+ *             "\nTOKEN STATUS\n" on both streams.  A command can only end
+ *             its frame early by printing a token it cannot know.
+ *   timeout   the client opens a second channel running the same script in
+ *             kill mode: TERM then KILL to the agent's descendants and to
+ *             every process whose environment carries PROVISION_CMD=TOKEN
+ *             (and their process groups); the agent then reports 128+N.
+ *
+ * Keepalive: TCP keepalive on the socket (idle = keepalive_s, 3 probes) plus
+ * TCP_USER_TIMEOUT, and SSH_MSG_IGNORE from exec loops idle for keepalive_s.
+ * The kernel probes while the thread sits inside any blocking libssh call
+ * (SFTP, channel open) without a second thread touching the session.  A
+ * server that is alive but frozen is bounded by the command timeout and the
+ * session timeout (connect_timeout_ms) of blocking calls.
+ *
+ * Jump hosts: libssh 0.10 has no ProxyJump.  connect() opens a session to
+ * the jump host (same known_hosts, policy and credentials), a direct-tcpip
+ * channel to the target, and hands the target session one end of a
+ * socketpair (SSH_OPTIONS_FD); a pump thread owns the jump session and
+ * copies bytes between the pair and the channel.
  *
  * Privilege: with sudo (SUDO_AUTO and a non-root user, or SUDO_ALWAYS) the
  * agent itself runs under `sudo -n` (or `sudo -S` fed the password on stdin
@@ -72,6 +104,9 @@ struct transport_target {
 	int port;
 	const char *user;
 	const char *identity;	 /* private key file or NULL (agent + defaults) */
+	/* Passphrase of `identity`, read once by the CLI from a terminal; NULL:
+	 * the key must be unencrypted or held by ssh-agent.  Never prompted for here. */
+	const char *identity_passphrase;
 	const char *known_hosts; /* file to verify (and, for ACCEPT_NEW, to append to) */
 	enum transport_host_keys host_keys;
 	enum transport_sudo sudo;
@@ -80,6 +115,7 @@ struct transport_target {
 	int connect_timeout_ms;
 	int keepalive_s;	   /* 0: off */
 	bool per_command_channels; /* force the fallback (benchmarks, odd shells) */
+	bool tcp_nodelay_off;	   /* benchmarks only: leave Nagle on for our socket */
 };
 
 enum transport_stream { TRANSPORT_STDOUT = 1, TRANSPORT_STDERR = 2 };
@@ -111,7 +147,8 @@ struct transport_result {
 
 struct transport_stats {
 	const char *mode; /* "agent" or "channel" */
-	uint64_t connect_us;
+	uint64_t connect_us; /* connect() in all: TCP, handshake, auth, agent */
+	uint64_t agent_us;   /* of which starting the agent */
 	bool is_root;	/* the commands run as root (directly or via sudo) */
 	unsigned commands;
 	unsigned files_sent, files_skipped;
@@ -147,10 +184,109 @@ struct transport_ops {
 
 extern const struct transport_ops transport_ssh_ops;
 
+/*
+ * Call once from main() before any thread starts (libssh's ssh_init()).
+ * connect() calls it too (once), so tools and tests need not.
+ */
+void transport_global_init(void);
+
 /* A readable name for a transport_err ("host key", "timeout", ...). */
 const char *transport_err_kind(int code);
 
 /* Quote s for a POSIX shell (single quotes); appended to sb. */
 void sh_quote(struct strbuf *sb, const char *s);
+
+/*
+ * Pure helpers of transport_ssh.c, in transport.c so that unit tests reach
+ * them without a network.  Not for other modules.
+ */
+
+/* SHA-256 (FIPS 180-4) of data, as 64 lowercase hex digits and a NUL. */
+void transport_sha256_hex(char out[65], const void *data, size_t len);
+
+#define TRANSPORT_TOKEN_LEN 32
+/* Fill token with TRANSPORT_TOKEN_LEN random hex digits and a NUL. */
+void transport_make_token(char token[TRANSPORT_TOKEN_LEN + 1]);
+
+/* Append one agent request (see "Agent protocol" above) to out. */
+void transport_agent_request(struct strbuf *out, const char *token, const char *command,
+			     const void *input, size_t input_len);
+
+enum transport_priv {
+	TRANSPORT_PRIV_NONE = 0, /* commands run as the login user */
+	TRANSPORT_PRIV_SUDO,	 /* sudo -n: passwordless */
+	TRANSPORT_PRIV_SUDO_PASSWORD, /* sudo -S -p '': password first on stdin */
+};
+
+/* Which privilege wrapper a target needs (user "root" needs none on AUTO). */
+enum transport_priv transport_priv_for(const struct transport_target *target);
+
+/*
+ * The channel command that starts the agent script: a one-line bootstrap,
+ * under the wrapper of priv, reading the script from stdin between
+ * ".provision-begin-TOKEN" and ".provision-end".  args (may be NULL) are
+ * appended as the script's positional parameters, each quoted.
+ */
+void transport_agent_command(struct strbuf *out, enum transport_priv priv, const char *token,
+			     const char *const *args, size_t nargs);
+
+/*
+ * What to write first on the stdin of a channel started by
+ * transport_agent_command() or transport_channel_command(): the sudo
+ * password line (when priv says so) and the begin marker.  Fails (-1) when
+ * the password contains a newline.
+ */
+int transport_stdin_preamble(struct strbuf *out, enum transport_priv priv, const char *password,
+			     const char *token);
+
+/*
+ * The fallback: one channel per command.  The command runs as
+ * `/bin/sh -c COMMAND` with PROVISION_CMD=TOKEN in its environment (so the
+ * kill mode of the agent script can find it), under the wrapper of priv.
+ * With a privilege wrapper, the stdin preamble precedes the input.
+ */
+void transport_channel_command(struct strbuf *out, enum transport_priv priv, const char *token,
+			       const char *command);
+
+/*
+ * Parse "[user@]host[:port]" (host may be "[v6]").  *user is NULL when
+ * absent, *port 0.  The caller frees *user and *host.  -1 when malformed.
+ */
+int transport_parse_jump(const char *spec, char **user, char **host, int *port);
+
+/*
+ * One output stream of one command: splits bytes into lines for on_line
+ * and, when token is set, finds the end frame "\nTOKEN STATUS\n".  Lines
+ * longer than TRANSPORT_LINE_MAX are delivered in pieces.  Without a token
+ * (channel mode) the stream ends with transport_frame_finish().
+ */
+#define TRANSPORT_LINE_MAX 65536
+struct transport_frame {
+	enum transport_stream stream;
+	char token[TRANSPORT_TOKEN_LEN + 1]; /* empty: no end frame */
+	transport_line_fn on_line;
+	void *ctx;
+	struct strbuf line; /* the line being received */
+	bool split;	    /* part of this line was already delivered */
+	/* After a newline, bytes that may be the end frame ("TOKEN STATUS"). */
+	bool holding;
+	bool hold_empty; /* the held newline ended an empty line */
+	char hold[TRANSPORT_TOKEN_LEN + 8];
+	size_t hold_len;
+	int status; /* from the end frame; -1 until done */
+	bool done;
+	uint64_t bytes; /* payload bytes seen */
+};
+
+void transport_frame_init(struct transport_frame *f, enum transport_stream stream,
+			  const char *token, transport_line_fn on_line, void *ctx);
+/*
+ * Feed len bytes.  Returns how many were used: all of them, or fewer when
+ * the end frame ended inside data (the rest is not this command's).
+ */
+size_t transport_frame_feed(struct transport_frame *f, const char *data, size_t len);
+/* End of stream: deliver a last line without newline, if any. */
+void transport_frame_finish(struct transport_frame *f);
+void transport_frame_release(struct transport_frame *f);
 
 #endif

@@ -1,0 +1,508 @@
+/*
+ * transport: the parts of the SSH transport that need no network -- error
+ * kinds, shell quoting, SHA-256, the agent's request and command lines,
+ * and the parser of command output frames.  See transport.h.
+ */
+#include "transport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+const char *transport_err_kind(int code)
+{
+	switch (code) {
+	case 0:
+		return "ok";
+	case TRANSPORT_ERR_RESOLVE:
+		return "dns";
+	case TRANSPORT_ERR_REFUSED:
+		return "refused";
+	case TRANSPORT_ERR_TIMEOUT:
+		return "timeout";
+	case TRANSPORT_ERR_HOSTKEY:
+		return "host key";
+	case TRANSPORT_ERR_AUTH:
+		return "auth";
+	case TRANSPORT_ERR_SUDO:
+		return "sudo";
+	case TRANSPORT_ERR_CMD_TIMEOUT:
+		return "command timeout";
+	case TRANSPORT_ERR_LOST:
+		return "connection lost";
+	case TRANSPORT_ERR_IO:
+		return "io";
+	case TRANSPORT_ERR_CANCELLED:
+		return "cancelled";
+	default:
+		return "error";
+	}
+}
+
+static bool sh_safe(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      strchr("_./:=@%+,-", c)))
+			return false;
+	}
+	return true;
+}
+
+void sh_quote(struct strbuf *sb, const char *s)
+{
+	/* Words made only of characters no shell treats specially stay bare,
+	 * so logged command lines read naturally. */
+	if (sh_safe(s) && *s != '=') {
+		strbuf_addstr(sb, s);
+		return;
+	}
+	strbuf_addch(sb, '\'');
+	for (; *s; s++) {
+		if (*s == '\'')
+			strbuf_addstr(sb, "'\\''");
+		else
+			strbuf_addch(sb, *s);
+	}
+	strbuf_addch(sb, '\'');
+}
+
+/* SHA-256 as specified by FIPS 180-4. */
+
+struct sha256 {
+	uint32_t h[8];
+	uint64_t total;
+	unsigned char block[64];
+	size_t used;
+};
+
+static const uint32_t sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+	0xc67178f2,
+};
+
+static uint32_t ror32(uint32_t x, unsigned n)
+{
+	return (x >> n) | (x << (32 - n));
+}
+
+static void sha256_block(struct sha256 *c, const unsigned char *p)
+{
+	uint32_t w[64], a, b, d, e, f, g, h, cc, t1, t2;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+	for (i = 16; i < 64; i++) {
+		uint32_t s0 = ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+		uint32_t s1 = ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	}
+	a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3];
+	e = c->h[4], f = c->h[5], g = c->h[6], h = c->h[7];
+	for (i = 0; i < 64; i++) {
+		t1 = h + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) +
+		     sha256_k[i] + w[i];
+		t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
+		h = g, g = f, f = e, e = d + t1;
+		d = cc, cc = b, b = a, a = t1 + t2;
+	}
+	c->h[0] += a, c->h[1] += b, c->h[2] += cc, c->h[3] += d;
+	c->h[4] += e, c->h[5] += f, c->h[6] += g, c->h[7] += h;
+}
+
+static void sha256_init(struct sha256 *c)
+{
+	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+	memcpy(c->h, iv, sizeof(iv));
+	c->total = 0;
+	c->used = 0;
+}
+
+static void sha256_update(struct sha256 *c, const unsigned char *p, size_t len)
+{
+	c->total += len;
+	if (c->used) {
+		size_t k = 64 - c->used < len ? 64 - c->used : len;
+		memcpy(c->block + c->used, p, k);
+		c->used += k, p += k, len -= k;
+		if (c->used < 64)
+			return;
+		sha256_block(c, c->block);
+		c->used = 0;
+	}
+	for (; len >= 64; p += 64, len -= 64)
+		sha256_block(c, p);
+	memcpy(c->block, p, len);
+	c->used = len;
+}
+
+static void sha256_final(struct sha256 *c, unsigned char out[32])
+{
+	uint64_t bits = c->total * 8;
+	unsigned char pad[72] = {0x80};
+	size_t padlen = (c->used < 56 ? 56 : 120) - c->used;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		pad[padlen + i] = (unsigned char)(bits >> (56 - 8 * i));
+	sha256_update(c, pad, padlen + 8);
+	for (i = 0; i < 8; i++) {
+		out[4 * i] = (unsigned char)(c->h[i] >> 24);
+		out[4 * i + 1] = (unsigned char)(c->h[i] >> 16);
+		out[4 * i + 2] = (unsigned char)(c->h[i] >> 8);
+		out[4 * i + 3] = (unsigned char)c->h[i];
+	}
+}
+
+static void hex_encode(char *out, const unsigned char *in, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+void transport_sha256_hex(char out[65], const void *data, size_t len)
+{
+	struct sha256 c;
+	unsigned char md[32];
+
+	sha256_init(&c);
+	sha256_update(&c, data, len);
+	sha256_final(&c, md);
+	hex_encode(out, md, sizeof(md));
+}
+
+void transport_make_token(char token[TRANSPORT_TOKEN_LEN + 1])
+{
+	unsigned char raw[TRANSPORT_TOKEN_LEN / 2];
+	size_t got = 0;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got < sizeof(raw)) {
+		/* No getrandom (old kernel): tokens only need to be unguessable
+		 * by accident, so the clock and pid are an acceptable last resort. */
+		uint64_t x = now_us() ^ ((uint64_t)getpid() << 32);
+		size_t i;
+		for (i = 0; i < sizeof(raw); i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			raw[i] = (unsigned char)(x >> 56);
+		}
+	}
+	hex_encode(token, raw, sizeof(raw));
+}
+
+void transport_agent_request(struct strbuf *out, const char *token, const char *command,
+			     const void *input, size_t input_len)
+{
+	size_t lines = 0, len = strlen(command);
+	const char *p;
+
+	for (p = command; (p = memchr(p, '\n', len - (size_t)(p - command))); p++)
+		lines++;
+	if (len && command[len - 1] != '\n')
+		lines++;
+	strbuf_addf(out, "%s %zu %zu\n", token, lines, input ? input_len : 0);
+	strbuf_add(out, command, len);
+	if (len && command[len - 1] != '\n')
+		strbuf_addch(out, '\n');
+	if (input && input_len)
+		strbuf_add(out, input, input_len);
+}
+
+enum transport_priv transport_priv_for(const struct transport_target *target)
+{
+	bool root = target->user && !strcmp(target->user, "root");
+
+	if (target->sudo == TRANSPORT_SUDO_NEVER || (target->sudo == TRANSPORT_SUDO_AUTO && root))
+		return TRANSPORT_PRIV_NONE;
+	return target->sudo_password ? TRANSPORT_PRIV_SUDO_PASSWORD : TRANSPORT_PRIV_SUDO;
+}
+
+static void add_priv(struct strbuf *out, enum transport_priv priv)
+{
+	strbuf_addstr(out, "exec ");
+	if (priv == TRANSPORT_PRIV_SUDO)
+		strbuf_addstr(out, "sudo -n ");
+	else if (priv == TRANSPORT_PRIV_SUDO_PASSWORD)
+		strbuf_addstr(out, "sudo -S -p '' ");
+}
+
+/* Shell text that drops stdin lines up to and including the begin marker. */
+static void add_skip_to_marker(struct strbuf *out, const char *token)
+{
+	strbuf_addf(out,
+		    "while IFS= read -r l; do [ \"$l\" = .provision-begin-%s ] && break; done; ",
+		    token);
+}
+
+void transport_agent_command(struct strbuf *out, enum transport_priv priv, const char *token,
+			     const char *const *args, size_t nargs)
+{
+	struct strbuf boot = STRBUF_INIT;
+	size_t i;
+
+	/*
+	 * One line, no single quotes, only sh syntax every Bourne-style login
+	 * shell passes through untouched once quoted.  `read` reads one byte
+	 * at a time from a pipe, so nothing after ".provision-end" is taken
+	 * from the requests that follow.
+	 */
+	strbuf_addstr(&boot, "n=$(printf \"\\n.\"); n=${n%.}; s=; ");
+	add_skip_to_marker(&boot, token);
+	strbuf_addstr(&boot, "while IFS= read -r l; do [ \"$l\" = .provision-end ] && break; "
+			     "s=$s$l$n; done; eval \"$s\"");
+	add_priv(out, priv);
+	strbuf_addstr(out, "/bin/sh -c ");
+	sh_quote(out, boot.buf);
+	strbuf_addstr(out, " provision-agent");
+	for (i = 0; i < nargs; i++) {
+		strbuf_addch(out, ' ');
+		sh_quote(out, args[i]);
+	}
+	strbuf_release(&boot);
+}
+
+int transport_stdin_preamble(struct strbuf *out, enum transport_priv priv, const char *password,
+			     const char *token)
+{
+	if (priv == TRANSPORT_PRIV_SUDO_PASSWORD) {
+		if (!password || strchr(password, '\n'))
+			return -1;
+		strbuf_addstr(out, password);
+		strbuf_addch(out, '\n');
+	}
+	strbuf_addf(out, ".provision-begin-%s\n", token);
+	return 0;
+}
+
+void transport_channel_command(struct strbuf *out, enum transport_priv priv, const char *token,
+			       const char *command)
+{
+	struct strbuf inner = STRBUF_INIT;
+
+	if (priv == TRANSPORT_PRIV_NONE) {
+		strbuf_addf(out, "PROVISION_CMD=%s exec /bin/sh -c ", token);
+		sh_quote(out, command);
+		return;
+	}
+	if (priv == TRANSPORT_PRIV_SUDO_PASSWORD)
+		add_skip_to_marker(&inner, token);
+	strbuf_addf(&inner, "PROVISION_CMD=%s exec /bin/sh -c \"$1\"", token);
+	add_priv(out, priv);
+	strbuf_addstr(out, "/bin/sh -c ");
+	sh_quote(out, inner.buf);
+	strbuf_addstr(out, " provision-cmd ");
+	sh_quote(out, command);
+	strbuf_release(&inner);
+}
+
+int transport_parse_jump(const char *spec, char **user, char **host, int *port)
+{
+	const char *at = strrchr(spec, '@'), *h = at ? at + 1 : spec, *end, *colon = NULL;
+	char *stop;
+	long p = 0;
+
+	*user = NULL, *host = NULL, *port = 0;
+	if (at == spec)
+		return -1;
+	if (*h == '[') {
+		end = strchr(h, ']');
+		if (!end || end == h + 1 || (end[1] && end[1] != ':'))
+			return -1;
+		colon = end[1] ? end + 1 : NULL;
+		h++;
+	} else {
+		colon = strchr(h, ':');
+		if (colon && strchr(colon + 1, ':'))
+			colon = NULL; /* a bare IPv6 address: no port */
+		end = colon ? colon : h + strlen(h);
+	}
+	if (end == h)
+		return -1;
+	if (colon) {
+		errno = 0;
+		p = strtol(colon + 1, &stop, 10);
+		if (!colon[1] || *stop || errno || p < 1 || p > 65535)
+			return -1;
+	}
+	if (at)
+		*user = xstrndup(spec, (size_t)(at - spec));
+	*host = xstrndup(h, (size_t)(end - h));
+	*port = (int)p;
+	return 0;
+}
+
+/* Output frames. */
+
+void transport_frame_init(struct transport_frame *f, enum transport_stream stream,
+			  const char *token, transport_line_fn on_line, void *ctx)
+{
+	memset(f, 0, sizeof(*f));
+	f->stream = stream;
+	if (token) {
+		size_t n = strlen(token);
+		if (n > TRANSPORT_TOKEN_LEN)
+			n = TRANSPORT_TOKEN_LEN;
+		memcpy(f->token, token, n);
+		f->token[n] = '\0';
+	}
+	f->on_line = on_line;
+	f->ctx = ctx;
+	strbuf_init(&f->line, 0);
+	f->status = -1;
+}
+
+static void deliver(struct transport_frame *f, const char *s, size_t n)
+{
+	if (f->on_line)
+		f->on_line(f->ctx, f->stream, s, n);
+}
+
+static void line_add(struct transport_frame *f, const char *s, size_t n)
+{
+	f->bytes += n;
+	while (n) {
+		size_t room = TRANSPORT_LINE_MAX - f->line.len, k = n < room ? n : room;
+		strbuf_add(&f->line, s, k);
+		s += k, n -= k;
+		if (f->line.len == TRANSPORT_LINE_MAX) {
+			deliver(f, f->line.buf, f->line.len);
+			strbuf_reset(&f->line);
+			f->split = true;
+		}
+	}
+}
+
+static void line_end(struct transport_frame *f)
+{
+	bool empty = !f->line.len && !f->split;
+
+	f->bytes++;
+	if (f->line.len)
+		deliver(f, f->line.buf, f->line.len);
+	strbuf_reset(&f->line);
+	f->split = false;
+	if (!f->token[0]) {
+		if (empty)
+			deliver(f, "", 0);
+		return;
+	}
+	/*
+	 * This newline may be the one the agent writes before the end frame.
+	 * A line before it is complete either way and was delivered; an empty
+	 * line waits until we know the newline was not the frame's.
+	 */
+	f->holding = true;
+	f->hold_empty = empty;
+	f->hold_len = 0;
+}
+
+/* The held bytes were output after all. */
+static void release_hold(struct transport_frame *f)
+{
+	f->holding = false;
+	if (f->hold_empty)
+		deliver(f, "", 0);
+	line_add(f, f->hold, f->hold_len);
+	f->hold_len = 0;
+}
+
+/* One byte while holding; returns true when the end frame is complete. */
+static bool hold_byte(struct transport_frame *f, char c)
+{
+	size_t tlen = strlen(f->token);
+
+	if (f->hold_len < tlen + 1) {
+		char want = f->hold_len < tlen ? f->token[f->hold_len] : ' ';
+		if (c == want) {
+			f->hold[f->hold_len++] = c;
+			return false;
+		}
+	} else if (c >= '0' && c <= '9' && f->hold_len < sizeof(f->hold) - 1 &&
+		   f->hold_len < tlen + 6) {
+		f->hold[f->hold_len++] = c;
+		return false;
+	} else if (c == '\n' && f->hold_len > tlen + 1) {
+		f->hold[f->hold_len] = '\0';
+		f->status = atoi(f->hold + tlen + 1);
+		f->holding = false;
+		f->done = true;
+		return true;
+	}
+	release_hold(f);
+	if (c == '\n')
+		line_end(f);
+	else
+		line_add(f, &c, 1);
+	return false;
+}
+
+size_t transport_frame_feed(struct transport_frame *f, const char *data, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && !f->done) {
+		const char *nl;
+		size_t seg;
+
+		if (f->holding) {
+			hold_byte(f, data[i++]);
+			continue;
+		}
+		nl = memchr(data + i, '\n', len - i);
+		seg = nl ? (size_t)(nl - (data + i)) : len - i;
+		line_add(f, data + i, seg);
+		i += seg;
+		if (nl) {
+			i++;
+			line_end(f);
+		}
+	}
+	return i;
+}
+
+void transport_frame_finish(struct transport_frame *f)
+{
+	if (f->done)
+		return;
+	if (f->holding)
+		release_hold(f);
+	if (f->line.len)
+		deliver(f, f->line.buf, f->line.len);
+	strbuf_reset(&f->line);
+	f->split = false;
+}
+
+void transport_frame_release(struct transport_frame *f)
+{
+	strbuf_release(&f->line);
+}
