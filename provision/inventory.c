@@ -277,6 +277,7 @@ struct parser {
 
 	bool nodes_incomplete; /* some entry could not be turned into nodes */
 	bool names_incomplete; /* some entry's names are unknown */
+	size_t errors_before;  /* errors in the diag list before this load */
 	bool roles_incomplete; /* some node's roles could not be read */
 
 	struct cidr pod, service, export;
@@ -488,14 +489,17 @@ static bool get_bool(struct parser *p, const yaml_node_t *n, const char *key, bo
 	char buf[64];
 	size_t i;
 
-	if (is_plain(n) && !is_null(n)) {
+	if (n->type == YAML_SCALAR_NODE && !is_null(n)) {
 		for (i = 0; i < ARRAY_SIZE(yes); i++) {
-			if (!strcmp(sval(n), yes[i])) {
-				*dst = true;
-				return true;
+			bool match = !strcmp(sval(n), yes[i]) || !strcmp(sval(n), no[i]);
+			if (match && !is_plain(n)) {
+				err_at(p, n, "remove the quotes: a quoted value is a string in YAML",
+				       "'%s' must be true or false, not the string %s", key,
+				       describe(n, buf, sizeof(buf)));
+				return false;
 			}
-			if (!strcmp(sval(n), no[i])) {
-				*dst = false;
+			if (match) {
+				*dst = !strcmp(sval(n), yes[i]);
 				return true;
 			}
 		}
@@ -542,6 +546,23 @@ static void strv_free(char **v)
 	free(v);
 }
 
+/* An item of a list that must be a string; NULL after reporting. */
+static const char *get_item_text(struct parser *p, const yaml_node_t *c, const char *key)
+{
+	char buf[64];
+
+	if (c->type != YAML_SCALAR_NODE) {
+		err_at(p, c, NULL, "items of '%s' must be single values, not %s", key,
+		       describe(c, buf, sizeof(buf)));
+		return NULL;
+	}
+	if (is_null(c)) {
+		err_at(p, c, NULL, "an item of '%s' is empty", key);
+		return NULL;
+	}
+	return get_text(p, c, key);
+}
+
 /* A list of strings; duplicates are reported as warnings and dropped. */
 static bool get_str_list(struct parser *p, const yaml_node_t *n, const char *key, char ***dst)
 {
@@ -555,7 +576,7 @@ static bool get_str_list(struct parser *p, const yaml_node_t *n, const char *key
 	ALLOC_GROW(out, 1, alloc);
 	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
 		yaml_node_t *c = child(p, *it);
-		const char *v = get_text(p, c, key);
+		const char *v = get_item_text(p, c, key);
 
 		if (!v) {
 			ok = false;
@@ -875,15 +896,17 @@ static bool url_ok(const char *v)
 	return *rest && *rest != '/' && !strpbrk(v, " \t");
 }
 
-static bool get_url(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
+static bool get_url(struct parser *p, const yaml_node_t *n, const char *key, const char *example,
+		    char **dst)
 {
 	const char *v = get_text(p, n, key), *host, *at, *slash;
 
 	if (!v)
 		return false;
 	if (!url_ok(v)) {
-		err_at(p, n, "write a URL such as http://proxy.example.ac.jp:8080",
-		       "'%s' must be an http:// or https:// URL, not '%s'", key, v);
+		char *hint = xasprintf("such as %s", example);
+		err_at(p, n, hint, "'%s' must be an http:// or https:// URL, not '%s'", key, v);
+		free(hint);
 		return false;
 	}
 	host = strstr(v, "//") + 2;
@@ -1141,7 +1164,8 @@ static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_setting
 		if (user_name_ok(t))
 			set_str(&s->user, t);
 		else
-			err_at(p, y, NULL, "'user' '%s' is not a valid user name", t);
+			err_at(p, y, "a user name is letters, digits, '.', '_' and '-'",
+			       "user name '%s' is not valid", t);
 	}
 	if ((y = f.val[SSH_PORT]))
 		get_int(p, y, "port", 1, 65535, &s->port);
@@ -1274,9 +1298,9 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	if ((y = f.val[CL_API_PORT]))
 		get_int(p, y, "api_port", 1, 65535, &c->api_port);
 	if ((y = f.val[CL_APT_MIRROR]))
-		get_url(p, y, "apt_mirror", &c->apt_mirror);
+		get_url(p, y, "apt_mirror", "https://mirror.example.ac.jp/kubernetes", &c->apt_mirror);
 	if ((y = f.val[CL_HTTP_PROXY]))
-		get_url(p, y, "http_proxy", &c->http_proxy);
+		get_url(p, y, "http_proxy", "http://proxy.example.ac.jp:8080", &c->http_proxy);
 	if ((y = f.val[CL_NO_PROXY]))
 		get_str_list(p, y, "no_proxy", &c->no_proxy);
 }
@@ -1403,7 +1427,7 @@ static void parse_roles(struct parser *p, const yaml_node_t *n, unsigned *roles,
 	*ok = true;
 	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
 		const yaml_node_t *c = child(p, *it);
-		const char *t = get_text(p, c, "roles"), *s;
+		const char *t = get_item_text(p, c, "roles"), *s;
 		unsigned bit;
 
 		if (!t) {
@@ -1430,11 +1454,17 @@ static void parse_roles(struct parser *p, const yaml_node_t *n, unsigned *roles,
 /* Expand a name or address pattern; NULL after reporting. */
 static char **expand(struct parser *p, const yaml_node_t *n, const char *key, size_t *nr)
 {
-	const char *t = get_text(p, n, key);
+	const char *t;
 	struct error err = {0};
 	char **list = NULL;
 
 	*nr = 0;
+	if (n->type == YAML_SEQUENCE_NODE) {
+		err_at(p, n, "for several nodes write one range, such as b-[2-4] with 192.168.10.[52-54]",
+		       "'%s' must be a single value, not a list", key);
+		return NULL;
+	}
+	t = get_text(p, n, key);
 	if (!t)
 		return NULL;
 	if (hostlist_expand(&list, nr, t, &err) < 0) {
@@ -1732,7 +1762,9 @@ static void parse_auth(struct parser *p, const yaml_node_t *n)
 			get_local_path(p, g.val[1], "client_secret_file",
 				       &hub->github_client_secret_file);
 		if (g.val[2])
-			get_url(p, g.val[2], "callback_url", &hub->github_callback_url);
+			get_url(p, g.val[2], "callback_url",
+				"https://hub.example.ac.jp/hub/oauth_callback",
+				&hub->github_callback_url);
 		if (type == HUB_AUTH_GITHUB) {
 			require(p, &g, github_keys, 0, pos_of(f.key[1]), "'github'");
 			require(p, &g, github_keys, 1, pos_of(f.key[1]), "'github'");
@@ -1910,7 +1942,7 @@ static void check_roles(struct parser *p)
 			else
 				err_pos(p, nd->roles_pos,
 					"give exactly one node the control-plane role",
-					"node '%s' is a second control plane (the first is '%s' at "
+					"more than one control plane: node '%s' besides '%s' (at "
 					"%u:%u); HA control planes come later",
 					nd->name, cp->name, cp->roles_pos.line, cp->roles_pos.col);
 		}
@@ -1919,8 +1951,8 @@ static void check_roles(struct parser *p)
 				nfs = nd;
 			else
 				err_pos(p, nd->roles_pos, "give exactly one node the nfs-server role",
-					"node '%s' is a second NFS server (the first is '%s' at "
-					"%u:%u); one NFS server is supported",
+					"more than one NFS server: node '%s' besides '%s' (at %u:%u); "
+					"one NFS server is supported",
 					nd->name, nfs->name, nfs->roles_pos.line, nfs->roles_pos.col);
 		}
 		if (nd->gpus > 0 && !(nd->roles & NODE_ROLE_WORKER) &&
@@ -1938,7 +1970,7 @@ static void check_roles(struct parser *p)
 			"add control-plane to the roles of the node that should run the "
 			"Kubernetes API server",
 			"no node has the control-plane role");
-	if (!worker)
+	if (!worker && p->dl->errors == p->errors_before)
 		warn_pos(p, p->nodes_pos,
 			 "add worker to the roles of the compute nodes (the control plane may be "
 			 "a worker too)",
@@ -2019,11 +2051,11 @@ static void check_nfs(struct parser *p)
 			s = suggest(nfs->server, names, p->nr_names);
 			if (s)
 				err_pos(p, p->nfs_server_pos, NULL,
-					"'server' '%s' names no node (did you mean '%s'?)", nfs->server,
-					s);
+					"'server' names no node called '%s' (did you mean '%s'?)",
+					nfs->server, s);
 			else
 				err_pos(p, p->nfs_server_pos, "name the node that has the nfs-server role",
-					"'server' '%s' names no node", nfs->server);
+					"'server' names no node called '%s'", nfs->server);
 			free(names);
 		} else if (server && !(server->roles & NODE_ROLE_NFS_SERVER)) {
 			char *hint = xasprintf("add nfs-server to the roles of '%s'", server->name);
@@ -2147,10 +2179,10 @@ static void walk(struct parser *p, const yaml_node_t *root)
 	int version;
 
 	map_fields(p, root, "the inventory", top_keys, ARRAY_SIZE(top_keys), &f);
-	if (!f.val[TOP_CLUSTER])
+	if (!f.val[TOP_CLUSTER] && !(f.suggested & (1u << TOP_CLUSTER)))
 		err_pos(p, nowhere, "start from inventory/seed.yaml",
 			"missing required key 'cluster'");
-	if (!f.val[TOP_NODES])
+	if (!f.val[TOP_NODES] && !(f.suggested & (1u << TOP_NODES)))
 		err_pos(p, nowhere, "start from inventory/seed.yaml", "missing required key 'nodes'");
 	if (f.val[TOP_VERSION] && get_int(p, f.val[TOP_VERSION], "version", 0, INT_MAX, &version) &&
 	    version != 1)
@@ -2174,7 +2206,9 @@ static void walk(struct parser *p, const yaml_node_t *root)
 	check_roles(p);
 	check_networks(p);
 	check_nfs(p);
-	check_hub(p);
+	/* Its warnings would mostly repeat an error: "no admin" after a misspelt admin_users. */
+	if (p->dl->errors == p->errors_before)
+		check_hub(p);
 }
 
 /* 1-based line and column of a byte offset (for reader errors, which have no mark). */
@@ -2216,10 +2250,19 @@ static void report_yaml_error(struct parser *p, const yaml_parser_t *yp, const c
 	switch (yp->error) {
 	case YAML_MEMORY_ERROR:
 		die("out of memory parsing '%s'", p->file);
-	case YAML_READER_ERROR:
-		pos = offset_pos(data, len, yp->problem_offset);
+	case YAML_READER_ERROR: {
+		size_t off = yp->problem_offset;
+		/* A bad continuation byte: point at the character it was to continue. */
+		if (strstr(problem, "trailing")) {
+			while (off > 0 && off <= len && ((unsigned char)data[off - 1] & 0xc0) == 0x80)
+				off--;
+			if (off > 0 && off <= len && (unsigned char)data[off - 1] >= 0xc0)
+				off--;
+		}
+		pos = offset_pos(data, len, off);
 		err_pos(p, pos, "save the file as UTF-8", "invalid YAML: %s", problem);
 		return;
+	}
 	default:
 		break;
 	}
@@ -2296,6 +2339,7 @@ int inventory_load_buffer(struct inventory **out, const char *name, const char *
 	}
 	p.inv = inventory_new(name);
 	p.base_dir = dir_of(name);
+	p.errors_before = errors;
 	walk(&p, root);
 	if (dl->errors == errors) {
 		*out = p.inv;

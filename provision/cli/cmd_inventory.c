@@ -102,8 +102,9 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 		strbuf_addch(sb, '\n');
 		text_list(sb, "admin users", hub->admin_users, "none");
 		text_list(sb, "allowed users", hub->allowed_users,
-			  hub->auth == HUB_AUTH_NATIVE ? "anyone an admin approves"
-						       : "anyone who can log in");
+			  hub->auth == HUB_AUTH_NATIVE	 ? "anyone an admin approves"
+			  : hub->auth == HUB_AUTH_GITHUB ? "the admin users only"
+							 : "anyone the LDAP server accepts");
 	}
 }
 
