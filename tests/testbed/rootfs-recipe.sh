@@ -1,0 +1,44 @@
+# shellcheck shell=bash disable=SC2034 # the ROOTFS_* variables are read by testbed.sh
+# tests/testbed/rootfs-recipe.sh: what the cached test-node root filesystem is.
+#
+# Sourced by testbed.sh.  The cache key is the SHA-256 of this file, so any
+# change here (a package, a cleanup) builds a new rootfs next to the old one;
+# nothing else goes into the key (the mirror only changes where packages come
+# from).  Everything that depends on a testbed (users, keys, sshd settings,
+# addresses) or on the running kernel (the modprobe shim) is NOT here: it goes
+# into the per-testbed layer that testbed.sh builds at `up` time, so changing
+# it costs milliseconds instead of a debootstrap.
+
+ROOTFS_SUITE=bookworm
+ROOTFS_VARIANT=minbase
+# What a Debian 12 lab node that provision prepares looks like: systemd as
+# PID 1 (for nspawn nodes), sshd and sudo (the transport), the tools the
+# roles call (ip, sysctl, ps, modprobe), and the packages the node
+# preparation roles install, so that "already installed" paths run for real.
+ROOTFS_PACKAGES=systemd-sysv,openssh-server,sudo,iproute2,procps,kmod,ca-certificates,containerd,runc,nfs-common,apt-utils,gnupg
+
+# rootfs_customize DIR: turn a fresh debootstrap tree into the shared,
+# read-only lower layer of every node.  Runs on the host, touching only DIR.
+rootfs_customize() {
+	local r=$1
+	# openssh-server's postinst generated host keys: shared by every node
+	# they would make every node the same host.  Each node gets its own.
+	rm -f "$r"/etc/ssh/ssh_host_*
+	# An empty machine-id: testbed.sh writes a fresh one per node (cloned
+	# machines with equal machine-ids are something preflight must catch,
+	# so the testbed must not produce them by accident).
+	: >"$r/etc/machine-id"
+	rm -f "$r/var/lib/dbus/machine-id"
+	# No apt timers: they would wake up in every nspawn node and fight the
+	# tests for the dpkg lock.
+	rm -f "$r"/etc/systemd/system/timers.target.wants/apt-daily.timer \
+		"$r"/etc/systemd/system/timers.target.wants/apt-daily-upgrade.timer
+	ln -sf /dev/null "$r/etc/systemd/system/apt-daily.timer"
+	ln -sf /dev/null "$r/etc/systemd/system/apt-daily-upgrade.timer"
+	# Downloaded packages and lists are only weight in the cache.
+	rm -f "$r"/var/cache/apt/archives/*.deb "$r"/var/cache/apt/*.bin
+	rm -rf "$r"/var/lib/apt/lists/*
+	echo testbed-node >"$r/etc/hostname"
+	# Where the per-kernel modprobe shim is mounted (see testbed.sh layer).
+	mkdir -p "$r/lib/modules"
+}
