@@ -649,6 +649,16 @@ static void map_fields(struct parser *p, const yaml_node_t *map, const char *sec
 			f->val[i] = v;
 			continue;
 		}
+		if (!strcmp(name, "<<")) {
+			err_at(p, k, "write the keys out, or share a whole value with an alias "
+				     "(roles: *workers)",
+			       "YAML merge keys ('<<') are not supported");
+			f->suggested = ~0u; /* the merge may have held any key */
+			continue;
+		}
+		/* Top-level x-* keys hold anchors for the rest of the file. */
+		if (!strncmp(name, "x-", 2) && !strcmp(section, "the inventory"))
+			continue;
 		if (secret_like(name)) {
 			char *with_file = xasprintf("%s_file", name);
 			char *hint = NULL;
