@@ -1,0 +1,67 @@
+# containerd 10-install: containerd is installed, in a version this role can
+# configure, and its major version is handed over as containerd_major for
+# templates/config.toml.tmpl.
+#
+# Installed means either the distribution's `containerd` package or
+# Docker's `containerd.io` (the seed's choice; kept when present).  When
+# neither is, the distribution's package is installed: Debian 12 ships
+# 1.6, Ubuntu 20.04/22.04/24.04 ship 1.7 in their updates.  Kubernetes 1.26
+# and later talk CRI v1 only, which needs containerd 1.6 or later.
+set -eu
+
+apt_get() {
+	if [ -n "${PROVISION_HTTP_PROXY:-}" ]; then
+		set -- -o "Acquire::http::Proxy=$PROVISION_HTTP_PROXY" \
+			-o "Acquire::https::Proxy=$PROVISION_HTTP_PROXY" "$@"
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 "$@"
+}
+
+package() {
+	for p in containerd containerd.io; do
+		case $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true) in
+		?i*)
+			echo "$p"
+			return 0
+			;;
+		esac
+	done
+	return 1
+}
+
+# "containerd github.com/containerd/containerd 1.6.20~ds1 ..." -> 1.6.20~ds1
+version() {
+	containerd --version 2>/dev/null | awk '{ print $3 }' | sed 's/^v//'
+}
+
+case ${1:-} in
+check)
+	if ! pkg=$(package) || ! command -v containerd >/dev/null 2>&1; then
+		echo "containerd is not installed"
+		exit 1
+	fi
+	v=$(version)
+	major=${v%%.*}
+	minor=${v#*.}
+	minor=${minor%%.*}
+	echo "$pkg: containerd $v"
+	case $major.$minor in
+	1.[6-9] | 2.*) ;;
+	*)
+		pv_hint "upgrade containerd to 1.6 or later (apt-get install $pkg); Kubernetes 1.26+ needs CRI v1"
+		echo "containerd $v: this role configures containerd 1.6, 1.7 and 2.x"
+		exit 2
+		;;
+	esac
+	pv_say_set containerd_major "$major"
+	exit 0
+	;;
+apply)
+	apt_get update
+	apt_get install -y containerd
+	;;
+*)
+	echo "usage: $0 check|apply" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,87 @@
+# kube-packages 10-repository: the Kubernetes apt repository of the pinned
+# minor version (pkgs.k8s.io or the inventory's mirror) is configured, with
+# its signing key.
+#
+# Like the kubeadm install guide, with two differences: the key is kept
+# ASCII-armoured as .asc (apt >= 1.4 reads that directly, see apt-key(8)),
+# so no gpg is needed on the node; and it is fetched with apt's own
+# downloader (apt-helper), so no curl is needed and apt's proxy settings
+# apply.
+set -eu
+KEYRING=/etc/apt/keyrings/kubernetes-apt-keyring.asc
+LIST=/etc/apt/sources.list.d/kubernetes.list
+MINOR=$(printf '%s' "$PROVISION_K8S_VERSION" | cut -d . -f 1-2)
+BASE=${PROVISION_APT_MIRROR:-https://pkgs.k8s.io}
+BASE=${BASE%/}
+REPO=$BASE/core:/stable:/v$MINOR/deb/
+
+desired_list() {
+	echo "# Kubernetes $MINOR packages; written by provision (roles/kube-packages)."
+	echo "deb [signed-by=$KEYRING] $REPO /"
+}
+
+# Other apt sources for the same repository (a list from the install guide
+# with another signed-by makes apt refuse every command).
+other_sources() {
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+		if [ ! -f "$f" ] || [ "$f" = "$LIST" ]; then
+			continue
+		fi
+		if grep -v '^[[:space:]]*#' "$f" | grep -qF -e "$REPO"; then
+			echo "$f"
+		fi
+	done
+}
+
+helper_proxy() {
+	if [ -n "${PROVISION_HTTP_PROXY:-}" ]; then
+		printf '%s\n' "-oAcquire::http::Proxy=$PROVISION_HTTP_PROXY" "-oAcquire::https::Proxy=$PROVISION_HTTP_PROXY"
+	fi
+}
+
+case ${1:-} in
+check)
+	others=$(other_sources)
+	if [ -n "$others" ]; then
+		echo "$REPO is also configured in: $(printf '%s' "$others" | tr '\n' ' ')"
+		pv_hint "remove those entries (provision keeps the repository in $LIST); apt refuses sources that name one repository with different keys"
+		exit 2
+	fi
+	rc=0
+	if [ "$(cat "$LIST" 2>/dev/null || true)" != "$(desired_list)" ]; then
+		echo "$LIST: want: deb [signed-by=$KEYRING] $REPO /"
+		rc=1
+	fi
+	if ! grep -q 'BEGIN PGP PUBLIC KEY BLOCK' "$KEYRING" 2>/dev/null; then
+		echo "$KEYRING: missing"
+		rc=1
+	fi
+	[ "$rc" = 1 ] || echo "$LIST: $REPO, key $KEYRING"
+	exit $rc
+	;;
+apply)
+	# Debian 12 and Ubuntu 22.04 have the folder; older releases do not.
+	[ -d /etc/apt/keyrings ] || mkdir -m 0755 /etc/apt/keyrings
+	key=$(mktemp)
+	trap 'rm -f "$key"' EXIT
+	echo "fetching ${REPO}Release.key"
+	# shellcheck disable=SC2046 # zero or two options
+	if ! /usr/lib/apt/apt-helper $(helper_proxy) download-file "${REPO}Release.key" "$key"; then
+		pv_hint "the node cannot fetch ${REPO}Release.key: check its network${PROVISION_HTTP_PROXY:+ and the proxy $PROVISION_HTTP_PROXY}, or set cluster.apt_mirror / cluster.http_proxy in the inventory"
+		exit 1
+	fi
+	if ! grep -q 'BEGIN PGP PUBLIC KEY BLOCK' "$key"; then
+		echo "${REPO}Release.key is not an OpenPGP public key:"
+		head -n 3 "$key"
+		pv_hint "is $BASE a mirror of pkgs.k8s.io with the same layout (core:/stable:/v$MINOR/deb/Release.key)?"
+		exit 1
+	fi
+	pv_write "$KEYRING" 0644 <"$key"
+	desired_list | pv_write "$LIST" 0644
+	cat "$LIST"
+	;;
+*)
+	echo "usage: $0 check|apply" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,31 @@
+# nfs-client 10-package: nfs-common is installed (mount.nfs, rpc.statd).
+set -eu
+
+apt_get() {
+	if [ -n "${PROVISION_HTTP_PROXY:-}" ]; then
+		set -- -o "Acquire::http::Proxy=$PROVISION_HTTP_PROXY" \
+			-o "Acquire::https::Proxy=$PROVISION_HTTP_PROXY" "$@"
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 "$@"
+}
+
+case ${1:-} in
+check)
+	case $(dpkg-query -W -f='${db:Status-Abbrev}' nfs-common 2>/dev/null || true) in
+	?i*)
+		echo "nfs-common $(dpkg-query -W -f='${Version}' nfs-common)"
+		exit 0
+		;;
+	esac
+	echo "nfs-common is not installed"
+	exit 1
+	;;
+apply)
+	apt_get update
+	apt_get install -y nfs-common
+	;;
+*)
+	echo "usage: $0 check|apply" >&2
+	exit 2
+	;;
+esac
