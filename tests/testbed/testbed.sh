@@ -202,12 +202,22 @@ subnet_free() {
 }
 
 ensure_bridge() {
+	# A fixed MAC address: left to itself a bridge takes the lowest MAC of
+	# its ports and changes it when ports come and go, and nodes that
+	# cached the old one stop hearing the host for a minute or more.
+	local sum mac
+	sum=$(printf '%s' "$BRIDGE" | cksum | cut -d' ' -f1)
+	mac=$(printf '02:70:%02x:%02x:%02x:%02x' $((sum >> 24 & 255)) $((sum >> 16 & 255)) \
+		$((sum >> 8 & 255)) $((sum & 255)))
 	if ip link show "$BRIDGE" >/dev/null 2>&1; then
 		[ "$(cat "/sys/class/net/$BRIDGE/ifalias" 2>/dev/null)" = "$BRIDGE_ALIAS" ] ||
 			die "interface $BRIDGE exists and was not made by a testbed; pick another --bridge"
+		# 3: NET_ADDR_SET, an address given by us (an older testbed.sh did not).
+		[ "$(cat "/sys/class/net/$BRIDGE/addr_assign_type")" = 3 ] ||
+			ip link set dev "$BRIDGE" address "$mac"
 		return 0
 	fi
-	ip link add name "$BRIDGE" type bridge
+	ip link add name "$BRIDGE" address "$mac" type bridge
 	ip link set dev "$BRIDGE" alias "$BRIDGE_ALIAS"
 	# This host never forwards what arrives on the bridge, whatever its
 	# global ip_forward says (these are the bridge's own settings, gone with
@@ -250,6 +260,10 @@ claim_subnet() {
 	(((1 << (32 - PLEN)) - 11 >= needed)) ||
 		die "$needed nodes do not fit in $(int2ip "$NET")/$PLEN (addresses .10 up); use a shorter prefix, e.g. --subnet 198.18.0.0/23"
 	ip addr add "$(int2ip $((NET + 1)))/$PLEN" dev "$BRIDGE"
+	# The host may still remember the MACs of an earlier testbed's nodes
+	# at these addresses (the bridge outlives testbeds): forget them, or
+	# the new nodes are unreachable until those entries time out.
+	ip neigh flush to "$(int2ip "$NET")/$PLEN" dev "$BRIDGE" 2>/dev/null || true
 	exec 9>&-
 }
 
@@ -260,6 +274,7 @@ release_subnet() {
 	flock -w 30 9 || die "timed out waiting for $NET_LOCK"
 	if ip link show "$TESTBED_BRIDGE" >/dev/null 2>&1; then
 		ip addr del "$TESTBED_HOST_ADDR/$TESTBED_PLEN" dev "$TESTBED_BRIDGE" 2>/dev/null || true
+		ip neigh flush to "$TESTBED_SUBNET" dev "$TESTBED_BRIDGE" 2>/dev/null || true
 		if [ -z "$(ip -4 -o addr show dev "$TESTBED_BRIDGE")" ] &&
 			[ -z "$(ip -o link show master "$TESTBED_BRIDGE")" ] &&
 			[ "$(cat "/sys/class/net/$TESTBED_BRIDGE/ifalias" 2>/dev/null)" = "$BRIDGE_ALIAS" ]; then
@@ -621,31 +636,29 @@ find_nspawn_init() { # NAME DEADLINE_MS
 # more CPU than booting the node.  The host key is proven by the login `up`
 # makes on one node of each kind, and by every test's strict checking.)
 wait_ssh() {
-	local timeout=$1 deadline n a fd line
+	local timeout=$1 deadline n a round=0
 	shift
 	deadline=$(($(now_ms) + timeout * 1000))
-	local -A want=() name_of=() conn=()
+	local -A want=() name_of=()
 	for n in "$@"; do
 		load_node "$n"
 		want[$NODE_ADDR]=1
 		name_of[$NODE_ADDR]=$n
 	done
+	local -a order
 	while ((${#want[@]})); do
-		# Connect to all first (refused at once while sshd is not up),
-		# then read the banners: the nodes answer in parallel.
-		conn=()
-		for a in "${!want[@]}"; do
-			if exec {fd}<>"/dev/tcp/$a/22"; then conn[$a]=$fd; fi 2>/dev/null
-		done
-		for a in "${!conn[@]}"; do
-			fd=${conn[$a]}
-			if read -r -t 2 line <&"$fd" && [[ $line == SSH-2.0-* ]]; then
-				unset "want[$a]"
-			fi
-			exec {fd}>&-
-		done
+		# One bounded probe of every node still waited for; the list is
+		# rotated so that a node whose connect hangs cannot starve the rest.
+		order=("${!want[@]}")
+		order=("${order[@]:round%${#order[@]}}" "${order[@]:0:round%${#order[@]}}")
+		round=$((round + 1))
+		while read -r a; do
+			[ -z "$a" ] || unset "want[$a]"
+		done < <(timeout 3 "$SELF" __probe "${order[@]}" 2>/dev/null || true)
 		((${#want[@]})) || break
+		# Now and then: a node whose processes are gone will never answer.
 		for a in "${!want[@]}"; do
+			((round % 10 == 0)) || break
 			load_node "${name_of[$a]}"
 			if ! pid_alive "$(cat "$ND/unshare.pid" "$ND/nspawn.pid" 2>/dev/null | head -n1)" &&
 				[ -z "$(node_init_pid)" ]; then
@@ -662,6 +675,26 @@ wait_ssh() {
 			return 1
 		fi
 		sleep 0.05
+	done
+}
+
+# __probe ADDR...: print each address whose port 22 answers with an SSH
+# banner.  Connects to all first (refused at once while sshd is not up),
+# then reads the banners, so that the nodes answer in parallel.  The caller
+# bounds it with `timeout`.
+internal_probe() {
+	local a fd line
+	local -A conn=()
+	for a in "$@"; do
+		if exec {fd}<>"/dev/tcp/$a/22"; then conn[$a]=$fd; fi 2>/dev/null
+	done
+	for a in "$@"; do
+		[ -n "${conn[$a]:-}" ] || continue
+		fd=${conn[$a]}
+		if read -r -t 2 line <&"$fd" && [[ $line == SSH-2.0-* ]]; then
+			echo "$a"
+		fi
+		exec {fd}>&-
 	done
 }
 
@@ -923,7 +956,7 @@ write_inventories() { # CLUSTER_NAME KUBE_VERSION CONTROL_PLANE
 			[ "$user" = root ] || echo "# Nodes whose sudo needs a password: see nodes.txt; the password is in sudo.env."
 			echo "cluster:"
 			echo "  name: $1"
-			echo "  kubernetes_version: $2"
+			echo "  kubernetes_version: \"$2\""
 			echo "ssh:"
 			echo "  user: $user"
 			echo "  port: 22"
@@ -931,6 +964,8 @@ write_inventories() { # CLUSTER_NAME KUBE_VERSION CONTROL_PLANE
 			echo "  known_hosts: $DIR/known_hosts"
 			echo "  host_keys: strict"
 			echo "  sudo: auto"
+			echo "jupyterhub:"
+			echo "  enabled: false"
 			echo "nodes:"
 			for n in $TESTBED_NODES; do
 				load_node "$n"
@@ -1177,6 +1212,7 @@ exec) shift; cmd_exec "$@" ;;
 ssh) shift; cmd_ssh "$@" ;;
 stop-sshd | start-sshd | rekey | hang | resume | kill-node) cmd_knob "$@" ;;
 __layer) shift; internal_layer "$@" ;;
+__probe) shift; internal_probe "$@" ;;
 __boot-chroot) shift; internal_boot_chroot "$@" ;;
 __boot-nspawn) shift; internal_boot_nspawn "$@" ;;
 *)
