@@ -23,6 +23,10 @@ struct run {
 	struct plan_result *res;
 	size_t *map; /* pass-local index -> index into o->nodes */
 	bool pass2;
+	size_t seg_begin, seg_end; /* the roles of the current pipeline pass */
+	bool *seen_running;	   /* per node: NODE_RUNNING already shown */
+	struct tval **sets;	   /* per node: values handed on it, across passes */
+	bool *role_done;	   /* [node * nr_roles + role] */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct barrier *barriers; /* per role */
@@ -636,8 +640,11 @@ static void role_finished(struct node_ctx *nc, const struct role *r, bool failed
 	pthread_mutex_unlock(&run->lock);
 }
 
-/* Wait for the roles r waits for; returns NULL, or why r cannot run (caller frees). */
-static char *wait_for(struct node_ctx *nc, struct runner_job *job, const struct role *r)
+/*
+ * The roles r waits for have finished everywhere (they ran in an earlier
+ * pass: see plan_segments()); returns NULL, or why r cannot run.
+ */
+static char *wait_for(struct node_ctx *nc, const struct role *r)
 {
 	struct run *run = nc->run;
 	size_t i;
@@ -648,20 +655,8 @@ static char *wait_for(struct node_ctx *nc, struct runner_job *job, const struct 
 		size_t failed;
 
 		pthread_mutex_lock(&run->lock);
-		while (b->done < b->expected && !runner_job_cancelled(job)) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&run->cond, &run->lock, &ts);
-		}
-		failed = b->failed;
+		failed = b->failed + (b->expected - b->done);
 		pthread_mutex_unlock(&run->lock);
-		if (runner_job_cancelled(job))
-			return xstrdup("cancelled while waiting");
 		if (failed)
 			return xasprintf("waits for role '%s', which failed on %zu node%s", w->name,
 					 failed, failed == 1 ? "" : "s");
@@ -742,14 +737,14 @@ static int pipeline_fn(struct runner_job *job, void *data)
 	struct node_ctx nc = {.run = run, .index = idx, .node = o->nodes[idx]};
 	int ret = 0;
 
-	nc.set = tval_new_map();
-	nc.role_done = xcalloc(rs->nr ? rs->nr : 1, sizeof(*nc.role_done));
+	nc.set = run->sets[idx];
+	nc.role_done = &run->role_done[idx * rs->nr];
 	strbuf_init(&nc.tail, 0);
 	strbuf_init(&nc.capture, 0);
 	nc.capture.max = CAPTURE_MAX;
 	runner_job_set_filter(job, step_filter, &nc);
 
-	for (ri = 0; ri < rs->nr && ret == 0; ri++) {
+	for (ri = run->seg_begin; ri < run->seg_end && ret == 0; ri++) {
 		const struct role *r = &rs->roles[ri];
 		char *why;
 
@@ -759,7 +754,7 @@ static int pipeline_fn(struct runner_job *job, void *data)
 			ret = 1;
 			break;
 		}
-		why = wait_for(&nc, job, r);
+		why = wait_for(&nc, r);
 		if (why) {
 			post_step(job, EVENT_STEP_START, r, "wait", STEP_NONE, 0, NULL);
 			post_step(job, EVENT_STEP_END, r, "wait", STEP_SKIPPED, 0, why);
@@ -780,14 +775,13 @@ static int pipeline_fn(struct runner_job *job, void *data)
 		}
 		role_finished(&nc, r, ret != 0);
 	}
-	/* Roles this node did not reach count as failed, so nobody waits for ever. */
-	for (ri = 0; ri < rs->nr; ri++)
-		if (run->applies[idx * rs->nr + ri])
-			role_finished(&nc, &rs->roles[ri], true);
+	/* A failed node reaches no later role: they count as failed for the barriers. */
+	if (ret != 0)
+		for (ri = 0; ri < rs->nr; ri++)
+			if (run->applies[idx * rs->nr + ri])
+				role_finished(&nc, &rs->roles[ri], true);
 
 	runner_job_set_filter(job, NULL, NULL);
-	tval_free(nc.set);
-	free(nc.role_done);
 	strbuf_release(&nc.tail);
 	strbuf_release(&nc.capture);
 	free(nc.skip_reason);
@@ -811,12 +805,17 @@ static void pass_event(const struct event *ev, const struct node_status *st, voi
 	size_t idx = run->map[ev->node];
 	struct event copy = *ev;
 
-	/* The end of the facts pass is not the end of the node. */
-	if (!run->pass2 && ev->kind == EVENT_NODE_STATE &&
-	    (ev->state == NODE_DONE || ev->state == NODE_RUNNING))
-		return;
-	if (run->pass2 && ev->kind == EVENT_NODE_STATE && ev->state == NODE_CONNECTING)
-		return; /* already connected in the facts pass */
+	/* The end of a pass is not the end of the node: plan_execute says when. */
+	if (ev->kind == EVENT_NODE_STATE) {
+		if (ev->state == NODE_DONE)
+			return;
+		if (ev->state == NODE_RUNNING && (!run->pass2 || run->seen_running[idx]))
+			return;
+		if (ev->state == NODE_RUNNING)
+			run->seen_running[idx] = true;
+		if (run->pass2 && ev->state == NODE_CONNECTING)
+			return; /* connected in the facts pass, or reconnecting quietly */
+	}
 	copy.node = idx;
 	forward(run, &copy, idx);
 }
@@ -841,6 +840,20 @@ static void synth_state(struct run *run, size_t idx, enum node_state state, cons
 	event_free(ev);
 }
 
+size_t plan_segment_end(const struct role_set *rs, size_t begin)
+{
+	size_t end, j, k;
+
+	for (end = begin + 1; end < rs->nr; end++) {
+		const struct role *r = &rs->roles[end];
+		for (j = 0; r->wait_for && r->wait_for[j]; j++)
+			for (k = begin; k < end; k++)
+				if (!strcmp(rs->roles[k].name, r->wait_for[j]))
+					return end;
+	}
+	return rs->nr;
+}
+
 int plan_execute(const struct plan_opts *o, struct plan_result *res)
 {
 	struct run run = {.o = o, .res = res};
@@ -855,7 +868,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	struct runner_opts ro = {0};
 	struct node_status *st = NULL;
 	uint64_t t0 = now_ms();
-	size_t i, ri, n2 = 0;
+	size_t i, ri, n2;
 
 	oo.ops = ops;
 	run.o = &oo;
@@ -917,13 +930,16 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		}
 	}
 
-	/* 3. the pipeline, on the nodes that passed; providers of waited-for roles first */
+	/* 3. the pipeline, one pass per segment of roles (see plan_segments) */
 	if (o->phases && !res->interrupted) {
-		bool *provider = xcalloc(o->nr ? o->nr : 1, sizeof(*provider));
 		run.barriers = xcalloc(rs->nr ? rs->nr : 1, sizeof(*run.barriers));
 		run.applies = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
+		run.role_done = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
+		run.seen_running = xcalloc(o->nr ? o->nr : 1, sizeof(bool));
+		run.sets = xcalloc(o->nr ? o->nr : 1, sizeof(*run.sets));
 		for (i = 0; i < o->nr; i++) {
 			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
+			run.sets[i] = tval_new_map();
 			for (ri = 0; ri < rs->nr && ok; ri++) {
 				const struct role *r = &rs->roles[ri];
 				if (!(o->phases & (1u << role_phase_index(r->phase))))
@@ -935,21 +951,21 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 				run.barriers[ri].expected++;
 			}
 		}
-		for (ri = 0; ri < rs->nr; ri++) {
-			size_t w;
-			for (w = 0; rs->roles[ri].wait_for && rs->roles[ri].wait_for[w]; w++) {
-				const struct role *pr = role_set_find(rs, rs->roles[ri].wait_for[w]);
-				size_t pi = (size_t)(pr - rs->roles);
-				for (i = 0; i < o->nr; i++)
-					if (run.applies[i * rs->nr + pi])
-						provider[i] = true;
-			}
-		}
-		for (int pass = 0; pass < 2; pass++) {
+		run.pass2 = true;
+		ro.node_fn = pipeline_fn;
+		ro.sessions = pass_sessions;
+		for (run.seg_begin = 0; run.seg_begin < rs->nr && !res->interrupted;
+		     run.seg_begin = run.seg_end) {
+			run.seg_end = plan_segment_end(rs, run.seg_begin);
+			n2 = 0;
 			for (i = 0; i < o->nr; i++) {
-				if (!res->nodes[i].have_facts || res->nodes[i].preflight_failed)
+				bool any = false;
+				if (!res->nodes[i].have_facts || res->nodes[i].preflight_failed ||
+				    res->status[i].state >= NODE_DONE)
 					continue;
-				if (provider[i] != (pass == 0))
+				for (ri = run.seg_begin; ri < run.seg_end; ri++)
+					any = any || run.applies[i * rs->nr + ri];
+				if (!any)
 					continue;
 				run.map[n2] = i;
 				pass_nodes[n2] = o->nodes[i];
@@ -957,22 +973,28 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 				sessions[i] = NULL;
 				n2++;
 			}
-		}
-		free(provider);
-		if (n2) {
-			run.pass2 = true;
-			ro.node_fn = pipeline_fn;
-			ro.sessions = pass_sessions;
+			if (!n2)
+				continue;
 			runner_run(&ro, pass_nodes, n2, &sum, &st);
 			res->interrupted = res->interrupted || sum.interrupted;
 			runner_status_release(st, n2);
-			runner_sessions_close(ops, pass_sessions, n2);
+			st = NULL;
+			for (i = 0; i < n2; i++) {
+				sessions[run.map[i]] = pass_sessions[i];
+				pass_sessions[i] = NULL;
+			}
 		}
-	} else {
 		for (i = 0; i < o->nr; i++)
-			if (res->nodes[i].have_facts && !res->nodes[i].preflight_failed)
-				synth_state(&run, i, NODE_DONE, NULL);
+			tval_free(run.sets[i]);
+		free(run.sets);
+		free(run.role_done);
+		free(run.seen_running);
 	}
+	for (i = 0; i < o->nr; i++)
+		if (res->nodes[i].have_facts && !res->nodes[i].preflight_failed &&
+		    res->status[i].state < NODE_DONE)
+			synth_state(&run, i, res->interrupted ? NODE_CANCELLED : NODE_DONE,
+				    res->interrupted ? "the run was interrupted" : NULL);
 	runner_sessions_close(ops, sessions, o->nr);
 
 	for (i = 0; i < o->nr; i++) {

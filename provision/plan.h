@@ -8,16 +8,20 @@
  *    open for the next pass).
  * 2. preflight (main thread): the inventory against every node's facts; a
  *    node with a fatal problem fails alone and is left out.
- * 3. the pipeline: a second runner pass in which each node, on its own
- *    worker and session, goes through every role that applies to it, in
- *    role order (phase, dependencies, name): render and upload the role's
+ * 3. the pipeline: runner passes in which each node, on its own worker
+ *    and session, goes through every role that applies to it, in role
+ *    order (phase, dependencies, name): render and upload the role's
  *    templates, then for each step `check`, `apply` when needed, and
  *    `check` again.  Nodes do not wait for each other, except where a role
- *    says `wait_for`: then it starts on a node only when the roles it waits
- *    for have finished on every node they apply to (a barrier; nodes that
- *    provide such roles are scheduled first, so a bounded window cannot
- *    deadlock).  A failed step stops its node; the roles the node did not
- *    reach count as failed for the barriers, so nobody waits for ever.
+ *    says `wait_for`: the role list is cut into segments before each role
+ *    that waits for a role of its own segment, and each segment is one
+ *    pass over the nodes, so a waiting role starts only when the roles it
+ *    waits for have finished on every node.  (Waiting inside a pass would
+ *    deadlock a window smaller than the node count: the nodes holding the
+ *    slots would wait for nodes that never get one.)  A failed step stops
+ *    its node; roles it did not reach count as failed, and a role that
+ *    waits for a role that failed anywhere is skipped with the reason.
+ *    Sessions stay open from pass to pass.
  *
  * In check-only mode (`provision plan`) only `check` runs and rendered
  * files are compared (diff on the node) instead of uploaded: nothing on a
@@ -94,6 +98,9 @@ struct plan_result {
 int plan_parse_phases(const char *list, unsigned *out, struct error *err);
 /* Every phase bit. */
 unsigned plan_all_phases(void);
+
+/* The end (exclusive) of the segment of roles that starts at `begin`. */
+size_t plan_segment_end(const struct role_set *rs, size_t begin);
 
 /*
  * Run facts, preflight and the selected phases.  Returns 0 when the run took

@@ -1,0 +1,464 @@
+/*
+ * Unit tests for plan.c (the role engine) with a fake transport.
+ *
+ * The fake never runs anything: it recognises provision's requests (the
+ * facts script, a step's `check`/`apply`, the file checks before an upload)
+ * and answers from an in-memory model of each node, so that the engine's
+ * logic -- check/apply/check, ::set and ::secret, redaction, barriers,
+ * failures that stop only their node, plan changing nothing -- is tested
+ * without a network.  Real nodes are tested by tests/t0*.sh.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "transport.h"
+
+#define SECRET_VALUE "hunter2-SuperSecret-0042"
+
+/* ---- the fake nodes ---- */
+
+struct fake_node {
+	char name[32];
+	bool unreachable;
+	bool fail_apply;   /* step maybe-fail: apply exits 1 */
+	bool desired[8];   /* per fake step kind */
+	char files[4][128];
+	char shas[4][65];
+	unsigned nr_files;
+	unsigned applies, checks, puts;
+};
+
+static struct fake_node fake_nodes[8];
+static size_t nr_fake_nodes;
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const step_kinds[] = {"plain", "secret", "maybe-fail", "after", NULL};
+
+struct transport {
+	struct fake_node *node;
+};
+
+static struct fake_node *fake_find(const char *name)
+{
+	size_t i;
+	for (i = 0; i < nr_fake_nodes; i++)
+		if (!strcmp(fake_nodes[i].name, name))
+			return &fake_nodes[i];
+	return NULL;
+}
+
+static int fake_connect(struct transport **out, const struct transport_target *t,
+			struct error *err)
+{
+	struct fake_node *n = fake_find(t->name);
+
+	if (!n || n->unreachable)
+		return error_set(err, TRANSPORT_ERR_REFUSED, "connection to '%s' refused", t->name);
+	*out = xcalloc(1, sizeof(**out));
+	(*out)->node = n;
+	return 0;
+}
+
+static void say(const struct transport_exec *req, const char *line)
+{
+	req->on_line(req->ctx, TRANSPORT_STDOUT, line, strlen(line));
+}
+
+/* The last N sh-quoted words of a command ('a' 'b' ...), unquoted. */
+static int last_words(const char *cmd, char out[][160], int n)
+{
+	int found = 0;
+	const char *p = cmd + strlen(cmd);
+
+	while (found < n && p > cmd) {
+		const char *end, *start;
+		while (p > cmd && p[-1] == ' ')
+			p--;
+		if (p == cmd || p[-1] != '\'')
+			break;
+		end = p - 1;
+		start = end;
+		while (start > cmd && start[-1] != '\'')
+			start--;
+		snprintf(out[n - 1 - found], 160, "%.*s", (int)(end - start), start);
+		p = start - 1;
+		found++;
+	}
+	return found;
+}
+
+static int fake_exec(struct transport *t, const struct transport_exec *req,
+		     struct transport_result *res, struct error *err)
+{
+	struct fake_node *n = t->node;
+	const char *in = req->input ? req->input : "";
+	char words[4][160];
+	const char *marker;
+
+	memset(res, 0, sizeof(*res));
+	if (strstr(req->command, "PROVISION_PEERS=")) {
+		char line[128];
+		say(req, "facts_version=1");
+		say(req, "os_id=debian");
+		say(req, "os_version=12");
+		say(req, "cpus=4");
+		say(req, "mem_kib=8000000");
+		snprintf(line, sizeof(line), "machine_id=%032zx", (size_t)(n - fake_nodes) + 1);
+		say(req, line);
+		return 0;
+	}
+	if (strstr(req->command, "pv_prepare") || strstr(req->command, "pv_diff")) {
+		unsigned i;
+		bool diff = strstr(req->command, "pv_diff") != NULL;
+		if (last_words(req->command, words, 4) != 4)
+			return error_set(err, -1, "fake: cannot parse '%s'", req->command);
+		pthread_mutex_lock(&fake_lock);
+		for (i = 0; i < n->nr_files; i++) {
+			if (strcmp(n->files[i], words[0]))
+				continue;
+			if (!diff && !strcmp(n->shas[i], words[1])) {
+				pthread_mutex_unlock(&fake_lock);
+				return 0;
+			}
+			break;
+		}
+		pthread_mutex_unlock(&fake_lock);
+		if (diff) {
+			/* The fake cannot diff: report a change unless the file is there. */
+			if (i < n->nr_files)
+				return 0;
+			say(req, "new file");
+		}
+		res->exit_status = 1;
+		return 0;
+	}
+	marker = strstr(in, "# fake-step: ");
+	if (marker && strstr(req->command, "sh -s -- ")) {
+		char kind[32] = "";
+		bool apply = strstr(req->command, "-- apply") != NULL;
+		size_t k;
+
+		sscanf(marker + 13, "%31s", kind);
+		for (k = 0; step_kinds[k]; k++)
+			if (!strcmp(kind, step_kinds[k]))
+				break;
+		if (!step_kinds[k])
+			return error_set(err, -1, "fake: unknown step kind '%s'", kind);
+		pthread_mutex_lock(&fake_lock);
+		if (apply)
+			n->applies++;
+		else
+			n->checks++;
+		pthread_mutex_unlock(&fake_lock);
+		if (!strcmp(kind, "secret")) {
+			say(req, "::secret token=" SECRET_VALUE);
+			say(req, "the token is " SECRET_VALUE " (a careless step)");
+			say(req, "::set plain_value=visible");
+		}
+		if (!apply) {
+			res->exit_status = n->desired[k] ? 0 : 1;
+			return 0;
+		}
+		if (!strcmp(kind, "maybe-fail") && n->fail_apply) {
+			say(req, "E: the package cannot be installed");
+			say(req, "::hint free some disk space");
+			res->exit_status = 1;
+			return 0;
+		}
+		n->desired[k] = true;
+		return 0;
+	}
+	return error_set(err, -1, "fake: unexpected command '%.60s'", req->command);
+}
+
+static int fake_put(struct transport *t, const char *path, const void *data, size_t len,
+		    unsigned mode, const char *owner, bool *skipped, struct error *err)
+{
+	struct fake_node *n = t->node;
+	unsigned i;
+
+	pthread_mutex_lock(&fake_lock);
+	for (i = 0; i < n->nr_files; i++)
+		if (!strcmp(n->files[i], path))
+			break;
+	if (i == n->nr_files)
+		snprintf(n->files[n->nr_files++], sizeof(n->files[0]), "%s", path);
+	transport_sha256_hex(n->shas[i], data, len);
+	n->puts++;
+	pthread_mutex_unlock(&fake_lock);
+	if (memmem(data, len, SECRET_VALUE, strlen(SECRET_VALUE)) == NULL)
+		fail_msg("the rendered file did not receive the handed secret");
+	*skipped = false;
+	return 0;
+}
+
+static void fake_stats(struct transport *t, struct transport_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->mode = "fake";
+}
+
+static void fake_close(struct transport *t)
+{
+	free(t);
+}
+
+static const struct transport_ops fake_ops = {
+	"fake", fake_connect, fake_exec, fake_put, fake_stats, fake_close,
+};
+
+/* ---- running plan_execute on them ---- */
+
+static const char inventory_text[] = "cluster:\n"
+				     "  name: unit\n"
+				     "  kubernetes_version: \"1.30.4\"\n"
+				     "ssh:\n"
+				     "  user: root\n"
+				     "nodes:\n"
+				     "  - name: cp\n"
+				     "    address: 198.18.0.10\n"
+				     "    roles: [control-plane]\n"
+				     "  - name: w-[1-3]\n"
+				     "    address: 198.18.0.[11-13]\n"
+				     "    roles: [worker]\n";
+
+struct collected {
+	struct strbuf all; /* every event, one per line, for leak checks */
+	unsigned ends[8];  /* STEP_END count per result */
+};
+
+static void collect(const struct event *ev, const struct node_status *st, void *data)
+{
+	struct collected *c = data;
+
+	strbuf_addf(&c->all, "%zu %d %s %s %s\n", ev->node, ev->kind, ev->role ? ev->role : "-",
+		    ev->step ? ev->step : "-", ev->text ? ev->text : "-");
+	if (ev->kind == EVENT_STEP_END && ev->result < 8)
+		c->ends[ev->result]++;
+}
+
+struct fixture {
+	struct inventory *inv;
+	struct role_set rs;
+	const struct node *nodes[8];
+	size_t nr;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = xcalloc(1, sizeof(*f));
+	struct diag_list dl;
+	const char *dir = getenv("PROVISION_TEST_DATA");
+	char *roles = xasprintf("%s/../tests/unit/data/roles", dir ? dir : "tests");
+	size_t i;
+
+	if (!dir) {
+		free(roles);
+		roles = xstrdup("tests/unit/data/roles");
+	}
+	diag_list_init(&dl);
+	if (inventory_load_buffer(&f->inv, "unit.yaml", inventory_text, strlen(inventory_text),
+				  &dl) < 0)
+		fail_msg("inventory: %s", dl.nr ? dl.items[0].msg : "?");
+	if (role_set_load(&f->rs, roles, &dl) < 0)
+		fail_msg("roles: %s", dl.nr ? diag_format(&dl.items[0]) : "?");
+	diag_list_release(&dl);
+	free(roles);
+	f->nr = f->inv->nr_nodes;
+	memset(fake_nodes, 0, sizeof(fake_nodes));
+	nr_fake_nodes = f->nr;
+	for (i = 0; i < f->nr; i++) {
+		f->nodes[i] = &f->inv->nodes[i];
+		snprintf(fake_nodes[i].name, sizeof(fake_nodes[i].name), "%s", f->nodes[i]->name);
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	role_set_release(&f->rs);
+	inventory_free(f->inv);
+	free(f);
+	return 0;
+}
+
+static void execute(struct fixture *f, bool check_only, struct secrets *sec, struct collected *c,
+		    struct plan_result *res)
+{
+	struct plan_opts o = {
+		.inv = f->inv,
+		.roles = &f->rs,
+		.nodes = f->nodes,
+		.nr = f->nr,
+		.phases = plan_all_phases(),
+		.check_only = check_only,
+		.forks = 2, /* fewer workers than nodes: the window must not deadlock on barriers */
+		.secrets = sec,
+		.ops = &fake_ops,
+		.on_event = collect,
+		.data = c,
+	};
+
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(plan_execute(&o, res), 0);
+}
+
+static void test_role_order(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(f->rs.nr, 3);
+	assert_string_equal(f->rs.roles[0].name, "alpha");
+	assert_string_equal(f->rs.roles[1].name, "beta");
+	assert_string_equal(f->rs.roles[2].name, "gamma");
+	assert_int_equal(f->rs.roles[0].nr_steps, 2);
+	assert_string_equal(f->rs.roles[0].steps[1].name, "20-secret");
+}
+
+static void test_up_then_unchanged(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct plan_result res;
+	struct collected c;
+	size_t i;
+
+	execute(f, false, sec, &c, &res);
+	assert_int_equal(res.ok, 4);
+	assert_int_equal(res.failed, 0);
+	/* 4 nodes x (alpha 2 steps + beta file + beta step + gamma step) changed. */
+	assert_int_equal(c.ends[STEP_CHANGED], 4 * 5);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(fake_nodes[i].puts, 1);
+	/* The secret reached the file but no event. */
+	assert_null(strstr(c.all.buf, SECRET_VALUE));
+	assert_non_null(strstr(c.all.buf, "the token is [secret] (a careless step)"));
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+
+	execute(f, false, sec, &c, &res);
+	assert_int_equal(res.ok, 4);
+	assert_int_equal(c.ends[STEP_CHANGED], 0);
+	assert_int_equal(c.ends[STEP_UNCHANGED], 4 * 5);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(fake_nodes[i].puts, 1); /* not re-sent */
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+static void test_failure_stops_only_its_node(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct plan_result res;
+	struct collected c;
+
+	fake_nodes[2].fail_apply = true; /* w-2 */
+	execute(f, false, sec, &c, &res);
+	assert_int_equal(res.failed, 1);
+	assert_int_equal(res.ok, 3);
+	assert_int_equal(res.status[2].state, NODE_FAILED);
+	assert_non_null(strstr(res.status[2].reason, "beta › 10-maybe-fail: apply failed (exit 1)"));
+	assert_non_null(strstr(res.status[2].reason, "hint: free some disk space"));
+	/* gamma waits for beta everywhere: skipped on the other nodes, with the reason. */
+	assert_int_equal(c.ends[STEP_SKIPPED], 3);
+	assert_non_null(strstr(c.all.buf, "waits for role 'beta', which failed on 1 node"));
+	assert_null(strstr(c.all.buf, SECRET_VALUE));
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+static void test_plan_changes_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct plan_result res;
+	struct collected c;
+	size_t i;
+
+	execute(f, true, sec, &c, &res);
+	assert_int_equal(res.ok, 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(fake_nodes[i].applies, 0);
+		assert_int_equal(fake_nodes[i].puts, 0);
+		assert_true(res.nodes[i].changed >= 4);
+	}
+	assert_int_equal(c.ends[STEP_WOULD_CHANGE], 4 * 5);
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+static void test_unreachable_node(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct plan_result res;
+	struct collected c;
+
+	fake_nodes[1].unreachable = true;
+	execute(f, false, sec, &c, &res);
+	assert_int_equal(res.unreachable, 1);
+	assert_int_equal(res.status[1].state, NODE_UNREACHABLE);
+	assert_non_null(strstr(res.status[1].reason, "connection to 'w-1' refused"));
+	/* The barrier counts only the nodes that take part: the others finish gamma. */
+	assert_int_equal(res.ok, 3);
+	assert_int_equal(c.ends[STEP_SKIPPED], 0);
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+static void test_phases(void **state)
+{
+	unsigned bits = 0;
+	struct error err = {0};
+
+	assert_int_equal(plan_parse_phases("facts,prep", &bits, &err), 0);
+	assert_int_equal(bits, 1u << role_phase_index("prep"));
+	assert_int_equal(plan_parse_phases("all", &bits, &err), 0);
+	assert_int_equal(bits, plan_all_phases());
+	assert_int_equal(plan_parse_phases("prep,swap", &bits, &err), -1);
+	assert_string_equal(err.msg, "unknown phase 'swap'");
+}
+
+static void test_secrets_redact(void **state)
+{
+	struct secrets *s = secrets_new();
+	struct strbuf sb = STRBUF_INIT;
+
+	assert_int_equal(secrets_add(s, "abc", 3), -1);
+	assert_int_equal(secrets_add(s, "s3cr3t-token", 12), 0);
+	strbuf_addstr(&sb, "a s3cr3t-token b s3cr3t-tokens3cr3t-token c");
+	secrets_redact(s, &sb);
+	assert_string_equal(sb.buf, "a [secret] b [secret][secret] c");
+	strbuf_release(&sb);
+	secrets_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_role_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_up_then_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_stops_only_its_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plan_changes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unreachable_node, setup, teardown),
+		cmocka_unit_test(test_phases),
+		cmocka_unit_test(test_secrets_redact),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
