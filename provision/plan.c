@@ -750,7 +750,8 @@ static int pipeline_fn(struct runner_job *job, void *data)
 
 		if (!run->applies[idx * rs->nr + ri])
 			continue;
-		if (runner_job_cancelled(job)) {
+		if (runner_job_stopping(job)) {
+			runner_job_interrupted(job, "interrupted before role '%s'", r->name);
 			ret = 1;
 			break;
 		}
@@ -764,6 +765,12 @@ static int pipeline_fn(struct runner_job *job, void *data)
 			continue;
 		}
 		for (si = 0; si < r->nr_steps && ret == 0; si++) {
+			if (si && runner_job_stopping(job)) {
+				runner_job_interrupted(job, "interrupted before %s › %s", r->name,
+						r->steps[si].name);
+				ret = 1;
+				break;
+			}
 			for (ti = 0; ti < r->nr_templates && ret == 0; ti++) {
 				const struct role_template *t = &r->templates[ti];
 				bool now = t->before ? !strcmp(t->before, r->steps[si].name) : si == 0;

@@ -29,6 +29,7 @@ struct runner_job {
 	const struct node *node;
 	struct transport *tp;
 	char *fail_reason;
+	bool interrupted;
 	int exit_status;
 	runner_line_filter filter;
 	void *filter_ctx;
@@ -60,6 +61,16 @@ struct transport *runner_job_transport(const struct runner_job *job)
 bool runner_job_cancelled(const struct runner_job *job)
 {
 	return atomic_load(&job->r->cancel);
+}
+
+bool runner_job_stopping(const struct runner_job *job)
+{
+	return atomic_load(&job->r->stop);
+}
+
+void runner_interrupt(void)
+{
+	signals_seen++;
 }
 
 static void redact(struct runner *r, char **text)
@@ -97,6 +108,19 @@ void runner_job_fail(struct runner_job *job, const char *fmt, ...)
 	va_end(ap);
 	free(job->fail_reason);
 	job->fail_reason = strbuf_detach(&sb, NULL);
+}
+
+void runner_job_interrupted(struct runner_job *job, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	free(job->fail_reason);
+	job->fail_reason = strbuf_detach(&sb, NULL);
+	job->interrupted = true;
 }
 
 void runner_job_set_exit(struct runner_job *job, int exit_status)
@@ -224,8 +248,9 @@ static void work_one(struct runner *r, size_t index)
 	job.tp = NULL;
 	if (rc == 0) {
 		post_state(r, index, NODE_DONE, NULL, job.exit_status);
-	} else if (atomic_load(&r->cancel) && !job.fail_reason) {
-		post_state(r, index, NODE_CANCELLED, "cancelled by interrupt", job.exit_status);
+	} else if (job.interrupted || (atomic_load(&r->cancel) && !job.fail_reason)) {
+		post_state(r, index, NODE_CANCELLED,
+			   job.fail_reason ? job.fail_reason : "interrupted", job.exit_status);
 	} else {
 		post_state(r, index, rc < 0 ? NODE_UNREACHABLE : NODE_FAILED,
 			   job.fail_reason ? job.fail_reason : "failed", job.exit_status);
@@ -361,8 +386,8 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 	nthreads = (size_t)opts->forks < nr ? (size_t)opts->forks : nr;
 	atomic_init(&r.active, nthreads);
 
+	signals_seen = 0;
 	if (opts->handle_signals) {
-		signals_seen = 0;
 		sa.sa_handler = on_signal;
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGINT, &sa, &old_int);
@@ -388,7 +413,7 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 		ev = events_pop(r.q, 100);
 		if (ev)
 			dispatch(opts, status, ev);
-		if (opts->handle_signals && signals_seen != (sig_atomic_t)handled_signals) {
+		if (signals_seen != (sig_atomic_t)handled_signals) {
 			handled_signals = (unsigned)signals_seen;
 			summary->interrupted = true;
 			atomic_store(&r.stop, true);

@@ -107,6 +107,16 @@ const struct node *runner_job_node(const struct runner_job *job);
 struct transport *runner_job_transport(const struct runner_job *job);
 /* True once the run is being cancelled (second ^C). */
 bool runner_job_cancelled(const struct runner_job *job);
+/* True once the run is stopping (first ^C): finish the current step, start no other. */
+bool runner_job_stopping(const struct runner_job *job);
+
+/*
+ * Ask the running runner_run() to stop, as a ^C would (safe from a signal
+ * handler or from the main thread, e.g. the TUI's `q`): the first call stops
+ * scheduling and ends nodes after their current step, the second cancels
+ * running commands.
+ */
+void runner_interrupt(void);
 
 /*
  * Run a command on the job's node; every output line is posted as an
@@ -130,6 +140,9 @@ void runner_job_post(struct runner_job *job, struct event *ev);
 void runner_job_fail(struct runner_job *job, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void runner_job_set_exit(struct runner_job *job, int exit_status);
+/* The node stops because the run is being interrupted; it ends cancelled, with this reason. */
+void runner_job_interrupted(struct runner_job *job, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* Close every session left in `sessions` (nr slots); accepts NULL. */
 void runner_sessions_close(const struct transport_ops *ops, struct transport **sessions, size_t nr);
