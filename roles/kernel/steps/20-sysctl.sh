@@ -66,6 +66,27 @@ compare() {
 	return $rc
 }
 
+# Why this node cannot set its network sysctls; nothing when it can.  In a
+# container the network sysctls are the container's own (per network
+# namespace), but the container manager may mount /proc/sys read-only or
+# withhold CAP_NET_ADMIN: then only its host can set them.
+cannot_set() {
+	pv_in_container || return 0
+	opts=$(awk '$5 == "/proc" || $5 == "/proc/sys" || $5 == "/proc/sys/net" { print length($5), $6 }' \
+		/proc/self/mountinfo | sort -s -n -k 1,1 | tail -n 1 | cut -d ' ' -f 2)
+	case ,$opts, in
+	*,ro,*)
+		echo "/proc/sys is read-only in this container: its network sysctls can only be set by the container's host"
+		return 0
+		;;
+	esac
+	cap=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
+	# CAP_NET_ADMIN is capability 12.
+	if [ $((0x$cap >> 12 & 1)) = 0 ]; then
+		echo "this container has no CAP_NET_ADMIN: its network sysctls can only be set by the container's host"
+	fi
+}
+
 case ${1:-} in
 check)
 	if [ ! -f "$FILE" ]; then
@@ -75,8 +96,13 @@ check)
 	if settings "$FILE" | compare; then
 		exit 0
 	else
-		exit $?
+		rc=$?
 	fi
+	if [ "$rc" = 1 ]; then
+		why=$(cannot_set)
+		[ -z "$why" ] || pv_skip "$why"
+	fi
+	exit $rc
 	;;
 apply)
 	[ -f "$FILE" ] || {
@@ -84,11 +110,7 @@ apply)
 		exit 1
 	}
 	if ! sysctl -p "$FILE"; then
-		if grep -Eq '^[^ ]+ [^ ]+ [^ ]+ [^ ]+ /proc/sys(/net)? ro[, ]' /proc/self/mountinfo; then
-			pv_hint "/proc/sys is mounted read-only on this node (a container?): its network sysctls must be set from outside, or the container given a writable /proc/sys/net"
-		else
-			pv_hint "net.bridge.* keys exist only once br_netfilter is loaded (step 10-modules of this role)"
-		fi
+		pv_hint "net.bridge.* keys exist only once br_netfilter is loaded (step 10-modules of this role)"
 		exit 1
 	fi
 	;;

@@ -21,18 +21,24 @@ running_systemd() {
 	[ -d /run/systemd/system ]
 }
 
-# Every unit that must be masked, one a line.
+# Every unit that must be masked, one a line: swap.target, the swap unit
+# files and zram services in systemd's unit folders (also the generated
+# ones), and the swap units a running systemd has loaded.  (Globs rather
+# than `systemctl list-unit-files`, which reads every unit file on disk.)
 units() {
 	echo swap.target
-	systemctl list-unit-files --type=swap --no-legend 2>/dev/null | awk '{ print $1 }'
+	for d in /etc/systemd/system /run/systemd/system /usr/local/lib/systemd/system \
+		/usr/lib/systemd/system /lib/systemd/system /run/systemd/generator.early \
+		/run/systemd/generator /run/systemd/generator.late; do
+		for f in "$d"/*.swap "$d/zramswap.service" "$d/zram-config.service"; do
+			if [ -e "$f" ] || [ -L "$f" ]; then
+				echo "${f##*/}"
+			fi
+		done
+	done
 	if running_systemd; then
 		systemctl list-units --type=swap --all --no-legend --plain 2>/dev/null | awk '{ print $1 }'
 	fi
-	for u in zramswap.service zram-config.service; do
-		if systemctl list-unit-files --no-legend "$u" 2>/dev/null | grep -q .; then
-			echo "$u"
-		fi
-	done
 }
 
 zram_generator() {
@@ -49,8 +55,9 @@ zram_generator_active() {
 	grep -q '^[[:space:]]*\[' "$ZRAM_CONF"
 }
 
+# The units of standard input that are not masked.
 unmasked() {
-	units | sort -u | while IFS= read -r u; do
+	sort -u | while IFS= read -r u; do
 		[ -n "$u" ] || continue
 		case $(systemctl is-enabled "$u" 2>/dev/null || true) in
 		masked) ;;
@@ -61,13 +68,14 @@ unmasked() {
 
 case ${1:-} in
 check)
-	todo=$(unmasked)
+	all=$(units | sort -u)
+	todo=$(printf '%s\n' "$all" | unmasked)
 	rc=0
 	if [ -n "$todo" ]; then
 		echo "not masked: $(printf '%s' "$todo" | tr '\n' ' ')"
 		rc=1
 	else
-		echo "masked: $(units | sort -u | tr '\n' ' ')"
+		echo "masked: $(printf '%s' "$all" | tr '\n' ' ')"
 	fi
 	if zram_generator_active; then
 		echo "zram-generator would create zram swap at boot ($ZRAM_CONF has a device section or is missing)"
@@ -76,7 +84,7 @@ check)
 	exit $rc
 	;;
 apply)
-	unmasked | while IFS= read -r u; do
+	units | unmasked | while IFS= read -r u; do
 		f=/etc/systemd/system/$u
 		if [ -f "$f" ] && [ ! -L "$f" ]; then
 			echo "moving $f to $PROVISION_BACKUP_DIR$f so that it can be masked"

@@ -1,0 +1,179 @@
+#!/bin/sh
+# tests/roles/steps.sh: run roles' steps on a testbed node the way
+# provision sends them, without provision: for the role tests, and for
+# trying a step by hand.
+#
+#   steps.sh step TESTBED NODE ROLE STEP check|apply
+#       one call: the PROVISION_* variables of this environment exported,
+#       roles/lib.sh, then the step, on the node's standard input
+#       (`sh -s -- check`), exactly like provision's call_step().
+#   steps.sh role TESTBED NODE ROLE [ROLE...]
+#       a role's whole pipeline like `provision up` runs it: before each
+#       step the templates meant for it are rendered (tests/roles/render.c,
+#       the real template engine) and uploaded if they differ (pv_prepare,
+#       then an atomic rename); then check, apply when check says 1, check
+#       again.  One result line per step and file:
+#         ROLE STEP unchanged|changed|skipped: REASON|failed: WHY
+#       ::set values are handed to later steps (PROVISION_SET_NAME, set.NAME).
+#       Exit status 1 when a step failed.
+#
+# Environment: PROVISION_* as provision would set them (PROVISION_NODE is
+# set to NODE when empty); RENDER: the render binary (built on demand into
+# $TMPDIR); FACTS: a facts file for the templates (default: none).
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+TESTBED=$SRC/tests/testbed/testbed.sh
+ROLES=${ROLES:-$SRC/roles}
+WORK=${TMPDIR:-/tmp}/provision-role-steps.$$
+trap 'rm -rf "$WORK"' EXIT INT TERM
+mkdir -p "$WORK"
+
+build_render() {
+	if [ -z "${RENDER:-}" ]; then
+		RENDER=$WORK/render
+		# shellcheck disable=SC2046 # pkg-config output is a list of flags
+		cc -std=c17 -D_GNU_SOURCE -I"$SRC/provision" \
+			$(pkg-config --cflags yaml-0.1 libssh libcurl libgit2 ncursesw jansson) \
+			-o "$RENDER" "$HERE/render.c" "$SRC/build/libprovision.a" \
+			$(pkg-config --libs yaml-0.1 libssh libcurl libgit2 ncursesw jansson) -lpthread
+	fi
+}
+
+# sh_quote WORD: WORD as one single-quoted shell word.
+sh_quote() {
+	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
+}
+
+# The script provision would send: environment, lib.sh, the step.
+script() { # ROLE STEP
+	echo 'cd / || exit 125'
+	env | grep '^PROVISION_' | sort | while IFS= read -r kv; do
+		echo "export ${kv%%=*}=$(sh_quote "${kv#*=}")"
+	done
+	cat "$ROLES/lib.sh"
+	echo
+	cat "$ROLES/$1/steps/$2.sh"
+}
+
+call() { # TESTBED NODE ROLE STEP ACTION
+	script "$3" "$4" | "$TESTBED" exec "$1" "$2" sh -s -- "$5"
+}
+
+# deploy TESTBED NODE ROLE STEP: upload the templates meant for STEP.
+deploy() {
+	r=$RENDER
+	"$r" list "$ROLES" >"$WORK/templates" || return 1
+	while read -r role src dest mode owner before; do
+		if [ "$role" != "$3" ] || [ "$before" != "$4" ]; then
+			continue
+		fi
+		sets=$(env | sed -n 's/^PROVISION_SET_\([A-Za-z0-9_]*=.*\)/\1/p')
+		# shellcheck disable=SC2086 # one NAME=VALUE a word
+		"$r" template "$ROLES" "$role" "$src" "$1/inventory.yaml" "$2" "${FACTS:--}" $sets >"$WORK/file" || {
+			echo "$role $dest failed: cannot render"
+			return 1
+		}
+		sha=$(sha256sum "$WORK/file" | cut -d ' ' -f 1)
+		mode=${mode#0}
+		st=0
+		{ cat "$ROLES/lib.sh"; echo 'pv_prepare "$@"'; } >"$WORK/prep"
+		"$TESTBED" exec "$1" "$2" sh -c "$(cat "$WORK/prep")" sh "$dest" "$sha" "$mode" "$owner" </dev/null || st=$?
+		case $st in
+		0) echo "$role $dest unchanged" ;;
+		1)
+			# The upload: a temporary file beside the destination, then rename.
+			# shellcheck disable=SC2016 # expanded by the node's shell
+			"$TESTBED" exec "$1" "$2" sh -c 'set -e; t="$1.provision-upload"; cat >"$t"; chmod "$2" "$t"; chown "$3" "$t"; mv -f "$t" "$1"' \
+				sh "$dest" "$mode" "$owner" <"$WORK/file"
+			echo "$role $dest changed"
+			;;
+		*)
+			echo "$role $dest failed: cannot inspect the file"
+			return 1
+			;;
+		esac
+	done <"$WORK/templates"
+}
+
+# run_call TESTBED NODE ROLE STEP ACTION: call, keep the output in $WORK/out,
+# pick the protocol lines out; sets st, skip, hint and exports ::set values.
+run_call() {
+	st=0
+	call "$@" >"$WORK/out" 2>&1 || st=$?
+	sed 's/^/    | /' "$WORK/out" | grep -v '^    | ::' >&2 || true
+	skip=$(sed -n 's/^::skip //p' "$WORK/out" | tail -n 1)
+	hint=$(sed -n 's/^::hint //p' "$WORK/out" | tail -n 1)
+	sed -n 's/^::\(set\|secret\) \([A-Za-z_][A-Za-z0-9_]*\)=\(.*\)/\2 \3/p' "$WORK/out" >"$WORK/sets"
+	while read -r name value; do
+		export "PROVISION_SET_$name=$value"
+	done <"$WORK/sets"
+}
+
+run_role() { # TESTBED NODE ROLE
+	failed=0
+	for f in "$ROLES/$3"/steps/*.sh; do
+		step=$(basename "$f" .sh)
+		deploy "$1" "$2" "$3" "$step" || return 1
+		run_call "$1" "$2" "$3" "$step" check
+		if [ -n "$skip" ]; then
+			echo "$3 $step skipped: $skip"
+			continue
+		fi
+		case $st in
+		0)
+			echo "$3 $step unchanged"
+			continue
+			;;
+		1) ;;
+		*)
+			echo "$3 $step failed: check exit $st${hint:+ (hint: $hint)}"
+			return 1
+			;;
+		esac
+		run_call "$1" "$2" "$3" "$step" apply
+		if [ "$st" != 0 ]; then
+			echo "$3 $step failed: apply exit $st: $(grep -v '^::' "$WORK/out" | tail -n 1)${hint:+ (hint: $hint)}"
+			return 1
+		fi
+		run_call "$1" "$2" "$3" "$step" check
+		if [ "$st" = 0 ] && [ -z "$skip" ]; then
+			echo "$3 $step changed"
+		else
+			echo "$3 $step failed: still not as desired after apply (check exit $st)${hint:+ (hint: $hint)}"
+			return 1
+		fi
+	done
+	return $failed
+}
+
+[ $# -ge 3 ] || {
+	sed -n '2,25s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
+cmd=$1
+shift
+: "${PROVISION_NODE:=$2}"
+export PROVISION_NODE
+: "${PROVISION_BACKUP_DIR:=/var/lib/provision/backup}"
+export PROVISION_BACKUP_DIR
+case $cmd in
+step)
+	[ $# -eq 5 ] || exit 2
+	call "$@"
+	;;
+role)
+	build_render
+	tb=$1 node=$2
+	shift 2
+	rc=0
+	for role in "$@"; do
+		run_role "$tb" "$node" "$role" || rc=1
+	done
+	exit $rc
+	;;
+*)
+	echo "steps.sh: unknown command '$cmd'" >&2
+	exit 2
+	;;
+esac
