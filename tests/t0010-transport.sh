@@ -1,0 +1,300 @@
+#!/bin/sh
+# t0010-transport: the SSH transport against real OpenSSH sshd on loopback
+# (tests/lib-sshd.sh), driven by build/tests/tools/transport-cli.
+#
+# transport-cli exits with the last command's status, or 100 - code on a
+# transport error: 102 dns, 103 refused, 104 timeout, 105 host key,
+# 106 auth, 108 command timeout, 109 connection lost, 111 cancelled.
+# Sudo needs a non-root user, which only the testbed nodes have
+# (tests/testbed/); its command lines are unit-tested in test_transport.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-sshd.sh"
+
+sshd_need
+sshd_start a || exit 1
+sshd_known_hosts a "$TEST_DIR/known_hosts" || exit 1
+cd "$TEST_DIR" || exit 1
+
+# Keys of host_ed25519.pub as "SHA256:..." (what the error must show).
+fingerprint() {
+	ssh-keygen -l -E sha256 -f "$(sshd_dir "$1")/host_ed25519.pub" | awk '{print $2}'
+}
+
+# A process that runs (zombies count as gone: PID 1 may not reap them).
+alive() {
+	case $(ps -o stat= -p "$1" 2>/dev/null) in
+	'' | Z*) return 1 ;;
+	*) return 0 ;;
+	esac
+}
+
+for mode in agent channel; do
+	flag=
+	[ "$mode" = channel ] && flag=-c
+
+	test_case "$mode: connect and run a command" "
+		tcli a $flag 127.0.0.1 exec 'echo hello; echo world' stats >out
+		expect_eq 'hello
+world' \"\$(grep -v '^stats' out)\" output
+		expect_grep 'stats mode=$mode ' out
+		expect_grep 'is_root=1' out
+	"
+
+	test_case "$mode: exit statuses 0, 1, 77 and killed by a signal" "
+		expect_status 0 tcli a $flag 127.0.0.1 exec true
+		expect_status 1 tcli a $flag 127.0.0.1 exec false
+		expect_status 77 tcli a $flag 127.0.0.1 exec 'exit 77'
+		expect_status 137 tcli a $flag 127.0.0.1 exec 'kill -9 \$\$'
+		expect_status 143 tcli a $flag 127.0.0.1 exec 'kill -TERM \$\$'
+		tcli a $flag -T 127.0.0.1 exec false exec 'exit 3' exec true >out
+		expect_eq 'status 1 timed_out=0
+status 3 timed_out=0
+status 0 timed_out=0' \"\$(grep ^status out)\" statuses
+	"
+
+	test_case "$mode: stdout and stderr stay apart" "
+		tcli a $flag 127.0.0.1 exec 'echo to-out; echo to-err >&2; echo more-out' >o 2>e
+		expect_eq 'to-out
+more-out' \"\$(cat o)\" stdout
+		expect_eq to-err \"\$(cat e)\" stderr
+	"
+
+	test_case "$mode: lines stream while the command runs" "
+		tcli a $flag -T 127.0.0.1 exec 'echo first; sleep 2; echo second' >out
+		first=\$(awk '\$1 == \"out\" && \$3 == \"first\" {print \$2}' out)
+		second=\$(awk '\$1 == \"out\" && \$3 == \"second\" {print \$2}' out)
+		echo \"first at \$first ms, second at \$second ms\"
+		[ -n \"\$first\" ] && [ \"\$first\" -lt 1500 ] && [ \"\$second\" -ge 1900 ]
+	"
+
+	test_case "$mode: input bytes reach the command's stdin" "
+		head -c 100000 /dev/urandom >input
+		printf 'tail without newline' >>input
+		want=\$(sha256sum <input | cut -d' ' -f1)
+		tcli a $flag 127.0.0.1 exec -f input 'sha256sum | cut -d\" \" -f1' >out
+		expect_eq \"\$want\" \"\$(cat out)\" 'hash of the input seen by the command'
+		tcli a $flag 127.0.0.1 exec 'cat; echo rc=\$?' >out
+		expect_eq rc=0 \"\$(cat out)\" 'no input: empty stdin'
+	"
+
+	test_case "$mode: 10 MB of output arrive intact" "
+		head -c 7500000 /dev/urandom | base64 -w 100 >big
+		tcli a $flag 127.0.0.1 exec \"cat '\$TEST_DIR/big'\" >out
+		cmp big out
+	"
+
+	test_case "$mode: binary bytes and long lines" "
+		head -c 300000 /dev/urandom >bin
+		printf '\\n' >>bin
+		# Random bytes: a newline every ~256 bytes, lines far below 64 KiB.
+		tcli a $flag 127.0.0.1 exec \"cat '\$TEST_DIR/bin'\" >out
+		cmp bin out
+		tcli a $flag -T 127.0.0.1 exec \"head -c 200000 /dev/zero | tr '\\\\0' x\" >out
+		expect_eq '65536 65536 65536 3392' \"\$(awk '\$1 == \"out\" {printf \"%s%d\", sep, length(\$3); sep = \" \"}' out)\" 'pieces of a 200000-byte line'
+	"
+
+	test_case "$mode: a timeout kills the command and the session goes on" "
+		start=\$(date +%s)
+		tcli a $flag -T 127.0.0.1 exec -t 1000 \"sleep 60 & echo \\\$! >'\$TEST_DIR/child'; wait\" exec 'echo alive' stats >out || true
+		end=\$(date +%s)
+		expect_grep '^error command timeout: command on .* timed out after 1000 ms' out
+		expect_grep '^out [0-9]* alive' out
+		expect_grep 'mode=$mode' out
+		[ \$((end - start)) -lt 10 ]
+		child=\$(cat child)
+		if alive \"\$child\"; then echo \"child \$child still runs\"; exit 1; fi
+	"
+
+	test_case "$mode: cancellation stops the command" "
+		tcli a $flag -T 127.0.0.1 exec -C 300 'sleep 60' exec 'echo after' >out || true
+		expect_grep '^error cancelled: command on .* cancelled' out
+		expect_grep '^out [0-9]* after' out
+	"
+done
+
+test_case "many commands over one session" "
+	tcli a -T 127.0.0.1 bench 200 'echo x' exec 'echo done' stats >out
+	expect_grep 'commands=201' out
+	expect_grep '^out [0-9]* done' out
+"
+
+test_case "strict: an unknown host key is refused with its fingerprint" "
+	: >empty_known_hosts
+	expect_status 105 tcli a -k empty_known_hosts 127.0.0.1 exec true 2>err
+	cat err
+	fp=\$(fingerprint a)
+	expect_grep \"host key of '127.0.0.1:\$(sshd_port a)' is unknown: ssh-ed25519 \$fp\" err
+	expect_grep \"ssh-keyscan -p \$(sshd_port a) 127.0.0.1 >> 'empty_known_hosts'\" err
+	expect_grep 'accept-new' err
+	[ ! -s empty_known_hosts ]
+"
+
+test_case "accept-new records a new key, then a changed key is refused in both modes" "
+	sshd_start b
+	rm -f kh_b
+	tcli b -k kh_b -a 127.0.0.1 exec 'echo in' >out
+	expect_eq in \"\$(cat out)\" output
+	expect_grep \"^\\[127.0.0.1\\]:\$(sshd_port b) ssh-ed25519 \" kh_b
+	tcli b -k kh_b 127.0.0.1 exec 'echo strict-now-ok' >out
+	expect_eq strict-now-ok \"\$(cat out)\" output
+	sshd_stop b
+	sshd_new_host_key b
+	sshd_start b
+	fp=\$(fingerprint b)
+	expect_status 105 tcli b -k kh_b 127.0.0.1 exec true 2>err
+	expect_grep \"host key of '127.0.0.1:\$(sshd_port b)' has CHANGED: the server offers ssh-ed25519 \$fp\" err
+	expect_grep 'ssh-keygen -R' err
+	expect_status 105 tcli b -k kh_b -a 127.0.0.1 exec true 2>err
+	expect_grep 'has CHANGED' err
+	expect_eq 1 \"\$(wc -l <kh_b)\" 'known_hosts lines (nothing appended)'
+"
+
+test_case "authentication with a key the server does not know fails clearly" "
+	ssh-keygen -q -t ed25519 -N '' -f other_key
+	expect_status 106 \"\$TRANSPORT_CLI\" -p \"\$(sshd_port a)\" -l root -i other_key -k known_hosts 127.0.0.1 exec true 2>err
+	cat err
+	expect_grep \"authentication as 'root' to '127.0.0.1:\$(sshd_port a)' failed: tried identity 'other_key'\" err
+	expect_grep 'server offers publickey' err
+	expect_status 106 \"\$TRANSPORT_CLI\" -p \"\$(sshd_port a)\" -l root -i missing_key -k known_hosts 127.0.0.1 exec true 2>err
+	expect_grep \"identity 'missing_key' (No such file or directory)\" err
+"
+
+test_case "a closed port is refused" "
+	sshd_start c
+	port=\$(sshd_port c)
+	sshd_stop c
+	expect_status 103 \"\$TRANSPORT_CLI\" -p \"\$port\" -l root -i \"\$SSHD_KEY\" -k known_hosts 127.0.0.1 exec true 2>err
+	expect_grep \"connection to '127.0.0.1:\$port' refused\" err
+"
+
+test_case "a port that accepts but never speaks times out" "
+	\"\$TRANSPORT_CLI\" blackhole bh_port &
+	bh=\$!
+	n=0; while [ ! -s bh_port ] && [ \$n -lt 50 ]; do sleep 0.1; n=\$((n + 1)); done
+	start=\$(date +%s)
+	set +e
+	\"\$TRANSPORT_CLI\" -p \"\$(cat bh_port)\" -l root -i \"\$SSHD_KEY\" -k known_hosts -t 1000 127.0.0.1 exec true 2>err
+	rc=\$?
+	set -e
+	end=\$(date +%s)
+	kill \$bh
+	cat err
+	expect_eq 104 \$rc 'exit status'
+	expect_grep 'timed out after 1000 ms' err
+	[ \$((end - start)) -le 4 ]
+"
+
+test_case "a frozen sshd (SIGSTOP) times out" "
+	sshd_freeze a
+	set +e
+	tcli a -t 1000 127.0.0.1 exec true 2>err
+	rc=\$?
+	set -e
+	sshd_thaw a
+	cat err
+	expect_eq 104 \$rc 'exit status'
+	expect_grep 'timed out' err
+	expect_status 0 tcli a 127.0.0.1 exec true
+"
+
+test_case "sshd killed mid-command: connection lost" "
+	tcli a -T 127.0.0.1 exec 'echo started; sleep 30' >out 2>err &
+	cli=\$!
+	n=0; while ! grep -q started out && [ \$n -lt 100 ]; do sleep 0.1; n=\$((n + 1)); done
+	sshd_kill_sessions a
+	set +e
+	wait \$cli
+	rc=\$?
+	set -e
+	cat out err
+	expect_eq 109 \$rc 'exit status'
+	expect_grep \"^error connection lost: connection to '127.0.0.1:\$(sshd_port a)' lost while running a command\" out
+"
+
+test_case "keepalive: TCP keepalive is armed on the session's socket" "
+	test_need_cmd ss
+	tcli a -K 7 127.0.0.1 exec 'sleep 1' &
+	cli=\$!
+	sleep 0.5
+	ss -tno state established \"( dport = :\$(sshd_port a) )\" >ss.out
+	wait \$cli
+	cat ss.out
+	expect_grep 'timer:(keepalive' ss.out
+"
+
+test_case "put_file: atomic replace, mode, no leftovers, skip when unchanged" "
+	mkdir -p dst
+	head -c 20000000 /dev/urandom >v1
+	head -c 20000000 /dev/urandom >v2
+	h1=\$(sha256sum <v1 | cut -d' ' -f1)
+	h2=\$(sha256sum <v2 | cut -d' ' -f1)
+	tcli a 127.0.0.1 put -m 0640 v1 \"\$TEST_DIR/dst/file\" >out
+	expect_eq 'put sent' \"\$(cat out)\" 'first upload'
+	expect_eq 640 \"\$(stat -c %a dst/file)\" mode
+	# A reader on the node hashes the file in a loop during two uploads.
+	: >hashes
+	tcli a 127.0.0.1 exec \"while [ ! -e '\$TEST_DIR/stop' ]; do sha256sum <'\$TEST_DIR/dst/file' >>'\$TEST_DIR/hashes'; done\" &
+	reader=\$!
+	tcli a 127.0.0.1 put -m 0640 v2 \"\$TEST_DIR/dst/file\" put -m 0640 v1 \"\$TEST_DIR/dst/file\" put -m 0600 v2 \"\$TEST_DIR/dst/file\" >out
+	touch stop
+	wait \$reader
+	expect_eq 'put sent
+put sent
+put sent' \"\$(cat out)\" uploads
+	echo \"\$(wc -l <hashes) reads\"
+	[ \"\$(wc -l <hashes)\" -gt 3 ]
+	bad=\$(cut -d' ' -f1 hashes | grep -v -e \"\$h1\" -e \"\$h2\" | wc -l)
+	expect_eq 0 \"\$bad\" 'partial reads'
+	expect_eq \"\$h2\" \"\$(sha256sum <dst/file | cut -d' ' -f1)\" 'final content'
+	expect_eq 600 \"\$(stat -c %a dst/file)\" 'final mode'
+	expect_eq file \"\$(ls -A dst)\" 'directory content'
+	tcli a 127.0.0.1 put -m 0600 v2 \"\$TEST_DIR/dst/file\" put -m 0644 v2 \"\$TEST_DIR/dst/file\" stats >out
+	expect_eq 'put skipped
+put sent' \"\$(grep ^put out)\" 'same content and mode: skipped; new mode: sent'
+	expect_grep 'sent=1 skipped=1' out
+	expect_eq 644 \"\$(stat -c %a dst/file)\" 'mode after the mode change'
+	expect_eq 'root:root' \"\$(stat -c %U:%G dst/file)\" owner
+"
+
+test_case "put_file: errors name the file" "
+	echo x >small
+	expect_status 110 tcli a 127.0.0.1 put small \"\$TEST_DIR/no/such/dir/file\" 2>err
+	expect_grep \"cannot create '\$TEST_DIR/no/such/dir/.file.provision-\" err
+	expect_status 110 tcli a 127.0.0.1 put small relative/path 2>err
+	expect_grep 'need an absolute file path' err
+"
+
+test_case "jump host: the target is reached through another sshd" "
+	sshd_start j
+	sshd_start t
+	sshd_known_hosts j known_hosts
+	sshd_known_hosts t known_hosts
+	tcli t -T -J \"root@127.0.0.1:\$(sshd_port j)\" 127.0.0.1 exec 'echo via-jump' put small \"\$TEST_DIR/jumped\" stats >out
+	cat out
+	expect_grep '^out [0-9]* via-jump' out
+	expect_grep 'put sent' out
+	expect_grep 'mode=agent' out
+	cmp small jumped
+	grep -q 'direct-tcpip' \"\$(sshd_dir j)/log\" || grep -q 'Accepted publickey' \"\$(sshd_dir j)/log\"
+"
+
+test_case "jump host: an unreachable target and a lost jump host are reported" "
+	sshd_start c
+	port=\$(sshd_port c)
+	sshd_stop c
+	expect_status 103 tcli t -p \"\$port\" -J \"root@127.0.0.1:\$(sshd_port j)\" 127.0.0.1 exec true 2>err
+	expect_grep \"jump host '127.0.0.1:\$(sshd_port j)' cannot reach '127.0.0.1:\$port'\" err
+	tcli t -T -J \"root@127.0.0.1:\$(sshd_port j)\" 127.0.0.1 exec 'echo started; sleep 30' >out 2>err &
+	cli=\$!
+	n=0; while ! grep -q started out && [ \$n -lt 100 ]; do sleep 0.1; n=\$((n + 1)); done
+	sshd_kill_sessions j
+	set +e
+	wait \$cli
+	rc=\$?
+	set -e
+	cat out err
+	expect_eq 109 \$rc 'exit status'
+	expect_grep 'jump host .* went away' out
+"
+
+test_done
