@@ -233,6 +233,11 @@ ensure_bridge() {
 # testbed's included) is refused.
 claim_subnet() {
 	local spec=$1 needed=$2 prefixes cand size
+	if [ "$spec" != auto ]; then
+		parse_subnet "$spec"
+		(((1 << (32 - PLEN)) - 11 >= needed)) ||
+			die "$needed nodes do not fit in $spec (addresses .10 up); use a shorter prefix, e.g. /23"
+	fi
 	exec 9>"$NET_LOCK"
 	flock -w 30 9 || die "timed out waiting for $NET_LOCK"
 	ensure_bridge
@@ -252,13 +257,11 @@ claim_subnet() {
 			fi
 		done
 		[ -n "$NET" ] || die "no free /$PLEN left in 198.18.0.0/15"
+		(((1 << (32 - PLEN)) - 11 >= needed)) || die "$needed nodes: more than a /16 holds"
 	else
-		parse_subnet "$spec"
 		subnet_free "$NET" "$PLEN" "$prefixes" ||
 			die "subnet $spec overlaps an address or route of this host (another testbed?)"
 	fi
-	(((1 << (32 - PLEN)) - 11 >= needed)) ||
-		die "$needed nodes do not fit in $(int2ip "$NET")/$PLEN (addresses .10 up); use a shorter prefix, e.g. --subnet 198.18.0.0/23"
 	ip addr add "$(int2ip $((NET + 1)))/$PLEN" dev "$BRIDGE"
 	# The host may still remember the MACs of an earlier testbed's nodes
 	# at these addresses (the bridge outlives testbeds): forget them, or
@@ -275,13 +278,20 @@ release_subnet() {
 	if ip link show "$TESTBED_BRIDGE" >/dev/null 2>&1; then
 		ip addr del "$TESTBED_HOST_ADDR/$TESTBED_PLEN" dev "$TESTBED_BRIDGE" 2>/dev/null || true
 		ip neigh flush to "$TESTBED_SUBNET" dev "$TESTBED_BRIDGE" 2>/dev/null || true
-		if [ -z "$(ip -4 -o addr show dev "$TESTBED_BRIDGE")" ] &&
-			[ -z "$(ip -o link show master "$TESTBED_BRIDGE")" ] &&
-			[ "$(cat "/sys/class/net/$TESTBED_BRIDGE/ifalias" 2>/dev/null)" = "$BRIDGE_ALIAS" ]; then
-			ip link del "$TESTBED_BRIDGE"
-		fi
 	fi
+	bridge_gc "$TESTBED_BRIDGE"
 	exec 9>&-
+}
+
+# bridge_gc BRIDGE: delete a testbed bridge that no testbed uses (no
+# address, no port).  Call with the lock held.
+bridge_gc() {
+	if ip link show "$1" >/dev/null 2>&1 &&
+		[ "$(cat "/sys/class/net/$1/ifalias" 2>/dev/null)" = "$BRIDGE_ALIAS" ] &&
+		[ -z "$(ip -4 -o addr show dev "$1")" ] &&
+		[ -z "$(ip -o link show master "$1")" ]; then
+		ip link del "$1"
+	fi
 }
 
 # ---------------------------------------------------------------- state
@@ -929,9 +939,18 @@ cmd_up() {
 up_failed() {
 	local rc=$?
 	trap - EXIT INT TERM
+	exec 8>&- 9>&- # a lock held when `die` struck would block the teardown
 	if [ "$rc" != 0 ]; then
-		say "up failed (status $rc): tearing down"
-		(cmd_down "$DIR") || say "teardown after the failure failed too: run 'testbed.sh down $DIR'"
+		if [ -f "$DIR/testbed.env" ]; then
+			say "up failed (status $rc): tearing down"
+			(cmd_down "$DIR") || say "teardown after the failure failed too: run 'testbed.sh down $DIR'"
+		else
+			# Failed before claiming a subnet: at most a bridge to remove.
+			(
+				exec 9>"$NET_LOCK"
+				flock -w 30 9 && bridge_gc "$BRIDGE"
+			) || true
+		fi
 	fi
 	exit "$rc"
 }
