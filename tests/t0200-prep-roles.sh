@@ -81,7 +81,7 @@ net.ipv4.ip_forward = 1' \"\$(grep -v '^#' sysctl)\" sysctls
 
 skip_nodes() {
 	for c in "plan on fresh nodes" "up" "swap-off: fstab" "swap-off: units" "kernel" "containerd" \
-		"kube-packages" "second up" "plan after manual changes" "up puts the changed nodes back"; do
+		"kube-packages" "second up" "plan after manual changes" "up puts the changed nodes back" "nvidia"; do
 		test_skip "$c" "$1"
 	done
 	test_done
@@ -290,6 +290,49 @@ test_case "up puts the changed nodes back" "
 	expect_eq \"\$FSTAB\" \"\$(tb node-2 cat /var/lib/provision/backup/etc/fstab)\" 'the backup stays the first original'
 	$UP >up4.out 2>&1
 	expect_no_grep ' changed [0-9]' up4.out
+"
+
+# The nvidia role's steps on a node without a GPU, called like provision
+# calls them (tests/roles/steps.sh): nvidia-smi stand-ins in /usr/local/bin
+# print what the real one prints in each situation (--query-gpu CSV; the
+# NVML error after a library upgrade), and two empty packages carry the
+# Ubuntu driver package names.
+nv_step() { # STEP ACTION -> output in nv.out, exit status of the step
+	"$SRC_ROOT/tests/roles/steps.sh" step "$TB" node-2 nvidia "$1" "$2" >nv.out 2>&1
+}
+fake_smi() { # SHELL-LINES
+	printf '#!/bin/sh\n%s\n' "$1" | tb node-2 sh -c 'cat >/usr/local/bin/nvidia-smi && chmod 0755 /usr/local/bin/nvidia-smi'
+}
+test_case "nvidia: a missing, failing or old driver fails with a hint; driver packages get held" "
+	expect_status 2 nv_step 10-driver check
+	expect_grep '^::hint install the NVIDIA driver' nv.out
+	fake_smi 'echo \"Failed to initialize NVML: Driver/library version mismatch\"; exit 18'
+	expect_status 2 nv_step 10-driver check
+	expect_grep '^::hint the nvidia kernel module is not loaded' nv.out
+	fake_smi 'echo \"0, NVIDIA GeForce GTX 1080 Ti, 470.256.02\"'
+	expect_status 2 nv_step 10-driver check
+	expect_grep 'driver 470.256.02 is older than 525.60.13, the minimum for CUDA 12.x' nv.out
+	fake_smi 'echo \"0, NVIDIA GeForce RTX 3070, 535.183.01\"'
+	expect_status 2 nv_step 10-driver check
+	expect_grep 'nvidia-smi lists 1 GPU(s), the PCI bus has 0 NVIDIA GPU(s)' nv.out
+	tb node-2 rm -f /usr/local/bin/nvidia-smi
+	expect_status 0 nv_step 20-hold check
+	expect_grep 'no NVIDIA driver package installed' nv.out
+	for p in nvidia-driver-535 libnvidia-compute-535; do
+		mkdir -p deb-\$p/DEBIAN
+		printf 'Package: %s\\nVersion: 535.183.01-0ubuntu1\\nArchitecture: all\\nMaintainer: tests <t@provision.invalid>\\nDescription: empty stand-in\\n' \$p >deb-\$p/DEBIAN/control
+		dpkg-deb --root-owner-group --build deb-\$p \$p.deb >/dev/null
+		tb node-2 sh -c 'cat >/tmp/p.deb && dpkg -i /tmp/p.deb >/dev/null && rm /tmp/p.deb' <\$p.deb
+	done
+	expect_status 1 nv_step 20-hold check
+	expect_grep '^not held: libnvidia-compute-535 nvidia-driver-535' nv.out
+	expect_status 0 nv_step 20-hold apply
+	expect_status 0 nv_step 20-hold check
+	expect_eq 'kubeadm
+kubectl
+kubelet
+libnvidia-compute-535
+nvidia-driver-535' \"\$(tb node-2 apt-mark showhold)\" 'held on node-2'
 "
 
 test_done
