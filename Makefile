@@ -128,7 +128,7 @@ install: $(B)/provision
 DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4-openssl-dev \
 	libgit2-dev libncurses-dev libjansson-dev libcmocka-dev openssh-server openssh-client \
 	iproute2 systemd-container debootstrap jq tmux shellcheck cppcheck clang-format \
-	valgrind pdsh clustershell sudo procps psmisc
+	valgrind pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q '^install ok installed' || echo $$p; done); \

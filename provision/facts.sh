@@ -80,10 +80,11 @@ fi
 if have dpkg-query; then
 	for p in kubeadm kubelet kubectl containerd containerd.io nfs-common nfs-kernel-server; do
 		v=$(dpkg-query -W -f='${db:Status-Abbrev}|${Version}' "$p" 2>/dev/null) || continue
-		case $v in ii*) say package "$p ${v#*|}" ;; esac
+		# Installed, held or not: the second letter of the status ("ii", "hi").
+		case $v in ?i*) say package "$p ${v#*|}" ;; esac
 	done
 	dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\n' 'nvidia-driver-*' 'libnvidia-compute-*' 2>/dev/null |
-		awk '$1 == "ii" { print "package=" $2 " " $3 }'
+		awk '$1 ~ /^.i/ { print "package=" $2 " " $3 }'
 	if have apt-mark; then
 		apt-mark showhold 2>/dev/null | while read -r p; do say held "$p"; done
 	fi

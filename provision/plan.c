@@ -240,6 +240,10 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 	export(sb, "PROVISION_SERVICE_CIDR", inv->cluster.service_cidr);
 	snprintf(num, sizeof(num), "%zu", f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci);
 	export(sb, "PROVISION_GPUS", num);
+	if (n->gpus >= 0) {
+		snprintf(num, sizeof(num), "%d", n->gpus);
+		export(sb, "PROVISION_GPUS_DECLARED", num);
+	}
 	export(sb, "PROVISION_OS_ID", f->os_id);
 	export(sb, "PROVISION_OS_VERSION", f->os_version);
 	export(sb, "PROVISION_APT_MIRROR", inv->cluster.apt_mirror);

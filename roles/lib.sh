@@ -83,3 +83,21 @@ pv_diff() {
 		return 1
 	fi
 }
+
+# pv_apt_get ARGS...: apt-get without questions, waiting up to 5 min for the
+# dpkg lock, retrying downloads, through PROVISION_HTTP_PROXY when set.
+pv_apt_get() {
+	if [ -n "${PROVISION_HTTP_PROXY:-}" ]; then
+		set -- -o "Acquire::http::Proxy=$PROVISION_HTTP_PROXY" \
+			-o "Acquire::https::Proxy=$PROVISION_HTTP_PROXY" "$@"
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 "$@"
+}
+
+# pv_installed PACKAGE: dpkg has PACKAGE installed, held or not ("ii", "hi").
+pv_installed() {
+	case $(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null) in
+	?i*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
