@@ -2,8 +2,12 @@
 #include "plan.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,6 +46,9 @@ struct node_ctx {
 	bool *role_done;
 	struct strbuf tail, capture;
 	bool capturing;
+	bool swallow;	 /* capture without posting (fetched files: they may hold keys) */
+	char **fetches;	 /* "PATH\nNAME" asked for with ::fetch by the current step */
+	size_t nr_fetches;
 	char *skip_reason, *hint;
 	char *protocol_error;
 };
@@ -205,13 +212,32 @@ static void export(struct strbuf *sb, const char *name, const char *value)
 	strbuf_addch(sb, '\n');
 }
 
-static void export_set(struct strbuf *sb, const struct tval *set)
+/*
+ * The name under which a handed value reaches `node`, or NULL when it is
+ * not for it: "NAME@NODE" values go to NODE only, as NAME.
+ */
+static const char *value_for(const char *key, const char *node, char *buf, size_t size)
+{
+	const char *at = strchr(key, '@');
+
+	if (!at)
+		return key;
+	if (strcmp(at + 1, node))
+		return NULL;
+	snprintf(buf, size, "%.*s", (int)(at - key), key);
+	return buf;
+}
+
+static void export_set(struct strbuf *sb, const struct tval *set, const char *node)
 {
 	size_t i;
 
 	for (i = 0; set && i < set->nr; i++) {
-		char name[128];
-		snprintf(name, sizeof(name), "PROVISION_SET_%s", set->keys[i]);
+		char name[160], key[128];
+		const char *k = value_for(set->keys[i], node, key, sizeof(key));
+		if (!k)
+			continue;
+		snprintf(name, sizeof(name), "PROVISION_SET_%s", k);
 		export(sb, name, set->items[i]->str);
 	}
 }
@@ -258,22 +284,31 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 	}
 	export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
 	pthread_mutex_lock(&nc->run->lock);
-	export_set(sb, nc->run->published);
+	export_set(sb, nc->run->published, n->name);
 	pthread_mutex_unlock(&nc->run->lock);
-	export_set(sb, nc->set);
+	export_set(sb, nc->set, n->name);
 }
 
 /* ---- the step protocol on standard output ---- */
 
+/* NAME, or NAME@NODE (a value for that node only). */
 static bool valid_set_name(const char *s, size_t len)
 {
-	size_t i;
+	const char *at = memchr(s, '@', len);
+	size_t i, name_len = at ? (size_t)(at - s) : len;
 
-	if (!len || len > 64 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+	if (!name_len || name_len > 64 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
 		return false;
-	for (i = 0; i < len; i++)
+	for (i = 0; i < name_len; i++)
 		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
 			return false;
+	if (at) {
+		if (len - name_len - 1 == 0 || len - name_len - 1 > 63)
+			return false;
+		for (i = name_len + 1; i < len; i++)
+			if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '.')
+				return false;
+	}
 	return true;
 }
 
@@ -329,6 +364,25 @@ static bool step_filter(void *ctx, struct runner_job *job, int stream, const cha
 			nc->skip_reason = xstrndup(line + 7, len - 7);
 			return true;
 		}
+		if (len > 8 && !strncmp(line, "::fetch ", 8) && !nc->swallow) {
+			const char *sp = memchr(line + 8, ' ', len - 8);
+			size_t name_len = sp ? len - (size_t)(sp + 1 - line) : 0;
+			bool ok = sp && sp > line + 8 && line[8] == '/' && name_len;
+			size_t i;
+			for (i = 0; ok && i < name_len; i++)
+				ok = isalnum((unsigned char)sp[1 + i]) || strchr("._-", sp[1 + i]);
+			if (!ok || sp[1] == '.') {
+				free(nc->protocol_error);
+				nc->protocol_error = xstrdup(
+					"malformed '::fetch /PATH NAME' line (NAME: letters, digits, . _ -)");
+				return true;
+			}
+			nc->fetches = xrealloc(nc->fetches, (nc->nr_fetches + 1) * sizeof(*nc->fetches));
+			nc->fetches[nc->nr_fetches] = xstrndup(line + 8, len - 8);
+			nc->fetches[nc->nr_fetches][sp - (line + 8)] = '\n';
+			nc->nr_fetches++;
+			return true;
+		}
 		if (len > 7 && !strncmp(line, "::hint ", 7)) {
 			free(nc->hint);
 			nc->hint = xstrndup(line + 7, len - 7);
@@ -339,6 +393,8 @@ static bool step_filter(void *ctx, struct runner_job *job, int stream, const cha
 		strbuf_add(&nc->capture, line, len);
 		strbuf_addch(&nc->capture, '\n');
 	}
+	if (nc->swallow)
+		return true;
 	tail_add(&nc->tail, line, len);
 	return false;
 }
@@ -437,6 +493,91 @@ static char *failure_text(struct node_ctx *nc, const char *what)
 	return strbuf_detach(&sb, NULL);
 }
 
+static void clear_fetches(struct node_ctx *nc)
+{
+	size_t i;
+
+	for (i = 0; i < nc->nr_fetches; i++)
+		free(nc->fetches[i]);
+	free(nc->fetches);
+	nc->fetches = NULL;
+	nc->nr_fetches = 0;
+}
+
+/* Write data to dir/name atomically with mode 0600; 0 or -errno. */
+static int write_private(const char *dir, const char *name, const char *data, size_t len)
+{
+	char *tmp = xasprintf("%s/.%s.XXXXXX", dir, name), *dst = xasprintf("%s/%s", dir, name);
+	int fd, e = 0;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		e = -errno;
+	if (!e && (fd = mkstemp(tmp)) < 0)
+		e = -errno;
+	if (!e) {
+		if (fchmod(fd, 0600) < 0 || (e = write_all(fd, data, len)) < 0 || fsync(fd) < 0)
+			e = e ? e : -errno;
+		close(fd);
+		if (!e && rename(tmp, dst) < 0)
+			e = -errno;
+		if (e)
+			unlink(tmp);
+	}
+	free(tmp);
+	free(dst);
+	return e;
+}
+
+/* Copy the files the step asked for into the state folder; 0, or 1 with *detail set. */
+static int do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail)
+{
+	const char *state = nc->run->o->state_dir;
+	struct transport_result res = {0};
+	struct error err = {0};
+	size_t i;
+	int rc, ret = 0;
+
+	for (i = 0; i < nc->nr_fetches && !ret; i++) {
+		char *nl = strchr(nc->fetches[i], '\n');
+		struct strbuf cmd = STRBUF_INIT;
+		char *priv;
+
+		*nl = '\0';
+		if (!state) {
+			*detail = xasprintf("cannot keep '%s': no state folder", nc->fetches[i]);
+			ret = 1;
+			break;
+		}
+		strbuf_addstr(&cmd, "cat -- ");
+		strbuf_add_sh_quoted(&cmd, nc->fetches[i]);
+		strbuf_reset(&nc->capture);
+		nc->capture.max = 1 << 20;
+		nc->capturing = nc->swallow = true;
+		rc = runner_job_exec(job, NULL, NULL, cmd.buf, NULL, 0,
+				     nc->node->ssh.command_timeout * 1000, &res, &err);
+		nc->capturing = nc->swallow = false;
+		strbuf_release(&cmd);
+		if (rc < 0 || res.exit_status != 0 || nc->capture.truncated) {
+			*detail = xasprintf("cannot read '%s' on the node%s%s", nc->fetches[i],
+					    rc < 0 ? ": " : "", rc < 0 ? err.msg : "");
+			ret = 1;
+			break;
+		}
+		priv = xasprintf("%s/private", state);
+		(void)mkdir(state, 0700);
+		rc = write_private(priv, nl + 1, nc->capture.buf, nc->capture.len);
+		if (rc < 0) {
+			*detail = xasprintf("cannot write '%s/%s': %s", priv, nl + 1, strerror(-rc));
+			ret = 1;
+		}
+		explicit_bzero(nc->capture.buf, nc->capture.len);
+		strbuf_reset(&nc->capture);
+		free(priv);
+	}
+	clear_fetches(nc);
+	return ret;
+}
+
 /* Returns 0 when the node may go on, 1 when the step failed, -1 when the session was lost. */
 static int run_step(struct node_ctx *nc, struct runner_job *job, const struct role *r,
 		    const struct role_step *s)
@@ -453,6 +594,7 @@ static int run_step(struct node_ctx *nc, struct runner_job *job, const struct ro
 	free(nc->hint);
 	free(nc->protocol_error);
 	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
+	clear_fetches(nc);
 	post_step(job, EVENT_STEP_START, r, s->name, STEP_NONE, 0, NULL);
 
 	rc = call_step(nc, job, r, s, "check", &status, &err);
@@ -500,12 +642,16 @@ static int run_step(struct node_ctx *nc, struct runner_job *job, const struct ro
 			}
 		}
 	}
+	if ((result == STEP_CHANGED || result == STEP_UNCHANGED) && nc->nr_fetches &&
+	    do_fetches(nc, job, &detail))
+		result = STEP_FAILED;
 	goto done;
 lost:
 	result = STEP_FAILED;
 	detail = xstrdup(err.msg);
 	ret = -1;
 done:
+	clear_fetches(nc);
 	if (result == STEP_FAILED && ret == 0)
 		ret = 1;
 	post_step(job, EVENT_STEP_END, r, s->name, result, now_ms() - t0, detail);
@@ -523,12 +669,17 @@ static struct tval *node_values(struct node_ctx *nc)
 	struct tval *set = tval_map_at(v, "set");
 	size_t i;
 
+	char key[128];
+	const char *k;
+
 	pthread_mutex_lock(&nc->run->lock);
 	for (i = 0; i < nc->run->published->nr; i++)
-		tval_set(set, nc->run->published->keys[i], tval_copy(nc->run->published->items[i]));
+		if ((k = value_for(nc->run->published->keys[i], nc->node->name, key, sizeof(key))))
+			tval_set(set, k, tval_copy(nc->run->published->items[i]));
 	pthread_mutex_unlock(&nc->run->lock);
 	for (i = 0; i < nc->set->nr; i++)
-		tval_set(set, nc->set->keys[i], tval_copy(nc->set->items[i]));
+		if ((k = value_for(nc->set->keys[i], nc->node->name, key, sizeof(key))))
+			tval_set(set, k, tval_copy(nc->set->items[i]));
 	return v;
 }
 
@@ -798,6 +949,7 @@ static int pipeline_fn(struct runner_job *job, void *data)
 	free(nc.skip_reason);
 	free(nc.hint);
 	free(nc.protocol_error);
+	clear_fetches(&nc);
 	return ret;
 }
 

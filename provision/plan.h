@@ -59,6 +59,11 @@ struct plan_opts {
 	const char *sudo_password;
 	bool per_command_channels;
 	struct secrets *secrets;
+	/*
+	 * This cluster's state folder on this machine; files a step asks for
+	 * with `::fetch PATH NAME` land in STATE/private/NAME (mode 0600).
+	 */
+	const char *state_dir;
 	const struct transport_ops *ops; /* NULL: the SSH transport */
 	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
 	void (*on_tick)(void *data);

@@ -12,7 +12,7 @@
 
 #include "util.h"
 
-const char *const role_phases[] = {"prep", "kube-packages", "nfs", NULL};
+const char *const role_phases[] = {"prep", "kube-packages", "nfs", "init", "cni", "join", "addons", "validate", NULL};
 
 /* Names a template may use without declaring them in `vars`. */
 static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes", "set", NULL};
@@ -265,7 +265,7 @@ static void load_role_yaml(struct role *r, const char *path, struct diag_list *d
 			saw_phase = true;
 			if ((s = want_string(&l, key, v))) {
 				if (role_phase_index(s) < 0)
-					lerr(&l, v, "phases: prep, kube-packages, nfs",
+					lerr(&l, v, "phases: " ROLE_PHASE_LIST,
 					     "unknown phase '%s'", s);
 				else
 					r->phase = xstrdup(s);
@@ -315,7 +315,7 @@ static void load_role_yaml(struct role *r, const char *path, struct diag_list *d
 	if (!r->description)
 		lerr(&l, root, NULL, "missing 'description'");
 	if (!saw_phase)
-		lerr(&l, root, "phases: prep, kube-packages, nfs", "missing 'phase'");
+		lerr(&l, root, "phases: " ROLE_PHASE_LIST, "missing 'phase'");
 out:
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);

@@ -70,6 +70,7 @@ struct role_set {
 };
 
 /* The phases of `provision up`, in order; NULL-terminated. */
+#define ROLE_PHASE_LIST "prep, kube-packages, nfs, init, cni, join, addons, validate"
 extern const char *const role_phases[];
 /* Index of a phase in role_phases, or -1. */
 int role_phase_index(const char *phase);

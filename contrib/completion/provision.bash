@@ -30,7 +30,7 @@ _provision() {
 	-p|--phases)
 		COMPREPLY=($(compgen -W "prep kube-packages nfs all" -- "$cur"))
 		return ;;
-	--roles)
+	--roles|--state)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
 	-f|--forks|-t|--timeout|-l|--limit)
@@ -40,7 +40,7 @@ _provision() {
 	local opts
 	case $cmd in
 	up|plan)
-		opts="--inventory -i --limit -l --phases -p --forks -f --no-tui --output -o --verbose -v --roles --ask-sudo-password -K --channel-per-command --help" ;;
+		opts="--inventory -i --limit -l --phases -p --forks -f --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --channel-per-command --help" ;;
 	inventory)
 		opts="--inventory -i --output -o --help" ;;
 	run)

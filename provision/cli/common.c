@@ -172,6 +172,20 @@ const char *cli_roles_dir(const char *opt)
 	return "roles";
 }
 
+char *cli_state_dir(const char *opt, const char *inventory_path)
+{
+	const char *slash, *dot;
+	size_t base;
+
+	if (opt)
+		return xstrdup(opt);
+	slash = strrchr(inventory_path, '/');
+	dot = strrchr(inventory_path, '.');
+	base = dot && (!slash || dot > slash + 1) ? (size_t)(dot - inventory_path)
+						   : strlen(inventory_path);
+	return xasprintf("%.*s.state", (int)base, inventory_path);
+}
+
 static void print_diags(struct diag_list *dl)
 {
 	size_t i;
@@ -280,7 +294,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct secrets *secrets = NULL;
 	struct error err = {0};
 	struct view view;
-	char *password = NULL;
+	char *password = NULL, *state_dir = NULL;
 	unsigned phases = plan_all_phases();
 	bool have_roles = false;
 	size_t nr = 0;
@@ -319,6 +333,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	state_dir = cli_state_dir(a->state, a->inventory);
 	view_init(&view, nodes, nr, a->output && !strcmp(a->output, "json"), a->verbose);
 	{
 		struct plan_opts po = {
@@ -332,6 +347,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.sudo_password = password,
 			.per_command_channels = a->channels,
 			.secrets = secrets,
+			.state_dir = state_dir,
 			.on_event = view_event,
 			.data = &view,
 		};
@@ -354,6 +370,7 @@ out:
 		role_set_release(&rs);
 	cli_free_secret(password);
 	secrets_free(secrets);
+	free(state_dir);
 	free(nodes);
 	inventory_free(inv);
 	return ret;

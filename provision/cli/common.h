@@ -40,10 +40,16 @@ void cli_write_line(int fd, const char *prefix, const char *text, size_t len);
 /* The roles folder: --roles, $PROVISION_ROLES, ./roles beside the binary's tree, or the installed one. */
 const char *cli_roles_dir(const char *opt);
 
+/*
+ * The cluster's state folder on this machine: --state DIR, else beside the
+ * inventory: lab-b.yaml -> lab-b.state.  Caller frees.
+ */
+char *cli_state_dir(const char *opt, const char *inventory_path);
+
 /* What `up` and `plan` share. */
 struct cli_plan_args {
 	const char *cmd_name;
-	const char *inventory, *limit, *phases, *roles, *output;
+	const char *inventory, *limit, *phases, *roles, *output, *state;
 	int forks;
 	bool verbose, ask_sudo, channels, no_tui;
 	bool check_only;
