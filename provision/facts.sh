@@ -119,16 +119,17 @@ fi
 [ -e /etc/kubernetes/kubelet.conf ] && say kubelet_conf present
 [ -r /etc/machine-id ] && say machine_id "$(cat /etc/machine-id)"
 [ -r /sys/class/dmi/id/product_uuid ] && say product_uuid "$(cat /sys/class/dmi/id/product_uuid)"
-for n in /sys/class/net/*; do
-	name=${n##*/}
-	[ "$name" = lo ] && continue
-	[ -r "$n/address" ] || continue
-	addr=$(cat "$n/address")
-	case $addr in 00:00:00:00:00:00 | "") continue ;; esac
-	# Physical devices have a "device" link; bridges and veths do not.
-	if [ -e "$n/device" ]; then kind=phys; else kind=virt; fi
-	say mac "$name $addr $kind"
-done
+# MAC addresses, from netlink (sysfs may show another network namespace's
+# devices).  `ip -d -o link` names a virtual device's kind (veth, bridge,
+# vxlan...) after the link line; a physical device has none.
+if have ip; then
+	# shellcheck disable=SC1003 # the field separator is one backslash
+	ip -d -o link show 2>/dev/null | awk -F '\\\\' '
+		{ split($1, h, ": "); name = h[2]; sub(/@.*/, "", name)
+		  split($2, l, " "); if (l[1] != "link/ether") next
+		  split($3, k, " "); kind = (k[1] == "addrgenmode" || k[1] == "") ? "phys" : "virt"
+		  if (l[2] != "00:00:00:00:00:00") print "mac=" name " " l[2] " " kind }'
+fi
 if have ip; then
 	ip -4 route show default 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print "default_iface=" $(i + 1); exit } }'
 	for peer in ${PROVISION_PEERS:-}; do
