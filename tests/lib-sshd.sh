@@ -15,6 +15,9 @@
 #   sshd_known_hosts NAME FILE   append its host key to FILE (ssh-keyscan)
 #   tcli NAME ARGS...         transport-cli against NAME with the test key
 #
+# Lines in $(sshd_dir NAME)/extra_config are appended to NAME's config
+# (e.g. SetEnv PATH=... to put a stand-in command first on the PATH).
+#
 # Each server runs in a private mount namespace (nothing on the host
 # changes): when the host lacks sshd's privilege-separation directory
 # /run/sshd, a tmpfs on /run provides it; and the login user's home is an
@@ -75,6 +78,9 @@ MaxSessions 100
 Subsystem sftp /usr/lib/openssh/sftp-server
 LogLevel VERBOSE
 EOF
+	if [ -f "$d/extra_config" ]; then
+		cat "$d/extra_config" >>"$d/sshd_config"
+	fi
 }
 
 sshd_start() {

@@ -5,8 +5,10 @@
 # transport-cli exits with the last command's status, or 100 - code on a
 # transport error: 102 dns, 103 refused, 104 timeout, 105 host key,
 # 106 auth, 108 command timeout, 109 connection lost, 111 cancelled.
-# Sudo needs a non-root user, which only the testbed nodes have
-# (tests/testbed/); its command lines are unit-tested in test_transport.
+# Real sudo needs a non-root user, which only the testbed nodes have
+# (tests/testbed/).  Here a stand-in `sudo` (written below, first on the
+# sessions' PATH through sshd's SetEnv) checks how the transport drives
+# sudo: options, the password on stdin and never in argv, the messages.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 
@@ -296,5 +298,101 @@ test_case "jump host: an unreachable target and a lost jump host are reported" "
 	expect_eq 109 \$rc 'exit status'
 	expect_grep 'jump host .* went away' out
 "
+
+test_case "agent: a command that kills the agent loses only that command" "
+	tcli a -T 127.0.0.1 exec 'kill -9 \$PPID' exec 'echo again' stats >out || true
+	cat out
+	expect_grep \"^error connection lost: the agent on '127.0.0.1:\$(sshd_port a)' exited while running a command\" out
+	expect_grep '^out [0-9]* again' out
+	expect_grep 'mode=agent' out
+"
+
+# A stand-in for sudo(8): the options provision uses (-n; -S -p PROMPT),
+# sudo's messages and exit status 1 on refusal, three password tries with
+# -S (read from stdin up to a newline), and no change of user.  The mode
+# file says what the node's sudoers would: nopasswd, password:SECRET, denied.
+mkdir -p fakebin
+cat >fakebin/sudo <<'EOF'
+#!/bin/sh
+state=$(cd "$(dirname "$0")/.." && pwd)
+printf '%s\n' "$*" >>"$state/sudo.argv"
+mode=$(cat "$state/sudo.mode")
+case $mode in
+denied)
+	echo "$(id -un) is not in the sudoers file.  This incident will be reported." >&2
+	exit 1 ;;
+esac
+if [ "$1" = -n ]; then
+	shift
+	case $mode in password:*) echo 'sudo: a password is required' >&2; exit 1 ;; esac
+elif [ "$1" = -S ]; then
+	shift 3
+	case $mode in
+	password:*)
+		tries=0
+		while :; do
+			IFS= read -r pw || exit 1
+			[ "$pw" = "${mode#password:}" ] && break
+			tries=$((tries + 1))
+			echo 'Sorry, try again.' >&2
+			[ $tries -lt 3 ] && continue
+			echo "sudo: $tries incorrect password attempts" >&2
+			exit 1
+		done ;;
+	esac
+fi
+exec "$@"
+EOF
+chmod +x fakebin/sudo
+mkdir -p "$(sshd_dir s)"
+echo "SetEnv PATH=$TEST_DIR/fakebin:/usr/local/bin:/usr/bin:/bin" >"$(sshd_dir s)/extra_config"
+sshd_start s || exit 1
+sshd_known_hosts s known_hosts || exit 1
+
+for mode in agent channel; do
+	flag=
+	[ "$mode" = channel ] && flag=-c
+
+	test_case "sudo ($mode): passwordless sudo -n runs commands and installs files" "
+		echo nopasswd >sudo.mode
+		: >sudo.argv
+		echo content >sfile
+		tcli s $flag -s always -T 127.0.0.1 exec 'echo \$PATH; id -u' put -m 0604 sfile \"\$TEST_DIR/sudo-dst-$mode\" exec 'ls -A ~' stats >out
+		cat out sudo.argv
+		expect_grep '^out [0-9]* $TEST_DIR/fakebin:' out
+		expect_grep '^out [0-9]* 0\$' out
+		expect_grep 'put sent' out
+		expect_grep 'mode=$mode is_root=1' out
+		expect_grep '^-n /bin/sh -c ' sudo.argv
+		cmp sfile sudo-dst-$mode
+		expect_eq 604 \"\$(stat -c %a sudo-dst-$mode)\" mode
+		expect_no_grep 'provision-upload' out
+	"
+
+	test_case "sudo ($mode): the password goes on stdin, never on a command line" "
+		echo 'password:s3cr3t pass' >sudo.mode
+		: >sudo.argv
+		PROVISION_SUDO_PASSWORD='s3cr3t pass' tcli s $flag -s always 127.0.0.1 exec -f sfile 'cat; id -u' >out
+		expect_eq 'content
+0' \"\$(cat out)\" output
+		expect_grep '^-S -p  /bin/sh -c ' sudo.argv
+		expect_no_grep s3cr3t sudo.argv
+		expect_no_grep s3cr3t out
+	"
+
+	test_case "sudo ($mode): refusals are sudo errors" "
+		echo 'password:s3cr3t' >sudo.mode
+		expect_status 107 tcli s $flag -s always 127.0.0.1 exec true 2>err
+		expect_grep \"sudo: sudo on '127.0.0.1:\$(sshd_port s)' needs a password for 'root'\" err
+		expect_grep PROVISION_SUDO_PASSWORD err
+		PROVISION_SUDO_PASSWORD=wrong expect_status 107 tcli s $flag -s always 127.0.0.1 exec true 2>err
+		expect_grep 'rejected the password' err
+		echo denied >sudo.mode
+		expect_status 107 tcli s $flag -s always 127.0.0.1 exec true 2>err
+		expect_grep \"'root' may not use sudo on\" err
+		echo nopasswd >sudo.mode
+		expect_status 0 tcli s $flag -s never 127.0.0.1 exec true
+	"
+done
 
 test_done

@@ -506,6 +506,33 @@ static void test_agent_serves(void **state)
 	strbuf_release(&in);
 }
 
+/* Where head(1) is not GNU's, the input is read with dd one byte at a time. */
+static void test_agent_input_without_gnu_head(void **state)
+{
+	static const char t1[] = "77777777777777777777777777777777",
+			  t2[] = "88888888888888888888888888888888";
+	static const char fake_head[] = "#!/bin/sh\necho 'head: unrecognized option --version (a BusyBox-like stand-in)'\n";
+	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
+	const char *args[] = {"serve"}, *p;
+	char *path = tmp_path("head"), dir[256];
+	struct shell r;
+
+	write_path(path, fake_head, strlen(fake_head));
+	transport_agent_command(&cmd, TRANSPORT_PRIV_NONE, "b00t", args, 1);
+	agent_input(&in, TRANSPORT_PRIV_NONE, NULL, "b00t");
+	transport_agent_request(&in, t1, "cat", "1\n2\nrest\0x", 10);
+	transport_agent_request(&in, t2, "cat; echo end", "", 0);
+	run_shell(&r, cmd.buf, in.buf, in.len, true);
+	assert_int_equal(r.status, 0);
+	p = r.out.buf + expect_hello(r.out.buf, dir, sizeof(dir));
+	assert_int_equal(next_frame(&p, r.out.buf + r.out.len, t1, "1:1|1:2|1:rest\0x|"), 0);
+	assert_int_equal(next_frame(&p, r.out.buf + r.out.len, t2, "1:end|"), 0);
+	shell_release(&r);
+	strbuf_release(&cmd);
+	strbuf_release(&in);
+	free(path);
+}
+
 static void test_agent_rejects_garbage(void **state)
 {
 	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
@@ -668,6 +695,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sh_quote, setup_tmpdir, remove_tmpdir),
 		cmocka_unit_test_setup_teardown(test_sha256_lengths, setup_tmpdir, remove_tmpdir),
 		cmocka_unit_test_setup_teardown(test_agent_serves, setup_tmpdir, remove_tmpdir),
+		cmocka_unit_test_setup_teardown(test_agent_input_without_gnu_head, setup_tmpdir,
+						remove_tmpdir),
 		cmocka_unit_test_setup_teardown(test_agent_rejects_garbage, setup_tmpdir,
 						remove_tmpdir),
 		cmocka_unit_test_setup_teardown(test_agent_kill, setup_tmpdir, remove_tmpdir),
