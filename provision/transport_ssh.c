@@ -533,7 +533,8 @@ static void *jump_pump(void *arg)
 			}
 		}
 		if (down_len) {
-			ssize_t w = write(j->fd, down + down_off, down_len - down_off);
+			/* MSG_NOSIGNAL: a closed peer must not SIGPIPE the process. */
+			ssize_t w = send(j->fd, down + down_off, down_len - down_off, MSG_NOSIGNAL);
 			if (w > 0) {
 				down_off += (size_t)w, progress = true;
 				if (down_off == down_len)
@@ -964,9 +965,14 @@ out:
 	return rc;
 }
 
+/*
+ * Wait until finished(), enforcing the command's timeout and polling its
+ * cancellation; either kills the command (remote_kill) and waits for it to
+ * report, at most KILL_GRACE_MS.
+ */
 static int run_wait(struct transport *t, const struct transport_exec *req, struct run *run,
-		    bool (*finished)(struct transport *, struct run *), ssh_channel ch,
-		    const char *token, long kill_pid, bool *timed_out, struct error *err)
+		    bool (*finished)(struct transport *, struct run *), const char *token,
+		    long kill_pid, bool *timed_out, struct error *err)
 {
 	uint64_t start = now_ms(), deadline = req->timeout_ms > 0 ? start + (uint64_t)req->timeout_ms : 0;
 	uint64_t kill_deadline = 0;
@@ -1001,9 +1007,6 @@ static int run_wait(struct transport *t, const struct transport_exec *req, struc
 			wait = (int)(deadline - now);
 		if (pump(t, wait) < 0)
 			return lost(t, "while running a command", err);
-		if (ch && (ssh_channel_is_closed(ch) || ssh_channel_is_eof(ch)) && !finished(t, run) &&
-		    ch == t->agent)
-			break;
 		keepalive(t);
 	}
 	if (why == TRANSPORT_ERR_CMD_TIMEOUT)
@@ -1042,7 +1045,7 @@ static int agent_exec(struct transport *t, const struct transport_exec *req,
 		goto out;
 	}
 	t->last_io_ms = now_ms();
-	rc = run_wait(t, req, &run, agent_finished, t->agent, token, t->agent_pid, &timed_out, err);
+	rc = run_wait(t, req, &run, agent_finished, token, t->agent_pid, &timed_out, err);
 	res->timed_out = timed_out;
 	res->duration_us = now_us() - start;
 	if (run.out.done && run.err.done) {
@@ -1168,7 +1171,7 @@ static int channel_exec(struct transport *t, const struct transport_exec *req,
 		goto out;
 	}
 	t->last_io_ms = now_ms();
-	rc = run_wait(t, req, &run, chan_finished, ch, token, 0, &timed_out, err);
+	rc = run_wait(t, req, &run, chan_finished, token, 0, &timed_out, err);
 	transport_frame_finish(&run.out);
 	transport_frame_finish(&run.err);
 	res->timed_out = timed_out;
@@ -1206,6 +1209,7 @@ static int ssh_exec_fn(struct transport *t, const struct transport_exec *req,
 	struct transport_result local;
 	int rc;
 
+	assert(req && req->command);
 	if (!res)
 		res = &local;
 	*res = (struct transport_result){.exit_status = -1};
@@ -1216,8 +1220,10 @@ static int ssh_exec_fn(struct transport *t, const struct transport_exec *req,
 		rc = agent_start(t, err);
 		if (rc == TRANSPORT_ERR_SUDO || !session_alive(t))
 			return rc;
-		if (rc < 0)
+		if (rc < 0) {
 			t->agent_broken = true;
+			t->mode = "channel";
+		}
 	}
 	if (t->agent)
 		return agent_exec(t, req, res, err);
