@@ -120,6 +120,8 @@ void event_free(struct event *ev)
 	free(ev->role);
 	free(ev->step);
 	free(ev->text);
+	free(ev->expected);
+	free(ev->observed);
 	free(ev);
 }
 

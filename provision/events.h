@@ -63,6 +63,12 @@ struct event {
 	char *role;	      /* may be NULL */
 	char *step;	      /* may be NULL */
 	char *text;	      /* line, message or failure reason; may be NULL */
+	/*
+	 * Validation results are EVENT_STEP_END events of phase "validate":
+	 * step = the check's id, result ok/failed/skipped, text = the
+	 * observed value and "(hint: how to fix)", and these two set.
+	 */
+	char *expected, *observed;
 	uint64_t at_ms;	      /* monotonic time of the event */
 	uint64_t duration_ms; /* EVENT_STEP_END, final EVENT_NODE_STATE */
 };

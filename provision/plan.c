@@ -31,12 +31,15 @@ struct run {
 	bool *seen_running;	   /* per node: NODE_RUNNING already shown */
 	struct tval **sets;	   /* per node: values handed on it, across passes */
 	bool *role_done;	   /* [node * nr_roles + role] */
+	struct kube_query *queries; /* the validation pass */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct barrier *barriers; /* per role */
 	bool *applies;		  /* [node * nr_roles + role] */
 	struct tval *published;	  /* handed values of finished roles, run-wide */
 };
+
+struct kube_query;
 
 struct node_ctx {
 	struct run *run;
@@ -953,6 +956,162 @@ static int pipeline_fn(struct runner_job *job, void *data)
 	return ret;
 }
 
+/* ---- validation ---- */
+
+static void forward(struct run *run, const struct event *ev, size_t idx);
+
+struct kube_query {
+	const char *what, *command;
+	struct strbuf out;
+	int rc, status;
+};
+
+/* On the control plane: what kubectl says of the cluster (captured, not shown). */
+static int validate_fn(struct runner_job *job, void *data)
+{
+	struct run *run = data;
+	struct kube_query *q = run->queries;
+	struct node_ctx nc = {.run = run, .index = run->map[runner_job_index(job)]};
+	struct error err = {0};
+	size_t i;
+
+	nc.node = run->o->nodes[nc.index];
+	strbuf_init(&nc.tail, 0);
+	runner_job_set_filter(job, step_filter, &nc);
+	for (i = 0; q[i].what; i++) {
+		struct transport_result res = {0};
+		nc.capture = q[i].out;
+		nc.capture.max = 16 << 20;
+		nc.capturing = nc.swallow = true;
+		q[i].rc = runner_job_exec(job, "validate", q[i].what, q[i].command, NULL, 0,
+					  nc.node->ssh.command_timeout * 1000, &res, &err);
+		q[i].status = res.exit_status;
+		q[i].out = nc.capture;
+		nc.capturing = nc.swallow = false;
+		if (q[i].rc < 0 || (i == 0 && q[i].status != 0))
+			break;
+	}
+	runner_job_set_filter(job, NULL, NULL);
+	strbuf_release(&nc.tail);
+	free(nc.skip_reason);
+	free(nc.hint);
+	free(nc.protocol_error);
+	clear_fetches(&nc);
+	return 0;
+}
+
+static void post_checks(struct run *run, size_t from, size_t cluster_row)
+{
+	struct validation *v = &run->res->validation;
+	size_t i;
+
+	for (i = from; i < v->nr; i++) {
+		const struct check *c = &v->items[i];
+		size_t row = c->node == CHECK_CLUSTER ? cluster_row : c->node;
+		struct event *ev = event_new(EVENT_STEP_END, row);
+
+		ev->phase = xstrdup("validate");
+		ev->role = xstrdup("validate");
+		ev->step = xstrdup(c->id);
+		ev->result = c->status == CHECK_PASS	? STEP_OK
+			     : c->status == CHECK_FAIL ? STEP_FAILED
+						       : STEP_SKIPPED;
+		ev->expected = xstrdup(c->expected);
+		ev->observed = xstrdup(c->observed);
+		ev->text = c->fix ? xasprintf("%s (hint: %s)", c->observed, c->fix)
+				  : xstrdup(c->observed);
+		forward(run, ev, row);
+		event_free(ev);
+	}
+}
+
+static void run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions)
+{
+	const struct plan_opts *o = run->o;
+	struct plan_result *res = run->res;
+	const struct facts **facts = xcalloc(o->nr ? o->nr : 1, sizeof(*facts));
+	struct kube_query q[] = {
+		{"cluster", "test -f /etc/kubernetes/admin.conf", STRBUF_INIT, 0, 0},
+		{"nodes", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get nodes -o json",
+		 STRBUF_INIT, 0, 0},
+		{"pods", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get pods -A -o json",
+		 STRBUF_INIT, 0, 0},
+		{"readyz", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get --raw /readyz",
+		 STRBUF_INIT, 0, 0},
+		{NULL, NULL, STRBUF_INIT, 0, 0},
+	};
+	const struct node *pass_node[1];
+	struct transport *pass_session[1] = {NULL};
+	struct runner_summary sum;
+	struct node_status *st = NULL;
+	size_t i, cp = (size_t)-1, first = res->validation.nr;
+	unsigned ran = 0;
+	struct error err = {0};
+
+	for (i = 0; role_phases[i]; i++)
+		if (o->phases & (1u << i) && !strcmp(role_phases[i], "prep"))
+			ran |= 1u;
+	for (i = 0; i < o->nr; i++) {
+		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
+		if (o->nodes[i]->roles & NODE_ROLE_CONTROL_PLANE)
+			cp = i;
+	}
+	/* `check` on its own, or `up` having touched nothing: prep is expected done. */
+	validate_facts(&res->validation, o->nodes, facts, o->nr, o->phases ? ran : 1u);
+	free(facts);
+
+	if (cp == (size_t)-1) {
+		validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_SKIP,
+			       "the control plane answers", "not among the selected nodes",
+			       "run without -l, or include the control plane");
+	} else if (!res->nodes[cp].have_facts) {
+		validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_FAIL,
+			       "the control plane answers", "unreachable",
+			       "see the control plane's error above");
+	} else {
+		run->queries = q;
+		run->map[0] = cp;
+		pass_node[0] = o->nodes[cp];
+		pass_session[0] = sessions[cp];
+		sessions[cp] = NULL;
+		ro->node_fn = validate_fn;
+		ro->sessions = pass_session;
+		runner_run(ro, pass_node, 1, &sum, &st);
+		runner_status_release(st, 1);
+		sessions[cp] = pass_session[0];
+		run->queries = NULL;
+		if (q[0].rc < 0 || q[1].rc < 0 || q[2].rc < 0 || q[3].rc < 0) {
+			validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_FAIL,
+				       "the control plane answers", "the session was lost",
+				       "run 'provision check' again");
+		} else if (q[0].status != 0) {
+			validation_add(&res->validation, "cluster", CHECK_CLUSTER,
+				       o->phases ? CHECK_SKIP : CHECK_FAIL,
+				       "a cluster (/etc/kubernetes/admin.conf on the control plane)",
+				       "no cluster yet", "run 'provision up' (kubeadm init)");
+		} else {
+			if (q[1].status != 0 ||
+			    validate_kube_nodes(&res->validation, q[1].out.buf, q[1].out.len, o->nodes,
+						o->nr, &err) < 0)
+				validation_add(&res->validation, "node-list", CHECK_CLUSTER, CHECK_FAIL,
+					       "kubectl get nodes answers",
+					       q[1].status ? "kubectl failed" : err.msg,
+					       "run 'kubectl get nodes' on the control plane");
+			if (q[2].status != 0 ||
+			    validate_kube_pods(&res->validation, q[2].out.buf, q[2].out.len, o->nodes,
+					       o->nr, &err) < 0)
+				validation_add(&res->validation, "pod-list", CHECK_CLUSTER, CHECK_FAIL,
+					       "kubectl get pods answers",
+					       q[2].status ? "kubectl failed" : err.msg,
+					       "run 'kubectl get pods -A' on the control plane");
+			validate_readyz(&res->validation, q[3].status == 0, q[3].out.buf);
+		}
+	}
+	for (i = 0; q[i].what; i++)
+		strbuf_release(&q[i].out);
+	post_checks(run, first, cp == (size_t)-1 ? 0 : cp);
+}
+
 /* ---- events to the views ---- */
 
 static void forward(struct run *run, const struct event *ev, size_t idx)
@@ -1158,6 +1317,35 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		    res->status[i].state < NODE_DONE)
 			synth_state(&run, i, res->interrupted ? NODE_CANCELLED : NODE_DONE,
 				    res->interrupted ? "the run was interrupted" : NULL);
+	if (o->validate && !res->interrupted) {
+		/* Fresh facts after the changes (the run's first ones are stale now). */
+		if (o->phases) {
+			n2 = 0;
+			for (i = 0; i < o->nr; i++) {
+				if (!res->nodes[i].have_facts)
+					continue;
+				facts_release(&res->nodes[i].facts);
+				res->nodes[i].have_facts = false;
+				run.map[n2] = i;
+				pass_nodes[n2] = o->nodes[i];
+				pass_sessions[n2] = sessions[i];
+				sessions[i] = NULL;
+				n2++;
+			}
+			ro.node_fn = facts_fn;
+			ro.sessions = pass_sessions;
+			if (n2) {
+				runner_run(&ro, pass_nodes, n2, &sum, &st);
+				runner_status_release(st, n2);
+				st = NULL;
+			}
+			for (i = 0; i < n2; i++) {
+				sessions[run.map[i]] = pass_sessions[i];
+				pass_sessions[i] = NULL;
+			}
+		}
+		run_validation(&run, &ro, sessions);
+	}
 	runner_sessions_close(ops, sessions, o->nr);
 
 	for (i = 0; i < o->nr; i++) {
@@ -1206,5 +1394,6 @@ void plan_result_release(struct plan_result *res)
 	free(res->nodes);
 	runner_status_release(res->status, res->nr);
 	preflight_release(&res->preflight);
+	validation_release(&res->validation);
 	memset(res, 0, sizeof(*res));
 }

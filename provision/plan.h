@@ -47,6 +47,7 @@
 #include "role.h"
 #include "runner.h"
 #include "secrets.h"
+#include "validate.h"
 
 struct plan_opts {
 	const struct inventory *inv;
@@ -55,6 +56,7 @@ struct plan_opts {
 	size_t nr;
 	unsigned phases;  /* bit i: role_phases[i] runs; 0: facts and preflight only */
 	bool check_only;  /* provision plan */
+	bool validate;	  /* end with the validation checks (up, check) */
 	int forks;
 	const char *sudo_password;
 	bool per_command_channels;
@@ -94,6 +96,7 @@ struct plan_result {
 	struct plan_node *nodes;
 	struct node_status *status; /* run-wide, per node */
 	struct preflight preflight;
+	struct validation validation; /* when o->validate */
 	bool interrupted;
 	uint64_t elapsed_ms;
 	size_t ok, failed, unreachable, cancelled;

@@ -5,7 +5,7 @@ _provision() {
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="up plan inventory run"
+	local commands="up plan check inventory run"
 
 	cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -30,6 +30,9 @@ _provision() {
 	-p|--phases)
 		COMPREPLY=($(compgen -W "prep kube-packages nfs all" -- "$cur"))
 		return ;;
+	--junit)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
 	--roles|--state)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
@@ -41,6 +44,8 @@ _provision() {
 	case $cmd in
 	up|plan)
 		opts="--inventory -i --limit -l --phases -p --forks -f --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --channel-per-command --help" ;;
+	check)
+		opts="--inventory -i --limit -l --forks -f --no-tui --output -o --junit --state --ask-sudo-password -K --help" ;;
 	inventory)
 		opts="--inventory -i --output -o --help" ;;
 	run)

@@ -14,6 +14,7 @@
 const struct cmd *const cmd_table[] = {
 	&cmd_up,
 	&cmd_plan,
+	&cmd_check,
 	&cmd_inventory,
 	&cmd_run,
 	NULL,

@@ -1,6 +1,7 @@
 /* common: see common.h. */
 #include "common.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,120 @@ static void print_summary(const struct cli_plan_args *a, const struct inventory 
 	strbuf_release(&out);
 }
 
+static void xml_escaped(struct strbuf *sb, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<':
+			strbuf_addstr(sb, "&lt;");
+			break;
+		case '>':
+			strbuf_addstr(sb, "&gt;");
+			break;
+		case '&':
+			strbuf_addstr(sb, "&amp;");
+			break;
+		case '"':
+			strbuf_addstr(sb, "&quot;");
+			break;
+		default:
+			if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
+				strbuf_addch(sb, *s);
+		}
+	}
+}
+
+static const char *check_node_name(const struct check *c, const struct node *const *nodes)
+{
+	return c->node == CHECK_CLUSTER ? "(cluster)" : nodes[c->node]->name;
+}
+
+/* JUnit XML: one testcase per check, classname = the node. */
+static int write_junit(const char *path, const struct inventory *inv, const struct validation *v,
+		       const struct node *const *nodes)
+{
+	struct strbuf x = STRBUF_INIT;
+	size_t i, failed = 0, skipped = 0;
+	FILE *f;
+	int ok;
+
+	for (i = 0; i < v->nr; i++) {
+		failed += v->items[i].status == CHECK_FAIL;
+		skipped += v->items[i].status == CHECK_SKIP;
+	}
+	strbuf_addstr(&x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	strbuf_addstr(&x, "<testsuites>\n  <testsuite name=\"provision check ");
+	xml_escaped(&x, inv->cluster.name);
+	strbuf_addf(&x, "\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n", v->nr, failed,
+		    skipped);
+	for (i = 0; i < v->nr; i++) {
+		const struct check *c = &v->items[i];
+		strbuf_addstr(&x, "    <testcase classname=\"");
+		xml_escaped(&x, check_node_name(c, nodes));
+		strbuf_addstr(&x, "\" name=\"");
+		xml_escaped(&x, c->id);
+		strbuf_addstr(&x, "\">");
+		if (c->status == CHECK_FAIL) {
+			strbuf_addstr(&x, "\n      <failure message=\"");
+			xml_escaped(&x, c->observed);
+			strbuf_addstr(&x, "\">expected: ");
+			xml_escaped(&x, c->expected);
+			strbuf_addstr(&x, "\nobserved: ");
+			xml_escaped(&x, c->observed);
+			if (c->fix) {
+				strbuf_addstr(&x, "\nfix: ");
+				xml_escaped(&x, c->fix);
+			}
+			strbuf_addstr(&x, "</failure>\n    ");
+		} else if (c->status == CHECK_SKIP) {
+			strbuf_addstr(&x, "\n      <skipped message=\"");
+			xml_escaped(&x, c->observed);
+			strbuf_addstr(&x, "\"/>\n    ");
+		}
+		strbuf_addstr(&x, "</testcase>\n");
+	}
+	strbuf_addstr(&x, "  </testsuite>\n</testsuites>\n");
+	f = fopen(path, "w");
+	ok = f && fwrite(x.buf, 1, x.len, f) == x.len;
+	if (f && fclose(f))
+		ok = 0;
+	strbuf_release(&x);
+	return ok ? 0 : -1;
+}
+
+static void print_validation(const struct validation *v, const struct node *const *nodes,
+			     bool failures_only)
+{
+	struct strbuf out = STRBUF_INIT;
+	size_t i, w = 9, pass = 0, fail = 0, skip = 0;
+
+	for (i = 0; i < v->nr; i++)
+		if (strlen(check_node_name(&v->items[i], nodes)) > w)
+			w = strlen(check_node_name(&v->items[i], nodes));
+	strbuf_addch(&out, '\n');
+	if (!failures_only)
+		strbuf_addf(&out, "%-26s %-*s %-6s %s\n", "CHECK", (int)w, "NODE", "RESULT",
+			    "OBSERVED (EXPECTED)");
+	for (i = 0; i < v->nr; i++) {
+		const struct check *c = &v->items[i];
+		pass += c->status == CHECK_PASS;
+		fail += c->status == CHECK_FAIL;
+		skip += c->status == CHECK_SKIP;
+		if (failures_only && c->status != CHECK_FAIL)
+			continue;
+		strbuf_addf(&out, "%-26s %-*s %-6s %s", c->id, (int)w, check_node_name(c, nodes),
+			    check_status_name(c->status), c->observed);
+		if (c->status != CHECK_PASS)
+			strbuf_addf(&out, " (expected: %s)", c->expected);
+		strbuf_addch(&out, '\n');
+		if (c->fix && c->status != CHECK_PASS)
+			strbuf_addf(&out, "%-26s %-*s        fix: %s\n", "", (int)w, "", c->fix);
+	}
+	strbuf_addf(&out, "validation: %zu passed, %zu failed, %zu skipped\n", pass, fail, skip);
+	(void)write_all(STDOUT_FILENO, out.buf, out.len);
+	strbuf_release(&out);
+}
+
 int cli_plan_run(const struct cli_plan_args *a)
 {
 	struct inventory *inv = NULL;
@@ -295,12 +410,12 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct error err = {0};
 	struct view view;
 	char *password = NULL, *state_dir = NULL;
-	unsigned phases = plan_all_phases();
+	unsigned phases = a->check ? 0 : plan_all_phases();
 	bool have_roles = false;
 	size_t nr = 0;
 	int ret;
 
-	if (a->phases && plan_parse_phases(a->phases, &phases, &err) < 0) {
+	if (!a->check && a->phases && plan_parse_phases(a->phases, &phases, &err) < 0) {
 		fprintf(stderr, "provision %s: %s\n  hint: %s\n", a->cmd_name, err.msg, err.hint);
 		return EXIT_USAGE;
 	}
@@ -343,6 +458,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.nr = nr,
 			.phases = phases,
 			.check_only = a->check_only,
+			.validate = a->check || (!a->check_only && (phases & (1u << role_phase_index("validate")))),
 			.forks = a->forks,
 			.sudo_password = password,
 			.per_command_channels = a->channels,
@@ -356,11 +472,19 @@ int cli_plan_run(const struct cli_plan_args *a)
 	if (!view.json) {
 		if (a->check_only)
 			print_plan(&res, nodes);
-		print_summary(a, inv, &res, nodes);
+		if (res.validation.nr)
+			print_validation(&res.validation, nodes, !a->check);
+		if (!a->check)
+			print_summary(a, inv, &res, nodes);
 	}
-	if (res.interrupted)
+	if (a->junit && write_junit(a->junit, inv, &res.validation, nodes) < 0) {
+		fprintf(stderr, "provision %s: cannot write '%s': %s\n", a->cmd_name, a->junit,
+			strerror(errno));
+		ret = EXIT_LOCAL;
+	} else if (res.interrupted)
 		ret = EXIT_INTERRUPTED;
-	else if (res.failed || res.unreachable || res.cancelled)
+	else if (res.failed || res.unreachable || res.cancelled ||
+		 validation_failures(&res.validation))
 		ret = EXIT_NODE_FAILED;
 	else
 		ret = EXIT_OK;

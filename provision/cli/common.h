@@ -53,6 +53,8 @@ struct cli_plan_args {
 	int forks;
 	bool verbose, ask_sudo, channels, no_tui;
 	bool check_only;
+	bool check;	   /* provision check: facts, preflight and validation only */
+	const char *junit; /* write the validation as JUnit XML here */
 };
 
 /* Load, validate, run and report; returns an enum exit_status. */

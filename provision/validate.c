@@ -1,0 +1,292 @@
+/* validate: see validate.h. */
+#include "validate.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+void validation_add(struct validation *v, const char *id, size_t node, enum check_status status,
+		    const char *expected, const char *observed, const char *fix)
+{
+	struct check *c;
+
+	ALLOC_GROW(v->items, v->nr + 1, v->alloc);
+	c = &v->items[v->nr++];
+	c->id = xstrdup(id);
+	c->node = node;
+	c->status = status;
+	c->expected = xstrdup(expected ? expected : "");
+	c->observed = xstrdup(observed ? observed : "");
+	c->fix = fix ? xstrdup(fix) : NULL;
+}
+
+void validation_release(struct validation *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nr; i++) {
+		free(v->items[i].id);
+		free(v->items[i].expected);
+		free(v->items[i].observed);
+		free(v->items[i].fix);
+	}
+	free(v->items);
+	memset(v, 0, sizeof(*v));
+}
+
+size_t validation_failures(const struct validation *v)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < v->nr; i++)
+		n += v->items[i].status == CHECK_FAIL;
+	return n;
+}
+
+const char *check_status_name(enum check_status s)
+{
+	switch (s) {
+	case CHECK_PASS:
+		return "pass";
+	case CHECK_FAIL:
+		return "fail";
+	case CHECK_SKIP:
+		return "skip";
+	}
+	return "unknown";
+}
+
+void validate_facts(struct validation *v, const struct node *const *nodes,
+		    const struct facts *const *facts, size_t nr, unsigned phases_ran)
+{
+	size_t i, k;
+
+	for (i = 0; i < nr; i++) {
+		const struct facts *f = facts[i];
+		struct strbuf obs = STRBUF_INIT;
+
+		if (!f) {
+			validation_add(v, "reachable", i, CHECK_FAIL, "the node answers over SSH",
+				       "no facts: unreachable or the facts script failed",
+				       "see the node's error above; 'provision run -l NODE -- true' tests the connection");
+			continue;
+		}
+		validation_add(v, "reachable", i, CHECK_PASS, "the node answers over SSH", "answers",
+			       NULL);
+		if (!(nodes[i]->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER)))
+			continue;
+		for (k = 0; k < f->nr_swaps; k++)
+			strbuf_addf(&obs, "%s%s", obs.len ? ", " : "", f->swaps[k].path);
+		if (f->nr_swaps)
+			validation_add(v, "swap-off", i, CHECK_FAIL, "no active swap", obs.buf,
+				       "run 'provision up --phases prep' (kubelet refuses to run with swap on)");
+		else
+			validation_add(v, "swap-off", i, CHECK_PASS, "no active swap", "none", NULL);
+		strbuf_reset(&obs);
+		for (k = 0; k < f->nr_fstab_swap; k++)
+			strbuf_addf(&obs, "%s%s", obs.len ? "; " : "", f->fstab_swap[k]);
+		if (f->nr_fstab_swap)
+			validation_add(v, "swap-off-at-boot", i, CHECK_FAIL,
+				       "no swap entry in /etc/fstab", obs.buf,
+				       "run 'provision up --phases prep': swap would come back at the next boot");
+		else
+			validation_add(v, "swap-off-at-boot", i, CHECK_PASS,
+				       "no swap entry in /etc/fstab", "none", NULL);
+		strbuf_release(&obs);
+		if (!(phases_ran & 1u)) /* prep did not run and is not expected yet */
+			continue;
+		if (!f->containerd_version)
+			validation_add(v, "containerd", i, CHECK_FAIL, "containerd installed and active",
+				       "not installed", "run 'provision up --phases prep'");
+		else if (f->systemd && (!f->containerd_active || strcmp(f->containerd_active, "active")))
+			validation_add(v, "containerd", i, CHECK_FAIL, "containerd installed and active",
+				       f->containerd_active ? f->containerd_active : "unknown",
+				       "see 'journalctl -u containerd' on the node");
+		else
+			validation_add(v, "containerd", i, CHECK_PASS, "containerd installed and active",
+				       f->containerd_version, NULL);
+		validation_add(v, "containerd-systemd-cgroup", i,
+			       f->containerd_systemd_cgroup ? CHECK_PASS : CHECK_FAIL,
+			       "SystemdCgroup = true in /etc/containerd/config.toml",
+			       f->containerd_systemd_cgroup ? "SystemdCgroup = true" : "not set",
+			       f->containerd_systemd_cgroup
+				       ? NULL
+				       : "run 'provision up --phases prep'; with another cgroup driver than "
+					 "the kubelet's, the control plane crash-loops");
+	}
+}
+
+/*
+ * Parse a list; `kubectl get -o json` says "List" (it may mix kinds), the API
+ * itself "NodeList"/"PodList": both are accepted.
+ */
+static json_t *load(const char *json, size_t len, const char *kind, struct error *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(json, len, 0, &jerr);
+	const char *k;
+
+	if (!root) {
+		error_set(err, -1, "not JSON at line %d column %d: %s", jerr.line, jerr.column,
+			  jerr.text);
+		return NULL;
+	}
+	k = json_string_value(json_object_get(root, "kind"));
+	if (!json_is_object(root) || !k || (strcmp(k, kind) && strcmp(k, "List")) ||
+	    !json_is_array(json_object_get(root, "items"))) {
+		error_set(err, -1, "expected a %s with items, got '%s'", kind, k ? k : "no kind");
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+static const char *str_at(json_t *obj, const char *a, const char *b)
+{
+	json_t *x = json_object_get(obj, a);
+	return json_string_value(b ? json_object_get(x, b) : x);
+}
+
+/* The status of a condition ("True"/"False"/"Unknown") and its message. */
+static const char *condition(json_t *node, const char *type, const char **message)
+{
+	json_t *conds = json_object_get(json_object_get(node, "status"), "conditions");
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(conds, i, c)
+	{
+		const char *t = json_string_value(json_object_get(c, "type"));
+		if (t && !strcmp(t, type)) {
+			if (message)
+				*message = json_string_value(json_object_get(c, "message"));
+			return json_string_value(json_object_get(c, "status"));
+		}
+	}
+	return NULL;
+}
+
+int validate_kube_nodes(struct validation *v, const char *json, size_t len,
+			const struct node *const *nodes, size_t nr, struct error *err)
+{
+	json_t *root = load(json, len, "NodeList", err), *items, *item;
+	size_t i, k;
+
+	if (!root)
+		return -1;
+	items = json_object_get(root, "items");
+	for (i = 0; i < nr; i++) {
+		json_t *found = NULL;
+		const char *status, *msg = NULL;
+		char obs[512];
+
+		json_array_foreach(items, k, item)
+		{
+			const char *name = str_at(item, "metadata", "name");
+			if (name && !strcmp(name, nodes[i]->name)) {
+				found = item;
+				break;
+			}
+		}
+		if (!found) {
+			validation_add(v, "node-ready", i, CHECK_FAIL, "a Ready Node",
+				       "not in the cluster",
+				       nodes[i]->roles & NODE_ROLE_CONTROL_PLANE
+					       ? "run 'provision up' (kubeadm init)"
+					       : "run 'provision up' (kubeadm join)");
+			continue;
+		}
+		status = condition(found, "Ready", &msg);
+		if (status && !strcmp(status, "True")) {
+			validation_add(v, "node-ready", i, CHECK_PASS, "a Ready Node", "Ready", NULL);
+			continue;
+		}
+		snprintf(obs, sizeof(obs), "Ready=%s%s%s", status ? status : "unknown",
+			 msg ? ": " : "", msg ? msg : "");
+		validation_add(v, "node-ready", i, CHECK_FAIL, "a Ready Node", obs,
+			       "look at 'journalctl -u kubelet' on the node; a missing CNI config "
+			       "(Flannel not running there) is the usual cause");
+	}
+	json_decref(root);
+	return 0;
+}
+
+static bool pod_running(json_t *pod)
+{
+	const char *phase = str_at(pod, "status", "phase");
+	const char *ready = condition(pod, "Ready", NULL);
+
+	return phase && !strcmp(phase, "Running") && (!ready || !strcmp(ready, "True"));
+}
+
+static bool label_is(json_t *pod, const char *key, const char *value)
+{
+	const char *l =
+		json_string_value(json_object_get(json_object_get(json_object_get(pod, "metadata"),
+								   "labels"),
+						  key));
+	return l && !strcmp(l, value);
+}
+
+int validate_kube_pods(struct validation *v, const char *json, size_t len,
+		       const struct node *const *nodes, size_t nr, struct error *err)
+{
+	json_t *root = load(json, len, "PodList", err), *items, *pod;
+	size_t i, k, dns_total = 0, dns_running = 0;
+	char obs[256];
+
+	if (!root)
+		return -1;
+	items = json_object_get(root, "items");
+	json_array_foreach(items, k, pod)
+	{
+		const char *ns = str_at(pod, "metadata", "namespace");
+		if (ns && !strcmp(ns, "kube-system") && label_is(pod, "k8s-app", "kube-dns")) {
+			dns_total++;
+			dns_running += pod_running(pod);
+		}
+	}
+	snprintf(obs, sizeof(obs), "%zu of %zu Running", dns_running, dns_total);
+	validation_add(v, "coredns", CHECK_CLUSTER,
+		       dns_total && dns_running == dns_total ? CHECK_PASS : CHECK_FAIL,
+		       "every CoreDNS pod Running", obs,
+		       dns_total && dns_running == dns_total
+			       ? NULL
+			       : "CoreDNS stays Pending until a pod network (Flannel) runs: "
+				 "run 'provision up --phases cni'");
+	for (i = 0; i < nr; i++) {
+		const char *state = "no Flannel pod";
+		json_array_foreach(items, k, pod)
+		{
+			const char *ns = str_at(pod, "metadata", "namespace");
+			const char *on = str_at(pod, "spec", "nodeName");
+			if (!ns || strcmp(ns, "kube-flannel") || !on || strcmp(on, nodes[i]->name))
+				continue;
+			state = pod_running(pod) ? "Running" : str_at(pod, "status", "phase");
+			if (!state)
+				state = "unknown";
+			break;
+		}
+		validation_add(v, "flannel", i, !strcmp(state, "Running") ? CHECK_PASS : CHECK_FAIL,
+			       "its Flannel pod Running", state,
+			       !strcmp(state, "Running")
+				       ? NULL
+				       : "look at 'kubectl -n kube-flannel logs' for the node's pod; "
+					 "the node's interface and the pod CIDR must match the inventory");
+	}
+	json_decref(root);
+	return 0;
+}
+
+void validate_readyz(struct validation *v, bool fetched, const char *body)
+{
+	char obs[128];
+	bool ok = fetched && body && !strncmp(body, "ok", 2);
+
+	snprintf(obs, sizeof(obs), "%s", !fetched ? "no answer" : body ? body : "");
+	obs[strcspn(obs, "\n")] = '\0';
+	validation_add(v, "api-readyz", CHECK_CLUSTER, ok ? CHECK_PASS : CHECK_FAIL,
+		       "/readyz answers ok", obs,
+		       ok ? NULL
+			  : "look at 'crictl ps -a' and the kube-apiserver log on the control plane");
+}

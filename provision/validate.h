@@ -1,0 +1,69 @@
+/*
+ * validate: is the cluster what the inventory says?  Structured results
+ * (id, node, expected, observed, how to fix) from the nodes' facts and from
+ * what the control plane reports (`kubectl get nodes -o json`, `kubectl get
+ * pods -A -o json`, `/readyz`).
+ *
+ * The parsers are pure functions of the text they are given (recorded real
+ * outputs in tests/validate/, fuzzed), so validation is tested without a
+ * cluster; plan.c runs the commands and feeds them in.
+ *
+ * Ownership: a struct validation owns its checks; validation_release().
+ */
+#ifndef PROVISION_VALIDATE_H
+#define PROVISION_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "facts.h"
+#include "inventory.h"
+#include "util.h"
+
+#define CHECK_CLUSTER ((size_t)-1) /* a check about the cluster, not one node */
+
+enum check_status { CHECK_PASS, CHECK_FAIL, CHECK_SKIP };
+
+struct check {
+	char *id;	/* "node-ready", "swap-off", ... */
+	size_t node;	/* index into the nodes given, or CHECK_CLUSTER */
+	enum check_status status;
+	char *expected; /* what it should be */
+	char *observed; /* what it is */
+	char *fix;	/* how to fix it (failures) or why skipped */
+};
+
+struct validation {
+	struct check *items;
+	size_t nr, alloc;
+};
+
+void validation_add(struct validation *v, const char *id, size_t node, enum check_status status,
+		    const char *expected, const char *observed, const char *fix);
+void validation_release(struct validation *v);
+size_t validation_failures(const struct validation *v);
+
+/* Checks from each node's fresh facts: swap off, containerd active with SystemdCgroup. */
+void validate_facts(struct validation *v, const struct node *const *nodes,
+		    const struct facts *const *facts, size_t nr, unsigned phases_ran);
+
+/*
+ * `kubectl get nodes -o json`: every inventory node is a Ready Node.
+ * Returns 0, or -1 with err set when the text is not a NodeList.
+ */
+int validate_kube_nodes(struct validation *v, const char *json, size_t len,
+			const struct node *const *nodes, size_t nr, struct error *err);
+
+/*
+ * `kubectl get pods -A -o json`: CoreDNS Running, and a Running Flannel pod
+ * on every inventory node.  Returns 0, or -1 with err set on bad input.
+ */
+int validate_kube_pods(struct validation *v, const char *json, size_t len,
+		       const struct node *const *nodes, size_t nr, struct error *err);
+
+/* The body of /readyz ("ok") and whether it could be fetched. */
+void validate_readyz(struct validation *v, bool fetched, const char *body);
+
+const char *check_status_name(enum check_status s);
+
+#endif

@@ -1,0 +1,151 @@
+/* Unit tests for validate.c on recorded kubectl outputs (tests/validate/). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "validate.h"
+
+static char *load(const char *name, size_t *len)
+{
+	struct strbuf path = STRBUF_INIT, text = STRBUF_INIT;
+
+	strbuf_addf(&path, "tests/validate/%s", name);
+	if (read_file(path.buf, &text) < 0)
+		fail_msg("cannot read %s", path.buf);
+	strbuf_release(&path);
+	return strbuf_detach(&text, len);
+}
+
+static struct node mk(const char *name, unsigned roles)
+{
+	struct node n = {0};
+	n.name = (char *)name;
+	n.roles = roles;
+	return n;
+}
+
+static const struct check *find(const struct validation *v, const char *id, size_t node)
+{
+	size_t i;
+	for (i = 0; i < v->nr; i++)
+		if (!strcmp(v->items[i].id, id) && v->items[i].node == node)
+			return &v->items[i];
+	fail_msg("no check %s for node %zu", id, node);
+	return NULL;
+}
+
+static void test_nodes(void **state)
+{
+	struct node n[4] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
+			    mk("b-3", NODE_ROLE_WORKER), mk("b-4", NODE_ROLE_WORKER)};
+	const struct node *nodes[4] = {&n[0], &n[1], &n[2], &n[3]};
+	struct validation v = {0};
+	struct error err = {0};
+	size_t len;
+	char *json = load("nodes-one-notready.json", &len);
+
+	assert_int_equal(validate_kube_nodes(&v, json, len, nodes, 4, &err), 0);
+	assert_int_equal(v.nr, 4);
+	assert_int_equal(find(&v, "node-ready", 0)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "node-ready", 1)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "node-ready", 2)->status, CHECK_FAIL);
+	assert_non_null(strstr(find(&v, "node-ready", 2)->observed, "Ready=False: container runtime network not ready"));
+	assert_int_equal(find(&v, "node-ready", 3)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "node-ready", 3)->observed, "not in the cluster");
+	assert_non_null(strstr(find(&v, "node-ready", 3)->fix, "kubeadm join"));
+	assert_int_equal(validation_failures(&v), 2);
+	validation_release(&v);
+	free(json);
+}
+
+static void test_pods(void **state)
+{
+	struct node n[3] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
+			    mk("b-3", NODE_ROLE_WORKER)};
+	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
+	struct validation v = {0};
+	struct error err = {0};
+	size_t len;
+	char *json = load("pods-flannel-partial.json", &len);
+
+	assert_int_equal(validate_kube_pods(&v, json, len, nodes, 3, &err), 0);
+	assert_int_equal(find(&v, "coredns", CHECK_CLUSTER)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "coredns", CHECK_CLUSTER)->observed, "1 of 2 Running");
+	assert_int_equal(find(&v, "flannel", 0)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "flannel", 1)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "flannel", 2)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "flannel", 2)->observed, "Pending");
+	validation_release(&v);
+	free(json);
+}
+
+static void test_bad_input(void **state)
+{
+	struct node n = mk("x", NODE_ROLE_WORKER);
+	const struct node *nodes[1] = {&n};
+	struct validation v = {0};
+	struct error err = {0};
+	const char *notjson = "error: You must be logged in to the server (Unauthorized)\n";
+	const char *wrong = "{\"kind\":\"Status\",\"status\":\"Failure\"}";
+	const char *noitems = "{\"kind\":\"List\",\"items\":7}";
+
+	assert_int_equal(validate_kube_nodes(&v, notjson, strlen(notjson), nodes, 1, &err), -1);
+	assert_non_null(strstr(err.msg, "not JSON"));
+	assert_int_equal(validate_kube_nodes(&v, wrong, strlen(wrong), nodes, 1, &err), -1);
+	assert_string_equal(err.msg, "expected a NodeList with items, got 'Status'");
+	assert_int_equal(validate_kube_pods(&v, noitems, strlen(noitems), nodes, 1, &err), -1);
+	assert_int_equal(v.nr, 0);
+}
+
+static void test_readyz(void **state)
+{
+	struct validation v = {0};
+
+	validate_readyz(&v, true, "ok");
+	validate_readyz(&v, true, "[-]etcd failed: reason withheld\nreadyz check failed");
+	validate_readyz(&v, false, NULL);
+	assert_int_equal(v.items[0].status, CHECK_PASS);
+	assert_int_equal(v.items[1].status, CHECK_FAIL);
+	assert_string_equal(v.items[1].observed, "[-]etcd failed: reason withheld");
+	assert_string_equal(v.items[2].observed, "no answer");
+	validation_release(&v);
+}
+
+static void test_facts_checks(void **state)
+{
+	struct node n[2] = {mk("a", NODE_ROLE_WORKER), mk("b", NODE_ROLE_WORKER)};
+	const struct node *nodes[2] = {&n[0], &n[1]};
+	struct facts f = {0};
+	struct swap_dev sw = {SWAP_FILE, 1024, (char *)"/swapfile"};
+	const struct facts *facts[2] = {&f, NULL};
+	struct validation v = {0};
+
+	f.systemd = true;
+	f.swaps = &sw;
+	f.nr_swaps = 1;
+	f.containerd_version = (char *)"1.6.20";
+	f.containerd_active = (char *)"active";
+	f.containerd_systemd_cgroup = true;
+	validate_facts(&v, nodes, facts, 2, 1);
+	assert_int_equal(find(&v, "swap-off", 0)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "swap-off", 0)->observed, "/swapfile");
+	assert_int_equal(find(&v, "containerd", 0)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "containerd-systemd-cgroup", 0)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "reachable", 1)->status, CHECK_FAIL);
+	validation_release(&v);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nodes),     cmocka_unit_test(test_pods),
+		cmocka_unit_test(test_bad_input), cmocka_unit_test(test_readyz),
+		cmocka_unit_test(test_facts_checks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
