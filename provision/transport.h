@@ -74,16 +74,16 @@
 /* Error codes, negative; `struct error` carries the readable message. */
 enum transport_err {
 	TRANSPORT_ERR_GENERIC = -1,
-	TRANSPORT_ERR_RESOLVE = -2,   /* DNS: the name does not resolve */
-	TRANSPORT_ERR_REFUSED = -3,   /* connection refused */
-	TRANSPORT_ERR_TIMEOUT = -4,   /* connect or handshake timed out */
-	TRANSPORT_ERR_HOSTKEY = -5,   /* unknown or changed host key */
-	TRANSPORT_ERR_AUTH = -6,      /* no accepted authentication */
-	TRANSPORT_ERR_SUDO = -7,      /* sudo refused or needs a password we lack */
+	TRANSPORT_ERR_RESOLVE = -2,	/* DNS: the name does not resolve */
+	TRANSPORT_ERR_REFUSED = -3,	/* connection refused */
+	TRANSPORT_ERR_TIMEOUT = -4,	/* connect or handshake timed out */
+	TRANSPORT_ERR_HOSTKEY = -5,	/* unknown or changed host key */
+	TRANSPORT_ERR_AUTH = -6,	/* no accepted authentication */
+	TRANSPORT_ERR_SUDO = -7,	/* sudo refused or needs a password we lack */
 	TRANSPORT_ERR_CMD_TIMEOUT = -8, /* exec: the command outlived its timeout */
-	TRANSPORT_ERR_LOST = -9,      /* the session died (network, sshd killed) */
-	TRANSPORT_ERR_IO = -10,       /* put_file: local or remote I/O failure */
-	TRANSPORT_ERR_CANCELLED = -11, /* exec: cancelled by the caller */
+	TRANSPORT_ERR_LOST = -9,	/* the session died (network, sshd killed) */
+	TRANSPORT_ERR_IO = -10,		/* put_file: local or remote I/O failure */
+	TRANSPORT_ERR_CANCELLED = -11,	/* exec: cancelled by the caller */
 };
 
 enum transport_host_keys {
@@ -99,11 +99,11 @@ enum transport_sudo {
 
 /* Where and how to connect; strings are borrowed for the duration of connect(). */
 struct transport_target {
-	const char *name;	 /* node name, for messages */
+	const char *name; /* node name, for messages */
 	const char *host;
 	int port;
 	const char *user;
-	const char *identity;	 /* private key file or NULL (agent + defaults) */
+	const char *identity; /* private key file or NULL (agent + defaults) */
 	/* Passphrase of `identity`, read once by the CLI from a terminal; NULL:
 	 * the key must be unencrypted or held by ssh-agent.  Never prompted for here. */
 	const char *identity_passphrase;
@@ -132,7 +132,7 @@ struct transport_exec {
 	const char *command; /* a POSIX sh command line, run by /bin/sh -c */
 	const void *input;   /* bytes for the command's stdin, or NULL for none */
 	size_t input_len;
-	int timeout_ms;	     /* 0: none.  On expiry the command is killed. */
+	int timeout_ms; /* 0: none.  On expiry the command is killed. */
 	transport_line_fn on_line;
 	void *ctx;
 	/* Polled about every 100 ms; returning true cancels the command. */
@@ -146,10 +146,10 @@ struct transport_result {
 };
 
 struct transport_stats {
-	const char *mode; /* "agent" or "channel" */
+	const char *mode;    /* "agent" or "channel" */
 	uint64_t connect_us; /* connect() in all: TCP, handshake, auth, agent */
 	uint64_t agent_us;   /* of which starting the agent */
-	bool is_root;	/* the commands run as root (directly or via sudo) */
+	bool is_root;	     /* the commands run as root (directly or via sudo) */
 	unsigned commands;
 	unsigned files_sent, files_skipped;
 };
@@ -213,8 +213,8 @@ void transport_agent_request(struct strbuf *out, const char *token, const char *
 			     const void *input, size_t input_len);
 
 enum transport_priv {
-	TRANSPORT_PRIV_NONE = 0, /* commands run as the login user */
-	TRANSPORT_PRIV_SUDO,	 /* sudo -n: passwordless */
+	TRANSPORT_PRIV_NONE = 0,      /* commands run as the login user */
+	TRANSPORT_PRIV_SUDO,	      /* sudo -n: passwordless */
 	TRANSPORT_PRIV_SUDO_PASSWORD, /* sudo -S -p '': password first on stdin */
 };
 

@@ -35,10 +35,10 @@ extern const char transport_agent_script[];
 extern const size_t transport_agent_script_len;
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 30000
-#define POLL_MS 100	       /* cancellation is polled this often */
-#define KILL_GRACE_MS 10000    /* after a kill, how long the agent may take to report */
-#define CAPTURE_MAX (64 * 1024) /* output kept for error messages */
-#define SFTP_CHUNK 32768
+#define POLL_MS			   100	 /* cancellation is polled this often */
+#define KILL_GRACE_MS		   10000 /* after a kill, how long the agent may take to report */
+#define CAPTURE_MAX		   (64 * 1024) /* output kept for error messages */
+#define SFTP_CHUNK		   32768
 
 struct jump {
 	ssh_session session;
@@ -112,7 +112,8 @@ static char *host_port(const char *host, int port)
 {
 	if (port == 22)
 		return xstrdup(host);
-	return strchr(host, ':') ? xasprintf("[%s]:%d", host, port) : xasprintf("%s:%d", host, port);
+	return strchr(host, ':') ? xasprintf("[%s]:%d", host, port)
+				 : xasprintf("%s:%d", host, port);
 }
 
 /* The first line of s, at most 200 bytes, for messages. */
@@ -166,7 +167,8 @@ static int tcp_connect(int *out, const char *host, int port, int timeout_ms, boo
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	gai = getaddrinfo(host, portstr, &hints, &res);
 	if (gai) {
-		rc = error_set(err, gai == EAI_SYSTEM ? TRANSPORT_ERR_GENERIC : TRANSPORT_ERR_RESOLVE,
+		rc = error_set(err,
+			       gai == EAI_SYSTEM ? TRANSPORT_ERR_GENERIC : TRANSPORT_ERR_RESOLVE,
 			       "cannot resolve '%s': %s", host,
 			       gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
 		error_hint(err, "check the node's address in the inventory and the DNS");
@@ -215,14 +217,17 @@ static int tcp_connect(int *out, const char *host, int port, int timeout_ms, boo
 	if (fd < 0) {
 		if (timed_out && last_errno != ECONNREFUSED) {
 			rc = error_set(err, TRANSPORT_ERR_TIMEOUT,
-				       "connection to '%s' timed out after %d ms", label, timeout_ms);
+				       "connection to '%s' timed out after %d ms", label,
+				       timeout_ms);
 			error_hint(err, "is the node up and reachable, and port %d open?", port);
 		} else if (last_errno == ECONNREFUSED) {
-			rc = error_set(err, TRANSPORT_ERR_REFUSED, "connection to '%s' refused", label);
-			error_hint(err, "is sshd running on the node and listening on port %d?", port);
+			rc = error_set(err, TRANSPORT_ERR_REFUSED, "connection to '%s' refused",
+				       label);
+			error_hint(err, "is sshd running on the node and listening on port %d?",
+				   port);
 		} else {
-			rc = error_set(err, TRANSPORT_ERR_GENERIC, "cannot connect to '%s': %s", label,
-				       strerror(last_errno ? last_errno : EHOSTUNREACH));
+			rc = error_set(err, TRANSPORT_ERR_GENERIC, "cannot connect to '%s': %s",
+				       label, strerror(last_errno ? last_errno : EHOSTUNREACH));
 		}
 		goto out;
 	}
@@ -260,7 +265,8 @@ static int verify_host_key(ssh_session s, const char *label, const char *host, i
 		goto out;
 	}
 	if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) < 0) {
-		rc = error_set(err, TRANSPORT_ERR_GENERIC, "cannot hash the host key of '%s'", label);
+		rc = error_set(err, TRANSPORT_ERR_GENERIC, "cannot hash the host key of '%s'",
+			       label);
 		goto out;
 	}
 	fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
@@ -274,14 +280,16 @@ static int verify_host_key(ssh_session s, const char *label, const char *host, i
 		break;
 	case SSH_KNOWN_HOSTS_CHANGED:
 	case SSH_KNOWN_HOSTS_OTHER:
-		rc = error_set(err, TRANSPORT_ERR_HOSTKEY,
-			       "host key of '%s' has CHANGED: the server offers %s %s, which does not "
-			       "match '%s'",
-			       label, type, fp ? fp : "?", file);
-		error_hint(err,
-			   "someone may be intercepting the connection; if the node was reinstalled, "
-			   "check the new fingerprint, then: ssh-keygen -R '%s' -f '%s'",
-			   spec, file);
+		rc = error_set(
+		    err, TRANSPORT_ERR_HOSTKEY,
+		    "host key of '%s' has CHANGED: the server offers %s %s, which does not "
+		    "match '%s'",
+		    label, type, fp ? fp : "?", file);
+		error_hint(
+		    err,
+		    "someone may be intercepting the connection; if the node was reinstalled, "
+		    "check the new fingerprint, then: ssh-keygen -R '%s' -f '%s'",
+		    spec, file);
 		break;
 	case SSH_KNOWN_HOSTS_NOT_FOUND:
 	case SSH_KNOWN_HOSTS_UNKNOWN:
@@ -291,28 +299,31 @@ static int verify_host_key(ssh_session s, const char *label, const char *host, i
 			pthread_mutex_unlock(&known_hosts_lock);
 			if (rc != SSH_OK)
 				rc = error_set(err, TRANSPORT_ERR_HOSTKEY,
-					       "cannot record the host key of '%s' in '%s': %s", label,
-					       file, ssh_get_error(s));
+					       "cannot record the host key of '%s' in '%s': %s",
+					       label, file, ssh_get_error(s));
 			break;
 		}
 		rc = error_set(err, TRANSPORT_ERR_HOSTKEY,
 			       "host key of '%s' is unknown: %s %s is not in '%s'", label, type,
 			       fp ? fp : "?", file);
 		if (port == 22)
-			error_hint(err,
-				   "check the fingerprint on the node, then: ssh-keyscan %s >> '%s' "
-				   "(or set host_keys: accept-new)",
-				   host, file);
+			error_hint(
+			    err,
+			    "check the fingerprint on the node, then: ssh-keyscan %s >> '%s' "
+			    "(or set host_keys: accept-new)",
+			    host, file);
 		else
-			error_hint(err,
-				   "check the fingerprint on the node, then: ssh-keyscan -p %d %s >> "
-				   "'%s' (or set host_keys: accept-new)",
-				   port, host, file);
+			error_hint(
+			    err,
+			    "check the fingerprint on the node, then: ssh-keyscan -p %d %s >> "
+			    "'%s' (or set host_keys: accept-new)",
+			    port, host, file);
 		break;
 	case SSH_KNOWN_HOSTS_ERROR:
 	default:
-		rc = error_set(err, TRANSPORT_ERR_HOSTKEY, "cannot check the host key of '%s' in '%s': %s",
-			       label, file, ssh_get_error(s));
+		rc = error_set(err, TRANSPORT_ERR_HOSTKEY,
+			       "cannot check the host key of '%s' in '%s': %s", label, file,
+			       ssh_get_error(s));
 		break;
 	}
 out:
@@ -331,11 +342,11 @@ static void add_methods(struct strbuf *sb, int methods)
 		int bit;
 		const char *name;
 	} names[] = {
-		{SSH_AUTH_METHOD_PUBLICKEY, "publickey"},
-		{SSH_AUTH_METHOD_PASSWORD, "password"},
-		{SSH_AUTH_METHOD_INTERACTIVE, "keyboard-interactive"},
-		{SSH_AUTH_METHOD_HOSTBASED, "hostbased"},
-		{SSH_AUTH_METHOD_GSSAPI_MIC, "gssapi-with-mic"},
+	    {SSH_AUTH_METHOD_PUBLICKEY, "publickey"},
+	    {SSH_AUTH_METHOD_PASSWORD, "password"},
+	    {SSH_AUTH_METHOD_INTERACTIVE, "keyboard-interactive"},
+	    {SSH_AUTH_METHOD_HOSTBASED, "hostbased"},
+	    {SSH_AUTH_METHOD_GSSAPI_MIC, "gssapi-with-mic"},
 	};
 	size_t i, n = 0;
 
@@ -485,8 +496,8 @@ static int session_open(ssh_session *out, const char *label, const char *host, i
 				       t->timeout_ms);
 			error_hint(err, "the port answers but no ssh server speaks: is sshd hung?");
 		} else {
-			rc = error_set(err, TRANSPORT_ERR_GENERIC, "ssh handshake with '%s' failed: %s",
-				       label, e);
+			rc = error_set(err, TRANSPORT_ERR_GENERIC,
+				       "ssh handshake with '%s' failed: %s", label, e);
 		}
 		goto fail;
 	}
@@ -527,7 +538,8 @@ static void *jump_pump(void *arg)
 			}
 			if (n > 0) {
 				down_len = (size_t)n, down_off = 0, progress = true;
-			} else if (ssh_channel_is_eof(j->channel) || ssh_channel_is_closed(j->channel)) {
+			} else if (ssh_channel_is_eof(j->channel) ||
+				   ssh_channel_is_closed(j->channel)) {
 				ok = false;
 				break;
 			}
@@ -568,8 +580,9 @@ static void *jump_pump(void *arg)
 		}
 		if (progress)
 			continue;
-		p[0] = (struct pollfd){.fd = j->fd,
-				       .events = (short)((up_len ? 0 : POLLIN) | (down_len ? POLLOUT : 0))};
+		p[0] = (struct pollfd){
+		    .fd = j->fd,
+		    .events = (short)((up_len ? 0 : POLLIN) | (down_len ? POLLOUT : 0))};
 		p[1] = (struct pollfd){.fd = jfd, .events = POLLIN};
 		quickack(jfd);
 		(void)poll(p, 2, POLL_MS);
@@ -630,11 +643,11 @@ static int jump_open(struct transport *t, const char *spec, int *inner_fd, struc
 	if (!j->channel ||
 	    ssh_channel_open_forward(j->channel, t->host, t->port, "127.0.0.1", 0) != SSH_OK) {
 		const char *e = ssh_get_error(j->session);
-		int code = strstr(e, "efused")	  ? TRANSPORT_ERR_REFUSED
+		int code = strstr(e, "efused")	   ? TRANSPORT_ERR_REFUSED
 			   : strstr(e, "imed out") ? TRANSPORT_ERR_TIMEOUT
 						   : TRANSPORT_ERR_GENERIC;
-		rc = error_set(err, code, "jump host '%s' cannot reach '%s': %s", j->label, t->label,
-			       e);
+		rc = error_set(err, code, "jump host '%s' cannot reach '%s': %s", j->label,
+			       t->label, e);
 		goto fail;
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -866,8 +879,8 @@ static int sudo_error(struct transport *t, const char *text, struct error *err)
 		rc = error_set(err, TRANSPORT_ERR_SUDO, "sudo on '%s' needs a password for '%s'",
 			       t->label, user);
 	else if (strstr(text, "incorrect password") || strstr(text, "Sorry, try again"))
-		rc = error_set(err, TRANSPORT_ERR_SUDO, "sudo on '%s' rejected the password for '%s'",
-			       t->label, user);
+		rc = error_set(err, TRANSPORT_ERR_SUDO,
+			       "sudo on '%s' rejected the password for '%s'", t->label, user);
 	else if (strstr(text, "sudoers") || strstr(text, "not allowed") ||
 		 strstr(text, "may not run sudo"))
 		rc = error_set(err, TRANSPORT_ERR_SUDO, "'%s' may not use sudo on '%s'", user,
@@ -939,15 +952,16 @@ static int agent_start(struct transport *t, struct error *err)
 			goto out;
 		}
 	}
-	if (!line || sscanf(line, "provision-agent %u %u %ld %255s", &version, &uid, &pid, dir) != 4 ||
+	if (!line ||
+	    sscanf(line, "provision-agent %u %u %ld %255s", &version, &uid, &pid, dir) != 4 ||
 	    version != 1) {
 		rc = sudo_error(t, t->hello_err.buf, err);
 		if (rc < 0)
 			goto out;
 		{
 			char *why = first_line(t->hello_err.len ? t->hello_err.buf : "no answer");
-			rc = error_set(err, TRANSPORT_ERR_GENERIC, "the agent did not start on '%s': %s",
-				       t->label, why);
+			rc = error_set(err, TRANSPORT_ERR_GENERIC,
+				       "the agent did not start on '%s': %s", t->label, why);
 			free(why);
 		}
 		goto out;
@@ -974,7 +988,8 @@ static int run_wait(struct transport *t, const struct transport_exec *req, struc
 		    bool (*finished)(struct transport *, struct run *), const char *token,
 		    long kill_pid, bool *timed_out, struct error *err)
 {
-	uint64_t start = now_ms(), deadline = req->timeout_ms > 0 ? start + (uint64_t)req->timeout_ms : 0;
+	uint64_t start = now_ms(),
+		 deadline = req->timeout_ms > 0 ? start + (uint64_t)req->timeout_ms : 0;
 	uint64_t kill_deadline = 0;
 	int why = 0;
 
@@ -996,13 +1011,15 @@ static int run_wait(struct transport *t, const struct transport_exec *req, struc
 		}
 		if (kill_deadline && now >= kill_deadline)
 			return why == TRANSPORT_ERR_CMD_TIMEOUT
-				       ? error_set(err, why,
-						   "command on '%s' timed out after %d ms and could not "
-						   "be stopped",
-						   t->label, req->timeout_ms)
-				       : error_set(err, why,
-						   "command on '%s' was cancelled and could not be stopped",
-						   t->label);
+				   ? error_set(
+					 err, why,
+					 "command on '%s' timed out after %d ms and could not "
+					 "be stopped",
+					 t->label, req->timeout_ms)
+				   : error_set(
+					 err, why,
+					 "command on '%s' was cancelled and could not be stopped",
+					 t->label);
 		if (deadline && !why && deadline - now < (uint64_t)wait)
 			wait = (int)(deadline - now);
 		if (pump(t, wait) < 0)
@@ -1038,9 +1055,10 @@ static int agent_exec(struct transport *t, const struct transport_exec *req,
 	transport_agent_request(&rq, token, req->command, req->input, req->input_len);
 	t->run = &run;
 	if (channel_write_all(t->agent, rq.buf, rq.len) < 0) {
-		rc = session_alive(t) ? error_set(err, TRANSPORT_ERR_LOST,
-						  "the agent on '%s' stopped reading commands", t->label)
-				      : lost(t, "sending a command", err);
+		rc = session_alive(t)
+			 ? error_set(err, TRANSPORT_ERR_LOST,
+				     "the agent on '%s' stopped reading commands", t->label)
+			 : lost(t, "sending a command", err);
 		agent_stop(t);
 		goto out;
 	}
@@ -1055,10 +1073,10 @@ static int agent_exec(struct transport *t, const struct transport_exec *req,
 	}
 	/* The agent is gone or stuck: the next command starts a new one. */
 	if (rc == 0)
-		rc = session_alive(t) ? error_set(err, TRANSPORT_ERR_LOST,
-						  "the agent on '%s' exited while running a command",
-						  t->label)
-				      : lost(t, "while running a command", err);
+		rc = session_alive(t)
+			 ? error_set(err, TRANSPORT_ERR_LOST,
+				     "the agent on '%s' exited while running a command", t->label)
+			 : lost(t, "while running a command", err);
 	agent_stop(t);
 out:
 	t->run = NULL;
@@ -1103,10 +1121,10 @@ static int signal_number(const char *name)
 		const char *name;
 		int num;
 	} sigs[] = {
-		{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ILL", SIGILL},
-		{"ABRT", SIGABRT}, {"FPE", SIGFPE},   {"KILL", SIGKILL}, {"SEGV", SIGSEGV},
-		{"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"USR1", SIGUSR1},
-		{"USR2", SIGUSR2}, {"BUS", SIGBUS},   {"TRAP", SIGTRAP}, {"XCPU", SIGXCPU},
+	    {"HUP", SIGHUP},   {"INT", SIGINT},	  {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+	    {"ABRT", SIGABRT}, {"FPE", SIGFPE},	  {"KILL", SIGKILL}, {"SEGV", SIGSEGV},
+	    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"USR1", SIGUSR1},
+	    {"USR2", SIGUSR2}, {"BUS", SIGBUS},	  {"TRAP", SIGTRAP}, {"XCPU", SIGXCPU},
 	};
 	size_t i;
 
@@ -1162,12 +1180,13 @@ static int channel_exec(struct transport *t, const struct transport_exec *req,
 	cb.channel_exit_status_function = chan_status;
 	cb.channel_exit_signal_function = chan_signal;
 	ssh_callbacks_init(&cb);
-	if (!ch || ssh_set_channel_callbacks(ch, &cb) != SSH_OK || channel_start(t, ch, cmd.buf) < 0 ||
-	    channel_write_all(ch, in.buf, in.len) < 0 || ssh_channel_send_eof(ch) != SSH_OK) {
-		rc = session_alive(t) ? error_set(err, TRANSPORT_ERR_GENERIC,
-						  "cannot run a command on '%s': %s", t->label,
-						  ssh_get_error(t->session))
-				      : lost(t, "starting a command", err);
+	if (!ch || ssh_set_channel_callbacks(ch, &cb) != SSH_OK ||
+	    channel_start(t, ch, cmd.buf) < 0 || channel_write_all(ch, in.buf, in.len) < 0 ||
+	    ssh_channel_send_eof(ch) != SSH_OK) {
+		rc = session_alive(t)
+			 ? error_set(err, TRANSPORT_ERR_GENERIC, "cannot run a command on '%s': %s",
+				     t->label, ssh_get_error(t->session))
+			 : lost(t, "starting a command", err);
 		goto out;
 	}
 	t->last_io_ms = now_ms();
@@ -1179,10 +1198,10 @@ static int channel_exec(struct transport *t, const struct transport_exec *req,
 	if (rc < 0)
 		goto out;
 	if (!run.got_status) {
-		rc = session_alive(t) ? error_set(err, TRANSPORT_ERR_LOST,
-						  "command on '%s' ended without an exit status",
-						  t->label)
-				      : lost(t, "while running a command", err);
+		rc = session_alive(t)
+			 ? error_set(err, TRANSPORT_ERR_LOST,
+				     "command on '%s' ended without an exit status", t->label)
+			 : lost(t, "while running a command", err);
 		goto out;
 	}
 	res->exit_status = run.status;
@@ -1248,10 +1267,10 @@ static int exec_capture(struct transport *t, const char *command, struct capture
 			struct error *err)
 {
 	struct transport_exec req = {
-		.command = command,
-		.timeout_ms = t->timeout_ms * 4,
-		.on_line = capture_line,
-		.ctx = c,
+	    .command = command,
+	    .timeout_ms = t->timeout_ms * 4,
+	    .on_line = capture_line,
+	    .ctx = c,
 	};
 	struct transport_result res;
 	int rc;
@@ -1349,8 +1368,8 @@ static int ssh_connect_fn(struct transport **out, const struct transport_target 
 	if (target->jump && *target->jump) {
 		rc = jump_open(t, target->jump, &fd, err);
 	} else {
-		rc = tcp_connect(&fd, t->host, t->port, t->timeout_ms, !t->nodelay_off, t->keepalive_s,
-				 err);
+		rc = tcp_connect(&fd, t->host, t->port, t->timeout_ms, !t->nodelay_off,
+				 t->keepalive_s, err);
 		t->tcp_fd = fd;
 	}
 	if (rc < 0)
@@ -1384,8 +1403,8 @@ static int ssh_connect_fn(struct transport **out, const struct transport_target 
 			rc = sudo_error(t, c.err.buf, err);
 		if (rc == 0 && status != 0) {
 			char *why = first_line(c.err.buf);
-			rc = error_set(err, TRANSPORT_ERR_GENERIC, "cannot run commands on '%s': %s",
-				       t->label, why);
+			rc = error_set(err, TRANSPORT_ERR_GENERIC,
+				       "cannot run commands on '%s': %s", t->label, why);
 			free(why);
 		}
 		t->is_root = rc == 0 && !strcmp(c.out.buf, "0\n");
@@ -1409,13 +1428,13 @@ static void ssh_close_fn(struct transport *t)
 static void ssh_get_stats(struct transport *t, struct transport_stats *st)
 {
 	*st = (struct transport_stats){
-		.mode = t->mode,
-		.connect_us = t->connect_us,
-		.agent_us = t->agent_us,
-		.is_root = t->is_root,
-		.commands = t->commands,
-		.files_sent = t->files_sent,
-		.files_skipped = t->files_skipped,
+	    .mode = t->mode,
+	    .connect_us = t->connect_us,
+	    .agent_us = t->agent_us,
+	    .is_root = t->is_root,
+	    .commands = t->commands,
+	    .files_sent = t->files_sent,
+	    .files_skipped = t->files_skipped,
 	};
 }
 
@@ -1424,9 +1443,15 @@ static void ssh_get_stats(struct transport *t, struct transport_stats *st)
 static int sftp_fail(struct transport *t, const char *what, const char *path, struct error *err)
 {
 	static const char *const why[] = {
-		"ok",	   "end of file",   "no such file or directory", "permission denied",
-		"failure", "bad message",   "no connection",		 "connection lost",
-		"unsupported operation",
+	    "ok",
+	    "end of file",
+	    "no such file or directory",
+	    "permission denied",
+	    "failure",
+	    "bad message",
+	    "no connection",
+	    "connection lost",
+	    "unsupported operation",
 	};
 	int code = t->sftp ? sftp_get_error(t->sftp) : -1;
 
@@ -1445,10 +1470,10 @@ static int sftp_ready(struct transport *t, struct error *err)
 		return 0;
 	t->sftp = sftp_new(t->session);
 	if (!t->sftp || sftp_init(t->sftp) != SSH_OK) {
-		int rc = session_alive(t) ? error_set(err, TRANSPORT_ERR_IO,
-						      "sftp is not available on '%s': %s", t->label,
-						      ssh_get_error(t->session))
-					  : lost(t, "starting sftp", err);
+		int rc = session_alive(t)
+			     ? error_set(err, TRANSPORT_ERR_IO, "sftp is not available on '%s': %s",
+					 t->label, ssh_get_error(t->session))
+			     : lost(t, "starting sftp", err);
 		if (t->sftp)
 			sftp_free(t->sftp);
 		t->sftp = NULL;
@@ -1478,8 +1503,7 @@ static int sftp_upload(struct transport *t, const char *path, const void *data, 
 		}
 		p += n, len -= (size_t)n;
 	}
-	if (!rc && sftp_extension_supported(t->sftp, "fsync@openssh.com", "1") &&
-	    sftp_fsync(f) < 0)
+	if (!rc && sftp_extension_supported(t->sftp, "fsync@openssh.com", "1") && sftp_fsync(f) < 0)
 		rc = sftp_fail(t, "fsync", path, err);
 	if (sftp_close(f) < 0 && !rc)
 		rc = sftp_fail(t, "close", path, err);
@@ -1499,8 +1523,8 @@ static int ssh_put_file(struct transport *t, const char *path, const void *data,
 
 	*skipped = false;
 	if (path[0] != '/' || !base[1])
-		return error_set(err, TRANSPORT_ERR_IO, "bad destination '%s': need an absolute file path",
-				 path);
+		return error_set(err, TRANSPORT_ERR_IO,
+				 "bad destination '%s': need an absolute file path", path);
 	if (!owner && t->is_root)
 		owner = "root:root";
 	transport_sha256_hex(hash, data, len);
@@ -1508,7 +1532,8 @@ static int ssh_put_file(struct transport *t, const char *path, const void *data,
 	/* Same content, mode and owner already there: nothing to send. */
 	strbuf_addstr(&cmd, "f=");
 	sh_quote(&cmd, path);
-	strbuf_addstr(&cmd, "; [ -f \"$f\" ] || exit 3; sha256sum <\"$f\" && stat -c '%a %U:%G' \"$f\"");
+	strbuf_addstr(&cmd,
+		      "; [ -f \"$f\" ] || exit 3; sha256sum <\"$f\" && stat -c '%a %U:%G' \"$f\"");
 	rc = exec_capture(t, cmd.buf, &c, &status, err);
 	if (rc < 0)
 		goto out;
@@ -1535,8 +1560,8 @@ static int ssh_put_file(struct transport *t, const char *path, const void *data,
 	 * Either way the last step is a rename in the destination directory.
 	 */
 	upload = t->priv == TRANSPORT_PRIV_NONE
-			 ? xstrdup(tmp)
-			 : xasprintf("%s/.provision-upload-%s", t->sftp_home, rnd);
+		     ? xstrdup(tmp)
+		     : xasprintf("%s/.provision-upload-%s", t->sftp_home, rnd);
 	rc = sftp_upload(t, upload, data, len, err);
 	if (rc < 0)
 		goto out;
@@ -1548,25 +1573,27 @@ static int ssh_put_file(struct transport *t, const char *path, const void *data,
 	sh_quote(&cmd, tmp);
 	strbuf_addstr(&cmd, "; dst=");
 	sh_quote(&cmd, path);
-	strbuf_addstr(&cmd, "\nok=0; trap '[ $ok = 1 ] || rm -f \"$tmp\" \"$src\"' EXIT; set -e\n"
-			    "if [ \"$src\" != \"$tmp\" ]; then (umask 077; cat \"$src\" >\"$tmp\"); "
-			    "rm -f \"$src\"; sync \"$tmp\" 2>/dev/null || sync; fi\n");
+	strbuf_addstr(&cmd,
+		      "\nok=0; trap '[ $ok = 1 ] || rm -f \"$tmp\" \"$src\"' EXIT; set -e\n"
+		      "if [ \"$src\" != \"$tmp\" ]; then (umask 077; cat \"$src\" >\"$tmp\"); "
+		      "rm -f \"$src\"; sync \"$tmp\" 2>/dev/null || sync; fi\n");
 	if (owner) {
 		strbuf_addstr(&cmd, "chown ");
 		sh_quote(&cmd, owner);
 		strbuf_addstr(&cmd, " \"$tmp\"\n");
 	}
 	strbuf_addf(&cmd, "chmod %o \"$tmp\"\n", mode & 07777);
-	strbuf_addstr(&cmd, "if [ -d \"$dst\" ]; then echo \"'$dst' is a directory\" >&2; exit 1; fi\n"
-			    "mv -f \"$tmp\" \"$dst\"; ok=1\n");
+	strbuf_addstr(&cmd,
+		      "if [ -d \"$dst\" ]; then echo \"'$dst' is a directory\" >&2; exit 1; fi\n"
+		      "mv -f \"$tmp\" \"$dst\"; ok=1\n");
 	capture_release(&c);
 	rc = exec_capture(t, cmd.buf, &c, &status, err);
 	if (rc < 0)
 		goto out;
 	if (status != 0) {
 		char *why = first_line(c.err.len ? c.err.buf : "failed");
-		rc = error_set(err, TRANSPORT_ERR_IO, "cannot install '%s' on '%s': %s", path, t->label,
-			       why);
+		rc = error_set(err, TRANSPORT_ERR_IO, "cannot install '%s' on '%s': %s", path,
+			       t->label, why);
 		free(why);
 		goto out;
 	}
@@ -1582,10 +1609,10 @@ out:
 }
 
 const struct transport_ops transport_ssh_ops = {
-	.name = "ssh",
-	.connect = ssh_connect_fn,
-	.exec = ssh_exec_fn,
-	.put_file = ssh_put_file,
-	.get_stats = ssh_get_stats,
-	.close = ssh_close_fn,
+    .name = "ssh",
+    .connect = ssh_connect_fn,
+    .exec = ssh_exec_fn,
+    .put_file = ssh_put_file,
+    .get_stats = ssh_get_stats,
+    .close = ssh_close_fn,
 };

@@ -129,23 +129,46 @@ int main(int argc, char **argv)
 		return blackhole(argv[2]);
 	while ((opt = getopt(argc, argv, "+p:l:i:k:aJ:t:K:cNs:T")) != -1) {
 		switch (opt) {
-		case 'p': tg.port = atoi(optarg); break;
-		case 'l': tg.user = optarg; break;
-		case 'i': tg.identity = optarg; break;
-		case 'k': tg.known_hosts = optarg; break;
-		case 'a': tg.host_keys = TRANSPORT_HOST_KEYS_ACCEPT_NEW; break;
-		case 'J': tg.jump = optarg; break;
-		case 't': tg.connect_timeout_ms = atoi(optarg); break;
-		case 'K': tg.keepalive_s = atoi(optarg); break;
-		case 'c': tg.per_command_channels = true; break;
-		case 'N': tg.tcp_nodelay_off = true; break;
+		case 'p':
+			tg.port = atoi(optarg);
+			break;
+		case 'l':
+			tg.user = optarg;
+			break;
+		case 'i':
+			tg.identity = optarg;
+			break;
+		case 'k':
+			tg.known_hosts = optarg;
+			break;
+		case 'a':
+			tg.host_keys = TRANSPORT_HOST_KEYS_ACCEPT_NEW;
+			break;
+		case 'J':
+			tg.jump = optarg;
+			break;
+		case 't':
+			tg.connect_timeout_ms = atoi(optarg);
+			break;
+		case 'K':
+			tg.keepalive_s = atoi(optarg);
+			break;
+		case 'c':
+			tg.per_command_channels = true;
+			break;
+		case 'N':
+			tg.tcp_nodelay_off = true;
+			break;
 		case 's':
-			tg.sudo = !strcmp(optarg, "always") ? TRANSPORT_SUDO_ALWAYS
+			tg.sudo = !strcmp(optarg, "always")  ? TRANSPORT_SUDO_ALWAYS
 				  : !strcmp(optarg, "never") ? TRANSPORT_SUDO_NEVER
 							     : TRANSPORT_SUDO_AUTO;
 			break;
-		case 'T': tagged = true; break;
-		default: usage();
+		case 'T':
+			tagged = true;
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind >= argc)
@@ -259,7 +282,8 @@ int main(int argc, char **argv)
 			}
 			qsort(us, (size_t)n, sizeof(*us), cmp_u64);
 			printf("bench n=%d median_ms=%.3f p95_ms=%.3f mean_ms=%.3f\n", n,
-			       (double)us[n / 2] / 1000.0, (double)us[(n * 95 + 99) / 100 - 1] / 1000.0,
+			       (double)us[n / 2] / 1000.0,
+			       (double)us[(n * 95 + 99) / 100 - 1] / 1000.0,
 			       (double)sum / n / 1000.0);
 			fflush(stdout);
 			free(us);
@@ -269,8 +293,9 @@ int main(int argc, char **argv)
 			ops->get_stats(t, &st);
 			printf("stats mode=%s connect_ms=%.3f agent_ms=%.3f is_root=%d commands=%u "
 			       "sent=%u skipped=%u\n",
-			       st.mode, (double)st.connect_us / 1000.0, (double)st.agent_us / 1000.0,
-			       st.is_root, st.commands, st.files_sent, st.files_skipped);
+			       st.mode, (double)st.connect_us / 1000.0,
+			       (double)st.agent_us / 1000.0, st.is_root, st.commands, st.files_sent,
+			       st.files_skipped);
 			fflush(stdout);
 		} else {
 			usage();

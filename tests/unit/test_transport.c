@@ -76,7 +76,8 @@ static void run_shell(struct shell *r, const char *command, const void *in, size
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
-		int i = open(in_path, O_RDONLY), o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+		int i = open(in_path, O_RDONLY),
+		    o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
 		    e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fake_path) {
 			char *p = xasprintf("%s:%s", tmpdir, getenv("PATH"));
@@ -108,8 +109,9 @@ static void shell_release(struct shell *r)
 static void test_sh_quote(void **state)
 {
 	static const char *const words[] = {
-		"plain", "", "two words", "it's", "a'b'c", "$HOME", "`id`", "back\\slash",
-		"new\nline", "*", "-n", "=x", "tab\there", "\"dq\"", "!", "~root", "a;b|c&d",
+	    "plain",	   "",		"two words", "it's", "a'b'c", "$HOME",	   "`id`",
+	    "back\\slash", "new\nline", "*",	     "-n",   "=x",    "tab\there", "\"dq\"",
+	    "!",	   "~root",	"a;b|c&d",
 	};
 	size_t i;
 
@@ -156,14 +158,18 @@ static void test_sha256_vectors(void **state)
 	char hex[65], *million = xmalloc(1000000);
 
 	transport_sha256_hex(hex, "", 0);
-	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	assert_string_equal(hex,
+			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	transport_sha256_hex(hex, "abc", 3);
-	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_string_equal(hex,
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	transport_sha256_hex(hex, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56);
-	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	assert_string_equal(hex,
+			    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 	memset(million, 'a', 1000000);
 	transport_sha256_hex(hex, million, 1000000);
-	assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	assert_string_equal(hex,
+			    "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 	free(million);
 }
 
@@ -262,14 +268,16 @@ static void test_command_lines(void **state)
 				    "\"$1\"' provision-cmd 'id -u'");
 	strbuf_reset(&sb);
 
-	assert_int_equal(transport_stdin_preamble(&sb, TRANSPORT_PRIV_SUDO_PASSWORD, "s3cret", "T0K"),
-			 0);
+	assert_int_equal(
+	    transport_stdin_preamble(&sb, TRANSPORT_PRIV_SUDO_PASSWORD, "s3cret", "T0K"), 0);
 	assert_string_equal(sb.buf, "s3cret\n.provision-begin-T0K\n");
 	strbuf_reset(&sb);
 	assert_int_equal(transport_stdin_preamble(&sb, TRANSPORT_PRIV_SUDO, "s3cret", "T0K"), 0);
 	assert_string_equal(sb.buf, ".provision-begin-T0K\n");
-	assert_int_equal(transport_stdin_preamble(&sb, TRANSPORT_PRIV_SUDO_PASSWORD, "a\nb", "T"), -1);
-	assert_int_equal(transport_stdin_preamble(&sb, TRANSPORT_PRIV_SUDO_PASSWORD, NULL, "T"), -1);
+	assert_int_equal(transport_stdin_preamble(&sb, TRANSPORT_PRIV_SUDO_PASSWORD, "a\nb", "T"),
+			 -1);
+	assert_int_equal(transport_stdin_preamble(&sb, TRANSPORT_PRIV_SUDO_PASSWORD, NULL, "T"),
+			 -1);
 	strbuf_release(&sb);
 }
 
@@ -279,16 +287,16 @@ static void test_parse_jump(void **state)
 		const char *spec, *user, *host;
 		int port;
 	} ok[] = {
-		{"bastion", NULL, "bastion", 0},
-		{"admin@bastion:2222", "admin", "bastion", 2222},
-		{"10.0.0.1:22", NULL, "10.0.0.1", 22},
-		{"[::1]:2200", NULL, "::1", 2200},
-		{"u@[fe80::1]", "u", "fe80::1", 0},
-		{"fe80::1", NULL, "fe80::1", 0},
-		{"a@b@gw", "a@b", "gw", 0},
+	    {"bastion", NULL, "bastion", 0},
+	    {"admin@bastion:2222", "admin", "bastion", 2222},
+	    {"10.0.0.1:22", NULL, "10.0.0.1", 22},
+	    {"[::1]:2200", NULL, "::1", 2200},
+	    {"u@[fe80::1]", "u", "fe80::1", 0},
+	    {"fe80::1", NULL, "fe80::1", 0},
+	    {"a@b@gw", "a@b", "gw", 0},
 	};
-	static const char *const bad[] = {"", "@gw", "gw:", "gw:0", "gw:65536", "gw:22x",
-					  "[::1", "[]:22", "[::1]x", "u@"};
+	static const char *const bad[] = {"",	    "@gw",  "gw:",   "gw:0",   "gw:65536",
+					  "gw:22x", "[::1", "[]:22", "[::1]x", "u@"};
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(ok); i++) {
@@ -362,7 +370,7 @@ static void expect_frames(const char *token, const char *stream, size_t len, con
 	}
 }
 
-#define FRAMES(token, literal, want, status, rest) \
+#define FRAMES(token, literal, want, status, rest)                                                 \
 	expect_frames(token, literal, sizeof(literal) - 1, want, status, rest)
 #define T "0123456789abcdef0123456789abcdef"
 
@@ -483,7 +491,8 @@ static void test_agent_serves(void **state)
 	strbuf_addstr(&in, "some line a login script left\n");
 	agent_input(&in, TRANSPORT_PRIV_NONE, NULL, "b00t");
 	transport_agent_request(&in, t1, "echo out; echo err >&2; printf tail; exit 3", NULL, 0);
-	transport_agent_request(&in, t2, "read a; read b\necho \"$b-$a\"; cat", "1\n2\nrest\0x", 10);
+	transport_agent_request(&in, t2, "read a; read b\necho \"$b-$a\"; cat", "1\n2\nrest\0x",
+				10);
 	transport_agent_request(&in, t3, "printf '%s\\n' \"$PROVISION_CMD\"; kill -9 $$", NULL, 0);
 	run_shell(&r, cmd.buf, in.buf, in.len, false);
 	assert_int_equal(r.status, 0);
@@ -492,7 +501,11 @@ static void test_agent_serves(void **state)
 	end = r.out.buf + r.out.len;
 	assert_int_equal(next_frame(&p, end, t1, "1:out|1:tail|"), 3);
 	assert_int_equal(next_frame(&p, end, t2, "1:2-1|1:rest\0x|"), 0);
-	assert_int_equal(next_frame(&p, end, t3, "1:" "33333333333333333333333333333333" "|"), 137);
+	assert_int_equal(next_frame(&p, end, t3,
+				    "1:"
+				    "33333333333333333333333333333333"
+				    "|"),
+			 137);
 	assert_true(p == end);
 	p = r.err.buf, end = r.err.buf + r.err.len;
 	assert_int_equal(next_frame(&p, end, t1, "1:err|"), 3);
@@ -511,7 +524,8 @@ static void test_agent_input_without_gnu_head(void **state)
 {
 	static const char t1[] = "77777777777777777777777777777777",
 			  t2[] = "88888888888888888888888888888888";
-	static const char fake_head[] = "#!/bin/sh\necho 'head: unrecognized option --version (a BusyBox-like stand-in)'\n";
+	static const char fake_head[] =
+	    "#!/bin/sh\necho 'head: unrecognized option --version (a BusyBox-like stand-in)'\n";
 	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
 	const char *args[] = {"serve"}, *p;
 	char *path = tmp_path("head"), dir[256];
@@ -586,8 +600,9 @@ static void test_agent_kill(void **state)
 static void write_fake_sudo(bool nopasswd)
 {
 	char *path = tmp_path("sudo");
-	char *read_pw = nopasswd ? xstrdup(":")
-				 : xasprintf("IFS= read -r pw; printf %%s \"$pw\" >'%s/sudo.pw'", tmpdir);
+	char *read_pw =
+	    nopasswd ? xstrdup(":")
+		     : xasprintf("IFS= read -r pw; printf %%s \"$pw\" >'%s/sudo.pw'", tmpdir);
 	char *script = xasprintf("#!/bin/sh\n"
 				 "printf '%%s\\n' \"$*\" >>'%s/sudo.argv'\n"
 				 "if [ \"$1\" = -S ]; then\n"
@@ -612,7 +627,8 @@ static void test_agent_sudo_password(void **state)
 	int nopasswd;
 
 	for (nopasswd = 0; nopasswd <= 1; nopasswd++) {
-		struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT, log = STRBUF_INIT, pw = STRBUF_INIT;
+		struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT, log = STRBUF_INIT,
+			      pw = STRBUF_INIT;
 		const char *args[] = {"serve"}, *p;
 		char *argv_log = tmp_path("sudo.argv"), *pw_file = tmp_path("sudo.pw"), dir[256];
 		struct shell r;
@@ -654,7 +670,8 @@ static void test_channel_command_runs(void **state)
 	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
 	struct shell r;
 
-	transport_channel_command(&cmd, TRANSPORT_PRIV_NONE, t, "printf '%s|' \"$PROVISION_CMD\"; cat");
+	transport_channel_command(&cmd, TRANSPORT_PRIV_NONE, t,
+				  "printf '%s|' \"$PROVISION_CMD\"; cat");
 	run_shell(&r, cmd.buf, "in", 2, false);
 	assert_string_equal(r.out.buf, "66666666666666666666666666666666|in");
 	shell_release(&r);
@@ -682,27 +699,26 @@ static void test_channel_command_runs(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_err_kind),
-		cmocka_unit_test(test_sha256_vectors),
-		cmocka_unit_test(test_token),
-		cmocka_unit_test(test_agent_request),
-		cmocka_unit_test(test_priv_for),
-		cmocka_unit_test(test_command_lines),
-		cmocka_unit_test(test_parse_jump),
-		cmocka_unit_test(test_frames_agent),
-		cmocka_unit_test(test_frames_channel),
-		cmocka_unit_test(test_frames_long_lines),
-		cmocka_unit_test_setup_teardown(test_sh_quote, setup_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_sha256_lengths, setup_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_agent_serves, setup_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_agent_input_without_gnu_head, setup_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_agent_rejects_garbage, setup_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_agent_kill, setup_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_agent_sudo_password, setup_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_channel_command_runs, setup_tmpdir,
-						remove_tmpdir),
+	    cmocka_unit_test(test_err_kind),
+	    cmocka_unit_test(test_sha256_vectors),
+	    cmocka_unit_test(test_token),
+	    cmocka_unit_test(test_agent_request),
+	    cmocka_unit_test(test_priv_for),
+	    cmocka_unit_test(test_command_lines),
+	    cmocka_unit_test(test_parse_jump),
+	    cmocka_unit_test(test_frames_agent),
+	    cmocka_unit_test(test_frames_channel),
+	    cmocka_unit_test(test_frames_long_lines),
+	    cmocka_unit_test_setup_teardown(test_sh_quote, setup_tmpdir, remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_sha256_lengths, setup_tmpdir, remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_agent_serves, setup_tmpdir, remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_agent_input_without_gnu_head, setup_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_agent_rejects_garbage, setup_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_agent_kill, setup_tmpdir, remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_agent_sudo_password, setup_tmpdir, remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_channel_command_runs, setup_tmpdir, remove_tmpdir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
