@@ -161,6 +161,12 @@ test_case "authentication with a key the server does not know fails clearly" "
 	expect_grep \"identity 'missing_key' (No such file or directory)\" err
 "
 
+# glibc rejects a name with '!' before asking any resolver: no DNS traffic.
+test_case "a name that does not resolve is a dns error" "
+	expect_status 102 \"\$TRANSPORT_CLI\" -k known_hosts 'bad_host!.invalid' exec true 2>err
+	expect_grep \"dns: cannot resolve 'bad_host!.invalid'\" err
+"
+
 test_case "a closed port is refused" "
 	sshd_start c
 	port=\$(sshd_port c)
