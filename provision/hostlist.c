@@ -11,7 +11,7 @@
 #define BOUND_DIGITS 9
 
 static const char range_hint[] =
-	"a range is [N-M] or a list like [2-4,7] of decimal numbers, e.g. b-[2-4]";
+    "a range is [N-M] or a list like [2-4,7] of decimal numbers, e.g. b-[2-4]";
 
 void hostlist_free(char **list)
 {
@@ -106,7 +106,7 @@ static long parse_ranges(const char *body, size_t len, const char *pattern,
 		ALLOC_GROW(*items, *nr + 1, alloc);
 		(*items)[(*nr)++] = it;
 		continue;
-malformed:
+	malformed:
 		error_set(err, -1, "malformed range item '%.*s' in '%s'", (int)n, s, pattern);
 		error_hint(err, "%s", range_hint);
 		goto fail;
@@ -158,8 +158,7 @@ int hostlist_expand(char ***out, size_t *nr, const char *pattern, struct error *
 		error_hint(err, "only one [..] range per name or address is supported");
 		goto out;
 	}
-	total = parse_ranges(open + 1, (size_t)(close - open - 1), pattern, &items, &nr_items,
-			     err);
+	total = parse_ranges(open + 1, (size_t)(close - open - 1), pattern, &items, &nr_items, err);
 	if (total < 0)
 		goto out;
 	list = xcalloc((size_t)total + 1, sizeof(*list));
@@ -265,8 +264,8 @@ static void emit_group(struct strbuf *sb, struct group *g)
 	strbuf_addf(sb, "]%s", suffix);
 }
 
-static struct group *find_group(struct group *groups, size_t nr_groups,
-				const struct name_parts *np, int width)
+static struct group *find_group(struct group *groups, size_t nr_groups, const struct name_parts *np,
+				int width)
 {
 	size_t j;
 
@@ -289,8 +288,8 @@ char *hostlist_compress(const char *const *names, size_t nr)
 		split_name(&parts[i], names[i]);
 		if (parts[i].width && !find_group(padded, nr_padded, &parts[i], parts[i].width)) {
 			ALLOC_GROW(padded, nr_padded + 1, alloc_padded);
-			padded[nr_padded++] = (struct group){.key = &parts[i],
-							     .width = parts[i].width};
+			padded[nr_padded++] =
+			    (struct group){.key = &parts[i], .width = parts[i].width};
 		}
 	}
 	for (i = 0; i < nr; i++) {
@@ -301,7 +300,8 @@ char *hostlist_compress(const char *const *names, size_t nr)
 		if (!np->dig_len) {
 			/* No digits: the name is a group of its own (once). */
 			for (j = 0; j < nr_groups; j++)
-				if (!groups[j].key->dig_len && !strcmp(groups[j].key->name, np->name))
+				if (!groups[j].key->dig_len &&
+				    !strcmp(groups[j].key->name, np->name))
 					break;
 			if (j == nr_groups) {
 				ALLOC_GROW(groups, nr_groups + 1, alloc);

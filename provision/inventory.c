@@ -30,7 +30,7 @@
 /* Larger than any inventory a person writes; stops a runaway file early. */
 #define INVENTORY_MAX_BYTES (16u << 20)
 #define INVENTORY_MAX_NODES HOSTLIST_MAX
-#define MAX_KEYS 16
+#define MAX_KEYS	    16
 
 /* Diagnostics ------------------------------------------------------------- */
 
@@ -52,8 +52,8 @@ void diag_list_release(struct diag_list *dl)
 	diag_list_init(dl);
 }
 
-static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file,
-		      unsigned line, unsigned col, const char *hint, const char *fmt, va_list ap)
+static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
+		      unsigned col, const char *hint, const char *fmt, va_list ap)
 {
 	struct strbuf sb = STRBUF_INIT;
 	struct diag *d;
@@ -62,12 +62,12 @@ static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *f
 	ALLOC_GROW(dl->items, dl->nr + 1, dl->alloc);
 	d = &dl->items[dl->nr++];
 	*d = (struct diag){
-		.level = level,
-		.file = file ? xstrdup(file) : NULL,
-		.line = line,
-		.col = line ? col : 0,
-		.msg = strbuf_detach(&sb, NULL),
-		.hint = hint && *hint ? xstrdup(hint) : NULL,
+	    .level = level,
+	    .file = file ? xstrdup(file) : NULL,
+	    .line = line,
+	    .col = line ? col : 0,
+	    .msg = strbuf_detach(&sb, NULL),
+	    .hint = hint && *hint ? xstrdup(hint) : NULL,
 	};
 	if (level == DIAG_ERROR)
 		dl->errors++;
@@ -165,41 +165,41 @@ struct alias {
 };
 
 static const struct alias aliases[] = {
-	{"host", "address"},
-	{"hostname", "address"},
-	{"ip", "address"},
-	{"addr", "address"},
-	{"role", "roles"},
-	{"gpu", "gpus"},
-	{"username", "user"},
-	{"login", "user"},
-	{"key", "identity"},
-	{"identity_file", "identity"},
-	{"private_key", "identity"},
-	{"ssh_key", "identity"},
-	{"user_known_hosts_file", "known_hosts"},
-	{"strict_host_key_checking", "host_keys"},
-	{"proxy_jump", "jump"},
-	{"jump_host", "jump"},
-	{"bastion", "jump"},
-	{"version", "kubernetes_version"},
-	{"k8s_version", "kubernetes_version"},
-	{"pod_network_cidr", "pod_cidr"},
-	{"pod_subnet", "pod_cidr"},
-	{"service_subnet", "service_cidr"},
-	{"proxy", "http_proxy"},
-	{"https_proxy", "http_proxy"},
-	{"admins", "admin_users"},
-	{"users", "allowed_users"},
-	{"chart", "chart_version"},
-	{"authenticator", "auth"},
-	{"network", "export_network"},
-	{"master", "control-plane"},
-	{"controlplane", "control-plane"},
-	{"nfs", "nfs-server"},
-	{"storage", "nfs-server"},
-	{"compute", "worker"},
-	{"gpu-worker", "worker"},
+    {"host", "address"},
+    {"hostname", "address"},
+    {"ip", "address"},
+    {"addr", "address"},
+    {"role", "roles"},
+    {"gpu", "gpus"},
+    {"username", "user"},
+    {"login", "user"},
+    {"key", "identity"},
+    {"identity_file", "identity"},
+    {"private_key", "identity"},
+    {"ssh_key", "identity"},
+    {"user_known_hosts_file", "known_hosts"},
+    {"strict_host_key_checking", "host_keys"},
+    {"proxy_jump", "jump"},
+    {"jump_host", "jump"},
+    {"bastion", "jump"},
+    {"version", "kubernetes_version"},
+    {"k8s_version", "kubernetes_version"},
+    {"pod_network_cidr", "pod_cidr"},
+    {"pod_subnet", "pod_cidr"},
+    {"service_subnet", "service_cidr"},
+    {"proxy", "http_proxy"},
+    {"https_proxy", "http_proxy"},
+    {"admins", "admin_users"},
+    {"users", "allowed_users"},
+    {"chart", "chart_version"},
+    {"authenticator", "auth"},
+    {"network", "export_network"},
+    {"master", "control-plane"},
+    {"controlplane", "control-plane"},
+    {"nfs", "nfs-server"},
+    {"storage", "nfs-server"},
+    {"compute", "worker"},
+    {"gpu-worker", "worker"},
 };
 
 static bool only_digits_differ(const char *a, const char *b)
@@ -291,7 +291,7 @@ struct parser {
 	struct seen_name {
 		char *name;
 		struct source_pos pos;
-	} *names;
+	} * names;
 	size_t nr_names, alloc_names;
 };
 
@@ -307,10 +307,10 @@ static struct source_pos pos_of(const yaml_node_t *n)
 				   (unsigned)n->start_mark.column + 1};
 }
 
-static void report(struct parser *p, enum diag_level level, struct source_pos pos,
-		   const char *hint, const char *fmt, ...) PRINTF_LIKE(5, 6);
-static void report(struct parser *p, enum diag_level level, struct source_pos pos,
-		   const char *hint, const char *fmt, ...)
+static void report(struct parser *p, enum diag_level level, struct source_pos pos, const char *hint,
+		   const char *fmt, ...) PRINTF_LIKE(5, 6);
+static void report(struct parser *p, enum diag_level level, struct source_pos pos, const char *hint,
+		   const char *fmt, ...)
 {
 	va_list ap;
 
@@ -319,8 +319,8 @@ static void report(struct parser *p, enum diag_level level, struct source_pos po
 	va_end(ap);
 }
 
-#define err_at(p, n, hint, ...) report((p), DIAG_ERROR, pos_of(n), (hint), __VA_ARGS__)
-#define err_pos(p, pos, hint, ...) report((p), DIAG_ERROR, (pos), (hint), __VA_ARGS__)
+#define err_at(p, n, hint, ...)	    report((p), DIAG_ERROR, pos_of(n), (hint), __VA_ARGS__)
+#define err_pos(p, pos, hint, ...)  report((p), DIAG_ERROR, (pos), (hint), __VA_ARGS__)
 #define warn_pos(p, pos, hint, ...) report((p), DIAG_WARNING, (pos), (hint), __VA_ARGS__)
 
 static yaml_node_t *child(struct parser *p, int id)
@@ -493,7 +493,8 @@ static bool get_bool(struct parser *p, const yaml_node_t *n, const char *key, bo
 		for (i = 0; i < ARRAY_SIZE(yes); i++) {
 			bool match = !strcmp(sval(n), yes[i]) || !strcmp(sval(n), no[i]);
 			if (match && !is_plain(n)) {
-				err_at(p, n, "remove the quotes: a quoted value is a string in YAML",
+				err_at(p, n,
+				       "remove the quotes: a quoted value is a string in YAML",
 				       "'%s' must be true or false, not the string %s", key,
 				       describe(n, buf, sizeof(buf)));
 				return false;
@@ -641,8 +642,9 @@ static void map_fields(struct parser *p, const yaml_node_t *map, const char *sec
 		if (i < nr) {
 			if (f->key[i]) {
 				struct source_pos first = pos_of(f->key[i]);
-				err_at(p, k, "remove one of them", "duplicate key '%s' (first at %u:%u)",
-				       name, first.line, first.col);
+				err_at(p, k, "remove one of them",
+				       "duplicate key '%s' (first at %u:%u)", name, first.line,
+				       first.col);
 				continue;
 			}
 			f->key[i] = k;
@@ -650,8 +652,9 @@ static void map_fields(struct parser *p, const yaml_node_t *map, const char *sec
 			continue;
 		}
 		if (!strcmp(name, "<<")) {
-			err_at(p, k, "write the keys out, or share a whole value with an alias "
-				     "(roles: *workers)",
+			err_at(p, k,
+			       "write the keys out, or share a whole value with an alias "
+			       "(roles: *workers)",
 			       "YAML merge keys ('<<') are not supported");
 			f->suggested = ~0u; /* the merge may have held any key */
 			continue;
@@ -666,14 +669,16 @@ static void map_fields(struct parser *p, const yaml_node_t *map, const char *sec
 				if (!strcmp(with_file, keys[i]))
 					break;
 			if (i < nr) {
-				hint = xasprintf("put the secret in a file only you can read and set "
-						 "'%s' to its path",
-						 with_file);
+				hint =
+				    xasprintf("put the secret in a file only you can read and set "
+					      "'%s' to its path",
+					      with_file);
 				f->suggested |= 1u << i;
 			}
 			err_at(p, k,
 			       hint ? hint
-				    : "keep secrets out of the inventory: it is recorded with every run",
+				    : "keep secrets out of the inventory: it is recorded with "
+				      "every run",
 			       "secret '%s' must not be written in the inventory", name);
 			free(hint);
 			free(with_file);
@@ -695,8 +700,8 @@ static void map_fields(struct parser *p, const yaml_node_t *map, const char *sec
 	}
 }
 
-static void require(struct parser *p, const struct fields *f, const char *const *keys,
-		    size_t idx, struct source_pos where, const char *section)
+static void require(struct parser *p, const struct fields *f, const char *const *keys, size_t idx,
+		    struct source_pos where, const char *section)
 {
 	/* A misspelt key was reported already, with this one as the suggestion. */
 	if (f->val[idx] || (f->suggested & (1u << idx)))
@@ -730,8 +735,8 @@ static bool dns_label(const char *s)
 }
 
 static const char dns_label_hint[] =
-	"use lowercase letters, digits and '-', starting and ending with a letter or "
-	"digit, at most 63 characters";
+    "use lowercase letters, digits and '-', starting and ending with a letter or "
+    "digit, at most 63 characters";
 
 static void report_bad_label(struct parser *p, const yaml_node_t *n, const char *what,
 			     const char *v)
@@ -988,7 +993,8 @@ static bool get_quantity(struct parser *p, const yaml_node_t *n, const char *key
 	return true;
 }
 
-/* A path on this machine: ~/ is expanded, a relative one is taken from the inventory's directory. */
+/* A path on this machine: ~/ is expanded, a relative one is taken from the inventory's directory.
+ */
 static bool get_local_path(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
 {
 	const char *v = get_text(p, n, key);
@@ -1022,14 +1028,14 @@ static char *current_user(void)
 static void ssh_defaults(struct ssh_settings *s)
 {
 	*s = (struct ssh_settings){
-		.user = current_user(),
-		.port = 22,
-		.known_hosts = expand_home("~/.ssh/known_hosts"),
-		.host_keys = HOST_KEYS_STRICT,
-		.sudo = SUDO_AUTO,
-		.connect_timeout = 10,
-		.command_timeout = 600,
-		.keepalive = 15,
+	    .user = current_user(),
+	    .port = 22,
+	    .known_hosts = expand_home("~/.ssh/known_hosts"),
+	    .host_keys = HOST_KEYS_STRICT,
+	    .sudo = SUDO_AUTO,
+	    .connect_timeout = 10,
+	    .command_timeout = 600,
+	    .keepalive = 15,
 	};
 }
 
@@ -1073,8 +1079,7 @@ static bool port_text_ok(const char *s)
 {
 	long n;
 
-	return strspn(s, "0123456789") == strlen(s) && parse_decimal(s, &n) && n >= 1 &&
-	       n <= 65535;
+	return strspn(s, "0123456789") == strlen(s) && parse_decimal(s, &n) && n >= 1 && n <= 65535;
 }
 
 /* "[user@]host[:port]", the host possibly a bracketed IPv6 literal. */
@@ -1140,8 +1145,17 @@ static char **strv_dup(char *const *v)
 }
 
 static const char *const ssh_keys[] = {
-	"user",	    "port",	"identity",	   "known_hosts",	"host_keys", "sudo",
-	"sudo_password_file", "jump", "connect_timeout", "command_timeout", "keepalive",
+    "user",
+    "port",
+    "identity",
+    "known_hosts",
+    "host_keys",
+    "sudo",
+    "sudo_password_file",
+    "jump",
+    "connect_timeout",
+    "command_timeout",
+    "keepalive",
 };
 enum {
 	SSH_USER,
@@ -1211,8 +1225,8 @@ static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_setting
 }
 
 static const char *const cluster_keys[] = {
-	"name",	      "kubernetes_version", "pod_cidr", "service_cidr",
-	"api_port",   "apt_mirror",	    "http_proxy", "no_proxy",
+    "name",	"kubernetes_version", "pod_cidr",   "service_cidr",
+    "api_port", "apt_mirror",	      "http_proxy", "no_proxy",
 };
 enum {
 	CL_NAME,
@@ -1308,7 +1322,8 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	if ((y = f.val[CL_API_PORT]))
 		get_int(p, y, "api_port", 1, 65535, &c->api_port);
 	if ((y = f.val[CL_APT_MIRROR]))
-		get_url(p, y, "apt_mirror", "https://mirror.example.ac.jp/kubernetes", &c->apt_mirror);
+		get_url(p, y, "apt_mirror", "https://mirror.example.ac.jp/kubernetes",
+			&c->apt_mirror);
 	if ((y = f.val[CL_HTTP_PROXY]))
 		get_url(p, y, "http_proxy", "http://proxy.example.ac.jp:8080", &c->http_proxy);
 	if ((y = f.val[CL_NO_PROXY]))
@@ -1382,17 +1397,18 @@ static bool parse_labels(struct parser *p, const yaml_node_t *n, char ***dst)
 				break;
 		if (j < nr_seen) {
 			struct source_pos first = pos_of(seen[j]);
-			err_at(p, k, "remove one of them", "duplicate label '%s' (first at %u:%u)", kt,
-			       first.line, first.col);
+			err_at(p, k, "remove one of them", "duplicate label '%s' (first at %u:%u)",
+			       kt, first.line, first.col);
 			continue;
 		}
 		ALLOC_GROW(seen, nr_seen + 1, alloc_seen);
 		seen[nr_seen++] = k;
 		if (!label_key_ok(kt)) {
-			err_at(p, k,
-			       "a label key is an optional DNS prefix and '/', then up to 63 letters, "
-			       "digits, '-', '_' and '.', starting and ending with a letter or digit",
-			       "label key '%s' is not valid", kt);
+			err_at(
+			    p, k,
+			    "a label key is an optional DNS prefix and '/', then up to 63 letters, "
+			    "digits, '-', '_' and '.', starting and ending with a letter or digit",
+			    "label key '%s' is not valid", kt);
 			continue;
 		}
 		if (is_null(v)) {
@@ -1470,7 +1486,8 @@ static char **expand(struct parser *p, const yaml_node_t *n, const char *key, si
 
 	*nr = 0;
 	if (n->type == YAML_SEQUENCE_NODE) {
-		err_at(p, n, "for several nodes write one range, such as b-[2-4] with 192.168.10.[52-54]",
+		err_at(p, n,
+		       "for several nodes write one range, such as b-[2-4] with 192.168.10.[52-54]",
 		       "'%s' must be a single value, not a list", key);
 		return NULL;
 	}
@@ -1503,7 +1520,8 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 
 	ssh_copy(&ssh, &inv->ssh);
 	if (item->type != YAML_MAPPING_NODE) {
-		err_at(p, item, "write '- name: b-0' with 'address:' and 'roles:' indented under it",
+		err_at(p, item,
+		       "write '- name: b-0' with 'address:' and 'roles:' indented under it",
 		       "each node must be a mapping with name, address and roles, not %s",
 		       describe(item, buf, sizeof(buf)));
 		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
@@ -1527,7 +1545,7 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		for (i = 0; names && i < nr_names; i++) {
 			ALLOC_GROW(p->names, p->nr_names + 1, p->alloc_names);
 			p->names[p->nr_names++] =
-				(struct seen_name){xstrdup(names[i]), pos_of(f.val[N_NAME])};
+			    (struct seen_name){xstrdup(names[i]), pos_of(f.val[N_NAME])};
 		}
 	}
 	if (f.val[N_ADDRESS] && (addrs = expand(p, f.val[N_ADDRESS], "address", &nr_addrs))) {
@@ -1574,16 +1592,16 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 	for (i = 0; i < nr_names; i++) {
 		struct node *nd = &inv->nodes[inv->nr_nodes++];
 		*nd = (struct node){
-			.name = xstrdup(names[i]),
-			.address = xstrdup(addrs[i]),
-			.roles = roles,
-			.gpus = gpus,
-			.labels = strv_dup(labels),
-			.pos = where,
-			.name_pos = pos_of(f.val[N_NAME]),
-			.address_pos = pos_of(f.val[N_ADDRESS]),
-			.roles_pos = f.val[N_ROLES] ? pos_of(f.val[N_ROLES]) : where,
-			.gpus_pos = f.val[N_GPUS] ? pos_of(f.val[N_GPUS]) : (struct source_pos){0},
+		    .name = xstrdup(names[i]),
+		    .address = xstrdup(addrs[i]),
+		    .roles = roles,
+		    .gpus = gpus,
+		    .labels = strv_dup(labels),
+		    .pos = where,
+		    .name_pos = pos_of(f.val[N_NAME]),
+		    .address_pos = pos_of(f.val[N_ADDRESS]),
+		    .roles_pos = f.val[N_ROLES] ? pos_of(f.val[N_ROLES]) : where,
+		    .gpus_pos = f.val[N_GPUS] ? pos_of(f.val[N_GPUS]) : (struct source_pos){0},
 		};
 		ssh_copy(&nd->ssh, &ssh);
 	}
@@ -1681,8 +1699,8 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 /* JupyterHub ----------------------------------------------------------------- */
 
 static const char *const hub_keys[] = {
-	"enabled",	 "chart_version", "node_port", "image",		"storage",
-	"admin_users", "allowed_users", "auth",	   "start_timeout", "shm_size",
+    "enabled",	   "chart_version", "node_port", "image",	  "storage",
+    "admin_users", "allowed_users", "auth",	 "start_timeout", "shm_size",
 };
 enum {
 	HUB_ENABLED,
@@ -1716,9 +1734,9 @@ static bool chart_version_ok(const char *s)
 		return false;
 	if (!dash)
 		return true;
-	return dash[1] && strspn(dash + 1, "abcdefghijklmnopqrstuvwxyz"
-					   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
-				  strlen(dash + 1);
+	return dash[1] &&
+	       strspn(dash + 1, "abcdefghijklmnopqrstuvwxyz"
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == strlen(dash + 1);
 }
 
 static void parse_image(struct parser *p, const yaml_node_t *y)
@@ -1759,8 +1777,8 @@ static void parse_auth(struct parser *p, const yaml_node_t *n)
 		return;
 	map_fields(p, n, "'auth'", auth_keys, ARRAY_SIZE(auth_keys), &f);
 	type_pos = f.val[0] ? pos_of(f.val[0]) : pos_of(n);
-	if (f.val[0] && !get_choice(p, f.val[0], "type", auth_names, ARRAY_SIZE(auth_names),
-				    NULL, &type))
+	if (f.val[0] &&
+	    !get_choice(p, f.val[0], "type", auth_names, ARRAY_SIZE(auth_names), NULL, &type))
 		type = -1;
 	if (type >= 0)
 		hub->auth = (enum hub_auth)type;
@@ -1779,8 +1797,8 @@ static void parse_auth(struct parser *p, const yaml_node_t *n)
 			require(p, &g, github_keys, 0, pos_of(f.key[1]), "'github'");
 			require(p, &g, github_keys, 1, pos_of(f.key[1]), "'github'");
 		} else if (type >= 0) {
-			warn_pos(p, pos_of(f.key[1]), NULL, "'github' is ignored: auth type is '%s'",
-				 auth_names[type]);
+			warn_pos(p, pos_of(f.key[1]), NULL,
+				 "'github' is ignored: auth type is '%s'", auth_names[type]);
 		}
 	} else if (!y && type == HUB_AUTH_GITHUB) {
 		err_pos(p, type_pos, "add 'github:' with client_id and client_secret_file",
@@ -1795,16 +1813,18 @@ static void parse_auth(struct parser *p, const yaml_node_t *n)
 			if (*host && jump_ok(host) && !strchr(host, '@'))
 				set_str(&hub->ldap_server, t);
 			else
-				err_at(p, g.val[0], "such as ldaps://ldap.example.ac.jp",
-				       "'server' must be an LDAP host or ldap:// or ldaps:// URL, not "
-				       "'%s'",
-				       t);
+				err_at(
+				    p, g.val[0], "such as ldaps://ldap.example.ac.jp",
+				    "'server' must be an LDAP host or ldap:// or ldaps:// URL, not "
+				    "'%s'",
+				    t);
 		}
 		if (g.val[1] && (t = get_text(p, g.val[1], "bind_dn_template"))) {
 			if (strstr(t, "{username}"))
 				set_str(&hub->ldap_bind_dn_template, t);
 			else
-				err_at(p, g.val[1], "such as uid={username},ou=people,dc=example,dc=jp",
+				err_at(p, g.val[1],
+				       "such as uid={username},ou=people,dc=example,dc=jp",
 				       "'bind_dn_template' must contain {username}");
 		}
 		if (type == HUB_AUTH_LDAP) {
@@ -1901,8 +1921,8 @@ static void check_duplicates(struct parser *p)
 	}
 	for (i = 0; i < n; i++) {
 		char *q;
-		addr_keys[i] = xasprintf("%s port %d", inv->nodes[i].address,
-					 inv->nodes[i].ssh.port);
+		addr_keys[i] =
+		    xasprintf("%s port %d", inv->nodes[i].address, inv->nodes[i].ssh.port);
 		for (q = addr_keys[i]; *q; q++)
 			if (*q >= 'A' && *q <= 'Z')
 				*q = (char)(*q - 'A' + 'a');
@@ -1960,17 +1980,18 @@ static void check_roles(struct parser *p)
 			if (!nfs)
 				nfs = nd;
 			else
-				err_pos(p, nd->roles_pos, "give exactly one node the nfs-server role",
-					"more than one NFS server: node '%s' besides '%s' (at %u:%u); "
-					"one NFS server is supported",
-					nd->name, nfs->name, nfs->roles_pos.line, nfs->roles_pos.col);
+				err_pos(
+				    p, nd->roles_pos, "give exactly one node the nfs-server role",
+				    "more than one NFS server: node '%s' besides '%s' (at %u:%u); "
+				    "one NFS server is supported",
+				    nd->name, nfs->name, nfs->roles_pos.line, nfs->roles_pos.col);
 		}
 		if (nd->gpus > 0 && !(nd->roles & NODE_ROLE_WORKER) &&
 		    !same_pos(last, nd->gpus_pos)) {
 			last = nd->gpus_pos;
 			warn_pos(p, nd->gpus_pos, "add worker to its roles to offer its GPUs",
-				 "node '%s' declares %d GPU%s but is not a worker", nd->name, nd->gpus,
-				 nd->gpus == 1 ? "" : "s");
+				 "node '%s' declares %d GPU%s but is not a worker", nd->name,
+				 nd->gpus, nd->gpus == 1 ? "" : "s");
 		}
 	}
 	if (p->roles_incomplete || p->nodes_incomplete || !inv->nr_nodes)
@@ -1999,10 +2020,12 @@ static void check_networks(struct parser *p)
 		if (p->service_pos.line)
 			err_pos(p, p->service_pos,
 				"the pod and service networks must not share addresses",
-				"'service_cidr' %s overlaps 'pod_cidr' %s%s", inv->cluster.service_cidr,
-				inv->cluster.pod_cidr, p->pod_pos.line ? "" : " (the default)");
+				"'service_cidr' %s overlaps 'pod_cidr' %s%s",
+				inv->cluster.service_cidr, inv->cluster.pod_cidr,
+				p->pod_pos.line ? "" : " (the default)");
 		else
-			err_pos(p, p->pod_pos, "the pod and service networks must not share addresses",
+			err_pos(p, p->pod_pos,
+				"the pod and service networks must not share addresses",
 				"'pod_cidr' %s overlaps 'service_cidr' %s (the default)",
 				inv->cluster.pod_cidr, inv->cluster.service_cidr);
 	}
@@ -2034,10 +2057,11 @@ static void check_networks(struct parser *p)
 		return;
 	room = p->pod.prefix <= 8 ? (size_t)1 << 16 : (size_t)1 << (24 - p->pod.prefix);
 	if (kube > room)
-		err_pos(p, p->pod_pos.line ? p->pod_pos : p->nodes_pos,
-			"use a larger pod_cidr such as a /16",
-			"'pod_cidr' %s has room for %zu node%s (a /24 each) but the inventory has %zu",
-			inv->cluster.pod_cidr, room, room == 1 ? "" : "s", kube);
+		err_pos(
+		    p, p->pod_pos.line ? p->pod_pos : p->nodes_pos,
+		    "use a larger pod_cidr such as a /16",
+		    "'pod_cidr' %s has room for %zu node%s (a /24 each) but the inventory has %zu",
+		    inv->cluster.pod_cidr, room, room == 1 ? "" : "s", kube);
 }
 
 static void check_nfs(struct parser *p)
@@ -2064,7 +2088,8 @@ static void check_nfs(struct parser *p)
 					"'server' names no node called '%s' (did you mean '%s'?)",
 					nfs->server, s);
 			else
-				err_pos(p, p->nfs_server_pos, "name the node that has the nfs-server role",
+				err_pos(p, p->nfs_server_pos,
+					"name the node that has the nfs-server role",
 					"'server' names no node called '%s'", nfs->server);
 			free(names);
 		} else if (server && !(server->roles & NODE_ROLE_NFS_SERVER)) {
@@ -2083,7 +2108,8 @@ static void check_nfs(struct parser *p)
 				server = &inv->nodes[i];
 		if (!server) {
 			if (p->have_nfs_section && !p->roles_incomplete && !p->nodes_incomplete)
-				err_pos(p, p->nfs_pos, "add nfs-server to the roles of the storage node",
+				err_pos(p, p->nfs_pos,
+					"add nfs-server to the roles of the storage node",
 					"'nfs' is set but no node has the nfs-server role");
 			return;
 		}
@@ -2098,10 +2124,11 @@ static void check_nfs(struct parser *p)
 			    cidr_contains(&p->export, a) || same_pos(last, nd->address_pos))
 				continue;
 			last = nd->address_pos;
-			warn_pos(p, p->export_pos, "widen export_network to the nodes' network",
-				 "node '%s' (%s) is outside 'export_network' %s and cannot mount the "
-				 "NFS export",
-				 nd->name, nd->address, nfs->export_network);
+			warn_pos(
+			    p, p->export_pos, "widen export_network to the nodes' network",
+			    "node '%s' (%s) is outside 'export_network' %s and cannot mount the "
+			    "NFS export",
+			    nd->name, nd->address, nfs->export_network);
 		}
 	} else if (!p->nodes_incomplete && inv->nr_nodes) {
 		/* The smallest network holding every node, at least a /24. */
@@ -2112,12 +2139,13 @@ static void check_nfs(struct parser *p)
 		for (i = 0; i < inv->nr_nodes; i++) {
 			nd = &inv->nodes[i];
 			if (!ipv4_parse(nd->address, &a)) {
-				err_pos(p, where,
-					"set storage.nfs.export_network to the nodes' network, such as "
-					"192.168.10.0/24",
-					"cannot work out the NFS export network: node '%s' has the "
-					"address '%s', not an IPv4 address",
-					nd->name, nd->address);
+				err_pos(
+				    p, where,
+				    "set storage.nfs.export_network to the nodes' network, such as "
+				    "192.168.10.0/24",
+				    "cannot work out the NFS export network: node '%s' has the "
+				    "address '%s', not an IPv4 address",
+				    nd->name, nd->address);
 				return;
 			}
 			if (i == 0)
@@ -2149,7 +2177,8 @@ static void check_hub(struct parser *p)
 
 /* Loading -------------------------------------------------------------------- */
 
-static const char *const top_keys[] = {"version", "cluster", "ssh", "storage", "jupyterhub", "nodes"};
+static const char *const top_keys[] = {"version", "cluster",	"ssh",
+				       "storage", "jupyterhub", "nodes"};
 enum { TOP_VERSION, TOP_CLUSTER, TOP_SSH, TOP_STORAGE, TOP_HUB, TOP_NODES };
 
 static struct inventory *inventory_new(const char *path)
@@ -2159,25 +2188,25 @@ static struct inventory *inventory_new(const char *path)
 	inv->path = xstrdup(path);
 	inv->version = 1;
 	inv->cluster = (struct cluster_settings){
-		.pod_cidr = xstrdup("10.244.0.0/16"),
-		.service_cidr = xstrdup("10.96.0.0/12"),
-		.api_port = 6443,
-		.no_proxy = strv_new(),
+	    .pod_cidr = xstrdup("10.244.0.0/16"),
+	    .service_cidr = xstrdup("10.96.0.0/12"),
+	    .api_port = 6443,
+	    .no_proxy = strv_new(),
 	};
 	ssh_defaults(&inv->ssh);
 	inv->nfs = (struct nfs_settings){
-		.path = xstrdup("/nfs"),
-		.options = xstrdup("rw,sync,no_root_squash,no_subtree_check"),
+	    .path = xstrdup("/nfs"),
+	    .options = xstrdup("rw,sync,no_root_squash,no_subtree_check"),
 	};
 	inv->hub = (struct hub_settings){
-		.enabled = true,
-		.node_port = 30080,
-		.storage = xstrdup("10Gi"),
-		.admin_users = strv_new(),
-		.allowed_users = strv_new(),
-		.auth = HUB_AUTH_NATIVE,
-		.start_timeout = 900,
-		.shm_size = xstrdup("1Gi"),
+	    .enabled = true,
+	    .node_port = 30080,
+	    .storage = xstrdup("10Gi"),
+	    .admin_users = strv_new(),
+	    .allowed_users = strv_new(),
+	    .auth = HUB_AUTH_NATIVE,
+	    .start_timeout = 900,
+	    .shm_size = xstrdup("1Gi"),
 	};
 	return inv;
 }
@@ -2193,12 +2222,13 @@ static void walk(struct parser *p, const yaml_node_t *root)
 		err_pos(p, nowhere, "start from inventory/seed.yaml",
 			"missing required key 'cluster'");
 	if (!f.val[TOP_NODES] && !(f.suggested & (1u << TOP_NODES)))
-		err_pos(p, nowhere, "start from inventory/seed.yaml", "missing required key 'nodes'");
+		err_pos(p, nowhere, "start from inventory/seed.yaml",
+			"missing required key 'nodes'");
 	if (f.val[TOP_VERSION] && get_int(p, f.val[TOP_VERSION], "version", 0, INT_MAX, &version) &&
 	    version != 1)
 		err_at(p, f.val[TOP_VERSION], "this provision reads version 1",
 		       "unsupported inventory version %d", version);
-	p->pod = (struct cidr){0x0af40000u, 16, true};	 /* 10.244.0.0/16 */
+	p->pod = (struct cidr){0x0af40000u, 16, true};	   /* 10.244.0.0/16 */
 	p->service = (struct cidr){0x0a600000u, 12, true}; /* 10.96.0.0/12 */
 	if (f.val[TOP_SSH])
 		parse_ssh(p, f.val[TOP_SSH], &p->inv->ssh);
@@ -2264,7 +2294,8 @@ static void report_yaml_error(struct parser *p, const yaml_parser_t *yp, const c
 		size_t off = yp->problem_offset;
 		/* A bad continuation byte: point at the character it was to continue. */
 		if (strstr(problem, "trailing")) {
-			while (off > 0 && off <= len && ((unsigned char)data[off - 1] & 0xc0) == 0x80)
+			while (off > 0 && off <= len &&
+			       ((unsigned char)data[off - 1] & 0xc0) == 0x80)
 				off--;
 			if (off > 0 && off <= len && (unsigned char)data[off - 1] >= 0xc0)
 				off--;
@@ -2281,15 +2312,15 @@ static void report_yaml_error(struct parser *p, const yaml_parser_t *yp, const c
 	if (yp->context)
 		err_pos(p, pos,
 			line_indented_with_tab(data, len, pos.line)
-				? "indent with spaces: YAML does not allow tabs"
-				: NULL,
+			    ? "indent with spaces: YAML does not allow tabs"
+			    : NULL,
 			"invalid YAML: %s (%s at %u:%u)", problem, yp->context,
 			(unsigned)yp->context_mark.line + 1, (unsigned)yp->context_mark.column + 1);
 	else
 		err_pos(p, pos,
 			line_indented_with_tab(data, len, pos.line)
-				? "indent with spaces: YAML does not allow tabs"
-				: NULL,
+			    ? "indent with spaces: YAML does not allow tabs"
+			    : NULL,
 			"invalid YAML: %s", problem);
 }
 
@@ -2460,8 +2491,7 @@ const struct node *inventory_control_plane(const struct inventory *inv)
 	return NULL;
 }
 
-static int select_item(const struct inventory *inv, const char *item, bool *sel,
-		       struct error *err)
+static int select_item(const struct inventory *inv, const char *item, bool *sel, struct error *err)
 {
 	char **names = NULL;
 	size_t nr = 0, i, j;

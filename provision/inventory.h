@@ -53,20 +53,20 @@ struct ssh_settings {
 	char *known_hosts; /* expanded; default ~/.ssh/known_hosts */
 	enum host_key_policy host_keys;
 	enum sudo_mode sudo;
-	char *jump;	      /* ProxyJump-style "[user@]host[:port]"; NULL: direct */
+	char *jump;		  /* ProxyJump-style "[user@]host[:port]"; NULL: direct */
 	char *sudo_password_file; /* expanded; file holding the sudo password; NULL: none */
-	int connect_timeout;  /* seconds, default 10 */
-	int command_timeout;  /* seconds per command, default 600 (0: none) */
-	int keepalive;	      /* seconds between keepalives, default 15 (0: off) */
+	int connect_timeout;	  /* seconds, default 10 */
+	int command_timeout;	  /* seconds per command, default 600 (0: none) */
+	int keepalive;		  /* seconds between keepalives, default 15 (0: off) */
 };
 
 struct node {
 	char *name;
-	char *address; /* host name or IPv4/IPv6 literal, as written or expanded */
+	char *address;	/* host name or IPv4/IPv6 literal, as written or expanded */
 	unsigned roles; /* enum node_role bits */
 	int gpus;	/* expected GPU count; -1 when not declared */
 	struct ssh_settings ssh;
-	char **labels;	/* "key=value" Kubernetes labels to add, NULL-terminated */
+	char **labels;	       /* "key=value" Kubernetes labels to add, NULL-terminated */
 	struct source_pos pos; /* the node's entry (the `- name:` mapping) */
 	/* Where its values were written (shared by the nodes of one range). */
 	struct source_pos name_pos, address_pos, roles_pos, gpus_pos;
@@ -116,7 +116,7 @@ struct cluster_settings {
 };
 
 struct inventory {
-	char *path; /* as given */
+	char *path;  /* as given */
 	int version; /* schema version: 1 */
 	struct cluster_settings cluster;
 	struct ssh_settings ssh; /* the defaults, after built-in defaults */
@@ -146,17 +146,21 @@ void diag_list_init(struct diag_list *dl);
 void diag_list_release(struct diag_list *dl);
 void diag_add(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
 	      unsigned col, const char *hint, const char *fmt, ...)
-	__attribute__((format(printf, 7, 8)));
+    __attribute__((format(printf, 7, 8)));
 /*
- * Format one diagnostic as "FILE:LINE:COL: error: MESSAGE" (no LINE:COL when
- * 0) followed, when there is a hint, by "\n  hint: HINT".  Caller frees.
+ * Format one diagnostic as "FILE:LINE:COL: error: MESSAGE" ("warning" for
+ * warnings; no LINE:COL when line is 0, no "FILE:" without a file) followed,
+ * when there is a hint, by "\n  hint: HINT".  Caller frees.
  */
 char *diag_format(const struct diag *d);
 
 /*
  * Load and validate an inventory.  Returns 0 and sets *out on success
  * (warnings may still be in dl); returns -1 with at least one error in dl
- * otherwise (*out is NULL).  Never touches the network.
+ * otherwise (*out is NULL).  Never touches the network.  The diagnostics it
+ * adds are in file order: whole-file ones first, then by line and column.
+ * A file that cannot be read, is empty or is not a mapping gives exactly one
+ * diagnostic without a position; a YAML syntax error stops the check.
  */
 int inventory_load(struct inventory **out, const char *path, struct diag_list *dl);
 /* The same from a buffer; `name` is used in diagnostics (tests, fuzzing). */

@@ -22,11 +22,11 @@ static const char *opt_inventory_file;
 static const char *opt_output = "text";
 
 static const struct opt inventory_options[] = {
-	OPT_STRING('i', "inventory", &opt_inventory_file, "FILE",
-		   "the inventory file (required; see provision-inventory(5))"),
-	OPT_CHOICE('o', "output", &opt_output, "FORMAT", "text|json",
-		   "text (a readable table, the default) or json"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &opt_inventory_file, "FILE",
+	       "the inventory file (required; see provision-inventory(5))"),
+    OPT_CHOICE('o', "output", &opt_output, "FORMAT", "text|json",
+	       "text (a readable table, the default) or json"),
+    OPT_END,
 };
 
 static const char *const host_keys_names[] = {"strict", "accept-new"};
@@ -72,7 +72,8 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 	strbuf_addf(sb, FIELD "%s:%d (%s)\n", "api server", cp->address, c->api_port, cp->name);
 	strbuf_addf(sb, FIELD "%s\n", "pod network", c->pod_cidr);
 	strbuf_addf(sb, FIELD "%s\n", "service network", c->service_cidr);
-	strbuf_addf(sb, FIELD "%s\n", "packages from", c->apt_mirror ? c->apt_mirror : "pkgs.k8s.io");
+	strbuf_addf(sb, FIELD "%s\n", "packages from",
+		    c->apt_mirror ? c->apt_mirror : "pkgs.k8s.io");
 	strbuf_addf(sb, FIELD "%s\n", "http proxy", c->http_proxy ? c->http_proxy : "none");
 	if (c->http_proxy)
 		text_list(sb, "no proxy for", c->no_proxy, "the cluster's own networks only");
@@ -89,7 +90,8 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 		strbuf_addf(sb, FIELD "%s\n", "chart version",
 			    hub->chart_version ? hub->chart_version : "the jupyterhub role's pin");
 		strbuf_addf(sb, FIELD "http://%s:%d/\n", "address", cp->address, hub->node_port);
-		strbuf_addf(sb, FIELD "%s\n", "image", hub->image ? hub->image : "the chart's default");
+		strbuf_addf(sb, FIELD "%s\n", "image",
+			    hub->image ? hub->image : "the chart's default");
 		strbuf_addf(sb, FIELD "%s per user, /dev/shm %s\n", "storage", hub->storage,
 			    hub->shm_size);
 		strbuf_addf(sb, FIELD "%ds\n", "start timeout", hub->start_timeout);
@@ -108,7 +110,17 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 	}
 }
 
-enum { COL_NAME, COL_ADDRESS, COL_PORT, COL_USER, COL_ROLES, COL_GPUS, COL_SUDO, COL_KEYS, NR_COLS };
+enum {
+	COL_NAME,
+	COL_ADDRESS,
+	COL_PORT,
+	COL_USER,
+	COL_ROLES,
+	COL_GPUS,
+	COL_SUDO,
+	COL_KEYS,
+	NR_COLS
+};
 
 /* One table row, columns two spaces apart, no trailing blanks. */
 static void add_row(struct strbuf *sb, const char *const *cells, const size_t *width)
@@ -382,18 +394,18 @@ static int inventory_exec(int nr_pos, char **pos)
 }
 
 const struct cmd cmd_inventory = {
-	.name = "inventory",
-	.summary = "validate the inventory and show what it describes",
-	.usage = "-i FILE [-o text|json]",
-	.description =
-		"Read the inventory, check all of it (keys, types, ranges, roles, networks,\n"
-		"duplicates) and print the cluster and every node as provision understood\n"
-		"them: address, ssh port and user, roles, expected GPUs, sudo, host key policy.\n"
-		"Nothing is contacted.  Every problem is reported on stderr as\n"
-		"FILE:LINE:COL: error: MESSAGE; warnings do not change the exit status.\n"
-		"The format is described in provision-inventory(5).",
-	.options = inventory_options,
-	.exec = inventory_exec,
-	.min_pos = 0,
-	.max_pos = 0,
+    .name = "inventory",
+    .summary = "validate the inventory and show what it describes",
+    .usage = "-i FILE [-o text|json]",
+    .description =
+	"Read the inventory, check all of it (keys, types, ranges, roles, networks,\n"
+	"duplicates) and print the cluster and every node as provision understood\n"
+	"them: address, ssh port and user, roles, expected GPUs, sudo, host key policy.\n"
+	"Nothing is contacted.  Every problem is reported on stderr as\n"
+	"FILE:LINE:COL: error: MESSAGE; warnings do not change the exit status.\n"
+	"The format is described in provision-inventory(5).",
+    .options = inventory_options,
+    .exec = inventory_exec,
+    .min_pos = 0,
+    .max_pos = 0,
 };

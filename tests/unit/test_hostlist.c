@@ -86,7 +86,8 @@ static void test_expand_padding(void **state)
 
 static void test_expand_errors(void **state)
 {
-	const char *hint = "a range is [N-M] or a list like [2-4,7] of decimal numbers, e.g. b-[2-4]";
+	const char *hint =
+	    "a range is [N-M] or a list like [2-4,7] of decimal numbers, e.g. b-[2-4]";
 
 	expect_expand_error("b-[]", "empty range '[]' in 'b-[]'", hint);
 	expect_expand_error("b-[2,,3]", "empty item in range 'b-[2,,3]'", hint);
@@ -96,8 +97,8 @@ static void test_expand_errors(void **state)
 	expect_expand_error("b-[-2]", "malformed range item '-2' in 'b-[-2]'", hint);
 	expect_expand_error("b-[2 - 4]", "malformed range item '2 - 4' in 'b-[2 - 4]'", hint);
 	expect_expand_error("b-[1-2-3]", "malformed range item '1-2-3' in 'b-[1-2-3]'", hint);
-	expect_expand_error("b-[1234567890]", "malformed range item '1234567890' in 'b-[1234567890]'",
-			    hint);
+	expect_expand_error("b-[1234567890]",
+			    "malformed range item '1234567890' in 'b-[1234567890]'", hint);
 	expect_expand_error("b-[4-2]", "reversed range '4-2' in 'b-[4-2]'",
 			    "write the lower bound first: [2-4]");
 	expect_expand_error("b-[2-4", "missing ']' in 'b-[2-4'", hint);
@@ -138,8 +139,7 @@ static void test_compress(void **state)
 	expect_compress("n9 n10", "n[9-10]");
 	expect_compress("n1 n01", "n1,n01");
 	expect_compress("gw b-1 gw", "gw,b-1");
-	expect_compress("192.168.10.52 192.168.10.53 192.168.10.54",
-			"192.168.10.[52-54]");
+	expect_compress("192.168.10.52 192.168.10.53 192.168.10.54", "192.168.10.[52-54]");
 	expect_compress("gpu1.lab gpu2.lab cpu1.lab", "gpu[1-2].lab,cpu1.lab");
 	expect_compress("", "");
 }
@@ -148,7 +148,7 @@ static void test_compress(void **state)
 static void test_round_trip(void **state)
 {
 	static const char *const patterns[] = {
-		"b-[2-4,7]", "n[01-10]", "n[08-11,20]", "x[0-0]", "node[1-3,5,7-9]", "h[98-102]",
+	    "b-[2-4,7]", "n[01-10]", "n[08-11,20]", "x[0-0]", "node[1-3,5,7-9]", "h[98-102]",
 	};
 	size_t i, j;
 
@@ -198,10 +198,10 @@ static void test_split(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_expand_plain),   cmocka_unit_test(test_expand_ranges),
-		cmocka_unit_test(test_expand_padding), cmocka_unit_test(test_expand_errors),
-		cmocka_unit_test(test_expand_max),     cmocka_unit_test(test_compress),
-		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_split),
+	    cmocka_unit_test(test_expand_plain),   cmocka_unit_test(test_expand_ranges),
+	    cmocka_unit_test(test_expand_padding), cmocka_unit_test(test_expand_errors),
+	    cmocka_unit_test(test_expand_max),	   cmocka_unit_test(test_compress),
+	    cmocka_unit_test(test_round_trip),	   cmocka_unit_test(test_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

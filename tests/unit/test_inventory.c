@@ -49,7 +49,7 @@ static int load(const char *yaml, struct inventory **inv, char **text)
 	diag_list_init(&dl);
 	r = inventory_load_buffer(inv, "t.yaml", yaml, strlen(yaml), &dl);
 	/* The contract: failure exactly when there is an error. */
-	assert_int_equal(r < 0, dl.errors > 0);
+	assert_int_equal(r<0, dl.errors> 0);
 	assert_int_equal(r < 0, *inv == NULL);
 	*text = diags(&dl);
 	diag_list_release(&dl);
@@ -152,26 +152,27 @@ static void test_lab_b_file(void **state)
 
 static void test_ssh_overrides(void **state)
 {
-	static const char yaml[] = "cluster: {name: t, kubernetes_version: 1.30.4}\n"
-				   "jupyterhub: {enabled: false}\n"
-				   "ssh:\n"
-				   "  user: admin\n"
-				   "  port: 2200\n"
-				   "  sudo: always\n"
-				   "  identity: keys/id_ed25519\n"
-				   "  known_hosts: /etc/provision/known_hosts\n"
-				   "nodes:\n"
-				   "  - name: cp\n"
-				   "    address: 10.0.0.1\n"
-				   "    roles: [control-plane, worker]\n"
-				   "  - name: w[1-2]\n"
-				   "    address: 10.0.0.[11-12]\n"
-				   "    roles: [worker]\n"
-				   "    gpus: 0\n"
-				   "    ssh: {port: 22, user: root, host_keys: accept-new, sudo: never,\n"
-				   "          jump: gw@10.0.0.254:2222, connect_timeout: 3,\n"
-				   "          command_timeout: 0, keepalive: 0}\n"
-				   "    labels: {rack: \"3\", example.com/gpu: rtx3070, empty: ''}\n";
+	static const char yaml[] =
+	    "cluster: {name: t, kubernetes_version: 1.30.4}\n"
+	    "jupyterhub: {enabled: false}\n"
+	    "ssh:\n"
+	    "  user: admin\n"
+	    "  port: 2200\n"
+	    "  sudo: always\n"
+	    "  identity: keys/id_ed25519\n"
+	    "  known_hosts: /etc/provision/known_hosts\n"
+	    "nodes:\n"
+	    "  - name: cp\n"
+	    "    address: 10.0.0.1\n"
+	    "    roles: [control-plane, worker]\n"
+	    "  - name: w[1-2]\n"
+	    "    address: 10.0.0.[11-12]\n"
+	    "    roles: [worker]\n"
+	    "    gpus: 0\n"
+	    "    ssh: {port: 22, user: root, host_keys: accept-new, sudo: never,\n"
+	    "          jump: gw@10.0.0.254:2222, connect_timeout: 3,\n"
+	    "          command_timeout: 0, keepalive: 0}\n"
+	    "    labels: {rack: \"3\", example.com/gpu: rtx3070, empty: ''}\n";
 	struct diag_list dl;
 	struct inventory *inv = NULL;
 	const struct node *w2, *cp;
@@ -213,10 +214,11 @@ static void test_ssh_overrides(void **state)
 
 static void test_home_expansion(void **state)
 {
-	static const char yaml[] = "cluster: {name: t, kubernetes_version: 1.30.4}\n"
-				   "jupyterhub: {enabled: false}\n"
-				   "ssh: {user: a, identity: ~/.ssh/lab, sudo_password_file: /root/pw}\n"
-				   "nodes: [{name: cp, address: cp.lab, roles: [control-plane, worker]}]\n";
+	static const char yaml[] =
+	    "cluster: {name: t, kubernetes_version: 1.30.4}\n"
+	    "jupyterhub: {enabled: false}\n"
+	    "ssh: {user: a, identity: ~/.ssh/lab, sudo_password_file: /root/pw}\n"
+	    "nodes: [{name: cp, address: cp.lab, roles: [control-plane, worker]}]\n";
 	struct inventory *inv = NULL;
 	char *text = NULL;
 
@@ -233,25 +235,25 @@ static void test_home_expansion(void **state)
 static void test_storage_and_hub(void **state)
 {
 	static const char yaml[] =
-		"cluster: {name: t, kubernetes_version: 1.30.4}\n"
-		"ssh: {user: a}\n"
-		"storage: {nfs: {path: /srv/nfs}}\n"
-		"jupyterhub:\n"
-		"  chart_version: 3.3.8\n"
-		"  node_port: 32000\n"
-		"  image: quay.io/jupyter/pytorch-notebook:cuda12-python-3.11\n"
-		"  storage: 5Gi\n"
-		"  admin_users: [sensei]\n"
-		"  allowed_users: [a, b]\n"
-		"  start_timeout: 1200\n"
-		"  shm_size: 512Mi\n"
-		"  auth:\n"
-		"    type: github\n"
-		"    github: {client_id: abc, client_secret_file: /etc/provision/gh,\n"
-		"             callback_url: 'https://hub.example.ac.jp/hub/oauth_callback'}\n"
-		"nodes:\n"
-		"  - {name: s-0, address: 192.168.30.5, roles: [control-plane, nfs-server]}\n"
-		"  - {name: s-1, address: 192.168.31.200, roles: [worker], gpus: 4}\n";
+	    "cluster: {name: t, kubernetes_version: 1.30.4}\n"
+	    "ssh: {user: a}\n"
+	    "storage: {nfs: {path: /srv/nfs}}\n"
+	    "jupyterhub:\n"
+	    "  chart_version: 3.3.8\n"
+	    "  node_port: 32000\n"
+	    "  image: quay.io/jupyter/pytorch-notebook:cuda12-python-3.11\n"
+	    "  storage: 5Gi\n"
+	    "  admin_users: [sensei]\n"
+	    "  allowed_users: [a, b]\n"
+	    "  start_timeout: 1200\n"
+	    "  shm_size: 512Mi\n"
+	    "  auth:\n"
+	    "    type: github\n"
+	    "    github: {client_id: abc, client_secret_file: /etc/provision/gh,\n"
+	    "             callback_url: 'https://hub.example.ac.jp/hub/oauth_callback'}\n"
+	    "nodes:\n"
+	    "  - {name: s-0, address: 192.168.30.5, roles: [control-plane, nfs-server]}\n"
+	    "  - {name: s-1, address: 192.168.31.200, roles: [worker], gpus: 4}\n";
 	struct inventory *inv = NULL;
 	char *text = NULL;
 
@@ -282,26 +284,27 @@ static void test_storage_and_hub(void **state)
 
 static void test_warnings_do_not_fail(void **state)
 {
-	static const char yaml[] = "cluster: {name: t, kubernetes_version: 1.30.4}\n"
-				   "ssh: {user: a}\n"
-				   "nodes:\n"
-				   "  - {name: cp, address: 10.0.0.1, roles: [control-plane, control-plane], gpus: 1}\n";
+	static const char yaml[] =
+	    "cluster: {name: t, kubernetes_version: 1.30.4}\n"
+	    "ssh: {user: a}\n"
+	    "nodes:\n"
+	    "  - {name: cp, address: 10.0.0.1, roles: [control-plane, control-plane], gpus: 1}\n";
 	struct inventory *inv = NULL;
 	char *text = NULL;
 
 	assert_int_equal(load(yaml, &inv, &text), 0);
 	assert_string_equal(
-		text,
-		"t.yaml: warning: jupyterhub needs storage but no node has the nfs-server role\n"
-		"  hint: give one node the nfs-server role, or set jupyterhub.enabled: false\n"
-		"t.yaml: warning: jupyterhub has no admin_users: nobody can approve sign-ups\n"
-		"  hint: list at least one user in jupyterhub.admin_users\n"
-		"t.yaml:3:1: warning: no node has the worker role: nothing can run notebooks\n"
-		"  hint: add worker to the roles of the compute nodes (the control plane may be a "
-		"worker too)\n"
-		"t.yaml:4:58: warning: role 'control-plane' is listed twice\n"
-		"t.yaml:4:80: warning: node 'cp' declares 1 GPU but is not a worker\n"
-		"  hint: add worker to its roles to offer its GPUs\n");
+	    text,
+	    "t.yaml: warning: jupyterhub needs storage but no node has the nfs-server role\n"
+	    "  hint: give one node the nfs-server role, or set jupyterhub.enabled: false\n"
+	    "t.yaml: warning: jupyterhub has no admin_users: nobody can approve sign-ups\n"
+	    "  hint: list at least one user in jupyterhub.admin_users\n"
+	    "t.yaml:3:1: warning: no node has the worker role: nothing can run notebooks\n"
+	    "  hint: add worker to the roles of the compute nodes (the control plane may be a "
+	    "worker too)\n"
+	    "t.yaml:4:58: warning: role 'control-plane' is listed twice\n"
+	    "t.yaml:4:80: warning: node 'cp' declares 1 GPU but is not a worker\n"
+	    "  hint: add worker to its roles to offer its GPUs\n");
 	inventory_free(inv);
 	free(text);
 }
@@ -350,7 +353,7 @@ static void test_file_level_errors(void **state)
 	expect_errors("", "t.yaml: error: the inventory is empty\n"
 			  "  hint: start from inventory/seed.yaml\n");
 	expect_errors("# nothing but a comment\n---\n", "t.yaml: error: the inventory is empty\n"
-							  "  hint: start from inventory/seed.yaml\n");
+							"  hint: start from inventory/seed.yaml\n");
 	expect_errors("- a\n- b\n",
 		      "t.yaml: error: the inventory must be a mapping with 'cluster' and 'nodes', "
 		      "not a list\n"
@@ -410,13 +413,14 @@ static void test_roles(void **state)
 
 static struct inventory *lab(void)
 {
-	static const char yaml[] = "cluster: {name: t, kubernetes_version: 1.30.4}\n"
-				   "ssh: {user: a}\n"
-				   "jupyterhub: {admin_users: [a]}\n"
-				   "nodes:\n"
-				   "  - {name: b-0, address: 10.0.0.1, roles: [control-plane]}\n"
-				   "  - {name: b-1, address: 10.0.0.2, roles: [nfs-server]}\n"
-				   "  - {name: 'b-[2-4]', address: '10.0.0.[3-5]', roles: [worker]}\n";
+	static const char yaml[] =
+	    "cluster: {name: t, kubernetes_version: 1.30.4}\n"
+	    "ssh: {user: a}\n"
+	    "jupyterhub: {admin_users: [a]}\n"
+	    "nodes:\n"
+	    "  - {name: b-0, address: 10.0.0.1, roles: [control-plane]}\n"
+	    "  - {name: b-1, address: 10.0.0.2, roles: [nfs-server]}\n"
+	    "  - {name: 'b-[2-4]', address: '10.0.0.[3-5]', roles: [worker]}\n";
 	struct inventory *inv = NULL;
 	char *text = NULL;
 
@@ -476,7 +480,8 @@ static void test_select(void **state)
 	expect_select(inv, "b-2,b-2", "b-2");
 	assert_int_equal(inventory_select(inv, "@worker,b-0", sel, &err), 4);
 	expect_select_error(inv, "gpu-9", "no node named 'gpu-9' in the inventory", "");
-	expect_select_error(inv, "b2", "no node named 'b2' in the inventory", "did you mean 'b-2'?");
+	expect_select_error(inv, "b2", "no node named 'b2' in the inventory",
+			    "did you mean 'b-2'?");
 	expect_select_error(inv, "b-[3-6]", "no node named 'b-5' in the inventory", "");
 	expect_select_error(inv, "@workers", "unknown role '@workers' in the limit",
 			    "did you mean '@worker'?");
@@ -486,8 +491,9 @@ static void test_select(void **state)
 			    "separate names, ranges and @roles with single commas");
 	expect_select_error(inv, "", "empty item in the limit ''",
 			    "separate names, ranges and @roles with single commas");
-	expect_select_error(inv, "b-[2-", "missing ']' in 'b-[2-'",
-			    "a range is [N-M] or a list like [2-4,7] of decimal numbers, e.g. b-[2-4]");
+	expect_select_error(
+	    inv, "b-[2-", "missing ']' in 'b-[2-'",
+	    "a range is [N-M] or a list like [2-4,7] of decimal numbers, e.g. b-[2-4]");
 	inventory_free(inv);
 }
 
@@ -543,7 +549,7 @@ static void test_mutations(void **state)
 			}
 			diag_list_init(&dl);
 			r = inventory_load_buffer(&inv, "m.yaml", buf, n, &dl);
-			assert_int_equal(r < 0, dl.errors > 0);
+			assert_int_equal(r<0, dl.errors> 0);
 			for (k = 0; k < dl.nr; k++) {
 				assert_true(dl.items[k].line <= lines + 1);
 				assert_non_null(dl.items[k].msg);
@@ -558,20 +564,20 @@ static void test_mutations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_minimal_defaults),
-		cmocka_unit_test(test_lab_b_file),
-		cmocka_unit_test(test_ssh_overrides),
-		cmocka_unit_test(test_home_expansion),
-		cmocka_unit_test(test_storage_and_hub),
-		cmocka_unit_test(test_warnings_do_not_fail),
-		cmocka_unit_test(test_every_error_in_order),
-		cmocka_unit_test(test_syntax_error_stops),
-		cmocka_unit_test(test_file_level_errors),
-		cmocka_unit_test(test_diag_format),
-		cmocka_unit_test(test_roles),
-		cmocka_unit_test(test_select),
-		cmocka_unit_test(test_select_role_without_nodes),
-		cmocka_unit_test(test_mutations),
+	    cmocka_unit_test(test_minimal_defaults),
+	    cmocka_unit_test(test_lab_b_file),
+	    cmocka_unit_test(test_ssh_overrides),
+	    cmocka_unit_test(test_home_expansion),
+	    cmocka_unit_test(test_storage_and_hub),
+	    cmocka_unit_test(test_warnings_do_not_fail),
+	    cmocka_unit_test(test_every_error_in_order),
+	    cmocka_unit_test(test_syntax_error_stops),
+	    cmocka_unit_test(test_file_level_errors),
+	    cmocka_unit_test(test_diag_format),
+	    cmocka_unit_test(test_roles),
+	    cmocka_unit_test(test_select),
+	    cmocka_unit_test(test_select_role_without_nodes),
+	    cmocka_unit_test(test_mutations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
