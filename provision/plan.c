@@ -277,6 +277,14 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 	export(sb, "PROVISION_OS_VERSION", f->os_version);
 	export(sb, "PROVISION_APT_MIRROR", inv->cluster.apt_mirror);
 	export(sb, "PROVISION_HTTP_PROXY", inv->cluster.http_proxy);
+	{
+		struct strbuf np = STRBUF_INIT;
+		size_t k;
+		for (k = 0; inv->cluster.no_proxy && inv->cluster.no_proxy[k]; k++)
+			strbuf_addf(&np, "%s%s", k ? "," : "", inv->cluster.no_proxy[k]);
+		export(sb, "PROVISION_NO_PROXY", np.buf);
+		strbuf_release(&np);
+	}
 	if (inv->nfs.server) {
 		const struct node *s = inventory_find(inv, inv->nfs.server);
 		export(sb, "PROVISION_NFS_SERVER", inv->nfs.server);

@@ -255,7 +255,7 @@ static int run_exec(int nr_pos, char **pos)
 	s.timeout_ms = opt_timeout ? opt_timeout * 1000 : -1;
 
 	if (opt_sudo)
-		password = cli_sudo_password(opt_ask_sudo);
+		password = cli_sudo_password(opt_ask_sudo, inv->ssh.sudo_password_file);
 
 	{
 		struct runner_opts ro = {

@@ -12,6 +12,7 @@
 #include "../plan.h"
 #include "../role.h"
 #include "../secrets.h"
+#include "../tui/tui.h"
 #include "../util.h"
 #include "../view.h"
 #include "cmd.h"
@@ -81,7 +82,7 @@ int cli_select_nodes(const char *cmd_name, const struct inventory *inv, const ch
 	return 0;
 }
 
-char *cli_sudo_password(bool ask)
+char *cli_sudo_password(bool ask, const char *file)
 {
 	const char *env = getenv("PROVISION_SUDO_PASSWORD");
 	struct termios old, quiet;
@@ -91,6 +92,17 @@ char *cli_sudo_password(bool ask)
 
 	if (env && *env)
 		return xstrdup(env);
+	if (file) {
+		struct strbuf sb = STRBUF_INIT;
+		if (read_file(file, &sb) == 0) {
+			sb.len = strcspn(sb.buf, "\r\n");
+			sb.buf[sb.len] = '\0';
+			if (sb.len)
+				return strbuf_detach(&sb, NULL);
+		}
+		strbuf_release(&sb);
+		fprintf(stderr, "provision: cannot read the sudo password from '%s'\n", file);
+	}
 	if (!ask || !isatty(STDIN_FILENO))
 		return NULL;
 	tty = fopen("/dev/tty", "r+");
@@ -254,7 +266,7 @@ static void print_summary(const struct cli_plan_args *a, const struct inventory 
 			  const struct plan_result *res, const struct node *const *nodes)
 {
 	struct strbuf out = STRBUF_INIT;
-	unsigned changed = 0, failed_steps = 0;
+	unsigned changed = 0;
 	size_t i, w = 4;
 	char dur[32];
 
@@ -268,7 +280,6 @@ static void print_summary(const struct cli_plan_args *a, const struct inventory 
 		view_duration(dur, sizeof(dur),
 			      st->ended_ms > st->queued_ms ? st->ended_ms - st->queued_ms : 0);
 		changed += pn->changed;
-		failed_steps += pn->failed;
 		strbuf_addf(&out, "%-*s  %-11s %3u changed %3u unchanged %3u failed %3u skipped  %s",
 			    (int)w, nodes[i]->name, node_state_name(st->state), pn->changed,
 			    pn->unchanged, pn->failed, pn->skipped, dur);
@@ -410,6 +421,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct error err = {0};
 	struct view view;
 	char *password = NULL, *state_dir = NULL;
+	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
 	unsigned phases = a->check ? 0 : plan_all_phases();
 	bool have_roles = false;
 	size_t nr = 0;
@@ -440,7 +452,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 		goto out;
 
 	secrets = secrets_new();
-	password = cli_sudo_password(a->ask_sudo);
+	password = cli_sudo_password(a->ask_sudo, inv->ssh.sudo_password_file);
 	if (password && secrets_add(secrets, password, strlen(password)) < 0) {
 		fprintf(stderr, "provision %s: the sudo password is shorter than %d characters; "
 				"provision cannot keep it out of its output\n",
@@ -467,8 +479,37 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.on_event = view_event,
 			.data = &view,
 		};
+		/* ---- TUI (tui/tui.h): on a terminal, for text output, unless --no-tui ---- */
+		if (!a->no_tui && !view.json && isatty(STDOUT_FILENO)) {
+			struct tui_config tc = {
+				.kind = TUI_RUN,
+				.command = a->cmd_name,
+				.inv = inv,
+				.roles = &rs,
+				.phases = po.phases,
+				.check_only = po.check_only,
+				.validate = po.validate,
+				.checks_first = a->check,
+				.nodes = nodes,
+				.nr = nr,
+			};
+			/* NULL when the terminal cannot be used: the plain lines then. */
+			tui = tui_start(&tc, NULL);
+			if (tui) {
+				po.on_event = tui_event;
+				po.on_tick = tui_tick;
+				po.data = tui;
+			}
+		}
+		/* ---- end TUI ---- */
 		plan_execute(&po, &res);
 	}
+	/* ---- TUI: stays on a failure until q, then gives the terminal back ---- */
+	if (tui) {
+		tui_run_end(tui, res.interrupted);
+		tui_stop(tui);
+	}
+	/* ---- end TUI ---- */
 	if (!view.json) {
 		if (a->check_only)
 			print_plan(&res, nodes);
@@ -488,6 +529,12 @@ int cli_plan_run(const struct cli_plan_args *a)
 		ret = EXIT_NODE_FAILED;
 	else
 		ret = EXIT_OK;
+	/* ---- TUI: what changed, what failed and the exit status, left on the terminal ---- */
+	if (tui) {
+		tui_print_summary(tui, ret);
+		tui_free(tui);
+	}
+	/* ---- end TUI ---- */
 	plan_result_release(&res);
 out:
 	if (have_roles)

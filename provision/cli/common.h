@@ -25,11 +25,13 @@ int cli_select_nodes(const char *cmd_name, const struct inventory *inv, const ch
 		     const struct node ***out, size_t *nr);
 
 /*
- * The sudo password: $PROVISION_SUDO_PASSWORD, or, when `ask` is set and
- * standard input is a terminal, read once without echo.  Returns NULL when
- * none.  The caller wipes and frees it with cli_free_secret().
+ * The sudo password: $PROVISION_SUDO_PASSWORD, else the first line of
+ * `file` (the inventory's ssh.sudo_password_file, may be NULL), else, when
+ * `ask` is set and standard input is a terminal, read once without echo.
+ * Returns NULL when none.  The caller wipes and frees it with
+ * cli_free_secret().
  */
-char *cli_sudo_password(bool ask);
+char *cli_sudo_password(bool ask, const char *file);
 void cli_free_secret(char *s);
 
 /* Write one whole line (a newline is added) with a single write(2). */
