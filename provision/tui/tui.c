@@ -1,0 +1,1211 @@
+/*
+ * tui: the live view of a run and the status view (see tui.h).
+ *
+ * Theory of operation
+ * -------------------
+ * Who owns what.  The runner's worker threads never see this file: they
+ * post events, and the runner's main loop (the thread that called
+ * plan_execute()) hands each one to tui_event() and calls tui_tick() about
+ * every 100 ms when no event came.  Everything here therefore runs on that
+ * one thread: the model (model.c: per-node cells, logs, failures, checks),
+ * the drawing, and the terminal, which crt.c alone touches.  The view
+ * reads events and nothing else of the run; a later phase that wants to be
+ * shown posts events.
+ *
+ * Never blocking the runner.  tui_event() updates the model (O(columns)
+ * work and one allocation per output line) and returns; it draws only
+ * when a frame is due.  Frames are throttled to one per TUI_FRAME_MS
+ * (100 ms, ~10 a second) whatever the event rate, and keys are read in the
+ * same step with a non-blocking getch, so a burst of events from 200 nodes
+ * costs one frame per 100 ms, not one per event.  Because the runner calls
+ * on_tick only when its queue is empty, frames are also driven from
+ * tui_event(): a steady stream of events cannot starve the screen or the
+ * keyboard.  A frame draws only the rows that are visible (the grid
+ * scrolls), and curses sends only what changed.
+ *
+ * Quitting.  `q` during a run asks first (the bottom line turns into a
+ * question).  `y` calls runner_interrupt() once: no new node or step starts
+ * and each node ends after its current step, reported cancelled; the run
+ * is reported as interrupted (exit 130).  A second `q` or `y` calls
+ * runner_interrupt() again, which cancels the running commands.  ^C works
+ * as before: curses is in cbreak mode, so it still raises SIGINT, which the
+ * runner's handler counts the same way; crt.c counts the signals that
+ * arrive between the runner's passes and the view turns them into the same
+ * stop.  When the run is over and a node failed, the view stays on the
+ * first failure until `q` (leaving at once on success, so that a
+ * successful `provision up` returns by itself).
+ *
+ * The status view (provision status) is the same screen showing the grid
+ * of checks (checks.h) instead of phases; cmd_status.c runs a read-only
+ * facts round, fills the checks, and calls tui_status_wait() between
+ * rounds.
+ */
+#include "tui.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../hostlist.h"
+#include "../view.h"
+#include "crt.h"
+#include "layout.h"
+#include "model.h"
+
+#define TUI_FRAME_MS 100
+
+enum tui_screen {
+	SCREEN_GRID,   /* nodes x phases */
+	SCREEN_CHECKS, /* nodes x checks: the validation matrix (v), or status */
+	SCREEN_LOG,    /* one node's whole log (Enter) */
+};
+
+struct tui {
+	struct tui_config cfg;
+	struct tui_model m;
+	enum tui_screen screen, back;	 /* back: where Esc from the log returns */
+	bool help;
+	bool asking;	 /* "stop the run?" on the bottom line */
+	int stop_level;	 /* runner_interrupt() calls made: 1 stopping, 2 cancelling */
+	bool running;	 /* a run (or status round) is going on */
+	bool lingering;	 /* run over, a failure on screen, waiting for q */
+	bool quit;	 /* leave (status, lingering) */
+	bool refresh_now;
+	bool show_failure; /* the pane shows the selected node's failure (f) */
+	size_t sel, top;   /* selected node, first row shown */
+	size_t col, left;  /* selected column, first column shown (grid) */
+	size_t ccol, cleft; /* the same on the checks screen */
+	uint64_t log_top;   /* log screen: first line shown (absolute) */
+	bool log_follow;
+	size_t log_skip; /* log screen: columns scrolled sideways */
+	int log_h;	 /* lines the log screen showed last */
+	int grid_h;	 /* rows the grid showed last (for PgUp/PgDn) */
+	uint64_t last_frame;
+	unsigned signals_seen;
+	bool utf8;
+	uint64_t round_ms, next_round_ms; /* status: when the last round ended, the next is due */
+	unsigned rounds;
+};
+
+/* ---- glyphs ---- */
+
+struct glyph {
+	const char *utf8, *ascii;
+	enum crt_color color;
+};
+
+static const struct glyph cell_glyphs[] = {
+	[TUI_CELL_NA] = {" ", " ", CRT_NORMAL},
+	[TUI_CELL_PENDING] = {"\xc2\xb7", ".", CRT_PENDING},
+	[TUI_CELL_RUNNING] = {"\xe2\x96\xb8", ">", CRT_RUNNING},
+	[TUI_CELL_UNCHANGED] = {"\xe2\x9c\x93", "=", CRT_OK},
+	[TUI_CELL_CHANGED] = {"+", "+", CRT_CHANGED},
+	[TUI_CELL_WOULD_CHANGE] = {"~", "~", CRT_WARN},
+	[TUI_CELL_WARN] = {"!", "!", CRT_WARN},
+	[TUI_CELL_SKIPPED] = {"-", "-", CRT_SKIPPED},
+	[TUI_CELL_NOT_REACHED] = {"\xe2\x97\x8b", "o", CRT_DIM},
+	[TUI_CELL_FAILED] = {"\xe2\x9c\x97", "X", CRT_FAILED},
+};
+
+static const struct glyph check_glyphs[] = {
+	[TUI_CHECK_UNKNOWN] = {"\xc2\xb7", ".", CRT_PENDING},
+	[TUI_CHECK_OK] = {"\xe2\x9c\x93", "=", CRT_OK},
+	[TUI_CHECK_WARN] = {"!", "!", CRT_WARN},
+	[TUI_CHECK_FAILED] = {"\xe2\x9c\x97", "X", CRT_FAILED},
+	[TUI_CHECK_NA] = {"n/a", "n/a", CRT_DIM},
+};
+
+static const char *g(const struct tui *t, const struct glyph *gl)
+{
+	return t->utf8 ? gl->utf8 : gl->ascii;
+}
+
+static const char *sym(const struct tui *t, const char *utf8, const char *ascii)
+{
+	return t->utf8 ? utf8 : ascii;
+}
+
+/* ---- small drawing helpers ---- */
+
+static int put(int y, int x, int w, unsigned attr, const char *s)
+{
+	return crt_put(y, x, w, attr, s, false);
+}
+
+static void putf(int y, int x, int w, unsigned attr, const char *fmt, ...) PRINTF_LIKE(5, 6);
+static void putf(int y, int x, int w, unsigned attr, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	crt_put(y, x, w, attr, sb.buf, false);
+	strbuf_release(&sb);
+}
+
+/* Centre s in a cell of width w. */
+static void put_center(int y, int x, int w, unsigned attr, const char *s)
+{
+	int sw = (int)crt_text_width(s), pad = sw < w ? (w - sw) / 2 : 0;
+
+	crt_fill(y, x, w, attr);
+	crt_put(y, x + pad, w - pad, attr, s, false);
+}
+
+/* A rule with a title: "── title ─────". */
+static void rule(struct tui *t, int y, int cols, const char *title)
+{
+	const char *line = sym(t, "\xe2\x94\x80", "-");
+	struct strbuf sb = STRBUF_INIT;
+	int i, used;
+
+	strbuf_addf(&sb, "%s%s %s ", line, line, title);
+	used = (int)crt_text_width(sb.buf);
+	for (i = used; i < cols; i++)
+		strbuf_addstr(&sb, line);
+	crt_put(y, 0, cols, CRT_HEADER, sb.buf, true);
+	strbuf_release(&sb);
+}
+
+static void duration(char *buf, size_t size, uint64_t ms)
+{
+	view_duration(buf, size, ms);
+}
+
+/* Word-wrap text into at most max_lines rows of width w starting at (y, x); returns rows used. */
+static int wrap(int y, int x, int w, int max_lines, unsigned attr, const char *text)
+{
+	const char *p = text ? text : "";
+	struct strbuf line = STRBUF_INIT;
+	int rows = 0;
+
+	while (*p && rows < max_lines) {
+		size_t lw = 0;
+		strbuf_reset(&line);
+		for (;;) {
+			const char *sp = strchr(p, ' ');
+			size_t len = sp ? (size_t)(sp - p) : strlen(p);
+			char *word = xstrndup(p, len);
+			size_t ww = crt_text_width(word);
+			if (lw && lw + 1 + ww > (size_t)w) {
+				free(word);
+				break;
+			}
+			if (lw)
+				strbuf_addch(&line, ' ');
+			strbuf_addstr(&line, word);
+			lw += (lw ? 1 : 0) + ww;
+			free(word);
+			p += len;
+			while (*p == ' ')
+				p++;
+			if (!*p || lw >= (size_t)w)
+				break;
+		}
+		/* The last row takes what is left, cut with an ellipsis. */
+		if (rows == max_lines - 1 && *p) {
+			strbuf_addch(&line, ' ');
+			strbuf_addstr(&line, p);
+		}
+		crt_put(y + rows, x, w, attr, line.buf, false);
+		rows++;
+	}
+	strbuf_release(&line);
+	return rows;
+}
+
+/* ---- the title bar ---- */
+
+static void title_run(struct tui *t, int cols, uint64_t now)
+{
+	struct tui_counts c;
+	struct strbuf sb = STRBUF_INIT;
+	char el[32], sl[32];
+	uint64_t slow_ms, end = t->m.ended_ms ? t->m.ended_ms : now;
+	bool slow_done;
+	size_t slow;
+
+	tui_model_counts(&t->m, &c);
+	duration(el, sizeof(el), end - t->m.started_ms);
+	strbuf_addf(&sb, " provision %s %s %s %s %zu node%s ", t->cfg.command, sym(t, "\xc2\xb7", "-"),
+		    t->cfg.inv->cluster.name, sym(t, "\xc2\xb7", "-"), t->m.nr, t->m.nr == 1 ? "" : "s");
+	strbuf_addf(&sb, "%s %zu done, %zu failed", sym(t, "\xe2\x94\x82", "|"), c.done, c.failed);
+	if (c.running)
+		strbuf_addf(&sb, ", %zu running", c.running);
+	if (c.pending)
+		strbuf_addf(&sb, ", %zu waiting", c.pending);
+	if (c.cancelled)
+		strbuf_addf(&sb, ", %zu stopped", c.cancelled);
+	strbuf_addf(&sb, " %s %s %s", sym(t, "\xe2\x94\x82", "|"), t->m.ended_ms ? "took" : "elapsed",
+		    el);
+	slow = tui_model_slowest(&t->m, now, &slow_ms, &slow_done);
+	if (slow != SIZE_MAX && t->m.nr > 1) {
+		duration(sl, sizeof(sl), slow_ms);
+		strbuf_addf(&sb, " %s slowest %s (%s%s)", sym(t, "\xe2\x94\x82", "|"),
+			    t->m.nodes[slow].node->name, slow_done ? "" : "~", sl);
+	}
+	crt_put(0, 0, cols, CRT_TITLE, sb.buf, true);
+	strbuf_release(&sb);
+}
+
+static void title_status(struct tui *t, int cols, uint64_t now)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t i, k, bad = 0, read = 0;
+
+	for (i = 0; i < t->m.nr; i++) {
+		bool b = false;
+		for (k = 0; k < t->m.checks.nr; k++)
+			b = b || t->m.checks.cols[k].cells[i].state == TUI_CHECK_FAILED;
+		bad += b;
+		read += tui_node_finished(&t->m.nodes[i]) || t->m.nodes[i].fail_order;
+	}
+	strbuf_addf(&sb, " provision status %s %s %s %zu node%s %s ", sym(t, "\xc2\xb7", "-"),
+		    t->cfg.inv->cluster.name, sym(t, "\xc2\xb7", "-"), t->m.nr, t->m.nr == 1 ? "" : "s",
+		    sym(t, "\xe2\x94\x82", "|"));
+	if (t->rounds)
+		strbuf_addf(&sb, "%zu ok, %zu with problems %s ", t->m.nr - bad, bad,
+			    sym(t, "\xe2\x94\x82", "|"));
+	if (t->running)
+		strbuf_addf(&sb, "reading the nodes: %zu of %zu", read, t->m.nr);
+	else if (t->rounds)
+		strbuf_addf(&sb, "read %llus ago, next in %llus (r: now)",
+			    (unsigned long long)((now - t->round_ms) / 1000),
+			    (unsigned long long)(t->next_round_ms > now
+							 ? (t->next_round_ms - now + 999) / 1000
+							 : 0));
+	crt_put(0, 0, cols, CRT_TITLE, sb.buf, true);
+	strbuf_release(&sb);
+}
+
+/* ---- the grid (phases or checks) ---- */
+
+struct grid {
+	struct tui_layout l;
+	size_t ncols;
+	bool checks; /* columns are checks */
+};
+
+static const struct tui_checks *checks_of(const struct tui *t)
+{
+	return &t->m.checks;
+}
+
+static const char *col_label(const struct tui *t, const struct grid *gr, size_t c)
+{
+	return gr->checks ? checks_of(t)->cols[c].label : t->m.cols[c].name;
+}
+
+static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool checks)
+{
+	struct tui_layout_in in = {.rows = rows, .cols = cols};
+	size_t i;
+
+	gr->checks = checks;
+	gr->ncols = checks ? checks_of(t)->nr : t->m.nr_cols;
+	for (i = 0; i < t->m.nr; i++) {
+		const struct tui_node *n = &t->m.nodes[i];
+		int w = (int)crt_text_width(n->node->name);
+		if (w > in.name_w)
+			in.name_w = w;
+		w = (int)strlen(n->roles);
+		if (w > in.roles_w)
+			in.roles_w = w;
+		w = (int)crt_text_width(n->gpu);
+		if (w > in.gpu_w)
+			in.gpu_w = w;
+	}
+	for (i = 0; i < gr->ncols; i++) {
+		int w = (int)crt_text_width(col_label(t, gr, i));
+		if (w > in.label_w)
+			in.label_w = w;
+	}
+	in.nr_cols = gr->ncols;
+	in.min_cell = checks ? 4 : 3;
+	in.progress = !checks;
+	in.nr_nodes = t->m.nr;
+	tui_layout_compute(&gr->l, &in);
+}
+
+static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, size_t left)
+{
+	const struct tui_layout *l = &gr->l;
+	size_t c;
+
+	put(l->header_y + 1, l->name_x, l->name_w, CRT_HEADER, "NODE");
+	if (l->roles_w)
+		put(l->header_y + 1, l->roles_x, l->roles_w, CRT_HEADER, "ROLES");
+	if (l->gpu_w)
+		put(l->header_y + 1, l->gpu_x, l->gpu_w, CRT_HEADER, "GPU");
+	for (c = left; c < gr->ncols && c < left + l->cols_visible; c++) {
+		size_t k = c - left;
+		int x = l->cells_x + (int)k * l->cell_w;
+		int y = l->stagger && k % 2 == 0 ? l->header_y : l->header_y + 1;
+		put(y, x, l->label_w, CRT_HEADER | (c == sel_col ? CRT_REVERSE : 0),
+		    col_label(t, gr, c));
+	}
+	if (left > 0)
+		put(l->header_y + 1, l->cells_x - 1, 1, CRT_BOLD, sym(t, "\xe2\x80\xb9", "<"));
+	if (left + l->cols_visible < gr->ncols)
+		put(l->header_y + 1, l->cells_x + (int)l->cols_visible * l->cell_w - 1, 1, CRT_BOLD,
+		    sym(t, "\xe2\x80\xba", ">"));
+	if (l->bar_w)
+		put(l->header_y + 1, l->bar_x, l->bar_w, CRT_HEADER, "PROGRESS");
+	if (l->eta_w)
+		put(l->header_y + 1, l->eta_x, l->eta_w, CRT_HEADER, "ETA");
+}
+
+static void row_head(struct tui *t, const struct tui_layout *l, int y, size_t i)
+{
+	const struct tui_node *n = &t->m.nodes[i];
+	bool sel = i == t->sel;
+
+	if (sel)
+		put(y, 0, 1, CRT_BOLD, sym(t, "\xe2\x96\xb6", ">"));
+	crt_put(y, l->name_x, l->name_w, (n->fail_order ? CRT_FAILED : CRT_BOLD) | (sel ? CRT_REVERSE : 0),
+		n->node->name, true);
+	if (l->roles_w)
+		put(y, l->roles_x, l->roles_w, CRT_DIM, n->roles);
+	if (l->gpu_w)
+		put(y, l->gpu_x, l->gpu_w, n->have_facts ? CRT_NORMAL : CRT_DIM, n->gpu);
+}
+
+static void progress(struct tui *t, const struct tui_layout *l, int y, size_t i, uint64_t now)
+{
+	const struct tui_node *n = &t->m.nodes[i];
+	unsigned pm = tui_model_permille(&t->m, i);
+	int filled = (int)((unsigned)l->bar_w * pm / 1000);
+	struct strbuf bar = STRBUF_INIT, rest = STRBUF_INIT;
+	char eta[32] = "";
+	uint64_t ms;
+	int k;
+
+	for (k = 0; k < l->bar_w; k++)
+		strbuf_addstr(k < filled ? &bar : &rest,
+			      k < filled ? sym(t, "\xe2\x96\x88", "#") : sym(t, "\xe2\x96\x91", "."));
+	put(y, l->bar_x, filled, n->fail_order ? CRT_BAR_FAIL : CRT_BAR, bar.buf);
+	put(y, l->bar_x + filled, l->bar_w - filled, CRT_DIM, rest.buf);
+	if (n->state == NODE_UNREACHABLE)
+		snprintf(eta, sizeof(eta), "unreach");
+	else if (n->fail_order)
+		snprintf(eta, sizeof(eta), "failed");
+	else if (n->state == NODE_CANCELLED)
+		snprintf(eta, sizeof(eta), "stopped");
+	else if (tui_node_finished(n) && n->started_ms)
+		duration(eta, sizeof(eta), (n->ended_ms ? n->ended_ms : now) - n->started_ms);
+	else if (!n->started_ms)
+		snprintf(eta, sizeof(eta), "queued");
+	else if (tui_model_eta(&t->m, i, now, &ms)) {
+		eta[0] = '~';
+		duration(eta + 1, sizeof(eta) - 1, ms);
+	} else
+		snprintf(eta, sizeof(eta), "%s", sym(t, "\xe2\x80\xa6", "..."));
+	put(y, l->eta_x, l->eta_w,
+	    n->fail_order ? CRT_FAILED : tui_node_finished(n) ? CRT_OK : CRT_NORMAL, eta);
+	strbuf_release(&bar);
+	strbuf_release(&rest);
+}
+
+static void grid_rows(struct tui *t, const struct grid *gr, uint64_t now)
+{
+	const struct tui_layout *l = &gr->l;
+	size_t sel_col = gr->checks ? t->ccol : t->col, left = gr->checks ? t->cleft : t->left;
+	const struct tui_checks *ck = checks_of(t);
+	int r;
+
+	for (r = 0; r < l->grid_h; r++) {
+		size_t i = t->top + (size_t)r, c;
+		int y = l->grid_y + r;
+		const struct tui_node *n;
+		int run_x = -1;
+
+		if (i >= t->m.nr)
+			break;
+		n = &t->m.nodes[i];
+		row_head(t, l, y, i);
+		for (c = left; c < gr->ncols && c < left + l->cols_visible; c++) {
+			int x = l->cells_x + (int)(c - left) * l->cell_w;
+			unsigned flag = i == t->sel && c == sel_col ? CRT_REVERSE : 0;
+			const struct glyph *gl;
+			if (gr->checks) {
+				gl = &check_glyphs[ck->cols[c].cells[i].state];
+			} else {
+				gl = &cell_glyphs[n->cells[c].state];
+				if (n->cells[c].state == TUI_CELL_RUNNING && i == t->sel)
+					run_x = x;
+			}
+			put_center(y, x, l->cell_w - 1, gl->color | flag, g(t, gl));
+		}
+		/* The selected row's running cell names its step, over the cells still to come. */
+		if (run_x >= 0 && n->cur_step) {
+			int end = l->cells_x + (int)l->cols_visible * l->cell_w - 1;
+			int x = run_x + (l->cell_w - 1) / 2;
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_addf(&sb, "%s%s", g(t, &cell_glyphs[TUI_CELL_RUNNING]), n->cur_step);
+			if (end - x >= 4)
+				crt_put(y, x, end - x, CRT_RUNNING | CRT_REVERSE, sb.buf, false);
+			strbuf_release(&sb);
+		}
+		if (!gr->checks && l->bar_w)
+			progress(t, l, y, i, now);
+	}
+	if (t->m.nr > (size_t)l->grid_h && l->grid_h > 0) {
+		/* Where the window is in a long list. */
+		char pos[48];
+		snprintf(pos, sizeof(pos), "%zu-%zu/%zu", t->top + 1,
+			 t->top + (size_t)l->grid_h < t->m.nr ? t->top + (size_t)l->grid_h : t->m.nr,
+			 t->m.nr);
+		put(l->header_y, l->name_x, l->name_w + 1 + l->roles_w, CRT_DIM, pos);
+	}
+}
+
+/* ---- the pane under the grid ---- */
+
+static unsigned line_attr(enum tui_line_kind k)
+{
+	switch (k) {
+	case TUI_LINE_OUT:
+		return CRT_NORMAL;
+	case TUI_LINE_ERR:
+		return CRT_WARN;
+	case TUI_LINE_STEP:
+		return CRT_HEADER;
+	case TUI_LINE_RESULT:
+		return CRT_OK;
+	case TUI_LINE_FAILED:
+		return CRT_FAILED;
+	case TUI_LINE_NOTE:
+		return CRT_DIM;
+	}
+	return CRT_NORMAL;
+}
+
+/* Log lines [from, to) of node n, the last ones that fit in h rows at y. */
+static void log_tail(struct tui *t, const struct tui_node *n, uint64_t from, uint64_t to, int y,
+		     int h, int cols)
+{
+	uint64_t first = tui_log_first(&n->log), k;
+	int r = 0;
+
+	if (from < first)
+		from = first;
+	if (to > n->log.seq)
+		to = n->log.seq;
+	if (to > from + (uint64_t)h)
+		from = to - (uint64_t)h;
+	for (k = from; k < to && r < h; k++, r++) {
+		const struct tui_log_line *ln = tui_log_get(&n->log, k);
+		bool indent = ln && (ln->kind == TUI_LINE_OUT || ln->kind == TUI_LINE_ERR);
+		if (!ln)
+			continue;
+		put(y + r, indent ? 2 : 0, cols - (indent ? 2 : 0), line_attr(ln->kind), ln->text);
+	}
+}
+
+static void pane_run(struct tui *t, const struct tui_layout *l, int cols, uint64_t now)
+{
+	const struct tui_node *n = &t->m.nodes[t->sel];
+	struct strbuf title = STRBUF_INIT;
+	char d[32];
+	int y = l->pane_y + 1, h = l->pane_h;
+
+	if (t->show_failure && n->fail_order) {
+		strbuf_addf(&title, "%s %s failed: %s", n->node->name, sym(t, "\xc2\xb7", "-"),
+			    n->fail_where);
+		rule(t, l->pane_y, cols, title.buf);
+		y += wrap(y, 0, cols, 2, CRT_FAILED, n->fail_text);
+		if (n->fail_hint && y < l->pane_y + 1 + h) {
+			put(y, 0, 5, CRT_KEY, "fix: ");
+			y += wrap(y, 5, cols - 5, 2, CRT_WARN, n->fail_hint);
+		}
+		if (y < l->pane_y + 1 + h)
+			log_tail(t, n, n->fail_first, n->fail_end, y, l->pane_y + 1 + h - y, cols);
+		strbuf_release(&title);
+		return;
+	}
+	strbuf_addstr(&title, n->node->name);
+	if (n->cur_col >= 0 && n->cur_step) {
+		duration(d, sizeof(d), now - n->step_started_ms);
+		strbuf_addf(&title, " %s %s %s %s %s %s", sym(t, "\xc2\xb7", "-"),
+			    t->m.cols[n->cur_col].name, sym(t, "\xe2\x80\xba", ">"), n->cur_step,
+			    sym(t, "\xc2\xb7", "-"), d);
+	} else if (t->col < t->m.nr_cols) {
+		const struct tui_cell *c = &n->cells[t->col];
+		strbuf_addf(&title, " %s %s: %s", sym(t, "\xc2\xb7", "-"), t->m.cols[t->col].name,
+			    tui_cell_state_name(c->state));
+		if (c->done)
+			strbuf_addf(&title, " (%u of %u steps)", c->done, c->total ? c->total : c->done);
+	}
+	if (n->fail_order)
+		strbuf_addf(&title, " %s f: why it failed", sym(t, "\xc2\xb7", "-"));
+	rule(t, l->pane_y, cols, title.buf);
+	if (n->cur_col >= 0)
+		log_tail(t, n, n->step_first, n->log.seq, y, h, cols);
+	else
+		log_tail(t, n, 0, n->log.seq, y, h, cols);
+	strbuf_release(&title);
+}
+
+static void pane_check(struct tui *t, const struct tui_layout *l, int cols)
+{
+	const struct tui_checks *ck = checks_of(t);
+	const struct tui_node *n = &t->m.nodes[t->sel];
+	const struct tui_check *k = tui_checks_get(ck, t->ccol, t->sel);
+	struct strbuf title = STRBUF_INIT;
+	int y = l->pane_y + 1, end = l->pane_y + 1 + l->pane_h;
+
+	if (!k) {
+		rule(t, l->pane_y, cols, "no checks yet: they come in as facts and steps finish");
+		strbuf_release(&title);
+		return;
+	}
+	strbuf_addf(&title, "%s %s %s: %s", n->node->name, sym(t, "\xc2\xb7", "-"),
+		    ck->cols[t->ccol].id,
+		    k->state == TUI_CHECK_UNKNOWN ? "not known yet"
+						  : tui_check_state_name((enum tui_check_state)k->state));
+	rule(t, l->pane_y, cols, title.buf);
+	if (y < end) {
+		put(y, 0, 10, CRT_KEY, "expected");
+		y += wrap(y, 10, cols - 10, end - y > 2 ? 2 : 1, CRT_NORMAL,
+			  k->expected ? k->expected : "-");
+	}
+	if (y < end) {
+		put(y, 0, 10, CRT_KEY, "observed");
+		y += wrap(y, 10, cols - 10, end - y > 3 ? 3 : 1,
+			  k->state == TUI_CHECK_FAILED ? CRT_FAILED
+			  : k->state == TUI_CHECK_WARN ? CRT_WARN
+						       : CRT_NORMAL,
+			  k->observed ? k->observed : "-");
+	}
+	if (y < end && k->fix) {
+		put(y, 0, 10, CRT_KEY, "fix");
+		wrap(y, 10, cols - 10, end - y, CRT_NORMAL, k->fix);
+	}
+	strbuf_release(&title);
+}
+
+/* ---- the bottom line ---- */
+
+static void footer(struct tui *t, int y, int cols)
+{
+	struct tui_counts c;
+
+	if (t->asking) {
+		crt_put(y, 0, cols, CRT_PROMPT,
+			" Stop the run? Nodes finish their current step, nothing new starts.  "
+			"y: stop   any other key: go on",
+			true);
+		return;
+	}
+	if (t->running && t->stop_level == 1) {
+		crt_put(y, 0, cols, CRT_PROMPT,
+			" Stopping: nodes finish their current step.  q or y again: cancel the "
+			"running steps now",
+			true);
+		return;
+	}
+	if (t->running && t->stop_level >= 2) {
+		crt_put(y, 0, cols, CRT_PROMPT, " Cancelling: the running steps are being stopped",
+			true);
+		return;
+	}
+	if (t->lingering) {
+		tui_model_counts(&t->m, &c);
+		crt_put(y, 0, cols, CRT_PROMPT, "", true);
+		putf(y, 0, cols, CRT_PROMPT,
+		     " Finished: %zu node%s failed.  f: next failure  Enter: log  v: checks  "
+		     "q: leave",
+		     c.failed, c.failed == 1 ? "" : "s");
+		return;
+	}
+	if (t->screen == SCREEN_LOG) {
+		put(y, 0, cols, CRT_DIM,
+		    " \xe2\x86\x91\xe2\x86\x93 PgUp PgDn: scroll  g G: top, end (follow)  "
+		    "\xe2\x86\x90\xe2\x86\x92: sideways  Esc: back");
+		return;
+	}
+	if (t->cfg.kind == TUI_STATUS) {
+		put(y, 0, cols, CRT_DIM,
+		    " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 check  Enter log  "
+		    "r refresh  ? help  q quit");
+		return;
+	}
+	put(y, 0, cols, CRT_DIM,
+	    t->screen == SCREEN_CHECKS
+		    ? " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 check  v/Esc grid  "
+		      "Enter log  f failure  ? help  q quit"
+		    : " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 column  Enter log  "
+		      "f failure  v checks  ? help  q quit");
+}
+
+/* ---- the screens ---- */
+
+static void draw_grid(struct tui *t, int rows, int cols, uint64_t now, bool checks)
+{
+	struct grid gr;
+	size_t *col = checks ? &t->ccol : &t->col, *left = checks ? &t->cleft : &t->left;
+
+	grid_layout(t, &gr, rows, cols, checks);
+	t->grid_h = gr.l.grid_h;
+	if (*col >= gr.ncols && gr.ncols)
+		*col = gr.ncols - 1;
+	*left = tui_scroll(*left, *col, gr.l.cols_visible, gr.ncols);
+	t->top = tui_scroll(t->top, t->sel, (size_t)gr.l.grid_h, t->m.nr);
+	if (t->cfg.kind == TUI_STATUS)
+		title_status(t, cols, now);
+	else
+		title_run(t, cols, now);
+	grid_header(t, &gr, *col, *left);
+	grid_rows(t, &gr, now);
+	if (gr.l.pane_h > 0) {
+		if (checks)
+			pane_check(t, &gr.l, cols);
+		else
+			pane_run(t, &gr.l, cols, now);
+	}
+	footer(t, gr.l.footer_y, cols);
+}
+
+static void draw_log(struct tui *t, int rows, int cols)
+{
+	const struct tui_node *n = &t->m.nodes[t->sel];
+	uint64_t first = tui_log_first(&n->log), k;
+	struct strbuf title = STRBUF_INIT;
+	int h = rows - 2, r;
+
+	t->log_h = h;
+	if (t->log_follow || t->log_top + (uint64_t)h > n->log.seq)
+		t->log_top = n->log.seq > (uint64_t)h ? n->log.seq - (uint64_t)h : 0;
+	if (t->log_top < first)
+		t->log_top = first;
+	strbuf_addf(&title, " log of %s %s lines %llu-%llu of %llu", n->node->name,
+		    sym(t, "\xc2\xb7", "-"), (unsigned long long)(n->log.seq ? t->log_top + 1 : 0),
+		    (unsigned long long)(t->log_top + (uint64_t)h < n->log.seq
+						 ? t->log_top + (uint64_t)h
+						 : n->log.seq),
+		    (unsigned long long)n->log.seq);
+	if (first)
+		strbuf_addf(&title, " (the first %llu dropped: memory cap)", (unsigned long long)first);
+	if (t->log_follow)
+		strbuf_addstr(&title, ", following");
+	crt_put(0, 0, cols, CRT_TITLE, title.buf, true);
+	for (r = 0, k = t->log_top; r < h && k < n->log.seq; r++, k++) {
+		const struct tui_log_line *ln = tui_log_get(&n->log, k);
+		bool indent = ln && (ln->kind == TUI_LINE_OUT || ln->kind == TUI_LINE_ERR);
+		if (ln)
+			crt_put_skip(1 + r, indent ? 2 : 0, cols - (indent ? 2 : 0),
+				     line_attr(ln->kind), ln->text, t->log_skip, false);
+	}
+	footer(t, rows - 1, cols);
+	strbuf_release(&title);
+}
+
+static void draw_help(struct tui *t, int rows, int cols)
+{
+	static const char *const keys[][2] = {
+		{"\xe2\x86\x91 \xe2\x86\x93 j k", "select a node; PgUp PgDn Home End: by page, to the ends"},
+		{"\xe2\x86\x90 \xe2\x86\x92 h l", "select a column (the view scrolls when they do not fit)"},
+		{"Enter", "the whole log of the selected node; Esc: back"},
+		{"f", "the next failure: its step's output and how to fix it"},
+		{"v", "validation matrix: nodes x checks, expected and observed"},
+		{"r", "status: read the nodes again now"},
+		{"q", "stop the run (asks first); q or y again: cancel the running steps"},
+		{"?", "this help (any key closes it)"},
+	};
+	static const enum tui_cell_state legend[] = {
+		TUI_CELL_PENDING, TUI_CELL_RUNNING, TUI_CELL_UNCHANGED, TUI_CELL_CHANGED,
+		TUI_CELL_WOULD_CHANGE, TUI_CELL_WARN, TUI_CELL_SKIPPED, TUI_CELL_NOT_REACHED,
+		TUI_CELL_FAILED,
+	};
+	int w = cols - 4 < 76 ? cols - 4 : 76, h = (int)ARRAY_SIZE(keys) + 8, x, y, r, lx;
+	size_t k;
+
+	if (w < 20 || rows < 6)
+		return;
+	if (h > rows - 2)
+		h = rows - 2;
+	x = (cols - w) / 2;
+	y = (rows - h) / 2;
+	for (r = 0; r < h; r++)
+		crt_fill(y + r, x, w, CRT_NORMAL | CRT_REVERSE);
+	put(y, x + 2, w - 4, CRT_BOLD | CRT_REVERSE, "keys");
+	for (k = 0, r = 2; k < ARRAY_SIZE(keys) && r < h - 1; k++, r++) {
+		put(y + r, x + 2, 12, CRT_KEY | CRT_REVERSE, keys[k][0]);
+		put(y + r, x + 15, w - 17, CRT_NORMAL | CRT_REVERSE, keys[k][1]);
+	}
+	r++;
+	lx = x + 2;
+	for (k = 0; k < ARRAY_SIZE(legend) && r < h; k++) {
+		const char *name = tui_cell_state_name(legend[k]);
+		int need = 3 + (int)strlen(name);
+		if (lx + need > x + w - 2) {
+			r++;
+			lx = x + 2;
+			if (r >= h)
+				break;
+		}
+		put(y + r, lx, 1, cell_glyphs[legend[k]].color | CRT_REVERSE,
+		    g(t, &cell_glyphs[legend[k]]));
+		put(y + r, lx + 2, (int)strlen(name), CRT_NORMAL | CRT_REVERSE, name);
+		lx += need;
+	}
+}
+
+static void draw(struct tui *t, uint64_t now)
+{
+	int rows, cols;
+
+	crt_size(&rows, &cols);
+	crt_erase();
+	if (rows < 8 || cols < 30) {
+		putf(0, 0, cols, CRT_BOLD, "terminal too small (%dx%d): 30x8 at least", cols, rows);
+		crt_flush();
+		t->last_frame = now;
+		return;
+	}
+	if (t->screen == SCREEN_LOG)
+		draw_log(t, rows, cols);
+	else
+		draw_grid(t, rows, cols, now, t->screen == SCREEN_CHECKS);
+	if (t->help)
+		draw_help(t, rows, cols);
+	crt_flush();
+	t->last_frame = now;
+}
+
+/* ---- keys ---- */
+
+static void stop_run(struct tui *t)
+{
+	if (t->stop_level >= 2)
+		return;
+	t->stop_level++;
+	runner_interrupt();
+}
+
+static void quit_key(struct tui *t)
+{
+	if (t->cfg.kind == TUI_STATUS) {
+		/* Nothing to protect in a read-only round: leave at once. */
+		t->quit = true;
+		while (t->running && t->stop_level < 2)
+			stop_run(t);
+		return;
+	}
+	if (!t->running) {
+		t->quit = true;
+		return;
+	}
+	if (t->stop_level == 0)
+		t->asking = true;
+	else
+		stop_run(t);
+}
+
+static void move_sel(struct tui *t, long delta)
+{
+	long v = (long)t->sel + delta;
+
+	if (v < 0)
+		v = 0;
+	if (t->m.nr && v >= (long)t->m.nr)
+		v = (long)t->m.nr - 1;
+	t->sel = (size_t)v;
+	t->show_failure = false;
+}
+
+static void move_col(struct tui *t, long delta)
+{
+	size_t n = t->screen == SCREEN_CHECKS ? checks_of(t)->nr : t->m.nr_cols;
+	size_t *c = t->screen == SCREEN_CHECKS ? &t->ccol : &t->col;
+	long v = (long)*c + delta;
+
+	if (!n)
+		return;
+	if (v < 0)
+		v = 0;
+	if (v >= (long)n)
+		v = (long)n - 1;
+	*c = (size_t)v;
+}
+
+static void open_log(struct tui *t)
+{
+	t->back = t->screen;
+	t->screen = SCREEN_LOG;
+	t->log_follow = true;
+	t->log_skip = 0;
+}
+
+static void next_failure(struct tui *t)
+{
+	size_t i = tui_model_next_failure(&t->m, t->show_failure ? t->sel : SIZE_MAX);
+
+	if (i == SIZE_MAX)
+		return;
+	t->sel = i;
+	t->show_failure = true;
+	if (t->cfg.kind == TUI_RUN)
+		t->screen = SCREEN_GRID;
+	if (t->m.nodes[i].fail_col >= 0)
+		t->col = (size_t)t->m.nodes[i].fail_col;
+}
+
+static void log_key(struct tui *t, int k)
+{
+	const struct tui_node *n = &t->m.nodes[t->sel];
+	uint64_t page = t->log_h > 1 ? (uint64_t)t->log_h - 1 : 1;
+	uint64_t first = tui_log_first(&n->log);
+	uint64_t last_top = n->log.seq > (uint64_t)t->log_h ? n->log.seq - (uint64_t)t->log_h : 0;
+
+	switch (k) {
+	case CRT_KEY_UP:
+	case 'k':
+		t->log_follow = false;
+		if (t->log_top > first)
+			t->log_top--;
+		break;
+	case CRT_KEY_DOWN:
+	case 'j':
+		if (t->log_top < last_top)
+			t->log_top++;
+		t->log_follow = t->log_top >= last_top;
+		break;
+	case CRT_KEY_PGUP:
+	case 'b':
+		t->log_follow = false;
+		t->log_top = t->log_top > first + page ? t->log_top - page : first;
+		break;
+	case CRT_KEY_PGDN:
+	case ' ':
+		t->log_top = t->log_top + page < last_top ? t->log_top + page : last_top;
+		t->log_follow = t->log_top >= last_top;
+		break;
+	case CRT_KEY_HOME:
+	case 'g':
+		t->log_follow = false;
+		t->log_top = first;
+		break;
+	case CRT_KEY_END:
+	case 'G':
+		t->log_follow = true;
+		break;
+	case CRT_KEY_LEFT:
+	case 'h':
+		t->log_skip = t->log_skip > 8 ? t->log_skip - 8 : 0;
+		break;
+	case CRT_KEY_RIGHT:
+	case 'l':
+		t->log_skip += 8;
+		break;
+	case CRT_KEY_ESC:
+	case CRT_KEY_ENTER:
+	case 'q':
+		t->screen = t->back;
+		break;
+	case 'f':
+		next_failure(t);
+		break;
+	default:
+		break;
+	}
+}
+
+static void key(struct tui *t, int k)
+{
+	long page = t->grid_h > 1 ? t->grid_h - 1 : 1;
+
+	if (k == CRT_KEY_RESIZE)
+		return;
+	if (t->help) {
+		t->help = false;
+		return;
+	}
+	if (t->asking) {
+		t->asking = false;
+		if (k == 'y' || k == 'Y')
+			stop_run(t);
+		return;
+	}
+	if (k == '?') {
+		t->help = true;
+		return;
+	}
+	if (t->screen == SCREEN_LOG) {
+		log_key(t, k);
+		return;
+	}
+	switch (k) {
+	case 'q':
+	case 'Q':
+		quit_key(t);
+		break;
+	case 'y':
+	case 'Y':
+		/* Already stopping (the person said yes once): a second yes cancels. */
+		if (t->running && t->stop_level == 1)
+			stop_run(t);
+		break;
+	case CRT_KEY_UP:
+	case 'k':
+		move_sel(t, -1);
+		break;
+	case CRT_KEY_DOWN:
+	case 'j':
+		move_sel(t, 1);
+		break;
+	case CRT_KEY_PGUP:
+		move_sel(t, -page);
+		break;
+	case CRT_KEY_PGDN:
+		move_sel(t, page);
+		break;
+	case CRT_KEY_HOME:
+	case 'g':
+		move_sel(t, -(long)t->m.nr);
+		break;
+	case CRT_KEY_END:
+	case 'G':
+		move_sel(t, (long)t->m.nr);
+		break;
+	case CRT_KEY_LEFT:
+	case 'h':
+		move_col(t, -1);
+		break;
+	case CRT_KEY_RIGHT:
+	case 'l':
+		move_col(t, 1);
+		break;
+	case CRT_KEY_ENTER:
+		open_log(t);
+		break;
+	case 'f':
+		next_failure(t);
+		break;
+	case 'v':
+		if (t->cfg.kind == TUI_RUN)
+			t->screen = t->screen == SCREEN_CHECKS ? SCREEN_GRID : SCREEN_CHECKS;
+		break;
+	case 'r':
+		if (t->cfg.kind == TUI_STATUS)
+			t->refresh_now = true;
+		break;
+	case CRT_KEY_ESC:
+		if (t->screen == SCREEN_CHECKS && t->cfg.kind == TUI_RUN)
+			t->screen = SCREEN_GRID;
+		t->show_failure = false;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Keys and signals that came since the last frame. */
+static bool input(struct tui *t)
+{
+	unsigned sigs = crt_interrupts();
+	bool any = false;
+	int k, n = 0;
+
+	while (n++ < 64 && (k = crt_key(0)) != CRT_KEY_NONE) {
+		key(t, k);
+		any = true;
+	}
+	if (sigs != t->signals_seen) {
+		/* ^C between the runner's passes, or while nothing runs. */
+		t->signals_seen = sigs;
+		if (t->running && t->cfg.kind == TUI_RUN)
+			stop_run(t);
+		else
+			t->quit = true;
+		any = true;
+	}
+	return any;
+}
+
+/* One step of the loop: keys, then a frame when one is due. */
+static void pump(struct tui *t, bool force)
+{
+	uint64_t now = now_ms();
+
+	if (!force && now - t->last_frame < TUI_FRAME_MS)
+		return;
+	input(t);
+	draw(t, now);
+}
+
+/* ---- the interface ---- */
+
+struct tui *tui_start(const struct tui_config *cfg, struct error *err)
+{
+	struct tui *t;
+
+	if (crt_init(err) < 0)
+		return NULL;
+	t = xcalloc(1, sizeof(*t));
+	t->cfg = *cfg;
+	t->utf8 = crt_utf8();
+	tui_model_init(&t->m, cfg->inv, cfg->roles, cfg->phases, cfg->check_only, cfg->validate,
+		       cfg->nodes, cfg->nr, now_ms());
+	if (cfg->kind == TUI_STATUS)
+		tui_checks_status_columns(&t->m.checks);
+	t->screen = cfg->kind == TUI_STATUS || cfg->checks_first ? SCREEN_CHECKS : SCREEN_GRID;
+	t->back = t->screen;
+	t->running = true;
+	t->signals_seen = crt_interrupts();
+	pump(t, true);
+	return t;
+}
+
+void tui_event(const struct event *ev, const struct node_status *st, void *data)
+{
+	struct tui *t = data;
+
+	tui_model_event(&t->m, ev);
+	pump(t, false);
+}
+
+void tui_tick(void *data)
+{
+	pump(data, false);
+}
+
+void tui_run_end(struct tui *t, bool interrupted)
+{
+	tui_model_end(&t->m, now_ms(), interrupted || t->stop_level > 0);
+	t->running = false;
+	t->asking = false;
+	if (!interrupted && !t->stop_level && !t->quit && t->m.failures && crt_active()) {
+		/* Stay on the first failure: the reason a person would look. */
+		t->lingering = true;
+		t->show_failure = false;
+		next_failure(t);
+		while (!t->quit) {
+			int k = crt_key(TUI_FRAME_MS);
+			if (k != CRT_KEY_NONE)
+				key(t, k);
+			input(t);
+			draw(t, now_ms());
+		}
+		t->lingering = false;
+	}
+	pump(t, true);
+}
+
+void tui_stop(struct tui *t)
+{
+	if (t)
+		crt_done();
+}
+
+void tui_print_summary(struct tui *t, int exit_status)
+{
+	struct strbuf out = STRBUF_INIT;
+	const char **changed = xcalloc(t->m.nr ? t->m.nr : 1, sizeof(*changed));
+	size_t i, c, nr_changed = 0;
+	const char *why;
+
+	for (i = 0; i < t->m.nr; i++) {
+		const struct tui_node *n = &t->m.nodes[i];
+		bool any = false;
+		for (c = 2; c < t->m.nr_cols; c++)
+			any = any || n->cells[c].changed;
+		if (any && !n->fail_order)
+			changed[nr_changed++] = n->node->name;
+	}
+	if (nr_changed) {
+		char *list = hostlist_compress(changed, nr_changed);
+		strbuf_addf(&out, "%s on %zu node%s: %s\n",
+			    t->cfg.check_only ? "would change" : "changed", nr_changed,
+			    nr_changed == 1 ? "" : "s", list);
+		free(list);
+	}
+	for (c = 1; c <= t->m.failures; c++) {
+		for (i = 0; i < t->m.nr; i++) {
+			const struct tui_node *n = &t->m.nodes[i];
+			if (n->fail_order != c)
+				continue;
+			strbuf_addf(&out, "failed: %s: %s: %s\n", n->node->name, n->fail_where,
+				    n->fail_text);
+			if (n->fail_hint)
+				strbuf_addf(&out, "  fix: %s\n", n->fail_hint);
+		}
+	}
+	switch (exit_status) {
+	case 0:
+		why = "every node ok";
+		break;
+	case 1:
+		why = "some node failed";
+		break;
+	case 130:
+		why = "interrupted";
+		break;
+	default:
+		why = "error";
+		break;
+	}
+	strbuf_addf(&out, "exit status %d: %s\n", exit_status, why);
+	(void)write_all(1, out.buf, out.len);
+	strbuf_release(&out);
+	free(changed);
+}
+
+void tui_free(struct tui *t)
+{
+	if (!t)
+		return;
+	tui_stop(t);
+	tui_model_release(&t->m);
+	free(t);
+}
+
+/* ---- provision status ---- */
+
+struct tui_checks *tui_status_checks(struct tui *t)
+{
+	return &t->m.checks;
+}
+
+void tui_status_round(struct tui *t)
+{
+	tui_model_restart(&t->m, now_ms());
+	t->m.checks.gen++;
+	t->running = true;
+	t->refresh_now = false;
+	t->stop_level = 0;
+	pump(t, true);
+}
+
+void tui_status_done(struct tui *t)
+{
+	uint64_t now = now_ms();
+
+	tui_model_end(&t->m, now, false);
+	tui_checks_expire(&t->m.checks, t->m.checks.gen, "not checked in the last round");
+	t->running = false;
+	t->rounds++;
+	t->round_ms = now;
+	t->next_round_ms = now + (uint64_t)(t->cfg.refresh_s > 0 ? t->cfg.refresh_s : 5) * 1000;
+	pump(t, true);
+}
+
+bool tui_status_wait(struct tui *t)
+{
+	while (!t->quit && !t->refresh_now && now_ms() < t->next_round_ms) {
+		int k = crt_key(TUI_FRAME_MS);
+		if (k != CRT_KEY_NONE)
+			key(t, k);
+		input(t);
+		draw(t, now_ms());
+	}
+	return t->quit;
+}
+
+bool tui_quit_requested(const struct tui *t)
+{
+	return t->quit;
+}
