@@ -140,11 +140,15 @@ deps:
 style:
 	clang-format -i $(SRC) $(wildcard provision/*.h provision/cli/*.h provision/tui/*.h) $(UNIT_SRC)
 
-SHELL_FILES = $(shell find roles tests tools -name '*.sh' 2>/dev/null) $(EMBED_SH) .ci/run
+# Role steps run as `sh step` (no shebang): checked as POSIX sh.
+ROLE_SH = $(shell find roles -name '*.sh' 2>/dev/null)
+SHELL_FILES = $(shell find tests tools -name '*.sh' -not -path 'tests/unit/data/*' 2>/dev/null) \
+	$(EMBED_SH) .ci/run
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		--std=c11 -D__GNUC__ -Iprovision $(SRC)
 	shellcheck -x $(SHELL_FILES)
+	shellcheck -s sh -x $(ROLE_SH)
 
 clean:
 	rm -rf $(B)

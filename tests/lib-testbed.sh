@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # tests/lib-testbed.sh: start a testbed for a test script and always stop it.
 # Source after tests/lib.sh.  tb_up ARGS... starts one in $TB (under the
 # script's $TEST_DIR) with tests/testbed/testbed.sh and registers its teardown;
@@ -15,6 +16,7 @@ tb_up() {
 		sed 's/^/#   /' "$TEST_DIR/testbed-up.log"
 		exit 1
 	fi
+	# shellcheck disable=SC2034 # used by the scripts that source this file
 	TB_INV=$TB/inventory.yaml
 }
 

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # tests/lib.sh: the harness every tests/tNNNN-*.sh sources (git's t/test-lib.sh shape).
 #
 # A test script calls `test_case DESCRIPTION COMMANDS` (COMMANDS run in a

@@ -74,7 +74,8 @@ completion_has() {
 }
 
 for c in $commands; do
-	# Every option of the command, from its --help.
+	# Every option of the command, from its --help (read by the test bodies).
+	# shellcheck disable=SC2034
 	opts=$("$PROVISION" "$c" --help | sed -n '/^options:/,/^$/p' |
 		grep -oE -- '(^|[ ,])--?[A-Za-z][-A-Za-z]*' | tr -d ' ,' | sort -u | tr '\n' ' ')
 	test_case "'$c --help' shows usage, options and exit status" '
