@@ -1,0 +1,323 @@
+/* profiles: see profiles.h for the rules. */
+#include "profiles.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "facts.h"
+#include "util.h"
+
+#define CPU_ONLY_CPU_MILLI 1000
+#define CPU_ONLY_MEM_MIB 2048
+
+void profiles_allocatable(unsigned cpus, uint64_t mem_kib, unsigned *cpu_milli, uint64_t *mem_mib)
+{
+	uint64_t cpu = (uint64_t)cpus * 1000, mem = mem_kib / 1024;
+	uint64_t cpu_cut = PROFILES_RESERVED_CPU_MILLI + PROFILES_ADDONS_CPU_MILLI;
+	uint64_t mem_cut = PROFILES_RESERVED_MEM_MIB + PROFILES_ADDONS_MEM_MIB;
+
+	*cpu_milli = cpu > cpu_cut ? (unsigned)(cpu - cpu_cut) : 0;
+	*mem_mib = mem > mem_cut ? mem - mem_cut : 0;
+}
+
+char *profiles_gpu_label(const char *model)
+{
+	char *l = xstrdup(model), *p;
+
+	for (p = l; *p; p++)
+		if (*p == ' ')
+			*p = '-';
+	return l;
+}
+
+static char *slugify(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	bool dash = false;
+
+	for (; *s; s++) {
+		if (isalnum((unsigned char)*s)) {
+			if (dash && sb.len)
+				strbuf_addch(&sb, '-');
+			strbuf_addch(&sb, (char)tolower((unsigned char)*s));
+			dash = false;
+		} else {
+			dash = true;
+		}
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+static unsigned round_cpu(uint64_t milli)
+{
+	return (unsigned)(milli / 100 * 100);
+}
+
+static uint64_t round_mem(uint64_t mib)
+{
+	return mib / 256 * 256;
+}
+
+static void fmt_cpu(char *buf, size_t size, unsigned milli)
+{
+	if (milli % 1000)
+		snprintf(buf, size, "%.1f CPU", milli / 1000.0);
+	else
+		snprintf(buf, size, "%u CPU", milli / 1000);
+}
+
+static void fmt_mem(char *buf, size_t size, uint64_t mib)
+{
+	if (mib % 1024)
+		snprintf(buf, size, "%.2f GiB", (double)mib / 1024.0);
+	else
+		snprintf(buf, size, "%llu GiB", (unsigned long long)(mib / 1024));
+}
+
+static bool homogeneous(const struct profile_node *n)
+{
+	size_t i;
+
+	for (i = 1; i < n->nr_gpus; i++)
+		if (strcmp(n->gpus[i].model, n->gpus[0].model))
+			return false;
+	return n->nr_gpus > 0;
+}
+
+static struct hub_profile *add(struct hub_profile **out, size_t *nr, size_t *alloc)
+{
+	struct hub_profile *p;
+
+	ALLOC_GROW(*out, *nr + 1, *alloc);
+	p = &(*out)[(*nr)++];
+	memset(p, 0, sizeof(*p));
+	return p;
+}
+
+static void add_node(struct hub_profile *p, const char *name)
+{
+	p->nodes = xrealloc(p->nodes, (p->nr_nodes + 2) * sizeof(*p->nodes));
+	p->nodes[p->nr_nodes++] = xstrdup(name);
+	p->nodes[p->nr_nodes] = NULL;
+}
+
+/*
+ * Fill guarantees and limits from what one notebook may guarantee on the
+ * smallest candidate node (`g_*`) and the most it may ever use there
+ * (`max_*`): limits are 1.5x the guarantees, never above max.
+ */
+static void size_profile(struct hub_profile *p, uint64_t g_cpu, uint64_t g_mem, uint64_t max_cpu,
+			 uint64_t max_mem)
+{
+	uint64_t lc, lm;
+
+	p->cpu_guarantee_milli = round_cpu(g_cpu);
+	p->mem_guarantee_mib = round_mem(g_mem);
+	lc = (uint64_t)p->cpu_guarantee_milli * 3 / 2;
+	lm = p->mem_guarantee_mib * 3 / 2;
+	p->cpu_limit_milli = round_cpu(lc < max_cpu ? lc : max_cpu);
+	p->mem_limit_mib = round_mem(lm < max_mem ? lm : max_mem);
+	if (p->cpu_limit_milli < p->cpu_guarantee_milli)
+		p->cpu_limit_milli = p->cpu_guarantee_milli;
+	if (p->mem_limit_mib < p->mem_guarantee_mib)
+		p->mem_limit_mib = p->mem_guarantee_mib;
+}
+
+static void describe(struct hub_profile *p, const char *smallest, uint64_t cpu, uint64_t mem,
+		     size_t gpus_there, unsigned k)
+{
+	char gc[32], gm[32], lc[32], lm[32], nc[32], nm[32];
+	struct strbuf d = STRBUF_INIT, r = STRBUF_INIT;
+	size_t i;
+
+	fmt_cpu(gc, sizeof(gc), p->cpu_guarantee_milli);
+	fmt_mem(gm, sizeof(gm), p->mem_guarantee_mib);
+	fmt_cpu(lc, sizeof(lc), p->cpu_limit_milli);
+	fmt_mem(lm, sizeof(lm), p->mem_limit_mib);
+	fmt_cpu(nc, sizeof(nc), (unsigned)cpu);
+	fmt_mem(nm, sizeof(nm), mem);
+	strbuf_addf(&d, "%s and %s guaranteed, up to %s and %s; runs on ", gc, gm, lc, lm);
+	for (i = 0; i < p->nr_nodes; i++)
+		strbuf_addf(&d, "%s%s", i ? ", " : "", p->nodes[i]);
+	p->description = strbuf_detach(&d, NULL);
+	if (gpus_there)
+		strbuf_addf(&r,
+			    "smallest node %s: %s and %s allocatable, %zu GPU%s; %u of its %zu "
+			    "GPU share%s is at most %s and %s (the limits, 1.5x the guarantees), so "
+			    "all its GPU notebooks together fit the node",
+			    smallest, nc, nm, gpus_there, gpus_there == 1 ? "" : "s", k, gpus_there,
+			    gpus_there == 1 ? "" : "s", lc, lm);
+	else
+		strbuf_addf(&r,
+			    "smallest node %s: %s and %s allocatable; a CPU notebook guarantees at "
+			    "most 1 CPU and 2 GiB; limits 1.5x, at most the node",
+			    smallest, nc, nm);
+	p->reasoning = strbuf_detach(&r, NULL);
+}
+
+static int cmp_profile(const void *a, const void *b)
+{
+	const struct hub_profile *x = a, *y = b;
+
+	if (!x->gpus != !y->gpus)
+		return x->gpus ? 1 : -1;
+	return strcmp(x->slug, y->slug);
+}
+
+void profiles_generate(struct hub_profile **out, size_t *nr, const struct profile_node *nodes,
+		       size_t nr_nodes)
+{
+	size_t alloc = 0, i, j;
+	bool *done = xcalloc(nr_nodes ? nr_nodes : 1, sizeof(*done));
+	struct hub_profile *p;
+
+	*out = NULL;
+	*nr = 0;
+
+	/* CPU only: any schedulable node. */
+	{
+		uint64_t min_cpu = UINT64_MAX, min_mem = UINT64_MAX;
+		const struct profile_node *smallest = NULL;
+		p = NULL;
+		for (i = 0; i < nr_nodes; i++) {
+			if (!nodes[i].schedulable)
+				continue;
+			if (!p) {
+				p = add(out, nr, &alloc);
+				p->slug = xstrdup("cpu");
+				p->display_name = xstrdup("CPU only");
+			}
+			add_node(p, nodes[i].name);
+			if (!smallest || nodes[i].cpu_milli < smallest->cpu_milli ||
+			    (nodes[i].cpu_milli == smallest->cpu_milli &&
+			     nodes[i].mem_mib < smallest->mem_mib))
+				smallest = &nodes[i];
+			if (nodes[i].cpu_milli < min_cpu)
+				min_cpu = nodes[i].cpu_milli;
+			if (nodes[i].mem_mib < min_mem)
+				min_mem = nodes[i].mem_mib;
+		}
+		if (p) {
+			size_profile(p, min_cpu < CPU_ONLY_CPU_MILLI ? min_cpu : CPU_ONLY_CPU_MILLI,
+				     min_mem < CPU_ONLY_MEM_MIB ? min_mem : CPU_ONLY_MEM_MIB, min_cpu,
+				     min_mem);
+			describe(p, smallest->name, smallest->cpu_milli, smallest->mem_mib, 0, 0);
+		}
+	}
+
+	/* GPU groups. */
+	for (i = 0; i < nr_nodes; i++) {
+		const struct profile_node *n = &nodes[i];
+		size_t max_count = 0, k;
+		bool homo;
+
+		if (done[i] || !n->schedulable || !n->nr_gpus)
+			continue;
+		homo = homogeneous(n);
+		done[i] = true;
+		/* The group: this node and (for one model) every other node of that model. */
+		for (j = i; j < nr_nodes; j++) {
+			if (j != i && (!homo || done[j] || !nodes[j].schedulable ||
+				       !homogeneous(&nodes[j]) ||
+				       strcmp(nodes[j].gpus[0].model, n->gpus[0].model)))
+				continue;
+			done[j] = true;
+			if (nodes[j].nr_gpus > max_count)
+				max_count = nodes[j].nr_gpus;
+			if (!homo)
+				break;
+		}
+		for (k = 1; k <= max_count; k++) {
+			uint64_t share_cpu = UINT64_MAX, share_mem = UINT64_MAX;
+			unsigned gpu_mib = UINT32_MAX;
+			const char *smallest = NULL;
+			uint64_t smallest_cpu = 0, smallest_mem = 0;
+			size_t smallest_gpus = 0, g;
+			struct strbuf name = STRBUF_INIT, models = STRBUF_INIT;
+
+			p = add(out, nr, &alloc);
+			p->gpus = (unsigned)k;
+			for (j = i; j < nr_nodes; j++) {
+				const struct profile_node *m = &nodes[j];
+				uint64_t sc, sm;
+				if (j != i && (!homo || !m->schedulable || !homogeneous(m) ||
+					       strcmp(m->gpus[0].model, n->gpus[0].model)))
+					continue;
+				if (m->nr_gpus < k)
+					continue;
+				add_node(p, m->name);
+				sc = (uint64_t)m->cpu_milli / m->nr_gpus * k;
+				sm = m->mem_mib / m->nr_gpus * k;
+				if (sc < share_cpu || (sc == share_cpu && sm < share_mem)) {
+					smallest = m->name;
+					smallest_gpus = m->nr_gpus;
+					smallest_cpu = m->cpu_milli;
+					smallest_mem = m->mem_mib;
+				}
+				if (sc < share_cpu)
+					share_cpu = sc;
+				if (sm < share_mem)
+					share_mem = sm;
+				for (g = 0; g < m->nr_gpus; g++)
+					if (m->gpus[g].memory_mib < gpu_mib)
+						gpu_mib = m->gpus[g].memory_mib;
+				if (!homo)
+					break;
+			}
+			if (homo) {
+				strbuf_addstr(&models, gpu_short_model(n->gpus[0].model));
+				p->selector_key = xstrdup("nvidia.com/gpu.product");
+				p->selector_value = profiles_gpu_label(n->gpus[0].model);
+			} else {
+				for (g = 0; g < n->nr_gpus; g++) {
+					const char *sm = gpu_short_model(n->gpus[g].model);
+					if (strstr(models.buf, sm))
+						continue;
+					strbuf_addf(&models, "%s%s", models.len ? " or " : "", sm);
+				}
+				p->selector_key = xstrdup("kubernetes.io/hostname");
+				p->selector_value = xstrdup(n->name);
+			}
+			strbuf_addf(&name, "%zu× %s (%u GiB)%s%s", k, models.buf,
+				    (gpu_mib + 512) / 1024, homo ? "" : " on ", homo ? "" : n->name);
+			p->display_name = strbuf_detach(&name, NULL);
+			{
+				char *base = slugify(homo ? models.buf : n->name);
+				p->slug = xasprintf("gpu-%s-x%zu", base, k);
+				free(base);
+			}
+			strbuf_release(&models);
+			/*
+			 * Guarantee 2/3 of the GPUs' share, so that the limit (1.5x)
+			 * is exactly the share: the GPU notebooks of a node together
+			 * can never use more than the node, and a third of it stays
+			 * free for CPU notebooks.
+			 */
+			size_profile(p, share_cpu * 2 / 3, share_mem * 2 / 3, share_cpu, share_mem);
+			describe(p, smallest, smallest_cpu, smallest_mem, smallest_gpus, (unsigned)k);
+		}
+	}
+	free(done);
+	if (*nr > 1)
+		qsort(*out, *nr, sizeof(**out), cmp_profile);
+}
+
+void profiles_free(struct hub_profile *p, size_t nr)
+{
+	size_t i, k;
+
+	for (i = 0; i < nr; i++) {
+		free(p[i].slug);
+		free(p[i].display_name);
+		free(p[i].description);
+		free(p[i].selector_key);
+		free(p[i].selector_value);
+		for (k = 0; k < p[i].nr_nodes; k++)
+			free(p[i].nodes[k]);
+		free(p[i].nodes);
+		free(p[i].reasoning);
+	}
+	free(p);
+}

@@ -1,0 +1,93 @@
+/*
+ * profiles: JupyterHub profiles generated from what the nodes really have.
+ *
+ * The seed lab's hub offered profiles no node could run; the spawn then
+ * failed minutes later with no useful message.  Here no such profile can be
+ * made: profiles_generate() is a pure function from the nodes' measured
+ * capacity to the profile list, and every profile's limits fit every node it
+ * can be scheduled on.
+ *
+ * Groups and profiles:
+ *   - nodes whose GPUs are all one model form that model's group; the
+ *     profile "1× MODEL (N GiB)" selects the group with the label GPU
+ *     feature discovery sets (nvidia.com/gpu.product) and asks for
+ *     nvidia.com/gpu: 1; a "K× MODEL" profile is added for every K up to
+ *     the largest count one node of the group has (it lands only there);
+ *   - a node with GPUs of several models is its own group, selected by
+ *     hostname (the device plugin may hand out any of its GPUs, so the
+ *     profile says "A or B" and promises the smaller memory);
+ *   - one CPU-only profile for any schedulable node.
+ * Sizes: a node's GPU share is its allocatable CPU and memory divided by
+ * its GPU count, times the GPUs a profile asks for (the smallest share of
+ * the group counts).  A GPU notebook's limits are that share and its
+ * guarantees 2/3 of it, so limits are 1.5× the guarantees (REFERENCE.md §1:
+ * the seed lab's 1–1.5× rule), all GPU notebooks of a node together never
+ * exceed the node, and a third of the node stays guaranteed-free for CPU
+ * notebooks.  A CPU-only notebook guarantees 1 CPU and 2 GiB (less on a
+ * smaller node), limits 1.5× that.
+ *
+ * Allocatable: the kubelet's, when the cluster reports it, else capacity
+ * minus the reserve provision configures on every kubelet
+ * (PROFILES_RESERVED_*) minus room for the add-ons' pods on every node.
+ *
+ * Ownership: the caller frees the list with profiles_free().  No globals.
+ */
+#ifndef PROVISION_PROFILES_H
+#define PROVISION_PROFILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What provision's kubelet configuration reserves (systemReserved + eviction). */
+#define PROFILES_RESERVED_CPU_MILLI 500
+#define PROFILES_RESERVED_MEM_MIB (1024 + 100)
+/* Room left on every node for DaemonSet pods (Flannel, GPU Operator, DCGM...). */
+#define PROFILES_ADDONS_CPU_MILLI 500
+#define PROFILES_ADDONS_MEM_MIB 1024
+
+#define PROFILES_MAX_GPUS 16
+
+struct profile_gpu {
+	const char *model; /* as nvidia-smi names it: "NVIDIA GeForce RTX 3070" */
+	unsigned memory_mib;
+};
+
+struct profile_node {
+	const char *name;
+	unsigned cpu_milli;  /* allocatable CPU */
+	uint64_t mem_mib;    /* allocatable memory */
+	struct profile_gpu gpus[PROFILES_MAX_GPUS];
+	size_t nr_gpus;
+	bool schedulable;    /* a worker without NoSchedule taints */
+};
+
+struct hub_profile {
+	char *slug;	    /* "gpu-geforce-rtx-3070-x1" */
+	char *display_name; /* "1× GeForce RTX 3070 (8 GiB)" */
+	char *description;  /* what it guarantees and where it runs */
+	unsigned gpus;	    /* nvidia.com/gpu limit; 0 for CPU-only */
+	char *selector_key, *selector_value; /* nodeSelector; NULL for none */
+	unsigned cpu_guarantee_milli, cpu_limit_milli;
+	uint64_t mem_guarantee_mib, mem_limit_mib;
+	char **nodes;	    /* the nodes it can land on, NULL-terminated */
+	size_t nr_nodes;
+	char *reasoning;    /* why these numbers: the smallest node and its share */
+};
+
+/* Allocatable resources of a node from its facts, when the kubelet's are not known. */
+void profiles_allocatable(unsigned cpus, uint64_t mem_kib, unsigned *cpu_milli, uint64_t *mem_mib);
+
+/* The label value GPU feature discovery gives a model: spaces become '-'. */
+char *profiles_gpu_label(const char *model);
+
+/*
+ * Generate the profiles (CPU-only first, then GPU groups by model name).
+ * Returns the count in *nr; never fails (a cluster without schedulable
+ * nodes gets no profile at all).
+ */
+void profiles_generate(struct hub_profile **out, size_t *nr, const struct profile_node *nodes,
+		       size_t nr_nodes);
+void profiles_free(struct hub_profile *p, size_t nr);
+
+#endif

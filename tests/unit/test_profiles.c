@@ -1,0 +1,225 @@
+/*
+ * Unit tests for profiles.c on the seed labs (REFERENCE.md §1): no profile
+ * exceeds any node it can land on, every GPU model is offered, limits stay
+ * within 1.5x the guarantees.  PROVISION_TEST_VERBOSE=1 prints the profiles.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profiles.h"
+
+static struct profile_node node(const char *name, unsigned cpus, uint64_t mem_kib, bool sched)
+{
+	struct profile_node n = {0};
+
+	n.name = name;
+	profiles_allocatable(cpus, mem_kib, &n.cpu_milli, &n.mem_mib);
+	n.schedulable = sched;
+	return n;
+}
+
+static void gpu(struct profile_node *n, const char *model, unsigned mib)
+{
+	n->gpus[n->nr_gpus].model = model;
+	n->gpus[n->nr_gpus].memory_mib = mib;
+	n->nr_gpus++;
+}
+
+static const struct profile_node *find_node(const struct profile_node *nodes, size_t nr,
+					    const char *name)
+{
+	size_t i;
+	for (i = 0; i < nr; i++)
+		if (!strcmp(nodes[i].name, name))
+			return &nodes[i];
+	fail_msg("profile names unknown node %s", name);
+	return NULL;
+}
+
+/* The invariants every generated list must satisfy. */
+static void check_invariants(const struct hub_profile *p, size_t nr, const struct profile_node *nodes,
+			     size_t nr_nodes)
+{
+	size_t i, k, g;
+
+	for (i = 0; i < nr; i++) {
+		assert_true(p[i].nr_nodes > 0);
+		assert_true(p[i].cpu_guarantee_milli > 0 && p[i].mem_guarantee_mib > 0);
+		assert_true(p[i].cpu_limit_milli >= p[i].cpu_guarantee_milli);
+		assert_true(p[i].mem_limit_mib >= p[i].mem_guarantee_mib);
+		assert_true(p[i].cpu_limit_milli * 2 <= p[i].cpu_guarantee_milli * 3);
+		assert_true(p[i].mem_limit_mib * 2 <= p[i].mem_guarantee_mib * 3);
+		for (k = 0; k < p[i].nr_nodes; k++) {
+			const struct profile_node *n = find_node(nodes, nr_nodes, p[i].nodes[k]);
+			assert_true(n->schedulable);
+			assert_true(p[i].cpu_limit_milli <= n->cpu_milli);
+			assert_true(p[i].mem_limit_mib <= n->mem_mib);
+			assert_true(p[i].gpus <= n->nr_gpus);
+			/* Every GPU of the node in use at once: their limits fit the node. */
+			if (p[i].gpus) {
+				assert_true((uint64_t)p[i].cpu_limit_milli * n->nr_gpus / p[i].gpus <=
+					    n->cpu_milli);
+				assert_true(p[i].mem_limit_mib * n->nr_gpus / p[i].gpus <= n->mem_mib);
+			}
+		}
+	}
+	/* Every GPU model of a schedulable node is offered by some profile. */
+	for (k = 0; k < nr_nodes; k++) {
+		for (g = 0; g < nodes[k].nr_gpus && nodes[k].schedulable; g++) {
+			bool offered = false;
+			const char *m = nodes[k].gpus[g].model;
+			const char *short_m = strncmp(m, "NVIDIA ", 7) ? m : m + 7;
+			for (i = 0; i < nr; i++)
+				offered = offered || (p[i].gpus && strstr(p[i].display_name, short_m));
+			if (!offered)
+				fail_msg("GPU model %s of %s is not offered", m, nodes[k].name);
+		}
+	}
+}
+
+static void print(const char *lab, const struct hub_profile *p, size_t nr)
+{
+	size_t i;
+	const char *v = getenv("PROVISION_TEST_VERBOSE");
+
+	if (!v || strcmp(v, "1"))
+		return;
+	printf("# %s\n", lab);
+	for (i = 0; i < nr; i++)
+		printf("#  %-34s gpu=%u cpu %u..%u m mem %llu..%llu MiB %s=%s\n#    %s\n#    %s\n",
+		       p[i].display_name, p[i].gpus, p[i].cpu_guarantee_milli, p[i].cpu_limit_milli,
+		       (unsigned long long)p[i].mem_guarantee_mib,
+		       (unsigned long long)p[i].mem_limit_mib,
+		       p[i].selector_key ? p[i].selector_key : "-",
+		       p[i].selector_value ? p[i].selector_value : "-", p[i].description,
+		       p[i].reasoning);
+}
+
+static const struct hub_profile *by_slug(const struct hub_profile *p, size_t nr, const char *slug)
+{
+	size_t i;
+	for (i = 0; i < nr; i++)
+		if (!strcmp(p[i].slug, slug))
+			return &p[i];
+	fail_msg("no profile %s", slug);
+	return NULL;
+}
+
+static void test_lab_b(void **state)
+{
+	struct profile_node n[5] = {
+		node("b-0", 10, 16314504, false), /* control plane: tainted */
+		node("b-2", 16, 16314504, true),
+		node("b-3", 12, 16314504, true),
+		node("b-4", 16, 65729300, true),
+		node("b-5", 16, 65729300, true), /* a second RTX 3070 node */
+	};
+	struct hub_profile *p;
+	size_t nr;
+
+	gpu(&n[1], "NVIDIA GeForce GTX 1080 Ti", 11264);
+	gpu(&n[2], "NVIDIA GeForce RTX 2080 Ti", 11264);
+	gpu(&n[3], "NVIDIA GeForce RTX 3070", 8192);
+	gpu(&n[4], "NVIDIA GeForce RTX 3070", 8192);
+	profiles_generate(&p, &nr, n, 5);
+	print("lab B", p, nr);
+	assert_int_equal(nr, 4);
+	assert_string_equal(p[0].slug, "cpu");
+	assert_int_equal(p[0].gpus, 0);
+	assert_int_equal(p[0].nr_nodes, 4);
+	assert_string_equal(by_slug(p, nr, "gpu-geforce-rtx-3070-x1")->display_name,
+			    "1× GeForce RTX 3070 (8 GiB)");
+	assert_string_equal(by_slug(p, nr, "gpu-geforce-rtx-3070-x1")->selector_value,
+			    "NVIDIA-GeForce-RTX-3070");
+	assert_int_equal(by_slug(p, nr, "gpu-geforce-rtx-3070-x1")->nr_nodes, 2);
+	assert_string_equal(by_slug(p, nr, "gpu-geforce-gtx-1080-ti-x1")->display_name,
+			    "1× GeForce GTX 1080 Ti (11 GiB)");
+	/* b-3 has 12 CPUs: 12000 - 1000 reserved = 11000 m for its one GPU: limit
+	 * 10900 (rounded down to 100 m), guarantee 2/3 of the share. */
+	assert_int_equal(by_slug(p, nr, "gpu-geforce-rtx-2080-ti-x1")->cpu_guarantee_milli, 7300);
+	assert_int_equal(by_slug(p, nr, "gpu-geforce-rtx-2080-ti-x1")->cpu_limit_milli, 10900);
+	check_invariants(p, nr, n, 5);
+	profiles_free(p, nr);
+}
+
+static void test_lab_a(void **state)
+{
+	struct profile_node n[3] = {
+		node("a-01", 12, 16314504, false),
+		node("a-2", 24, 49152000, true),
+		node("a-3", 16, 16314504, true),
+	};
+	struct hub_profile *p;
+	const struct hub_profile *mixed1, *mixed2;
+	size_t nr;
+
+	gpu(&n[1], "NVIDIA GeForce RTX 4080", 16376);
+	gpu(&n[1], "NVIDIA A2", 15356);
+	gpu(&n[2], "NVIDIA GeForce GTX 1080 Ti", 11264);
+	profiles_generate(&p, &nr, n, 3);
+	print("lab A", p, nr);
+	/* cpu, 1080 Ti x1, a-2 x1 and x2 */
+	assert_int_equal(nr, 4);
+	mixed1 = by_slug(p, nr, "gpu-a-2-x1");
+	mixed2 = by_slug(p, nr, "gpu-a-2-x2");
+	assert_string_equal(mixed1->display_name, "1× GeForce RTX 4080 or A2 (15 GiB) on a-2");
+	assert_string_equal(mixed1->selector_key, "kubernetes.io/hostname");
+	assert_int_equal(mixed2->gpus, 2);
+	/* Two 1-GPU notebooks fit a-2 together. */
+	assert_true(mixed1->cpu_guarantee_milli * 2 <= n[1].cpu_milli);
+	assert_true(mixed1->mem_guarantee_mib * 2 <= n[1].mem_mib);
+	check_invariants(p, nr, n, 3);
+	profiles_free(p, nr);
+}
+
+static void test_two_gpus_of_one_model(void **state)
+{
+	struct profile_node n[2] = {node("x", 8, 32000000, true), node("y", 32, 128000000, true)};
+	struct hub_profile *p;
+	size_t nr;
+
+	gpu(&n[0], "NVIDIA GeForce RTX 3060", 12288);
+	gpu(&n[1], "NVIDIA GeForce RTX 3060", 12288);
+	gpu(&n[1], "NVIDIA GeForce RTX 3060", 12288);
+	profiles_generate(&p, &nr, n, 2);
+	assert_int_equal(nr, 3);
+	/* 1x lands on both, sized by x (the smaller share); 2x only on y. */
+	assert_int_equal(by_slug(p, nr, "gpu-geforce-rtx-3060-x1")->nr_nodes, 2);
+	assert_int_equal(by_slug(p, nr, "gpu-geforce-rtx-3060-x2")->nr_nodes, 1);
+	assert_string_equal(by_slug(p, nr, "gpu-geforce-rtx-3060-x2")->nodes[0], "y");
+	check_invariants(p, nr, n, 2);
+	profiles_free(p, nr);
+}
+
+static void test_tiny_and_empty(void **state)
+{
+	struct profile_node n[2] = {node("small", 2, 2 * 1024 * 1024 + 900000, true),
+				    node("cp", 2, 4000000, false)};
+	struct hub_profile *p;
+	size_t nr;
+
+	profiles_generate(&p, &nr, n, 2);
+	assert_int_equal(nr, 1);
+	check_invariants(p, nr, n, 2);
+	profiles_free(p, nr);
+	profiles_generate(&p, &nr, n + 1, 1);
+	assert_int_equal(nr, 0);
+	profiles_free(p, nr);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lab_b),
+		cmocka_unit_test(test_lab_a),
+		cmocka_unit_test(test_two_gpus_of_one_model),
+		cmocka_unit_test(test_tiny_and_empty),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
