@@ -71,6 +71,7 @@ struct transport {
 
 	ssh_session session;
 	ssh_event event;
+	int tcp_fd; /* the TCP socket of the session, -1 behind a jump host */
 	struct jump *jump;
 	uint64_t last_io_ms;
 
@@ -137,6 +138,21 @@ static void set_keepalive(int fd, int keepalive_s)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 	/* Unacknowledged data (a vanished peer) fails as fast as idle probes. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
+}
+
+/*
+ * sshd leaves Nagle on for sessions without a terminal: when it answers
+ * with two segments, the second waits for our ACK, which Linux may delay
+ * up to 40 ms.  Asking for an immediate ACK before each of our waits
+ * (with channel setup driven through pump(), see channel_start()) saves
+ * one such stall when the agent starts: measured 10-30 ms instead of ~60.
+ */
+static void quickack(int fd)
+{
+	int one = 1;
+
+	if (fd >= 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 }
 
 static int tcp_connect(int *out, const char *host, int port, int timeout_ms, bool nodelay,
@@ -569,6 +585,7 @@ static void *jump_pump(void *arg)
 		    .fd = j->fd,
 		    .events = (short)((up_len ? 0 : POLLIN) | (down_len ? POLLOUT : 0))};
 		p[1] = (struct pollfd){.fd = jfd, .events = POLLIN};
+		quickack(jfd);
 		(void)poll(p, 2, POLL_MS);
 	}
 	if (!ok)
@@ -690,6 +707,7 @@ static int pump(struct transport *t, int ms)
 {
 	int rc;
 
+	quickack(t->tcp_fd);
 	rc = ssh_event_dopoll(t->event, ms);
 	if (rc == SSH_ERROR || !session_alive(t))
 		return -1;
@@ -720,12 +738,29 @@ static int channel_write_all(ssh_channel ch, const void *data, size_t len)
 	return 0;
 }
 
-/* Open a session channel and exec cmd on it. */
-static int channel_start(ssh_channel ch, const char *cmd)
+/*
+ * Open a session channel and exec cmd on it, driving libssh nonblocking
+ * through pump(), so that quickack() runs before every wait; inside
+ * libssh's own blocking waits it cannot (see quickack()).
+ */
+static int channel_start(struct transport *t, ssh_channel ch, const char *cmd)
 {
-	if (ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmd) != SSH_OK)
-		return -1;
-	return 0;
+	uint64_t deadline = now_ms() + (uint64_t)t->timeout_ms;
+	int rc;
+
+	ssh_set_blocking(t->session, 0);
+	while ((rc = ssh_channel_open_session(ch)) == SSH_AGAIN)
+		if (now_ms() >= deadline || pump(t, POLL_MS) < 0)
+			goto out;
+	if (rc != SSH_OK)
+		goto out;
+	while ((rc = ssh_channel_request_exec(ch, cmd)) == SSH_AGAIN)
+		if (now_ms() >= deadline || pump(t, POLL_MS) < 0)
+			goto out;
+out:
+	ssh_set_blocking(t->session, 1);
+	quickack(t->tcp_fd);
+	return rc == SSH_OK ? 0 : -1;
 }
 
 /* Start the agent script on a new channel with positional args. */
@@ -744,7 +779,7 @@ static int script_channel(struct transport *t, ssh_channel *out, const char *con
 		goto out;
 	strbuf_add(&in, transport_agent_script, transport_agent_script_len);
 	strbuf_addstr(&in, "\n.provision-end\n");
-	if (!ch || channel_start(ch, cmd.buf) < 0 || channel_write_all(ch, in.buf, in.len) < 0)
+	if (!ch || channel_start(t, ch, cmd.buf) < 0 || channel_write_all(ch, in.buf, in.len) < 0)
 		goto out;
 	*out = ch;
 	ch = NULL;
@@ -1146,8 +1181,9 @@ static int channel_exec(struct transport *t, const struct transport_exec *req,
 	cb.channel_exit_status_function = chan_status;
 	cb.channel_exit_signal_function = chan_signal;
 	ssh_callbacks_init(&cb);
-	if (!ch || ssh_set_channel_callbacks(ch, &cb) != SSH_OK || channel_start(ch, cmd.buf) < 0 ||
-	    channel_write_all(ch, in.buf, in.len) < 0 || ssh_channel_send_eof(ch) != SSH_OK) {
+	if (!ch || ssh_set_channel_callbacks(ch, &cb) != SSH_OK ||
+	    channel_start(t, ch, cmd.buf) < 0 || channel_write_all(ch, in.buf, in.len) < 0 ||
+	    ssh_channel_send_eof(ch) != SSH_OK) {
 		rc = session_alive(t)
 			 ? error_set(err, TRANSPORT_ERR_GENERIC, "cannot run a command on '%s': %s",
 				     t->label, ssh_get_error(t->session))
@@ -1321,6 +1357,7 @@ static int ssh_connect_fn(struct transport **out, const struct transport_target 
 						       : DEFAULT_CONNECT_TIMEOUT_MS;
 	t->keepalive_s = target->keepalive_s;
 	t->nodelay_off = target->tcp_nodelay_off;
+	t->tcp_fd = -1;
 	t->mode = "agent";
 	strbuf_init(&t->hello_out, 0);
 	strbuf_init(&t->hello_err, 0);
@@ -1334,6 +1371,7 @@ static int ssh_connect_fn(struct transport **out, const struct transport_target 
 	} else {
 		rc = tcp_connect(&fd, t->host, t->port, t->timeout_ms, !t->nodelay_off,
 				 t->keepalive_s, err);
+		t->tcp_fd = fd;
 	}
 	if (rc < 0)
 		goto fail;
