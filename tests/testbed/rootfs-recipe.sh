@@ -15,7 +15,10 @@ ROOTFS_VARIANT=minbase
 # PID 1 (for nspawn nodes), sshd and sudo (the transport), the tools the
 # roles call (ip, sysctl, ps, modprobe), and the packages the node
 # preparation roles install, so that "already installed" paths run for real.
-ROOTFS_PACKAGES=systemd-sysv,openssh-server,sudo,iproute2,procps,kmod,ca-certificates,containerd,runc,nfs-common,apt-utils,gnupg
+# conntrack and iptables: kubeadm's preflight requires them (Kubernetes <
+# 1.32); python3 and openssl: the Kubernetes stand-ins of tests/fakes run on
+# them (both were already pulled in as dependencies; named so they stay).
+ROOTFS_PACKAGES=systemd-sysv,openssh-server,sudo,iproute2,procps,kmod,ca-certificates,containerd,runc,nfs-common,apt-utils,gnupg,conntrack,iptables,python3,openssl
 
 # rootfs_customize DIR: turn a fresh debootstrap tree into the shared,
 # read-only lower layer of every node.  Runs on the host, touching only DIR.
