@@ -5,7 +5,7 @@ _provision() {
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="up plan check inventory run"
+	local commands="up plan check inventory run status"
 
 	cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -36,7 +36,7 @@ _provision() {
 	--roles|--state)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
-	-f|--forks|-t|--timeout|-l|--limit)
+	-f|--forks|-t|--timeout|-l|--limit|-n|--interval)
 		return ;;
 	esac
 
@@ -50,6 +50,8 @@ _provision() {
 		opts="--inventory -i --output -o --help" ;;
 	run)
 		opts="--inventory -i --limit -l --forks -f --sudo --ask-sudo-password -K --group -g --output -o --timeout -t --channel-per-command --help" ;;
+	status)
+		opts="--inventory -i --limit -l --forks -f --interval -n --no-tui --ask-sudo-password -K --channel-per-command --help" ;;
 	esac
 	COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 }

@@ -17,6 +17,7 @@ const struct cmd *const cmd_table[] = {
 	&cmd_check,
 	&cmd_inventory,
 	&cmd_run,
+	&cmd_status,
 	NULL,
 };
 

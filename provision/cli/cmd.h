@@ -35,6 +35,7 @@ extern const struct cmd cmd_inventory;
 extern const struct cmd cmd_run;
 extern const struct cmd cmd_up;
 extern const struct cmd cmd_plan;
+extern const struct cmd cmd_status;
 extern const struct cmd cmd_check;
 
 const struct cmd *cmd_lookup(const char *name);

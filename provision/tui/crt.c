@@ -297,6 +297,12 @@ void crt_erase(void)
 		erase();
 }
 
+void crt_invalidate(void)
+{
+	if (active)
+		clearok(curscr, TRUE);
+}
+
 void crt_flush(void)
 {
 	if (active) {
@@ -348,6 +354,31 @@ static size_t utf8_next(const unsigned char *s, wchar_t *wc)
 	return need + 1;
 }
 
+/* A terminal without UTF-8: the characters provision itself writes, in ASCII. */
+static wchar_t ascii_for(wchar_t wc)
+{
+	static const struct {
+		wchar_t from;
+		char to;
+	} map[] = {
+		{0x203a, '>'}, /* › between a role and its step */
+		{0x2026, '.'}, /* … */
+		{0x00b7, '-'}, /* · */
+		{0x00d7, 'x'}, /* × */
+		{0x2502, '|'}, /* │ */
+		{0x2500, '-'}, /* ─ */
+		{0x2713, '='}, /* ✓ */
+		{0x2717, 'X'}, /* ✗ */
+		{0x25b8, '>'}, /* ▸ */
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++)
+		if (map[i].from == wc)
+			return (wchar_t)map[i].to;
+	return '?';
+}
+
 /* What is drawn for wc, and its width; 0: nothing is drawn. */
 static int glyph(wchar_t *wc)
 {
@@ -365,7 +396,7 @@ static int glyph(wchar_t *wc)
 	if (*wc < 0x80)
 		return 1;
 	if (!crt_utf8()) {
-		*wc = '?';
+		*wc = ascii_for(*wc);
 		return 1;
 	}
 	w = wcwidth(*wc);

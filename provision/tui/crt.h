@@ -107,6 +107,8 @@ int crt_put(int y, int x, int width, unsigned attr, const char *text, bool pad);
 int crt_put_skip(int y, int x, int width, unsigned attr, const char *text, size_t skip, bool pad);
 /* Fill `width` columns with spaces in attr. */
 void crt_fill(int y, int x, int width, unsigned attr);
+/* The next crt_flush() repaints the whole screen (after a resize). */
+void crt_invalidate(void);
 /* Send the frame to the terminal (only what changed is written). */
 void crt_flush(void);
 

@@ -564,6 +564,7 @@ static void step_start(struct tui_model *m, size_t i, const struct event *ev)
 	free(n->cur_step);
 	n->cur_step = xstrdup(ev->step ? ev->step : "");
 	n->step_started_ms = ev->at_ms;
+	n->in_step = true;
 	if (!n->started_ms)
 		n->started_ms = ev->at_ms;
 	strbuf_addf(&line, "%s \xe2\x80\xba %s", name, n->cur_step);
@@ -604,6 +605,7 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 	char dur[32];
 
 	cell->done++;
+	n->in_step = false;
 	if (c == 0 || m->cols[c].role)
 		n->steps_done++;
 	switch (ev->result) {
@@ -735,6 +737,18 @@ static void node_ended(struct tui_model *m, size_t i, const struct event *ev)
 	}
 	if (done)
 		recount_total(m, i);
+	/* The matrix says so too, rather than leaving the role's check unknown. */
+	for (c = 2; c < m->nr_cols; c++) {
+		if (!m->cols[c].role)
+			continue;
+		if (n->cells[c].state == TUI_CELL_NA)
+			tui_checks_set(&m->checks, m->cols[c].name, i, TUI_CHECK_NA,
+				       "applies to this node", "does not apply to this node", NULL);
+		else if (n->cells[c].state == TUI_CELL_NOT_REACHED)
+			tui_checks_set(&m->checks, m->cols[c].name, i, TUI_CHECK_NA,
+				       "every step's check passes",
+				       "not reached: the node stopped before this role", NULL);
+	}
 	if (ev->state == NODE_FAILED || ev->state == NODE_UNREACHABLE)
 		record_failure(m, i, n->fail_col >= 0 ? n->fail_col : 0,
 			       ev->state == NODE_UNREACHABLE ? "connect" : "node", ev->text);
@@ -825,6 +839,7 @@ void tui_model_restart(struct tui_model *m, uint64_t now)
 		struct tui_node *n = &m->nodes[i];
 		n->state = NODE_PENDING;
 		n->cur_col = -1;
+		n->in_step = false;
 		free(n->cur_step);
 		n->cur_step = NULL;
 		n->started_ms = n->ended_ms = 0;
@@ -888,7 +903,7 @@ bool tui_model_eta(const struct tui_model *m, size_t i, uint64_t now, uint64_t *
 		return false;
 	left = n->steps_total > n->steps_done ? n->steps_total - n->steps_done : 0;
 	eta = left * mean;
-	if (n->cur_col >= 0 && now > n->step_started_ms) {
+	if (n->in_step && now > n->step_started_ms) {
 		/* The current step is one of those left; what it has run already is not. */
 		ran = now - n->step_started_ms;
 		if (ran > mean)

@@ -95,6 +95,7 @@ struct tui_node {
 	int cur_col;		/* the running column, -1 */
 	char *cur_step;		/* its step, NULL */
 	uint64_t step_started_ms, step_first; /* when, and its first log line */
+	bool in_step;			      /* between a step's start and end */
 	uint64_t started_ms, ended_ms;
 	unsigned steps_total, steps_done;
 	struct tui_log log;

@@ -263,16 +263,16 @@ static void title_status(struct tui *t, int cols, uint64_t now)
 		bad += b;
 		read += tui_node_finished(&t->m.nodes[i]) || t->m.nodes[i].fail_order;
 	}
-	strbuf_addf(&sb, " provision status %s %s %s %zu node%s %s ", sym(t, "\xc2\xb7", "-"),
-		    t->cfg.inv->cluster.name, sym(t, "\xc2\xb7", "-"), t->m.nr, t->m.nr == 1 ? "" : "s",
-		    sym(t, "\xe2\x94\x82", "|"));
+	strbuf_addf(&sb, " provision status %s %s %s %zu node%s", sym(t, "\xc2\xb7", "-"),
+		    t->cfg.inv->cluster.name, sym(t, "\xe2\x94\x82", "|"), t->m.nr,
+		    t->m.nr == 1 ? "" : "s");
 	if (t->rounds)
-		strbuf_addf(&sb, "%zu ok, %zu with problems %s ", t->m.nr - bad, bad,
-			    sym(t, "\xe2\x94\x82", "|"));
+		strbuf_addf(&sb, ": %zu ok, %zu with problems", t->m.nr - bad, bad);
+	strbuf_addf(&sb, " %s ", sym(t, "\xe2\x94\x82", "|"));
 	if (t->running)
-		strbuf_addf(&sb, "reading the nodes: %zu of %zu", read, t->m.nr);
+		strbuf_addf(&sb, "reading: %zu/%zu", read, t->m.nr);
 	else if (t->rounds)
-		strbuf_addf(&sb, "read %llus ago, next in %llus (r: now)",
+		strbuf_addf(&sb, "read %llus ago, again in %llus",
 			    (unsigned long long)((now - t->round_ms) / 1000),
 			    (unsigned long long)(t->next_round_ms > now
 							 ? (t->next_round_ms - now + 999) / 1000
@@ -353,7 +353,7 @@ static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, si
 		put(l->header_y + 1, l->cells_x + (int)l->cols_visible * l->cell_w - 1, 1, CRT_BOLD,
 		    sym(t, "\xe2\x80\xba", ">"));
 	if (l->bar_w)
-		put(l->header_y + 1, l->bar_x, l->bar_w, CRT_HEADER, "PROGRESS");
+		put(l->header_y + 1, l->bar_x, l->bar_w, CRT_HEADER, l->bar_w >= 8 ? "PROGRESS" : "PROG");
 	if (l->eta_w)
 		put(l->header_y + 1, l->eta_x, l->eta_w, CRT_HEADER, "ETA");
 }
@@ -442,11 +442,10 @@ static void grid_rows(struct tui *t, const struct grid *gr, uint64_t now)
 		/* The selected row's running cell names its step, over the cells still to come. */
 		if (run_x >= 0 && n->cur_step) {
 			int end = l->cells_x + (int)l->cols_visible * l->cell_w - 1;
-			int x = run_x + (l->cell_w - 1) / 2;
 			struct strbuf sb = STRBUF_INIT;
 			strbuf_addf(&sb, "%s%s", g(t, &cell_glyphs[TUI_CELL_RUNNING]), n->cur_step);
-			if (end - x >= 4)
-				crt_put(y, x, end - x, CRT_RUNNING | CRT_REVERSE, sb.buf, false);
+			if (end - run_x >= 3)
+				crt_put(y, run_x, end - run_x, CRT_RUNNING | CRT_REVERSE, sb.buf, false);
 			strbuf_release(&sb);
 		}
 		if (!gr->checks && l->bar_w)
@@ -712,7 +711,8 @@ static void draw_help(struct tui *t, int rows, int cols)
 		{"f", "the next failure: its step's output and how to fix it"},
 		{"v", "validation matrix: nodes x checks, expected and observed"},
 		{"r", "status: read the nodes again now"},
-		{"q", "stop the run (asks first); q or y again: cancel the running steps"},
+		{"q", "stop the run (asks); then q or y again: cancel running steps"},
+		{"^L", "repaint the screen"},
 		{"?", "this help (any key closes it)"},
 	};
 	static const enum tui_cell_state legend[] = {
@@ -918,8 +918,11 @@ static void key(struct tui *t, int k)
 {
 	long page = t->grid_h > 1 ? t->grid_h - 1 : 1;
 
-	if (k == CRT_KEY_RESIZE)
+	if (k == CRT_KEY_RESIZE || k == 12 /* ^L */) {
+		/* Repaint every cell: what the terminal kept of the old size is not trusted. */
+		crt_invalidate();
 		return;
+	}
 	if (t->help) {
 		t->help = false;
 		return;
@@ -1113,7 +1116,7 @@ void tui_print_summary(struct tui *t, int exit_status)
 		bool any = false;
 		for (c = 2; c < t->m.nr_cols; c++)
 			any = any || n->cells[c].changed;
-		if (any && !n->fail_order)
+		if (any)
 			changed[nr_changed++] = n->node->name;
 	}
 	if (nr_changed) {

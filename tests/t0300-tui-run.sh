@@ -1,0 +1,426 @@
+#!/bin/sh
+# t0300-tui-run: the live view of `up` and `plan`, as a person sees it.
+#
+# The real binary runs in a tmux pane (tmux new-session -d -x 120 -y 40,
+# send-keys, capture-pane) against three testbed nodes, with a copy of the
+# roles plus a test role, tui-gate, whose first step waits until the test
+# touches /tmp/tui-go on the node (so the screen can be read mid-run) and
+# whose second step fails on the node that has /tmp/tui-fail, with output
+# and a `::hint`.  node-3 declares a GPU it does not have, so preflight
+# fails it.  Each pane records `stty -a` before and after provision and
+# its exit status, so a test can compare the terminal before and after.
+# Every wait polls the screen with a deadline.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib-testbed.sh
+. "$(dirname "$0")/lib-testbed.sh"
+
+test_need_cmd tmux python3
+tb_up --chroot 3
+
+# ---- the roles and the inventory
+
+ROLES=$TEST_DIR/roles
+cp -R "$SRC_ROOT/roles" "$ROLES"
+mkdir -p "$ROLES/tui-gate/steps"
+cat >"$ROLES/tui-gate/role.yaml" <<'EOF'
+description: for the TUI tests; waits for /tmp/tui-go, then fails where /tmp/tui-fail is
+phase: prep
+EOF
+cat >"$ROLES/tui-gate/steps/10-wait.sh" <<'EOF'
+# Waits (120 s at most) until the test touches /tmp/tui-go on this node.
+echo "waiting for /tmp/tui-go"
+i=0
+while [ ! -f /tmp/tui-go ] && [ "$i" -lt 1200 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+exit 0
+EOF
+cat >"$ROLES/tui-gate/steps/20-disk.sh" <<'EOF'
+# Fails on the node that has /tmp/tui-fail, as a step that misses a disk would.
+if [ -f /tmp/tui-fail ]; then
+	echo "looking for the scratch disk"
+	echo "error: /dev/sdz is not there" >&2
+	echo "::hint attach the scratch disk, then run provision up again"
+	exit 3
+fi
+exit 0
+EOF
+INV=$TEST_DIR/inventory.yaml
+# node-3 declares one GPU; testbed nodes have none.
+awk '{ print } /- name: node-3$/ { n3 = 1 } n3 && /roles:/ { print "    gpus: 1"; n3 = 0 }' \
+	"$TB_INV" >"$INV"
+grep -q 'gpus: 1' "$INV" || { echo "# could not edit the inventory"; exit 1; }
+tb exec "$TB" node-2 touch /tmp/tui-fail
+
+gate() { # gate open|close: the 10-wait step of every node goes on, or waits
+	for n in node-1 node-2 node-3; do
+		if [ "$1" = open ]; then tb exec "$TB" "$n" touch /tmp/tui-go; else tb exec "$TB" "$n" rm -f /tmp/tui-go; fi
+	done
+}
+
+# ---- tmux
+
+SOCK=provision-t0300-$$
+tm() { tmux -L "$SOCK" -f /dev/null "$@"; }
+test_at_exit "tmux -L '$SOCK' kill-server"
+
+# run NAME COLS ROWS [VAR=VALUE...] -- ARGS...: provision ARGS in a new
+# session.  The pane writes NAME.stty-before/-after (stty -a), NAME.pid (of
+# provision itself) and NAME.rc, then prints a marker and waits.
+run() {
+	name=$1 cols=$2 rows=$3
+	shift 3
+	envs=
+	while [ "$1" != -- ]; do
+		envs="$envs '$1'"
+		shift
+	done
+	shift
+	args=
+	for a in "$@"; do args="$args '$a'"; done
+	cat >"$TEST_DIR/$name.sh" <<EOF
+cd '$TEST_DIR'
+stty -a >'$name.stty-before'
+sh -c 'echo \$\$ >$name.pid; exec "\$@"' sh env $envs '$PROVISION' $args
+echo \$? >'$name.rc'
+stty -a >'$name.stty-after'
+echo '--- pane done ---'
+exec sleep 3600
+EOF
+	rm -f "$TEST_DIR/$name.rc" "$TEST_DIR/$name.pid"
+	tm new-session -d -s "$name" -x "$cols" -y "$rows" "sh '$TEST_DIR/$name.sh'"
+}
+
+shot() { # shot NAME: the screen now, into NAME.screen
+	tm capture-pane -p -t "$1" >"$TEST_DIR/$1.screen"
+}
+
+# wait_for NAME EXTENDED-REGEX [SECONDS]: until the screen shows it.
+wait_for() {
+	deadline=$(($(date +%s) + ${3:-30}))
+	while :; do
+		shot "$1"
+		grep -qE -- "$2" "$TEST_DIR/$1.screen" && return 0
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			echo "timed out waiting for '$2' on the screen of $1:"
+			sed 's/^/| /' "$TEST_DIR/$1.screen"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+wait_gone() { # wait_gone NAME REGEX [SECONDS]
+	deadline=$(($(date +%s) + ${3:-30}))
+	while :; do
+		shot "$1"
+		grep -qE -- "$2" "$TEST_DIR/$1.screen" || return 0
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			echo "timed out waiting for '$2' to go from the screen of $1:"
+			sed 's/^/| /' "$TEST_DIR/$1.screen"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+keys() { # keys NAME KEY...
+	n=$1
+	shift
+	tm send-keys -t "$n" "$@"
+}
+
+# cell NAME NODE COLUMN: what the grid shows in that node's row under that
+# column heading (headings alternate between two rows when they are long).
+cell() {
+	python3 - "$TEST_DIR/$1.screen" "$2" "$3" <<'EOF'
+import re, sys
+screen, node, label = sys.argv[1], sys.argv[2], sys.argv[3]
+lines = open(screen, encoding="utf-8").read().split("\n")
+heads = []
+for row in lines[1:3]:
+    for m in re.finditer(r"\S+", row):
+        heads.append((m.start(), m.group()))
+stops = sorted(x for x, w in heads if w not in ("NODE", "ROLES", "GPU"))
+xs = [x for x, w in heads if w == label or (w.endswith("\u2026") and label.startswith(w[:-1]))]
+if not xs:
+    sys.exit("no heading '%s' in: %r" % (label, lines[1:3]))
+x = xs[0]
+end = min([s for s in stops if s > x] or [len(lines[2])])
+rows = [l for l in lines[3:] if l[1:].startswith(node + " ")]
+if not rows:
+    sys.exit("no row for '%s'" % node)
+print(rows[0][x:end].strip())
+EOF
+}
+
+expect_cell() { # expect_cell NAME NODE COLUMN GLYPH-REGEX
+	got=$(cell "$1" "$2" "$3") || return 1
+	printf '%s\n' "$got" | grep -qE -- "^($4)" || {
+		echo "$2 / $3: expected '$4', the screen shows '$got':"
+		sed 's/^/| /' "$TEST_DIR/$1.screen"
+		return 1
+	}
+}
+
+# The terminal after provision: as before, cursor shown, main screen, keypad off.
+expect_sane_terminal() { # NAME
+	diff -u "$TEST_DIR/$1.stty-before" "$TEST_DIR/$1.stty-after" || { echo "stty -a changed"; return 1; }
+	expect_eq 1 "$(tm display -p -t "$1" '#{cursor_flag}')" "cursor visible (tput cnorm)"
+	expect_eq 0 "$(tm display -p -t "$1" '#{alternate_on}')" "back on the main screen"
+	expect_eq 0 "$(tm display -p -t "$1" '#{keypad_cursor_flag}')" "cursor keys back in normal mode"
+}
+
+wait_rc() { # wait_rc NAME [SECONDS]: provision has exited; prints its exit status
+	deadline=$(($(date +%s) + ${2:-30}))
+	while [ ! -s "$TEST_DIR/$1.rc" ]; do
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			echo "provision did not exit within ${2:-30} s; the screen:"
+			shot "$1"
+			sed 's/^/| /' "$TEST_DIR/$1.screen"
+			return 1
+		fi
+		sleep 0.1
+	done
+	cat "$TEST_DIR/$1.rc"
+}
+
+run_up() { # run_up NAME: provision up on the three nodes in a 120x40 UTF-8 terminal
+	run "$1" 120 40 LANG=C.UTF-8 -- up -i "$INV" --roles "$ROLES" --phases prep
+}
+
+# ---- plan, in ASCII and without colours
+
+gate close
+run plan 100 30 LANG=C NO_COLOR=1 -- plan -i "$INV" --roles "$ROLES" --phases prep
+
+test_case "plan: ASCII glyphs without UTF-8, no colours with NO_COLOR" "
+	wait_for plan 'tui-gate' &&
+	wait_for plan '^>node-1 .*>10-wait' &&
+	expect_cell plan node-1 facts '=' &&
+	expect_cell plan node-1 kernel '~' &&
+	expect_cell plan node-1 tui-gate '>' &&
+	expect_cell plan node-3 preflight 'X' &&
+	expect_cell plan node-3 kernel 'o' &&
+	# Nothing but ASCII on the screen, and no colour in the escape codes.
+	! LC_ALL=C grep -n '[^ -~]' plan.screen &&
+	tm capture-pane -e -p -t plan >plan.attrs &&
+	! grep -nE '\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5|48;5)(;[0-9;]*)?m' plan.attrs &&
+	grep -q '\[7m\|;7m\|\[1m' plan.attrs
+"
+
+test_case "plan: a failed node stays on screen until q; then the summary" "
+	gate open &&
+	wait_for plan 'Finished: 2 nodes failed' &&
+	keys plan q &&
+	expect_eq 1 \"\$(wait_rc plan)\" 'exit status' &&
+	shot plan &&
+	expect_grep '^plan testbed: 3 nodes, ' plan.screen &&
+	expect_grep '^failed: node-2: tui-gate .* 20-disk' plan.screen &&
+	expect_grep '^exit status 1: some node failed' plan.screen &&
+	expect_sane_terminal plan
+"
+
+# ---- up: the grid, cells changing, failures, the matrix, the log, resizing
+
+gate close
+run_up up
+
+test_case "up: the grid has a row per node and a column per phase" "
+	wait_for up 'tui-gate' &&
+	wait_for up '^.node-1 +cp +no GPU ' &&
+	head -n 3 up.screen | tail -n 2 >heads &&
+	for h in NODE ROLES GPU facts preflight kernel containerd nvidia swap-off tui-gate PROGRESS ETA; do
+		grep -qE \"(^| )\$h( |\$)\" heads || { echo \"no heading \$h:\"; cat heads; exit 1; }
+	done &&
+	expect_grep '^ provision up · testbed · 3 nodes' up.screen &&
+	expect_eq 3 \"\$(grep -cE '^.node-[123] +(cp|worker) ' up.screen)\" 'node rows' &&
+	expect_grep '^.node-1  *cp  *no GPU ' up.screen &&
+	expect_grep '^.node-3  *worker  *1 GPU' up.screen
+"
+
+test_case "up: cells change as phases complete; the running cell names its step" "
+	wait_for up '^▶node-1 .*▸10-wait' &&
+	expect_cell up node-1 facts '✓' &&
+	expect_cell up node-1 preflight '✓' &&
+	expect_cell up node-1 kernel '\\+' &&
+	expect_cell up node-1 swap-off '\\+' &&
+	expect_cell up node-1 nvidia '' &&
+	expect_cell up node-2 tui-gate '▸' &&
+	expect_cell up node-3 preflight '✗' &&
+	expect_cell up node-3 kernel '○' &&
+	expect_grep '── node-1 · tui-gate › 10-wait' up.screen &&
+	expect_grep '^  waiting for /tmp/tui-go' up.screen &&
+	expect_grep '3 nodes │ 0 done, 1 failed, 2 running' up.screen &&
+	gate open &&
+	wait_for up 'Finished: 2 nodes failed' &&
+	expect_cell up node-1 tui-gate '✓' &&
+	expect_cell up node-2 tui-gate '✗' &&
+	expect_grep '^ node-1 .*████  *[0-9.]*m*s' up.screen
+"
+
+test_case "up: the view stops on the first failure, its output and its fix" "
+	shot up &&
+	expect_grep '── node-3 · failed: preflight' up.screen &&
+	expect_grep 'the inventory declares 1 GPU but 0 NVIDIA GPUs were found' up.screen &&
+	expect_grep '^fix: fix .gpus. in the inventory' up.screen &&
+	keys up f &&
+	wait_for up '── node-2 · failed: tui-gate › 20-disk' &&
+	expect_grep '^check failed (exit 3): error: /dev/sdz is not there' up.screen &&
+	expect_grep '^fix: attach the scratch disk, then run provision up again' up.screen &&
+	expect_grep '^  looking for the scratch disk' up.screen &&
+	expect_grep '^  error: /dev/sdz is not there' up.screen
+"
+
+test_case "up: selecting a node shows its output; the failed one shows the failing step's" "
+	keys up Escape Up Up Up &&
+	wait_for up '^▶node-1 ' &&
+	expect_no_grep 'sdz' up.screen &&
+	keys up Down &&
+	wait_for up '^▶node-2 ' &&
+	expect_grep '── node-2 · tui-gate: failed' up.screen &&
+	expect_grep '^  error: /dev/sdz is not there' up.screen
+"
+
+test_case "up: v shows failed checks with what was expected and observed" "
+	keys up v &&
+	wait_for up ' reach ' &&
+	keys up Right Right Right Right Right Right Right &&
+	wait_for up '── node-2 · tui-gate: FAIL' &&
+	expect_grep '^expected  every step.s check passes after apply' up.screen &&
+	expect_grep '^observed  check failed (exit 3): error: /dev/sdz is not there' up.screen &&
+	expect_grep '^fix       attach the scratch disk, then run provision up again' up.screen &&
+	expect_cell up node-2 tui-gate '✗' &&
+	expect_cell up node-1 tui-gate '✓' &&
+	keys up Down Left Left Left Left Left Left &&
+	wait_for up '── node-3 · gpus: FAIL' &&
+	expect_grep '^expected  1 NVIDIA GPU (the inventory.s gpus), each seen by the driver' up.screen &&
+	expect_grep '^observed  0 NVIDIA GPUs found' up.screen &&
+	keys up v &&
+	wait_for up 'PROGRESS'
+"
+
+test_case "up: Enter opens the node's whole log, scrollable" "
+	keys up Up &&
+	wait_for up '^▶node-2 ' &&
+	keys up Enter &&
+	wait_for up '^ log of node-2 · lines ' &&
+	expect_grep '^  error: /dev/sdz is not there' up.screen &&
+	keys up g &&
+	wait_for up '^facts › gather' &&
+	expect_grep '^  facts_version=' up.screen &&
+	keys up Escape &&
+	wait_for up 'PROGRESS'
+"
+
+test_case "up: resizing to 80x24 and back redraws without garbage" "
+	tm resize-window -t up -x 80 -y 24 &&
+	wait_for up '^ provision up · testbed' &&
+	sleep 0.5 &&
+	shot up &&
+	cp up.screen small.screen &&
+	expect_grep '^ NODE ' small.screen &&
+	expect_eq 3 \"\$(grep -cE '^.node-[123] ' small.screen)\" 'node rows at 80x24' &&
+	expect_grep 'Finished: 2 nodes failed' small.screen &&
+	python3 -c 'import sys; bad = [l for l in open(sys.argv[1], encoding=\"utf-8\").read().split(chr(10)) if len(l) > 80]; print(*bad, sep=chr(10)); sys.exit(len(bad) > 0)' small.screen &&
+	# A full repaint (^L) draws exactly what the resize left: nothing stale remained.
+	keys up C-l &&
+	sleep 0.5 &&
+	shot up &&
+	diff -u small.screen up.screen &&
+	tm resize-window -t up -x 120 -y 40 &&
+	sleep 0.5 &&
+	shot up &&
+	cp up.screen big.screen &&
+	expect_eq 3 \"\$(grep -cE '^.node-[123] ' big.screen)\" 'node rows at 120x40' &&
+	head -n 3 big.screen | grep -q PROGRESS &&
+	keys up C-l &&
+	sleep 0.5 &&
+	shot up &&
+	diff -u big.screen up.screen
+"
+
+test_case "up: q leaves; the terminal is as before and the summary is printed" "
+	keys up q &&
+	expect_eq 1 \"\$(wait_rc up)\" 'exit status' &&
+	wait_for up '^--- pane done ---' &&
+	expect_grep '^node-1  done ' up.screen &&
+	expect_grep '^node-2  failed ' up.screen &&
+	expect_grep '^up testbed: 3 nodes, ' up.screen &&
+	expect_grep '^changed on [0-9] nodes\\?: node-' up.screen &&
+	expect_grep '^failed: node-3: preflight: ' up.screen &&
+	expect_grep '^failed: node-2: tui-gate › 20-disk: check failed (exit 3): error: /dev/sdz is not there' up.screen &&
+	expect_grep '^  fix: attach the scratch disk, then run provision up again' up.screen &&
+	expect_grep '^exit status 1: some node failed' up.screen &&
+	expect_no_grep 'PROGRESS' up.screen &&
+	expect_sane_terminal up
+"
+
+# ---- stopping a run
+
+gate close
+run_up stop
+
+test_case "q then y: nodes finish their current step, the run is reported interrupted" "
+	wait_for stop '^▶node-1 .*▸10-wait' &&
+	keys stop q &&
+	wait_for stop 'Stop the run\\? Nodes finish their current step' &&
+	keys stop y &&
+	wait_for stop 'Stopping: nodes finish their current step' &&
+	gate open &&
+	expect_eq 130 \"\$(wait_rc stop)\" 'exit status' &&
+	shot stop &&
+	expect_grep '^node-1  cancelled ' stop.screen &&
+	expect_grep 'interrupted before tui-gate › 20-disk' stop.screen &&
+	expect_grep '^exit status 130: interrupted' stop.screen &&
+	expect_sane_terminal stop
+"
+
+gate close
+run_up cancel
+
+test_case "q, y, then q again cancels the running steps at once" "
+	wait_for cancel '^▶node-1 .*▸10-wait' &&
+	keys cancel q &&
+	wait_for cancel 'Stop the run\\?' &&
+	keys cancel y &&
+	wait_for cancel 'Stopping:' &&
+	start=\$(date +%s) &&
+	keys cancel q &&
+	expect_eq 130 \"\$(wait_rc cancel 15)\" 'exit status' &&
+	[ \$((\$(date +%s) - start)) -le 10 ] || { echo 'cancelling took more than 10 s'; false; } &&
+	shot cancel &&
+	expect_grep '^up testbed: 3 nodes, .*, interrupted, ' cancel.screen &&
+	expect_grep 'tui-gate › 10-wait: command on .* cancelled' cancel.screen &&
+	expect_grep '^exit status 130: interrupted' cancel.screen &&
+	expect_sane_terminal cancel
+"
+
+# ---- signals
+
+gate close
+run_up term
+
+test_case "SIGTERM during a run: interrupted, the terminal restored" "
+	wait_for term '^▶node-1 .*▸10-wait' &&
+	# The first stops after the current step (which waits), the second cancels it.
+	kill -TERM \"\$(cat term.pid)\" &&
+	sleep 0.5 &&
+	kill -TERM \"\$(cat term.pid)\" 2>/dev/null || true &&
+	expect_eq 130 \"\$(wait_rc term 15)\" 'exit status' &&
+	expect_sane_terminal term
+"
+
+gate close
+run_up crash
+
+test_case "a crash (SIGSEGV) restores the terminal and keeps the signal's status" "
+	wait_for crash '^▶node-1 .*▸10-wait' &&
+	kill -SEGV \"\$(cat crash.pid)\" &&
+	expect_eq 139 \"\$(wait_rc crash 15)\" 'exit status (128 + SIGSEGV)' &&
+	expect_sane_terminal crash
+"
+
+test_done
