@@ -106,6 +106,19 @@ tests: $(B)/provision $(UNIT_BIN) $(TOOL_BIN)
 check: tests
 	$(Q)sh tests/run.sh
 
+# libFuzzer harnesses (clang): make fuzz FUZZ_SECONDS=N runs each for N seconds.
+FUZZ_SECONDS ?= 60
+FUZZ_B ?= build-fuzz
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+fuzz:
+	$(MAKE) B=$(FUZZ_B) CC=clang SANITIZE=address,undefined \
+		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link" $(FUZZ_B)/libprovision.a
+	@mkdir -p $(FUZZ_B)/fuzz
+	$(Q)for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+		clang $(ALL_CFLAGS) -O1 -g -Iprovision -fsanitize=fuzzer,address,undefined \
+		-o $(FUZZ_B)/fuzz/$$n $$f $(FUZZ_B)/libprovision.a $(LIBS) || exit 1; done
+	sh tests/fuzz/run.sh $(FUZZ_B) $(FUZZ_SECONDS)
+
 # Build, then show provision on the example inventories.
 demo: $(B)/provision
 	$(B)/provision inventory -i inventory/lab-b.yaml
@@ -128,7 +141,7 @@ install: $(B)/provision
 DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4-openssl-dev \
 	libgit2-dev libncurses-dev libjansson-dev libcmocka-dev openssh-server openssh-client \
 	iproute2 systemd-container debootstrap jq tmux shellcheck cppcheck clang-format \
-	valgrind pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev
+	valgrind libclang-rt-14-dev pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q '^install ok installed' || echo $$p; done); \
@@ -153,5 +166,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all demo check check-unit tests install deps style lint clean
+.PHONY: all demo fuzz check check-unit tests install deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "protocol.h"
 #include "template.h"
 #include "util.h"
 
@@ -302,27 +303,6 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 
 /* ---- the step protocol on standard output ---- */
 
-/* NAME, or NAME@NODE (a value for that node only). */
-static bool valid_set_name(const char *s, size_t len)
-{
-	const char *at = memchr(s, '@', len);
-	size_t i, name_len = at ? (size_t)(at - s) : len;
-
-	if (!name_len || name_len > 64 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (i = 0; i < name_len; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
-			return false;
-	if (at) {
-		if (len - name_len - 1 == 0 || len - name_len - 1 > 63)
-			return false;
-		for (i = name_len + 1; i < len; i++)
-			if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '.')
-				return false;
-	}
-	return true;
-}
-
 static void tail_add(struct strbuf *tail, const char *line, size_t len)
 {
 	strbuf_add(tail, line, len);
@@ -339,66 +319,52 @@ static void tail_add(struct strbuf *tail, const char *line, size_t len)
 static bool step_filter(void *ctx, struct runner_job *job, int stream, const char *line, size_t len)
 {
 	struct node_ctx *nc = ctx;
+	struct protocol_msg m;
 
-	if (stream == TRANSPORT_STDOUT && len > 2 && line[0] == ':' && line[1] == ':') {
-		bool secret = len > 9 && !strncmp(line, "::secret ", 9);
-		if (secret || (len > 6 && !strncmp(line, "::set ", 6))) {
-			const char *p = line + (secret ? 9 : 6);
-			const char *eq = memchr(p, '=', len - (size_t)(p - line));
-			char *name, *value;
-
-			if (!eq || !valid_set_name(p, (size_t)(eq - p))) {
-				free(nc->protocol_error);
-				nc->protocol_error = xstrdup(
-					secret ? "malformed '::secret NAME=VALUE' line"
-					       : "malformed '::set NAME=VALUE' line");
-				return true;
-			}
-			name = xstrndup(p, (size_t)(eq - p));
-			value = xstrndup(eq + 1, len - (size_t)(eq + 1 - line));
-			if (secret && secrets_add(nc->run->o->secrets, value, strlen(value)) < 0) {
-				free(nc->protocol_error);
-				nc->protocol_error = xasprintf(
-					"secret '%s' is shorter than %d characters: too short to "
-					"redact safely",
-					name, SECRETS_MIN_LEN);
-			} else {
-				tval_set_str(nc->set, name, value);
-			}
-			explicit_bzero(value, strlen(value));
-			free(value);
-			free(name);
-			return true;
+	if (stream == TRANSPORT_STDOUT)
+		protocol_parse(&m, line, len);
+	else
+		m.kind = PROTOCOL_NONE;
+	if (m.kind != PROTOCOL_NONE && nc->swallow)
+		m.kind = PROTOCOL_NONE; /* a fetched file is content, not protocol */
+	switch (m.kind) {
+	case PROTOCOL_NONE:
+		break;
+	case PROTOCOL_MALFORMED:
+		free(nc->protocol_error);
+		nc->protocol_error = xstrdup(m.error);
+		return true;
+	case PROTOCOL_SET:
+	case PROTOCOL_SECRET: {
+		char *name = xstrndup(m.name, m.name_len);
+		char *value = xstrndup(m.value, m.value_len);
+		if (m.kind == PROTOCOL_SECRET &&
+		    secrets_add(nc->run->o->secrets, value, strlen(value)) < 0) {
+			free(nc->protocol_error);
+			nc->protocol_error = xasprintf(
+				"secret '%s' is shorter than %d characters: too short to redact safely",
+				name, SECRETS_MIN_LEN);
+		} else {
+			tval_set_str(nc->set, name, value);
 		}
-		if (len > 7 && !strncmp(line, "::skip ", 7)) {
-			free(nc->skip_reason);
-			nc->skip_reason = xstrndup(line + 7, len - 7);
-			return true;
-		}
-		if (len > 8 && !strncmp(line, "::fetch ", 8) && !nc->swallow) {
-			const char *sp = memchr(line + 8, ' ', len - 8);
-			size_t name_len = sp ? len - (size_t)(sp + 1 - line) : 0;
-			bool ok = sp && sp > line + 8 && line[8] == '/' && name_len;
-			size_t i;
-			for (i = 0; ok && i < name_len; i++)
-				ok = isalnum((unsigned char)sp[1 + i]) || strchr("._-", sp[1 + i]);
-			if (!ok || sp[1] == '.') {
-				free(nc->protocol_error);
-				nc->protocol_error = xstrdup(
-					"malformed '::fetch /PATH NAME' line (NAME: letters, digits, . _ -)");
-				return true;
-			}
-			nc->fetches = xrealloc(nc->fetches, (nc->nr_fetches + 1) * sizeof(*nc->fetches));
-			nc->fetches[nc->nr_fetches] = xstrndup(line + 8, len - 8);
-			nc->fetches[nc->nr_fetches][sp - (line + 8)] = '\n';
-			nc->nr_fetches++;
-			return true;
-		}
-		if (len > 7 && !strncmp(line, "::hint ", 7)) {
-			free(nc->hint);
-			nc->hint = xstrndup(line + 7, len - 7);
-			return true;
-		}
+		explicit_bzero(value, strlen(value));
+		free(value);
+		free(name);
+		return true;
+	}
+	case PROTOCOL_SKIP:
+		free(nc->skip_reason);
+		nc->skip_reason = xstrndup(m.value, m.value_len);
+		return true;
+	case PROTOCOL_HINT:
+		free(nc->hint);
+		nc->hint = xstrndup(m.value, m.value_len);
+		return true;
+	case PROTOCOL_FETCH:
+		nc->fetches = xrealloc(nc->fetches, (nc->nr_fetches + 1) * sizeof(*nc->fetches));
+		nc->fetches[nc->nr_fetches++] = xasprintf("%.*s\n%.*s", (int)m.name_len, m.name,
+							  (int)m.value_len, m.value);
+		return true;
 	}
 	if (nc->capturing) {
 		strbuf_add(&nc->capture, line, len);
@@ -464,6 +430,27 @@ static void record(struct node_ctx *nc, const struct role *r, const char *step, 
 	default:
 		break;
 	}
+}
+
+/* What a file step deployed (or compared), on the step just recorded. */
+static void record_file(struct node_ctx *nc, const char *sha, unsigned mode, const char *owner,
+			const char *source, bool artifact, const struct strbuf *content, char *drift)
+{
+	struct plan_node *pn = &nc->run->res->nodes[nc->index];
+	struct plan_step_result *s = &pn->steps[pn->nr_steps - 1];
+
+	snprintf(s->sha256, sizeof(s->sha256), "%s", sha ? sha : "");
+	s->mode = mode;
+	s->owner = owner;
+	s->source = source;
+	s->is_artifact = artifact;
+	if (content && sha) {
+		s->content = xmalloc(content->len + 1);
+		memcpy(s->content, content->buf, content->len);
+		s->content[content->len] = '\0';
+		s->content_len = content->len;
+	}
+	s->drift = drift;
 }
 
 /* Run one call of a step ("check" or "apply"); *status gets its exit status. */
@@ -704,7 +691,7 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 	struct error err = {0};
 	struct tval *vals;
 	enum step_result result;
-	char *detail = NULL, sha[65], mode[8];
+	char *detail = NULL, *drift = NULL, sha[65] = "", mode[8];
 	uint64_t t0 = now_ms();
 	int rc, ret = 0;
 
@@ -723,8 +710,9 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 	strbuf_add(&script, o->roles->lib, o->roles->lib_len);
 	if (o->check_only)
 		strbuf_addstr(&script, "\npv_diff \"$1\"\n");
-	else
-		strbuf_addstr(&script, "\npv_prepare \"$1\" \"$2\" \"$3\" \"$4\"\n");
+	else /* the node's copy, when it is replaced, as a diff: the run record shows the drift */
+		strbuf_addstr(&script, "\npv_prepare \"$1\" \"$2\" \"$3\" \"$4\" && exit 0\n"
+				       "s=$?; [ \"$s\" = 1 ] || exit \"$s\"; pv_diff \"$1\"; exit 1\n");
 	strbuf_addstr(&cmd, "sh -c ");
 	strbuf_add_sh_quoted(&cmd, script.buf);
 	strbuf_addstr(&cmd, " sh ");
@@ -737,10 +725,9 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 	strbuf_add_sh_quoted(&cmd, t->owner);
 	strbuf_reset(&nc->tail);
 	strbuf_reset(&nc->capture);
-	nc->capturing = o->check_only;
-	rc = runner_job_exec(job, r->phase, t->dest, cmd.buf, o->check_only ? content.buf : NULL,
-			     o->check_only ? content.len : 0, nc->node->ssh.command_timeout * 1000,
-			     &res, &err);
+	nc->capturing = true;
+	rc = runner_job_exec(job, r->phase, t->dest, cmd.buf, content.buf, content.len,
+			     nc->node->ssh.command_timeout * 1000, &res, &err);
 	nc->capturing = false;
 	if (rc < 0) {
 		result = STEP_FAILED;
@@ -765,15 +752,101 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 			ret = rc == TRANSPORT_ERR_LOST ? -1 : 1;
 		} else {
 			result = STEP_CHANGED;
+			drift = strbuf_detach(&nc->capture, NULL);
 		}
 	}
 done:
 	post_step(job, EVENT_STEP_END, r, t->dest, result, now_ms() - t0, detail);
 	record(nc, r, t->dest, true, result, now_ms() - t0, detail);
+	record_file(nc, sha[0] ? sha : NULL, t->mode, t->owner, t->src, false, &content, drift);
 	if (result == STEP_FAILED)
 		runner_job_fail(job, "%s › %s: %s", r->name, t->dest, detail ? detail : "failed");
 	free(detail);
 	explicit_bzero(content.buf, content.len);
+	strbuf_release(&content);
+	strbuf_release(&script);
+	strbuf_release(&cmd);
+	return ret;
+}
+
+/*
+ * An artifact of the manifest, from this machine's cache to the node: put
+ * only when the node's copy differs (hash, mode, owner), like a template.
+ */
+static int deploy_artifact(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+			   const struct role_artifact *ra)
+{
+	const struct plan_opts *o = nc->run->o;
+	const struct artifact *a = artifact_find(&o->roles->artifacts, ra->name);
+	struct strbuf content = STRBUF_INIT, script = STRBUF_INIT, cmd = STRBUF_INIT;
+	struct transport_result res = {0};
+	struct error err = {0};
+	enum step_result result;
+	char *detail = NULL, mode[8];
+	uint64_t t0 = now_ms();
+	int rc, ret = 0;
+
+	post_step(job, EVENT_STEP_START, r, ra->dest, STEP_NONE, 0, NULL);
+	if (!a || !a->sha256) {
+		result = STEP_FAILED;
+		detail = xasprintf("artifact '%s' has no pinned sha256", ra->name);
+		ret = 1;
+		goto done;
+	}
+	snprintf(mode, sizeof(mode), "%o", ra->mode);
+	strbuf_add(&script, o->roles->lib, o->roles->lib_len);
+	strbuf_addstr(&script, o->check_only ? "\n[ -f \"$1\" ] && [ \"$(sha256sum <\"$1\" | cut -c1-64)\" = \"$2\" ]\n"
+					     : "\npv_prepare \"$1\" \"$2\" \"$3\" \"$4\"\n");
+	strbuf_addstr(&cmd, "sh -c ");
+	strbuf_add_sh_quoted(&cmd, script.buf);
+	strbuf_addstr(&cmd, " sh ");
+	strbuf_add_sh_quoted(&cmd, ra->dest);
+	strbuf_addch(&cmd, ' ');
+	strbuf_add_sh_quoted(&cmd, a->sha256);
+	strbuf_addch(&cmd, ' ');
+	strbuf_add_sh_quoted(&cmd, mode);
+	strbuf_addch(&cmd, ' ');
+	strbuf_add_sh_quoted(&cmd, ra->owner);
+	strbuf_reset(&nc->tail);
+	rc = runner_job_exec(job, r->phase, ra->dest, cmd.buf, NULL, 0,
+			     nc->node->ssh.command_timeout * 1000, &res, &err);
+	if (rc < 0) {
+		result = STEP_FAILED;
+		detail = xstrdup(err.msg);
+		ret = -1;
+	} else if (res.exit_status == 0) {
+		result = STEP_UNCHANGED;
+	} else if (res.exit_status != 1) {
+		result = STEP_FAILED;
+		detail = failure_text(nc, "cannot inspect the file on the node");
+		ret = 1;
+	} else if (o->check_only) {
+		result = STEP_WOULD_CHANGE;
+		detail = xasprintf("artifact %s (sha256 %.12s…)", a->name, a->sha256);
+	} else if (!o->artifact_cache ||
+		   artifact_read(o->artifact_cache, a, &content, &err) < 0) {
+		result = STEP_FAILED;
+		detail = o->artifact_cache ? xstrdup(err.msg) : xstrdup("no artifact cache");
+		ret = 1;
+	} else {
+		bool skipped = false;
+		rc = o->ops->put_file(runner_job_transport(job), ra->dest, content.buf, content.len,
+				      ra->mode, ra->owner, &skipped, &err);
+		if (rc < 0) {
+			result = STEP_FAILED;
+			detail = xasprintf("cannot write the file: %s", err.msg);
+			ret = rc == TRANSPORT_ERR_LOST ? -1 : 1;
+		} else {
+			result = STEP_CHANGED;
+		}
+	}
+done:
+	post_step(job, EVENT_STEP_END, r, ra->dest, result, now_ms() - t0, detail);
+	record(nc, r, ra->dest, true, result, now_ms() - t0, detail);
+	record_file(nc, a ? a->sha256 : NULL, ra->mode, ra->owner, ra->name, true, NULL, NULL);
+	if (result == STEP_FAILED)
+		runner_job_fail(job, "%s › %s: %s", r->name, ra->dest, detail ? detail : "failed");
+	free(detail);
 	strbuf_release(&content);
 	strbuf_release(&script);
 	strbuf_release(&cmd);
@@ -936,6 +1009,11 @@ static int pipeline_fn(struct runner_job *job, void *data)
 						r->steps[si].name);
 				ret = 1;
 				break;
+			}
+			for (ti = 0; ti < r->nr_artifacts && ret == 0; ti++) {
+				const struct role_artifact *a = &r->artifacts[ti];
+				if (a->before ? !strcmp(a->before, r->steps[si].name) : si == 0)
+					ret = deploy_artifact(&nc, job, r, a);
 			}
 			for (ti = 0; ti < r->nr_templates && ret == 0; ti++) {
 				const struct role_template *t = &r->templates[ti];
@@ -1395,8 +1473,13 @@ void plan_result_release(struct plan_result *res)
 		struct plan_node *pn = &res->nodes[i];
 		if (pn->have_facts)
 			facts_release(&pn->facts);
-		for (k = 0; k < pn->nr_steps; k++)
+		for (k = 0; k < pn->nr_steps; k++) {
 			free(pn->steps[k].detail);
+			free(pn->steps[k].drift);
+			if (pn->steps[k].content)
+				explicit_bzero(pn->steps[k].content, pn->steps[k].content_len);
+			free(pn->steps[k].content);
+		}
 		free(pn->steps);
 	}
 	free(res->nodes);

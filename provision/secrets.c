@@ -52,7 +52,10 @@ int secrets_add(struct secrets *s, const char *value, size_t len)
 	alloc = s->alloc;
 	ALLOC_GROW(s->values, s->nr + 1, s->alloc);
 	s->lens = xgrow(s->lens, s->nr + 1, &alloc, sizeof(*s->lens));
-	s->values[s->nr] = xstrndup(value, len);
+	/* Exactly len bytes: a value may hold a NUL (xstrndup would stop there). */
+	s->values[s->nr] = xmalloc(len + 1);
+	memcpy(s->values[s->nr], value, len);
+	s->values[s->nr][len] = '\0';
 	s->lens[s->nr++] = len;
 	pthread_mutex_unlock(&s->lock);
 	return 0;

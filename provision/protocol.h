@@ -1,0 +1,33 @@
+/*
+ * protocol: the lines a step prints to talk to provision (roles/README.md):
+ *   ::set NAME=VALUE      ::secret NAME=VALUE     (NAME or NAME@NODE)
+ *   ::skip REASON         ::hint TEXT             ::fetch /PATH NAME
+ * A pure parser, so that it can be fuzzed; plan.c acts on the result.
+ */
+#ifndef PROVISION_PROTOCOL_H
+#define PROVISION_PROTOCOL_H
+
+#include <stddef.h>
+
+enum protocol_kind {
+	PROTOCOL_NONE = 0, /* an ordinary output line */
+	PROTOCOL_SET,
+	PROTOCOL_SECRET,
+	PROTOCOL_SKIP,
+	PROTOCOL_HINT,
+	PROTOCOL_FETCH,
+	PROTOCOL_MALFORMED, /* looks like a protocol line but is not valid: `error` says why */
+};
+
+struct protocol_msg {
+	enum protocol_kind kind;
+	/* Pointers into the line (not NUL-terminated) with their lengths. */
+	const char *name, *value; /* SET/SECRET: NAME, VALUE; FETCH: PATH, NAME; SKIP/HINT: value */
+	size_t name_len, value_len;
+	const char *error; /* MALFORMED: a static message */
+};
+
+/* Parse one output line (without its newline). */
+void protocol_parse(struct protocol_msg *m, const char *line, size_t len);
+
+#endif

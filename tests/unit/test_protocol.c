@@ -1,0 +1,81 @@
+/* Unit tests for protocol.c: the lines steps print to talk to provision. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "protocol.h"
+
+static struct protocol_msg parse(const char *line)
+{
+	struct protocol_msg m;
+	protocol_parse(&m, line, strlen(line));
+	return m;
+}
+
+static void expect_piece(const char *p, size_t len, const char *want)
+{
+	assert_int_equal(len, strlen(want));
+	assert_memory_equal(p, want, len);
+}
+
+static void test_set_and_secret(void **state)
+{
+	struct protocol_msg m = parse("::set containerd_major=2");
+
+	assert_int_equal(m.kind, PROTOCOL_SET);
+	expect_piece(m.name, m.name_len, "containerd_major");
+	expect_piece(m.value, m.value_len, "2");
+	m = parse("::secret join_command@b-2=kubeadm join x --token a.b");
+	assert_int_equal(m.kind, PROTOCOL_SECRET);
+	expect_piece(m.name, m.name_len, "join_command@b-2");
+	expect_piece(m.value, m.value_len, "kubeadm join x --token a.b");
+	m = parse("::set empty=");
+	assert_int_equal(m.kind, PROTOCOL_SET);
+	assert_int_equal(m.value_len, 0);
+}
+
+static void test_malformed(void **state)
+{
+	assert_int_equal(parse("::set no-equals").kind, PROTOCOL_MALFORMED);
+	assert_int_equal(parse("::set 1abc=x").kind, PROTOCOL_MALFORMED);
+	assert_int_equal(parse("::set a b=x").kind, PROTOCOL_MALFORMED);
+	assert_int_equal(parse("::secret x@=y").kind, PROTOCOL_MALFORMED);
+	assert_int_equal(parse("::secret x@b_2=y").kind, PROTOCOL_MALFORMED);
+	assert_int_equal(parse("::fetch relative name").kind, PROTOCOL_MALFORMED);
+	assert_int_equal(parse("::fetch /etc/x ../escape").kind, PROTOCOL_MALFORMED);
+	assert_int_equal(parse("::fetch /etc/x a/b").kind, PROTOCOL_MALFORMED);
+	assert_string_equal(parse("::set x").error, "malformed '::set NAME=VALUE' line");
+}
+
+static void test_other_lines(void **state)
+{
+	struct protocol_msg m = parse("::skip no nfsd in this kernel");
+
+	assert_int_equal(m.kind, PROTOCOL_SKIP);
+	expect_piece(m.value, m.value_len, "no nfsd in this kernel");
+	m = parse("::hint run apt-get -f install");
+	assert_int_equal(m.kind, PROTOCOL_HINT);
+	m = parse("::fetch /etc/kubernetes/admin.conf admin.conf");
+	assert_int_equal(m.kind, PROTOCOL_FETCH);
+	expect_piece(m.name, m.name_len, "/etc/kubernetes/admin.conf");
+	expect_piece(m.value, m.value_len, "admin.conf");
+	/* Ordinary output, including things that merely look similar. */
+	assert_int_equal(parse("configured ::set in a sentence").kind, PROTOCOL_NONE);
+	assert_int_equal(parse("::").kind, PROTOCOL_NONE);
+	assert_int_equal(parse("::setx=1").kind, PROTOCOL_NONE);
+	assert_int_equal(parse(":: set x=1").kind, PROTOCOL_NONE);
+	assert_int_equal(parse("").kind, PROTOCOL_NONE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_set_and_secret),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_other_lines),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
