@@ -66,6 +66,8 @@ struct plan_opts {
 	 * with `::fetch PATH NAME` land in STATE/private/NAME (mode 0600).
 	 */
 	const char *state_dir;
+	/* The artifact cache (artifacts.h): roles' artifacts are read from it. */
+	const char *artifact_cache;
 	const struct transport_ops *ops; /* NULL: the SSH transport */
 	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
 	void (*on_tick)(void *data);
@@ -80,6 +82,14 @@ struct plan_step_result {
 	enum step_result result;
 	uint64_t duration_ms;
 	char *detail; /* skip reason, failure output, or the diff of a file (plan) */
+	/* Files (is_file): what was deployed or compared, for the run record. */
+	bool is_artifact;	/* from the artifact manifest (content not kept) */
+	char sha256[65];	/* of the content; "" when it was never rendered */
+	unsigned mode;
+	const char *owner, *source; /* the role's template src, or the artifact's name */
+	char *content;		    /* a rendered template (may hold secrets: wiped on release) */
+	size_t content_len;
+	char *drift; /* up: how the node's copy differed before it was replaced (a diff) */
 };
 
 struct plan_node {

@@ -129,7 +129,8 @@ static void unknown_key(struct loader *l, const yaml_node_t *k, const char *key,
 }
 
 static const char *const role_keys[] = {"description", "phase",	  "applies_to", "when",
-					"depends_on",  "wait_for", "vars",	 "templates", NULL};
+					"depends_on",  "wait_for", "vars",	 "templates", "artifacts",
+					NULL};
 static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before", NULL};
 static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", NULL};
 
@@ -217,6 +218,75 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 	t.path = xasprintf("%s/templates/%s", r->dir, t.src);
 	r->templates = xrealloc(r->templates, (r->nr_templates + 1) * sizeof(*r->templates));
 	r->templates[r->nr_templates++] = t;
+}
+
+static const char *const artifact_keys[] = {"name", "dest", "mode", "owner", "before", NULL};
+
+static void load_artifact_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+{
+	struct role_artifact a = {.mode = 0644};
+	yaml_node_pair_t *p;
+	bool ok = true;
+
+	if (m->type != YAML_MAPPING_NODE) {
+		lerr(l, m, "each artifact is a mapping: {name: NAME, dest: /PATH, mode: \"0644\"}",
+		     "an artifact must be a mapping");
+		return;
+	}
+	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
+		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+		const char *key = scalar(k) ? scalar(k) : "";
+		const char *s = NULL;
+		char **slot = NULL;
+
+		if (!strcmp(key, "mode")) {
+			if (!parse_mode(scalar(v), &a.mode)) {
+				lerr(l, v, "write the mode as a quoted octal string such as \"0644\"",
+				     "'mode' must be an octal mode");
+				ok = false;
+			}
+			continue;
+		}
+		if (!strcmp(key, "name"))
+			slot = &a.name;
+		else if (!strcmp(key, "dest"))
+			slot = &a.dest;
+		else if (!strcmp(key, "owner"))
+			slot = &a.owner;
+		else if (!strcmp(key, "before"))
+			slot = &a.before;
+		if (!slot) {
+			unknown_key(l, k, key, artifact_keys);
+			ok = false;
+			continue;
+		}
+		if ((s = want_string(l, key, v))) {
+			free(*slot);
+			*slot = xstrdup(s);
+		} else {
+			ok = false;
+		}
+	}
+	if (a.dest && a.dest[0] != '/') {
+		lerr(l, m, NULL, "'dest' must be an absolute path, not '%s'", a.dest);
+		ok = false;
+	}
+	if (!a.name || !a.dest) {
+		lerr(l, m, NULL, "an artifact needs both 'name' and 'dest'");
+		ok = false;
+	}
+	if (!ok) {
+		free(a.name);
+		free(a.dest);
+		free(a.owner);
+		free(a.before);
+		return;
+	}
+	if (!a.owner)
+		a.owner = xstrdup("root:root");
+	r->artifacts = xrealloc(r->artifacts, (r->nr_artifacts + 1) * sizeof(*r->artifacts));
+	r->artifacts[r->nr_artifacts++] = a;
 }
 
 static void load_role_yaml(struct role *r, const char *path, struct diag_list *dl)
@@ -308,6 +378,16 @@ static void load_role_yaml(struct role *r, const char *path, struct diag_list *d
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
 				load_template_entry(&l, r, yaml_document_get_node(&doc, *it));
+		} else if (!strcmp(key, "artifacts")) {
+			yaml_node_item_t *it;
+			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
+				continue;
+			if (v->type != YAML_SEQUENCE_NODE) {
+				lerr(&l, v, NULL, "'artifacts' must be a list");
+				continue;
+			}
+			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
+				load_artifact_entry(&l, r, yaml_document_get_node(&doc, *it));
 		} else {
 			unknown_key(&l, k, key, role_keys);
 		}
@@ -320,6 +400,36 @@ out:
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	strbuf_release(&text);
+}
+
+/* roles/artifacts.yaml, and every artifact a role names is in it. */
+static void check_artifacts(struct role_set *rs, struct diag_list *dl)
+{
+	char *path = xasprintf("%s/artifacts.yaml", rs->dir);
+	size_t i, j, k;
+
+	artifact_manifest_load(&rs->artifacts, path, dl);
+	for (i = 0; i < rs->nr; i++) {
+		const struct role *r = &rs->roles[i];
+		char *yaml = xasprintf("%s/role.yaml", r->dir);
+		for (j = 0; j < r->nr_artifacts; j++) {
+			const struct role_artifact *a = &r->artifacts[j];
+			bool found = !a->before;
+			if (!artifact_find(&rs->artifacts, a->name))
+				diag_add(dl, DIAG_ERROR, yaml, 0, 0,
+					 "declare it (url, sha256) in the artifact manifest",
+					 "role '%s' needs artifact '%s', which '%s' does not declare",
+					 r->name, a->name, path);
+			for (k = 0; k < r->nr_steps && !found; k++)
+				found = !strcmp(r->steps[k].name, a->before);
+			if (!found)
+				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+					 "'before: %s' of artifact '%s' names no step of role '%s'",
+					 a->before, a->name, r->name);
+		}
+		free(yaml);
+	}
+	free(path);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -490,6 +600,13 @@ static void role_release(struct role *r)
 		template_free(r->templates[i].tmpl);
 	}
 	free(r->templates);
+	for (i = 0; i < r->nr_artifacts; i++) {
+		free(r->artifacts[i].name);
+		free(r->artifacts[i].dest);
+		free(r->artifacts[i].owner);
+		free(r->artifacts[i].before);
+	}
+	free(r->artifacts);
 	for (i = 0; i < r->nr_steps; i++) {
 		free(r->steps[i].name);
 		free(r->steps[i].path);
@@ -507,6 +624,7 @@ void role_set_release(struct role_set *rs)
 	free(rs->roles);
 	free(rs->dir);
 	free(rs->lib);
+	artifact_manifest_release(&rs->artifacts);
 	memset(rs, 0, sizeof(*rs));
 }
 
@@ -646,6 +764,7 @@ int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl)
 		load_templates(r, dl);
 	}
 	strv_free(names);
+	check_artifacts(rs, dl);
 	order_roles(rs, dl);
 	if (dl->errors > errors_before) {
 		role_set_release(rs);

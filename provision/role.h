@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "artifacts.h"
 #include "inventory.h"
 #include "template.h"
 
@@ -36,6 +37,15 @@ struct role_template {
 	char *owner;  /* "root:root" */
 	char *before; /* step name it must be in place for; NULL: the first */
 	struct template *tmpl;
+};
+
+/* A file from the artifact manifest (roles/artifacts.yaml) put on the node as is. */
+struct role_artifact {
+	char *name; /* its name in the manifest */
+	char *dest; /* absolute path on the node */
+	unsigned mode;
+	char *owner;
+	char *before; /* as for templates */
 };
 
 struct role_step {
@@ -57,6 +67,8 @@ struct role {
 	char **vars;
 	struct role_template *templates;
 	size_t nr_templates;
+	struct role_artifact *artifacts; /* uploaded before the templates of the same step */
+	size_t nr_artifacts;
 	struct role_step *steps; /* sorted by name */
 	size_t nr_steps;
 };
@@ -67,6 +79,7 @@ struct role_set {
 	size_t nr;
 	char *lib;	    /* roles/lib.sh, sent in front of every step */
 	size_t lib_len;
+	struct artifact_manifest artifacts; /* roles/artifacts.yaml */
 };
 
 /* The phases of `provision up`, in order; NULL-terminated. */

@@ -18,6 +18,12 @@ const struct cmd *const cmd_table[] = {
 	&cmd_inventory,
 	&cmd_run,
 	&cmd_status,
+	&cmd_history,
+	&cmd_diff,
+	&cmd_show,
+	&cmd_logs,
+	&cmd_bundle,
+	&cmd_fetch,
 	NULL,
 };
 

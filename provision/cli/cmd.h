@@ -37,6 +37,12 @@ extern const struct cmd cmd_up;
 extern const struct cmd cmd_plan;
 extern const struct cmd cmd_status;
 extern const struct cmd cmd_check;
+extern const struct cmd cmd_history;
+extern const struct cmd cmd_diff;
+extern const struct cmd cmd_show;
+extern const struct cmd cmd_logs;
+extern const struct cmd cmd_bundle;
+extern const struct cmd cmd_fetch;
 
 const struct cmd *cmd_lookup(const char *name);
 /* The exit-status section shared by every --help. */

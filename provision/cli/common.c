@@ -16,6 +16,7 @@
 #include "../util.h"
 #include "../view.h"
 #include "cmd.h"
+#include "run_record.h"
 
 int cli_load_inventory(const char *cmd_name, const char *path, struct inventory **out)
 {
@@ -422,6 +423,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct view view;
 	char *password = NULL, *state_dir = NULL;
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
+	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
 	unsigned phases = a->check ? 0 : plan_all_phases();
 	bool have_roles = false;
 	size_t nr = 0;
@@ -463,6 +465,26 @@ int cli_plan_run(const struct cli_plan_args *a)
 	state_dir = cli_state_dir(a->state, a->inventory);
 	view_init(&view, nodes, nr, a->output && !strcmp(a->output, "json"), a->verbose);
 	{
+		struct cli_run_begin b = {
+			.cmd_name = a->cmd_name,
+			.inventory_path = a->inventory,
+			.phases_text = a->phases,
+			.state_dir = state_dir,
+			.inv = inv,
+			.roles = &rs,
+			.nodes = nodes,
+			.nr = nr,
+			.phases = phases,
+			.forks = a->forks,
+			.record = !a->check_only,
+			.text = !view.json && !a->check_only,
+			.secrets = secrets,
+		};
+		ret = cli_run_begin(&cr, &b);
+		if (ret)
+			goto out;
+	}
+	{
 		struct plan_opts po = {
 			.inv = inv,
 			.roles = &rs,
@@ -502,6 +524,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			}
 		}
 		/* ---- end TUI ---- */
+		cli_run_wrap(&cr, &po);
 		plan_execute(&po, &res);
 	}
 	/* ---- TUI: stays on a failure until q, then gives the terminal back ---- */
@@ -529,6 +552,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 		ret = EXIT_NODE_FAILED;
 	else
 		ret = EXIT_OK;
+	ret = cli_run_end(&cr, &res, ret);
 	/* ---- TUI: what changed, what failed and the exit status, left on the terminal ---- */
 	if (tui) {
 		tui_print_summary(tui, ret);
@@ -537,6 +561,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	/* ---- end TUI ---- */
 	plan_result_release(&res);
 out:
+	cli_run_release(&cr);
 	if (have_roles)
 		role_set_release(&rs);
 	cli_free_secret(password);

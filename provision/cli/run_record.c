@@ -1,0 +1,397 @@
+/* run_record: see run_record.h. */
+#include "run_record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../artifacts.h"
+#include "../util.h"
+#include "../view.h"
+#include "cmd.h"
+#include "common.h"
+
+char *cli_node_kind(const struct node *n)
+{
+	struct strbuf sb = STRBUF_INIT;
+	unsigned bit;
+
+	for (bit = 1; bit <= NODE_ROLE_NFS_SERVER; bit <<= 1)
+		if (n->roles & bit)
+			strbuf_addf(&sb, "%s%s", sb.len ? " " : "", node_role_name(bit));
+	if (n->gpus > 0)
+		strbuf_addstr(&sb, " gpu");
+	return strbuf_detach(&sb, NULL);
+}
+
+/* ---- artifacts ---- */
+
+struct progress {
+	bool tty;
+	uint64_t last_ms, started_ms;
+	bool shown;
+};
+
+static void human_size(char *buf, size_t size, uint64_t n)
+{
+	if (n >= (1u << 20))
+		snprintf(buf, size, "%.1f MiB", (double)n / (1 << 20));
+	else if (n >= 1024)
+		snprintf(buf, size, "%.1f KiB", (double)n / 1024);
+	else
+		snprintf(buf, size, "%llu bytes", (unsigned long long)n);
+}
+
+static void on_progress(void *ctx, const struct artifact *a, uint64_t have, uint64_t total)
+{
+	struct progress *p = ctx;
+	uint64_t now = now_ms();
+	char h[32], t[32];
+	struct strbuf sb = STRBUF_INIT;
+
+	/* A line every 5 s off a terminal; on one, the line is redrawn. */
+	if (!p->tty && now - p->last_ms < 5000)
+		return;
+	if (!p->tty && now - p->started_ms < 2000)
+		return; /* short downloads need no progress */
+	p->last_ms = now;
+	human_size(h, sizeof(h), have);
+	human_size(t, sizeof(t), total);
+	if (p->tty)
+		strbuf_addch(&sb, '\r');
+	if (total)
+		strbuf_addf(&sb, "fetching %s: %s of %s (%llu%%)", a->name, h, t,
+			    (unsigned long long)(have * 100 / total));
+	else
+		strbuf_addf(&sb, "fetching %s: %s", a->name, h);
+	if (p->tty)
+		strbuf_addstr(&sb, "\033[K");
+	else
+		strbuf_addch(&sb, '\n');
+	(void)write_all(STDERR_FILENO, sb.buf, sb.len);
+	p->shown = true;
+	strbuf_release(&sb);
+}
+
+static bool role_may_apply(const struct role *r, const struct inventory *inv,
+			   const struct node *const *nodes, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (role_applies(r, inv, nodes[i], true) || role_applies(r, inv, nodes[i], false))
+			return true;
+	return false;
+}
+
+int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
+			const struct inventory *inv, const struct node *const *nodes, size_t nr,
+			unsigned phases, const char *cache, bool record, bool all)
+{
+	const struct artifact_manifest *m = &rs->artifacts;
+	bool *need = xcalloc(m->nr ? m->nr : 1, sizeof(*need));
+	size_t i, k, failed = 0, pending = 0;
+	int ret = EXIT_OK;
+
+	for (i = 0; i < m->nr; i++)
+		need[i] = all;
+	for (i = 0; i < rs->nr && !all; i++) {
+		const struct role *r = &rs->roles[i];
+		if (!r->nr_artifacts || !(phases & (1u << role_phase_index(r->phase))) ||
+		    !role_may_apply(r, inv, nodes, nr))
+			continue;
+		for (k = 0; k < r->nr_artifacts; k++) {
+			const struct artifact *a = artifact_find(m, r->artifacts[k].name);
+			if (a)
+				need[a - m->items] = true;
+		}
+	}
+	if (!record) {
+		for (i = 0; i < m->nr; i++) {
+			const struct artifact *a = &m->items[i];
+			if (!need[i] || a->sha256)
+				continue;
+			fprintf(stderr, "provision %s: artifact '%s' (%s) has no pinned sha256 in '%s' (line %u)\n",
+				cmd_name, a->name, a->url, m->path, a->line);
+			pending++;
+		}
+		if (pending) {
+			fprintf(stderr,
+				"  hint: on a machine that can reach the URL%s, run 'provision fetch -i FILE --record', "
+				"review the hash%s it writes into the manifest, and commit %s; nothing was changed\n",
+				pending == 1 ? "" : "s", pending == 1 ? "" : "es", pending == 1 ? "it" : "them");
+			free(need);
+			return EXIT_USAGE;
+		}
+	}
+	for (i = 0; i < m->nr; i++) {
+		const struct artifact *a = &m->items[i];
+		struct progress p = {.tty = isatty(STDERR_FILENO) == 1, .started_ms = now_ms()};
+		struct artifact_fetch_opts o = {.cache = cache, .progress = on_progress, .ctx = &p};
+		struct artifact_fetch_result res;
+		struct error err = {0};
+		const char *t = getenv("PROVISION_FETCH_TIMEOUT");
+		char size[32];
+
+		if (!need[i])
+			continue;
+		if (t && *t)
+			o.stall_timeout_s = atoi(t);
+		if (artifact_fetch(a, &o, &res, &err) < 0) {
+			if (p.shown && p.tty)
+				fputs("\n", stderr);
+			fprintf(stderr, "provision %s: %s\n", cmd_name, err.msg);
+			if (err.hint[0])
+				fprintf(stderr, "  hint: %s\n", err.hint);
+			failed++;
+			continue;
+		}
+		if (p.shown && p.tty)
+			fputs("\r\033[K", stderr);
+		if (res.cached)
+			continue;
+		human_size(size, sizeof(size), res.size);
+		if (!a->sha256) {
+			struct error rerr = {0};
+			if (artifact_manifest_record(m, a, res.sha256, &rerr) < 0) {
+				fprintf(stderr, "provision %s: %s\n", cmd_name, rerr.msg);
+				failed++;
+				continue;
+			}
+			fprintf(stderr, "recorded %s: sha256 %s (%s) in '%s'; review it before you commit it\n",
+				a->name, res.sha256, size, m->path);
+			continue;
+		}
+		if (res.attempts > 1)
+			fprintf(stderr, "fetched %s: %s, sha256 verified (%u attempts; resumed at %llu bytes)\n",
+				a->name, size, res.attempts, (unsigned long long)res.resumed_from);
+		else
+			fprintf(stderr, "fetched %s: %s, sha256 verified\n", a->name, size);
+	}
+	if (failed) {
+		fprintf(stderr, "provision %s: %zu artifact%s could not be fetched into '%s'\n", cmd_name,
+			failed, failed == 1 ? "" : "s", cache);
+		ret = EXIT_LOCAL;
+	}
+	free(need);
+	return ret;
+}
+
+/* ---- the run ---- */
+
+static void record_cb(const struct event *ev, const struct node_status *st, void *data)
+{
+	struct cli_run *cr = data;
+
+	if (cr->on_event)
+		cr->on_event(ev, st, cr->data);
+	if (cr->rec)
+		record_event(ev, st, cr->rec);
+}
+
+static void tick_cb(void *data)
+{
+	struct cli_run *cr = data;
+
+	if (cr->on_tick)
+		cr->on_tick(cr->data);
+}
+
+int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
+{
+	struct state_lock_info prev;
+	struct error err = {0};
+	char **names = NULL, **kinds = NULL;
+	const char **sel = NULL;
+	size_t i;
+	int rc;
+
+	memset(cr, 0, sizeof(*cr));
+	cr->b = *b;
+	cr->eta_ms = -1;
+	if (state_open(&cr->state, b->state_dir, true, &err) < 0) {
+		fprintf(stderr, "provision %s: %s\n", b->cmd_name, err.msg);
+		return EXIT_LOCAL;
+	}
+	rc = state_lock(cr->state, b->cmd_name, &prev, &err);
+	if (rc < 0) {
+		fprintf(stderr, "provision %s: %s\n", b->cmd_name, err.msg);
+		if (err.hint[0])
+			fprintf(stderr, "  hint: %s\n", err.hint);
+		return EXIT_LOCAL;
+	}
+	if (prev.found) {
+		char id[41] = "";
+		fprintf(stderr,
+			"provision %s: the previous run (%s, pid %ld on %s, started %s) did not finish: "
+			"it was killed%s; this run starts again from the facts\n",
+			b->cmd_name, prev.command, prev.pid, prev.host, prev.started,
+			prev.alive ? " (or its pid was reused)" : "");
+		if (record_commit_killed(cr->state, b->inv->cluster.name, &prev, id, &err) < 0)
+			fprintf(stderr, "provision %s: cannot record the killed run: %s\n", b->cmd_name,
+				err.msg);
+		else if (id[0])
+			fprintf(stderr, "provision %s: its logs are recorded as run %.8s\n", b->cmd_name, id);
+	}
+	/* Artifacts: into the cache before any node is touched (up only: plan compares hashes). */
+	cr->cache = artifact_cache_dir(NULL);
+	if (!strcmp(b->cmd_name, "up") || !strcmp(b->cmd_name, "add-node")) {
+		rc = cli_fetch_artifacts(b->cmd_name, b->roles, b->inv, b->nodes, b->nr, b->phases,
+					 cr->cache, false, false);
+		if (rc)
+			return rc;
+	}
+	/* The estimate, from the earlier runs of the same command. */
+	names = xcalloc(b->inv->nr_nodes + 1, sizeof(*names));
+	kinds = xcalloc(b->inv->nr_nodes + 1, sizeof(*kinds));
+	for (i = 0; i < b->inv->nr_nodes; i++) {
+		names[i] = b->inv->nodes[i].name;
+		kinds[i] = cli_node_kind(&b->inv->nodes[i]);
+	}
+	cr->eta = state_eta_load(cr->state, b->cmd_name, (const char *const *)names,
+				 (const char *const *)kinds, b->inv->nr_nodes);
+	sel = xcalloc(b->nr + 1, sizeof(*sel));
+	for (i = 0; i < b->nr; i++)
+		sel[i] = b->nodes[i]->name;
+	cr->eta_ms = state_eta_total_ms(cr->eta, sel, b->nr, b->forks);
+	if (b->text) {
+		char dur[32];
+		if (cr->eta_ms >= 0) {
+			view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
+			printf("%s %s: estimated %s (median step times of %zu earlier run%s)\n",
+			       b->cmd_name, b->inv->cluster.name, dur, state_eta_runs(cr->eta),
+			       state_eta_runs(cr->eta) == 1 ? "" : "s");
+		} else {
+			printf("%s %s: no earlier run to estimate the time from\n", b->cmd_name,
+			       b->inv->cluster.name);
+		}
+		fflush(stdout);
+	}
+	for (i = 0; i < b->inv->nr_nodes; i++)
+		free(kinds[i]);
+	free(kinds);
+	free(names);
+	free(sel);
+	if (b->record) {
+		struct record_opts ro = {
+			.state_dir = b->state_dir,
+			.command = b->cmd_name,
+			.inventory_path = b->inventory_path,
+			.inv = b->inv,
+			.nodes = b->nodes,
+			.nr = b->nr,
+			.phases = b->phases_text,
+			.secrets = b->secrets,
+		};
+		cr->rec = record_new(&ro, &err);
+		if (!cr->rec) {
+			fprintf(stderr, "provision %s: %s\n", b->cmd_name, err.msg);
+			return EXIT_LOCAL;
+		}
+	}
+	return 0;
+}
+
+void cli_run_wrap(struct cli_run *cr, struct plan_opts *po)
+{
+	cr->on_event = po->on_event;
+	cr->on_tick = po->on_tick;
+	cr->data = po->data;
+	po->on_event = record_cb;
+	po->on_tick = tick_cb;
+	po->data = cr;
+	po->artifact_cache = cr->cache;
+}
+
+int cli_run_end(struct cli_run *cr, const struct plan_result *res, int exit_status)
+{
+	struct error err = {0};
+	char id[41] = "", dur[32], eta[32];
+
+	if (cr->rec) {
+		struct record_end end = {exit_status, res->interrupted, cr->eta_ms};
+		if (record_commit(cr->rec, cr->state, res, &end, id, &err) < 0) {
+			fprintf(stderr, "provision %s: cannot record the run in '%s': %s\n",
+				cr->b.cmd_name, cr->b.state_dir, err.msg);
+			if (exit_status == EXIT_OK)
+				exit_status = EXIT_LOCAL;
+		} else if (cr->b.text) {
+			printf("%s %s: recorded as run %.8s in '%s'\n", cr->b.cmd_name,
+			       cr->b.inv->cluster.name, id, cr->b.state_dir);
+		}
+	}
+	if (cr->b.text && cr->eta_ms > 0 && !res->interrupted) {
+		double off = ((double)res->elapsed_ms - (double)cr->eta_ms) * 100.0 / (double)cr->eta_ms;
+		view_duration(dur, sizeof(dur), res->elapsed_ms);
+		view_duration(eta, sizeof(eta), (uint64_t)cr->eta_ms);
+		printf("%s %s: took %s, estimated %s (%+.0f%%)\n", cr->b.cmd_name,
+		       cr->b.inv->cluster.name, dur, eta, off);
+	}
+	fflush(stdout);
+	return exit_status;
+}
+
+void cli_run_release(struct cli_run *cr)
+{
+	record_free(cr->rec);
+	state_eta_free(cr->eta);
+	state_free(cr->state); /* unlocks */
+	free(cr->cache);
+	memset(cr, 0, sizeof(*cr));
+}
+
+int cli_state_open_ro(const char *cmd_name, const char *inventory, const char *state_opt,
+		      struct state **out)
+{
+	struct error err = {0};
+	char *dir;
+	int rc;
+
+	*out = NULL;
+	if (!inventory && !state_opt) {
+		fprintf(stderr, "provision %s: missing inventory\n"
+				"  hint: give the inventory with -i FILE, or its state folder with --state DIR\n",
+			cmd_name);
+		return EXIT_USAGE;
+	}
+	dir = cli_state_dir(state_opt, inventory);
+	rc = state_open(out, dir, false, &err);
+	free(dir);
+	if (rc < 0) {
+		fprintf(stderr, "provision %s: %s\n", cmd_name, err.msg);
+		if (err.hint[0])
+			fprintf(stderr, "  hint: %s\n", err.hint);
+		return rc == STATE_ERR_EMPTY ? EXIT_USAGE : EXIT_LOCAL;
+	}
+	return 0;
+}
+
+void cli_run_time(char *buf, size_t size, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	localtime_r(&tt, &tm);
+	strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+char *cli_summary_get(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		if (len > kl && !strncmp(p, key, kl) && p[kl] == ':') {
+			const char *v = p + kl + 1;
+			while (*v == ' ')
+				v++;
+			return xstrndup(v, len - (size_t)(v - p));
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}

@@ -1,0 +1,404 @@
+/* http: see http.h.  The only file that includes <curl/curl.h>. */
+#include "http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "version.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void http_init(void)
+{
+	pthread_once(&init_once, global_init);
+}
+
+/* Settings every request shares. */
+static void common_options(CURL *c, const char *url, char *errbuf)
+{
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "provision/" PROVISION_VERSION);
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+}
+
+/* curl's result as one of ours, with the message in err. */
+static int translate(CURLcode rc, const char *url, const char *errbuf, long status, int stall_s,
+		     struct error *err)
+{
+	const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+
+	switch (rc) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_HTTP_RETURNED_ERROR:
+		return error_set(err, HTTP_ERR_STATUS, "'%s': the server answered HTTP %ld", url,
+				 status);
+	case CURLE_OPERATION_TIMEDOUT:
+		if (stall_s && strstr(detail, "slower than"))
+			return error_set(err, HTTP_ERR_TIMEOUT, "'%s': no data for %d s", url, stall_s);
+		return error_set(err, HTTP_ERR_TIMEOUT, "'%s': timed out: %s", url, detail);
+	case CURLE_PARTIAL_FILE:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+		return error_set(err, HTTP_ERR_PARTIAL, "'%s': the connection ended early: %s", url,
+				 detail);
+	case CURLE_WRITE_ERROR:
+		return error_set(err, HTTP_ERR_IO, "'%s': %s", url, detail);
+	default:
+		return error_set(err, HTTP_ERR, "'%s': %s", url, detail);
+	}
+}
+
+/* ---- downloads ---- */
+
+struct dl {
+	const struct http_download *d;
+	CURL *c;
+	int fd;
+	uint64_t start, have;
+	bool checked;
+	int io_errno;
+	uint64_t last_ms;
+	struct http_download_result *res;
+};
+
+static size_t dl_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct dl *dl = ud;
+	size_t n = size * nmemb;
+	int e;
+
+	if (!dl->checked) {
+		long code = 0;
+		curl_easy_getinfo(dl->c, CURLINFO_RESPONSE_CODE, &code);
+		dl->checked = true;
+		if (dl->start && code != 206) {
+			/* The server sent the whole body, not the rest: start over. */
+			if (ftruncate(dl->fd, 0) < 0 || lseek(dl->fd, 0, SEEK_SET) < 0) {
+				dl->io_errno = errno;
+				return 0;
+			}
+			dl->start = dl->have = 0;
+			dl->res->resumed_from = 0;
+		}
+	}
+	if ((e = write_all(dl->fd, ptr, n)) < 0) {
+		dl->io_errno = -e;
+		return 0;
+	}
+	dl->have += n;
+	return n;
+}
+
+static int dl_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct dl *dl = ud;
+	uint64_t now = now_ms();
+
+	if (dl->d->progress && now - dl->last_ms >= 200) {
+		dl->last_ms = now;
+		dl->d->progress(dl->d->ctx, dl->start + (uint64_t)dlnow,
+				dltotal > 0 ? dl->start + (uint64_t)dltotal : 0);
+	}
+	return 0;
+}
+
+int http_download(const struct http_download *d, struct http_download_result *res,
+		  struct error *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct dl dl = {.d = d, .fd = -1, .res = res};
+	struct stat st;
+	CURLcode rc;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	http_init();
+	dl.fd = open(d->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (dl.fd < 0)
+		return error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path, strerror(errno));
+	if (fstat(dl.fd, &st) == 0)
+		dl.start = dl.have = (uint64_t)st.st_size;
+	res->resumed_from = dl.start;
+	dl.c = curl_easy_init();
+	if (!dl.c) {
+		close(dl.fd);
+		return error_set(err, HTTP_ERR, "cannot start an HTTP transfer");
+	}
+	common_options(dl.c, d->url, errbuf);
+	curl_easy_setopt(dl.c, CURLOPT_FAILONERROR, 1L);
+	curl_easy_setopt(dl.c, CURLOPT_WRITEFUNCTION, dl_write);
+	curl_easy_setopt(dl.c, CURLOPT_WRITEDATA, &dl);
+	curl_easy_setopt(dl.c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(dl.c, CURLOPT_XFERINFOFUNCTION, dl_progress);
+	curl_easy_setopt(dl.c, CURLOPT_XFERINFODATA, &dl);
+	curl_easy_setopt(dl.c, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(d->connect_timeout_ms ? d->connect_timeout_ms : 30000));
+	curl_easy_setopt(dl.c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(dl.c, CURLOPT_LOW_SPEED_TIME,
+			 (long)(d->stall_timeout_s ? d->stall_timeout_s : 60));
+	if (d->timeout_s)
+		curl_easy_setopt(dl.c, CURLOPT_TIMEOUT, (long)d->timeout_s);
+	if (dl.start)
+		curl_easy_setopt(dl.c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)dl.start);
+	rc = curl_easy_perform(dl.c);
+	curl_easy_getinfo(dl.c, CURLINFO_RESPONSE_CODE, &res->status);
+	if (rc == CURLE_HTTP_RETURNED_ERROR && res->status == 416 && dl.start) {
+		/* Nothing after what we have: the file was complete (the caller verifies it). */
+		rc = CURLE_OK;
+	}
+	if (dl.io_errno)
+		ret = error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path,
+				strerror(dl.io_errno));
+	else
+		ret = translate(rc, d->url, errbuf, res->status,
+				d->stall_timeout_s ? d->stall_timeout_s : 60, err);
+	if (close(dl.fd) < 0 && !ret)
+		ret = error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path, strerror(errno));
+	res->size = dl.have;
+	if (d->progress && !ret)
+		d->progress(d->ctx, dl.have, dl.have);
+	curl_easy_cleanup(dl.c);
+	return ret;
+}
+
+/* ---- checks ---- */
+
+struct body {
+	struct strbuf *sb;
+};
+
+static size_t get_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct body *b = ud;
+
+	strbuf_add(b->sb, ptr, size * nmemb); /* the cap drops the excess */
+	return size * nmemb;
+}
+
+int http_get(const struct http_get *g, long *status, struct strbuf *body, struct error *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct body b = {body};
+	size_t old_max = body->max;
+	CURLcode rc;
+	CURL *c;
+	int ret;
+
+	*status = 0;
+	http_init();
+	c = curl_easy_init();
+	if (!c)
+		return error_set(err, HTTP_ERR, "cannot start an HTTP request");
+	common_options(c, g->url, errbuf);
+	body->max = body->len + (g->max_body ? g->max_body : 1 << 20);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, get_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(g->timeout_ms ? g->timeout_ms : 10000));
+	if (g->tls) {
+		struct curl_blob blob;
+		if (g->tls->ca_pem) {
+			blob = (struct curl_blob){g->tls->ca_pem, g->tls->ca_len, CURL_BLOB_COPY};
+			curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
+		}
+		if (g->tls->cert_pem) {
+			blob = (struct curl_blob){g->tls->cert_pem, g->tls->cert_len, CURL_BLOB_COPY};
+			curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &blob);
+			curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+		}
+		if (g->tls->key_pem) {
+			blob = (struct curl_blob){g->tls->key_pem, g->tls->key_len, CURL_BLOB_COPY};
+			curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &blob);
+			curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+		}
+	}
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	ret = translate(rc, g->url, errbuf, *status, 0, err);
+	body->max = old_max;
+	curl_easy_cleanup(c);
+	return ret;
+}
+
+void http_tls_release(struct http_tls *t)
+{
+	if (t->key_pem)
+		explicit_bzero(t->key_pem, t->key_len);
+	free(t->ca_pem);
+	free(t->cert_pem);
+	free(t->key_pem);
+	memset(t, 0, sizeof(*t));
+}
+
+int http_base64_decode(const char *in, size_t len, struct strbuf *out)
+{
+	unsigned acc = 0;
+	int bits = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		int c = (unsigned char)in[i], v;
+		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+			continue;
+		if (c == '=')
+			break;
+		if (c >= 'A' && c <= 'Z')
+			v = c - 'A';
+		else if (c >= 'a' && c <= 'z')
+			v = c - 'a' + 26;
+		else if (c >= '0' && c <= '9')
+			v = c - '0' + 52;
+		else if (c == '+')
+			v = 62;
+		else if (c == '/')
+			v = 63;
+		else
+			return -1;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			strbuf_addch(out, (int)((acc >> bits) & 0xff));
+		}
+	}
+	for (; i < len; i++)
+		if (in[i] != '=' && in[i] != '\n' && in[i] != '\r' && in[i] != ' ')
+			return -1;
+	return 0;
+}
+
+/* ---- kubeconfig ---- */
+
+static const char *kc_scalar(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+	yaml_node_pair_t *p;
+
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+		if (k && k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
+			return v && v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value
+								: NULL;
+	}
+	return NULL;
+}
+
+static yaml_node_t *kc_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+	yaml_node_pair_t *p;
+
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		if (k && k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
+			return yaml_document_get_node(doc, p->value);
+	}
+	return NULL;
+}
+
+/* The `field` mapping of the item of list `key` named `name` (the first when name is NULL). */
+static yaml_node_t *kc_named(yaml_document_t *doc, yaml_node_t *root, const char *key,
+			     const char *name, const char *field)
+{
+	yaml_node_t *list = kc_get(doc, root, key);
+	yaml_node_item_t *it;
+
+	if (!list || list->type != YAML_SEQUENCE_NODE)
+		return NULL;
+	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+		yaml_node_t *item = yaml_document_get_node(doc, *it);
+		const char *n = kc_scalar(doc, item, "name");
+		if (!name || (n && !strcmp(n, name)))
+			return kc_get(doc, item, field);
+	}
+	return NULL;
+}
+
+static int kc_pem(const char *b64, char **out, size_t *len)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!b64)
+		return 0;
+	if (http_base64_decode(b64, strlen(b64), &sb) < 0) {
+		strbuf_release(&sb);
+		return -1;
+	}
+	*out = strbuf_detach(&sb, len);
+	return 0;
+}
+
+int http_tls_from_kubeconfig(const char *path, char **server, struct http_tls *tls,
+			     struct error *err)
+{
+	struct strbuf text = STRBUF_INIT;
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root, *ctx, *cluster, *user;
+	const char *current, *srv;
+	int e, ret = HTTP_ERR;
+
+	*server = NULL;
+	memset(tls, 0, sizeof(*tls));
+	if ((e = read_file(path, &text)) < 0)
+		return error_set(err, HTTP_ERR, "cannot read '%s': %s", path, strerror(-e));
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_parser_delete(&parser);
+		explicit_bzero(text.buf, text.len);
+		strbuf_release(&text);
+		return error_set(err, HTTP_ERR, "'%s' is not a kubeconfig (YAML)", path);
+	}
+	root = yaml_document_get_root_node(&doc);
+	current = kc_scalar(&doc, root, "current-context");
+	ctx = kc_named(&doc, root, "contexts", current, "context");
+	cluster = kc_named(&doc, root, "clusters", ctx ? kc_scalar(&doc, ctx, "cluster") : NULL,
+			   "cluster");
+	user = kc_named(&doc, root, "users", ctx ? kc_scalar(&doc, ctx, "user") : NULL, "user");
+	srv = kc_scalar(&doc, cluster, "server");
+	if (!srv) {
+		error_set(err, HTTP_ERR, "'%s' names no server for its current context", path);
+		goto out;
+	}
+	if (kc_pem(kc_scalar(&doc, cluster, "certificate-authority-data"), &tls->ca_pem,
+		   &tls->ca_len) < 0 ||
+	    kc_pem(kc_scalar(&doc, user, "client-certificate-data"), &tls->cert_pem,
+		   &tls->cert_len) < 0 ||
+	    kc_pem(kc_scalar(&doc, user, "client-key-data"), &tls->key_pem, &tls->key_len) < 0) {
+		error_set(err, HTTP_ERR, "'%s': bad base64 in a certificate or key", path);
+		http_tls_release(tls);
+		goto out;
+	}
+	*server = xstrdup(srv);
+	ret = 0;
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	explicit_bzero(text.buf, text.len);
+	strbuf_release(&text);
+	return ret;
+}

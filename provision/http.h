@@ -1,0 +1,95 @@
+/*
+ * http: the HTTP client (libcurl; this is the only file that includes
+ * <curl/curl.h>).  Two uses: downloading artifacts to this machine
+ * (resumable, with progress) and the HTTP checks of validation (the API's
+ * /readyz with the admin client certificate, the hub's /hub/health).
+ *
+ * Proxies come from the environment as libcurl reads it: http_proxy (lower
+ * case only, for plain HTTP), https_proxy / HTTPS_PROXY, all_proxy and
+ * no_proxy / NO_PROXY.
+ *
+ * Threading: any thread; each call uses its own handle.  http_init() must
+ * have been called once, on the main thread, before any other thread runs
+ * (curl_global_init is not thread-safe); the first call does it otherwise.
+ */
+#ifndef PROVISION_HTTP_H
+#define PROVISION_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+enum {
+	HTTP_ERR = -1,	       /* anything else (message in err) */
+	HTTP_ERR_STATUS = -2,  /* the server answered with an error status (>= 400) */
+	HTTP_ERR_TIMEOUT = -3, /* no connection, or no data for too long */
+	HTTP_ERR_PARTIAL = -4, /* the connection ended before the body did: resume */
+	HTTP_ERR_IO = -5,      /* writing the file on this machine */
+};
+
+void http_init(void);
+
+struct http_download {
+	const char *url;
+	/*
+	 * The file to write.  When it already holds bytes (an earlier,
+	 * interrupted download), they are kept and only the rest is asked for
+	 * (a Range request); a server that answers with the whole body
+	 * instead is written from the start.
+	 */
+	const char *path;
+	int connect_timeout_ms; /* 0: 30 s */
+	int stall_timeout_s;	/* no byte for this long ends the download; 0: 60 s */
+	int timeout_s;		/* the whole transfer; 0: none */
+	/* Called about every 200 ms and at the end: bytes in the file, the total (0: unknown). */
+	void (*progress)(void *ctx, uint64_t have, uint64_t total);
+	void *ctx;
+};
+
+struct http_download_result {
+	long status;	      /* the last HTTP status */
+	uint64_t resumed_from; /* bytes that were already there and kept */
+	uint64_t size;	      /* bytes in the file at the end */
+};
+
+/* Download; 0 when the whole body is in the file, else one of the codes above. */
+int http_download(const struct http_download *d, struct http_download_result *res,
+		  struct error *err);
+
+/* A client identity and the server's CA, as PEM text (any may be NULL). */
+struct http_tls {
+	char *ca_pem, *cert_pem, *key_pem;
+	size_t ca_len, cert_len, key_len;
+};
+
+/* Wipe (the key) and free. */
+void http_tls_release(struct http_tls *t);
+
+/*
+ * Read a kubeconfig (e.g. STATE/private/admin.conf): the current
+ * context's server URL (*server, caller frees) and the embedded
+ * certificate-authority-data, client-certificate-data and client-key-data
+ * (base64 in the file, PEM in tls).
+ */
+int http_tls_from_kubeconfig(const char *path, char **server, struct http_tls *tls,
+			     struct error *err);
+
+struct http_get {
+	const char *url;
+	const struct http_tls *tls; /* NULL: the system's CAs, no client certificate */
+	int timeout_ms;		    /* 0: 10 s */
+	size_t max_body;	    /* 0: 1 MiB */
+};
+
+/*
+ * GET url.  Returns 0 whenever an HTTP answer came (its status in *status,
+ * the body in body, capped), or a negative code when none did.
+ */
+int http_get(const struct http_get *g, long *status, struct strbuf *body, struct error *err);
+
+/* Decode base64 (whitespace ignored); -1 on bad input. */
+int http_base64_decode(const char *in, size_t len, struct strbuf *out);
+
+#endif
