@@ -879,10 +879,22 @@ out:
 
 /* ---- ETA ---- */
 
+/*
+ * Samples are keyed "SCOPE\tROLE\tSTEP\tCLASS": SCOPE is "n:NODE", "k:KIND"
+ * or "*" (any node); CLASS is "c" for steps that did work (changed,
+ * failed), "u" for those that only checked (unchanged, skipped) and "*"
+ * for both.  A node with history is expected to be converged (its checks
+ * pass: "u"); a node without is new (its steps do work: "c").  Collected
+ * as a flat list, then sorted and grouped: loading is O(n log n) and a
+ * lookup is a binary search, whatever the number of nodes.
+ */
+struct eta_sample {
+	char *key;
+	int64_t ms;
+};
+
 struct eta_key {
-	char *key; /* "node\trole\tstep" (node "" for kind tables: "kind:K\trole\tstep") */
-	int64_t *v;
-	size_t nr, alloc;
+	char *key;
 	int64_t median;
 };
 
@@ -893,40 +905,19 @@ struct eta_plan {
 };
 
 struct state_eta {
+	struct eta_sample *samples;
+	size_t nr_samples, alloc_samples;
 	struct eta_key *keys;
-	size_t nr, alloc;
+	size_t nr;
 	struct eta_plan *plans;
-	size_t nr_plans;
-	char **nodes, **kinds; /* the inventory's */
+	size_t nr_plans, alloc_plans;
+	char **nodes, **kinds; /* the inventory's, sorted by node */
 	size_t nr_nodes;
 	int64_t *overheads;
 	size_t nr_overheads, alloc_overheads;
 	size_t runs;
 	int64_t overhead_median;
 };
-
-static struct eta_key *eta_key(struct state_eta *e, const char *key, bool create)
-{
-	size_t i;
-
-	for (i = 0; i < e->nr; i++)
-		if (!strcmp(e->keys[i].key, key))
-			return &e->keys[i];
-	if (!create)
-		return NULL;
-	ALLOC_GROW(e->keys, e->nr + 1, e->alloc);
-	memset(&e->keys[e->nr], 0, sizeof(e->keys[e->nr]));
-	e->keys[e->nr].key = xstrdup(key);
-	return &e->keys[e->nr++];
-}
-
-static void eta_add(struct state_eta *e, const char *key, int64_t ms)
-{
-	struct eta_key *k = eta_key(e, key, true);
-
-	ALLOC_GROW(k->v, k->nr + 1, k->alloc);
-	k->v[k->nr++] = ms;
-}
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -952,6 +943,14 @@ static const char *eta_kind(const struct state_eta *e, const char *node)
 	return NULL;
 }
 
+static void eta_sample(struct state_eta *e, const char *scope, const char *role, const char *step,
+		       const char *cls, int64_t ms)
+{
+	ALLOC_GROW(e->samples, e->nr_samples + 1, e->alloc_samples);
+	e->samples[e->nr_samples].key = xasprintf("%s\t%s\t%s\t%s", scope, role, step, cls);
+	e->samples[e->nr_samples++].ms = ms;
+}
+
 /* The value of `key: value` in a summary, or NULL; caller frees. */
 static char *summary_get(const char *text, const char *key)
 {
@@ -972,7 +971,17 @@ static char *summary_get(const char *text, const char *key)
 	return NULL;
 }
 
-/* Learn from one run: the timings of each node it ran. */
+static struct eta_plan *eta_plan_of(const struct state_eta *e, const char *node)
+{
+	size_t i;
+
+	for (i = 0; i < e->nr_plans; i++)
+		if (!strcmp(e->plans[i].node, node))
+			return &e->plans[i];
+	return NULL;
+}
+
+/* Learn from one run (newest first): the timings of each node it ran. */
 static void eta_learn(struct state_eta *e, struct state *s, const char *id, const char *ran,
 		      int64_t elapsed)
 {
@@ -982,48 +991,43 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 	while (*p) {
 		size_t len = strcspn(p, " ");
 		char *node = xstrndup(p, len), *path = xasprintf("nodes/%s/timings", node);
+		char *scope_n = xasprintf("n:%s", node), *scope_k = NULL;
 		struct strbuf t = STRBUF_INIT;
-		const char *kind = eta_kind(e, node);
+		const char *kind = eta_kind(e, node), *l;
 		struct eta_plan *plan = NULL;
 		int64_t sum = 0;
-		size_t i;
 
-		for (i = 0; i < e->nr_plans; i++)
-			if (!strcmp(e->plans[i].node, node))
-				plan = &e->plans[i];
-		if (!plan) {
-			e->plans = xrealloc(e->plans, (e->nr_plans + 1) * sizeof(*e->plans));
+		if (kind)
+			scope_k = xasprintf("k:%s", kind);
+		if (!eta_plan_of(e, node)) {
+			ALLOC_GROW(e->plans, e->nr_plans + 1, e->alloc_plans);
 			plan = &e->plans[e->nr_plans++];
 			memset(plan, 0, sizeof(*plan));
 			plan->node = xstrdup(node);
-		} else {
-			plan = NULL; /* a newer run already gave the node's steps */
 		}
 		if (state_read(s, id, path, &t, NULL) == 0) {
-			const char *l = t.buf;
-			while (*l) {
+			for (l = t.buf; *l;) {
 				const char *nl = strchr(l, '\n');
 				size_t ll = nl ? (size_t)(nl - l) : strlen(l);
 				char *line = xstrndup(l, ll), *f[4] = {NULL}, *save = NULL, *w;
 				int nf = 0;
 				for (w = strtok_r(line, "\t", &save); w && nf < 4; w = strtok_r(NULL, "\t", &save))
 					f[nf++] = w;
-				if (nf >= 3 && line[0] != '#') {
+				if (nf == 4) {
 					int64_t ms = strtoll(f[2], NULL, 10);
-					char *key = xasprintf("%s\t%s\t%s", node, f[0], f[1]);
-					bool counts = nf < 4 || strcmp(f[3], "failed");
+					const char *cls = !strcmp(f[3], "unchanged") || !strcmp(f[3], "skipped") ||
+								  !strcmp(f[3], "ok")
+							  ? "u"
+							  : "c";
 					sum += ms;
-					if (counts) {
-						eta_add(e, key, ms);
-						free(key);
-						key = xasprintf("kind:%s\t%s\t%s", kind ? kind : "", f[0], f[1]);
-						if (kind)
-							eta_add(e, key, ms);
-						free(key);
-						key = xasprintf("any:\t%s\t%s", f[0], f[1]);
-						eta_add(e, key, ms);
+					eta_sample(e, scope_n, f[0], f[1], cls, ms);
+					eta_sample(e, scope_n, f[0], f[1], "*", ms);
+					if (scope_k) {
+						eta_sample(e, scope_k, f[0], f[1], cls, ms);
+						eta_sample(e, scope_k, f[0], f[1], "*", ms);
 					}
-					free(key);
+					eta_sample(e, "*", f[0], f[1], cls, ms);
+					eta_sample(e, "*", f[0], f[1], "*", ms);
 					if (plan) {
 						plan->steps = xrealloc(plan->steps, (plan->nr + 1) * sizeof(char *));
 						plan->steps[plan->nr++] = xasprintf("%s\t%s", f[0], f[1]);
@@ -1038,6 +1042,8 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 		strbuf_release(&t);
 		free(path);
 		free(node);
+		free(scope_n);
+		free(scope_k);
 		p += len;
 		while (*p == ' ')
 			p++;
@@ -1046,6 +1052,39 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 		ALLOC_GROW(e->overheads, e->nr_overheads + 1, e->alloc_overheads);
 		e->overheads[e->nr_overheads++] = elapsed - slowest;
 	}
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct eta_sample *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : cmp_i64(&x->ms, &y->ms);
+}
+
+/* Sort the samples and keep one median per key. */
+static void eta_group(struct state_eta *e)
+{
+	size_t i = 0, j, k;
+	int64_t *v;
+
+	if (!e->nr_samples)
+		return;
+	qsort(e->samples, e->nr_samples, sizeof(*e->samples), cmp_sample);
+	e->keys = xcalloc(e->nr_samples, sizeof(*e->keys));
+	v = xcalloc(e->nr_samples, sizeof(*v));
+	while (i < e->nr_samples) {
+		for (j = i; j < e->nr_samples && !strcmp(e->samples[j].key, e->samples[i].key); j++)
+			v[j - i] = e->samples[j].ms;
+		e->keys[e->nr].key = e->samples[i].key;
+		e->keys[e->nr++].median = median(v, j - i);
+		for (k = i + 1; k < j; k++)
+			free(e->samples[k].key);
+		i = j;
+	}
+	free(v);
+	free(e->samples);
+	e->samples = NULL;
+	e->nr_samples = 0;
 }
 
 struct state_eta *state_eta_load(struct state *s, const char *command, const char *const *nodes,
@@ -1086,8 +1125,7 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 		}
 		state_runs_free(runs, nr_runs);
 	}
-	for (i = 0; i < e->nr; i++)
-		e->keys[i].median = median(e->keys[i].v, e->keys[i].nr);
+	eta_group(e);
 	e->overhead_median = median(e->overheads, e->nr_overheads);
 	return e;
 }
@@ -1098,11 +1136,12 @@ void state_eta_free(struct state_eta *e)
 
 	if (!e)
 		return;
-	for (i = 0; i < e->nr; i++) {
+	for (i = 0; i < e->nr; i++)
 		free(e->keys[i].key);
-		free(e->keys[i].v);
-	}
 	free(e->keys);
+	for (i = 0; i < e->nr_samples; i++)
+		free(e->samples[i].key);
+	free(e->samples);
 	for (i = 0; i < e->nr_plans; i++) {
 		for (k = 0; k < e->plans[i].nr; k++)
 			free(e->plans[i].steps[k]);
@@ -1120,24 +1159,40 @@ void state_eta_free(struct state_eta *e)
 	free(e);
 }
 
+static int cmp_key(const void *k, const void *entry)
+{
+	return strcmp(k, ((const struct eta_key *)entry)->key);
+}
+
+static int64_t eta_find(const struct state_eta *e, const char *scope, const char *role_step,
+			const char *cls)
+{
+	char *key = xasprintf("%s\t%s\t%s", scope, role_step, cls);
+	const struct eta_key *k = e->nr ? bsearch(key, e->keys, e->nr, sizeof(*e->keys), cmp_key) : NULL;
+
+	free(key);
+	return k ? k->median : -1;
+}
+
+/* The node's own median, else its kind's, else any node's; the expected class first. */
 static int64_t eta_lookup(const struct state_eta *e, const char *node, const char *role_step)
 {
 	const char *kind = eta_kind(e, node);
-	char *key = xasprintf("%s\t%s", node, role_step);
-	struct eta_key *k = eta_key((struct state_eta *)e, key, false);
+	const char *cls = eta_plan_of(e, node) ? "u" : "c";
+	char *scope[3] = {xasprintf("n:%s", node), kind ? xasprintf("k:%s", kind) : NULL, xstrdup("*")};
+	int64_t v = -1;
+	size_t i;
 
-	free(key);
-	if (!k && kind) {
-		key = xasprintf("kind:%s\t%s", kind, role_step);
-		k = eta_key((struct state_eta *)e, key, false);
-		free(key);
+	for (i = 0; i < 3 && v < 0; i++) {
+		if (!scope[i])
+			continue;
+		v = eta_find(e, scope[i], role_step, cls);
+		if (v < 0)
+			v = eta_find(e, scope[i], role_step, "*");
 	}
-	if (!k) {
-		key = xasprintf("any:\t%s", role_step);
-		k = eta_key((struct state_eta *)e, key, false);
-		free(key);
-	}
-	return k ? k->median : -1;
+	for (i = 0; i < 3; i++)
+		free(scope[i]);
+	return v;
 }
 
 int64_t state_eta_ms(const struct state_eta *e, const char *node, const char *role,
@@ -1156,16 +1211,14 @@ int64_t state_eta_ms(const struct state_eta *e, const char *node, const char *ro
 
 int64_t state_eta_node_ms(const struct state_eta *e, const char *node)
 {
-	const struct eta_plan *plan = NULL;
+	const struct eta_plan *plan;
 	const char *kind;
 	int64_t sum = 0;
 	size_t i;
 
 	if (!e)
 		return -1;
-	for (i = 0; i < e->nr_plans && !plan; i++)
-		if (!strcmp(e->plans[i].node, node))
-			plan = &e->plans[i];
+	plan = eta_plan_of(e, node);
 	/* A node never seen: the steps of the newest node of its kind. */
 	kind = eta_kind(e, node);
 	for (i = 0; i < e->nr_plans && !plan && kind; i++) {

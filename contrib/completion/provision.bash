@@ -5,7 +5,7 @@ _provision() {
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="up plan check inventory run status"
+	local commands="up plan check inventory run status history diff show logs bundle fetch"
 
 	cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -33,10 +33,10 @@ _provision() {
 	--junit)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
-	--roles|--state)
+	--roles|--state|--cache)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
-	-f|--forks|-t|--timeout|-l|--limit|-n|--interval)
+	-f|--forks|-t|--timeout|-l|--limit|-n|--interval|--max-count)
 		return ;;
 	esac
 
@@ -52,6 +52,16 @@ _provision() {
 		opts="--inventory -i --limit -l --forks -f --sudo --ask-sudo-password -K --group -g --output -o --timeout -t --channel-per-command --help" ;;
 	status)
 		opts="--inventory -i --limit -l --forks -f --interval -n --no-tui --ask-sudo-password -K --channel-per-command --help" ;;
+	history)
+		opts="--inventory -i --state --max-count -n --output -o --help" ;;
+	diff|logs)
+		opts="--inventory -i --state --help" ;;
+	show)
+		opts="--inventory -i --state --all -a --help" ;;
+	bundle)
+		opts="--inventory -i --state --output -o --help" ;;
+	fetch)
+		opts="--inventory -i --roles --phases -p --cache --all --record --timeout --help" ;;
 	esac
 	COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 }

@@ -318,8 +318,12 @@ int cli_run_end(struct cli_run *cr, const struct plan_result *res, int exit_stat
 			if (exit_status == EXIT_OK)
 				exit_status = EXIT_LOCAL;
 		} else if (cr->b.text) {
-			printf("%s %s: recorded as run %.8s in '%s'\n", cr->b.cmd_name,
-			       cr->b.inv->cluster.name, id, cr->b.state_dir);
+			struct state_run *runs = NULL;
+			size_t nr = 0;
+			state_runs(cr->state, &runs, &nr, NULL);
+			printf("%s %s: recorded as run %u (%.8s) in '%s'\n", cr->b.cmd_name,
+			       cr->b.inv->cluster.name, nr ? runs[0].number : 0, id, cr->b.state_dir);
+			state_runs_free(runs, nr);
 		}
 	}
 	if (cr->b.text && cr->eta_ms > 0 && !res->interrupted) {
