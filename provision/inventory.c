@@ -54,6 +54,9 @@ void diag_list_release(struct diag_list *dl)
 
 static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
 		      unsigned col, const char *hint, const char *fmt, va_list ap)
+	PRINTF_LIKE(7, 0);
+static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
+		      unsigned col, const char *hint, const char *fmt, va_list ap)
 {
 	struct strbuf sb = STRBUF_INIT;
 	struct diag *d;

@@ -315,6 +315,8 @@ static void pos_of(const struct parser *p, size_t off, unsigned *line, unsigned 
 }
 
 static int perr(struct parser *p, unsigned line, unsigned col, const char *fmt, ...)
+	PRINTF_LIKE(4, 5);
+static int perr(struct parser *p, unsigned line, unsigned col, const char *fmt, ...)
 {
 	char msg[400];
 	va_list ap;
@@ -724,6 +726,8 @@ struct render {
 	struct strbuf *out;
 };
 
+static int rerr(struct render *r, unsigned line, unsigned col, const char *fmt, ...)
+	PRINTF_LIKE(4, 5);
 static int rerr(struct render *r, unsigned line, unsigned col, const char *fmt, ...)
 {
 	char msg[400];
