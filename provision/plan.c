@@ -1299,6 +1299,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	ro.forks = o->forks;
 	ro.use_sudo = true;
 	ro.sudo_password = o->sudo_password;
+	ro.identity_passphrase = o->identity_passphrase;
+	ro.passphrase_identity = o->inv->ssh.identity;
 	ro.per_command_channels = o->per_command_channels;
 	ro.secrets = o->secrets;
 	ro.sessions = sessions;

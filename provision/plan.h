@@ -59,6 +59,7 @@ struct plan_opts {
 	bool validate;	  /* end with the validation checks (up, check) */
 	int forks;
 	const char *sudo_password;
+	const char *identity_passphrase; /* of the inventory's ssh.identity */
 	bool per_command_channels;
 	struct secrets *secrets;
 	/*

@@ -194,6 +194,9 @@ void runner_target_from_node(struct transport_target *t, const struct node *node
 	else
 		t->sudo = TRANSPORT_SUDO_AUTO;
 	t->sudo_password = opts->sudo_password;
+	if (opts->identity_passphrase && node->ssh.identity && opts->passphrase_identity &&
+	    !strcmp(node->ssh.identity, opts->passphrase_identity))
+		t->identity_passphrase = opts->identity_passphrase;
 	t->jump = node->ssh.jump;
 	t->connect_timeout_ms = node->ssh.connect_timeout * 1000;
 	t->keepalive_s = node->ssh.keepalive;

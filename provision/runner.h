@@ -58,6 +58,9 @@ struct runner_opts {
 	int forks; /* at most this many nodes in flight; >= 1 */
 	bool use_sudo; /* commands run as root (sudo when the login user is not root) */
 	const char *sudo_password; /* NULL: passwordless sudo only */
+	/* Passphrase of the inventory's ssh.identity (nodes using that key); NULL: none. */
+	const char *identity_passphrase;
+	const char *passphrase_identity; /* the key file it unlocks */
 	bool per_command_channels; /* the transport's fallback mode */
 	/* Values to redact from every line and message before it becomes an event. */
 	struct secrets *secrets;

@@ -198,6 +198,13 @@ extern const struct transport_ops transport_ssh_ops;
  */
 void transport_global_init(void);
 
+/*
+ * Whether the private key file needs a passphrase (1), loads without one
+ * (0), or cannot be read at all (-1), so that the CLI can ask once on a
+ * terminal before any worker starts.
+ */
+int transport_identity_encrypted(const char *path);
+
 /* A readable name for a transport_err ("host key", "timeout", ...). */
 const char *transport_err_kind(int code);
 

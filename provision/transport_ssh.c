@@ -103,6 +103,19 @@ static void init_libssh(void)
 	ssh_init();
 }
 
+int transport_identity_encrypted(const char *path)
+{
+	ssh_key key = NULL;
+	int r;
+
+	transport_global_init();
+	if (access(path, R_OK) < 0)
+		return -1;
+	r = ssh_pki_import_privkey_file(path, NULL, NULL, NULL, &key) == SSH_OK ? 0 : 1;
+	ssh_key_free(key);
+	return r;
+}
+
 void transport_global_init(void)
 {
 	pthread_once(&init_once, init_libssh);

@@ -217,7 +217,7 @@ static int run_exec(int nr_pos, char **pos)
 	struct runner_summary sum;
 	struct run_state s = {0};
 	struct strbuf cmd = STRBUF_INIT;
-	char *password = NULL;
+	char *password = NULL, *passphrase = NULL;
 	size_t nr = 0, i;
 	int ret, k;
 
@@ -256,6 +256,7 @@ static int run_exec(int nr_pos, char **pos)
 
 	if (opt_sudo)
 		password = cli_sudo_password(opt_ask_sudo, inv->ssh.sudo_password_file);
+	passphrase = cli_key_passphrase(inv);
 
 	{
 		struct runner_opts ro = {
@@ -263,6 +264,8 @@ static int run_exec(int nr_pos, char **pos)
 			.forks = opt_forks,
 			.use_sudo = opt_sudo,
 			.sudo_password = password,
+			.identity_passphrase = passphrase,
+			.passphrase_identity = inv->ssh.identity,
 			.per_command_channels = opt_channels,
 			.node_fn = run_node_fn,
 			.on_event = run_on_event,
@@ -301,6 +304,7 @@ out:
 	}
 	runner_status_release(status, nr);
 	cli_free_secret(password);
+	cli_free_secret(passphrase);
 	strbuf_release(&cmd);
 	free(nodes);
 	inventory_free(inv);

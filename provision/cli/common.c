@@ -12,6 +12,7 @@
 #include "../plan.h"
 #include "../role.h"
 #include "../secrets.h"
+#include "../transport.h"
 #include "../tui/tui.h"
 #include "../util.h"
 #include "../view.h"
@@ -83,13 +84,41 @@ int cli_select_nodes(const char *cmd_name, const struct inventory *inv, const ch
 	return 0;
 }
 
-char *cli_sudo_password(bool ask, const char *file)
+/* Read one line from the terminal without echo; NULL when there is none or it is empty. */
+static char *ask_tty(const char *prompt)
 {
-	const char *env = getenv("PROVISION_SUDO_PASSWORD");
 	struct termios old, quiet;
 	char buf[512];
 	FILE *tty;
 	size_t len;
+	char *r;
+
+	if (!isatty(STDIN_FILENO))
+		return NULL;
+	tty = fopen("/dev/tty", "r+");
+	if (!tty)
+		return NULL;
+	fputs(prompt, tty);
+	fflush(tty);
+	tcgetattr(fileno(tty), &old);
+	quiet = old;
+	quiet.c_lflag &= ~(tcflag_t)ECHO;
+	tcsetattr(fileno(tty), TCSAFLUSH, &quiet);
+	if (!fgets(buf, sizeof(buf), tty))
+		buf[0] = '\0';
+	tcsetattr(fileno(tty), TCSAFLUSH, &old);
+	fputs("\n", tty);
+	fclose(tty);
+	len = strcspn(buf, "\r\n");
+	buf[len] = '\0';
+	r = len ? xstrdup(buf) : NULL;
+	explicit_bzero(buf, sizeof(buf));
+	return r;
+}
+
+char *cli_sudo_password(bool ask, const char *file)
+{
+	const char *env = getenv("PROVISION_SUDO_PASSWORD");
 
 	if (env && *env)
 		return xstrdup(env);
@@ -104,29 +133,21 @@ char *cli_sudo_password(bool ask, const char *file)
 		strbuf_release(&sb);
 		fprintf(stderr, "provision: cannot read the sudo password from '%s'\n", file);
 	}
-	if (!ask || !isatty(STDIN_FILENO))
+	return ask ? ask_tty("sudo password for the nodes: ") : NULL;
+}
+
+char *cli_key_passphrase(const struct inventory *inv)
+{
+	char *prompt, *r;
+
+	/* ssh-agent may hold the key: then nobody is asked. */
+	if (!inv->ssh.identity || getenv("SSH_AUTH_SOCK") ||
+	    transport_identity_encrypted(inv->ssh.identity) != 1)
 		return NULL;
-	tty = fopen("/dev/tty", "r+");
-	if (!tty)
-		return NULL;
-	fputs("sudo password for the nodes: ", tty);
-	fflush(tty);
-	tcgetattr(fileno(tty), &old);
-	quiet = old;
-	quiet.c_lflag &= ~(tcflag_t)ECHO;
-	tcsetattr(fileno(tty), TCSAFLUSH, &quiet);
-	if (!fgets(buf, sizeof(buf), tty))
-		buf[0] = '\0';
-	tcsetattr(fileno(tty), TCSAFLUSH, &old);
-	fputs("\n", tty);
-	fclose(tty);
-	len = strcspn(buf, "\r\n");
-	buf[len] = '\0';
-	{
-		char *r = len ? xstrdup(buf) : NULL;
-		explicit_bzero(buf, sizeof(buf));
-		return r;
-	}
+	prompt = xasprintf("passphrase for %s: ", inv->ssh.identity);
+	r = ask_tty(prompt);
+	free(prompt);
+	return r;
 }
 
 void cli_free_secret(char *s)
@@ -421,7 +442,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct secrets *secrets = NULL;
 	struct error err = {0};
 	struct view view;
-	char *password = NULL, *state_dir = NULL;
+	char *password = NULL, *state_dir = NULL, *passphrase = NULL;
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
 	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
 	unsigned phases = a->check ? 0 : plan_all_phases();
@@ -462,6 +483,9 @@ int cli_plan_run(const struct cli_plan_args *a)
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	passphrase = cli_key_passphrase(inv);
+	if (passphrase)
+		secrets_add(secrets, passphrase, strlen(passphrase));
 	state_dir = cli_state_dir(a->state, a->inventory);
 	view_init(&view, nodes, nr, a->output && !strcmp(a->output, "json"), a->verbose);
 	{
@@ -495,6 +519,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.validate = a->check || (!a->check_only && (phases & (1u << role_phase_index("validate")))),
 			.forks = a->forks,
 			.sudo_password = password,
+			.identity_passphrase = passphrase,
 			.per_command_channels = a->channels,
 			.secrets = secrets,
 			.state_dir = state_dir,
@@ -565,6 +590,7 @@ out:
 	if (have_roles)
 		role_set_release(&rs);
 	cli_free_secret(password);
+	cli_free_secret(passphrase);
 	secrets_free(secrets);
 	free(state_dir);
 	free(nodes);

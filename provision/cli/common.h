@@ -34,6 +34,12 @@ int cli_select_nodes(const char *cmd_name, const struct inventory *inv, const ch
 char *cli_sudo_password(bool ask, const char *file);
 void cli_free_secret(char *s);
 
+/*
+ * The passphrase of the inventory's ssh.identity, asked once on the terminal
+ * when the key is encrypted and no ssh-agent is running; NULL otherwise.
+ */
+char *cli_key_passphrase(const struct inventory *inv);
+
 /* Write one whole line (a newline is added) with a single write(2). */
 void cli_write_line(int fd, const char *prefix, const char *text, size_t len);
 
