@@ -2,6 +2,7 @@
 #include "profiles.h"
 
 #include <ctype.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,4 +321,190 @@ void profiles_free(struct hub_profile *p, size_t nr)
 		free(p[i].reasoning);
 	}
 	free(p);
+}
+
+int profiles_parse_cpu(const char *q, unsigned *milli)
+{
+	char *end;
+	double v;
+
+	if (!q || !*q)
+		return -1;
+	v = strtod(q, &end);
+	if (end == q || v < 0 || v > 1e7)
+		return -1;
+	if (!strcmp(end, "m"))
+		*milli = (unsigned)v;
+	else if (!*end)
+		*milli = (unsigned)(v * 1000.0 + 0.5);
+	else
+		return -1;
+	return 0;
+}
+
+int profiles_parse_mem(const char *q, uint64_t *mib)
+{
+	static const struct {
+		const char *suffix;
+		double factor; /* to bytes */
+	} units[] = {{"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
+		     {"Ti", 1099511627776.0}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12},
+		     {"", 1.0}};
+	char *end;
+	double v;
+	size_t i;
+
+	if (!q || !*q)
+		return -1;
+	v = strtod(q, &end);
+	if (end == q || v < 0 || v > 1e18)
+		return -1;
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
+		if (!strcmp(end, units[i].suffix)) {
+			*mib = (uint64_t)(v * units[i].factor / 1048576.0);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Storage for the model names the nodes point into: one block per node. */
+struct names_block {
+	char *names[PROFILES_MAX_GPUS + 1];
+};
+
+static const char *label(json_t *node, const char *where, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(json_object_get(node, "metadata"), where), key));
+}
+
+static bool node_schedulable(json_t *node)
+{
+	json_t *spec = json_object_get(node, "spec"), *taints, *t, *conds, *c;
+	size_t i;
+	bool ready = false;
+
+	if (json_is_true(json_object_get(spec, "unschedulable")))
+		return false;
+	taints = json_object_get(spec, "taints");
+	json_array_foreach(taints, i, t)
+	{
+		const char *e = json_string_value(json_object_get(t, "effect"));
+		if (e && (!strcmp(e, "NoSchedule") || !strcmp(e, "NoExecute")))
+			return false;
+	}
+	conds = json_object_get(json_object_get(node, "status"), "conditions");
+	json_array_foreach(conds, i, c)
+	{
+		const char *type = json_string_value(json_object_get(c, "type"));
+		const char *st = json_string_value(json_object_get(c, "status"));
+		if (type && st && !strcmp(type, "Ready"))
+			ready = !strcmp(st, "True");
+	}
+	return ready;
+}
+
+int profiles_nodes_from_json(struct profile_node **out, size_t *nr, const char *json, size_t len,
+			     struct error *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(json, len, 0, &jerr), *items, *item;
+	const char *kind;
+	size_t i, n = 0;
+
+	*out = NULL;
+	*nr = 0;
+	if (!root)
+		return error_set(err, -1, "not JSON at line %d column %d: %s", jerr.line, jerr.column,
+				 jerr.text);
+	kind = json_string_value(json_object_get(root, "kind"));
+	items = json_object_get(root, "items");
+	if (!kind || (strcmp(kind, "List") && strcmp(kind, "NodeList")) || !json_is_array(items)) {
+		json_decref(root);
+		return error_set(err, -1, "expected a NodeList with items, got '%s'",
+				 kind ? kind : "no kind");
+	}
+	*out = xcalloc(json_array_size(items) ? json_array_size(items) : 1, sizeof(**out));
+	json_array_foreach(items, i, item)
+	{
+		struct profile_node *p = &(*out)[n];
+		json_t *alloc = json_object_get(json_object_get(item, "status"), "allocatable");
+		const char *name = json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+		const char *ann = label(item, "annotations", "provision.dev/gpus");
+		const char *gpu_alloc = json_string_value(json_object_get(alloc, "nvidia.com/gpu"));
+		struct names_block *b = xcalloc(1, sizeof(*b));
+		uint64_t mem = 0;
+		unsigned cpu = 0;
+
+		if (!name) {
+			free(b);
+			continue;
+		}
+		/* The node's name is block slot PROFILES_MAX_GPUS; models before it. */
+		b->names[PROFILES_MAX_GPUS] = xstrdup(name);
+		p->name = b->names[PROFILES_MAX_GPUS];
+		(void)profiles_parse_cpu(json_string_value(json_object_get(alloc, "cpu")), &cpu);
+		(void)profiles_parse_mem(json_string_value(json_object_get(alloc, "memory")), &mem);
+		p->cpu_milli = cpu;
+		p->mem_mib = mem;
+		p->schedulable = node_schedulable(item);
+		if (ann && *ann) {
+			char *copy = xstrdup(ann), *save = NULL, *tok;
+			for (tok = strtok_r(copy, ",", &save); tok && p->nr_gpus < PROFILES_MAX_GPUS;
+			     tok = strtok_r(NULL, ",", &save)) {
+				char *colon = strrchr(tok, ':');
+				if (colon)
+					*colon = '\0';
+				b->names[p->nr_gpus] = xstrdup(tok);
+				p->gpus[p->nr_gpus].model = b->names[p->nr_gpus];
+				p->gpus[p->nr_gpus].memory_mib =
+					colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 0;
+				p->nr_gpus++;
+			}
+			free(copy);
+		} else {
+			const char *product = label(item, "labels", "nvidia.com/gpu.product");
+			const char *count = label(item, "labels", "nvidia.com/gpu.count");
+			const char *memory = label(item, "labels", "nvidia.com/gpu.memory");
+			size_t c = count ? strtoul(count, NULL, 10)
+				   : gpu_alloc ? strtoul(gpu_alloc, NULL, 10) : 0, k;
+			if (!product)
+				product = label(item, "labels", "provision.dev/gpu-model");
+			if (product && c) {
+				/* Labels cannot hold blanks: GFD writes them as '-'. */
+				char *model = xstrdup(product), *q;
+				for (q = model; *q; q++)
+					if (*q == '-')
+						*q = ' ';
+				b->names[0] = model;
+				for (k = 0; k < c && k < PROFILES_MAX_GPUS; k++) {
+					p->gpus[k].model = model;
+					p->gpus[k].memory_mib =
+						memory ? (unsigned)strtoul(memory, NULL, 10) : 0;
+				}
+				p->nr_gpus = k;
+			}
+		}
+		/* GPUs the device plugin does not advertise cannot be scheduled. */
+		if (gpu_alloc && strtoul(gpu_alloc, NULL, 10) < p->nr_gpus)
+			p->nr_gpus = strtoul(gpu_alloc, NULL, 10);
+		p->owned = b;
+		n++;
+	}
+	json_decref(root);
+	*nr = n;
+	return 0;
+}
+
+void profiles_nodes_free(struct profile_node *nodes, size_t nr)
+{
+	size_t i, k;
+
+	for (i = 0; nodes && i < nr; i++) {
+		struct names_block *b = nodes[i].owned;
+		for (k = 0; b && k <= PROFILES_MAX_GPUS; k++)
+			free(b->names[k]);
+		free(b);
+	}
+	free(nodes);
 }

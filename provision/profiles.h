@@ -60,6 +60,7 @@ struct profile_node {
 	struct profile_gpu gpus[PROFILES_MAX_GPUS];
 	size_t nr_gpus;
 	bool schedulable;    /* a worker without NoSchedule taints */
+	void *owned;	     /* strings owned by profiles_nodes_from_json() */
 };
 
 struct hub_profile {
@@ -74,6 +75,24 @@ struct hub_profile {
 	size_t nr_nodes;
 	char *reasoning;    /* why these numbers: the smallest node and its share */
 };
+
+/*
+ * The profile nodes from `kubectl get nodes -o json`: allocatable CPU and
+ * memory as the kubelets report them, GPUs from provision's annotation
+ * provision.dev/gpus ("MODEL:MIB,MODEL:MIB", set by the node-labels role
+ * from nvidia-smi), else GPU feature discovery's labels (nvidia.com/gpu.product,
+ * .count, .memory); schedulable = Ready, not cordoned, no NoSchedule taint.
+ * Strings point into storage the caller frees with profiles_nodes_free().
+ * Returns 0, or -1 with err set when the text is not a node list.
+ */
+struct error;
+int profiles_nodes_from_json(struct profile_node **out, size_t *nr, const char *json, size_t len,
+			     struct error *err);
+void profiles_nodes_free(struct profile_node *nodes, size_t nr);
+
+/* Parse Kubernetes quantities: CPU ("16", "15500m") and memory ("16212104Ki", "64Gi"). */
+int profiles_parse_cpu(const char *q, unsigned *milli);
+int profiles_parse_mem(const char *q, uint64_t *mib);
 
 /* Allocatable resources of a node from its facts, when the kubelet's are not known. */
 void profiles_allocatable(unsigned cpus, uint64_t mem_kib, unsigned *cpu_milli, uint64_t *mem_mib);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "profiles.h"
+#include "util.h"
 
 static struct profile_node node(const char *name, unsigned cpus, uint64_t mem_kib, bool sched)
 {
@@ -213,6 +214,67 @@ static void test_tiny_and_empty(void **state)
 	profiles_free(p, nr);
 }
 
+static void test_from_kubectl(void **state)
+{
+	struct strbuf text = STRBUF_INIT;
+	struct profile_node *n;
+	struct error err = {0};
+	size_t nr;
+
+	assert_int_equal(read_file("tests/validate/nodes-one-notready.json", &text), 0);
+	assert_int_equal(profiles_nodes_from_json(&n, &nr, text.buf, text.len, &err), 0);
+	assert_int_equal(nr, 3);
+	assert_string_equal(n[0].name, "b-0");
+	assert_false(n[0].schedulable); /* control-plane NoSchedule taint */
+	assert_int_equal(n[0].cpu_milli, 10000);
+	assert_int_equal(n[0].mem_mib, 16212104 / 1024);
+	assert_true(n[1].schedulable);
+	assert_int_equal(n[1].nr_gpus, 1);
+	assert_string_equal(n[1].gpus[0].model, "NVIDIA GeForce GTX 1080 Ti");
+	assert_false(n[2].schedulable); /* NotReady */
+	profiles_nodes_free(n, nr);
+	strbuf_release(&text);
+
+	strbuf_addstr(&text,
+		      "{\"kind\":\"List\",\"items\":[{\"metadata\":{\"name\":\"a-2\","
+		      "\"annotations\":{\"provision.dev/gpus\":\"NVIDIA GeForce RTX 4080:16376,NVIDIA A2:15356\"}},"
+		      "\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"23500m\",\"memory\":\"47Gi\","
+		      "\"nvidia.com/gpu\":\"2\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}]}");
+	assert_int_equal(profiles_nodes_from_json(&n, &nr, text.buf, text.len, &err), 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(n[0].cpu_milli, 23500);
+	assert_int_equal(n[0].mem_mib, 47 * 1024);
+	assert_int_equal(n[0].nr_gpus, 2);
+	assert_string_equal(n[0].gpus[1].model, "NVIDIA A2");
+	assert_int_equal(n[0].gpus[1].memory_mib, 15356);
+	assert_true(n[0].schedulable);
+	profiles_nodes_free(n, nr);
+	strbuf_release(&text);
+
+	assert_int_equal(profiles_nodes_from_json(&n, &nr, "[]", 2, &err), -1);
+}
+
+static void test_quantities(void **state)
+{
+	unsigned c;
+	uint64_t m;
+
+	assert_int_equal(profiles_parse_cpu("16", &c), 0);
+	assert_int_equal(c, 16000);
+	assert_int_equal(profiles_parse_cpu("15500m", &c), 0);
+	assert_int_equal(c, 15500);
+	assert_int_equal(profiles_parse_cpu("1.5", &c), 0);
+	assert_int_equal(c, 1500);
+	assert_int_equal(profiles_parse_cpu("x", &c), -1);
+	assert_int_equal(profiles_parse_mem("16212104Ki", &m), 0);
+	assert_int_equal(m, 15832);
+	assert_int_equal(profiles_parse_mem("64Gi", &m), 0);
+	assert_int_equal(m, 65536);
+	assert_int_equal(profiles_parse_mem("1073741824", &m), 0);
+	assert_int_equal(m, 1024);
+	assert_int_equal(profiles_parse_mem("5Qi", &m), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -220,6 +282,8 @@ int main(void)
 		cmocka_unit_test(test_lab_a),
 		cmocka_unit_test(test_two_gpus_of_one_model),
 		cmocka_unit_test(test_tiny_and_empty),
+		cmocka_unit_test(test_from_kubectl),
+		cmocka_unit_test(test_quantities),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
