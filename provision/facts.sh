@@ -56,9 +56,14 @@ fi
 for m in overlay br_netfilter nouveau nvidia; do
 	[ -d "/sys/module/$m" ] && say module "$m"
 done
-for k in net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables net.ipv4.ip_forward; do
-	f=/proc/sys/$(printf '%s' "$k" | tr . /)
-	[ -r "$f" ] && say sysctl "$k $(cat "$f")"
+# (read, not $(cat ...): every fork costs on a loaded node; dash's read may
+# report failure on a /proc or /sys file it did read, so the value decides)
+for k in net.bridge.bridge-nf-call-iptables:net/bridge/bridge-nf-call-iptables \
+	net.bridge.bridge-nf-call-ip6tables:net/bridge/bridge-nf-call-ip6tables \
+	net.ipv4.ip_forward:net/ipv4/ip_forward; do
+	v=
+	[ -r "/proc/sys/${k#*:}" ] && { read -r v <"/proc/sys/${k#*:}" || :; }
+	[ -n "$v" ] && say sysctl "${k%%:*} $v"
 done
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
 	say cgroup 2
@@ -90,10 +95,13 @@ fi
 
 # NVIDIA GPUs on the PCI bus (vendor 0x10de, display class 0x03xxxx), from sysfs.
 for d in /sys/bus/pci/devices/*; do
-	[ -r "$d/vendor" ] || continue
-	[ "$(cat "$d/vendor")" = 0x10de ] || continue
-	case $(cat "$d/class") in
-	0x03*) say nvidia_pci "${d##*/} $(cat "$d/device")" ;;
+	vendor='' class='' device=''
+	[ -r "$d/vendor" ] && { read -r vendor <"$d/vendor" || :; }
+	[ "$vendor" = 0x10de ] || continue
+	read -r class <"$d/class" || :
+	read -r device <"$d/device" || :
+	case $class in
+	0x03*) say nvidia_pci "${d##*/} $device" ;;
 	esac
 done
 if have nvidia-smi; then
@@ -117,8 +125,12 @@ else
 fi
 
 [ -e /etc/kubernetes/kubelet.conf ] && say kubelet_conf present
-[ -r /etc/machine-id ] && say machine_id "$(cat /etc/machine-id)"
-[ -r /sys/class/dmi/id/product_uuid ] && say product_uuid "$(cat /sys/class/dmi/id/product_uuid)"
+id=
+[ -r /etc/machine-id ] && { read -r id </etc/machine-id || :; }
+[ -n "$id" ] && say machine_id "$id"
+id=
+[ -r /sys/class/dmi/id/product_uuid ] && { read -r id </sys/class/dmi/id/product_uuid || :; }
+[ -n "$id" ] && say product_uuid "$id"
 # MAC addresses, from netlink (sysfs may show another network namespace's
 # devices).  `ip -d -o link` names a virtual device's kind (veth, bridge,
 # vxlan...) after the link line; a physical device has none.
