@@ -19,7 +19,7 @@
 
 #include "secrets.h"
 
-#define ETA_MAX_RUNS 20
+#define ETA_MAX_RUNS 9
 
 struct state {
 	char *dir;

@@ -163,8 +163,8 @@ int state_text_diff(const char *old, size_t old_len, const char *new_, size_t ne
 struct state_eta;
 
 /*
- * Learn step times from the last runs (at most 20) of `command` ("up"):
- * the median duration of each step per node, and per kind of node.  The
+ * Learn step times from the last runs of `command` ("up"; at most 9: the
+ * recent ones follow a machine whose load changes): the median duration of each step per node, and per kind of node.  The
  * nodes of the inventory and their kinds ("control-plane", "worker gpu",
  * any string: nodes with the same string are alike) say which nodes stand
  * for which.  Never fails: with no history the estimate knows nothing.
