@@ -119,10 +119,10 @@ fuzz:
 		-o $(FUZZ_B)/fuzz/$$n $$f $(FUZZ_B)/libprovision.a $(LIBS) || exit 1; done
 	sh tests/fuzz/run.sh $(FUZZ_B) $(FUZZ_SECONDS)
 
-# Build, then show provision on the example inventories.
+# Build, then show provision working on a local testbed (root: network namespaces).
 demo: $(B)/provision
 	$(B)/provision inventory -i inventory/lab-b.yaml
-	$(B)/provision inventory -i inventory/lab-a.yaml -o json | head -c 600; echo
+	sh tests/demo.sh
 
 # Only the fast tier (no network namespaces, no root needed).
 check-unit: tests
