@@ -1,0 +1,264 @@
+/*
+ * Unit tests for artifacts.c and the pure parts of http.c: the manifest
+ * (entries, pending hashes, every error with its line), recording a hash in
+ * place, the cache's re-verification, base64, and reading a kubeconfig's
+ * server and credentials.  Downloads against a real server are tested by
+ * tests/t0500-artifacts.sh.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "artifacts.h"
+#include "http.h"
+#include "transport.h"
+#include "util.h"
+
+static char dir[64];
+
+static int setup(void **unused)
+{
+	strcpy(dir, "/tmp/provision-test-artifacts-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **unused)
+{
+	char *cmd = xasprintf("rm -rf '%s'", dir);
+	int rc = system(cmd);
+
+	free(cmd);
+	return rc;
+}
+
+static char *write_tmp(const char *name, const char *text)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static const char sha_a[] = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+
+static void test_manifest(void **unused)
+{
+	char *path = write_tmp("ok.yaml", "# comment\n"
+					  "hello:\n"
+					  "  url: https://example.org/hello.txt\n"
+					  "  sha256: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n"
+					  "  description: the word\n"
+					  "later.tgz:\n"
+					  "  url: http://example.org/later.tgz\n"
+					  "  sha256: pending\n");
+	struct artifact_manifest m;
+	struct diag_list dl;
+	const struct artifact *a;
+
+	diag_list_init(&dl);
+	assert_int_equal(artifact_manifest_load(&m, path, &dl), 0);
+	assert_int_equal(m.nr, 2);
+	a = artifact_find(&m, "hello");
+	assert_non_null(a);
+	assert_string_equal(a->url, "https://example.org/hello.txt");
+	assert_string_equal(a->sha256, sha_a);
+	assert_string_equal(a->description, "the word");
+	assert_int_equal(a->line, 2);
+	a = artifact_find(&m, "later.tgz");
+	assert_non_null(a);
+	assert_null(a->sha256);
+	assert_null(artifact_find(&m, "nothing"));
+	artifact_manifest_release(&m);
+	diag_list_release(&dl);
+	free(path);
+
+	/* A missing manifest is an empty one. */
+	path = xasprintf("%s/none.yaml", dir);
+	diag_list_init(&dl);
+	assert_int_equal(artifact_manifest_load(&m, path, &dl), 0);
+	assert_int_equal(m.nr, 0);
+	artifact_manifest_release(&m);
+	diag_list_release(&dl);
+	free(path);
+}
+
+static void expect_manifest_error(const char *text, unsigned line, const char *msg)
+{
+	char *path = write_tmp("bad.yaml", text);
+	struct artifact_manifest m;
+	struct diag_list dl;
+	char *got;
+
+	diag_list_init(&dl);
+	assert_int_equal(artifact_manifest_load(&m, path, &dl), -1);
+	assert_true(dl.nr >= 1);
+	got = diag_format(&dl.items[0]);
+	if (!strstr(got, msg) || dl.items[0].line != line)
+		fail_msg("want line %u '%s', got '%s'", line, msg, got);
+	free(got);
+	artifact_manifest_release(&m);
+	diag_list_release(&dl);
+	free(path);
+}
+
+static void test_manifest_errors(void **unused)
+{
+	expect_manifest_error("a:\n  url: https://x/a\n  sha256: 1234\n", 3,
+			      "'sha256' of 'a' is not a SHA-256");
+	expect_manifest_error("a:\n  url: https://x/a\n  sha256: 2CF24DBA5FB0A30E26E83B2AC5B9E29E1B161E5C1FA7425E73043362938B9824\n",
+			      3, "is not a SHA-256");
+	expect_manifest_error("a:\n  url: ftp://x/a\n  sha256: pending\n", 2,
+			      "'url' of 'a' must be an http:// or https:// URL");
+	expect_manifest_error("a:\n  url: https://x/a\n  sha256: pending\n  md5: x\n", 4,
+			      "unknown key 'md5' in artifact 'a'");
+	expect_manifest_error("a:\n  sha256: pending\n", 1, "artifact 'a' has no 'url'");
+	expect_manifest_error("a:\n  url: https://x/a\n", 1, "artifact 'a' has no 'sha256'");
+	expect_manifest_error("a b:\n  url: https://x/a\n  sha256: pending\n", 1, "bad artifact name 'a b'");
+	expect_manifest_error("- a\n", 1, "must be a mapping of names to entries");
+	expect_manifest_error("a: [1\n", 2, "");
+}
+
+static void test_record(void **unused)
+{
+	const char *text = "# keep me\n"
+			   "first:\n"
+			   "  url: https://x/first\n"
+			   "  sha256: pending   # fill in\n"
+			   "second:\n"
+			   "  url: https://x/second\n"
+			   "  sha256: pending\n";
+	char *path = write_tmp("rec.yaml", text);
+	struct artifact_manifest m;
+	struct diag_list dl;
+	struct strbuf sb = STRBUF_INIT;
+	struct error err = {0};
+	const char *sha_b = "486ea46224d1bb4fb680f34f7c9ad96a8f24ec88be73ea8e5a6c65260e9cb8a7";
+
+	diag_list_init(&dl);
+	assert_int_equal(artifact_manifest_load(&m, path, &dl), 0);
+	/* Two records in a row: the second finds its place in the file as it now is. */
+	assert_int_equal(artifact_manifest_record(&m, artifact_find(&m, "first"), sha_a, &err), 0);
+	assert_int_equal(artifact_manifest_record(&m, artifact_find(&m, "second"), sha_b, &err), 0);
+	assert_int_equal(read_file(path, &sb), 0);
+	assert_string_equal(sb.buf, "# keep me\n"
+				    "first:\n"
+				    "  url: https://x/first\n"
+				    "  sha256: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824   # fill in\n"
+				    "second:\n"
+				    "  url: https://x/second\n"
+				    "  sha256: 486ea46224d1bb4fb680f34f7c9ad96a8f24ec88be73ea8e5a6c65260e9cb8a7\n");
+	artifact_manifest_release(&m);
+	diag_list_release(&dl);
+	strbuf_release(&sb);
+	free(path);
+}
+
+static void test_cache_read(void **unused)
+{
+	struct artifact a = {.name = "hello", .url = "https://x/hello", .sha256 = (char *)sha_a};
+	char *cache = xasprintf("%s/cache", dir), *sub = xasprintf("%s/sha256", cache);
+	char *path = artifact_cache_path(cache, sha_a), hex[65];
+	struct strbuf sb = STRBUF_INIT;
+	struct error err = {0};
+	FILE *f;
+
+	assert_int_equal(artifact_read(cache, &a, &sb, &err), ARTIFACT_ERR);
+	assert_non_null(strstr(err.msg, "artifact 'hello' is not in the cache"));
+	mkdir(cache, 0700);
+	mkdir(sub, 0700);
+	f = fopen(path, "w");
+	fputs("hello", f);
+	fclose(f);
+	transport_sha256_hex(hex, "hello", 5);
+	assert_string_equal(hex, sha_a);
+	assert_int_equal(artifact_read(cache, &a, &sb, &err), 0);
+	assert_string_equal(sb.buf, "hello");
+	/* Changed on disk since it was fetched: refused and removed. */
+	f = fopen(path, "w");
+	fputs("hellO", f);
+	fclose(f);
+	assert_int_equal(artifact_read(cache, &a, &sb, &err), ARTIFACT_ERR_CHECKSUM);
+	assert_non_null(strstr(err.msg, "changed on disk"));
+	assert_int_equal(access(path, F_OK), -1);
+	strbuf_release(&sb);
+	free(cache);
+	free(sub);
+	free(path);
+}
+
+static void test_base64(void **unused)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	assert_int_equal(http_base64_decode("aGVsbG8=", 8, &sb), 0);
+	assert_string_equal(sb.buf, "hello");
+	strbuf_reset(&sb);
+	assert_int_equal(http_base64_decode("aGVs\nbG8h", 9, &sb), 0);
+	assert_string_equal(sb.buf, "hello!");
+	strbuf_reset(&sb);
+	assert_int_equal(http_base64_decode("aGV*", 4, &sb), -1);
+	strbuf_reset(&sb);
+	assert_int_equal(http_base64_decode("aA==x", 5, &sb), -1);
+	strbuf_release(&sb);
+}
+
+static void test_kubeconfig(void **unused)
+{
+	char *path = write_tmp("admin.conf", "apiVersion: v1\n"
+					     "clusters:\n"
+					     "- cluster:\n"
+					     "    certificate-authority-data: Q0E=\n"
+					     "    server: https://10.0.0.1:6443\n"
+					     "  name: other\n"
+					     "- cluster:\n"
+					     "    certificate-authority-data: Q0Ey\n"
+					     "    server: https://198.18.0.10:6443\n"
+					     "  name: kubernetes\n"
+					     "contexts:\n"
+					     "- context: {cluster: kubernetes, user: kubernetes-admin}\n"
+					     "  name: kubernetes-admin@kubernetes\n"
+					     "current-context: kubernetes-admin@kubernetes\n"
+					     "users:\n"
+					     "- name: kubernetes-admin\n"
+					     "  user:\n"
+					     "    client-certificate-data: Q0VSVA==\n"
+					     "    client-key-data: S0VZ\n");
+	struct http_tls tls;
+	struct error err = {0};
+	char *server = NULL;
+
+	assert_int_equal(http_tls_from_kubeconfig(path, &server, &tls, &err), 0);
+	assert_string_equal(server, "https://198.18.0.10:6443");
+	assert_string_equal(tls.ca_pem, "CA2");
+	assert_string_equal(tls.cert_pem, "CERT");
+	assert_string_equal(tls.key_pem, "KEY");
+	assert_int_equal(tls.key_len, 3);
+	http_tls_release(&tls);
+	free(server);
+	free(path);
+	path = write_tmp("empty.conf", "apiVersion: v1\n");
+	assert_int_equal(http_tls_from_kubeconfig(path, &server, &tls, &err), HTTP_ERR);
+	assert_non_null(strstr(err.msg, "names no server"));
+	free(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_manifest),  cmocka_unit_test(test_manifest_errors),
+		cmocka_unit_test(test_record),	  cmocka_unit_test(test_cache_read),
+		cmocka_unit_test(test_base64),	  cmocka_unit_test(test_kubeconfig),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,385 @@
+/*
+ * Unit tests for state.c: runs committed into a real git repository in a
+ * temporary folder (libgit2), read back, numbered, resolved and compared;
+ * the lock against a live holder and a dead one; the scrubber; the ETA's
+ * medians and fallbacks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "state.h"
+#include "util.h"
+
+static char *tmp_dir(void)
+{
+	char tmpl[] = "/tmp/provision-test-state-XXXXXX";
+	char *d = mkdtemp(tmpl);
+
+	assert_non_null(d);
+	return xasprintf("%s/lab.state", d);
+}
+
+static void rm_rf(const char *dir)
+{
+	char *cmd = xasprintf("rm -rf '%s'", dir);
+	char *parent = xstrdup(dir);
+
+	assert_int_equal(system(cmd), 0);
+	*strrchr(parent, '/') = '\0';
+	rmdir(parent);
+	free(cmd);
+	free(parent);
+}
+
+static void commit(struct state *s, struct state_files *f, const char *msg, char id[41])
+{
+	struct error err = {0};
+
+	if (state_commit(s, f, msg, wall_ms(), id, &err) < 0)
+		fail_msg("commit: %s", err.msg);
+	state_files_release(f);
+}
+
+static void expect_file(struct state *s, const char *id, const char *path, const char *want)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct error err = {0};
+
+	if (state_read(s, id, path, &sb, &err) < 0)
+		fail_msg("read %s: %s", path, err.msg);
+	assert_string_equal(sb.buf, want);
+	strbuf_release(&sb);
+}
+
+static void test_commit_overlay_and_read(void **unused)
+{
+	char *dir = tmp_dir(), id1[41], id2[41], id[41];
+	struct state *s = NULL;
+	struct state_files f = {0};
+	struct state_run *runs = NULL;
+	struct strbuf sb = STRBUF_INIT;
+	struct error err = {0};
+	char **paths = NULL;
+	size_t nr = 0, i;
+	char *path;
+
+	assert_int_equal(state_open(&s, dir, false, &err), STATE_ERR_EMPTY);
+	assert_int_equal(state_open(&s, dir, true, &err), 0);
+	state_files_add(&f, "nodes/a/facts", "kernel=6.1\n", 11);
+	state_files_add(&f, "nodes/b/facts", "kernel=6.1\n", 11);
+	state_files_addf(&f, "summary", "command: %s\n", "up");
+	commit(s, &f, "up lab: 2 nodes, 2 changed, 0 failed, 1.0s\n\na: done\n", id1);
+	/* The second run only ran node a: b keeps what it had. */
+	state_files_add(&f, "nodes/a/facts", "kernel=6.2\n", 11);
+	state_files_addf(&f, "summary", "command: %s\n", "check");
+	commit(s, &f, "check lab: 1 node, 0 changed, 0 failed, 0.5s\n", id2);
+
+	expect_file(s, id1, "nodes/a/facts", "kernel=6.1\n");
+	expect_file(s, id2, "nodes/a/facts", "kernel=6.2\n");
+	expect_file(s, id2, "nodes/b/facts", "kernel=6.1\n");
+	assert_int_equal(state_read(s, id2, "nodes/c/facts", &sb, &err), STATE_ERR_NOTFOUND);
+
+	/* The folder shows the last run, and ignores private/ and the lock. */
+	path = xasprintf("%s/nodes/a/facts", dir);
+	assert_int_equal(read_file(path, &sb), 0);
+	assert_string_equal(sb.buf, "kernel=6.2\n");
+	free(path);
+	strbuf_reset(&sb);
+	path = xasprintf("%s/.gitignore", dir);
+	assert_int_equal(read_file(path, &sb), 0);
+	assert_non_null(strstr(sb.buf, "/private/"));
+	assert_non_null(strstr(sb.buf, "/lock"));
+	free(path);
+
+	assert_int_equal(state_runs(s, &runs, &nr, &err), 0);
+	assert_int_equal(nr, 2);
+	assert_int_equal(runs[0].number, 2);
+	assert_string_equal(runs[0].id, id2);
+	assert_string_equal(runs[0].subject, "check lab: 1 node, 0 changed, 0 failed, 0.5s");
+	assert_string_equal(runs[1].body, "a: done"); /* libgit2 trims the end */
+	state_runs_free(runs, nr);
+
+	assert_int_equal(state_resolve(s, "1", id, &err), 0);
+	assert_string_equal(id, id1);
+	assert_int_equal(state_resolve(s, "~0", id, &err), 0);
+	assert_string_equal(id, id2);
+	assert_int_equal(state_resolve(s, "~1", id, &err), 0);
+	assert_string_equal(id, id1);
+	{
+		char prefix[9];
+		snprintf(prefix, sizeof(prefix), "%.8s", id1);
+		assert_int_equal(state_resolve(s, prefix, id, &err), 0);
+		assert_string_equal(id, id1);
+	}
+	assert_int_equal(state_resolve(s, "3", id, &err), STATE_ERR_NOTFOUND);
+	assert_non_null(strstr(err.hint, "1 to 2"));
+	assert_int_equal(state_resolve(s, "~2", id, &err), STATE_ERR_NOTFOUND);
+
+	assert_int_equal(state_list(s, id2, "nodes/", &paths, &nr, &err), 0);
+	assert_int_equal(nr, 2);
+	assert_string_equal(paths[0], "nodes/a/facts");
+	assert_string_equal(paths[1], "nodes/b/facts");
+	for (i = 0; i < nr; i++)
+		free(paths[i]);
+	free(paths);
+
+	/* Nothing may be recorded under private/, .git or outside the folder. */
+	state_files_add(&f, "private/admin.conf", "x", 1);
+	assert_int_equal(state_commit(s, &f, "x\n", wall_ms(), NULL, &err), STATE_ERR);
+	assert_non_null(strstr(err.msg, "refusing to record 'private/admin.conf'"));
+	state_files_release(&f);
+	state_files_add(&f, "nodes/../../x", "x", 1);
+	assert_int_equal(state_commit(s, &f, "x\n", wall_ms(), NULL, &err), STATE_ERR);
+	state_files_release(&f);
+	state_files_add(&f, "a/.git/config", "x", 1);
+	assert_int_equal(state_commit(s, &f, "x\n", wall_ms(), NULL, &err), STATE_ERR);
+	state_files_release(&f);
+
+	strbuf_release(&sb);
+	state_free(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+struct seen {
+	char text[512];
+};
+
+static int on_change(void *ctx, enum state_change what, const char *path)
+{
+	struct seen *s = ctx;
+	size_t len = strlen(s->text);
+
+	snprintf(s->text + len, sizeof(s->text) - len, "%c%s ",
+		 what == STATE_ADDED ? '+' : what == STATE_DELETED ? '-' : '~', path);
+	return 0;
+}
+
+static void test_diff(void **unused)
+{
+	char *dir = tmp_dir(), id1[41], id2[41];
+	struct state *s = NULL;
+	struct state_files f = {0};
+	struct seen seen = {""};
+	struct strbuf d = STRBUF_INIT;
+	struct error err = {0};
+
+	assert_int_equal(state_open(&s, dir, true, &err), 0);
+	state_files_add(&f, "nodes/a/files/etc/x.conf", "one\ntwo\nthree\n", 14);
+	state_files_add(&f, "nodes/a/results", "r › s\tunchanged\n", 17);
+	commit(s, &f, "one\n", id1);
+	state_files_add(&f, "nodes/a/files/etc/x.conf", "one\n2\nthree\n", 12);
+	state_files_add(&f, "nodes/b/results", "r › s\tchanged\n", 15);
+	commit(s, &f, "two\n", id2);
+	assert_int_equal(state_diff(s, id1, id2, on_change, &seen, &err), 0);
+	assert_string_equal(seen.text, "~nodes/a/files/etc/x.conf +nodes/b/results ");
+
+	assert_int_equal(state_text_diff("one\ntwo\nthree\n", 14, "one\n2\nthree\n", 12, "x (before)",
+					 "x (after)", &d, &err),
+			 0);
+	assert_string_equal(d.buf, "--- x (before)\n+++ x (after)\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
+	strbuf_reset(&d);
+	assert_int_equal(state_text_diff("same\n", 5, "same\n", 5, "a", "b", &d, &err), 0);
+	assert_string_equal(d.buf, "");
+	strbuf_release(&d);
+	state_free(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+static void test_lock(void **unused)
+{
+	char *dir = tmp_dir(), *lock;
+	struct state *s1 = NULL, *s2 = NULL;
+	struct state_lock_info prev;
+	struct error err = {0};
+	struct strbuf sb = STRBUF_INIT;
+	pid_t child;
+	int status;
+
+	assert_int_equal(state_open(&s1, dir, true, &err), 0);
+	assert_int_equal(state_open(&s2, dir, false, &err), 0);
+	assert_int_equal(state_lock(s1, "up", &prev, &err), 0);
+	assert_false(prev.found);
+	/* A second run: refused, told who holds it. */
+	assert_int_equal(state_lock(s2, "check", &prev, &err), STATE_ERR_BUSY);
+	assert_true(prev.alive);
+	assert_int_equal(prev.pid, (long)getpid());
+	assert_string_equal(prev.command, "up");
+	assert_non_null(strstr(err.msg, "another run is using the state folder"));
+	assert_non_null(strstr(err.msg, "provision up, pid "));
+	assert_non_null(strstr(err.hint, "kill "));
+	state_unlock(s1);
+	lock = xasprintf("%s/lock", dir);
+	assert_int_equal(access(lock, F_OK), -1);
+	assert_int_equal(state_lock(s2, "check", &prev, &err), 0);
+	assert_false(prev.found);
+	state_unlock(s2);
+
+	/* A lock left by a process that died: recognised as stale. */
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	waitpid(child, &status, 0);
+	{
+		char host[128] = "";
+		FILE *f = fopen(lock, "w");
+		gethostname(host, sizeof(host) - 1);
+		fprintf(f, "pid=%ld\ncommand=up\nhost=%s\nuser=root\nstarted=2026-01-01 10:00:00 +0000\n",
+			(long)child, host);
+		fclose(f);
+	}
+	assert_int_equal(state_lock(s1, "up", &prev, &err), 0);
+	assert_true(prev.found);
+	assert_false(prev.alive);
+	assert_int_equal(prev.pid, (long)child);
+	assert_string_equal(prev.started, "2026-01-01 10:00:00 +0000");
+	/* The lock now names this process. */
+	assert_int_equal(read_file(lock, &sb), 0);
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "pid=%ld\n", (long)getpid());
+		assert_true(!strncmp(sb.buf, want, strlen(want)));
+	}
+	state_free(s1); /* unlocks */
+	assert_int_equal(access(lock, F_OK), -1);
+	state_free(s2);
+	strbuf_release(&sb);
+	free(lock);
+	rm_rf(dir);
+	free(dir);
+}
+
+static void expect_scrub(const char *in, const char *want, size_t n)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addstr(&sb, in);
+	assert_int_equal(state_scrub(&sb), n);
+	assert_string_equal(sb.buf, want);
+	strbuf_release(&sb);
+}
+
+static void test_scrub(void **unused)
+{
+	expect_scrub("a\n-----BEGIN PRIVATE KEY-----\nMIIEv\nQQ==\n-----END PRIVATE KEY-----\nb\n",
+		     "a\n[private key removed by provision]\nb\n", 1);
+	expect_scrub("-----BEGIN RSA PRIVATE KEY-----\nxx\n", "[private key removed by provision]\n", 1);
+	expect_scrub("users:\n- user:\n    client-key-data: LS0tLS1CRUdJTg==\n    client-certificate-data: abc\n",
+		     "users:\n- user:\n    client-key-data: [removed by provision]\n"
+		     "    client-certificate-data: abc\n",
+		     1);
+	expect_scrub("  token: abcdef.0123456789abcdef\n", "  token: [removed by provision]\n", 1);
+	expect_scrub("bootstrapToken: abcdef.0123\n", "bootstrapToken: [removed by provision]\n", 1);
+	expect_scrub("hub:\n  cookieSecret: 0123456789\n", "hub:\n  cookieSecret: [removed by provision]\n", 1);
+	expect_scrub("\"password\": \"hunter22\"\n", "\"password\": [removed by provision]\n", 1);
+	/* Left alone: redacted values, paths named by *_file keys, public keys, short values, lists. */
+	expect_scrub("token: [secret]\n", "token: [secret]\n", 0);
+	expect_scrub("sudo_password_file: /etc/pw\n", "sudo_password_file: /etc/pw\n", 0);
+	expect_scrub("-----BEGIN PGP PUBLIC KEY BLOCK-----\nabc\n", "-----BEGIN PGP PUBLIC KEY BLOCK-----\nabc\n", 0);
+	expect_scrub("token: ~\n", "token: ~\n", 0);
+	expect_scrub("tokens: [a, b]\n", "tokens: [a, b]\n", 0);
+	expect_scrub("kernel=6.1\nsysctl=net.ipv4.ip_forward 1\n", "kernel=6.1\nsysctl=net.ipv4.ip_forward 1\n", 0);
+	expect_scrub("no newline at the end: token: x", "no newline at the end: token: x", 0);
+}
+
+/* A run of `command` whose nodes' timings are given as "node|role\tstep\tms\tresult\n...". */
+static void eta_run(struct state *s, const char *command, const char *ran, unsigned duration,
+		    const char *const *timings)
+{
+	struct state_files f = {0};
+	char id[41];
+	size_t i;
+
+	state_files_addf(&f, "summary", "command: %s\nresult: ok\nduration_ms: %u\nran: %s\n", command,
+			 duration, ran);
+	for (i = 0; timings[i]; i++) {
+		const char *bar = strchr(timings[i], '|');
+		char *path = xasprintf("nodes/%.*s/timings", (int)(bar - timings[i]), timings[i]);
+		state_files_add(&f, path, bar + 1, strlen(bar + 1));
+		free(path);
+	}
+	commit(s, &f, "run\n", id);
+}
+
+static void test_eta(void **unused)
+{
+	char *dir = tmp_dir();
+	struct state *s = NULL;
+	struct state_eta *e;
+	struct error err = {0};
+	const char *nodes[] = {"w1", "w2", "w3", "cp"};
+	const char *kinds[] = {"worker", "worker", "worker", "control-plane"};
+	const char *sel2[] = {"w1", "w2"}, *sel3[] = {"w1", "w3"};
+
+	assert_int_equal(state_open(&s, dir, true, &err), 0);
+	/* No history: nothing is known. */
+	e = state_eta_load(s, "up", nodes, kinds, 4);
+	assert_int_equal(state_eta_ms(e, "w1", "kernel", "10-modules"), -1);
+	assert_int_equal(state_eta_total_ms(e, nodes, 4, 64), -1);
+	assert_int_equal(state_eta_runs(e), 0);
+	state_eta_free(e);
+
+	/* A first run that did the work, then runs that only checked. */
+	eta_run(s, "up", "w1 w2", 9000,
+		(const char *const[]){"w1|facts\tgather\t500\tok\nkernel\t10-modules\t5000\tchanged\n",
+				      "w2|facts\tgather\t700\tok\nkernel\t10-modules\t7000\tchanged\n",
+				      NULL});
+	eta_run(s, "up", "w1 w2", 1300,
+		(const char *const[]){"w1|facts\tgather\t400\tok\nkernel\t10-modules\t100\tunchanged\n",
+				      "w2|facts\tgather\t600\tok\nkernel\t10-modules\t300\tunchanged\n",
+				      NULL});
+	eta_run(s, "up", "w1 w2", 1500,
+		(const char *const[]){"w1|facts\tgather\t600\tok\nkernel\t10-modules\t200\tunchanged\n",
+				      "w2|facts\tgather\t800\tok\nkernel\t10-modules\t500\tunchanged\n",
+				      NULL});
+	eta_run(s, "check", "w1", 99999, (const char *const[]){"w1|facts\tgather\t99999\tok\n", NULL});
+	e = state_eta_load(s, "up", nodes, kinds, 4);
+	assert_int_equal(state_eta_runs(e), 3);
+	/* A node with history is expected converged: the median of its check-only times. */
+	assert_int_equal(state_eta_ms(e, "w1", "kernel", "10-modules"), 150);
+	assert_int_equal(state_eta_ms(e, "w2", "kernel", "10-modules"), 400);
+	/* ... facts of `check` runs do not count for `up`. */
+	assert_int_equal(state_eta_ms(e, "w1", "facts", "gather"), 500);
+	/* A new node of a known kind: its kind's times for steps that do work. */
+	assert_int_equal(state_eta_ms(e, "w3", "kernel", "10-modules"), 6000);
+	/* A node of another kind: any node's. */
+	assert_int_equal(state_eta_ms(e, "cp", "kernel", "10-modules"), 6000);
+	assert_int_equal(state_eta_ms(e, "w1", "kernel", "20-sysctl"), -1);
+	/* Per node: the steps it ran last time. */
+	assert_int_equal(state_eta_node_ms(e, "w1"), 500 + 150);
+	assert_int_equal(state_eta_node_ms(e, "w2"), 700 + 400);
+	assert_int_equal(state_eta_node_ms(e, "w3"), 600 + 6000);
+	/* The run: slowest node + the median time outside the slowest node's steps
+	 * (9000-7700, 1300-900, 1500-1300: 400). */
+	assert_int_equal(state_eta_total_ms(e, sel2, 2, 64), 1100 + 400);
+	assert_int_equal(state_eta_total_ms(e, sel3, 2, 64), 6600 + 400);
+	/* One node at a time: the nodes' total. */
+	assert_int_equal(state_eta_total_ms(e, sel2, 2, 1), 650 + 1100 + 400);
+	state_eta_free(e);
+	state_free(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_commit_overlay_and_read),
+		cmocka_unit_test(test_diff),
+		cmocka_unit_test(test_lock),
+		cmocka_unit_test(test_scrub),
+		cmocka_unit_test(test_eta),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
