@@ -60,8 +60,9 @@ static void load_entry(struct artifact_manifest *m, yaml_document_t *doc, const 
 	}
 	for (i = 0; i < m->nr; i++)
 		if (!strcmp(m->items[i].name, a.name)) {
-			diag_add(dl, DIAG_ERROR, m->path, a.line, (unsigned)k->start_mark.column + 1,
-				 NULL, "artifact '%s' is declared twice", a.name);
+			diag_add(dl, DIAG_ERROR, m->path, a.line,
+				 (unsigned)k->start_mark.column + 1, NULL,
+				 "artifact '%s' is declared twice", a.name);
 			ok = false;
 		}
 	if (v->type != YAML_MAPPING_NODE) {
@@ -75,12 +76,14 @@ static void load_entry(struct artifact_manifest *m, yaml_document_t *doc, const 
 		const yaml_node_t *ek = yaml_document_get_node(doc, p->key);
 		const yaml_node_t *ev = yaml_document_get_node(doc, p->value);
 		const char *key = scalar(ek) ? scalar(ek) : "", *s = scalar(ev);
-		unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
+		unsigned line = (unsigned)ev->start_mark.line + 1,
+			 col = (unsigned)ev->start_mark.column + 1;
 
 		if (!strcmp(key, "url")) {
 			if (!s || (strncmp(s, "https://", 8) && strncmp(s, "http://", 7))) {
 				diag_add(dl, DIAG_ERROR, m->path, line, col, NULL,
-					 "'url' of '%s' must be an http:// or https:// URL", a.name);
+					 "'url' of '%s' must be an http:// or https:// URL",
+					 a.name);
 				ok = false;
 			} else {
 				free(a.url);
@@ -96,10 +99,11 @@ static void load_entry(struct artifact_manifest *m, yaml_document_t *doc, const 
 				free(a.sha256);
 				a.sha256 = xstrdup(s);
 			} else {
-				diag_add(dl, DIAG_ERROR, m->path, line, col,
-					 "64 lowercase hex digits, or `pending` until 'provision fetch "
-					 "--record' fills it in",
-					 "'sha256' of '%s' is not a SHA-256", a.name);
+				diag_add(
+				    dl, DIAG_ERROR, m->path, line, col,
+				    "64 lowercase hex digits, or `pending` until 'provision fetch "
+				    "--record' fills it in",
+				    "'sha256' of '%s' is not a SHA-256", a.name);
 				ok = false;
 			}
 		} else if (!strcmp(key, "description")) {
@@ -107,13 +111,15 @@ static void load_entry(struct artifact_manifest *m, yaml_document_t *doc, const 
 			a.description = s ? xstrdup(s) : NULL;
 		} else {
 			diag_add(dl, DIAG_ERROR, m->path, (unsigned)ek->start_mark.line + 1,
-				 (unsigned)ek->start_mark.column + 1, "keys: url, sha256, description",
+				 (unsigned)ek->start_mark.column + 1,
+				 "keys: url, sha256, description",
 				 "unknown key '%s' in artifact '%s'", key, a.name);
 			ok = false;
 		}
 	}
 	if (!a.url && ok) {
-		diag_add(dl, DIAG_ERROR, m->path, a.line, 1, NULL, "artifact '%s' has no 'url'", a.name);
+		diag_add(dl, DIAG_ERROR, m->path, a.line, 1, NULL, "artifact '%s' has no 'url'",
+			 a.name);
 		ok = false;
 	}
 	if (!a.sha_len && ok) {
@@ -271,11 +277,13 @@ int artifact_read(const char *cache, const struct artifact *a, struct strbuf *ou
 	int e;
 
 	if (!a->sha256)
-		return error_set(err, ARTIFACT_ERR_PENDING, "artifact '%s' has no pinned hash", a->name);
+		return error_set(err, ARTIFACT_ERR_PENDING, "artifact '%s' has no pinned hash",
+				 a->name);
 	path = artifact_cache_path(cache, a->sha256);
 	e = hash_file(path, got, NULL, out);
 	if (e < 0) {
-		error_set(err, ARTIFACT_ERR, "artifact '%s' is not in the cache '%s'", a->name, cache);
+		error_set(err, ARTIFACT_ERR, "artifact '%s' is not in the cache '%s'", a->name,
+			  cache);
 		error_hint(err, "run 'provision fetch' on a machine that can reach %s", a->url);
 		free(path);
 		return ARTIFACT_ERR;
@@ -283,9 +291,10 @@ int artifact_read(const char *cache, const struct artifact *a, struct strbuf *ou
 	if (strcmp(got, a->sha256)) {
 		unlink(path);
 		strbuf_reset(out);
-		error_set(err, ARTIFACT_ERR_CHECKSUM,
-			  "cached artifact '%s' changed on disk: expected sha256 %s, found %s (removed)",
-			  a->name, a->sha256, got);
+		error_set(
+		    err, ARTIFACT_ERR_CHECKSUM,
+		    "cached artifact '%s' changed on disk: expected sha256 %s, found %s (removed)",
+		    a->name, a->sha256, got);
 		free(path);
 		return ARTIFACT_ERR_CHECKSUM;
 	}
@@ -310,7 +319,8 @@ int artifact_fetch(const struct artifact *a, const struct artifact_fetch_opts *o
 		   struct artifact_fetch_result *res, struct error *err)
 {
 	char *final = NULL, *partdir = xasprintf("%s/partial", o->cache);
-	char *part = xasprintf("%s/%s", partdir, a->name), *shadir = xasprintf("%s/sha256", o->cache);
+	char *part = xasprintf("%s/%s", partdir, a->name),
+	     *shadir = xasprintf("%s/sha256", o->cache);
 	struct fetch_progress fp = {o, a};
 	int retries = o->retries > 0 ? o->retries : 3, lock_fd = -1, e, ret = ARTIFACT_ERR;
 	struct error herr = {0};
@@ -343,13 +353,13 @@ int artifact_fetch(const struct artifact *a, const struct artifact_fetch_opts *o
 	}
 	for (;;) {
 		struct http_download d = {
-			.url = a->url,
-			.path = part,
-			.connect_timeout_ms = o->connect_timeout_ms,
-			.stall_timeout_s = o->stall_timeout_s,
-			.timeout_s = o->timeout_s,
-			.progress = on_progress,
-			.ctx = &fp,
+		    .url = a->url,
+		    .path = part,
+		    .connect_timeout_ms = o->connect_timeout_ms,
+		    .stall_timeout_s = o->stall_timeout_s,
+		    .timeout_s = o->timeout_s,
+		    .progress = on_progress,
+		    .ctx = &fp,
 		};
 		struct http_download_result dr;
 		res->attempts++;
@@ -357,14 +367,17 @@ int artifact_fetch(const struct artifact *a, const struct artifact_fetch_opts *o
 		res->resumed_from = dr.resumed_from;
 		if (e == 0)
 			break;
-		if ((e == HTTP_ERR_PARTIAL || e == HTTP_ERR_TIMEOUT) && res->attempts <= (unsigned)retries)
+		if ((e == HTTP_ERR_PARTIAL || e == HTTP_ERR_TIMEOUT) &&
+		    res->attempts <= (unsigned)retries)
 			continue; /* resume from what arrived */
 		if (e == HTTP_ERR_STATUS)
 			unlink(part); /* nothing of an error page is worth keeping */
-		error_set(err, ARTIFACT_ERR_FETCH, "cannot fetch artifact '%s': %s", a->name, herr.msg);
+		error_set(err, ARTIFACT_ERR_FETCH, "cannot fetch artifact '%s': %s", a->name,
+			  herr.msg);
 		if (e == HTTP_ERR_PARTIAL || e == HTTP_ERR_TIMEOUT)
-			error_hint(err, "%u attempts; what arrived is kept in '%s' and the next fetch "
-					"resumes from it",
+			error_hint(err,
+				   "%u attempts; what arrived is kept in '%s' and the next fetch "
+				   "resumes from it",
 				   res->attempts, part);
 		else if (e == HTTP_ERR_STATUS)
 			error_hint(err, "check the URL in '%s' (line %u)", "the artifact manifest",
@@ -380,8 +393,9 @@ int artifact_fetch(const struct artifact *a, const struct artifact_fetch_opts *o
 		ret = error_set(err, ARTIFACT_ERR_CHECKSUM,
 				"checksum mismatch for '%s': expected sha256 %s, got %s", a->url,
 				a->sha256, res->sha256);
-		error_hint(err, "the file at the URL is not the one the manifest pins (artifact "
-				"'%s'); nothing was kept",
+		error_hint(err,
+			   "the file at the URL is not the one the manifest pins (artifact "
+			   "'%s'); nothing was kept",
 			   a->name);
 		goto out;
 	}
@@ -424,7 +438,8 @@ int artifact_manifest_record(const struct artifact_manifest *m, const struct art
 	}
 	f = artifact_find(&fresh, a->name);
 	if (!f || f->sha_offset + f->sha_len > text.len) {
-		error_set(err, ARTIFACT_ERR, "artifact '%s' is no longer in '%s'", a->name, m->path);
+		error_set(err, ARTIFACT_ERR, "artifact '%s' is no longer in '%s'", a->name,
+			  m->path);
 		goto out;
 	}
 	strbuf_add(&out, text.buf, f->sha_offset);

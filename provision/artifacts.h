@@ -95,10 +95,10 @@ struct artifact_fetch_opts {
 };
 
 struct artifact_fetch_result {
-	bool cached;	   /* it was already in the cache, verified */
-	char sha256[65];   /* of what is in the cache */
+	bool cached;	 /* it was already in the cache, verified */
+	char sha256[65]; /* of what is in the cache */
 	uint64_t size;
-	unsigned attempts; /* downloads started (1 unless it had to resume) */
+	unsigned attempts;     /* downloads started (1 unless it had to resume) */
 	uint64_t resumed_from; /* bytes kept from an interrupted download, at the last attempt */
 };
 

@@ -53,7 +53,8 @@ static int translate(CURLcode rc, const char *url, const char *errbuf, long stat
 				 status);
 	case CURLE_OPERATION_TIMEDOUT:
 		if (stall_s && strstr(detail, "slower than"))
-			return error_set(err, HTTP_ERR_TIMEOUT, "'%s': no data for %d s", url, stall_s);
+			return error_set(err, HTTP_ERR_TIMEOUT, "'%s': no data for %d s", url,
+					 stall_s);
 		return error_set(err, HTTP_ERR_TIMEOUT, "'%s': timed out: %s", url, detail);
 	case CURLE_PARTIAL_FILE:
 	case CURLE_RECV_ERROR:
@@ -136,7 +137,8 @@ int http_download(const struct http_download *d, struct http_download_result *re
 	http_init();
 	dl.fd = open(d->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (dl.fd < 0)
-		return error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path, strerror(errno));
+		return error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path,
+				 strerror(errno));
 	if (fstat(dl.fd, &st) == 0)
 		dl.start = dl.have = (uint64_t)st.st_size;
 	res->resumed_from = dl.start;
@@ -174,7 +176,8 @@ int http_download(const struct http_download *d, struct http_download_result *re
 		ret = translate(rc, d->url, errbuf, res->status,
 				d->stall_timeout_s ? d->stall_timeout_s : 60, err);
 	if (close(dl.fd) < 0 && !ret)
-		ret = error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path, strerror(errno));
+		ret =
+		    error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path, strerror(errno));
 	res->size = dl.have;
 	if (d->progress && !ret)
 		d->progress(d->ctx, dl.have, dl.have);
@@ -222,7 +225,8 @@ int http_get(const struct http_get *g, long *status, struct strbuf *body, struct
 			curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
 		}
 		if (g->tls->cert_pem) {
-			blob = (struct curl_blob){g->tls->cert_pem, g->tls->cert_len, CURL_BLOB_COPY};
+			blob =
+			    (struct curl_blob){g->tls->cert_pem, g->tls->cert_len, CURL_BLOB_COPY};
 			curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &blob);
 			curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
 		}

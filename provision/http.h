@@ -49,9 +49,9 @@ struct http_download {
 };
 
 struct http_download_result {
-	long status;	      /* the last HTTP status */
+	long status;	       /* the last HTTP status */
 	uint64_t resumed_from; /* bytes that were already there and kept */
-	uint64_t size;	      /* bytes in the file at the end */
+	uint64_t size;	       /* bytes in the file at the end */
 };
 
 /* Download; 0 when the whole body is in the file, else one of the codes above. */

@@ -22,9 +22,9 @@ static const char *const volatile_facts[] = {"mem_available_kib=", "disk_free_ki
 struct record_node {
 	int log_fd;
 	char *log_path;
-	struct strbuf facts;	/* the last facts gathering's output */
+	struct strbuf facts; /* the last facts gathering's output */
 	bool in_facts;
-	struct strbuf timings;	/* "role\tstep\tms\tresult\n" */
+	struct strbuf timings; /* "role\tstep\tms\tresult\n" */
 };
 
 struct record {
@@ -91,15 +91,18 @@ struct record *record_new(const struct record_opts *o, struct error *err)
 		strbuf_init(&rn->facts, 0);
 		strbuf_init(&rn->timings, 0);
 		rn->log_path = xasprintf("%s/logs/%s.log", o->state_dir, o->nodes[i]->name);
-		rn->log_fd = open(rn->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+		rn->log_fd =
+		    open(rn->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 		if (rn->log_fd < 0) {
 			error_set(err, -1, "cannot write '%s': %s", rn->log_path, strerror(errno));
 			record_free(r);
 			return NULL;
 		}
-		strbuf_addf(&head, "# provision %s %s: node %s, started %s by %s on %s (pid %ld, provision %s)\n",
-			    o->command, o->inv->cluster.name, o->nodes[i]->name, r->started, who(),
-			    host, (long)getpid(), PROVISION_VERSION);
+		strbuf_addf(
+		    &head,
+		    "# provision %s %s: node %s, started %s by %s on %s (pid %ld, provision %s)\n",
+		    o->command, o->inv->cluster.name, o->nodes[i]->name, r->started, who(), host,
+		    (long)getpid(), PROVISION_VERSION);
 		(void)write_all(rn->log_fd, head.buf, head.len);
 		strbuf_release(&head);
 	}
@@ -179,7 +182,8 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 			size_t i;
 			bool skip = false;
 			for (i = 0; volatile_facts[i]; i++)
-				skip = skip || !strncmp(ev->text, volatile_facts[i], strlen(volatile_facts[i]));
+				skip = skip || !strncmp(ev->text, volatile_facts[i],
+							strlen(volatile_facts[i]));
 			if (!skip) {
 				strbuf_addstr(&rn->facts, ev->text);
 				strbuf_addch(&rn->facts, '\n');
@@ -227,7 +231,8 @@ static void results_file(struct strbuf *out, const struct plan_node *pn,
 
 	for (k = 0; k < pn->nr_steps; k++) {
 		const struct plan_step_result *s = &pn->steps[k];
-		strbuf_addf(out, "%s › %s\t%s\n", s->role->name, s->step, step_result_name(s->result));
+		strbuf_addf(out, "%s › %s\t%s\n", s->role->name, s->step,
+			    step_result_name(s->result));
 		if (s->detail && s->result != STEP_WOULD_CHANGE)
 			add_indented(out, s->detail, "\t: ");
 		if (s->drift && *s->drift) {
@@ -245,8 +250,8 @@ static void results_file(struct strbuf *out, const struct plan_node *pn,
 }
 
 static void summary_file(struct strbuf *out, const struct record *r, const struct plan_result *res,
-			 const struct record_end *end, unsigned nodes_changed, unsigned steps_changed,
-			 uint64_t elapsed)
+			 const struct record_end *end, unsigned nodes_changed,
+			 unsigned steps_changed, uint64_t elapsed)
 {
 	char host[128] = "";
 	size_t i;
@@ -261,7 +266,9 @@ static void summary_file(struct strbuf *out, const struct record *r, const struc
 	strbuf_addf(out, "started: %s\n", r->started);
 	strbuf_addf(out, "duration_ms: %llu\n", (unsigned long long)elapsed);
 	strbuf_addf(out, "result: %s\n",
-		    end->interrupted ? "interrupted" : end->exit_status == 0 ? "ok" : "failed");
+		    end->interrupted	    ? "interrupted"
+		    : end->exit_status == 0 ? "ok"
+					    : "failed");
 	strbuf_addf(out, "exit_status: %d\n", end->exit_status);
 	strbuf_addf(out, "provision: %s\n", PROVISION_VERSION);
 	strbuf_addf(out, "phases: %s\n", r->o.phases ? r->o.phases : "all");
@@ -317,11 +324,13 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 			state_files_add(&files, path, r->nodes[i].facts.buf, r->nodes[i].facts.len);
 			free(path);
 		}
-		strbuf_reset(&sb);
-		results_file(&sb, pn, st, r->o.secrets);
-		path = xasprintf("nodes/%s/results", name);
-		state_files_add(&files, path, sb.buf, sb.len);
-		free(path);
+		if (r->o.steps) {
+			strbuf_reset(&sb);
+			results_file(&sb, pn, st, r->o.secrets);
+			path = xasprintf("nodes/%s/results", name);
+			state_files_add(&files, path, sb.buf, sb.len);
+			free(path);
+		}
 		path = xasprintf("nodes/%s/timings", name);
 		state_files_add(&files, path, r->nodes[i].timings.buf, r->nodes[i].timings.len);
 		free(path);
@@ -362,8 +371,8 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 		view_duration(dur, sizeof(dur),
 			      st->ended_ms > st->queued_ms ? st->ended_ms - st->queued_ms : 0);
 		strbuf_addf(&body, "%s: %s, %u changed, %u unchanged, %u failed, %u skipped, %s\n",
-			    name, node_state_name(st->state), pn->changed, pn->unchanged, pn->failed,
-			    pn->skipped, dur);
+			    name, node_state_name(st->state), pn->changed, pn->unchanged,
+			    pn->failed, pn->skipped, dur);
 		if (st->reason && st->state != NODE_DONE)
 			strbuf_addf(&body, "  %s\n", st->reason);
 	}
@@ -391,12 +400,18 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 	return rc;
 }
 
-int record_commit_killed(struct state *s, const char *cluster,
-			 const struct state_lock_info *killed, char id[41], struct error *err)
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int record_commit_killed(struct state *s, const char *cluster, const struct state_lock_info *killed,
+			 char id[41], struct error *err)
 {
 	struct state_files files = {0};
 	struct strbuf ran = STRBUF_INIT, msg = STRBUF_INIT, sb = STRBUF_INIT;
-	char *dir = xasprintf("%s/logs", state_dir(s)), head[41] = "";
+	char *dir = xasprintf("%s/logs", state_dir(s)), head[41] = "", **names = NULL;
+	size_t nr_names = 0, i;
 	bool have_head = state_resolve(s, "~0", head, NULL) == 0;
 	struct dirent *de;
 	DIR *d = opendir(dir);
@@ -404,36 +419,47 @@ int record_commit_killed(struct state *s, const char *cluster,
 
 	while (d && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
-		struct strbuf old = STRBUF_INIT;
-		char *path, *rel;
 		if (len < 5 || strcmp(de->d_name + len - 4, ".log") || de->d_name[0] == '.')
 			continue;
-		path = xasprintf("%s/%s", dir, de->d_name);
-		rel = xasprintf("logs/%s", de->d_name);
+		names = xrealloc(names, (nr_names + 1) * sizeof(*names));
+		names[nr_names++] = xstrdup(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (nr_names)
+		qsort(names, nr_names, sizeof(*names), cmp_name);
+	for (i = 0; i < nr_names; i++) {
+		size_t len = strlen(names[i]);
+		struct strbuf old = STRBUF_INIT;
+		char *path, *rel;
+		path = xasprintf("%s/%s", dir, names[i]);
+		rel = xasprintf("logs/%s", names[i]);
 		strbuf_reset(&sb);
 		if (read_file(path, &sb) == 0 &&
 		    !(have_head && state_read(s, head, rel, &old, NULL) == 0 && old.len == sb.len &&
 		      !memcmp(old.buf, sb.buf, sb.len))) {
 			strbuf_addf(&sb, "     (the run was killed here)\n");
 			state_files_add(&files, rel, sb.buf, sb.len);
-			strbuf_addf(&ran, " %.*s", (int)(len - 4), de->d_name);
+			strbuf_addf(&ran, " %.*s", (int)(len - 4), names[i]);
 		}
 		strbuf_release(&old);
 		free(path);
 		free(rel);
+		free(names[i]);
 	}
-	if (d)
-		closedir(d);
+	free(names);
 	if (files.nr) {
 		strbuf_reset(&sb);
-		strbuf_addf(&sb, "command: %s\ncluster: %s\nuser: %s\nhost: %s\npid: %ld\nstarted: %s\n"
-				 "result: killed\nexit_status: -1\nprovision: %s\nran:%s\n",
+		strbuf_addf(&sb,
+			    "command: %s\ncluster: %s\nuser: %s\nhost: %s\npid: %ld\nstarted: %s\n"
+			    "result: killed\nexit_status: -1\nprovision: %s\nran:%s\n",
 			    killed->command, cluster, killed->user, killed->host, killed->pid,
 			    killed->started, PROVISION_VERSION, ran.buf);
 		state_files_add(&files, "summary", sb.buf, sb.len);
-		strbuf_addf(&msg, "%s %s: killed (pid %ld, started %s)\n\nThe run ended without "
-				  "finishing (SIGKILL, a crash or a power cut); its lock and the logs "
-				  "of%s are kept here.\n",
+		strbuf_addf(&msg,
+			    "%s %s: killed (pid %ld, started %s)\n\nThe run ended without "
+			    "finishing (SIGKILL, a crash or a power cut): it left its lock "
+			    "behind.  The logs it had written, of%s, are recorded here.\n",
 			    killed->command, cluster, killed->pid, killed->started, ran.buf);
 		rc = state_commit(s, &files, msg.buf, wall_ms(), id, err);
 	} else if (id) {

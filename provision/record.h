@@ -36,6 +36,7 @@ struct record_opts {
 	const struct node *const *nodes; /* the run's nodes */
 	size_t nr;
 	const char *phases; /* as given (NULL: all) */
+	bool steps; /* the run has phases (up); false for check: results are kept as they were */
 	struct secrets *secrets;
 };
 
@@ -63,7 +64,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
  * logs as a run of its own (result "killed"), so history shows it.  Does
  * nothing (returns 0) when no log changed since the last run.
  */
-int record_commit_killed(struct state *s, const char *cluster,
-			 const struct state_lock_info *killed, char id[41], struct error *err);
+int record_commit_killed(struct state *s, const char *cluster, const struct state_lock_info *killed,
+			 char id[41], struct error *err);
 
 #endif

@@ -54,7 +54,9 @@ int state_open(struct state **out, const char *dir, bool create, struct error *e
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		if (!create) {
 			error_set(err, STATE_ERR_EMPTY, "no state folder '%s'", dir);
-			error_hint(err, "runs are recorded there by 'provision up'; --state DIR names another");
+			error_hint(
+			    err,
+			    "runs are recorded there by 'provision up'; --state DIR names another");
 			goto fail;
 		}
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -171,8 +173,8 @@ int state_lock(struct state *s, const char *command, struct state_lock_info *pre
 
 		fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0)
-			return error_set(err, STATE_ERR, "cannot open the lock '%s': %s", s->lock_path,
-					 strerror(errno));
+			return error_set(err, STATE_ERR, "cannot open the lock '%s': %s",
+					 s->lock_path, strerror(errno));
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 			int e = errno;
 			strbuf_reset(&text);
@@ -183,12 +185,13 @@ int state_lock(struct state *s, const char *command, struct state_lock_info *pre
 				parse_lock(buf, prev);
 				prev->found = prev->alive = true;
 				close(fd);
-				error_set(err, STATE_ERR_BUSY,
-					  "another run is using the state folder '%s': provision %s, "
-					  "pid %ld on %s, started %s",
-					  s->dir, prev->command[0] ? prev->command : "?", prev->pid,
-					  prev->host[0] ? prev->host : "?",
-					  prev->started[0] ? prev->started : "?");
+				error_set(
+				    err, STATE_ERR_BUSY,
+				    "another run is using the state folder '%s': provision %s, "
+				    "pid %ld on %s, started %s",
+				    s->dir, prev->command[0] ? prev->command : "?", prev->pid,
+				    prev->host[0] ? prev->host : "?",
+				    prev->started[0] ? prev->started : "?");
 				error_hint(err, "wait for it to end, or stop it first (kill %ld)",
 					   prev->pid);
 				strbuf_release(&text);
@@ -199,7 +202,8 @@ int state_lock(struct state *s, const char *command, struct state_lock_info *pre
 			return error_set(err, STATE_ERR, "cannot lock '%s': %s", s->lock_path,
 					 strerror(e));
 		}
-		/* The holder before us may have removed the file meanwhile: lock the one in place. */
+		/* The holder before us may have removed the file meanwhile: lock the one in place.
+		 */
 		if (fstat(fd, &a) == 0 && stat(s->lock_path, &b) == 0 && a.st_ino == b.st_ino &&
 		    a.st_dev == b.st_dev)
 			break;
@@ -207,13 +211,15 @@ int state_lock(struct state *s, const char *command, struct state_lock_info *pre
 		fd = -1;
 	}
 	if (fd < 0)
-		return error_set(err, STATE_ERR, "cannot lock '%s': it keeps changing", s->lock_path);
+		return error_set(err, STATE_ERR, "cannot lock '%s': it keeps changing",
+				 s->lock_path);
 	{
 		char buf[1024];
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
 		if (n > 0) {
-			/* Left behind by a run that did not end: flock died with it, the file did not. */
+			/* Left behind by a run that did not end: flock died with it, the file did
+			 * not. */
 			parse_lock(buf, prev);
 			prev->found = true;
 			prev->alive = prev->pid > 0 && !strcmp(prev->host, host) &&
@@ -296,10 +302,9 @@ void state_files_release(struct state_files *f)
 
 static bool key_is_secret(const char *k, size_t len)
 {
-	static const char *const ends[] = {"client-key-data", "token",		 "password",
-					   "passwd",	      "secret",		 "certificate-key",
-					   "certificateKey",  "private-key",	 "privateKey",
-					   NULL};
+	static const char *const ends[] = {
+	    "client-key-data", "token",		 "password",	"passwd",     "secret",
+	    "certificate-key", "certificateKey", "private-key", "privateKey", NULL};
 	size_t i;
 
 	for (i = 0; ends[i]; i++) {
@@ -330,7 +335,8 @@ size_t state_scrub(struct strbuf *sb)
 		if ((size_t)(eol - q) > 16 && !strncmp(q, "-----BEGIN ", 11) &&
 		    memmem(q, (size_t)(eol - q), "PRIVATE KEY-----", 16)) {
 			const char *stop = memmem(q, (size_t)(end - q), "-----END ", 9);
-			const char *stop_nl = stop ? memchr(stop, '\n', (size_t)(end - stop)) : NULL;
+			const char *stop_nl =
+			    stop ? memchr(stop, '\n', (size_t)(end - stop)) : NULL;
 			strbuf_add(&out, p, (size_t)(q - p));
 			strbuf_addstr(&out, removed_key);
 			n++;
@@ -363,8 +369,8 @@ size_t state_scrub(struct strbuf *sb)
 				kl--;
 			}
 			if (ok && kl && key_is_secret(k, kl) && (size_t)(eol - v) >= 4 &&
-			    strncmp(v, SECRETS_MASK, strlen(SECRETS_MASK)) && *v != '|' && *v != '>' &&
-			    *v != '{' && *v != '[') {
+			    strncmp(v, SECRETS_MASK, strlen(SECRETS_MASK)) && *v != '|' &&
+			    *v != '>' && *v != '{' && *v != '[') {
 				strbuf_add(&out, p, (size_t)(v - p));
 				strbuf_addstr(&out, "[removed by provision]");
 				n++;
@@ -401,7 +407,8 @@ static bool safe_path(const char *path)
 		const char *slash = strchr(p, '/');
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
 		if (!len || (len == 1 && p[0] == '.') || (len == 2 && !strncmp(p, "..", 2)) ||
-		    (len == 4 && !strncasecmp(p, ".git", 4)) || (p == path && len == 7 && !strncmp(p, "private", 7)) ||
+		    (len == 4 && !strncasecmp(p, ".git", 4)) ||
+		    (p == path && len == 7 && !strncmp(p, "private", 7)) ||
 		    (p == path && len == 4 && !strncmp(p, "lock", 4)))
 			return false;
 		p += len + (slash ? 1 : 0);
@@ -523,14 +530,16 @@ int state_commit(struct state *s, const struct state_files *files, const char *m
 			goto out;
 		}
 	}
-	if (git_index_write_tree(&tree_oid, idx) < 0 || git_tree_lookup(&tree, s->repo, &tree_oid) < 0) {
+	if (git_index_write_tree(&tree_oid, idx) < 0 ||
+	    git_tree_lookup(&tree, s->repo, &tree_oid) < 0) {
 		git_fail(err, STATE_ERR, "cannot record the run");
 		goto out;
 	}
 	gethostname(host, sizeof(host) - 1);
 	email = xasprintf("%s@%s", user_name(), host[0] ? host : "localhost");
 	localtime_r(&t, &tm);
-	if (git_signature_new(&sig, user_name(), email, (git_time_t)t, (int)(tm.tm_gmtoff / 60)) < 0) {
+	if (git_signature_new(&sig, user_name(), email, (git_time_t)t, (int)(tm.tm_gmtoff / 60)) <
+	    0) {
 		git_fail(err, STATE_ERR, "cannot sign the run");
 		goto out;
 	}
@@ -598,7 +607,8 @@ int state_runs(struct state *s, struct state_run **runs, size_t *nr, struct erro
 		ret = error_set(err, STATE_ERR_EMPTY, "no run recorded in '%s' yet", s->dir);
 		goto out;
 	}
-	if (git_revwalk_new(&walk, s->repo) < 0 || git_revwalk_push(walk, git_commit_id(head)) < 0 ||
+	if (git_revwalk_new(&walk, s->repo) < 0 ||
+	    git_revwalk_push(walk, git_commit_id(head)) < 0 ||
 	    git_revwalk_simplify_first_parent(walk) < 0) {
 		git_fail(err, STATE_ERR, "cannot walk the run history");
 		goto out;
@@ -686,8 +696,9 @@ int state_resolve(struct state *s, const char *spec, char id[41], struct error *
 	}
 	if (rc == STATE_ERR_NOTFOUND && !hits) {
 		error_set(err, STATE_ERR_NOTFOUND, "no run '%s' in '%s'", spec, s->dir);
-		error_hint(err, "give a number from 'provision history' (1 to %zu), ~K for K runs "
-				"before the last, or a commit id",
+		error_hint(err,
+			   "give a number from 'provision history' (1 to %zu), ~K for K runs "
+			   "before the last, or a commit id",
 			   nr);
 	}
 	state_runs_free(runs, nr);
@@ -860,7 +871,8 @@ int state_text_diff(const char *old, size_t old_len, const char *new_, size_t ne
 	git_diff_options_init(&o, GIT_DIFF_OPTIONS_VERSION);
 	o.context_lines = 3;
 	o.flags = GIT_DIFF_FORCE_TEXT;
-	if (git_patch_from_buffers(&patch, old, old_len, old_label, new_, new_len, new_label, &o) < 0) {
+	if (git_patch_from_buffers(&patch, old, old_len, old_label, new_, new_len, new_label, &o) <
+	    0) {
 		rc = git_fail(err, STATE_ERR, "cannot compare two texts");
 		goto out;
 	}
@@ -1011,14 +1023,16 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 				size_t ll = nl ? (size_t)(nl - l) : strlen(l);
 				char *line = xstrndup(l, ll), *f[4] = {NULL}, *save = NULL, *w;
 				int nf = 0;
-				for (w = strtok_r(line, "\t", &save); w && nf < 4; w = strtok_r(NULL, "\t", &save))
+				for (w = strtok_r(line, "\t", &save); w && nf < 4;
+				     w = strtok_r(NULL, "\t", &save))
 					f[nf++] = w;
 				if (nf == 4) {
 					int64_t ms = strtoll(f[2], NULL, 10);
-					const char *cls = !strcmp(f[3], "unchanged") || !strcmp(f[3], "skipped") ||
+					const char *cls = !strcmp(f[3], "unchanged") ||
+								  !strcmp(f[3], "skipped") ||
 								  !strcmp(f[3], "ok")
-							  ? "u"
-							  : "c";
+							      ? "u"
+							      : "c";
 					sum += ms;
 					eta_sample(e, scope_n, f[0], f[1], cls, ms);
 					eta_sample(e, scope_n, f[0], f[1], "*", ms);
@@ -1029,8 +1043,10 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 					eta_sample(e, "*", f[0], f[1], cls, ms);
 					eta_sample(e, "*", f[0], f[1], "*", ms);
 					if (plan) {
-						plan->steps = xrealloc(plan->steps, (plan->nr + 1) * sizeof(char *));
-						plan->steps[plan->nr++] = xasprintf("%s\t%s", f[0], f[1]);
+						plan->steps = xrealloc(
+						    plan->steps, (plan->nr + 1) * sizeof(char *));
+						plan->steps[plan->nr++] =
+						    xasprintf("%s\t%s", f[0], f[1]);
 					}
 				}
 				free(line);
@@ -1168,7 +1184,8 @@ static int64_t eta_find(const struct state_eta *e, const char *scope, const char
 			const char *cls)
 {
 	char *key = xasprintf("%s\t%s\t%s", scope, role_step, cls);
-	const struct eta_key *k = e->nr ? bsearch(key, e->keys, e->nr, sizeof(*e->keys), cmp_key) : NULL;
+	const struct eta_key *k =
+	    e->nr ? bsearch(key, e->keys, e->nr, sizeof(*e->keys), cmp_key) : NULL;
 
 	free(key);
 	return k ? k->median : -1;
@@ -1179,7 +1196,8 @@ static int64_t eta_lookup(const struct state_eta *e, const char *node, const cha
 {
 	const char *kind = eta_kind(e, node);
 	const char *cls = eta_plan_of(e, node) ? "u" : "c";
-	char *scope[3] = {xasprintf("n:%s", node), kind ? xasprintf("k:%s", kind) : NULL, xstrdup("*")};
+	char *scope[3] = {xasprintf("n:%s", node), kind ? xasprintf("k:%s", kind) : NULL,
+			  xstrdup("*")};
 	int64_t v = -1;
 	size_t i;
 

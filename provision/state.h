@@ -97,7 +97,7 @@ struct state_files {
 /* Add (or replace) a file; data is copied. */
 void state_files_add(struct state_files *f, const char *path, const void *data, size_t len);
 void state_files_addf(struct state_files *f, const char *path, const char *fmt, ...)
-	PRINTF_LIKE(3, 4);
+    PRINTF_LIKE(3, 4);
 void state_files_release(struct state_files *f);
 
 /*
@@ -164,10 +164,10 @@ struct state_eta;
 
 /*
  * Learn step times from the last runs of `command` ("up"; at most 9: the
- * recent ones follow a machine whose load changes): the median duration of each step per node, and per kind of node.  The
- * nodes of the inventory and their kinds ("control-plane", "worker gpu",
- * any string: nodes with the same string are alike) say which nodes stand
- * for which.  Never fails: with no history the estimate knows nothing.
+ * recent ones follow a machine whose load changes): the median duration of each step per node, and
+ * per kind of node.  The nodes of the inventory and their kinds ("control-plane", "worker gpu", any
+ * string: nodes with the same string are alike) say which nodes stand for which.  Never fails: with
+ * no history the estimate knows nothing.
  */
 struct state_eta *state_eta_load(struct state *s, const char *command, const char *const *nodes,
 				 const char *const *kinds, size_t nr);

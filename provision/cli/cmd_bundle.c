@@ -23,12 +23,12 @@ static struct {
 } args;
 
 static const struct opt bundle_options[] = {
-	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
-	OPT_STRING(0, "state", &args.state, "DIR",
-		   "the cluster's state folder (default: beside the inventory, NAME.state)"),
-	OPT_STRING('o', "output", &args.out, "FILE",
-		   "where to write the archive (default: CLUSTER-bundle-RUN.tar here)"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
+    OPT_STRING(0, "state", &args.state, "DIR",
+	       "the cluster's state folder (default: beside the inventory, NAME.state)"),
+    OPT_STRING('o', "output", &args.out, "FILE",
+	       "where to write the archive (default: CLUSTER-bundle-RUN.tar here)"),
+    OPT_END,
 };
 
 static void octal(char *field, size_t size, unsigned long long v)
@@ -134,18 +134,20 @@ static int bundle_exec(int nr_pos, char **pos)
 	{
 		struct strbuf readme = STRBUF_INIT;
 		char *name = xasprintf("%s/README", top);
-		strbuf_addf(&readme,
-			    "provision support bundle of run %s of cluster '%s'.\n\n"
-			    "summary          the run: command, who, when, result\n"
-			    "inventory.yaml   the inventory as given\n"
-			    "validation       the checks: id, node, result, observed, expected\n"
-			    "nodes/N/facts    what the node reported about itself\n"
-			    "nodes/N/results  each step's result; files changed by hand show how they looked\n"
-			    "logs/N.log       each step's output and times\n\n"
-			    "Secrets handed with ::secret and the sudo password were redacted before\n"
-			    "anything was recorded; fetched files (admin.conf) are never recorded;\n"
-			    "rendered files are left out of this bundle.\n",
-			    id, cluster ? cluster : "?");
+		strbuf_addf(
+		    &readme,
+		    "provision support bundle of run %s of cluster '%s'.\n\n"
+		    "summary          the run: command, who, when, result\n"
+		    "inventory.yaml   the inventory as given\n"
+		    "validation       the checks: id, node, result, observed, expected\n"
+		    "nodes/N/facts    what the node reported about itself\n"
+		    "nodes/N/results  each step's result; files changed by hand show how they "
+		    "looked\n"
+		    "logs/N.log       each step's output and times\n\n"
+		    "Secrets handed with ::secret and the sudo password were redacted before\n"
+		    "anything was recorded; fetched files (admin.conf) are never recorded;\n"
+		    "rendered files are left out of this bundle.\n",
+		    id, cluster ? cluster : "?");
 		tar_add(&tar, name, readme.buf, readme.len, now);
 		free(name);
 		strbuf_release(&readme);
@@ -155,8 +157,11 @@ static int bundle_exec(int nr_pos, char **pos)
 		strbuf_add(&tar, end, sizeof(end));
 	}
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || (e = write_all(fd, tar.buf, tar.len)) < 0 || close(fd) < 0) {
-		fprintf(stderr, "provision bundle: cannot write '%s': %s\n", out, strerror(errno));
+	e = fd < 0 ? -errno : write_all(fd, tar.buf, tar.len);
+	if (fd >= 0 && close(fd) < 0 && !e)
+		e = -errno;
+	if (e < 0) {
+		fprintf(stderr, "provision bundle: cannot write '%s': %s\n", out, strerror(-e));
 		ret = EXIT_LOCAL;
 		goto out;
 	}
@@ -181,17 +186,17 @@ out:
 }
 
 const struct cmd cmd_bundle = {
-	.name = "bundle",
-	.summary = "write a support archive of a run, safe to attach to a bug report",
-	.usage = "-i FILE [--state DIR] [-o FILE] [RUN]",
-	.description =
-		"Write a tar archive of the last run (or RUN): the inventory, the run's summary,\n"
-		"every node's facts, step results and log, and the validation.  Everything comes\n"
-		"from the run history, where secrets were redacted before they were recorded;\n"
-		"fetched files (admin.conf) are never in it, and each file is scrubbed once more\n"
-		"for private keys and token or password values.",
-	.options = bundle_options,
-	.exec = bundle_exec,
-	.min_pos = 0,
-	.max_pos = 1,
+    .name = "bundle",
+    .summary = "write a support archive of a run, safe to attach to a bug report",
+    .usage = "-i FILE [--state DIR] [-o FILE] [RUN]",
+    .description =
+	"Write a tar archive of the last run (or RUN): the inventory, the run's summary,\n"
+	"every node's facts, step results and log, and the validation.  Everything comes\n"
+	"from the run history, where secrets were redacted before they were recorded;\n"
+	"fetched files (admin.conf) are never in it, and each file is scrubbed once more\n"
+	"for private keys and token or password values.",
+    .options = bundle_options,
+    .exec = bundle_exec,
+    .min_pos = 0,
+    .max_pos = 1,
 };

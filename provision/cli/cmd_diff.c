@@ -19,10 +19,10 @@ static struct {
 } args;
 
 static const struct opt diff_options[] = {
-	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
-	OPT_STRING(0, "state", &args.state, "DIR",
-		   "the cluster's state folder (default: beside the inventory, NAME.state)"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
+    OPT_STRING(0, "state", &args.state, "DIR",
+	       "the cluster's state folder (default: beside the inventory, NAME.state)"),
+    OPT_END,
 };
 
 struct paths {
@@ -129,7 +129,8 @@ static void result_of(const struct entry *e, char *buf, size_t size)
 	else if (!tab)
 		snprintf(buf, size, "?");
 	else
-		snprintf(buf, size, "%.*s", (int)(e->head_len - (size_t)(tab + 1 - e->head)), tab + 1);
+		snprintf(buf, size, "%.*s", (int)(e->head_len - (size_t)(tab + 1 - e->head)),
+			 tab + 1);
 }
 
 static void diff_results(struct strbuf *out, const char *a, const char *b)
@@ -148,8 +149,10 @@ static void diff_results(struct strbuf *out, const char *a, const char *b)
 		if (eb[i].len > eb[i].head_len + 1)
 			for (const char *p = eb[i].head + eb[i].head_len + 1;
 			     p < eb[i].head + eb[i].len;) {
-				const char *nl = memchr(p, '\n', (size_t)(eb[i].head + eb[i].len - p));
-				size_t l = nl ? (size_t)(nl - p) : (size_t)(eb[i].head + eb[i].len - p);
+				const char *nl =
+				    memchr(p, '\n', (size_t)(eb[i].head + eb[i].len - p));
+				size_t l =
+				    nl ? (size_t)(nl - p) : (size_t)(eb[i].head + eb[i].len - p);
 				strbuf_addf(out, "    %.*s\n", (int)(l && *p == '\t' ? l - 1 : l),
 					    l && *p == '\t' ? p + 1 : p);
 				p += l + (nl ? 1 : 0);
@@ -157,7 +160,8 @@ static void diff_results(struct strbuf *out, const char *a, const char *b)
 	}
 	for (i = 0; i < na; i++)
 		if (!find_entry(eb, nb, &ea[i]))
-			strbuf_addf(out, "  - %.*s: no longer run\n", (int)ea[i].name_len, ea[i].head);
+			strbuf_addf(out, "  - %.*s: no longer run\n", (int)ea[i].name_len,
+				    ea[i].head);
 	free(ea);
 	free(eb);
 }
@@ -266,7 +270,8 @@ static int diff_exec(int nr_pos, char **pos)
 			read_or_empty(s, ida, paths.v[i], &a);
 			read_or_empty(s, idb, paths.v[i], &b);
 			strbuf_addstr(&out, "\ninventory:\n");
-			add_text_diff(&out, &a, &b, "inventory.yaml (before)", "inventory.yaml (after)");
+			add_text_diff(&out, &a, &b, "inventory.yaml (before)",
+				      "inventory.yaml (after)");
 		} else if (!strcmp(paths.v[i], "validation")) {
 			struct strbuf d = STRBUF_INIT;
 			read_or_empty(s, ida, paths.v[i], &a);
@@ -274,8 +279,10 @@ static int diff_exec(int nr_pos, char **pos)
 			missing_lines(&d, b.buf, a.buf, "  - ", NULL);
 			missing_lines(&d, a.buf, b.buf, "  + ", NULL);
 			if (d.len)
-				strbuf_addf(&out, "\nvalidation (check, node, result, observed, expected):\n%s",
-					    d.buf);
+				strbuf_addf(
+				    &out,
+				    "\nvalidation (check, node, result, observed, expected):\n%s",
+				    d.buf);
 			strbuf_release(&d);
 		}
 	}
@@ -299,18 +306,17 @@ out:
 }
 
 const struct cmd cmd_diff = {
-	.name = "diff",
-	.summary = "show what changed on the cluster between two recorded runs",
-	.usage = "-i FILE [--state DIR] [RUN [RUN]]",
-	.description =
-		"Compare two runs from the cluster's history (default: the last two; one RUN:\n"
-		"that run and the last): per node, the steps whose result changed (a file that\n"
-		"was changed by hand shows as changed, with how it looked on the node before\n"
-		"it was put back), facts that moved (a driver or kernel version), rendered\n"
-		"files and artifacts that differ; then the inventory and the validation.\n"
-		"RUN is a number from 'provision history', ~K or a commit id.",
-	.options = diff_options,
-	.exec = diff_exec,
-	.min_pos = 0,
-	.max_pos = 2,
+    .name = "diff",
+    .summary = "show what changed on the cluster between two recorded runs",
+    .usage = "-i FILE [--state DIR] [RUN [RUN]]",
+    .description = "Compare two runs from the cluster's history (default: the last two; one RUN:\n"
+		   "that run and the last): per node, the steps whose result changed (a file that\n"
+		   "was changed by hand shows as changed, with how it looked on the node before\n"
+		   "it was put back), facts that moved (a driver or kernel version), rendered\n"
+		   "files and artifacts that differ; then the inventory and the validation.\n"
+		   "RUN is a number from 'provision history', ~K or a commit id.",
+    .options = diff_options,
+    .exec = diff_exec,
+    .min_pos = 0,
+    .max_pos = 2,
 };

@@ -22,18 +22,19 @@ static struct {
 } args;
 
 static const struct opt fetch_options[] = {
-	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
-	OPT_STRING(0, "roles", &args.roles, "DIR", "the roles folder (default: the installed roles)"),
-	OPT_STRING('p', "phases", &args.phases, "LIST",
-		   "only the artifacts of these phases' roles (default: all)"),
-	OPT_STRING(0, "cache", &args.cache, "DIR",
-		   "the artifact cache (default: $PROVISION_CACHE or ~/.cache/provision/artifacts)"),
-	OPT_BOOL(0, "all", &args.all, "every artifact of the manifest, needed or not"),
-	OPT_BOOL(0, "record", &args.record,
-		 "also fetch artifacts whose hash is pending and write their SHA-256 into the manifest"),
-	OPT_INT(0, "timeout", &args.timeout, "SECONDS", 1, 86400,
-		"give up on a download after SECONDS without data (default 60)"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
+    OPT_STRING(0, "roles", &args.roles, "DIR", "the roles folder (default: the installed roles)"),
+    OPT_STRING('p', "phases", &args.phases, "LIST",
+	       "only the artifacts of these phases' roles (default: all)"),
+    OPT_STRING(0, "cache", &args.cache, "DIR",
+	       "the artifact cache (default: $PROVISION_CACHE or ~/.cache/provision/artifacts)"),
+    OPT_BOOL(0, "all", &args.all, "every artifact of the manifest, needed or not"),
+    OPT_BOOL(
+	0, "record", &args.record,
+	"also fetch artifacts whose hash is pending and write their SHA-256 into the manifest"),
+    OPT_INT(0, "timeout", &args.timeout, "SECONDS", 1, 86400,
+	    "give up on a download after SECONDS without data (default 60)"),
+    OPT_END,
 };
 
 static int fetch_exec(int nr_pos, char **pos)
@@ -76,7 +77,8 @@ static int fetch_exec(int nr_pos, char **pos)
 		setenv("PROVISION_FETCH_TIMEOUT", t, 1);
 	}
 	cache = artifact_cache_dir(args.cache);
-	ret = cli_fetch_artifacts("fetch", &rs, inv, nodes, nr, phases, cache, args.record, args.all);
+	ret =
+	    cli_fetch_artifacts("fetch", &rs, inv, nodes, nr, phases, cache, args.record, args.all);
 	if (ret == EXIT_OK)
 		printf("artifacts of '%s' are in %s\n", inv->cluster.name, cache);
 out:
@@ -88,20 +90,20 @@ out:
 }
 
 const struct cmd cmd_fetch = {
-	.name = "fetch",
-	.summary = "download the artifacts the roles need into this machine's cache",
-	.usage = "-i FILE [--roles DIR] [--cache DIR] [--all] [--record] [--timeout SECONDS]",
-	.description =
-		"Fetch every artifact (manifests, release archives, chart archives, apt keys)\n"
-		"that the roles of this inventory's nodes name, from the URL in the artifact\n"
-		"manifest (roles/artifacts.yaml) into the cache, and verify its SHA-256.  An\n"
-		"interrupted download resumes where it stopped; proxies come from the usual\n"
-		"variables (https_proxy, http_proxy, no_proxy).  'up' fetches the same before it\n"
-		"touches a node, and pushes them over SSH: nodes never need the internet.\n"
-		"With --record, artifacts whose hash is still pending are fetched too and their\n"
-		"SHA-256 is written into the manifest, for review.",
-	.options = fetch_options,
-	.exec = fetch_exec,
-	.min_pos = 0,
-	.max_pos = 0,
+    .name = "fetch",
+    .summary = "download the artifacts the roles need into this machine's cache",
+    .usage = "-i FILE [--roles DIR] [--cache DIR] [--all] [--record] [--timeout SECONDS]",
+    .description =
+	"Fetch every artifact (manifests, release archives, chart archives, apt keys)\n"
+	"that the roles of this inventory's nodes name, from the URL in the artifact\n"
+	"manifest (roles/artifacts.yaml) into the cache, and verify its SHA-256.  An\n"
+	"interrupted download resumes where it stopped; proxies come from the usual\n"
+	"variables (https_proxy, http_proxy, no_proxy).  'up' fetches the same before it\n"
+	"touches a node, and pushes them over SSH: nodes never need the internet.\n"
+	"With --record, artifacts whose hash is still pending are fetched too and their\n"
+	"SHA-256 is written into the manifest, for review.",
+    .options = fetch_options,
+    .exec = fetch_exec,
+    .min_pos = 0,
+    .max_pos = 0,
 };

@@ -16,13 +16,13 @@ static struct {
 } args = {.output = "text", .max = 0};
 
 static const struct opt history_options[] = {
-	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
-	OPT_STRING(0, "state", &args.state, "DIR",
-		   "the cluster's state folder (default: beside the inventory, NAME.state)"),
-	OPT_INT('n', "max-count", &args.max, "N", 1, 1000000, "only the N newest runs"),
-	OPT_CHOICE('o', "output", &args.output, "FORMAT", "text|json",
-		   "a table, or one JSON object per run"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
+    OPT_STRING(0, "state", &args.state, "DIR",
+	       "the cluster's state folder (default: beside the inventory, NAME.state)"),
+    OPT_INT('n', "max-count", &args.max, "N", 1, 1000000, "only the N newest runs"),
+    OPT_CHOICE('o', "output", &args.output, "FORMAT", "text|json",
+	       "a table, or one JSON object per run"),
+    OPT_END,
 };
 
 static void ms_text(char *buf, size_t size, const char *ms)
@@ -80,16 +80,19 @@ static int history_exec(int nr_pos, char **pos)
 			json_object_set_new(o, "command", json_string(cmd ? cmd : ""));
 			json_object_set_new(o, "result", json_string(result ? result : ""));
 			if (ms)
-				json_object_set_new(o, "duration_ms", json_integer(strtoll(ms, NULL, 10)));
+				json_object_set_new(o, "duration_ms",
+						    json_integer(strtoll(ms, NULL, 10)));
 			if (eta_ms)
-				json_object_set_new(o, "eta_ms", json_integer(strtoll(eta_ms, NULL, 10)));
+				json_object_set_new(o, "eta_ms",
+						    json_integer(strtoll(eta_ms, NULL, 10)));
 			json_object_set_new(o, "subject", json_string(runs[i].subject));
 			text = json_dumps(o, JSON_COMPACT);
 			strbuf_addf(&out, "%s\n", text);
 			free(text);
 			json_decref(o);
 		} else {
-			strbuf_addf(&out, "%4u  %.8s  %-19s  %-8s  %-11s  %8s  %9s  %5s  %7s  %6s\n",
+			strbuf_addf(&out,
+				    "%4u  %.8s  %-19s  %-8s  %-11s  %8s  %9s  %5s  %7s  %6s\n",
 				    runs[i].number, runs[i].id, when, cmd ? cmd : "?",
 				    result ? result : "?", dur, eta, nodes ? nodes : "-",
 				    changed ? changed : "-", failed ? failed : "-");
@@ -111,17 +114,16 @@ static int history_exec(int nr_pos, char **pos)
 }
 
 const struct cmd cmd_history = {
-	.name = "history",
-	.summary = "list the runs recorded for a cluster, newest first",
-	.usage = "-i FILE [--state DIR] [-n N] [-o json]",
-	.description =
-		"Every 'up' and 'check' is recorded as a commit of the cluster's state folder\n"
-		"(a git repository beside the inventory).  List them, newest first: the run's\n"
-		"number (for 'diff', 'show' and 'logs'), when it started, the command, its\n"
-		"result, how long it took and how long it was estimated to take, the nodes it\n"
-		"ran on, how many of them it changed and how many failed.",
-	.options = history_options,
-	.exec = history_exec,
-	.min_pos = 0,
-	.max_pos = 0,
+    .name = "history",
+    .summary = "list the runs recorded for a cluster, newest first",
+    .usage = "-i FILE [--state DIR] [-n N] [-o json]",
+    .description = "Every 'up' and 'check' is recorded as a commit of the cluster's state folder\n"
+		   "(a git repository beside the inventory).  List them, newest first: the run's\n"
+		   "number (for 'diff', 'show' and 'logs'), when it started, the command, its\n"
+		   "result, how long it took and how long it was estimated to take, the nodes it\n"
+		   "ran on, how many of them it changed and how many failed.",
+    .options = history_options,
+    .exec = history_exec,
+    .min_pos = 0,
+    .max_pos = 0,
 };

@@ -13,10 +13,10 @@ static struct {
 } args;
 
 static const struct opt logs_options[] = {
-	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
-	OPT_STRING(0, "state", &args.state, "DIR",
-		   "the cluster's state folder (default: beside the inventory, NAME.state)"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
+    OPT_STRING(0, "state", &args.state, "DIR",
+	       "the cluster's state folder (default: beside the inventory, NAME.state)"),
+    OPT_END,
 };
 
 static int logs_exec(int nr_pos, char **pos)
@@ -55,16 +55,15 @@ static int logs_exec(int nr_pos, char **pos)
 }
 
 const struct cmd cmd_logs = {
-	.name = "logs",
-	.summary = "print a node's log of a recorded run",
-	.usage = "-i FILE [--state DIR] NODE [RUN]",
-	.description =
-		"Print the log of NODE from a recorded run (default: the last one that ran on\n"
-		"it): each step's start, every line of its output and its result, with the\n"
-		"seconds since the run began.  Secrets are redacted in logs before they are\n"
-		"written.  RUN is a number from 'provision history', ~K or a commit id.",
-	.options = logs_options,
-	.exec = logs_exec,
-	.min_pos = 1,
-	.max_pos = 2,
+    .name = "logs",
+    .summary = "print a node's log of a recorded run",
+    .usage = "-i FILE [--state DIR] NODE [RUN]",
+    .description = "Print the log of NODE from a recorded run (default: the last one that ran on\n"
+		   "it): each step's start, every line of its output and its result, with the\n"
+		   "seconds since the run began.  Secrets are redacted in logs before they are\n"
+		   "written.  RUN is a number from 'provision history', ~K or a commit id.",
+    .options = logs_options,
+    .exec = logs_exec,
+    .min_pos = 1,
+    .max_pos = 2,
 };

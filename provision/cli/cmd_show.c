@@ -14,11 +14,11 @@ static struct {
 } args;
 
 static const struct opt show_options[] = {
-	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
-	OPT_STRING(0, "state", &args.state, "DIR",
-		   "the cluster's state folder (default: beside the inventory, NAME.state)"),
-	OPT_BOOL('a', "all", &args.all, "also list the steps that were unchanged"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file"),
+    OPT_STRING(0, "state", &args.state, "DIR",
+	       "the cluster's state folder (default: beside the inventory, NAME.state)"),
+    OPT_BOOL('a', "all", &args.all, "also list the steps that were unchanged"),
+    OPT_END,
 };
 
 /* The results file with unchanged steps left out (unless --all). */
@@ -82,6 +82,19 @@ static int show_exec(int nr_pos, char **pos)
 			p += len + (nl ? 1 : 0);
 		}
 		ran = cli_summary_get(sum.buf, "ran");
+		{
+			char *result = cli_summary_get(sum.buf, "result");
+			if (result && !strcmp(result, "killed")) {
+				/* It recorded no results: what it did is in its logs. */
+				strbuf_addf(&out,
+					    "\nthe run was killed; what it did is in its logs: "
+					    "provision logs -i FILE NODE %.8s\n",
+					    id);
+				free(ran);
+				ran = NULL;
+			}
+			free(result);
+		}
 	}
 	for (const char *p = ran ? ran : ""; *p;) {
 		size_t len = strcspn(p, " ");
@@ -119,18 +132,17 @@ out:
 }
 
 const struct cmd cmd_show = {
-	.name = "show",
-	.summary = "print one recorded run",
-	.usage = "-i FILE [--state DIR] [--all] [RUN]",
-	.description =
-		"Print a run from the cluster's history (default: the last): who ran which\n"
-		"command when, its result and duration, each node's steps that changed,\n"
-		"failed or were skipped (with --all, every step), with what a changed file\n"
-		"looked like on the node before it was put back, and the validation.\n"
-		"RUN is a number from 'provision history', ~K (K runs before the last) or\n"
-		"a commit id.",
-	.options = show_options,
-	.exec = show_exec,
-	.min_pos = 0,
-	.max_pos = 1,
+    .name = "show",
+    .summary = "print one recorded run",
+    .usage = "-i FILE [--state DIR] [--all] [RUN]",
+    .description = "Print a run from the cluster's history (default: the last): who ran which\n"
+		   "command when, its result and duration, each node's steps that changed,\n"
+		   "failed or were skipped (with --all, every step), with what a changed file\n"
+		   "looked like on the node before it was put back, and the validation.\n"
+		   "RUN is a number from 'provision history', ~K (K runs before the last) or\n"
+		   "a commit id.",
+    .options = show_options,
+    .exec = show_exec,
+    .min_pos = 0,
+    .max_pos = 1,
 };

@@ -113,15 +113,20 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 			const struct artifact *a = &m->items[i];
 			if (!need[i] || a->sha256)
 				continue;
-			fprintf(stderr, "provision %s: artifact '%s' (%s) has no pinned sha256 in '%s' (line %u)\n",
+			fprintf(stderr,
+				"provision %s: artifact '%s' (%s) has no pinned sha256 in '%s' "
+				"(line %u)\n",
 				cmd_name, a->name, a->url, m->path, a->line);
 			pending++;
 		}
 		if (pending) {
 			fprintf(stderr,
-				"  hint: on a machine that can reach the URL%s, run 'provision fetch -i FILE --record', "
-				"review the hash%s it writes into the manifest, and commit %s; nothing was changed\n",
-				pending == 1 ? "" : "s", pending == 1 ? "" : "es", pending == 1 ? "it" : "them");
+				"  hint: on a machine that can reach the URL%s, run 'provision "
+				"fetch -i FILE --record', "
+				"review the hash%s it writes into the manifest, and commit %s; "
+				"nothing was changed\n",
+				pending == 1 ? "" : "s", pending == 1 ? "" : "es",
+				pending == 1 ? "it" : "them");
 			free(need);
 			return EXIT_USAGE;
 		}
@@ -160,19 +165,23 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 				failed++;
 				continue;
 			}
-			fprintf(stderr, "recorded %s: sha256 %s (%s) in '%s'; review it before you commit it\n",
-				a->name, res.sha256, size, m->path);
+			fprintf(
+			    stderr,
+			    "recorded %s: sha256 %s (%s) in '%s'; review it before you commit it\n",
+			    a->name, res.sha256, size, m->path);
 			continue;
 		}
 		if (res.attempts > 1)
-			fprintf(stderr, "fetched %s: %s, sha256 verified (%u attempts; resumed at %llu bytes)\n",
+			fprintf(stderr,
+				"fetched %s: %s, sha256 verified (%u attempts; resumed at %llu "
+				"bytes)\n",
 				a->name, size, res.attempts, (unsigned long long)res.resumed_from);
 		else
 			fprintf(stderr, "fetched %s: %s, sha256 verified\n", a->name, size);
 	}
 	if (failed) {
-		fprintf(stderr, "provision %s: %zu artifact%s could not be fetched into '%s'\n", cmd_name,
-			failed, failed == 1 ? "" : "s", cache);
+		fprintf(stderr, "provision %s: %zu artifact%s could not be fetched into '%s'\n",
+			cmd_name, failed, failed == 1 ? "" : "s", cache);
 		ret = EXIT_LOCAL;
 	}
 	free(need);
@@ -225,15 +234,17 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 	if (prev.found) {
 		char id[41] = "";
 		fprintf(stderr,
-			"provision %s: the previous run (%s, pid %ld on %s, started %s) did not finish: "
+			"provision %s: the previous run (%s, pid %ld on %s, started %s) did not "
+			"finish: "
 			"it was killed%s; this run starts again from the facts\n",
 			b->cmd_name, prev.command, prev.pid, prev.host, prev.started,
 			prev.alive ? " (or its pid was reused)" : "");
 		if (record_commit_killed(cr->state, b->inv->cluster.name, &prev, id, &err) < 0)
-			fprintf(stderr, "provision %s: cannot record the killed run: %s\n", b->cmd_name,
-				err.msg);
+			fprintf(stderr, "provision %s: cannot record the killed run: %s\n",
+				b->cmd_name, err.msg);
 		else if (id[0])
-			fprintf(stderr, "provision %s: its logs are recorded as run %.8s\n", b->cmd_name, id);
+			fprintf(stderr, "provision %s: its logs are recorded as run %.8s\n",
+				b->cmd_name, id);
 	}
 	/* Artifacts: into the cache before any node is touched (up only: plan compares hashes). */
 	cr->cache = artifact_cache_dir(NULL);
@@ -276,14 +287,15 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 	free(sel);
 	if (b->record) {
 		struct record_opts ro = {
-			.state_dir = b->state_dir,
-			.command = b->cmd_name,
-			.inventory_path = b->inventory_path,
-			.inv = b->inv,
-			.nodes = b->nodes,
-			.nr = b->nr,
-			.phases = b->phases_text,
-			.secrets = b->secrets,
+		    .state_dir = b->state_dir,
+		    .command = b->cmd_name,
+		    .inventory_path = b->inventory_path,
+		    .inv = b->inv,
+		    .nodes = b->nodes,
+		    .nr = b->nr,
+		    .phases = b->phases_text,
+		    .steps = b->phases != 0,
+		    .secrets = b->secrets,
 		};
 		cr->rec = record_new(&ro, &err);
 		if (!cr->rec) {
@@ -322,12 +334,14 @@ int cli_run_end(struct cli_run *cr, const struct plan_result *res, int exit_stat
 			size_t nr = 0;
 			state_runs(cr->state, &runs, &nr, NULL);
 			printf("%s %s: recorded as run %u (%.8s) in '%s'\n", cr->b.cmd_name,
-			       cr->b.inv->cluster.name, nr ? runs[0].number : 0, id, cr->b.state_dir);
+			       cr->b.inv->cluster.name, nr ? runs[0].number : 0, id,
+			       cr->b.state_dir);
 			state_runs_free(runs, nr);
 		}
 	}
 	if (cr->b.text && cr->eta_ms > 0 && !res->interrupted) {
-		double off = ((double)res->elapsed_ms - (double)cr->eta_ms) * 100.0 / (double)cr->eta_ms;
+		double off =
+		    ((double)res->elapsed_ms - (double)cr->eta_ms) * 100.0 / (double)cr->eta_ms;
 		view_duration(dur, sizeof(dur), res->elapsed_ms);
 		view_duration(eta, sizeof(eta), (uint64_t)cr->eta_ms);
 		printf("%s %s: took %s, estimated %s (%+.0f%%)\n", cr->b.cmd_name,
@@ -355,8 +369,10 @@ int cli_state_open_ro(const char *cmd_name, const char *inventory, const char *s
 
 	*out = NULL;
 	if (!inventory && !state_opt) {
-		fprintf(stderr, "provision %s: missing inventory\n"
-				"  hint: give the inventory with -i FILE, or its state folder with --state DIR\n",
+		fprintf(stderr,
+			"provision %s: missing inventory\n"
+			"  hint: give the inventory with -i FILE, or its state folder with --state "
+			"DIR\n",
 			cmd_name);
 		return EXIT_USAGE;
 	}

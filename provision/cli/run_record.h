@@ -35,8 +35,8 @@ struct cli_run_begin {
 	size_t nr;
 	unsigned phases;
 	int forks;
-	bool record;   /* commit the run (up, check; not plan) */
-	bool text;     /* plain text output: print the estimate and its accuracy */
+	bool record; /* commit the run (up, check; not plan) */
+	bool text;   /* plain text output: print the estimate and its accuracy */
 	struct secrets *secrets;
 };
 

@@ -53,14 +53,16 @@ static const char sha_a[] = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e730
 
 static void test_manifest(void **unused)
 {
-	char *path = write_tmp("ok.yaml", "# comment\n"
-					  "hello:\n"
-					  "  url: https://example.org/hello.txt\n"
-					  "  sha256: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n"
-					  "  description: the word\n"
-					  "later.tgz:\n"
-					  "  url: http://example.org/later.tgz\n"
-					  "  sha256: pending\n");
+	char *path =
+	    write_tmp("ok.yaml",
+		      "# comment\n"
+		      "hello:\n"
+		      "  url: https://example.org/hello.txt\n"
+		      "  sha256: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n"
+		      "  description: the word\n"
+		      "later.tgz:\n"
+		      "  url: http://example.org/later.tgz\n"
+		      "  sha256: pending\n");
 	struct artifact_manifest m;
 	struct diag_list dl;
 	const struct artifact *a;
@@ -115,7 +117,8 @@ static void test_manifest_errors(void **unused)
 {
 	expect_manifest_error("a:\n  url: https://x/a\n  sha256: 1234\n", 3,
 			      "'sha256' of 'a' is not a SHA-256");
-	expect_manifest_error("a:\n  url: https://x/a\n  sha256: 2CF24DBA5FB0A30E26E83B2AC5B9E29E1B161E5C1FA7425E73043362938B9824\n",
+	expect_manifest_error("a:\n  url: https://x/a\n  sha256: "
+			      "2CF24DBA5FB0A30E26E83B2AC5B9E29E1B161E5C1FA7425E73043362938B9824\n",
 			      3, "is not a SHA-256");
 	expect_manifest_error("a:\n  url: ftp://x/a\n  sha256: pending\n", 2,
 			      "'url' of 'a' must be an http:// or https:// URL");
@@ -123,7 +126,8 @@ static void test_manifest_errors(void **unused)
 			      "unknown key 'md5' in artifact 'a'");
 	expect_manifest_error("a:\n  sha256: pending\n", 1, "artifact 'a' has no 'url'");
 	expect_manifest_error("a:\n  url: https://x/a\n", 1, "artifact 'a' has no 'sha256'");
-	expect_manifest_error("a b:\n  url: https://x/a\n  sha256: pending\n", 1, "bad artifact name 'a b'");
+	expect_manifest_error("a b:\n  url: https://x/a\n  sha256: pending\n", 1,
+			      "bad artifact name 'a b'");
 	expect_manifest_error("- a\n", 1, "must be a mapping of names to entries");
 	expect_manifest_error("a: [1\n", 2, "");
 }
@@ -150,13 +154,15 @@ static void test_record(void **unused)
 	assert_int_equal(artifact_manifest_record(&m, artifact_find(&m, "first"), sha_a, &err), 0);
 	assert_int_equal(artifact_manifest_record(&m, artifact_find(&m, "second"), sha_b, &err), 0);
 	assert_int_equal(read_file(path, &sb), 0);
-	assert_string_equal(sb.buf, "# keep me\n"
-				    "first:\n"
-				    "  url: https://x/first\n"
-				    "  sha256: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824   # fill in\n"
-				    "second:\n"
-				    "  url: https://x/second\n"
-				    "  sha256: 486ea46224d1bb4fb680f34f7c9ad96a8f24ec88be73ea8e5a6c65260e9cb8a7\n");
+	assert_string_equal(
+	    sb.buf, "# keep me\n"
+		    "first:\n"
+		    "  url: https://x/first\n"
+		    "  sha256: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824   "
+		    "# fill in\n"
+		    "second:\n"
+		    "  url: https://x/second\n"
+		    "  sha256: 486ea46224d1bb4fb680f34f7c9ad96a8f24ec88be73ea8e5a6c65260e9cb8a7\n");
 	artifact_manifest_release(&m);
 	diag_list_release(&dl);
 	strbuf_release(&sb);
@@ -214,25 +220,26 @@ static void test_base64(void **unused)
 
 static void test_kubeconfig(void **unused)
 {
-	char *path = write_tmp("admin.conf", "apiVersion: v1\n"
-					     "clusters:\n"
-					     "- cluster:\n"
-					     "    certificate-authority-data: Q0E=\n"
-					     "    server: https://10.0.0.1:6443\n"
-					     "  name: other\n"
-					     "- cluster:\n"
-					     "    certificate-authority-data: Q0Ey\n"
-					     "    server: https://198.18.0.10:6443\n"
-					     "  name: kubernetes\n"
-					     "contexts:\n"
-					     "- context: {cluster: kubernetes, user: kubernetes-admin}\n"
-					     "  name: kubernetes-admin@kubernetes\n"
-					     "current-context: kubernetes-admin@kubernetes\n"
-					     "users:\n"
-					     "- name: kubernetes-admin\n"
-					     "  user:\n"
-					     "    client-certificate-data: Q0VSVA==\n"
-					     "    client-key-data: S0VZ\n");
+	char *path =
+	    write_tmp("admin.conf", "apiVersion: v1\n"
+				    "clusters:\n"
+				    "- cluster:\n"
+				    "    certificate-authority-data: Q0E=\n"
+				    "    server: https://10.0.0.1:6443\n"
+				    "  name: other\n"
+				    "- cluster:\n"
+				    "    certificate-authority-data: Q0Ey\n"
+				    "    server: https://198.18.0.10:6443\n"
+				    "  name: kubernetes\n"
+				    "contexts:\n"
+				    "- context: {cluster: kubernetes, user: kubernetes-admin}\n"
+				    "  name: kubernetes-admin@kubernetes\n"
+				    "current-context: kubernetes-admin@kubernetes\n"
+				    "users:\n"
+				    "- name: kubernetes-admin\n"
+				    "  user:\n"
+				    "    client-certificate-data: Q0VSVA==\n"
+				    "    client-key-data: S0VZ\n");
 	struct http_tls tls;
 	struct error err = {0};
 	char *server = NULL;
@@ -255,9 +262,9 @@ static void test_kubeconfig(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_manifest),  cmocka_unit_test(test_manifest_errors),
-		cmocka_unit_test(test_record),	  cmocka_unit_test(test_cache_read),
-		cmocka_unit_test(test_base64),	  cmocka_unit_test(test_kubeconfig),
+	    cmocka_unit_test(test_manifest), cmocka_unit_test(test_manifest_errors),
+	    cmocka_unit_test(test_record),   cmocka_unit_test(test_cache_read),
+	    cmocka_unit_test(test_base64),   cmocka_unit_test(test_kubeconfig),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -160,7 +160,10 @@ static int on_change(void *ctx, enum state_change what, const char *path)
 	size_t len = strlen(s->text);
 
 	snprintf(s->text + len, sizeof(s->text) - len, "%c%s ",
-		 what == STATE_ADDED ? '+' : what == STATE_DELETED ? '-' : '~', path);
+		 what == STATE_ADDED	 ? '+'
+		 : what == STATE_DELETED ? '-'
+					 : '~',
+		 path);
 	return 0;
 }
 
@@ -183,10 +186,11 @@ static void test_diff(void **unused)
 	assert_int_equal(state_diff(s, id1, id2, on_change, &seen, &err), 0);
 	assert_string_equal(seen.text, "~nodes/a/files/etc/x.conf +nodes/b/results ");
 
-	assert_int_equal(state_text_diff("one\ntwo\nthree\n", 14, "one\n2\nthree\n", 12, "x (before)",
-					 "x (after)", &d, &err),
+	assert_int_equal(state_text_diff("one\ntwo\nthree\n", 14, "one\n2\nthree\n", 12,
+					 "x (before)", "x (after)", &d, &err),
 			 0);
-	assert_string_equal(d.buf, "--- x (before)\n+++ x (after)\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
+	assert_string_equal(
+	    d.buf, "--- x (before)\n+++ x (after)\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
 	strbuf_reset(&d);
 	assert_int_equal(state_text_diff("same\n", 5, "same\n", 5, "a", "b", &d, &err), 0);
 	assert_string_equal(d.buf, "");
@@ -234,8 +238,10 @@ static void test_lock(void **unused)
 		char host[128] = "";
 		FILE *f = fopen(lock, "w");
 		gethostname(host, sizeof(host) - 1);
-		fprintf(f, "pid=%ld\ncommand=up\nhost=%s\nuser=root\nstarted=2026-01-01 10:00:00 +0000\n",
-			(long)child, host);
+		fprintf(
+		    f,
+		    "pid=%ld\ncommand=up\nhost=%s\nuser=root\nstarted=2026-01-01 10:00:00 +0000\n",
+		    (long)child, host);
 		fclose(f);
 	}
 	assert_int_equal(state_lock(s1, "up", &prev, &err), 0);
@@ -273,22 +279,29 @@ static void test_scrub(void **unused)
 {
 	expect_scrub("a\n-----BEGIN PRIVATE KEY-----\nMIIEv\nQQ==\n-----END PRIVATE KEY-----\nb\n",
 		     "a\n[private key removed by provision]\nb\n", 1);
-	expect_scrub("-----BEGIN RSA PRIVATE KEY-----\nxx\n", "[private key removed by provision]\n", 1);
-	expect_scrub("users:\n- user:\n    client-key-data: LS0tLS1CRUdJTg==\n    client-certificate-data: abc\n",
+	expect_scrub("-----BEGIN RSA PRIVATE KEY-----\nxx\n",
+		     "[private key removed by provision]\n", 1);
+	expect_scrub("users:\n- user:\n    client-key-data: LS0tLS1CRUdJTg==\n    "
+		     "client-certificate-data: abc\n",
 		     "users:\n- user:\n    client-key-data: [removed by provision]\n"
 		     "    client-certificate-data: abc\n",
 		     1);
 	expect_scrub("  token: abcdef.0123456789abcdef\n", "  token: [removed by provision]\n", 1);
-	expect_scrub("bootstrapToken: abcdef.0123\n", "bootstrapToken: [removed by provision]\n", 1);
-	expect_scrub("hub:\n  cookieSecret: 0123456789\n", "hub:\n  cookieSecret: [removed by provision]\n", 1);
+	expect_scrub("bootstrapToken: abcdef.0123\n", "bootstrapToken: [removed by provision]\n",
+		     1);
+	expect_scrub("hub:\n  cookieSecret: 0123456789\n",
+		     "hub:\n  cookieSecret: [removed by provision]\n", 1);
 	expect_scrub("\"password\": \"hunter22\"\n", "\"password\": [removed by provision]\n", 1);
-	/* Left alone: redacted values, paths named by *_file keys, public keys, short values, lists. */
+	/* Left alone: redacted values, paths named by *_file keys, public keys, short values,
+	 * lists. */
 	expect_scrub("token: [secret]\n", "token: [secret]\n", 0);
 	expect_scrub("sudo_password_file: /etc/pw\n", "sudo_password_file: /etc/pw\n", 0);
-	expect_scrub("-----BEGIN PGP PUBLIC KEY BLOCK-----\nabc\n", "-----BEGIN PGP PUBLIC KEY BLOCK-----\nabc\n", 0);
+	expect_scrub("-----BEGIN PGP PUBLIC KEY BLOCK-----\nabc\n",
+		     "-----BEGIN PGP PUBLIC KEY BLOCK-----\nabc\n", 0);
 	expect_scrub("token: ~\n", "token: ~\n", 0);
 	expect_scrub("tokens: [a, b]\n", "tokens: [a, b]\n", 0);
-	expect_scrub("kernel=6.1\nsysctl=net.ipv4.ip_forward 1\n", "kernel=6.1\nsysctl=net.ipv4.ip_forward 1\n", 0);
+	expect_scrub("kernel=6.1\nsysctl=net.ipv4.ip_forward 1\n",
+		     "kernel=6.1\nsysctl=net.ipv4.ip_forward 1\n", 0);
 	expect_scrub("no newline at the end: token: x", "no newline at the end: token: x", 0);
 }
 
@@ -300,8 +313,8 @@ static void eta_run(struct state *s, const char *command, const char *ran, unsig
 	char id[41];
 	size_t i;
 
-	state_files_addf(&f, "summary", "command: %s\nresult: ok\nduration_ms: %u\nran: %s\n", command,
-			 duration, ran);
+	state_files_addf(&f, "summary", "command: %s\nresult: ok\nduration_ms: %u\nran: %s\n",
+			 command, duration, ran);
 	for (i = 0; timings[i]; i++) {
 		const char *bar = strchr(timings[i], '|');
 		char *path = xasprintf("nodes/%.*s/timings", (int)(bar - timings[i]), timings[i]);
@@ -331,18 +344,19 @@ static void test_eta(void **unused)
 
 	/* A first run that did the work, then runs that only checked. */
 	eta_run(s, "up", "w1 w2", 9000,
-		(const char *const[]){"w1|facts\tgather\t500\tok\nkernel\t10-modules\t5000\tchanged\n",
-				      "w2|facts\tgather\t700\tok\nkernel\t10-modules\t7000\tchanged\n",
-				      NULL});
+		(const char *const[]){
+		    "w1|facts\tgather\t500\tok\nkernel\t10-modules\t5000\tchanged\n",
+		    "w2|facts\tgather\t700\tok\nkernel\t10-modules\t7000\tchanged\n", NULL});
 	eta_run(s, "up", "w1 w2", 1300,
-		(const char *const[]){"w1|facts\tgather\t400\tok\nkernel\t10-modules\t100\tunchanged\n",
-				      "w2|facts\tgather\t600\tok\nkernel\t10-modules\t300\tunchanged\n",
-				      NULL});
+		(const char *const[]){
+		    "w1|facts\tgather\t400\tok\nkernel\t10-modules\t100\tunchanged\n",
+		    "w2|facts\tgather\t600\tok\nkernel\t10-modules\t300\tunchanged\n", NULL});
 	eta_run(s, "up", "w1 w2", 1500,
-		(const char *const[]){"w1|facts\tgather\t600\tok\nkernel\t10-modules\t200\tunchanged\n",
-				      "w2|facts\tgather\t800\tok\nkernel\t10-modules\t500\tunchanged\n",
-				      NULL});
-	eta_run(s, "check", "w1", 99999, (const char *const[]){"w1|facts\tgather\t99999\tok\n", NULL});
+		(const char *const[]){
+		    "w1|facts\tgather\t600\tok\nkernel\t10-modules\t200\tunchanged\n",
+		    "w2|facts\tgather\t800\tok\nkernel\t10-modules\t500\tunchanged\n", NULL});
+	eta_run(s, "check", "w1", 99999,
+		(const char *const[]){"w1|facts\tgather\t99999\tok\n", NULL});
 	e = state_eta_load(s, "up", nodes, kinds, 4);
 	assert_int_equal(state_eta_runs(e), 3);
 	/* A node with history is expected converged: the median of its check-only times. */
@@ -374,11 +388,11 @@ static void test_eta(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_commit_overlay_and_read),
-		cmocka_unit_test(test_diff),
-		cmocka_unit_test(test_lock),
-		cmocka_unit_test(test_scrub),
-		cmocka_unit_test(test_eta),
+	    cmocka_unit_test(test_commit_overlay_and_read),
+	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_lock),
+	    cmocka_unit_test(test_scrub),
+	    cmocka_unit_test(test_eta),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
