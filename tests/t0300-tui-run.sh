@@ -14,6 +14,8 @@
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/lib-testbed.sh
 . "$(dirname "$0")/lib-testbed.sh"
+# shellcheck source=tests/lib-tui.sh
+. "$(dirname "$0")/lib-tui.sh"
 
 test_need_cmd tmux python3
 tb_up --chroot 3
@@ -60,132 +62,7 @@ gate() { # gate open|close: the 10-wait step of every node goes on, or waits
 	done
 }
 
-# ---- tmux
-
-SOCK=provision-t0300-$$
-tm() { tmux -L "$SOCK" -f /dev/null "$@"; }
-test_at_exit "tmux -L '$SOCK' kill-server"
-
-# run NAME COLS ROWS [VAR=VALUE...] -- ARGS...: provision ARGS in a new
-# session.  The pane writes NAME.stty-before/-after (stty -a), NAME.pid (of
-# provision itself) and NAME.rc, then prints a marker and waits.
-run() {
-	name=$1 cols=$2 rows=$3
-	shift 3
-	envs=
-	while [ "$1" != -- ]; do
-		envs="$envs '$1'"
-		shift
-	done
-	shift
-	args=
-	for a in "$@"; do args="$args '$a'"; done
-	cat >"$TEST_DIR/$name.sh" <<EOF
-cd '$TEST_DIR'
-stty -a >'$name.stty-before'
-sh -c 'echo \$\$ >$name.pid; exec "\$@"' sh env $envs '$PROVISION' $args
-echo \$? >'$name.rc'
-stty -a >'$name.stty-after'
-echo '--- pane done ---'
-exec sleep 3600
-EOF
-	rm -f "$TEST_DIR/$name.rc" "$TEST_DIR/$name.pid"
-	tm new-session -d -s "$name" -x "$cols" -y "$rows" "sh '$TEST_DIR/$name.sh'"
-}
-
-shot() { # shot NAME: the screen now, into NAME.screen
-	tm capture-pane -p -t "$1" >"$TEST_DIR/$1.screen"
-}
-
-# wait_for NAME EXTENDED-REGEX [SECONDS]: until the screen shows it.
-wait_for() {
-	deadline=$(($(date +%s) + ${3:-30}))
-	while :; do
-		shot "$1"
-		grep -qE -- "$2" "$TEST_DIR/$1.screen" && return 0
-		if [ "$(date +%s)" -ge "$deadline" ]; then
-			echo "timed out waiting for '$2' on the screen of $1:"
-			sed 's/^/| /' "$TEST_DIR/$1.screen"
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
-wait_gone() { # wait_gone NAME REGEX [SECONDS]
-	deadline=$(($(date +%s) + ${3:-30}))
-	while :; do
-		shot "$1"
-		grep -qE -- "$2" "$TEST_DIR/$1.screen" || return 0
-		if [ "$(date +%s)" -ge "$deadline" ]; then
-			echo "timed out waiting for '$2' to go from the screen of $1:"
-			sed 's/^/| /' "$TEST_DIR/$1.screen"
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
-keys() { # keys NAME KEY...
-	n=$1
-	shift
-	tm send-keys -t "$n" "$@"
-}
-
-# cell NAME NODE COLUMN: what the grid shows in that node's row under that
-# column heading (headings alternate between two rows when they are long).
-cell() {
-	python3 - "$TEST_DIR/$1.screen" "$2" "$3" <<'EOF'
-import re, sys
-screen, node, label = sys.argv[1], sys.argv[2], sys.argv[3]
-lines = open(screen, encoding="utf-8").read().split("\n")
-heads = []
-for row in lines[1:3]:
-    for m in re.finditer(r"\S+", row):
-        heads.append((m.start(), m.group()))
-stops = sorted(x for x, w in heads if w not in ("NODE", "ROLES", "GPU"))
-xs = [x for x, w in heads if w == label or (w.endswith("\u2026") and label.startswith(w[:-1]))]
-if not xs:
-    sys.exit("no heading '%s' in: %r" % (label, lines[1:3]))
-x = xs[0]
-end = min([s for s in stops if s > x] or [len(lines[2])])
-rows = [l for l in lines[3:] if l[1:].startswith(node + " ")]
-if not rows:
-    sys.exit("no row for '%s'" % node)
-print(rows[0][x:end].strip())
-EOF
-}
-
-expect_cell() { # expect_cell NAME NODE COLUMN GLYPH-REGEX
-	got=$(cell "$1" "$2" "$3") || return 1
-	printf '%s\n' "$got" | grep -qE -- "^($4)" || {
-		echo "$2 / $3: expected '$4', the screen shows '$got':"
-		sed 's/^/| /' "$TEST_DIR/$1.screen"
-		return 1
-	}
-}
-
-# The terminal after provision: as before, cursor shown, main screen, keypad off.
-expect_sane_terminal() { # NAME
-	diff -u "$TEST_DIR/$1.stty-before" "$TEST_DIR/$1.stty-after" || { echo "stty -a changed"; return 1; }
-	expect_eq 1 "$(tm display -p -t "$1" '#{cursor_flag}')" "cursor visible (tput cnorm)"
-	expect_eq 0 "$(tm display -p -t "$1" '#{alternate_on}')" "back on the main screen"
-	expect_eq 0 "$(tm display -p -t "$1" '#{keypad_cursor_flag}')" "cursor keys back in normal mode"
-}
-
-wait_rc() { # wait_rc NAME [SECONDS]: provision has exited; prints its exit status
-	deadline=$(($(date +%s) + ${2:-30}))
-	while [ ! -s "$TEST_DIR/$1.rc" ]; do
-		if [ "$(date +%s)" -ge "$deadline" ]; then
-			echo "provision did not exit within ${2:-30} s; the screen:"
-			shot "$1"
-			sed 's/^/| /' "$TEST_DIR/$1.screen"
-			return 1
-		fi
-		sleep 0.1
-	done
-	cat "$TEST_DIR/$1.rc"
-}
+# ---- the terminal
 
 run_up() { # run_up NAME: provision up on the three nodes in a 120x40 UTF-8 terminal
 	run "$1" 120 40 LANG=C.UTF-8 -- up -i "$INV" --roles "$ROLES" --phases prep
@@ -238,7 +115,8 @@ test_case "up: the grid has a row per node and a column per phase" "
 	expect_grep '^ provision up · testbed · 3 nodes' up.screen &&
 	expect_eq 3 \"\$(grep -cE '^.node-[123] +(cp|worker) ' up.screen)\" 'node rows' &&
 	expect_grep '^.node-1  *cp  *no GPU ' up.screen &&
-	expect_grep '^.node-3  *worker  *1 GPU' up.screen
+	# The GPU summary comes from the facts (node-3 declares one it does not have).
+	wait_for up '^.node-3 +worker +no GPU '
 "
 
 test_case "up: cells change as phases complete; the running cell names its step" "
@@ -254,6 +132,11 @@ test_case "up: cells change as phases complete; the running cell names its step"
 	expect_grep '── node-1 · tui-gate › 10-wait' up.screen &&
 	expect_grep '^  waiting for /tmp/tui-go' up.screen &&
 	expect_grep '3 nodes │ 0 done, 1 failed, 2 running' up.screen &&
+	# Whatever writes to stderr meanwhile is held back, not drawn over the screen.
+	echo 'a message on stderr' >\"/proc/\$(cat up.pid)/fd/2\" &&
+	sleep 0.3 &&
+	shot up &&
+	expect_no_grep 'a message on stderr' up.screen &&
 	gate open &&
 	wait_for up 'Finished: 2 nodes failed' &&
 	expect_cell up node-1 tui-gate '✓' &&
@@ -354,6 +237,7 @@ test_case "up: q leaves; the terminal is as before and the summary is printed" "
 	expect_grep '^failed: node-2: tui-gate › 20-disk: check failed (exit 3): error: /dev/sdz is not there' up.screen &&
 	expect_grep '^  fix: attach the scratch disk, then run provision up again' up.screen &&
 	expect_grep '^exit status 1: some node failed' up.screen &&
+	expect_grep '^a message on stderr' up.screen &&
 	expect_no_grep 'PROGRESS' up.screen &&
 	expect_sane_terminal up
 "

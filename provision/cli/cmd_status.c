@@ -31,18 +31,18 @@ static struct {
 } args = {.forks = 64, .interval = 5};
 
 static const struct opt status_options[] = {
-	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
-	OPT_STRING('l', "limit", &args.limit, "NODES",
-		   "only these nodes: names, ranges (b-[2-4]) and roles (@worker)"),
-	OPT_INT('f', "forks", &args.forks, "N", 1, 4096, "at most N nodes at once (default 64)"),
-	OPT_INT('n', "interval", &args.interval, "SECONDS", 1, 3600,
-		"read the nodes again every SECONDS on a terminal (default 5)"),
-	OPT_BOOL(0, "no-tui", &args.no_tui, "print the table once even on a terminal"),
-	OPT_BOOL('K', "ask-sudo-password", &args.ask_sudo,
-		 "ask once for the sudo password (or set PROVISION_SUDO_PASSWORD)"),
-	OPT_BOOL(0, "channel-per-command", &args.channels,
-		 "do not start the remote agent; one SSH channel per command"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
+    OPT_STRING('l', "limit", &args.limit, "NODES",
+	       "only these nodes: names, ranges (b-[2-4]) and roles (@worker)"),
+    OPT_INT('f', "forks", &args.forks, "N", 1, 4096, "at most N nodes at once (default 64)"),
+    OPT_INT('n', "interval", &args.interval, "SECONDS", 1, 3600,
+	    "read the nodes again every SECONDS on a terminal (default 5)"),
+    OPT_BOOL(0, "no-tui", &args.no_tui, "print the table once even on a terminal"),
+    OPT_BOOL('K', "ask-sudo-password", &args.ask_sudo,
+	     "ask once for the sudo password (or set PROVISION_SUDO_PASSWORD)"),
+    OPT_BOOL(0, "channel-per-command", &args.channels,
+	     "do not start the remote agent; one SSH channel per command"),
+    OPT_END,
 };
 
 static void model_event(const struct event *ev, const struct node_status *st, void *data)
@@ -68,10 +68,11 @@ static void print_table(const struct tui_checks *c, const struct node *const *no
 	struct strbuf out = STRBUF_INIT;
 
 	tui_checks_table(&out, c, nodes, nr);
-	strbuf_addstr(&out, "\nn/a: kubelet, gpu-alloc and last-run are not checked by this version; "
-			    "node-ready only once there is a cluster\n");
+	strbuf_addstr(&out,
+		      "\nn/a: kubelet, gpu-alloc and last-run are not checked by this version; "
+		      "node-ready only once there is a cluster\n");
 	strbuf_addf(&out, "exit status %d: %s\n", exit_status,
-		    exit_status == EXIT_OK	    ? "every check passed"
+		    exit_status == EXIT_OK	      ? "every check passed"
 		    : exit_status == EXIT_INTERRUPTED ? "interrupted"
 						      : "some check failed");
 	(void)write_all(STDOUT_FILENO, out.buf, out.len);
@@ -100,8 +101,9 @@ static int status_exec(int nr_pos, char **pos)
 	secrets = secrets_new();
 	password = cli_sudo_password(args.ask_sudo, inv->ssh.sudo_password_file);
 	if (password && secrets_add(secrets, password, strlen(password)) < 0) {
-		fprintf(stderr, "provision status: the sudo password is shorter than %d characters; "
-				"provision cannot keep it out of its output\n",
+		fprintf(stderr,
+			"provision status: the sudo password is shorter than %d characters; "
+			"provision cannot keep it out of its output\n",
 			SECRETS_MIN_LEN);
 		ret = EXIT_USAGE;
 		goto out;
@@ -119,13 +121,13 @@ static int status_exec(int nr_pos, char **pos)
 
 	if (!args.no_tui && isatty(STDOUT_FILENO)) {
 		struct tui_config tc = {
-			.kind = TUI_STATUS,
-			.command = "status",
-			.inv = inv,
-			.validate = true,
-			.nodes = nodes,
-			.nr = nr,
-			.refresh_s = args.interval,
+		    .kind = TUI_STATUS,
+		    .command = "status",
+		    .inv = inv,
+		    .validate = true,
+		    .nodes = nodes,
+		    .nr = nr,
+		    .refresh_s = args.interval,
 		};
 		tui = tui_start(&tc, NULL);
 	}
@@ -145,7 +147,8 @@ static int status_exec(int nr_pos, char **pos)
 			add_status_checks(tui_status_checks(tui), inv, nodes, nr, &res);
 			tui_status_done(tui);
 			rounds = true;
-			ret = tui_checks_failed(tui_status_checks(tui)) ? EXIT_NODE_FAILED : EXIT_OK;
+			ret =
+			    tui_checks_failed(tui_status_checks(tui)) ? EXIT_NODE_FAILED : EXIT_OK;
 			plan_result_release(&res);
 			if (tui_status_wait(tui))
 				break;
@@ -181,20 +184,19 @@ out:
 }
 
 const struct cmd cmd_status = {
-	.name = "status",
-	.summary = "every node's key checks at a glance, refreshed (changes nothing)",
-	.usage = "-i FILE [-l NODES] [--interval SECONDS] [--no-tui]",
-	.description =
-		"Read every node (facts, preflight, and the cluster's view when there is one)\n"
-		"and show per node: reachable, preflight, swap off now and at boot, containerd\n"
-		"active with SystemdCgroup, the kube packages at the inventory's version and\n"
-		"held, GPUs found against the inventory, node Ready; kubelet, GPUs allocatable\n"
-		"and the last run are shown as n/a (a later version checks them).  On a\n"
-		"terminal the view is read again every few seconds (r: now, q: quit);\n"
-		"otherwise one table is printed.  Nothing on any node is changed.\n"
-		"Exit status 0 when every check passes, 1 otherwise.",
-	.options = status_options,
-	.exec = status_exec,
-	.min_pos = 0,
-	.max_pos = 0,
+    .name = "status",
+    .summary = "every node's key checks at a glance, refreshed (changes nothing)",
+    .usage = "-i FILE [-l NODES] [--interval SECONDS] [--no-tui]",
+    .description = "Read every node (facts, preflight, and the cluster's view when there is one)\n"
+		   "and show per node: reachable, preflight, swap off now and at boot, containerd\n"
+		   "active with SystemdCgroup, the kube packages at the inventory's version and\n"
+		   "held, GPUs found against the inventory, node Ready; kubelet, GPUs allocatable\n"
+		   "and the last run are shown as n/a (a later version checks them).  On a\n"
+		   "terminal the view is read again every few seconds (r: now, q: quit);\n"
+		   "otherwise one table is printed.  Nothing on any node is changed.\n"
+		   "Exit status 0 when every check passes, 1 otherwise.",
+    .options = status_options,
+    .exec = status_exec,
+    .min_pos = 0,
+    .max_pos = 0,
 };

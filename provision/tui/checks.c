@@ -117,16 +117,16 @@ const char *tui_check_state_name(enum tui_check_state s)
 const char *tui_checks_label(const char *id)
 {
 	static const char *const labels[][2] = {
-		{"reachable", "reach"},
-		{"preflight", "preflight"},
-		{"swap-off", "swap"},
-		{"swap-off-at-boot", "swap@boot"},
-		{"containerd-systemd-cgroup", "cgroup"},
-		{"kube-packages", "kube pkgs"},
-		{"node-ready", "ready"},
-		{"api-readyz", "readyz"},
-		{"gpu-alloc", "gpu alloc"},
-		{"last-run", "last run"},
+	    {"reachable", "reach"},
+	    {"preflight", "preflight"},
+	    {"swap-off", "swap"},
+	    {"swap-off-at-boot", "swap@boot"},
+	    {"containerd-systemd-cgroup", "cgroup"},
+	    {"kube-packages", "kube pkgs"},
+	    {"node-ready", "ready"},
+	    {"api-readyz", "readyz"},
+	    {"gpu-alloc", "gpu alloc"},
+	    {"last-run", "last run"},
 	};
 	size_t k;
 
@@ -166,8 +166,8 @@ static void check_kube_packages(struct tui_checks *c, size_t i, const struct inv
 			    v && !held ? " (not held)" : "");
 		ok = ok && right && held;
 	}
-	tui_checks_set(c, "kube-packages", i, ok ? TUI_CHECK_OK : TUI_CHECK_FAILED, expected, obs.buf,
-		       ok ? NULL : "provision up --phases kube-packages");
+	tui_checks_set(c, "kube-packages", i, ok ? TUI_CHECK_OK : TUI_CHECK_FAILED, expected,
+		       obs.buf, ok ? NULL : "provision up --phases kube-packages");
 	strbuf_release(&obs);
 	free(expected);
 }
@@ -194,7 +194,8 @@ void tui_checks_gpus(struct tui_checks *c, size_t i, const struct node *n, const
 		fix = "fix 'gpus' in the inventory, or check that every card is seated and powered";
 	} else if (f->nr_nvidia_pci > 0 && (!f->nvidia_smi || f->nvidia_smi_rc != 0)) {
 		state = TUI_CHECK_FAILED;
-		strbuf_addstr(&obs, f->nvidia_smi ? "; nvidia-smi fails" : "; no driver (no nvidia-smi)");
+		strbuf_addstr(&obs,
+			      f->nvidia_smi ? "; nvidia-smi fails" : "; no driver (no nvidia-smi)");
 		fix = "install the NVIDIA driver and reboot; nvidia-smi must list every GPU";
 	}
 	tui_checks_set(c, "gpus", i, state, exp.buf, obs.buf, fix);
@@ -205,9 +206,10 @@ void tui_checks_gpus(struct tui_checks *c, size_t i, const struct node *n, const
 void tui_checks_status_columns(struct tui_checks *c)
 {
 	static const char *const order[] = {
-		"reachable", "preflight", "swap-off", "swap-off-at-boot", "containerd",
-		"containerd-systemd-cgroup", "kube-packages", "gpus", "node-ready", "kubelet",
-		"gpu-alloc", "last-run",
+	    "reachable",	"preflight",  "swap-off",
+	    "swap-off-at-boot", "containerd", "containerd-systemd-cgroup",
+	    "kube-packages",	"gpus",	      "node-ready",
+	    "kubelet",		"gpu-alloc",  "last-run",
 	};
 	size_t k;
 
@@ -221,10 +223,10 @@ void tui_checks_status(struct tui_checks *c, size_t i, const struct inventory *i
 	static const struct {
 		const char *id, *why;
 	} later[] = {
-		{"kubelet", "kubelet active: checked by a later version (the kubeadm phases)"},
-		{"gpu-alloc", "GPUs allocatable = GPUs found: checked by a later version "
-			      "(the GPU Operator phase)"},
-		{"last-run", "the last run's result per phase: comes with run records"},
+	    {"kubelet", "kubelet active: checked by a later version (the kubeadm phases)"},
+	    {"gpu-alloc", "GPUs allocatable = GPUs found: checked by a later version "
+			  "(the GPU Operator phase)"},
+	    {"last-run", "the last run's result per phase: comes with run records"},
 	};
 	size_t k;
 
@@ -273,8 +275,8 @@ void tui_checks_table(struct strbuf *out, const struct tui_checks *c,
 		strbuf_addstr(out, "  ");
 		for (j = 0; c->cols[k].label[j]; j++)
 			strbuf_addch(out, c->cols[k].label[j] >= 'a' && c->cols[k].label[j] <= 'z'
-						  ? c->cols[k].label[j] - 'a' + 'A'
-						  : c->cols[k].label[j]);
+					      ? c->cols[k].label[j] - 'a' + 'A'
+					      : c->cols[k].label[j]);
 		strbuf_addf(out, "%*s", (int)(cw[k] - strlen(c->cols[k].label)), "");
 	}
 	strbuf_rtrim(out);
@@ -295,9 +297,10 @@ void tui_checks_table(struct strbuf *out, const struct tui_checks *c,
 			if (!any)
 				strbuf_addch(out, '\n');
 			any = true;
-			strbuf_addf(out, "%s: %s %s: expected %s; observed %s\n", nodes[i]->name,
-				    c->cols[k].id, x->state == TUI_CHECK_FAILED ? "failed" : "warning",
-				    x->expected ? x->expected : "?", x->observed ? x->observed : "?");
+			strbuf_addf(
+			    out, "%s: %s %s: expected %s; observed %s\n", nodes[i]->name,
+			    c->cols[k].id, x->state == TUI_CHECK_FAILED ? "failed" : "warning",
+			    x->expected ? x->expected : "?", x->observed ? x->observed : "?");
 			if (x->fix)
 				strbuf_addf(out, "  fix: %s\n", x->fix);
 		}

@@ -30,9 +30,9 @@
 enum tui_check_state {
 	TUI_CHECK_UNKNOWN = 0, /* not known yet */
 	TUI_CHECK_OK,
-	TUI_CHECK_WARN,	  /* works now, but not as desired (e.g. swap comes back at boot) */
+	TUI_CHECK_WARN, /* works now, but not as desired (e.g. swap comes back at boot) */
 	TUI_CHECK_FAILED,
-	TUI_CHECK_NA,	  /* not applicable, or not checked by this version */
+	TUI_CHECK_NA, /* not applicable, or not checked by this version */
 };
 
 struct tui_check {
@@ -42,8 +42,8 @@ struct tui_check {
 };
 
 struct tui_check_col {
-	char *id;    /* "swap", "containerd", "preflight", a role's name */
-	char *label; /* its heading: short */
+	char *id;		 /* "swap", "containerd", "preflight", a role's name */
+	char *label;		 /* its heading: short */
 	struct tui_check *cells; /* one per node */
 };
 

@@ -18,10 +18,10 @@ static bool active;
 static bool colors;
 static int utf8_state = -1; /* -1: not looked at yet */
 static SCREEN *screen;
-static FILE *tty_in;		   /* /dev/tty when stdin is not a terminal */
-static int saved_stderr = -1;	   /* the real fd 2 while it is held */
-static int held_stderr = -1;	   /* where fd 2 points meanwhile */
-static struct termios saved_tios;  /* the terminal before curses */
+static FILE *tty_in;		  /* /dev/tty when stdin is not a terminal */
+static int saved_stderr = -1;	  /* the real fd 2 while it is held */
+static int held_stderr = -1;	  /* where fd 2 points meanwhile */
+static struct termios saved_tios; /* the terminal before curses */
 static bool have_tios;
 static volatile sig_atomic_t interrupts;
 static bool atexit_done;
@@ -162,7 +162,8 @@ static void hold_stderr(void)
 	fflush(stderr);
 	fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		snprintf(path, sizeof(path), "%s/provision-stderr-XXXXXX", dir && *dir ? dir : "/tmp");
+		snprintf(path, sizeof(path), "%s/provision-stderr-XXXXXX",
+			 dir && *dir ? dir : "/tmp");
 		fd = mkostemp(path, O_CLOEXEC);
 		if (fd >= 0)
 			unlink(path);
@@ -184,22 +185,22 @@ static void set_attrs(void)
 		short fg, bg;
 		chtype extra, mono;
 	} def[CRT_COLOR_COUNT] = {
-		[CRT_NORMAL] = {-1, -1, 0, A_NORMAL},
-		[CRT_DIM] = {-1, -1, A_DIM, A_DIM},
-		[CRT_BOLD] = {-1, -1, A_BOLD, A_BOLD},
-		[CRT_TITLE] = {COLOR_BLACK, COLOR_CYAN, 0, A_REVERSE},
-		[CRT_HEADER] = {COLOR_CYAN, -1, A_BOLD, A_BOLD | A_UNDERLINE},
-		[CRT_PENDING] = {-1, -1, A_DIM, A_DIM},
-		[CRT_RUNNING] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
-		[CRT_OK] = {COLOR_GREEN, -1, 0, A_NORMAL},
-		[CRT_CHANGED] = {COLOR_CYAN, -1, A_BOLD, A_BOLD},
-		[CRT_WARN] = {COLOR_YELLOW, -1, 0, A_UNDERLINE},
-		[CRT_FAILED] = {COLOR_RED, -1, A_BOLD, A_BOLD | A_REVERSE},
-		[CRT_SKIPPED] = {COLOR_MAGENTA, -1, 0, A_DIM},
-		[CRT_BAR] = {COLOR_GREEN, -1, 0, A_NORMAL},
-		[CRT_BAR_FAIL] = {COLOR_RED, -1, 0, A_BOLD},
-		[CRT_PROMPT] = {COLOR_BLACK, COLOR_YELLOW, A_BOLD, A_REVERSE | A_BOLD},
-		[CRT_KEY] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
+	    [CRT_NORMAL] = {-1, -1, 0, A_NORMAL},
+	    [CRT_DIM] = {-1, -1, A_DIM, A_DIM},
+	    [CRT_BOLD] = {-1, -1, A_BOLD, A_BOLD},
+	    [CRT_TITLE] = {COLOR_BLACK, COLOR_CYAN, 0, A_REVERSE},
+	    [CRT_HEADER] = {COLOR_CYAN, -1, A_BOLD, A_BOLD | A_UNDERLINE},
+	    [CRT_PENDING] = {-1, -1, A_DIM, A_DIM},
+	    [CRT_RUNNING] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
+	    [CRT_OK] = {COLOR_GREEN, -1, 0, A_NORMAL},
+	    [CRT_CHANGED] = {COLOR_CYAN, -1, A_BOLD, A_BOLD},
+	    [CRT_WARN] = {COLOR_YELLOW, -1, 0, A_UNDERLINE},
+	    [CRT_FAILED] = {COLOR_RED, -1, A_BOLD, A_BOLD | A_REVERSE},
+	    [CRT_SKIPPED] = {COLOR_MAGENTA, -1, 0, A_DIM},
+	    [CRT_BAR] = {COLOR_GREEN, -1, 0, A_NORMAL},
+	    [CRT_BAR_FAIL] = {COLOR_RED, -1, 0, A_BOLD},
+	    [CRT_PROMPT] = {COLOR_BLACK, COLOR_YELLOW, A_BOLD, A_REVERSE | A_BOLD},
+	    [CRT_KEY] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
 	};
 	const char *no_color = getenv("NO_COLOR");
 	int i;
@@ -361,15 +362,15 @@ static wchar_t ascii_for(wchar_t wc)
 		wchar_t from;
 		char to;
 	} map[] = {
-		{0x203a, '>'}, /* › between a role and its step */
-		{0x2026, '.'}, /* … */
-		{0x00b7, '-'}, /* · */
-		{0x00d7, 'x'}, /* × */
-		{0x2502, '|'}, /* │ */
-		{0x2500, '-'}, /* ─ */
-		{0x2713, '='}, /* ✓ */
-		{0x2717, 'X'}, /* ✗ */
-		{0x25b8, '>'}, /* ▸ */
+	    {0x203a, '>'}, /* › between a role and its step */
+	    {0x2026, '.'}, /* … */
+	    {0x00b7, '-'}, /* · */
+	    {0x00d7, 'x'}, /* × */
+	    {0x2502, '|'}, /* │ */
+	    {0x2500, '-'}, /* ─ */
+	    {0x2713, '='}, /* ✓ */
+	    {0x2717, 'X'}, /* ✗ */
+	    {0x25b8, '>'}, /* ▸ */
 	};
 	size_t i;
 

@@ -61,7 +61,7 @@ enum crt_color {
 };
 
 /* Flags or-ed with a colour. */
-#define CRT_REVERSE 0x100 /* selection */
+#define CRT_REVERSE    0x100 /* selection */
 #define CRT_COLOR_MASK 0xff
 
 /* Keys crt_key() returns besides plain characters (which are returned as themselves). */

@@ -3,13 +3,13 @@
 
 #include <string.h>
 
-#define NAME_MAX_W 24
+#define NAME_MAX_W  24
 #define ROLES_MAX_W 14
-#define GPU_MAX_W 18
-#define CELL_MAX_W 12
-#define BAR_MIN_W 6
-#define BAR_MAX_W 20
-#define ETA_W 7
+#define GPU_MAX_W   18
+#define CELL_MAX_W  12
+#define BAR_MIN_W   6
+#define BAR_MAX_W   20
+#define ETA_W	    7
 /* A cell is comfortable at this width; below it, roles and GPU columns go first. */
 #define CELL_COMFORT_W 4
 

@@ -20,12 +20,12 @@
 #include <stddef.h>
 
 struct tui_layout_in {
-	int rows, cols;		/* the screen */
+	int rows, cols;		    /* the screen */
 	int name_w, roles_w, gpu_w; /* widest node name, roles and GPU text */
-	size_t nr_cols;		/* phase or check columns */
-	int label_w;		/* widest column label */
-	int min_cell;		/* narrowest a cell may be (a glyph: 3; "n/a": 4) */
-	bool progress;		/* a progress bar and ETA per row */
+	size_t nr_cols;		    /* phase or check columns */
+	int label_w;		    /* widest column label */
+	int min_cell;		    /* narrowest a cell may be (a glyph: 3; "n/a": 4) */
+	bool progress;		    /* a progress bar and ETA per row */
 	size_t nr_nodes;
 };
 
@@ -34,14 +34,14 @@ struct tui_layout {
 	int roles_x, roles_w; /* roles_w 0: not shown */
 	int gpu_x, gpu_w;     /* gpu_w 0: not shown */
 	int cells_x, cell_w;
-	size_t cols_visible;  /* how many columns fit */
-	bool stagger;	      /* labels longer than a cell: alternate them on the two heading rows */
-	int label_w;	      /* room for one label */
-	int bar_x, bar_w;     /* bar_w 0: no progress */
+	size_t cols_visible; /* how many columns fit */
+	bool stagger;	     /* labels longer than a cell: alternate them on the two heading rows */
+	int label_w;	     /* room for one label */
+	int bar_x, bar_w;    /* bar_w 0: no progress */
 	int eta_x, eta_w;
-	int header_y;	      /* first of the two heading rows */
-	int grid_y, grid_h;   /* node rows */
-	int pane_y, pane_h;   /* the separator row, then pane_h rows; pane_h 0: no pane */
+	int header_y;	    /* first of the two heading rows */
+	int grid_y, grid_h; /* node rows */
+	int pane_y, pane_h; /* the separator row, then pane_h rows; pane_h 0: no pane */
 	int footer_y;
 };
 

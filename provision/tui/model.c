@@ -11,7 +11,7 @@
 /* Per node: enough for a long apt run, small enough for 200 nodes (50 MiB at worst). */
 #define LOG_MAX_LINES 4000
 #define LOG_MAX_BYTES (256 << 10)
-#define FACTS_MAX (256 << 10)
+#define FACTS_MAX     (256 << 10)
 
 /* ---- the log ---- */
 
@@ -129,7 +129,8 @@ void tui_clean_line(struct strbuf *out, const char *line)
 			continue;
 		}
 		if (*p == '\r') {
-			/* A progress meter redraws its line: keep what comes last (unless it is empty). */
+			/* A progress meter redraws its line: keep what comes last (unless it is
+			 * empty). */
 			if (p[1] && p[1] != '\n') {
 				strbuf_reset(out);
 				col = 0;
@@ -229,9 +230,9 @@ static void node_roles_text(char *buf, size_t size, unsigned roles)
 		unsigned bit;
 		const char *name;
 	} short_names[] = {
-		{NODE_ROLE_CONTROL_PLANE, "cp"},
-		{NODE_ROLE_WORKER, "worker"},
-		{NODE_ROLE_NFS_SERVER, "nfs"},
+	    {NODE_ROLE_CONTROL_PLANE, "cp"},
+	    {NODE_ROLE_WORKER, "worker"},
+	    {NODE_ROLE_NFS_SERVER, "nfs"},
 	};
 	size_t k, len = 0;
 
@@ -306,7 +307,8 @@ size_t tui_model_column(struct tui_model *m, const char *name)
 	if (m->nr_cols == m->alloc_cols) {
 		size_t alloc = m->alloc_cols ? m->alloc_cols * 2 : 16;
 		for (i = 0; i < m->nr; i++) {
-			m->nodes[i].cells = xrealloc(m->nodes[i].cells, alloc * sizeof(struct tui_cell));
+			m->nodes[i].cells =
+			    xrealloc(m->nodes[i].cells, alloc * sizeof(struct tui_cell));
 			memset(m->nodes[i].cells + m->alloc_cols, 0,
 			       (alloc - m->alloc_cols) * sizeof(struct tui_cell));
 		}
@@ -329,8 +331,8 @@ size_t tui_model_column(struct tui_model *m, const char *name)
 }
 
 void tui_model_init(struct tui_model *m, const struct inventory *inv, const struct role_set *rs,
-		    unsigned phases, bool check_only, bool validate, const struct node *const *nodes,
-		    size_t nr, uint64_t now)
+		    unsigned phases, bool check_only, bool validate,
+		    const struct node *const *nodes, size_t nr, uint64_t now)
 {
 	size_t i;
 
@@ -444,9 +446,10 @@ static void role_check(struct tui_model *m, size_t i, size_t c, const char *fail
 		       m->check_only ? "every step's check passes: nothing to change"
 				     : "every step's check passes after apply",
 		       obs.buf,
-		       hint ? hint
-			    : st == TUI_CHECK_WARN ? "provision up applies the changes"
-			    : st == TUI_CHECK_FAILED ? "see the step's output (Enter: the log)" : NULL);
+		       hint			? hint
+		       : st == TUI_CHECK_WARN	? "provision up applies the changes"
+		       : st == TUI_CHECK_FAILED ? "see the step's output (Enter: the log)"
+						: NULL);
 	free(hint);
 	strbuf_release(&obs);
 }
@@ -460,7 +463,8 @@ static void finish_col(struct tui_model *m, size_t i, int c)
 	if (n->cells[c].state == TUI_CELL_RUNNING) {
 		struct tui_cell *cell = &n->cells[c];
 		cell->state = (unsigned char)settled(m, cell);
-		/* A role skipped as a whole (it waited for one that failed) ran one step of its total. */
+		/* A role skipped as a whole (it waited for one that failed) ran one step of its
+		 * total. */
 		if (cell->state == TUI_CELL_SKIPPED && cell->total > cell->done)
 			n->steps_done += cell->total - cell->done;
 	}
@@ -639,7 +643,8 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 		tui_clean_line(&clean, ev->text);
 		strbuf_addf(&line, ": %s", clean.buf);
 	}
-	tui_log_add(&n->log, ev->result == STEP_FAILED ? TUI_LINE_FAILED : TUI_LINE_RESULT, line.buf);
+	tui_log_add(&n->log, ev->result == STEP_FAILED ? TUI_LINE_FAILED : TUI_LINE_RESULT,
+		    line.buf);
 	if (ev->result == STEP_FAILED) {
 		char *where = xasprintf("%s \xe2\x80\xba %s", name, ev->step ? ev->step : "");
 		record_failure(m, i, (int)c, where, ev->text);
@@ -648,7 +653,8 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 	if (c == 0)
 		facts_in(m, i, ev->result != STEP_FAILED, ev->text);
 	if (cell->state != TUI_CELL_RUNNING)
-		cell->state = (unsigned char)settled(m, cell); /* a result without a start: a check */
+		cell->state =
+		    (unsigned char)settled(m, cell); /* a result without a start: a check */
 	if (cell->total && cell->done >= cell->total)
 		finish_col(m, i, (int)c);
 	if (cell->failed || (cell->total && cell->done >= cell->total) || c == 0)
@@ -709,8 +715,8 @@ static void node_ended(struct tui_model *m, size_t i, const struct event *ev)
 	size_t c;
 
 	n->ended_ms = ev->at_ms;
-	if (ev->state == NODE_UNREACHABLE || (ev->state == NODE_FAILED && !n->have_facts &&
-					      n->cells[0].state != TUI_CELL_FAILED)) {
+	if (ev->state == NODE_UNREACHABLE ||
+	    (ev->state == NODE_FAILED && !n->have_facts && n->cells[0].state != TUI_CELL_FAILED)) {
 		n->cells[0].state = TUI_CELL_FAILED;
 		facts_in(m, i, false, ev->text);
 	}
@@ -721,8 +727,8 @@ static void node_ended(struct tui_model *m, size_t i, const struct event *ev)
 		/* Stopped in the middle (interrupted, connection lost): not a full result. */
 		if (!done && cell->state != TUI_CELL_FAILED && cell->total &&
 		    cell->done < cell->total)
-			cell->state = cell->done ? (unsigned char)settled(m, cell)
-						 : TUI_CELL_NOT_REACHED;
+			cell->state =
+			    cell->done ? (unsigned char)settled(m, cell) : TUI_CELL_NOT_REACHED;
 	}
 	for (c = 0; c < m->nr_cols; c++) {
 		struct tui_cell *cell = &n->cells[c];
@@ -755,8 +761,9 @@ static void node_ended(struct tui_model *m, size_t i, const struct event *ev)
 	strbuf_addf(&line, "%s%s%s", node_state_name(ev->state), ev->text ? ": " : "",
 		    ev->text ? ev->text : "");
 	tui_log_add(&n->log,
-		    done ? TUI_LINE_RESULT
-			 : ev->state == NODE_CANCELLED ? TUI_LINE_NOTE : TUI_LINE_FAILED,
+		    done			  ? TUI_LINE_RESULT
+		    : ev->state == NODE_CANCELLED ? TUI_LINE_NOTE
+						  : TUI_LINE_FAILED,
 		    line.buf);
 	strbuf_release(&line);
 }
@@ -780,7 +787,8 @@ void tui_model_event(struct tui_model *m, const struct event *ev)
 		if (ev->state == NODE_CONNECTING && !n->started_ms)
 			n->started_ms = ev->at_ms;
 		if (ev->state >= NODE_DONE) {
-			if (ev->state == NODE_FAILED && ev->text && !strcmp(ev->text, "preflight failed"))
+			if (ev->state == NODE_FAILED && ev->text &&
+			    !strcmp(ev->text, "preflight failed"))
 				preflight_done(m);
 			else if (ev->state == NODE_DONE || ev->state == NODE_CANCELLED)
 				preflight_done(m);
@@ -820,7 +828,8 @@ void tui_model_end(struct tui_model *m, uint64_t now, bool interrupted)
 		}
 		for (c = 0; c < m->nr_cols; c++)
 			if (n->cells[c].state == TUI_CELL_PENDING)
-				n->cells[c].state = interrupted ? TUI_CELL_NOT_REACHED : TUI_CELL_NA;
+				n->cells[c].state =
+				    interrupted ? TUI_CELL_NOT_REACHED : TUI_CELL_NA;
 	}
 }
 
@@ -860,8 +869,7 @@ void tui_model_restart(struct tui_model *m, uint64_t now)
 			unsigned short total = n->cells[c].total;
 			memset(&n->cells[c], 0, sizeof(n->cells[c]));
 			n->cells[c].total = total;
-			n->cells[c].state =
-				col_applies(m, c, i) ? TUI_CELL_PENDING : TUI_CELL_NA;
+			n->cells[c].state = col_applies(m, c, i) ? TUI_CELL_PENDING : TUI_CELL_NA;
 		}
 		recount_total(m, i);
 	}
@@ -985,8 +993,8 @@ void tui_model_counts(const struct tui_model *m, struct tui_counts *c)
 
 size_t tui_model_next_failure(const struct tui_model *m, size_t after)
 {
-	unsigned want = after < m->nr && m->nodes[after].fail_order ? m->nodes[after].fail_order + 1
-								      : 1;
+	unsigned want =
+	    after < m->nr && m->nodes[after].fail_order ? m->nodes[after].fail_order + 1 : 1;
 	size_t i, best = SIZE_MAX;
 
 	if (!m->failures)

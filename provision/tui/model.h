@@ -31,20 +31,20 @@
 #include "checks.h"
 
 enum tui_cell_state {
-	TUI_CELL_NA = 0,      /* the column does not apply to this node */
-	TUI_CELL_PENDING,     /* will run, not started */
-	TUI_CELL_RUNNING,     /* a step of it runs now */
-	TUI_CELL_UNCHANGED,   /* done, nothing to change (facts, preflight: passed) */
-	TUI_CELL_CHANGED,     /* done, something changed */
-	TUI_CELL_WOULD_CHANGE,/* provision plan: up would change something */
-	TUI_CELL_WARN,	      /* done, with warnings */
-	TUI_CELL_SKIPPED,     /* skipped, with a reason */
-	TUI_CELL_NOT_REACHED, /* never ran: the node failed or the run stopped first */
+	TUI_CELL_NA = 0,       /* the column does not apply to this node */
+	TUI_CELL_PENDING,      /* will run, not started */
+	TUI_CELL_RUNNING,      /* a step of it runs now */
+	TUI_CELL_UNCHANGED,    /* done, nothing to change (facts, preflight: passed) */
+	TUI_CELL_CHANGED,      /* done, something changed */
+	TUI_CELL_WOULD_CHANGE, /* provision plan: up would change something */
+	TUI_CELL_WARN,	       /* done, with warnings */
+	TUI_CELL_SKIPPED,      /* skipped, with a reason */
+	TUI_CELL_NOT_REACHED,  /* never ran: the node failed or the run stopped first */
 	TUI_CELL_FAILED,
 };
 
 struct tui_cell {
-	unsigned char state; /* enum tui_cell_state */
+	unsigned char state;  /* enum tui_cell_state */
 	unsigned short total; /* steps (templates + scripts) this column has; 0: unknown */
 	unsigned short done, changed, unchanged, skipped, failed;
 };
@@ -91,9 +91,9 @@ const struct tui_log_line *tui_log_get(const struct tui_log *log, uint64_t n);
 struct tui_node {
 	const struct node *node;
 	enum node_state state;
-	struct tui_cell *cells; /* one per column */
-	int cur_col;		/* the running column, -1 */
-	char *cur_step;		/* its step, NULL */
+	struct tui_cell *cells;		      /* one per column */
+	int cur_col;			      /* the running column, -1 */
+	char *cur_step;			      /* its step, NULL */
 	uint64_t step_started_ms, step_first; /* when, and its first log line */
 	bool in_step;			      /* between a step's start and end */
 	uint64_t started_ms, ended_ms;
@@ -140,8 +140,8 @@ struct tui_counts {
  * columns are added as events name them.
  */
 void tui_model_init(struct tui_model *m, const struct inventory *inv, const struct role_set *rs,
-		    unsigned phases, bool check_only, bool validate, const struct node *const *nodes,
-		    size_t nr, uint64_t now);
+		    unsigned phases, bool check_only, bool validate,
+		    const struct node *const *nodes, size_t nr, uint64_t now);
 void tui_model_release(struct tui_model *m);
 /* Feed one event (its at_ms is the time used). */
 void tui_model_event(struct tui_model *m, const struct event *ev);

@@ -64,17 +64,17 @@ enum tui_screen {
 struct tui {
 	struct tui_config cfg;
 	struct tui_model m;
-	enum tui_screen screen, back;	 /* back: where Esc from the log returns */
+	enum tui_screen screen, back; /* back: where Esc from the log returns */
 	bool help;
-	bool asking;	 /* "stop the run?" on the bottom line */
-	int stop_level;	 /* runner_interrupt() calls made: 1 stopping, 2 cancelling */
-	bool running;	 /* a run (or status round) is going on */
-	bool lingering;	 /* run over, a failure on screen, waiting for q */
-	bool quit;	 /* leave (status, lingering) */
+	bool asking;	/* "stop the run?" on the bottom line */
+	int stop_level; /* runner_interrupt() calls made: 1 stopping, 2 cancelling */
+	bool running;	/* a run (or status round) is going on */
+	bool lingering; /* run over, a failure on screen, waiting for q */
+	bool quit;	/* leave (status, lingering) */
 	bool refresh_now;
-	bool show_failure; /* the pane shows the selected node's failure (f) */
-	size_t sel, top;   /* selected node, first row shown */
-	size_t col, left;  /* selected column, first column shown (grid) */
+	bool show_failure;  /* the pane shows the selected node's failure (f) */
+	size_t sel, top;    /* selected node, first row shown */
+	size_t col, left;   /* selected column, first column shown (grid) */
 	size_t ccol, cleft; /* the same on the checks screen */
 	uint64_t log_top;   /* log screen: first line shown (absolute) */
 	bool log_follow;
@@ -96,24 +96,24 @@ struct glyph {
 };
 
 static const struct glyph cell_glyphs[] = {
-	[TUI_CELL_NA] = {" ", " ", CRT_NORMAL},
-	[TUI_CELL_PENDING] = {"\xc2\xb7", ".", CRT_PENDING},
-	[TUI_CELL_RUNNING] = {"\xe2\x96\xb8", ">", CRT_RUNNING},
-	[TUI_CELL_UNCHANGED] = {"\xe2\x9c\x93", "=", CRT_OK},
-	[TUI_CELL_CHANGED] = {"+", "+", CRT_CHANGED},
-	[TUI_CELL_WOULD_CHANGE] = {"~", "~", CRT_WARN},
-	[TUI_CELL_WARN] = {"!", "!", CRT_WARN},
-	[TUI_CELL_SKIPPED] = {"-", "-", CRT_SKIPPED},
-	[TUI_CELL_NOT_REACHED] = {"\xe2\x97\x8b", "o", CRT_DIM},
-	[TUI_CELL_FAILED] = {"\xe2\x9c\x97", "X", CRT_FAILED},
+    [TUI_CELL_NA] = {" ", " ", CRT_NORMAL},
+    [TUI_CELL_PENDING] = {"\xc2\xb7", ".", CRT_PENDING},
+    [TUI_CELL_RUNNING] = {"\xe2\x96\xb8", ">", CRT_RUNNING},
+    [TUI_CELL_UNCHANGED] = {"\xe2\x9c\x93", "=", CRT_OK},
+    [TUI_CELL_CHANGED] = {"+", "+", CRT_CHANGED},
+    [TUI_CELL_WOULD_CHANGE] = {"~", "~", CRT_WARN},
+    [TUI_CELL_WARN] = {"!", "!", CRT_WARN},
+    [TUI_CELL_SKIPPED] = {"-", "-", CRT_SKIPPED},
+    [TUI_CELL_NOT_REACHED] = {"\xe2\x97\x8b", "o", CRT_DIM},
+    [TUI_CELL_FAILED] = {"\xe2\x9c\x97", "X", CRT_FAILED},
 };
 
 static const struct glyph check_glyphs[] = {
-	[TUI_CHECK_UNKNOWN] = {"\xc2\xb7", ".", CRT_PENDING},
-	[TUI_CHECK_OK] = {"\xe2\x9c\x93", "=", CRT_OK},
-	[TUI_CHECK_WARN] = {"!", "!", CRT_WARN},
-	[TUI_CHECK_FAILED] = {"\xe2\x9c\x97", "X", CRT_FAILED},
-	[TUI_CHECK_NA] = {"n/a", "n/a", CRT_DIM},
+    [TUI_CHECK_UNKNOWN] = {"\xc2\xb7", ".", CRT_PENDING},
+    [TUI_CHECK_OK] = {"\xe2\x9c\x93", "=", CRT_OK},
+    [TUI_CHECK_WARN] = {"!", "!", CRT_WARN},
+    [TUI_CHECK_FAILED] = {"\xe2\x9c\x97", "X", CRT_FAILED},
+    [TUI_CHECK_NA] = {"n/a", "n/a", CRT_DIM},
 };
 
 static const char *g(const struct tui *t, const struct glyph *gl)
@@ -230,8 +230,9 @@ static void title_run(struct tui *t, int cols, uint64_t now)
 
 	tui_model_counts(&t->m, &c);
 	duration(el, sizeof(el), end - t->m.started_ms);
-	strbuf_addf(&sb, " provision %s %s %s %s %zu node%s ", t->cfg.command, sym(t, "\xc2\xb7", "-"),
-		    t->cfg.inv->cluster.name, sym(t, "\xc2\xb7", "-"), t->m.nr, t->m.nr == 1 ? "" : "s");
+	strbuf_addf(&sb, " provision %s %s %s %s %zu node%s ", t->cfg.command,
+		    sym(t, "\xc2\xb7", "-"), t->cfg.inv->cluster.name, sym(t, "\xc2\xb7", "-"),
+		    t->m.nr, t->m.nr == 1 ? "" : "s");
 	strbuf_addf(&sb, "%s %zu done, %zu failed", sym(t, "\xe2\x94\x82", "|"), c.done, c.failed);
 	if (c.running)
 		strbuf_addf(&sb, ", %zu running", c.running);
@@ -239,8 +240,8 @@ static void title_run(struct tui *t, int cols, uint64_t now)
 		strbuf_addf(&sb, ", %zu waiting", c.pending);
 	if (c.cancelled)
 		strbuf_addf(&sb, ", %zu stopped", c.cancelled);
-	strbuf_addf(&sb, " %s %s %s", sym(t, "\xe2\x94\x82", "|"), t->m.ended_ms ? "took" : "elapsed",
-		    el);
+	strbuf_addf(&sb, " %s %s %s", sym(t, "\xe2\x94\x82", "|"),
+		    t->m.ended_ms ? "took" : "elapsed", el);
 	slow = tui_model_slowest(&t->m, now, &slow_ms, &slow_done);
 	if (slow != SIZE_MAX && t->m.nr > 1) {
 		duration(sl, sizeof(sl), slow_ms);
@@ -275,8 +276,8 @@ static void title_status(struct tui *t, int cols, uint64_t now)
 		strbuf_addf(&sb, "read %llus ago, again in %llus",
 			    (unsigned long long)((now - t->round_ms) / 1000),
 			    (unsigned long long)(t->next_round_ms > now
-							 ? (t->next_round_ms - now + 999) / 1000
-							 : 0));
+						     ? (t->next_round_ms - now + 999) / 1000
+						     : 0));
 	crt_put(0, 0, cols, CRT_TITLE, sb.buf, true);
 	strbuf_release(&sb);
 }
@@ -318,6 +319,9 @@ static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool
 		if (w > in.gpu_w)
 			in.gpu_w = w;
 	}
+	/* Room for the GPU summary before the facts are in, so the grid does not shift then. */
+	if (in.gpu_w < 6 && (t->m.nr_cols > 0 && !t->m.ended_ms))
+		in.gpu_w = 6;
 	for (i = 0; i < gr->ncols; i++) {
 		int w = (int)crt_text_width(col_label(t, gr, i));
 		if (w > in.label_w)
@@ -353,7 +357,8 @@ static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, si
 		put(l->header_y + 1, l->cells_x + (int)l->cols_visible * l->cell_w - 1, 1, CRT_BOLD,
 		    sym(t, "\xe2\x80\xba", ">"));
 	if (l->bar_w)
-		put(l->header_y + 1, l->bar_x, l->bar_w, CRT_HEADER, l->bar_w >= 8 ? "PROGRESS" : "PROG");
+		put(l->header_y + 1, l->bar_x, l->bar_w, CRT_HEADER,
+		    l->bar_w >= 8 ? "PROGRESS" : "PROG");
 	if (l->eta_w)
 		put(l->header_y + 1, l->eta_x, l->eta_w, CRT_HEADER, "ETA");
 }
@@ -365,8 +370,9 @@ static void row_head(struct tui *t, const struct tui_layout *l, int y, size_t i)
 
 	if (sel)
 		put(y, 0, 1, CRT_BOLD, sym(t, "\xe2\x96\xb6", ">"));
-	crt_put(y, l->name_x, l->name_w, (n->fail_order ? CRT_FAILED : CRT_BOLD) | (sel ? CRT_REVERSE : 0),
-		n->node->name, true);
+	crt_put(y, l->name_x, l->name_w,
+		(n->fail_order ? CRT_FAILED : CRT_BOLD) | (sel ? CRT_REVERSE : 0), n->node->name,
+		true);
 	if (l->roles_w)
 		put(y, l->roles_x, l->roles_w, CRT_DIM, n->roles);
 	if (l->gpu_w)
@@ -384,8 +390,8 @@ static void progress(struct tui *t, const struct tui_layout *l, int y, size_t i,
 	int k;
 
 	for (k = 0; k < l->bar_w; k++)
-		strbuf_addstr(k < filled ? &bar : &rest,
-			      k < filled ? sym(t, "\xe2\x96\x88", "#") : sym(t, "\xe2\x96\x91", "."));
+		strbuf_addstr(k < filled ? &bar : &rest, k < filled ? sym(t, "\xe2\x96\x88", "#")
+								    : sym(t, "\xe2\x96\x91", "."));
 	put(y, l->bar_x, filled, n->fail_order ? CRT_BAR_FAIL : CRT_BAR, bar.buf);
 	put(y, l->bar_x + filled, l->bar_w - filled, CRT_DIM, rest.buf);
 	if (n->state == NODE_UNREACHABLE)
@@ -404,7 +410,10 @@ static void progress(struct tui *t, const struct tui_layout *l, int y, size_t i,
 	} else
 		snprintf(eta, sizeof(eta), "%s", sym(t, "\xe2\x80\xa6", "..."));
 	put(y, l->eta_x, l->eta_w,
-	    n->fail_order ? CRT_FAILED : tui_node_finished(n) ? CRT_OK : CRT_NORMAL, eta);
+	    n->fail_order	   ? CRT_FAILED
+	    : tui_node_finished(n) ? CRT_OK
+				   : CRT_NORMAL,
+	    eta);
 	strbuf_release(&bar);
 	strbuf_release(&rest);
 }
@@ -445,7 +454,8 @@ static void grid_rows(struct tui *t, const struct grid *gr, uint64_t now)
 			struct strbuf sb = STRBUF_INIT;
 			strbuf_addf(&sb, "%s%s", g(t, &cell_glyphs[TUI_CELL_RUNNING]), n->cur_step);
 			if (end - run_x >= 3)
-				crt_put(y, run_x, end - run_x, CRT_RUNNING | CRT_REVERSE, sb.buf, false);
+				crt_put(y, run_x, end - run_x, CRT_RUNNING | CRT_REVERSE, sb.buf,
+					false);
 			strbuf_release(&sb);
 		}
 		if (!gr->checks && l->bar_w)
@@ -455,7 +465,8 @@ static void grid_rows(struct tui *t, const struct grid *gr, uint64_t now)
 		/* Where the window is in a long list. */
 		char pos[48];
 		snprintf(pos, sizeof(pos), "%zu-%zu/%zu", t->top + 1,
-			 t->top + (size_t)l->grid_h < t->m.nr ? t->top + (size_t)l->grid_h : t->m.nr,
+			 t->top + (size_t)l->grid_h < t->m.nr ? t->top + (size_t)l->grid_h
+							      : t->m.nr,
 			 t->m.nr);
 		put(l->header_y, l->name_x, l->name_w + 1 + l->roles_w, CRT_DIM, pos);
 	}
@@ -536,7 +547,8 @@ static void pane_run(struct tui *t, const struct tui_layout *l, int cols, uint64
 		strbuf_addf(&title, " %s %s: %s", sym(t, "\xc2\xb7", "-"), t->m.cols[t->col].name,
 			    tui_cell_state_name(c->state));
 		if (c->done)
-			strbuf_addf(&title, " (%u of %u steps)", c->done, c->total ? c->total : c->done);
+			strbuf_addf(&title, " (%u of %u steps)", c->done,
+				    c->total ? c->total : c->done);
 	}
 	if (n->fail_order)
 		strbuf_addf(&title, " %s f: why it failed", sym(t, "\xc2\xb7", "-"));
@@ -561,10 +573,10 @@ static void pane_check(struct tui *t, const struct tui_layout *l, int cols)
 		strbuf_release(&title);
 		return;
 	}
-	strbuf_addf(&title, "%s %s %s: %s", n->node->name, sym(t, "\xc2\xb7", "-"),
-		    ck->cols[t->ccol].id,
-		    k->state == TUI_CHECK_UNKNOWN ? "not known yet"
-						  : tui_check_state_name((enum tui_check_state)k->state));
+	strbuf_addf(
+	    &title, "%s %s %s: %s", n->node->name, sym(t, "\xc2\xb7", "-"), ck->cols[t->ccol].id,
+	    k->state == TUI_CHECK_UNKNOWN ? "not known yet"
+					  : tui_check_state_name((enum tui_check_state)k->state));
 	rule(t, l->pane_y, cols, title.buf);
 	if (y < end) {
 		put(y, 0, 10, CRT_KEY, "expected");
@@ -634,10 +646,10 @@ static void footer(struct tui *t, int y, int cols)
 	}
 	put(y, 0, cols, CRT_DIM,
 	    t->screen == SCREEN_CHECKS
-		    ? " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 check  v/Esc grid  "
-		      "Enter log  f failure  ? help  q quit"
-		    : " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 column  Enter log  "
-		      "f failure  v checks  ? help  q quit");
+		? " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 check  v/Esc grid  "
+		  "Enter log  f failure  ? help  q quit"
+		: " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 column  Enter log  "
+		  "f failure  v checks  ? help  q quit");
 }
 
 /* ---- the screens ---- */
@@ -683,11 +695,12 @@ static void draw_log(struct tui *t, int rows, int cols)
 	strbuf_addf(&title, " log of %s %s lines %llu-%llu of %llu", n->node->name,
 		    sym(t, "\xc2\xb7", "-"), (unsigned long long)(n->log.seq ? t->log_top + 1 : 0),
 		    (unsigned long long)(t->log_top + (uint64_t)h < n->log.seq
-						 ? t->log_top + (uint64_t)h
-						 : n->log.seq),
+					     ? t->log_top + (uint64_t)h
+					     : n->log.seq),
 		    (unsigned long long)n->log.seq);
 	if (first)
-		strbuf_addf(&title, " (the first %llu dropped: memory cap)", (unsigned long long)first);
+		strbuf_addf(&title, " (the first %llu dropped: memory cap)",
+			    (unsigned long long)first);
 	if (t->log_follow)
 		strbuf_addstr(&title, ", following");
 	crt_put(0, 0, cols, CRT_TITLE, title.buf, true);
@@ -705,20 +718,22 @@ static void draw_log(struct tui *t, int rows, int cols)
 static void draw_help(struct tui *t, int rows, int cols)
 {
 	static const char *const keys[][2] = {
-		{"\xe2\x86\x91 \xe2\x86\x93 j k", "select a node; PgUp PgDn Home End: by page, to the ends"},
-		{"\xe2\x86\x90 \xe2\x86\x92 h l", "select a column (the view scrolls when they do not fit)"},
-		{"Enter", "the whole log of the selected node; Esc: back"},
-		{"f", "the next failure: its step's output and how to fix it"},
-		{"v", "validation matrix: nodes x checks, expected and observed"},
-		{"r", "status: read the nodes again now"},
-		{"q", "stop the run (asks); then q or y again: cancel running steps"},
-		{"^L", "repaint the screen"},
-		{"?", "this help (any key closes it)"},
+	    {"\xe2\x86\x91 \xe2\x86\x93 j k",
+	     "select a node; PgUp PgDn Home End: by page, to the ends"},
+	    {"\xe2\x86\x90 \xe2\x86\x92 h l",
+	     "select a column (the view scrolls when they do not fit)"},
+	    {"Enter", "the whole log of the selected node; Esc: back"},
+	    {"f", "the next failure: its step's output and how to fix it"},
+	    {"v", "validation matrix: nodes x checks, expected and observed"},
+	    {"r", "status: read the nodes again now"},
+	    {"q", "stop the run (asks); then q or y again: cancel running steps"},
+	    {"^L", "repaint the screen"},
+	    {"?", "this help (any key closes it)"},
 	};
 	static const enum tui_cell_state legend[] = {
-		TUI_CELL_PENDING, TUI_CELL_RUNNING, TUI_CELL_UNCHANGED, TUI_CELL_CHANGED,
-		TUI_CELL_WOULD_CHANGE, TUI_CELL_WARN, TUI_CELL_SKIPPED, TUI_CELL_NOT_REACHED,
-		TUI_CELL_FAILED,
+	    TUI_CELL_PENDING, TUI_CELL_RUNNING,	     TUI_CELL_UNCHANGED,
+	    TUI_CELL_CHANGED, TUI_CELL_WOULD_CHANGE, TUI_CELL_WARN,
+	    TUI_CELL_SKIPPED, TUI_CELL_NOT_REACHED,  TUI_CELL_FAILED,
 	};
 	int w = cols - 4 < 76 ? cols - 4 : 76, h = (int)ARRAY_SIZE(keys) + 8, x, y, r, lx;
 	size_t k;

@@ -25,8 +25,15 @@
 
 static void test_layout_80x24_fits(void **state)
 {
-	struct tui_layout_in in = {.rows = 24, .cols = 80, .name_w = 6, .roles_w = 6, .gpu_w = 6,
-				   .nr_cols = 10, .label_w = 13, .min_cell = 3, .progress = true,
+	struct tui_layout_in in = {.rows = 24,
+				   .cols = 80,
+				   .name_w = 6,
+				   .roles_w = 6,
+				   .gpu_w = 6,
+				   .nr_cols = 10,
+				   .label_w = 13,
+				   .min_cell = 3,
+				   .progress = true,
 				   .nr_nodes = 3};
 	struct tui_layout l;
 
@@ -50,8 +57,15 @@ static void test_layout_80x24_fits(void **state)
 
 static void test_layout_many_nodes_scroll(void **state)
 {
-	struct tui_layout_in in = {.rows = 24, .cols = 80, .name_w = 8, .roles_w = 6, .gpu_w = 6,
-				   .nr_cols = 10, .label_w = 13, .min_cell = 3, .progress = true,
+	struct tui_layout_in in = {.rows = 24,
+				   .cols = 80,
+				   .name_w = 8,
+				   .roles_w = 6,
+				   .gpu_w = 6,
+				   .nr_cols = 10,
+				   .label_w = 13,
+				   .min_cell = 3,
+				   .progress = true,
 				   .nr_nodes = 200};
 	struct tui_layout l;
 
@@ -65,8 +79,15 @@ static void test_layout_many_nodes_scroll(void **state)
 
 static void test_layout_drops_roles_then_gpu(void **state)
 {
-	struct tui_layout_in in = {.rows = 40, .cols = 80, .name_w = 10, .roles_w = 10, .gpu_w = 14,
-				   .nr_cols = 12, .label_w = 10, .min_cell = 3, .progress = true,
+	struct tui_layout_in in = {.rows = 40,
+				   .cols = 80,
+				   .name_w = 10,
+				   .roles_w = 10,
+				   .gpu_w = 14,
+				   .nr_cols = 12,
+				   .label_w = 10,
+				   .min_cell = 3,
+				   .progress = true,
 				   .nr_nodes = 5};
 	struct tui_layout l;
 
@@ -90,8 +111,14 @@ static void test_layout_drops_roles_then_gpu(void **state)
 
 static void test_layout_too_many_columns_scroll_sideways(void **state)
 {
-	struct tui_layout_in in = {.rows = 24, .cols = 80, .name_w = 6, .nr_cols = 40,
-				   .label_w = 8, .min_cell = 3, .progress = true, .nr_nodes = 3};
+	struct tui_layout_in in = {.rows = 24,
+				   .cols = 80,
+				   .name_w = 6,
+				   .nr_cols = 40,
+				   .label_w = 8,
+				   .min_cell = 3,
+				   .progress = true,
+				   .nr_nodes = 3};
 	struct tui_layout l;
 
 	tui_layout_compute(&l, &in);
@@ -104,8 +131,14 @@ static void test_layout_too_many_columns_scroll_sideways(void **state)
 
 static void test_layout_small_screen_has_no_pane(void **state)
 {
-	struct tui_layout_in in = {.rows = 8, .cols = 40, .name_w = 6, .nr_cols = 3, .label_w = 5,
-				   .min_cell = 3, .progress = true, .nr_nodes = 10};
+	struct tui_layout_in in = {.rows = 8,
+				   .cols = 40,
+				   .name_w = 6,
+				   .nr_cols = 3,
+				   .label_w = 5,
+				   .min_cell = 3,
+				   .progress = true,
+				   .nr_nodes = 10};
 	struct tui_layout l;
 
 	tui_layout_compute(&l, &in);
@@ -116,10 +149,10 @@ static void test_layout_small_screen_has_no_pane(void **state)
 
 static void test_scroll(void **state)
 {
-	assert_int_equal(tui_scroll(0, 0, 10, 5), 0);	    /* all fit */
-	assert_int_equal(tui_scroll(0, 9, 10, 200), 0);	    /* visible */
-	assert_int_equal(tui_scroll(0, 10, 10, 200), 1);    /* one below: move by one */
-	assert_int_equal(tui_scroll(50, 20, 10, 200), 20);  /* above: it becomes the top */
+	assert_int_equal(tui_scroll(0, 0, 10, 5), 0);	      /* all fit */
+	assert_int_equal(tui_scroll(0, 9, 10, 200), 0);	      /* visible */
+	assert_int_equal(tui_scroll(0, 10, 10, 200), 1);      /* one below: move by one */
+	assert_int_equal(tui_scroll(50, 20, 10, 200), 20);    /* above: it becomes the top */
 	assert_int_equal(tui_scroll(195, 199, 10, 200), 190); /* never past the end */
 	assert_int_equal(tui_scroll(0, 0, 0, 200), 0);
 }
@@ -166,8 +199,12 @@ static void test_text_width(void **state)
 	assert_int_equal(crt_text_width("node-1"), 6);
 	assert_int_equal(crt_text_width("caf\xc3\xa9"), 4);
 	assert_int_equal(crt_text_width("\xe6\x97\xa5\xe6\x9c\xac"), 4);
-	assert_int_equal(crt_text_width("a\xff" "b"), 3);
-	assert_int_equal(crt_text_width("a\x1b" "b"), 3);
+	assert_int_equal(crt_text_width("a\xff"
+					"b"),
+			 3);
+	assert_int_equal(crt_text_width("a\x1b"
+					"b"),
+			 3);
 }
 
 /* ---- the log ---- */
@@ -291,13 +328,19 @@ static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 	feed(f, EVENT_STEP_END, node, "facts", "gather", STEP_OK, 200, NULL);
 }
 
-static const char *const facts_gpu[] = {
-	"facts_version=1", "os_id=debian", "os_version=12", "cpus=8", "mem_kib=16000000",
-	"nvidia_pci=0000:01:00.0 0x2204", "nvidia_pci=0000:02:00.0 0x2204", "nvidia_smi_rc=0",
-	"gpu=NVIDIA GeForce RTX 3090, 24576 MiB, 535.104.05, GPU-1",
-	"gpu=NVIDIA GeForce RTX 3090, 24576 MiB, 535.104.05, GPU-2", NULL};
-static const char *const facts_plain[] = {"facts_version=1", "os_id=debian", "os_version=12",
-					  "cpus=2", "mem_kib=4000000", NULL};
+static const char *const facts_gpu[] = {"facts_version=1",
+					"os_id=debian",
+					"os_version=12",
+					"cpus=8",
+					"mem_kib=16000000",
+					"nvidia_pci=0000:01:00.0 0x2204",
+					"nvidia_pci=0000:02:00.0 0x2204",
+					"nvidia_smi_rc=0",
+					"gpu=NVIDIA GeForce RTX 3090, 24576 MiB, 535.104.05, GPU-1",
+					"gpu=NVIDIA GeForce RTX 3090, 24576 MiB, 535.104.05, GPU-2",
+					NULL};
+static const char *const facts_plain[] = {"facts_version=1", "os_id=debian",	"os_version=12",
+					  "cpus=2",	     "mem_kib=4000000", NULL};
 
 static size_t col(struct fixture *f, const char *name)
 {
@@ -459,7 +502,8 @@ static void test_model_gpus_and_preflight_checks(void **state)
 	assert_int_equal(cell(f, 0, "preflight"), TUI_CELL_FAILED);
 	k = tui_checks_get(&f->m.checks, tui_checks_column(&f->m.checks, "preflight", NULL), 0);
 	assert_int_equal(k->state, TUI_CHECK_FAILED);
-	assert_string_equal(k->observed, "the inventory declares 2 GPUs but 0 NVIDIA GPUs were found");
+	assert_string_equal(k->observed,
+			    "the inventory declares 2 GPUs but 0 NVIDIA GPUs were found");
 	assert_string_equal(k->fix, "fix 'gpus' in the inventory");
 	feed_state(f, 0, NODE_FAILED, "preflight failed");
 	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_NOT_REACHED);
@@ -487,8 +531,8 @@ static void test_model_validation_events(void **state)
 	assert_string_equal(k->expected, "no active swap");
 	assert_string_equal(k->observed, "/swapfile");
 	assert_string_equal(k->fix, "run 'provision up --phases prep'");
-	assert_string_equal(f->m.checks.cols[tui_checks_column(&f->m.checks, "swap-off", NULL)].label,
-			    "swap");
+	assert_string_equal(
+	    f->m.checks.cols[tui_checks_column(&f->m.checks, "swap-off", NULL)].label, "swap");
 	/* A validation failure is the node's failure too (f finds it). */
 	assert_int_equal(f->m.nodes[1].fail_order, 1);
 	/* Run over: what never came is n/a, not pending. */
@@ -584,7 +628,8 @@ static void test_checks_status_and_table(void **state)
 	assert_true(tui_checks_failed(&c));
 	tui_checks_table(&out, &c, f->nodes, 2);
 	assert_non_null(strstr(out.buf, "NODE  REACH  PREFLIGHT  SWAP"));
-	assert_non_null(strstr(out.buf, "\nw-1   n/a    n/a        n/a   n/a        n/a         n/a     FAIL"));
+	assert_non_null(
+	    strstr(out.buf, "\nw-1   n/a    n/a        n/a   n/a        n/a         n/a     FAIL"));
 	assert_non_null(strstr(out.buf, "w-1: kube-packages failed: expected kubeadm, kubelet, "
 					"kubectl 1.30.4, held; observed kubeadm 1.30.4-1.1"));
 	assert_non_null(strstr(out.buf, "  fix: provision up --phases kube-packages\n"));
@@ -596,25 +641,25 @@ static void test_checks_status_and_table(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layout_80x24_fits),
-		cmocka_unit_test(test_layout_many_nodes_scroll),
-		cmocka_unit_test(test_layout_drops_roles_then_gpu),
-		cmocka_unit_test(test_layout_too_many_columns_scroll_sideways),
-		cmocka_unit_test(test_layout_small_screen_has_no_pane),
-		cmocka_unit_test(test_scroll),
-		cmocka_unit_test(test_split_hint),
-		cmocka_unit_test(test_clean_line),
-		cmocka_unit_test(test_text_width),
-		cmocka_unit_test(test_log_cap),
-		cmocka_unit_test_setup_teardown(test_model_columns, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_model_a_node_from_start_to_end, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_model_failure, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_model_gpus_and_preflight_checks, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_model_validation_events, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_model_interrupted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_model_slowest, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_model_restart, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_checks_status_and_table, setup, teardown),
+	    cmocka_unit_test(test_layout_80x24_fits),
+	    cmocka_unit_test(test_layout_many_nodes_scroll),
+	    cmocka_unit_test(test_layout_drops_roles_then_gpu),
+	    cmocka_unit_test(test_layout_too_many_columns_scroll_sideways),
+	    cmocka_unit_test(test_layout_small_screen_has_no_pane),
+	    cmocka_unit_test(test_scroll),
+	    cmocka_unit_test(test_split_hint),
+	    cmocka_unit_test(test_clean_line),
+	    cmocka_unit_test(test_text_width),
+	    cmocka_unit_test(test_log_cap),
+	    cmocka_unit_test_setup_teardown(test_model_columns, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_a_node_from_start_to_end, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_failure, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_gpus_and_preflight_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_validation_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_interrupted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_slowest, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_restart, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_checks_status_and_table, setup, teardown),
 	};
 
 	/* Widths of characters beyond ASCII follow the locale, as on a UTF-8 terminal. */
