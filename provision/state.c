@@ -317,6 +317,48 @@ static bool key_is_secret(const char *k, size_t len)
 	return false;
 }
 
+/* The word after a command-line flag that carries a secret (kubeadm's join line). */
+static size_t scrub_flags(struct strbuf *sb)
+{
+	static const char *const flags[] = {"--token", "--certificate-key", "--password", NULL};
+	static const char mask[] = "[removed by provision]";
+	size_t n = 0, i;
+
+	for (i = 0; flags[i]; i++) {
+		size_t fl = strlen(flags[i]), from = 0;
+		char *hit;
+		while (from < sb->len &&
+		       (hit = memmem(sb->buf + from, sb->len - from, flags[i], fl))) {
+			size_t at = (size_t)(hit - sb->buf) + fl, end;
+			struct strbuf out = STRBUF_INIT;
+			if (at >= sb->len || (sb->buf[at] != ' ' && sb->buf[at] != '=')) {
+				from = at;
+				continue;
+			}
+			at++;
+			while (at < sb->len && sb->buf[at] == ' ')
+				at++;
+			end = at;
+			while (end < sb->len && !strchr(" \t\n\"'\\", sb->buf[end]))
+				end++;
+			if (end - at < 4 || !strncmp(sb->buf + at, SECRETS_MASK, end - at) ||
+			    sb->buf[at] == '$' || sb->buf[at] == '-') {
+				from = end;
+				continue;
+			}
+			strbuf_add(&out, sb->buf, at);
+			strbuf_addstr(&out, mask);
+			from = out.len;
+			strbuf_add(&out, sb->buf + end, sb->len - end);
+			explicit_bzero(sb->buf, sb->len);
+			strbuf_release(sb);
+			*sb = out;
+			n++;
+		}
+	}
+	return n;
+}
+
 size_t state_scrub(struct strbuf *sb)
 {
 	static const char removed_key[] = "[private key removed by provision]";
@@ -392,7 +434,7 @@ size_t state_scrub(struct strbuf *sb)
 	} else {
 		strbuf_release(&out);
 	}
-	return n;
+	return n + scrub_flags(sb);
 }
 
 /* ---- commit ---- */

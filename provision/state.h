@@ -111,8 +111,10 @@ int state_commit(struct state *s, const struct state_files *files, const char *m
 
 /*
  * Remove from `sb` what must never be recorded whatever the roles forgot to
- * declare: PEM private key blocks and the values of kubeconfig
- * client-key-data, token and password keys.  Returns how many were removed.
+ * declare: PEM private key blocks, the values of keys named like secrets
+ * (client-key-data, token, password, secret, certificate-key), and the
+ * word after --token, --certificate-key or --password (kubeadm's join
+ * line).  Returns how many were removed.
  */
 size_t state_scrub(struct strbuf *sb);
 

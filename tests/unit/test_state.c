@@ -292,6 +292,12 @@ static void test_scrub(void **unused)
 	expect_scrub("hub:\n  cookieSecret: 0123456789\n",
 		     "hub:\n  cookieSecret: [removed by provision]\n", 1);
 	expect_scrub("\"password\": \"hunter22\"\n", "\"password\": [removed by provision]\n", 1);
+	expect_scrub("kubeadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef \\\n",
+		     "kubeadm join 10.0.0.1:6443 --token [removed by provision] \\\n", 1);
+	expect_scrub("--certificate-key=0123456789abcdef --v=5\n",
+		     "--certificate-key=[removed by provision] --v=5\n", 1);
+	expect_scrub("--token [secret] --token \"$TOKEN\" --tokens x\n",
+		     "--token [secret] --token \"$TOKEN\" --tokens x\n", 0);
 	/* Left alone: redacted values, paths named by *_file keys, public keys, short values,
 	 * lists. */
 	expect_scrub("token: [secret]\n", "token: [secret]\n", 0);
