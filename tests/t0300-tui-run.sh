@@ -282,6 +282,25 @@ test_case "q, y, then q again cancels the running steps at once" "
 	expect_sane_terminal cancel
 "
 
+# ---- check: the same view, opened on the matrix
+
+run check 120 40 LANG=C.UTF-8 -- check -i "$INV"
+
+test_case "check opens on the matrix and stays on the first failed check" "
+	wait_for check 'Finished: [0-9]+ nodes? failed' &&
+	expect_grep ' reach ' check.screen &&
+	expect_grep '── node-3 · preflight: FAIL' check.screen &&
+	expect_grep '^observed  the inventory declares 1 GPU but 0 NVIDIA GPUs were found' check.screen &&
+	expect_cell check node-1 cluster '✗' &&
+	expect_cell check node-2 cluster 'n/a' &&
+	keys check f &&
+	wait_for check '── node-1 · cluster: FAIL' &&
+	expect_grep '^observed  no cluster yet' check.screen &&
+	keys check q &&
+	expect_eq 1 \"\$(wait_rc check)\" 'exit status' &&
+	expect_sane_terminal check
+"
+
 # ---- signals
 
 gate close

@@ -390,6 +390,7 @@ void tui_model_release(struct tui_model *m)
 		strbuf_release(&n->facts_text);
 		if (n->have_facts)
 			facts_release(&n->facts);
+		free(n->fail_check);
 		free(n->fail_where);
 		free(n->fail_text);
 		free(n->fail_hint);
@@ -475,8 +476,13 @@ static void finish_col(struct tui_model *m, size_t i, int c)
 	}
 }
 
-static void record_failure(struct tui_model *m, size_t i, int c, const char *where,
-			   const char *text)
+/*
+ * The node's first failure, for `f` and the summary: where (a column and,
+ * in the matrix, a check), what, how to fix it, and its output in the log:
+ * the failing step's lines when it was running, else the line just logged.
+ */
+static void record_failure(struct tui_model *m, size_t i, int c, const char *check,
+			   const char *where, const char *text)
 {
 	struct tui_node *n = &m->nodes[i];
 	size_t len;
@@ -485,10 +491,13 @@ static void record_failure(struct tui_model *m, size_t i, int c, const char *whe
 		return;
 	n->fail_order = ++m->failures;
 	n->fail_col = c;
+	n->fail_check = xstrdup(check ? check : "");
 	n->fail_where = xstrdup(where ? where : "");
 	n->fail_hint = tui_split_hint(text, &len);
 	n->fail_text = text ? xstrndup(text, len) : xstrdup("failed");
-	n->fail_first = n->cur_col == c && c >= 0 ? n->step_first : tui_log_first(&n->log);
+	n->fail_first = n->cur_col == c && c >= 0 && n->in_step_failed ? n->step_first
+			: n->log.seq				       ? n->log.seq - 1
+								       : 0;
 	n->fail_end = n->log.seq;
 }
 
@@ -647,7 +656,14 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 		    line.buf);
 	if (ev->result == STEP_FAILED) {
 		char *where = xasprintf("%s \xe2\x80\xba %s", name, ev->step ? ev->step : "");
-		record_failure(m, i, (int)c, where, ev->text);
+		/* A step that ran (it had a start) shows its own lines; a check its result. */
+		n->in_step_failed = cell->state == TUI_CELL_RUNNING;
+		record_failure(m, i, (int)c,
+			       m->cols[c].role || c < 2 ? name
+			       : ev->step		? ev->step
+							: name,
+			       where, ev->text);
+		n->in_step_failed = false;
 		free(where);
 	}
 	if (c == 0)
@@ -699,7 +715,7 @@ static void message(struct tui_model *m, size_t i, const struct event *ev)
 			       "no problem with the node against the inventory", obs.buf,
 			       fix.len ? fix.buf : NULL);
 		if (error)
-			record_failure(m, i, 1, "preflight", ev->text);
+			record_failure(m, i, 1, "preflight", "preflight", ev->text);
 		free(hint);
 		strbuf_release(&obs);
 		strbuf_release(&fix);
@@ -755,9 +771,6 @@ static void node_ended(struct tui_model *m, size_t i, const struct event *ev)
 				       "every step's check passes",
 				       "not reached: the node stopped before this role", NULL);
 	}
-	if (ev->state == NODE_FAILED || ev->state == NODE_UNREACHABLE)
-		record_failure(m, i, n->fail_col >= 0 ? n->fail_col : 0,
-			       ev->state == NODE_UNREACHABLE ? "connect" : "node", ev->text);
 	strbuf_addf(&line, "%s%s%s", node_state_name(ev->state), ev->text ? ": " : "",
 		    ev->text ? ev->text : "");
 	tui_log_add(&n->log,
@@ -765,6 +778,9 @@ static void node_ended(struct tui_model *m, size_t i, const struct event *ev)
 		    : ev->state == NODE_CANCELLED ? TUI_LINE_NOTE
 						  : TUI_LINE_FAILED,
 		    line.buf);
+	if (ev->state == NODE_FAILED || ev->state == NODE_UNREACHABLE)
+		record_failure(m, i, 0, "reachable",
+			       ev->state == NODE_UNREACHABLE ? "connect" : "node", ev->text);
 	strbuf_release(&line);
 }
 
@@ -831,6 +847,8 @@ void tui_model_end(struct tui_model *m, uint64_t now, bool interrupted)
 				n->cells[c].state =
 				    interrupted ? TUI_CELL_NOT_REACHED : TUI_CELL_NA;
 	}
+	/* A check no result came for (a cluster check is on the control plane's row only). */
+	tui_checks_expire(&m->checks, m->checks.gen, "not checked on this node");
 }
 
 void tui_model_restart(struct tui_model *m, uint64_t now)
@@ -861,10 +879,11 @@ void tui_model_restart(struct tui_model *m, uint64_t now)
 		n->preflight_error = n->preflight_warn = false;
 		n->fail_order = 0;
 		n->fail_col = -1;
+		free(n->fail_check);
 		free(n->fail_where);
 		free(n->fail_text);
 		free(n->fail_hint);
-		n->fail_where = n->fail_text = n->fail_hint = NULL;
+		n->fail_check = n->fail_where = n->fail_text = n->fail_hint = NULL;
 		for (c = 0; c < m->nr_cols; c++) {
 			unsigned short total = n->cells[c].total;
 			memset(&n->cells[c], 0, sizeof(n->cells[c]));
@@ -971,7 +990,11 @@ void tui_model_counts(const struct tui_model *m, struct tui_counts *c)
 			c->cancelled++;
 			break;
 		case NODE_DONE:
-			c->done++;
+			/* Done, but a check of it failed (the validation): not a success. */
+			if (n->fail_order)
+				c->failed++;
+			else
+				c->done++;
 			break;
 		case NODE_PENDING:
 			if (n->fail_order)

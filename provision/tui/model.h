@@ -107,8 +107,10 @@ struct tui_node {
 	bool preflight_error, preflight_warn;
 	/* The node's first failure, for `f` and the summary. */
 	unsigned fail_order; /* 0: none; 1: the run's first failure */
-	int fail_col;
+	int fail_col;	     /* its grid column */
+	char *fail_check;    /* its check in the matrix (a role, "preflight", a validation id) */
 	char *fail_where, *fail_text, *fail_hint;
+	bool in_step_failed;	       /* (while recording: the failure is a step that ran) */
 	uint64_t fail_first, fail_end; /* its output: log lines [first, end) */
 };
 

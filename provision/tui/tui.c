@@ -863,10 +863,17 @@ static void next_failure(struct tui *t)
 		return;
 	t->sel = i;
 	t->show_failure = true;
-	if (t->cfg.kind == TUI_RUN)
-		t->screen = SCREEN_GRID;
 	if (t->m.nodes[i].fail_col >= 0)
 		t->col = (size_t)t->m.nodes[i].fail_col;
+	/* On the matrix: the failed check, with its expected and observed values. */
+	if (t->screen == SCREEN_CHECKS && t->m.nodes[i].fail_check && *t->m.nodes[i].fail_check) {
+		size_t k;
+		for (k = 0; k < t->m.checks.nr; k++)
+			if (!strcmp(t->m.checks.cols[k].id, t->m.nodes[i].fail_check))
+				t->ccol = k;
+	} else if (t->cfg.kind == TUI_RUN) {
+		t->screen = SCREEN_GRID;
+	}
 }
 
 static void log_key(struct tui *t, int k)
@@ -1202,8 +1209,8 @@ void tui_status_done(struct tui *t)
 {
 	uint64_t now = now_ms();
 
-	tui_model_end(&t->m, now, false);
 	tui_checks_expire(&t->m.checks, t->m.checks.gen, "not checked in the last round");
+	tui_model_end(&t->m, now, false);
 	t->running = false;
 	t->rounds++;
 	t->round_ms = now;
