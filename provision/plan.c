@@ -1350,9 +1350,10 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		for (i = 0; i < o->nr; i++) {
 			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
 			run.sets[i] = tval_new_map();
+			unsigned ph = o->phases & (o->node_phases ? o->node_phases[i] : ~0u);
 			for (ri = 0; ri < rs->nr && ok; ri++) {
 				const struct role *r = &rs->roles[ri];
-				if (!(o->phases & (1u << role_phase_index(r->phase))))
+				if (!(ph & (1u << role_phase_index(r->phase))))
 					continue;
 				if (!role_applies(r, o->inv, o->nodes[i],
 						  node_has_gpu(o->nodes[i], &res->nodes[i].facts)))

@@ -55,6 +55,13 @@ struct plan_opts {
 	const struct node *const *nodes; /* the selected nodes, inventory order */
 	size_t nr;
 	unsigned phases;  /* bit i: role_phases[i] runs; 0: facts and preflight only */
+	/*
+	 * Per node (in `nodes` order), the phases it takes part in, within
+	 * `phases`; NULL: every node takes part in all of them.  add-node uses
+	 * it: the new nodes go through everything, the control plane only
+	 * through what joins them and refreshes the hub.
+	 */
+	const unsigned *node_phases;
 	bool check_only;  /* provision plan */
 	bool validate;	  /* end with the validation checks (up, check) */
 	int forks;

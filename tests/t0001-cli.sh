@@ -51,7 +51,8 @@ test_case "an integer option out of range is rejected (exit 2)" '
 # man_has CMD OPTS: the man page documents the command and each option
 # (roff escapes every "-" as "\-").
 man_has() {
-	grep -q "^\.B $1\( \|$\)" "$man" || { echo "command $1 missing from provision.1"; return 1; }
+	cmd_esc=$(printf '%s' "$1" | sed 's/-/\\\\-/g')
+	grep -q "^\.B $cmd_esc\( \|$\)" "$man" || { echo "command $1 missing from provision.1"; return 1; }
 	for o in $2; do
 		esc=$(printf '%s' "$o" | sed 's/-/\\-/g')
 		grep -qF -- "$esc" "$man" || { echo "option $o of $1 missing from provision.1"; return 1; }

@@ -15,6 +15,7 @@ const struct cmd *const cmd_table[] = {
 	&cmd_up,
 	&cmd_plan,
 	&cmd_check,
+	&cmd_add_node,
 	&cmd_inventory,
 	&cmd_run,
 	&cmd_status,

@@ -432,6 +432,59 @@ static void print_validation(const struct validation *v, const struct node *cons
 	strbuf_release(&out);
 }
 
+/*
+ * add-node: the named nodes take part in every phase; the control plane is
+ * added for what joins them (token, labels) and refreshes the hub, and
+ * nothing else; no other node is contacted.
+ */
+static int select_add_nodes(const struct cli_plan_args *a, const struct inventory *inv,
+			    const struct node ***out, size_t *nr, unsigned **node_phases)
+{
+	const struct node *cp = inventory_control_plane(inv);
+	bool *sel = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(*sel));
+	struct strbuf list = STRBUF_INIT;
+	struct error err = {0};
+	size_t i, n = 0;
+	unsigned cp_phases = 0;
+	int k;
+
+	for (k = 0; k < a->nr_add_nodes; k++)
+		strbuf_addf(&list, "%s%s", k ? "," : "", a->add_nodes[k]);
+	if (inventory_select(inv, list.buf, sel, &err) < 0) {
+		fprintf(stderr, "provision %s: %s\n", a->cmd_name, err.msg);
+		if (err.hint[0])
+			fprintf(stderr, "  hint: %s\n", err.hint);
+		strbuf_release(&list);
+		free(sel);
+		return EXIT_USAGE;
+	}
+	strbuf_release(&list);
+	if (cp && sel[cp - inv->nodes]) {
+		fprintf(stderr,
+			"provision %s: '%s' is the control plane: add-node adds workers and storage "
+			"nodes to a running cluster\n  hint: use 'provision up' for the control plane\n",
+			a->cmd_name, cp->name);
+		free(sel);
+		return EXIT_USAGE;
+	}
+	for (k = 0; role_phases[k]; k++)
+		if (!strcmp(role_phases[k], "join") || !strcmp(role_phases[k], "addons") ||
+		    !strcmp(role_phases[k], "validate"))
+			cp_phases |= 1u << k;
+	*out = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(**out));
+	*node_phases = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(**node_phases));
+	for (i = 0; i < inv->nr_nodes; i++) {
+		if (!sel[i] && &inv->nodes[i] != cp)
+			continue;
+		(*out)[n] = &inv->nodes[i];
+		(*node_phases)[n] = &inv->nodes[i] == cp ? cp_phases : ~0u;
+		n++;
+	}
+	free(sel);
+	*nr = n;
+	return 0;
+}
+
 int cli_plan_run(const struct cli_plan_args *a)
 {
 	struct inventory *inv = NULL;
@@ -446,6 +499,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
 	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
 	unsigned phases = a->check ? 0 : plan_all_phases();
+	unsigned *node_phases = NULL;
 	bool have_roles = false;
 	size_t nr = 0;
 	int ret;
@@ -470,9 +524,15 @@ int cli_plan_run(const struct cli_plan_args *a)
 	have_roles = true;
 	print_diags(&dl);
 	diag_list_release(&dl);
-	ret = cli_select_nodes(a->cmd_name, inv, a->limit, &nodes, &nr);
-	if (ret)
-		goto out;
+	if (a->add_nodes) {
+		ret = select_add_nodes(a, inv, &nodes, &nr, &node_phases);
+		if (ret)
+			goto out;
+	} else {
+		ret = cli_select_nodes(a->cmd_name, inv, a->limit, &nodes, &nr);
+		if (ret)
+			goto out;
+	}
 
 	secrets = secrets_new();
 	password = cli_sudo_password(a->ask_sudo, inv->ssh.sudo_password_file);
@@ -515,6 +575,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.nodes = nodes,
 			.nr = nr,
 			.phases = phases,
+			.node_phases = node_phases,
 			.check_only = a->check_only,
 			.validate = a->check || (!a->check_only && (phases & (1u << role_phase_index("validate")))),
 			.forks = a->forks,
@@ -591,6 +652,7 @@ out:
 		role_set_release(&rs);
 	cli_free_secret(password);
 	cli_free_secret(passphrase);
+	free(node_phases);
 	secrets_free(secrets);
 	free(state_dir);
 	free(nodes);

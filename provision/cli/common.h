@@ -63,6 +63,9 @@ struct cli_plan_args {
 	bool check_only;
 	bool check;	   /* provision check: facts, preflight and validation only */
 	const char *junit; /* write the validation as JUnit XML here */
+	/* provision add-node: the new nodes (names or ranges); NULL otherwise. */
+	char **add_nodes;
+	int nr_add_nodes;
 };
 
 /* Load, validate, run and report; returns an enum exit_status. */
