@@ -52,8 +52,9 @@ static int translate(CURLcode rc, const char *url, const char *errbuf, long stat
 		return error_set(err, HTTP_ERR_STATUS, "'%s': the server answered HTTP %ld", url,
 				 status);
 	case CURLE_OPERATION_TIMEDOUT:
-		if (stall_s && strstr(detail, "slower than"))
-			return error_set(err, HTTP_ERR_TIMEOUT, "'%s': no data for %d s", url,
+		if (stall_s && (strstr(detail, "too slow") || strstr(detail, "slower than")))
+			return error_set(err, HTTP_ERR_TIMEOUT,
+					 "'%s': the server stopped sending (no data for %d s)", url,
 					 stall_s);
 		return error_set(err, HTTP_ERR_TIMEOUT, "'%s': timed out: %s", url, detail);
 	case CURLE_PARTIAL_FILE:
