@@ -1399,7 +1399,6 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			tval_free(run.sets[i]);
 		free(run.sets);
 		free(run.role_done);
-		free(run.seen_running);
 	}
 	for (i = 0; i < o->nr; i++)
 		if (res->nodes[i].have_facts && !res->nodes[i].preflight_failed &&
@@ -1457,6 +1456,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 
 	free(run.barriers);
 	free(run.applies);
+	free(run.seen_running); /* read by pass_event until the last pass */
 	free(run.map);
 	tval_free(run.published);
 	pthread_cond_destroy(&run.cond);

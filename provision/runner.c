@@ -73,6 +73,11 @@ void runner_interrupt(void)
 	signals_seen++;
 }
 
+void runner_interrupt_reset(void)
+{
+	signals_seen = 0;
+}
+
 static void redact(struct runner *r, char **text)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -251,7 +256,8 @@ static void work_one(struct runner *r, size_t index)
 	job.tp = NULL;
 	if (rc == 0) {
 		post_state(r, index, NODE_DONE, NULL, job.exit_status);
-	} else if (job.interrupted || (atomic_load(&r->cancel) && !job.fail_reason)) {
+	} else if (job.interrupted || atomic_load(&r->cancel)) {
+		/* Stopped by the interrupt (its command cut short), not lost. */
 		post_state(r, index, NODE_CANCELLED,
 			   job.fail_reason ? job.fail_reason : "interrupted", job.exit_status);
 	} else {
@@ -389,7 +395,18 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 	nthreads = (size_t)opts->forks < nr ? (size_t)opts->forks : nr;
 	atomic_init(&r.active, nthreads);
 
-	signals_seen = 0;
+	/*
+	 * signals_seen is not reset here: a ^C (or the TUI's q) between two
+	 * passes of one run must stop the next pass too.  runner_interrupt_reset()
+	 * starts afresh (a new command, a new status round).
+	 */
+	handled_signals = (unsigned)signals_seen;
+	if (handled_signals) {
+		summary->interrupted = true;
+		atomic_store(&r.stop, true);
+		if (handled_signals >= 2)
+			atomic_store(&r.cancel, true);
+	}
 	if (opts->handle_signals) {
 		sa.sa_handler = on_signal;
 		sigemptyset(&sa.sa_mask);

@@ -120,6 +120,8 @@ bool runner_job_stopping(const struct runner_job *job);
  * running commands.
  */
 void runner_interrupt(void);
+/* Forget earlier interrupts (before a new command or status round). */
+void runner_interrupt_reset(void);
 
 /*
  * Run a command on the job's node; every output line is posted as an

@@ -40,7 +40,14 @@ test_case() {
 	body=$2
 	test_count=$((test_count + 1))
 	out="$TEST_DIR/case-$test_count.out"
-	if (cd "$TEST_DIR" && set -e && eval "$body") >"$out" 2>&1; then
+	# Not `if (...)`: set -e is ignored in a condition, and every command
+	# of a body must count, not only its last one.
+	(
+		cd "$TEST_DIR" || exit 1
+		set -e
+		eval "$body"
+	) >"$out" 2>&1
+	if [ $? = 0 ]; then
 		echo "ok $test_count - $desc"
 		[ "$test_verbose" = 1 ] && sed 's/^/#   /' "$out"
 	else
