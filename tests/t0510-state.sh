@@ -251,7 +251,7 @@ test_case "diff: exactly the altered file and the step that put it back" '
 	expect_eq "node-3" "$(grep "^[a-z]" diff.out | grep -v "^from\|^  to")" "nodes in the diff"
 	expect_eq "  ~ kernel › /etc/sysctl.d/99-provision-k8s.conf: unchanged -> changed" "$(grep "^  [~+-] " diff.out)" "steps in the diff"
 	expect_grep "^    | -# a local note$" diff.out
-	expect_no_grep "rendered\|facts:\|validation\|inventory" diff.out
+	expect_no_grep "^  rendered \|^  facts:\|^  artifacts:\|^validation\|^inventory" diff.out
 	$PROVISION diff -i "$INV" 1 2 >diff12.out
 	expect_grep "unchanged\|changed" diff12.out
 '
@@ -356,8 +356,8 @@ test_case "secrets: no token, private file or sudo password in the repository, h
 	git -C "$STATE" cat-file --batch-all-objects --batch >all-objects
 	[ -s all-objects ]
 	grep_secrets all-objects
-	find "$STATE" -path "$STATE/private" -prune -o -path "$STATE/.git" -prune -o -type f -print >files
-	while IFS= read -r f; do grep_secrets "$f"; done <files
+	find "$STATE" -path "$STATE/private" -prune -o -path "$STATE/.git" -prune -o -type f -print >state-files
+	while IFS= read -r f; do grep_secrets "$f"; done <state-files
 	for f in up1.out up2.out up3.out upR.out; do grep_secrets "$f"; done
 	expect_grep "the probe token is \[secret\]" "$STATE/logs/node-2.log"
 	git -C "$STATE" show HEAD:nodes/node-2/files/etc/provision-probe.conf >probe.conf
