@@ -19,29 +19,6 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# shellcheck disable=SC2317 # called by the cases below
-# lib.sh's test_case runs the body as the condition of an `if`, where the
-# shell ignores set -e: an assertion that fails before the body's last
-# command goes unnoticed.  Here the body runs as a plain command, so the
-# first failure ends the case.
-test_case() {
-	desc=$1
-	body=$2
-	test_count=$((test_count + 1))
-	out="$TEST_DIR/case-$test_count.out"
-	(cd "$TEST_DIR" && set -e && eval "$body") >"$out" 2>&1
-	rc=$?
-	if [ "$rc" = 0 ]; then
-		echo "ok $test_count - $desc"
-		[ "$test_verbose" = 1 ] && sed 's/^/#   /' "$out"
-	else
-		echo "not ok $test_count - $desc"
-		test_failed=$((test_failed + 1))
-		sed 's/^/#   /' "$out" | tail -n 40
-	fi
-	return 0
-}
-
 CASES="nodes-no-route first-up second-up third-up history diff show-logs lock kill resume secrets bundle eta"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
