@@ -666,11 +666,18 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 					 "role '%s' (phase %s) depends on '%s' of the later phase %s",
 					 r->name, r->phase, d->name, d->phase);
 		}
-		for (j = 0; r->wait_for && r->wait_for[j]; j++)
-			if (!role_set_find(rs, r->wait_for[j]))
+		for (j = 0; r->wait_for && r->wait_for[j]; j++) {
+			const struct role *w = role_set_find(rs, r->wait_for[j]);
+			if (!w)
 				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
 					 "role '%s' waits for '%s', which does not exist", r->name,
 					 r->wait_for[j]);
+			else if (w->phase && r->phase &&
+				 role_phase_index(w->phase) > role_phase_index(r->phase))
+				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+					 "role '%s' (phase %s) waits for '%s' of the later phase %s",
+					 r->name, r->phase, w->name, w->phase);
+		}
 		free(yaml);
 	}
 	for (p = 0; role_phases[p]; p++) {
@@ -684,9 +691,15 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 			mark[i] = 1;
 			while (depth) {
 				struct role *r = &rs->roles[stack[depth - 1]];
-				size_t j, next = (size_t)-1;
-				for (j = 0; r->depends_on && r->depends_on[j]; j++) {
-					const struct role *d = role_set_find(rs, r->depends_on[j]);
+				size_t j, next = (size_t)-1, nd = 0, nw = 0;
+				/* A role comes after what it depends on and what it waits for. */
+				while (r->depends_on && r->depends_on[nd])
+					nd++;
+				while (r->wait_for && r->wait_for[nw])
+					nw++;
+				for (j = 0; j < nd + nw; j++) {
+					const char *dn = j < nd ? r->depends_on[j] : r->wait_for[j - nd];
+					const struct role *d = role_set_find(rs, dn);
 					size_t di;
 					if (!d)
 						continue;
