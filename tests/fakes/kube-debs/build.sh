@@ -1,7 +1,7 @@
 #!/bin/sh
-# tests/fakes/kube-debs/build.sh: stand-ins for the kubeadm, kubelet and
-# kubectl packages of pkgs.k8s.io, in a signed apt repository with the same
-# layout, for tests that install Kubernetes packages on testbed nodes.
+# tests/fakes/kube-debs/build.sh: stand-ins for the Kubernetes packages of
+# pkgs.k8s.io, in a signed apt repository with the same layout, for tests
+# that install Kubernetes on testbed nodes; and a helm package.
 #
 #   build.sh OUT VERSION [VERSION...]      e.g. build.sh "$TEST_DIR/kube" 1.30.4 1.30.5
 #
@@ -9,27 +9,35 @@
 #   OUT/repo/core:/stable:/vX.Y/deb/          the repository, as on pkgs.k8s.io:
 #       Release, InRelease, Release.gpg       (signed with a throwaway key)
 #       Release.key                           (that key, ASCII-armoured)
-#       Packages, Packages.gz, *.deb          (kubeadm/kubelet/kubectl VERSION-1.1)
-# and OUT/gnupg, the throwaway key's home (never used for anything else).
+#       Packages, Packages.gz, *.deb          kubeadm, kubelet, kubectl VERSION-1.1,
+#                                             cri-tools and kubernetes-cni of that minor
+# and OUT/helm/helm_3.15.4-1_ARCH.deb (helm is not on pkgs.k8s.io; a later
+# issue decides how the product installs it), OUT/gnupg (the throwaway key).
 # Serve OUT/repo over HTTP and give its URL as the inventory's
 # cluster.apt_mirror: the roles then find MIRROR/core:/stable:/vX.Y/deb/.
 #
-# What the packages copy from the real ones (kubernetes.io install guide,
-# pkgs.k8s.io): names, versions VERSION-1.1, architecture, the binaries in
-# /usr/bin; and from the real binaries:
-#   kubeadm version -o short        -> vVERSION
-#   kubeadm version                 -> kubeadm version: &version.Info{Major:"1", Minor:"30", GitVersion:"v1.30.4", ...}
-#                                      (the fields the fake cannot know -- GitCommit, BuildDate,
-#                                      GoVersion -- are left out)
-#   kubelet --version               -> Kubernetes vVERSION
-#   kubectl version --client        -> Client Version: vVERSION
-#                                      Kustomize Version: v5.0.4-0.20230601165947-6ce0bf390ce3 (1.30.x only:
-#                                      the kustomize kubectl 1.30 embeds; other minors print the first line)
-# Not copied yet (a later issue brings the full fakes): everything else the
-# binaries do; the packages' Depends (cri-tools, kubernetes-cni, and for
-# kubelet iptables, conntrack, ...: testbed nodes reach no Debian mirror),
-# kubelet's systemd unit and kubeadm's drop-in.  Any other command prints
-# what is missing and exits 1.
+# The programs are the fakes of ../kube (python3 + openssl; README.md there
+# says what each copies from the real tool): each is fakekube.py followed by
+# the tool, with FAKE_VERSION set, in one file.
+# The packages copy from the real ones (kubernetes/release, cmd/krel
+# templates: kubeadm.spec, kubelet.spec, metadata.yaml):
+#   kubeadm        /usr/bin/kubeadm, /usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf;
+#                  Depends cri-tools (>= X.Y.0) from 1.30 on, before 1.30 also kubelet,
+#                  kubectl, kubernetes-cni
+#   kubelet        /usr/bin/kubelet, /usr/lib/systemd/system/kubelet.service,
+#                  /etc/default/kubelet (KUBELET_EXTRA_ARGS=, a conffile),
+#                  /var/lib/kubelet and /etc/kubernetes/manifests; Depends kubernetes-cni;
+#                  the service is not enabled (the kubeadm install guide enables it;
+#                  kubeadm init/join start it); postinst reloads systemd
+#   kubectl        /usr/bin/kubectl
+#   cri-tools      /usr/bin/crictl
+#   kubernetes-cni /opt/cni/bin/{bridge,host-local,loopback,portmap}
+# and the versions VERSION-1.1, architecture, section, priority.  Added:
+# every package Depends on python3 and openssl (what the fakes run on), and
+# kubelet carries the fake control-plane "images" in
+# /usr/lib/fake-kubernetes/images.  Not copied: the real Depends on
+# iptables, conntrack, ethtool, socat, ebtables (testbed nodes reach no
+# Debian mirror; the testbed rootfs has conntrack and iptables).
 set -eu
 [ $# -ge 2 ] || {
 	sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
@@ -37,55 +45,85 @@ set -eu
 }
 OUT=$1
 shift
-for c in dpkg-deb apt-ftparchive gpg gzip; do
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../kube" && pwd)
+for c in dpkg-deb apt-ftparchive gpg gzip python3; do
 	command -v "$c" >/dev/null || {
-		echo "build.sh: $c is missing (Debian packages dpkg, apt-utils, gnupg)" >&2
+		echo "build.sh: $c is missing (Debian packages dpkg, apt-utils, gnupg, python3)" >&2
 		exit 1
 	}
 done
 ARCH=$(dpkg --print-architecture)
+HELM=3.15.4
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 STAGE=$OUT/stage
-rm -rf "$STAGE" "$OUT/repo"
-mkdir -p "$STAGE" "$OUT/repo"
+rm -rf "$STAGE" "$OUT/repo" "$OUT/helm"
+mkdir -p "$STAGE" "$OUT/repo" "$OUT/helm"
 
-# fake_binary NAME VERSION: the script that stands in for /usr/bin/NAME.
-fake_binary() {
-	v=$2
-	minor=$(echo "$v" | cut -d . -f 2)
-	echo '#!/bin/sh'
-	echo "# Fake $1 $v for provision's tests (tests/fakes/kube-debs/build.sh says what it copies)."
-	case $1 in
-	kubeadm)
-		cat <<-EOF
-			if [ "\${1:-}" = version ]; then
-			  case "\${2:-} \${3:-}" in
-			  "-o short" | "--output short" | "-o=short " | "--output=short ") echo "v$v"; exit 0 ;;
-			  " ") echo 'kubeadm version: &version.Info{Major:"1", Minor:"$minor", GitVersion:"v$v", GitTreeState:"clean", Compiler:"gc", Platform:"linux/$ARCH"}'; exit 0 ;;
-			  esac
-			fi
-		EOF
-		;;
-	kubelet)
-		cat <<-EOF
-			if [ "\${1:-}" = --version ]; then echo "Kubernetes v$v"; exit 0; fi
-		EOF
-		;;
-	kubectl)
-		kustomize=
-		[ "$minor" = 30 ] && kustomize='echo "Kustomize Version: v5.0.4-0.20230601165947-6ce0bf390ce3"'
-		cat <<-EOF
-			if [ "\${1:-} \${2:-}" = "version --client" ]; then
-			  echo "Client Version: v$v"
-			  $kustomize
-			  exit 0
-			fi
-		EOF
-		;;
-	esac
-	echo "echo \"fake $1 $v: '\$*' is not implemented in this test fake\" >&2"
-	echo 'exit 1'
+# program VERSION TOOL DEST: the fake TOOL of Kubernetes VERSION, in one file.
+program() {
+	mkdir -p "$(dirname "$3")"
+	{
+		echo '#!/usr/bin/python3'
+		echo "# Fake $2 (Kubernetes $1) for provision's tests: tests/fakes/kube/$2.py"
+		echo "# after tests/fakes/kube/fakekube.py; see tests/fakes/README.md."
+		echo "FAKE_VERSION = \"$1\""
+		cat "$SRC/fakekube.py"
+		echo
+		cat "$SRC/$2.py"
+	} >"$3"
+	chmod 0755 "$3"
+	python3 -m py_compile "$3" 2>/dev/null || {
+		echo "build.sh: $2 does not compile:" >&2
+		python3 -m py_compile "$3"
+		exit 1
+	}
+	rm -rf "$(dirname "$3")/__pycache__"
+}
+
+# control DIR PACKAGE VERSION DEPENDS DESCRIPTION
+control() {
+	mkdir -p "$1/DEBIAN"
+	{
+		echo "Package: $2"
+		echo "Version: $3"
+		echo "Architecture: $ARCH"
+		echo "Maintainer: provision tests <kube-debs@provision.invalid>"
+		echo "Section: admin"
+		echo "Priority: optional"
+		[ -z "$4" ] || echo "Depends: $4"
+		echo "Description: test fake of $2 (provision's tests, not Kubernetes)"
+		echo " $5"
+	} >"$1/DEBIAN/control"
+}
+
+postinst_reload() {
+	cat >"$1/DEBIAN/postinst" <<-'EOF'
+		#!/bin/sh
+		set -e
+		if [ -d /run/systemd/system ]; then systemctl daemon-reload >/dev/null 2>&1 || true; fi
+	EOF
+	chmod 0755 "$1/DEBIAN/postinst"
+}
+
+deb() { # DIR OUTFILE
+	dpkg-deb --root-owner-group --build "$1" "$2" >/dev/null
+}
+
+cni_plugin() {
+	cat <<-EOF
+		#!/bin/sh
+		# CNI plugin $1 (kubernetes-cni test stand-in, provision's tests/fakes):
+		# answers CNI_COMMAND=VERSION like every CNI plugin; pod networking is
+		# the fake kubelet's.
+		if [ "\${CNI_COMMAND:-}" = VERSION ]; then
+		  echo '{"cniVersion":"1.0.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0"]}'
+		  exit 0
+		fi
+		echo '{"code":4,"msg":"the $1 stand-in only answers VERSION"}'
+		exit 1
+	EOF
 }
 
 key_home=$OUT/gnupg
@@ -98,6 +136,7 @@ if [ ! -f "$key_home/.ready" ]; then
 fi
 trap 'gpgconf --homedir "$key_home" --kill gpg-agent 2>/dev/null || true' EXIT
 
+built_minors=
 for v in "$@"; do
 	case $v in
 	[0-9]*.[0-9]*.[0-9]*) ;;
@@ -107,26 +146,70 @@ for v in "$@"; do
 		;;
 	esac
 	minor=$(echo "$v" | cut -d . -f 1-2)
+	mnum=$(echo "$v" | cut -d . -f 2)
 	repo=$OUT/repo/core:/stable:/v$minor/deb
 	mkdir -p "$repo"
-	for p in kubeadm kubelet kubectl; do
-		d=$STAGE/$p-$v
-		mkdir -p "$d/DEBIAN" "$d/usr/bin"
-		fake_binary "$p" "$v" >"$d/usr/bin/$p"
-		chmod 0755 "$d/usr/bin/$p"
-		cat >"$d/DEBIAN/control" <<-EOF
-			Package: $p
-			Version: $v-1.1
-			Architecture: $ARCH
-			Maintainer: provision tests <kube-debs@provision.invalid>
-			Section: admin
-			Priority: optional
-			Description: test fake of $p $v (provision's tests, not Kubernetes)
-			 Answers a few version queries like the real $p; nothing else.
-		EOF
-		dpkg-deb --root-owner-group --build "$d" "$repo/${p}_$v-1.1_$ARCH.deb" >/dev/null
+	common="python3 (>= 3.9), openssl"
+
+	d=$STAGE/kubeadm-$v
+	program "$v" kubeadm "$d/usr/bin/kubeadm"
+	mkdir -p "$d/usr/lib/systemd/system/kubelet.service.d"
+	cp "$SRC/units/10-kubeadm.conf" "$d/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf"
+	if [ "$mnum" -ge 30 ]; then
+		deps="cri-tools (>= $minor.0), $common"
+	else
+		deps="kubelet (>= 1.19.0), kubectl (>= 1.19.0), kubernetes-cni (>= 1.2.0), cri-tools (>= $minor.0), $common"
+	fi
+	control "$d" kubeadm "$v-1.1" "$deps" "Sets up a fake control plane and joins nodes (kubeadm's commands, files, output)."
+	postinst_reload "$d"
+	deb "$d" "$repo/kubeadm_$v-1.1_$ARCH.deb"
+
+	d=$STAGE/kubelet-$v
+	program "$v" kubelet "$d/usr/bin/kubelet"
+	for img in kube-apiserver kube-controller-manager kube-scheduler; do
+		program "$v" "$img" "$d/usr/lib/fake-kubernetes/images/$img"
 	done
+	mkdir -p "$d/usr/lib/systemd/system" "$d/etc/default" "$d/var/lib/kubelet" "$d/etc/kubernetes/manifests"
+	cp "$SRC/units/kubelet.service" "$d/usr/lib/systemd/system/kubelet.service"
+	echo "KUBELET_EXTRA_ARGS=" >"$d/etc/default/kubelet"
+	: >"$d/var/lib/kubelet/.kubelet-keep"
+	: >"$d/etc/kubernetes/manifests/.kubelet-keep"
+	control "$d" kubelet "$v-1.1" "kubernetes-cni (>= 1.2.0), iproute2, $common" \
+		"The node agent as a systemd service; runs the fake control plane from static pods."
+	echo /etc/default/kubelet >"$d/DEBIAN/conffiles"
+	postinst_reload "$d"
+	deb "$d" "$repo/kubelet_$v-1.1_$ARCH.deb"
+
+	d=$STAGE/kubectl-$v
+	program "$v" kubectl "$d/usr/bin/kubectl"
+	control "$d" kubectl "$v-1.1" "$common" "The Kubernetes command-line tool against the fake API server."
+	deb "$d" "$repo/kubectl_$v-1.1_$ARCH.deb"
+
+	case " $built_minors " in
+	*" $minor "*) ;;
+	*)
+		built_minors="$built_minors $minor"
+		d=$STAGE/cri-tools-$minor
+		program "$v" crictl "$d/usr/bin/crictl"
+		control "$d" cri-tools "$minor.1-1.1" "$common" "crictl: the fake kubelet's containers in crictl's shapes."
+		deb "$d" "$repo/cri-tools_$minor.1-1.1_$ARCH.deb"
+		d=$STAGE/kubernetes-cni-$minor
+		mkdir -p "$d/opt/cni/bin"
+		for p in bridge host-local loopback portmap; do
+			cni_plugin "$p" >"$d/opt/cni/bin/$p"
+			chmod 0755 "$d/opt/cni/bin/$p"
+		done
+		control "$d" kubernetes-cni 1.4.0-1.1 "" "CNI plugins that answer VERSION."
+		deb "$d" "$repo/kubernetes-cni_1.4.0-1.1_$ARCH.deb"
+		;;
+	esac
 done
+
+last=$(for v in "$@"; do echo "$v"; done | sort -V | tail -n 1)
+d=$STAGE/helm
+program "$last" helm "$d/usr/bin/helm"
+control "$d" helm "$HELM-1" "python3 (>= 3.9)" "The Kubernetes package manager (fake; releases kept as Secrets)."
+deb "$d" "$OUT/helm/helm_${HELM}-1_$ARCH.deb"
 
 for repo in "$OUT"/repo/core:/stable:/*/deb; do
 	(

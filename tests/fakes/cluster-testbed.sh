@@ -1,0 +1,113 @@
+# tests/fakes/cluster-testbed.sh: sourced by the cluster tests
+# (tests/t04NN-*.sh) after tests/lib.sh.  POSIX sh.
+#
+#   cluster_testbed NODES K8S_VERSION || skip_all_cases "$CLUSTER_SKIP"
+#
+# starts NODES nspawn testbed nodes (node-1 the control plane, the others
+# workers), builds the fake Kubernetes packages of K8S_VERSION
+# (kube-debs/build.sh) and serves their repository on the testbed bridge
+# for at most 30 minutes, and sets:
+#   TESTBED  tests/testbed/testbed.sh       TB     the testbed directory
+#   INV      inventory using the repository (cluster.apt_mirror)
+#   INV_ADMIN  the same with user admin (sudo)
+#   STATE    the state folder the tests give provision (--state)
+#   TESTBED_* from the testbed's testbed.env
+# Cleanup (testbed down, HTTP server stopped) is registered with
+# test_at_exit.  nspawn keeps /proc/sys read-only inside the nodes, so the
+# kernel role's sysctl step skips there; net.ipv4.ip_forward=1 (what that
+# step sets on a real node, and what kubeadm's preflight wants) is set in
+# each node's network namespace from the host.
+# shellcheck shell=sh disable=SC2034 # the variables are for the test that sources this
+
+cluster_testbed() {
+	CLUSTER_SKIP=
+	if [ "$(id -u)" != 0 ]; then
+		CLUSTER_SKIP="needs root (testbed nodes)"
+		return 1
+	fi
+	for c in systemd-nspawn dpkg-deb apt-ftparchive gpg timeout python3 openssl ip; do
+		if ! command -v "$c" >/dev/null 2>&1; then
+			CLUSTER_SKIP="needs $c"
+			return 1
+		fi
+	done
+	TESTBED=$SRC_ROOT/tests/testbed/testbed.sh
+	TB=$TEST_DIR/tb
+	INV=$TEST_DIR/inventory.yaml
+	INV_ADMIN=$TEST_DIR/inventory-admin.yaml
+	STATE=$TEST_DIR/state
+	if ! "$TESTBED" up "$TB" --nspawn "$1" --chroot 0 --kubernetes-version "$2" >"$TEST_DIR/testbed.log" 2>&1; then
+		tail -n 20 "$TEST_DIR/testbed.log" | sed 's/^/# /'
+		CLUSTER_SKIP="the testbed did not start (see above)"
+		return 1
+	fi
+	test_at_exit "'$TESTBED' down '$TB'"
+	# shellcheck disable=SC1091
+	. "$TB/testbed.env"
+	if ! "$SRC_ROOT/tests/fakes/kube-debs/build.sh" "$TEST_DIR/kube" "$2" >"$TEST_DIR/kube.log" 2>&1; then
+		sed 's/^/# /' "$TEST_DIR/kube.log"
+		CLUSTER_SKIP="the fake Kubernetes packages did not build (see above)"
+		return 1
+	fi
+	timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$TEST_DIR/kube/repo" 0 \
+		>"$TEST_DIR/http.log" 2>&1 &
+	test_at_exit "kill $!"
+	i=0
+	until port=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http.log") && [ -n "$port" ]; do
+		i=$((i + 1))
+		if [ "$i" -ge 50 ]; then
+			sed 's/^/# /' "$TEST_DIR/http.log"
+			CLUSTER_SKIP="the repository's HTTP server did not start"
+			return 1
+		fi
+		sleep 0.1
+	done
+	for f in inventory inventory-admin; do
+		sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$port|" "$TB/$f.yaml" >"$TEST_DIR/$f.yaml"
+	done
+	awk '!/^#/ { print $5 }' "$TB/nodes.txt" | while read -r ns; do
+		ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1
+	done
+}
+
+# knob NODE NAME [CONTENT]: write a test knob of the fakes on NODE
+# (tests/fakes/README.md); without CONTENT an empty file.
+knob() {
+	printf '%s' "${3:-}" | "$TESTBED" exec "$TB" "$1" sh -c "mkdir -p /etc/fake-kubernetes/knobs && cat >/etc/fake-kubernetes/knobs/$2"
+}
+
+# unknob NODE NAME: remove it.
+unknob() {
+	"$TESTBED" exec "$TB" "$1" rm -f "/etc/fake-kubernetes/knobs/$2"
+}
+
+# secrets_collected OUT: the strings no file may hold, one a line: every
+# bootstrap token the fake API server stored (knob record-tokens), their
+# secret halves, and three base64 lines of each CA key and the
+# service-account key of the control plane (node-1).
+secrets_collected() {
+	"$TESTBED" exec "$TB" node-1 cat /var/lib/fake-kubernetes/tokens.log >"$1.tokens"
+	cut -d . -f 2 "$1.tokens" >"$1"
+	cat "$1.tokens" >>"$1"
+	rm -f "$1.tokens"
+	for k in ca etcd/ca front-proxy-ca sa; do
+		"$TESTBED" exec "$TB" node-1 sed -n '2p;5p;10p' "/etc/kubernetes/pki/$k.key" >>"$1"
+	done
+}
+
+# files_written OUT: every file of this test's folder but the nodes' own
+# disks (tb/nodes/*/upper), the package build and the lists of secrets:
+# provision's state folder, outputs, node logs the test collected.
+files_written() {
+	(cd "$TEST_DIR" && find . \( -path ./kube -o -path './tb/nodes/*/upper' -o -path './tb/nodes/*/work' -o -path ./tb/layer \) -prune \
+		-o -type f ! -name 'secrets.list*' -print) >"$1"
+}
+
+# collect_node_logs DIR: every node's kubelet journal and pod logs.
+collect_node_logs() {
+	mkdir -p "$1"
+	for n in $TESTBED_NODES; do
+		"$TESTBED" exec "$TB" "$n" journalctl --no-pager -u kubelet >"$1/$n.kubelet.journal" 2>&1 || true
+		"$TESTBED" exec "$TB" "$n" sh -c 'cat /var/log/pods/*/*/*.log 2>/dev/null' >"$1/$n.pods.log" || true
+	done
+}

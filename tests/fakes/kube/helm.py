@@ -1,0 +1,440 @@
+# helm (fake) for provision's tests.  Its first real use is the add-ons
+# issue; this is its shape.
+#
+# What it copies (helm.sh docs: "helm upgrade", "helm list", "helm status",
+# "helm uninstall", "helm version", "Charts" (Chart.yaml, values.yaml,
+# templates/), "Values Files" (later -f files and --set win), "Built-in
+# Objects" (.Values, .Release.Name/.Namespace/.Revision/.IsInstall,
+# .Chart.Name/.Version/.AppVersion), the storage of releases as Secrets
+# "sh.helm.release.v1.NAME.vREVISION" of type helm.sh/release.v1 with labels
+# name/owner=helm/status/version and the release gzipped and base64-encoded
+# in data.release):
+#   helm version [--short] [--template]
+#   helm upgrade --install NAME CHART [-n NS] [--create-namespace]
+#        [-f/--values FILE]... [--set K=V]... [--wait] [--timeout D]
+#        [--version V] [--atomic]
+#   helm list [-n NS | -A] [-o table|json|yaml]
+#   helm status NAME [-n NS] [-o json]
+#   helm uninstall NAME [-n NS]
+# CHART is a chart directory or a .tgz of one.  Templates are rendered with
+# the small subset of Go templates charts use for plain values ({{ .Values.a.b
+# }}, .Release.*, .Chart.*, `| quote`, `| default X`, if/else/end, {{- -}}
+# trimming); anything else fails with "parse error".  --wait waits until the
+# release's Deployments and DaemonSets are ready and its PVCs Bound.
+# Kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config.
+
+import gzip
+
+import tarfile
+
+HELM_VERSION = "v3.15.4"
+R = resource_by_name
+
+
+class Fail(Exception):
+    pass
+
+
+def client(flags):
+    path = flags.get("kubeconfig") or next((p for p in os.environ.get("KUBECONFIG", "").split(":") if p and os.path.exists(p)),
+                                           None) or os.path.expanduser("~/.kube/config")
+    try:
+        return Client.from_kubeconfig(path, timeout=30)
+    except KubeconfigError as e:
+        raise Fail("Kubernetes cluster unreachable: %s" % e) from e
+
+
+def parse(argv):
+    spec = {"install": "bool", "namespace": "str", "create-namespace": "bool", "values": "list", "set": "list",
+            "wait": "bool", "timeout": "str", "version": "str", "atomic": "bool", "kubeconfig": "str",
+            "output": "str", "all-namespaces": "bool", "short": "bool", "template": "str", "kube-context": "str",
+            "debug": "bool", "reuse-values": "bool", "reset-values": "bool", "dry-run": "bool", "keep-history": "bool"}
+    short = {"n": "namespace", "f": "values", "o": "output", "A": "all-namespaces", "i": "install"}
+    flags, pos = {}, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("-") and a != "-":
+            name, eq, val = (a[2:] if a.startswith("--") else a[1:]).partition("=")
+            name = short.get(name, name)
+            kind = spec.get(name)
+            if kind is None:
+                raise Fail("unknown flag: %s" % a.split("=")[0])
+            if kind == "bool":
+                flags[name] = val != "false" if eq else True
+            else:
+                if not eq:
+                    i += 1
+                    if i >= len(argv):
+                        raise Fail('flag needs an argument: %s' % a)
+                    val = argv[i]
+                if kind == "list":
+                    flags.setdefault(name, []).append(val)
+                else:
+                    flags[name] = val
+        else:
+            pos.append(a)
+        i += 1
+    return flags, pos
+
+
+# ---------------------------------------------------------------- charts
+
+
+def load_chart(path):
+    files = {}
+    if os.path.isdir(path):
+        for root, _, names in os.walk(path):
+            for n in names:
+                p = os.path.join(root, n)
+                files[os.path.relpath(p, path)] = read_file(p)
+    elif os.path.isfile(path) and path.endswith((".tgz", ".tar.gz")):
+        with tarfile.open(path, "r:gz") as t:
+            for m in t.getmembers():
+                if m.isfile():
+                    rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
+                    files[rel] = t.extractfile(m).read().decode()
+    else:
+        raise Fail("path %s not found" % json.dumps(path) if not os.path.exists(path) else
+                   "repo %s not found" % path.split("/")[0])
+    if "Chart.yaml" not in files:
+        raise Fail("Chart.yaml file is missing")
+    meta = yaml_load(files["Chart.yaml"]) or {}
+    return meta, files
+
+
+def deep_merge(a, b):
+    out = dict(a)
+    for k, v in (b or {}).items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def set_value(vals, expr):
+    for part in expr.split(","):
+        k, _, v = part.partition("=")
+        cur = vals
+        keys = k.split(".")
+        for key in keys[:-1]:
+            cur = cur.setdefault(key, {})
+        cur[keys[-1]] = _plain(v) if v not in ("",) else ""
+
+
+def lookup(ctx, path):
+    cur = ctx
+    for p in path.lstrip(".").split("."):
+        if not p:
+            continue
+        if not isinstance(cur, dict) or p not in cur:
+            return None
+        cur = cur[p]
+    return cur
+
+
+def render(text, ctx, name):
+    toks = re.split(r"(\{\{-?.*?-?\}\})", text, flags=re.S)
+    out, stack = [], [True]
+    pending_trim = False
+    for t in toks:
+        if not (t.startswith("{{") and t.endswith("}}")):
+            if pending_trim:
+                t = t.lstrip()
+                pending_trim = False
+            if all(stack):
+                out.append(t)
+            continue
+        left, right = t.startswith("{{-"), t.endswith("-}}")
+        body = t[3 if left else 2:-3 if right else -2].strip()
+        if left and out:
+            out[-1] = out[-1].rstrip()
+        pending_trim = right
+        if body.startswith("/*"):
+            continue
+        if body.startswith("if "):
+            stack.append(bool(evaluate(body[3:], ctx, name)) if all(stack) else False)
+            continue
+        if body == "else":
+            stack[-1] = not stack[-1] if all(stack[:-1]) else False
+            continue
+        if body == "end":
+            if len(stack) == 1:
+                raise Fail("parse error at (%s): unexpected {{end}}" % name)
+            stack.pop()
+            continue
+        if all(stack):
+            v = evaluate(body, ctx, name)
+            out.append("" if v is None else (json.dumps(v) if isinstance(v, bool) else str(v)) if not isinstance(v, (dict, list)) else yaml_dump(v).rstrip())
+    if len(stack) != 1:
+        raise Fail("parse error at (%s): unexpected EOF" % name)
+    return "".join(out)
+
+
+def evaluate(expr, ctx, name):
+    parts = [p.strip() for p in expr.split("|")]
+    head = parts[0]
+    if head.startswith("."):
+        v = lookup(ctx, head)
+    elif head.startswith('"') and head.endswith('"'):
+        v = head[1:-1]
+    else:
+        raise Fail('parse error at (%s): function "%s" not defined' % (name, head.split()[0]))
+    for f in parts[1:]:
+        if f == "quote":
+            v = json.dumps("" if v is None else str(v))
+        elif f.startswith("default "):
+            d = f[8:].strip()
+            if v in (None, "", False, 0, {}, []):
+                v = d[1:-1] if d.startswith('"') else (lookup(ctx, d) if d.startswith(".") else _plain(d))
+        elif f == "toYaml":
+            v = yaml_dump(v).rstrip() if v is not None else "null"
+        else:
+            raise Fail('parse error at (%s): function "%s" not defined' % (name, f.split()[0]))
+    return v
+
+
+# ---------------------------------------------------------------- releases
+
+
+def releases(c, ns):
+    path = R("secrets").path(ns)
+    items = c.get(path, {"labelSelector": "owner=helm"})["items"]
+    out = []
+    for s in items:
+        try:
+            raw = base64.b64decode(base64.b64decode(s["data"]["release"]))
+            rel = json.loads(gzip.decompress(raw))
+        except (KeyError, ValueError, OSError):
+            continue
+        out.append(rel)
+    return out
+
+
+def latest(c, ns, name):
+    rs = [r for r in releases(c, ns) if r["name"] == name]
+    return max(rs, key=lambda r: r["version"]) if rs else None
+
+
+def store(c, rel):
+    data = base64.b64encode(gzip.compress(json.dumps(rel).encode())).decode()
+    sec = {"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+           "metadata": {"name": "sh.helm.release.v1.%s.v%d" % (rel["name"], rel["version"]), "namespace": rel["namespace"],
+                        "labels": {"name": rel["name"], "owner": "helm", "status": rel["info"]["status"],
+                                   "version": str(rel["version"])}},
+           "data": {"release": b64(data)}}
+    try:
+        c.post(R("secrets").path(rel["namespace"]), sec)
+    except APIError as e:
+        if e.code != 409:
+            raise
+        c.put(R("secrets").path(rel["namespace"], sec["metadata"]["name"]), sec)
+
+
+def apply_manifest(c, ns, text):
+    objs = []
+    for d in yaml_load_all(text):
+        if not isinstance(d, dict) or not d.get("kind"):
+            continue
+        res = resource_for_kind(d.get("apiVersion", ""), d["kind"])
+        if res is None:
+            raise Fail('unable to build kubernetes objects from release manifest: resource mapping not found for name: "%s" '
+                       'namespace: "%s" from "": no matches for kind "%s" in version "%s"'
+                       % (d["metadata"].get("name"), ns, d["kind"], d.get("apiVersion")))
+        rns = (d["metadata"].get("namespace") or ns) if res.namespaced else None
+        if res.namespaced:
+            d["metadata"]["namespace"] = rns
+        d["metadata"].setdefault("labels", {})["app.kubernetes.io/managed-by"] = "Helm"
+        try:
+            c.post(res.path(rns), d)
+        except APIError as e:
+            if e.code != 409:
+                raise
+            cur = c.get(res.path(rns, d["metadata"]["name"]))
+            d["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            c.put(res.path(rns, d["metadata"]["name"]), d)
+        objs.append((res, rns, d["metadata"]["name"]))
+    return objs
+
+
+def ready(c, objs):
+    for res, ns, name in objs:
+        o = c.get(res.path(ns, name))
+        st = o.get("status") or {}
+        if res.kind == "Deployment" and st.get("readyReplicas", 0) < (o.get("spec") or {}).get("replicas", 1):
+            return False
+        if res.kind == "DaemonSet" and st.get("numberReady", 0) < st.get("desiredNumberScheduled", 1):
+            return False
+        if res.kind == "PersistentVolumeClaim" and st.get("phase") != "Bound":
+            return False
+    return True
+
+
+def fmt_time(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f000 +0000 UTC")
+
+
+def status_text(rel):
+    t = datetime.datetime.fromtimestamp(rel["info"]["last_deployed"], datetime.timezone.utc)
+    return ("NAME: %s\nLAST DEPLOYED: %s\nNAMESPACE: %s\nSTATUS: %s\nREVISION: %d\nTEST SUITE: None\n"
+            % (rel["name"], t.strftime("%a %b %e %H:%M:%S %Y"), rel["namespace"], rel["info"]["status"], rel["version"]))
+
+
+def cmd_upgrade(flags, pos):
+    if len(pos) != 2:
+        raise Fail('"helm upgrade" requires 2 arguments\n\nUsage:  helm upgrade [RELEASE] [CHART] [flags]')
+    name, chart = pos
+    ns = flags.get("namespace", "default")
+    c = client(flags)
+    meta, files = load_chart(chart)
+    if flags.get("version") and str(meta.get("version")) != flags["version"]:
+        raise Fail('chart "%s" matching %s not found' % (meta.get("name"), flags["version"]))
+    vals = yaml_load(files.get("values.yaml", "")) or {}
+    for f in flags.get("values", []):
+        try:
+            vals = deep_merge(vals, yaml_load(read_file(f)) or {})
+        except OSError as e:
+            raise Fail("open %s: no such file or directory" % f) from e
+    for s in flags.get("set", []):
+        set_value(vals, s)
+    prev = latest(c, ns, name)
+    if prev is None and not flags.get("install"):
+        raise Fail('UPGRADE FAILED: "%s" has no deployed releases' % name)
+    try:
+        c.get(R("namespaces").path(None, ns))
+    except APIError as e:
+        if e.code != 404:
+            raise
+        if not flags.get("create-namespace"):
+            raise Fail('INSTALLATION FAILED: create: failed to create: namespaces "%s" not found' % ns) from e
+        c.post(R("namespaces").path(), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    rev = (prev["version"] + 1) if prev else 1
+    ctx = {"Values": vals, "Release": {"Name": name, "Namespace": ns, "Revision": rev, "IsInstall": prev is None,
+                                       "IsUpgrade": prev is not None, "Service": "Helm"},
+           "Chart": {"Name": meta.get("name"), "Version": str(meta.get("version")), "AppVersion": str(meta.get("appVersion", ""))}}
+    manifest = []
+    for p in sorted(files):
+        if p.startswith("templates/") and p.endswith((".yaml", ".yml")) and not os.path.basename(p).startswith("_"):
+            manifest.append("---\n# Source: %s/%s\n%s" % (meta.get("name"), p, render(files[p], ctx, p)))
+    manifest = "\n".join(manifest)
+    if prev is None:
+        print('Release "%s" does not exist. Installing it now.' % name)
+    rel = {"name": name, "namespace": ns, "version": rev, "config": vals, "manifest": manifest,
+           "chart": {"metadata": meta}, "info": {"status": "pending-install" if prev is None else "pending-upgrade",
+                                                 "first_deployed": prev["info"]["first_deployed"] if prev else now(),
+                                                 "last_deployed": now(), "description": ""}}
+    verb = "INSTALLATION" if prev is None else "UPGRADE"
+    try:
+        objs = apply_manifest(c, ns, manifest)
+        if flags.get("wait"):
+            deadline = now() + parse_duration(flags.get("timeout", "5m0s"))
+            while not ready(c, objs):
+                if now() > deadline:
+                    raise Fail("%s FAILED: context deadline exceeded" % verb)
+                time.sleep(2)
+    except Fail:
+        rel["info"]["status"] = "failed"
+        rel["info"]["description"] = "Release %s failed: context deadline exceeded" % ("install" if prev is None else "upgrade")
+        store(c, rel)
+        raise
+    if prev:
+        prev["info"]["status"] = "superseded"
+        store(c, prev)
+    rel["info"]["status"] = "deployed"
+    rel["info"]["description"] = "Install complete" if prev is None else "Upgrade complete"
+    store(c, rel)
+    if prev is not None:
+        print('Release "%s" has been upgraded. Happy Helming!' % name)
+    sys.stdout.write(status_text(rel))
+    return 0
+
+
+def cmd_list(flags, pos):
+    c = client(flags)
+    ns = None if flags.get("all-namespaces") else flags.get("namespace", "default")
+    rels = {}
+    for r in releases(c, ns):
+        k = (r["namespace"], r["name"])
+        if k not in rels or r["version"] > rels[k]["version"]:
+            rels[k] = r
+    rows = [{"name": r["name"], "namespace": r["namespace"], "revision": str(r["version"]),
+             "updated": fmt_time(r["info"]["last_deployed"]), "status": r["info"]["status"],
+             "chart": "%s-%s" % (r["chart"]["metadata"].get("name"), r["chart"]["metadata"].get("version")),
+             "app_version": str(r["chart"]["metadata"].get("appVersion", ""))} for _, r in sorted(rels.items())]
+    fmt = flags.get("output", "table")
+    if fmt == "json":
+        print(json.dumps(rows, separators=(",", ":")))
+    elif fmt == "yaml":
+        sys.stdout.write(yaml_dump(rows))
+    else:
+        table = [["NAME", "NAMESPACE", "REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION"]] + \
+            [[r["name"], r["namespace"], r["revision"], r["updated"], r["status"], r["chart"], r["app_version"]] for r in rows]
+        w = [max(len(x[i]) for x in table) for i in range(7)]
+        for x in table:
+            print("\t".join(x[i].ljust(w[i]) for i in range(7)).rstrip())
+    return 0
+
+
+def main():
+    argv = sys.argv[1:]
+    if not argv:
+        print("The Kubernetes package manager")
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    try:
+        flags, pos = parse(rest)
+        if cmd == "version":
+            if flags.get("short"):
+                print("%s+g%s" % (HELM_VERSION, GIT_COMMIT[:7]))
+            elif flags.get("template"):
+                print(flags["template"].replace("{{.Version}}", HELM_VERSION).replace("{{ .Version }}", HELM_VERSION))
+            else:
+                print('version.BuildInfo{Version:"%s", GitCommit:"%s", GitTreeState:"clean", GoVersion:"go1.22.6"}'
+                      % (HELM_VERSION, hashlib.sha1(HELM_VERSION.encode()).hexdigest()))
+            return 0
+        if cmd == "upgrade":
+            return cmd_upgrade(flags, pos)
+        if cmd in ("list", "ls"):
+            return cmd_list(flags, pos)
+        if cmd == "status":
+            if not pos:
+                raise Fail('"helm status" requires 1 argument')
+            c = client(flags)
+            rel = latest(c, flags.get("namespace", "default"), pos[0])
+            if rel is None:
+                raise Fail("release: not found")
+            if flags.get("output") == "json":
+                print(json.dumps({k: rel[k] for k in ("name", "namespace", "version", "info", "config")}))
+            else:
+                sys.stdout.write(status_text(rel))
+            return 0
+        if cmd in ("uninstall", "delete"):
+            c = client(flags)
+            ns = flags.get("namespace", "default")
+            rel = latest(c, ns, pos[0]) if pos else None
+            if rel is None:
+                raise Fail("uninstall: Release not loaded: %s: release: not found" % (pos[0] if pos else ""))
+            for d in yaml_load_all(rel["manifest"]):
+                if isinstance(d, dict) and d.get("kind"):
+                    res = resource_for_kind(d.get("apiVersion", ""), d["kind"])
+                    try:
+                        c.delete(res.path((d["metadata"].get("namespace") or ns) if res.namespaced else None, d["metadata"]["name"]))
+                    except APIError:
+                        pass
+            for r in releases(c, ns):
+                if r["name"] == pos[0]:
+                    c.delete(R("secrets").path(ns, "sh.helm.release.v1.%s.v%d" % (r["name"], r["version"])))
+            print('release "%s" uninstalled' % pos[0])
+            return 0
+        raise Fail('unknown command "%s" for "helm"' % cmd)
+    except Fail as e:
+        sys.stderr.write("Error: %s\n" % e)
+        return 1
+    except ConnError as e:
+        sys.stderr.write("Error: Kubernetes cluster unreachable: %s\n" % e)
+        return 1
+    except APIError as e:
+        sys.stderr.write("Error: %s\n" % e)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

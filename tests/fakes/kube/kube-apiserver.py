@@ -1,0 +1,683 @@
+# kube-apiserver (fake image): the Kubernetes API over HTTPS, for
+# provision's tests.  The fake kubelet runs it from the static pod manifest
+# that the fake kubeadm wrote (/etc/kubernetes/manifests/kube-apiserver.yaml),
+# with the flags of that manifest, as the real kubelet runs the
+# registry.k8s.io/kube-apiserver image.
+#
+# What it copies from the real API server (kubernetes.io: "The Kubernetes
+# API", "API Concepts", "Authenticating", "Using RBAC Authorization",
+# "Authenticating with Bootstrap Tokens", "Health checking"):
+#   - HTTPS on --secure-port with --tls-cert-file/--tls-private-key-file;
+#     client certificates verified against --client-ca-file give the user
+#     (CN) and groups (O); "Authorization: Bearer ID.SECRET" bootstrap
+#     tokens (Secrets bootstrap-token-ID in kube-system, unexpired, with
+#     usage-bootstrap-authentication) give system:bootstrap:ID in
+#     system:bootstrappers and the token's auth-extra-groups; anything
+#     else is system:anonymous.
+#   - authorization in the shape of kubeadm's default RBAC and the Node
+#     authorizer: system:masters and kubeadm:cluster-admins may do
+#     anything, nodes read the cluster and write their own Node and pods,
+#     bootstrap tokens post and read CSRs and read nodes and the kubeadm
+#     ConfigMaps, anonymous users read /healthz /livez /readyz /version and
+#     kube-public/cluster-info.  Status objects for 401, 403, 404 and 409
+#     with the real reasons and messages.
+#   - /livez, /readyz, /healthz answer "ok" (or, with ?verbose, one
+#     [+]check line per check and "readyz check passed"); /version gives
+#     version.Info of the image's tag.
+#   - REST on /api/v1 and /apis/GROUP/VERSION for the resources in
+#     fakekube.RESOURCES: get, list (labelSelector, fieldSelector), create,
+#     replace, merge patch, delete; subresources status, binding, approval,
+#     eviction; lists as KIND+"List" with metadata.resourceVersion;
+#     uid, creationTimestamp, resourceVersion and generation kept as the
+#     API does; defaults the API applies to pods and services; namespaces
+#     must exist and must not be terminating for namespaced creates.
+# Not copied: watch, server-side apply, admission webhooks, field
+# validation, etcd (objects are kept in one JSON file in etcd's data
+# directory, /var/lib/etcd, so `kubeadm reset` removes them as it removes
+# etcd's data).
+#
+# Test knob: /etc/fake-kubernetes/knobs/apiserver-readyz-fail (exists):
+# /readyz answers 500 with "[-]etcd failed" while the file exists.  A
+# record of every bootstrap token stored is appended to
+# /var/lib/fake-kubernetes/tokens.log when the knob record-tokens exists
+# (tests grep their logs for the real token values).
+
+import copy
+import http.server
+import socketserver
+import threading
+import uuid
+
+STATE = "/var/lib/etcd/fake-apiserver-state.json"
+TOKEN_LOG = "/var/lib/fake-kubernetes/tokens.log"
+
+
+def status_obj(code, reason, message, details=None):
+    s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+         "reason": reason, "code": code}
+    if details:
+        s["details"] = details
+    return s
+
+
+class HTTPFail(Exception):
+    def __init__(self, code, reason, message, details=None):
+        super().__init__(message)
+        self.code = code
+        self.body = status_obj(code, reason, message, details)
+
+
+def not_found(res, name):
+    return HTTPFail(404, "NotFound", '%s "%s" not found' % (res.plural if not res.group else res.plural + "." + res.group, name),
+                    {"name": name, "group": res.group, "kind": res.plural} if res.group else {"name": name, "kind": res.plural})
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if not isinstance(target, dict):
+        target = {}
+    out = dict(target)
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(target.get(k), v)
+    return out
+
+
+class Store:
+    """Every object, by resource ("pods", "daemonsets.apps") and
+    "namespace/name", persisted to STATE after each change."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.RLock()
+        self.rv = 1
+        self.data = {}
+        try:
+            st = json.loads(read_file(path))
+            self.rv = st["rv"]
+            self.data = st["objects"]
+        except (OSError, ValueError, KeyError):
+            pass
+
+    def save(self):
+        write_file(self.path, json.dumps({"rv": self.rv, "objects": self.data}), 0o600)
+
+    @staticmethod
+    def key(res):
+        return res.plural + ("." + res.group if res.group else "")
+
+    def bucket(self, res):
+        return self.data.setdefault(self.key(res), {})
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def get(self, res, ns, name):
+        return self.bucket(res).get("%s/%s" % (ns or "", name))
+
+    def list(self, res, ns=None):
+        b = self.bucket(res)
+        out = [o for k, o in b.items() if ns is None or k.split("/", 1)[0] == ns]
+        out.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return out
+
+    def put(self, res, obj):
+        md = obj["metadata"]
+        self.bucket(res)["%s/%s" % (md.get("namespace", ""), md["name"])] = obj
+
+    def remove(self, res, ns, name):
+        return self.bucket(res).pop("%s/%s" % (ns or "", name), None)
+
+
+class Authz:
+    """Who may do what: see the header."""
+
+    ANON_PATHS = ("/healthz", "/livez", "/readyz", "/version")
+
+    @staticmethod
+    def allowed(user, groups, verb, res, ns, name, sub):
+        if "system:masters" in groups or "kubeadm:cluster-admins" in groups:
+            return True
+        if user in ("system:kube-controller-manager", "system:kube-scheduler"):
+            return True
+        key = res.plural if res else ""
+        if "system:nodes" in groups and user.startswith("system:node:"):
+            me = user[len("system:node:"):]
+            if verb in ("get", "list"):
+                return key != "secrets"
+            if key == "nodes":
+                return name in (me, None) and verb in ("create", "update", "patch")
+            if key == "pods":
+                return verb in ("create", "update", "patch", "delete")
+            if key in ("certificatesigningrequests", "events", "leases"):
+                return verb in ("create", "update", "patch")
+            return False
+        if "system:bootstrappers" in groups:
+            if key == "certificatesigningrequests":
+                return verb in ("create", "get", "list")
+            if key == "nodes":
+                return verb == "get"
+            if key == "configmaps" and ns == "kube-system" and name in ("kubeadm-config", "kubelet-config"):
+                return verb == "get"
+            return False
+        if key == "configmaps" and ns == "kube-public" and name == "cluster-info" and verb == "get":
+            return True
+        return False
+
+
+class API:
+    def __init__(self, flags):
+        self.flags = flags
+        self.store = Store(STATE)
+        self.started = now()
+        self.version = flags.get("fake-version") or FAKE_VERSION
+        svc = flags.get("service-cluster-ip-range", "10.96.0.0/12").split(",")[0]
+        self.svc_base = svc.split("/")[0]
+        with self.store.lock:
+            for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+                if not self.store.get(resource_by_name("namespaces"), "", ns):
+                    self.create(resource_by_name("namespaces"), None, {"metadata": {"name": ns}}, save=False)
+            svcres = resource_by_name("services")
+            if not self.store.get(svcres, "default", "kubernetes"):
+                self.create(svcres, "default", {
+                    "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                    "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                                        "targetPort": int(flags.get("secure-port", 6443))}],
+                             "type": "ClusterIP"}}, save=False)
+            self.store.save()
+
+    # ---- authentication
+
+    def authenticate(self, peercert, auth_header):
+        if auth_header:
+            if not auth_header.startswith("Bearer "):
+                return None
+            tok = auth_header[7:].strip()
+            m = TOKEN_RE.match(tok)
+            if not m:
+                return None
+            sec = self.store.get(resource_by_name("secrets"), "kube-system", "bootstrap-token-" + m.group(1))
+            if not sec or sec.get("type") != "bootstrap.kubernetes.io/token":
+                return None
+            d = {k: unb64(v) for k, v in (sec.get("data") or {}).items()}
+            if d.get("token-secret") != m.group(2) or d.get("usage-bootstrap-authentication") != "true":
+                return None
+            if d.get("expiration") and parse_rfc3339(d["expiration"]) < now():
+                return None
+            groups = ["system:bootstrappers"] + [g for g in d.get("auth-extra-groups", "").split(",") if g]
+            return "system:bootstrap:" + m.group(1), groups + ["system:authenticated"]
+        if peercert:
+            cn, orgs = "", []
+            for rdn in peercert.get("subject", ()):
+                for k, v in rdn:
+                    if k == "commonName":
+                        cn = v
+                    elif k == "organizationName":
+                        orgs.append(v)
+            return cn, orgs + ["system:authenticated"]
+        return "system:anonymous", ["system:unauthenticated"]
+
+    # ---- objects
+
+    def create(self, res, ns, obj, save=True, dry=False):
+        obj = copy.deepcopy(obj)
+        md = obj.setdefault("metadata", {})
+        if not md.get("name"):
+            if md.get("generateName"):
+                md["name"] = md["generateName"] + "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+            else:
+                raise HTTPFail(422, "Invalid", "%s \"\" is invalid: metadata.name: Required value: name or generateName is required" % res.kind)
+        if res.namespaced:
+            ns = ns or md.get("namespace") or "default"
+            if md.get("namespace") and md["namespace"] != ns:
+                raise HTTPFail(400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request")
+            md["namespace"] = ns
+            nsobj = self.store.get(resource_by_name("namespaces"), "", ns)
+            if not nsobj:
+                raise HTTPFail(404, "NotFound", 'namespaces "%s" not found' % ns, {"name": ns, "kind": "namespaces"})
+            if (nsobj.get("status") or {}).get("phase") == "Terminating":
+                raise HTTPFail(403, "Forbidden", '%s "%s" is forbidden: unable to create new content in namespace %s because it is being terminated'
+                               % (res.plural, md["name"], ns))
+        else:
+            md.pop("namespace", None)
+        if self.store.get(res, ns if res.namespaced else "", md["name"]):
+            raise HTTPFail(409, "AlreadyExists", '%s "%s" already exists' % (Store.key(res), md["name"]),
+                           {"name": md["name"], "kind": res.plural})
+        obj["apiVersion"] = res.api_version
+        obj["kind"] = res.kind
+        md["uid"] = str(uuid.uuid4())
+        md["creationTimestamp"] = rfc3339()
+        md.pop("deletionTimestamp", None)
+        if res.kind not in ("ConfigMap", "Secret", "Namespace", "Node", "Event", "Lease"):
+            md["generation"] = 1
+        self.defaults(res, obj)
+        if dry:
+            return obj
+        md["resourceVersion"] = self.store.next_rv()
+        self.store.put(res, obj)
+        if res.kind == "Secret" and obj.get("type") == "bootstrap.kubernetes.io/token" and knob("record-tokens") is not None:
+            d = obj.get("data") or {}
+            try:
+                line = "%s.%s\n" % (unb64(d.get("token-id", "")), unb64(d.get("token-secret", "")))
+                os.makedirs(os.path.dirname(TOKEN_LOG), exist_ok=True)
+                with open(TOKEN_LOG, "a", encoding="utf-8") as f:
+                    f.write(line)
+            except (OSError, ValueError):
+                pass
+        if save:
+            self.store.save()
+        return obj
+
+    def defaults(self, res, obj):
+        spec = obj.setdefault("spec", {}) if res.kind in ("Pod", "Service", "Node", "DaemonSet", "Deployment", "Namespace") else None
+        if res.kind == "Namespace":
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            obj["status"] = {"phase": "Active"}
+            obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+        elif res.kind == "Pod":
+            spec.setdefault("restartPolicy", "Always")
+            spec.setdefault("dnsPolicy", "ClusterFirst")
+            spec.setdefault("schedulerName", "default-scheduler")
+            spec.setdefault("terminationGracePeriodSeconds", 30)
+            spec.setdefault("enableServiceLinks", True)
+            spec.setdefault("serviceAccountName", "default")
+            tol = spec.setdefault("tolerations", [])
+            for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+                if not any(t.get("key") == key and t.get("effect") == "NoExecute" for t in tol) and \
+                        not any(t.get("operator") == "Exists" and not t.get("key") for t in tol):
+                    tol.append({"effect": "NoExecute", "key": key, "operator": "Exists", "tolerationSeconds": 300})
+            for c in spec.get("containers", []) + spec.get("initContainers", []):
+                c.setdefault("imagePullPolicy", "IfNotPresent")
+                c.setdefault("terminationMessagePath", "/dev/termination-log")
+                c.setdefault("terminationMessagePolicy", "File")
+                c.setdefault("resources", {})
+            st = obj.setdefault("status", {})
+            st.setdefault("phase", "Pending")
+            st.setdefault("qosClass", "BestEffort")
+        elif res.kind == "Service":
+            spec.setdefault("type", "ClusterIP")
+            spec.setdefault("sessionAffinity", "None")
+            if spec.get("clusterIP") in (None, ""):
+                used = {(s.get("spec") or {}).get("clusterIP") for s in self.store.list(res)}
+                base = [int(x) for x in self.svc_base.split(".")]
+                if obj["metadata"]["name"] == "kubernetes" and obj["metadata"].get("namespace") == "default":
+                    n = 1
+                else:
+                    n = 10 if obj["metadata"]["name"] == "kube-dns" else 100
+                while True:
+                    ip = "%d.%d.%d.%d" % (base[0], base[1], base[2] + n // 256, base[3] + n % 256)
+                    if ip not in used:
+                        break
+                    n += 1
+                spec["clusterIP"] = ip
+                spec["clusterIPs"] = [ip]
+            obj.setdefault("status", {"loadBalancer": {}})
+        elif res.kind in ("DaemonSet", "Deployment"):
+            spec.setdefault("revisionHistoryLimit", 10)
+            if res.kind == "Deployment":
+                spec.setdefault("replicas", 1)
+                spec.setdefault("progressDeadlineSeconds", 600)
+                spec.setdefault("strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}})
+            else:
+                spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}})
+            obj.setdefault("status", {})
+        elif res.kind == "Node":
+            obj.setdefault("status", {})
+
+    def replace(self, res, ns, name, obj, sub=None, patch=None, ctype=None, dry=False):
+        ns = ns if res.namespaced else ""
+        cur = self.store.get(res, ns, name)
+        if not cur:
+            raise not_found(res, name)
+        if patch is not None:
+            if "json-patch" in (ctype or ""):
+                raise HTTPFail(415, "UnsupportedMediaType", "the fake API server takes merge patches only")
+            new = merge_patch(cur, patch)
+        else:
+            new = copy.deepcopy(obj)
+            want_rv = (new.get("metadata") or {}).get("resourceVersion")
+            if want_rv and want_rv != cur["metadata"]["resourceVersion"]:
+                raise HTTPFail(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": the object has been modified; please apply your changes to the latest version and try again'
+                               % (Store.key(res), name), {"name": name, "kind": res.plural})
+        if sub == "status":
+            out = copy.deepcopy(cur)
+            out["status"] = new.get("status", {})
+        elif sub is None:
+            out = new
+            if "status" in cur and res.kind not in ("ConfigMap", "Secret"):
+                out["status"] = cur["status"] if patch is None or "status" not in patch else new.get("status")
+        else:
+            out = new
+        md = out.setdefault("metadata", {})
+        for k in ("uid", "creationTimestamp", "name"):
+            md[k] = cur["metadata"][k]
+        if res.namespaced:
+            md["namespace"] = ns
+        if "deletionTimestamp" in cur["metadata"]:
+            md["deletionTimestamp"] = cur["metadata"]["deletionTimestamp"]
+        out["apiVersion"], out["kind"] = res.api_version, res.kind
+        if "generation" in cur["metadata"]:
+            changed = json.dumps(cur.get("spec"), sort_keys=True) != json.dumps(out.get("spec"), sort_keys=True)
+            md["generation"] = cur["metadata"]["generation"] + (1 if changed and sub is None else 0)
+        strip_rv = dict(md)
+        strip_rv.pop("resourceVersion", None)
+        cur_md = dict(cur["metadata"])
+        cur_md.pop("resourceVersion", None)
+        unchanged = json.dumps({**out, "metadata": strip_rv}, sort_keys=True) == json.dumps({**cur, "metadata": cur_md}, sort_keys=True)
+        if dry:
+            return out
+        if unchanged:
+            md["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            return out
+        md["resourceVersion"] = self.store.next_rv()
+        self.store.put(res, out)
+        self.store.save()
+        return out
+
+    def delete(self, res, ns, name):
+        ns = ns if res.namespaced else ""
+        cur = self.store.get(res, ns, name)
+        if not cur:
+            raise not_found(res, name)
+        if res.kind == "Namespace":
+            if name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+                raise HTTPFail(403, "Forbidden", 'namespaces "%s" is forbidden: this namespace may not be deleted' % name)
+            if (cur.get("status") or {}).get("phase") == "Terminating":
+                left = any(self.store.list(r, name) for r in RESOURCE_LIST if r.namespaced)
+                if not left:
+                    self.store.remove(res, "", name)
+                    self.store.save()
+                    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                            "details": {"name": name, "kind": res.plural, "uid": cur["metadata"]["uid"]}}
+                return cur
+            cur["metadata"]["deletionTimestamp"] = rfc3339()
+            cur["status"] = {"phase": "Terminating"}
+            cur["metadata"]["resourceVersion"] = self.store.next_rv()
+            self.store.save()
+            return cur
+        self.store.remove(res, ns, name)
+        self.store.save()
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": name, "kind": res.plural, "uid": cur["metadata"]["uid"]}}
+
+    def list(self, res, ns, query):
+        items = self.store.list(res, ns if res.namespaced else None)
+        lsel = parse_selector((query.get("labelSelector") or [""])[0])
+        fsel = (query.get("fieldSelector") or [""])[0]
+        out = []
+        for o in items:
+            if lsel and not selector_matches(lsel, o["metadata"].get("labels")):
+                continue
+            if fsel and not field_selector_matches(fsel, o):
+                continue
+            o = copy.deepcopy(o)
+            o.pop("apiVersion", None)
+            o.pop("kind", None)
+            out.append(o)
+        return {"kind": res.kind + "List", "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(self.store.rv)}, "items": out}
+
+    # ---- health
+
+    def ready(self, verbose, which="readyz"):
+        checks = ["ping", "log", "etcd"]
+        if which == "readyz":
+            checks += ["etcd-readiness", "informer-sync"]
+        checks += ["poststarthook/start-apiserver-admission-initializer", "poststarthook/generic-apiserver-start-informers",
+                   "poststarthook/rbac/bootstrap-roles", "poststarthook/bootstrap-controller"]
+        failing = set()
+        if which == "readyz" and knob("apiserver-readyz-fail") is not None:
+            failing.add("etcd")
+        if now() - self.started < 1.0:
+            failing.add("poststarthook/rbac/bootstrap-roles")
+        ok = not failing
+        if not verbose and ok:
+            return 200, "ok"
+        lines = []
+        for c in checks:
+            if c in failing:
+                lines.append("[-]%s failed: reason withheld" % c)
+            else:
+                lines.append("[+]%s ok" % c)
+        lines.append("%s check %s" % (which, "passed" if ok else "failed"))
+        return (200 if ok else 500), "\n".join(lines) + "\n"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-kube-apiserver"
+    api = None
+
+    def log_message(self, fmt, *args):  # quiet, like the real server at -v=0
+        pass
+
+    def send(self, code, body, ctype="application/json"):
+        data = (json.dumps(body) if not isinstance(body, (str, bytes)) else body)
+        data = data.encode() if isinstance(data, str) else data
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            try:
+                return yaml_load(raw.decode())
+            except YAMLError as e:
+                raise HTTPFail(400, "BadRequest", "the body of the request was in an unknown format: %s" % e) from e
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    def handle_any(self, method):
+        api = self.api
+        u = urllib.parse.urlsplit(self.path)
+        path = u.path.rstrip("/") or "/"
+        query = urllib.parse.parse_qs(u.query, keep_blank_values=True)
+        try:
+            who = api.authenticate(self.connection.getpeercert() if hasattr(self.connection, "getpeercert") else None,
+                                   self.headers.get("Authorization"))
+            if who is None:
+                raise HTTPFail(401, "Unauthorized", "Unauthorized")
+            user, groups = who
+            if path in Authz.ANON_PATHS:
+                if method != "GET":
+                    raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                if path == "/version":
+                    return self.send(200, version_info(api.version))
+                code, text = api.ready("verbose" in query, path[1:])
+                return self.send(code, text, "text/plain; charset=utf-8")
+            if path in ("/api", "/apis") or path == "/api/v1" or (path.startswith("/apis/") and path.count("/") <= 3):
+                return self.discovery(path)
+            self.resource(method, path, query, user, groups)
+        except HTTPFail as e:
+            self.send(e.code, e.body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def discovery(self, path):
+        if path == "/api":
+            return self.send(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
+        if path == "/apis":
+            groups = sorted({r.group for r in RESOURCE_LIST if r.group})
+            return self.send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": g, "versions": [{"groupVersion": g + "/v1", "version": "v1"}],
+                 "preferredVersion": {"groupVersion": g + "/v1", "version": "v1"}} for g in groups]})
+        parts = path.split("/")
+        group, version = ("", "v1") if path == "/api/v1" else (parts[2], parts[3] if len(parts) > 3 else "v1")
+        rs = [r for r in RESOURCE_LIST if r.group == group and r.version == version]
+        if not rs:
+            raise HTTPFail(404, "NotFound", "the server could not find the requested resource")
+        return self.send(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                               "groupVersion": (group + "/" if group else "") + version,
+                               "resources": [{"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
+                                              "kind": r.kind, "shortNames": r.short,
+                                              "verbs": ["create", "delete", "get", "list", "patch", "update"]} for r in rs]})
+
+    def resource(self, method, path, query, user, groups):
+        api = self.api
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 3 and parts[1] == "v1":
+            group, version, rest = "", "v1", parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise HTTPFail(404, "NotFound", "the server could not find the requested resource")
+        ns = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            ns, rest = rest[1], rest[2:]
+        plural = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        res = resource_by_path(group, version, plural)
+        if res is None:
+            raise HTTPFail(404, "NotFound", "the server could not find the requested resource")
+        if not res.namespaced and ns is not None:
+            raise HTTPFail(404, "NotFound", "the server could not find the requested resource")
+        verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update", "PATCH": "patch",
+                "DELETE": "delete"}[method]
+        if sub in ("binding", "eviction") and method == "POST":
+            verb = "create"
+        if not Authz.allowed(user, groups, verb, res, ns, name, sub):
+            scope = ('in the namespace "%s"' % ns) if ns else "at the cluster scope"
+            target = '%s "%s" ' % (res.plural, name) if name else "%s " % res.plural
+            raise HTTPFail(403, "Forbidden", '%sis forbidden: User "%s" cannot %s resource "%s%s" in API group "%s" %s'
+                           % (target, user, verb, res.plural, "/" + sub if sub else "", group, scope),
+                           {"name": name, "kind": res.plural} if name else {"kind": res.plural})
+        dry = "All" in (query.get("dryRun") or [])
+        with api.store.lock:
+            if method == "GET":
+                if name:
+                    o = api.store.get(res, ns if res.namespaced else "", name)
+                    if not o:
+                        raise not_found(res, name)
+                    return self.send(200, o)
+                return self.send(200, api.list(res, ns, query))
+            if method == "POST":
+                body = self.body() or {}
+                if sub == "binding" and res.kind == "Pod":
+                    pod = api.store.get(res, ns, name)
+                    if not pod:
+                        raise not_found(res, name)
+                    if pod["spec"].get("nodeName"):
+                        raise HTTPFail(409, "Conflict", 'Operation cannot be fulfilled on pods/binding "%s": pod %s is already assigned to node "%s"'
+                                       % (name, name, pod["spec"]["nodeName"]))
+                    node = ((body.get("target") or {}).get("name"))
+                    pod["spec"]["nodeName"] = node
+                    conds = [c for c in pod["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
+                    conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                  "lastTransitionTime": rfc3339()})
+                    pod["status"]["conditions"] = conds
+                    pod["metadata"]["resourceVersion"] = api.store.next_rv()
+                    api.store.save()
+                    return self.send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+                if sub == "eviction" and res.kind == "Pod":
+                    api.delete(res, ns, name)
+                    return self.send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+                if name:
+                    raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                if res.kind == "CertificateSigningRequest":
+                    body.setdefault("spec", {})["username"] = user
+                    body["spec"]["groups"] = groups
+                o = api.create(res, ns, body, dry=dry)
+                return self.send(201, o)
+            if method in ("PUT", "PATCH"):
+                body = self.body()
+                if body is None:
+                    raise HTTPFail(400, "BadRequest", "the body of the request was empty")
+                if method == "PUT":
+                    o = api.replace(res, ns, name, body, sub, dry=dry)
+                else:
+                    o = api.replace(res, ns, name, None, sub, patch=body, ctype=self.headers.get("Content-Type"), dry=dry)
+                return self.send(200, o)
+            if method == "DELETE":
+                if not name:
+                    raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                return self.send(200, api.delete(res, ns, name))
+        raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+
+class TLSServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr, handler, ctx):
+        self.ctx = ctx
+        super().__init__(addr, handler)
+
+    def get_request(self):
+        sock, addr = self.socket.accept()
+        return self.ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+    def finish_request(self, request, client_address):
+        try:
+            request.settimeout(30)
+            request.do_handshake()
+        except (ssl.SSLError, OSError):
+            return
+        super().finish_request(request, client_address)
+
+
+def parse_flags(argv):
+    flags = {}
+    for a in argv:
+        if a.startswith("--"):
+            k, _, v = a[2:].partition("=")
+            flags[k] = v if _ else "true"
+    return flags
+
+
+def main():
+    flags = parse_flags(sys.argv[1:])
+    image = os.environ.get("FAKE_IMAGE", "")
+    if ":" in image:
+        flags.setdefault("fake-version", image.rsplit(":", 1)[1].lstrip("v"))
+    for f in ("tls-cert-file", "tls-private-key-file", "client-ca-file"):
+        if not flags.get(f):
+            die("E0000 run.go:74] \"command failed\" err=\"--%s is required for the fake API server\"" % f)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        ctx.load_cert_chain(flags["tls-cert-file"], flags["tls-private-key-file"])
+        ctx.load_verify_locations(flags["client-ca-file"])
+    except (OSError, ssl.SSLError) as e:
+        die("E0000 run.go:74] \"command failed\" err=\"failed to load the serving certificate: %s\"" % e)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    port = int(flags.get("secure-port", 6443))
+    bind = flags.get("bind-address", "0.0.0.0")
+    Handler.api = API(flags)
+    try:
+        srv = TLSServer((bind, port), Handler, ctx)
+    except OSError as e:
+        die("E0000 run.go:74] \"command failed\" err=\"failed to create listener: failed to listen on %s:%d: listen tcp %s:%d: bind: %s\""
+            % (bind, port, bind, port, (e.strerror or str(e)).lower()))
+    klog("I", "Serving securely on " + "%s:%d" % ("[::]" if bind in ("0.0.0.0", "::") else bind, port))
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

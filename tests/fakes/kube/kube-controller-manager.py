@@ -1,0 +1,412 @@
+# kube-controller-manager (fake image) for provision's tests, run by the
+# fake kubelet from the static pod manifest kubeadm wrote, with its flags
+# (--kubeconfig, --cluster-signing-cert-file/--cluster-signing-key-file,
+# --allocate-node-cidrs, --cluster-cidr, --node-cidr-mask-size).
+#
+# The controllers it acts out, as the Kubernetes documentation describes
+# them ("Controllers", "Authenticating with Bootstrap Tokens" (bootstrap
+# signer, token cleaner), "TLS bootstrapping" (CSR approving and signing
+# for kubernetes.io/kube-apiserver-client-kubelet), "Nodes" (node
+# lifecycle: heartbeats, not-ready/unreachable taints, 40 s grace),
+# "DaemonSet", "Deployments"/"ReplicaSet", "Garbage Collection",
+# "Namespaces" (termination)):
+#   bootstrapsigner   cluster-info gets one jws-kubeconfig-ID per valid
+#                     signing token, and loses it when the token goes;
+#   tokencleaner      expired bootstrap token Secrets are deleted;
+#   csrapproving/csrsigning  node client CSRs from bootstrap tokens and
+#                     nodes are approved and signed by the cluster CA;
+#   nodeipam          each Node gets a /24 (--node-cidr-mask-size) of
+#                     --cluster-cidr when --allocate-node-cidrs=true;
+#   nodelifecycle     a Node without a status update for 40 s becomes
+#                     Ready=Unknown; NotReady/Unknown nodes get the
+#                     node.kubernetes.io/not-ready or unreachable NoSchedule
+#                     taint, Ready nodes lose them;
+#   daemonset         one pod per eligible node (nodeSelector, required
+#                     node affinity, tolerations against NoSchedule taints),
+#                     bound to the node; a changed template replaces pods;
+#   deployment        a ReplicaSet per template and its pods (left to the
+#                     scheduler); status replicas/ready/available;
+#   garbagecollector  pods whose owner is gone are deleted;
+#   namespace         a terminating namespace is emptied, then removed.
+# Not acted out: service accounts and their tokens, endpoints, jobs,
+# statefulsets, leader election (one instance only).
+
+R = resource_by_name
+TOKEN_TYPE = "bootstrap.kubernetes.io/token"
+GRACE = 40.0
+
+
+def parse_flags(argv):
+    flags = {}
+    for a in argv:
+        if a.startswith("--"):
+            k, eq, v = a[2:].partition("=")
+            flags[k] = v if eq else "true"
+    return flags
+
+
+def tolerates(tols, taint):
+    for t in tols or []:
+        if t.get("operator") == "Exists" and not t.get("key"):
+            if not t.get("effect") or t.get("effect") == taint.get("effect"):
+                return True
+            continue
+        if t.get("key") != taint.get("key"):
+            continue
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        if t.get("operator") == "Exists" or t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def node_fits(spec, node, daemon=False):
+    labels = node["metadata"].get("labels") or {}
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if labels.get(k) != v:
+            return False
+    terms = ((((spec.get("affinity") or {}).get("nodeAffinity") or {})
+              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms"))
+    if terms:
+        ok_any = False
+        for term in terms:
+            ok = True
+            for ex in term.get("matchExpressions") or []:
+                v = labels.get(ex["key"])
+                op = ex.get("operator")
+                vals = ex.get("values") or []
+                if op == "In" and v not in vals or op == "NotIn" and v in vals or \
+                        op == "Exists" and v is None or op == "DoesNotExist" and v is not None:
+                    ok = False
+            for ex in term.get("matchFields") or []:
+                if ex.get("key") == "metadata.name" and ex.get("operator") == "In" and node["metadata"]["name"] not in ex.get("values", []):
+                    ok = False
+            ok_any = ok_any or ok
+        if not ok_any:
+            return False
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(spec.get("tolerations"), taint):
+            if daemon and taint.get("key") in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable") and \
+                    taint.get("effect") == "NoSchedule":
+                continue  # the DaemonSet controller adds these tolerations to its pods
+            return False
+    if (node.get("spec") or {}).get("unschedulable") and not daemon:
+        return False
+    return True
+
+
+def template_hash(tmpl):
+    return hashlib.sha256(json.dumps(tmpl, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def rand5():
+    return "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+
+
+def ready_cond(node):
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return c
+    return None
+
+
+def pod_ready(p):
+    for c in (p.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+class CM:
+    def __init__(self, flags):
+        self.flags = flags
+        self.c = Client.from_kubeconfig(flags.get("kubeconfig", "/etc/kubernetes/controller-manager.conf"), timeout=10)
+        self.cidr = flags.get("cluster-cidr") if flags.get("allocate-node-cidrs") == "true" else None
+        self.mask = int(flags.get("node-cidr-mask-size", "24"))
+        self.seen = {}
+
+    def items(self, res, ns=None, query=None):
+        return self.c.get(res.path(ns), query)["items"]
+
+    # -- tokens
+
+    def tokens(self):
+        toks = {}
+        for s in self.items(R("secrets"), "kube-system", {"fieldSelector": "type=" + TOKEN_TYPE}):
+            d = {k: unb64(v) for k, v in (s.get("data") or {}).items()}
+            exp = d.get("expiration")
+            if exp and parse_rfc3339(exp) <= now():
+                self.c.delete(R("secrets").path("kube-system", s["metadata"]["name"]))
+                klog("I", "Deleted expired bootstrap token", secret=s["metadata"]["name"])
+                continue
+            if "token-id" in d and d.get("usage-bootstrap-signing") == "true":
+                toks[d["token-id"]] = d["token-secret"]
+        try:
+            cm = self.c.get(R("configmaps").path("kube-public", "cluster-info"))
+        except APIError as e:
+            if e.code == 404:
+                return
+            raise
+        data = dict(cm.get("data") or {})
+        kc = data.get("kubeconfig", "")
+        want = {"kubeconfig": kc}
+        for tid, tsec in toks.items():
+            want["jws-kubeconfig-" + tid] = jws_detached(kc, tid, tsec)
+        keep = {k: v for k, v in data.items() if not k.startswith("jws-kubeconfig-")}
+        keep.update(want)
+        if keep != data:
+            patch = {"data": {k: keep.get(k) for k in set(data) | set(keep)}}
+            self.c.patch(R("configmaps").path("kube-public", "cluster-info"), patch)
+
+    # -- certificates
+
+    def csrs(self):
+        for csr in self.items(R("csr")):
+            spec, st = csr.get("spec") or {}, csr.get("status") or {}
+            if st.get("certificate"):
+                continue
+            name = csr["metadata"]["name"]
+            if spec.get("signerName") != "kubernetes.io/kube-apiserver-client-kubelet":
+                continue
+            req = unb64(spec["request"])
+            out = openssl("req", "-noout", "-subject", "-nameopt", "RFC2253", data=req.encode()).decode()
+            subj = dict(p.split("=", 1) for p in out.strip().split("=", 1)[1].split(",") if "=" in p)
+            groups = spec.get("groups") or []
+            approved = any(c.get("type") == "Approved" for c in st.get("conditions") or [])
+            if not approved:
+                if subj.get("O") == "system:nodes" and subj.get("CN", "").startswith("system:node:") and \
+                        ("system:bootstrappers" in groups or "system:nodes" in groups):
+                    csr["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "AutoApproved",
+                                                     "message": "Auto approving kubelet client certificate after SubjectAccessReview.",
+                                                     "lastUpdateTime": rfc3339(), "lastTransitionTime": rfc3339()}]}
+                    csr = self.c.put(R("csr").path(None, name, "approval"), csr)
+                    approved = True
+            if approved:
+                cert = sign(self.flags["cluster-signing-cert-file"], self.flags["cluster-signing-key-file"], req,
+                            subj.get("CN", ""), [subj["O"]] if subj.get("O") else [], usage="client")
+                csr["status"] = dict(csr.get("status") or {}, certificate=b64(cert))
+                self.c.put(R("csr").path(None, name, "status"), csr)
+                klog("I", "Signed the certificate signing request", csr=name, subject=subj.get("CN"))
+
+    # -- nodes
+
+    def nodes(self):
+        nodes = self.items(R("nodes"))
+        used = {(n.get("spec") or {}).get("podCIDR") for n in nodes}
+        for n in nodes:
+            name = n["metadata"]["name"]
+            spec = n.get("spec") or {}
+            patch = {}
+            if self.cidr and not spec.get("podCIDR"):
+                cidr = self.next_cidr(used)
+                if cidr:
+                    used.add(cidr)
+                    patch["podCIDR"] = cidr
+                    patch["podCIDRs"] = [cidr]
+                    klog("I", "Set node PodCIDR", node=name, podCIDRs=[cidr])
+            rc = ready_cond(n)
+            hb = parse_rfc3339(rc["lastHeartbeatTime"]) if rc and rc.get("lastHeartbeatTime") else None
+            if rc and hb and now() - hb > GRACE and rc.get("status") != "Unknown":
+                conds = []
+                for c in n["status"]["conditions"]:
+                    c = dict(c, status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting node status.",
+                             lastTransitionTime=rfc3339())
+                    conds.append(c)
+                self.c.patch(R("nodes").path(None, name, "status"), {"status": {"conditions": conds}})
+                rc = conds[-1]
+            taints = [t for t in spec.get("taints") or [] if t.get("key") not in ("node.kubernetes.io/not-ready",
+                                                                                  "node.kubernetes.io/unreachable")]
+            status = rc.get("status") if rc else "False"
+            if status == "False":
+                taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
+            elif status == "Unknown":
+                taints.append({"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"})
+            if json.dumps(taints, sort_keys=True) != json.dumps(spec.get("taints") or [], sort_keys=True):
+                patch["taints"] = taints or None
+            if patch:
+                self.c.patch(R("nodes").path(None, name), {"spec": patch})
+        return self.items(R("nodes"))
+
+    def next_cidr(self, used):
+        base, bits = self.cidr.split("/")
+        a = [int(x) for x in base.split(".")]
+        start = a[0] << 24 | a[1] << 16 | a[2] << 8 | a[3]
+        count = 1 << (self.mask - int(bits))
+        for i in range(count):
+            v = start + (i << (32 - self.mask))
+            c = "%d.%d.%d.%d/%d" % (v >> 24 & 255, v >> 16 & 255, v >> 8 & 255, v & 255, self.mask)
+            if c not in used:
+                return c
+        klog("E", "Error allocating a pod CIDR: CIDR allocation failed; there are no remaining CIDRs left to allocate")
+        return None
+
+    # -- workloads
+
+    def daemonsets(self, nodes, pods):
+        for ds in self.items(R("daemonsets")):
+            ns, name = ds["metadata"]["namespace"], ds["metadata"]["name"]
+            tmpl = (ds.get("spec") or {}).get("template") or {}
+            h = template_hash(tmpl)
+            mine = [p for p in pods if any(o.get("uid") == ds["metadata"]["uid"] for o in p["metadata"].get("ownerReferences") or [])]
+            by_node = {}
+            for p in mine:
+                by_node.setdefault(p["spec"].get("nodeName"), []).append(p)
+            eligible = [n for n in nodes if node_fits(tmpl.get("spec") or {}, n, daemon=True)]
+            for n in eligible:
+                nn = n["metadata"]["name"]
+                cur = by_node.pop(nn, [])
+                stale = [p for p in cur if (p["metadata"].get("labels") or {}).get("controller-revision-hash") != h]
+                for p in stale:
+                    self.c.delete(R("pods").path(ns, p["metadata"]["name"]))
+                if len(cur) - len(stale) == 0:
+                    pod = {"metadata": {"name": "%s-%s" % (name, rand5()), "namespace": ns,
+                                        "labels": dict((tmpl.get("metadata") or {}).get("labels") or {},
+                                                       **{"controller-revision-hash": h, "pod-template-generation": "1"}),
+                                        "annotations": (tmpl.get("metadata") or {}).get("annotations") or {},
+                                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name,
+                                                             "uid": ds["metadata"]["uid"], "controller": True,
+                                                             "blockOwnerDeletion": True}]},
+                           "spec": dict(tmpl.get("spec") or {}, nodeName=nn)}
+                    self.c.post(R("pods").path(ns), pod)
+            for nn, ps in by_node.items():
+                for p in ps:
+                    self.c.delete(R("pods").path(ns, p["metadata"]["name"]))
+            mine = [p for p in self.items(R("pods"), ns) if any(o.get("uid") == ds["metadata"]["uid"]
+                                                                for o in p["metadata"].get("ownerReferences") or [])]
+            ready = sum(1 for p in mine if pod_ready(p))
+            st = {"currentNumberScheduled": len(mine), "desiredNumberScheduled": len(eligible), "numberMisscheduled": 0,
+                  "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": len(mine),
+                  "observedGeneration": ds["metadata"].get("generation", 1)}
+            if len(eligible) - ready:
+                st["numberUnavailable"] = len(eligible) - ready
+            if {k: v for k, v in (ds.get("status") or {}).items()} != st:
+                self.c.put(R("daemonsets").path(ns, name, "status"), dict(ds, status=st))
+
+    def deployments(self, pods):
+        for d in self.items(R("deployments")):
+            ns, name = d["metadata"]["namespace"], d["metadata"]["name"]
+            spec = d.get("spec") or {}
+            tmpl = spec.get("template") or {}
+            h = template_hash(tmpl)
+            rsname = "%s-%s" % (name, h[:10])
+            replicas = spec.get("replicas", 1)
+            rss = [r for r in self.items(R("replicasets"), ns) if any(o.get("uid") == d["metadata"]["uid"]
+                                                                       for o in r["metadata"].get("ownerReferences") or [])]
+            rs = next((r for r in rss if r["metadata"]["name"] == rsname), None)
+            for old in rss:
+                if old["metadata"]["name"] != rsname:
+                    self.c.delete(R("replicasets").path(ns, old["metadata"]["name"]))
+            if rs is None:
+                rs = self.c.post(R("replicasets").path(ns), {
+                    "metadata": {"name": rsname, "namespace": ns,
+                                 "labels": dict((tmpl.get("metadata") or {}).get("labels") or {}, **{"pod-template-hash": h[:10]}),
+                                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                                      "uid": d["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+                    "spec": {"replicas": replicas, "selector": spec.get("selector"), "template": tmpl}})
+            elif (rs.get("spec") or {}).get("replicas") != replicas:
+                rs = self.c.patch(R("replicasets").path(ns, rsname), {"spec": {"replicas": replicas}})
+            mine = [p for p in pods if any(o.get("uid") == rs["metadata"]["uid"] for o in p["metadata"].get("ownerReferences") or [])]
+            for p in mine[replicas:]:
+                self.c.delete(R("pods").path(ns, p["metadata"]["name"]))
+            for _ in range(replicas - len(mine)):
+                self.c.post(R("pods").path(ns), {
+                    "metadata": {"name": "%s-%s" % (rsname, rand5()), "namespace": ns,
+                                 "labels": dict((tmpl.get("metadata") or {}).get("labels") or {}, **{"pod-template-hash": h[:10]}),
+                                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rsname,
+                                                      "uid": rs["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+                    "spec": tmpl.get("spec") or {}})
+            mine = [p for p in self.items(R("pods"), ns) if any(o.get("uid") == rs["metadata"]["uid"]
+                                                                for o in p["metadata"].get("ownerReferences") or [])]
+            ready = sum(1 for p in mine if pod_ready(p))
+            avail = ready >= replicas - 1 if replicas > 1 else ready >= replicas
+            st = {"observedGeneration": d["metadata"].get("generation", 1), "replicas": len(mine), "updatedReplicas": len(mine),
+                  "readyReplicas": ready, "availableReplicas": ready,
+                  "conditions": [{"type": "Available", "status": "True" if avail else "False",
+                                  "reason": "MinimumReplicasAvailable" if avail else "MinimumReplicasUnavailable",
+                                  "message": "Deployment has minimum availability." if avail else
+                                  "Deployment does not have minimum availability."},
+                                 {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                                  "message": 'ReplicaSet "%s" has successfully progressed.' % rsname}]}
+            if ready < len(mine):
+                st["unavailableReplicas"] = len(mine) - ready
+            old = dict(d.get("status") or {})
+            if json.dumps({k: v for k, v in old.items() if k != "conditions"}, sort_keys=True) != \
+                    json.dumps({k: v for k, v in st.items() if k != "conditions"}, sort_keys=True) or \
+                    [c["status"] for c in old.get("conditions", [])] != [c["status"] for c in st["conditions"]]:
+                for c in st["conditions"]:
+                    c["lastUpdateTime"] = c["lastTransitionTime"] = rfc3339()
+                self.c.put(R("deployments").path(ns, name, "status"), dict(d, status=st))
+            rst = {"replicas": len(mine), "readyReplicas": ready, "availableReplicas": ready, "fullyLabeledReplicas": len(mine),
+                   "observedGeneration": rs["metadata"].get("generation", 1)}
+            if (rs.get("status") or {}) != rst:
+                self.c.put(R("replicasets").path(ns, rsname, "status"), dict(rs, status=rst))
+
+    def gc(self, pods):
+        uids = set()
+        for res in (R("daemonsets"), R("replicasets"), R("nodes"), R("deployments")):
+            uids |= {o["metadata"]["uid"] for o in self.items(res)}
+        for p in pods:
+            refs = p["metadata"].get("ownerReferences") or []
+            if any(o.get("kind") == "Node" for o in refs):
+                continue  # mirror pods: the kubelet owns them
+            if refs and not any(o.get("uid") in uids for o in refs):
+                try:
+                    self.c.delete(R("pods").path(p["metadata"]["namespace"], p["metadata"]["name"]))
+                except APIError:
+                    pass
+
+    def namespaces(self):
+        for ns in self.items(R("namespaces")):
+            if (ns.get("status") or {}).get("phase") != "Terminating":
+                continue
+            name = ns["metadata"]["name"]
+            left = 0
+            for r in RESOURCE_LIST:
+                if not r.namespaced:
+                    continue
+                for o in self.items(r, name):
+                    left += 1
+                    try:
+                        self.c.delete(r.path(name, o["metadata"]["name"]))
+                    except APIError:
+                        pass
+            if not left:
+                # a second delete of an empty terminating namespace removes it
+                try:
+                    self.c.delete(R("namespaces").path(None, name))
+                except APIError:
+                    pass
+
+    def run(self):
+        klog("I", "Starting controllers", controllers="bootstrapsigner,tokencleaner,csrapproving,csrsigning,nodeipam,"
+             "nodelifecycle,daemonset,deployment,replicaset,garbagecollector,namespace")
+        while True:
+            try:
+                self.tokens()
+                self.csrs()
+                nodes = self.nodes()
+                pods = self.items(R("pods"))
+                self.daemonsets(nodes, pods)
+                pods = self.items(R("pods"))
+                self.deployments(pods)
+                self.gc(self.items(R("pods")))
+                self.namespaces()
+            except ConnError as e:
+                klog("E", "Error talking to the API server", err=str(e))
+            except APIError as e:
+                klog("E", "API error", err=str(e))
+            except (RuntimeError, ValueError, KeyError) as e:
+                klog("E", "controller error", err="%s: %s" % (type(e).__name__, e))
+            time.sleep(1)
+
+
+def main():
+    flags = parse_flags(sys.argv[1:])
+    for f in ("kubeconfig",):
+        if not os.path.exists(flags.get(f, "")):
+            die('E0000 run.go:74] "command failed" err="stat %s: no such file or directory"' % flags.get(f, ""))
+    CM(flags).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,935 @@
+# kubelet (fake) for provision's tests: the node agent, run by systemd as
+# kubelet.service with kubeadm's drop-in, on nspawn testbed nodes.
+#
+# What it copies (kubernetes.io: "kubelet" command reference, "Kubelet
+# Configuration (v1beta1)", "Configuring each kubelet in your cluster using
+# kubeadm", "TLS bootstrapping", "Create static Pods", "Nodes" (conditions,
+# heartbeats, addresses, capacity), "Pod Lifecycle" (phases, conditions,
+# container states, CrashLoopBackOff back-off 10 s doubling to 5 min),
+# "Network Plugins" (a node is not Ready until a CNI config exists),
+# "Logging Architecture" (/var/log/pods/NS_POD_UID/CONTAINER/N.log)):
+#   - flags --config, --kubeconfig, --bootstrap-kubeconfig,
+#     --container-runtime-endpoint, --pod-infra-container-image,
+#     --hostname-override, --node-ip, --node-labels, --v; `--version`.
+#   - exits 1 with the real message when /var/lib/kubelet/config.yaml is
+#     missing (systemd restarts it every 10 s: the crash loop of a node
+#     before kubeadm init/join), and when swap is on while failSwapOn is
+#     true (the default).
+#   - healthz on 127.0.0.1:10248.
+#   - static pods from staticPodPath, started as soon as the kubelet runs,
+#     with mirror pods in the API once it answers; TLS bootstrap with
+#     bootstrap-kubelet.conf (a CSR for system:node:NAME in system:nodes,
+#     signed by the controller manager, kubelet.conf pointing to
+#     /var/lib/kubelet/pki/kubelet-client-current.pem); Node registration
+#     with the well-known labels, addresses, capacity/allocatable (memory
+#     less the default 100Mi hard eviction), nodeInfo and conditions;
+#     status every few seconds; Ready only when the runtime answers and a
+#     CNI config exists in /etc/cni/net.d, otherwise NotReady with the real
+#     "NetworkPluginNotReady ... cni plugin not initialized" message.
+#   - pods bound to the node: pods without hostNetwork wait for a CNI config
+#     (ContainerCreating); init containers first, in order; $(VAR)
+#     expansion and fieldRef env (metadata.name/namespace, spec.nodeName,
+#     status.hostIP, status.podIP); hostPath and configMap volumes.
+#   - a cgroup driver that differs from containerd's (cgroupDriver in the
+#     config against SystemdCgroup in `containerd config dump`): the
+#     kubelet runs, but every container it starts is killed a few seconds
+#     later ("Pod sandbox changed, it will be killed and re-created") and
+#     restarted with the CrashLoopBackOff back-off: the control plane
+#     answers, then flaps.  (Kubernetes 1.30 with containerd does not
+#     detect the mismatch; dockershim used to stop with "misconfiguration:
+#     kubelet cgroup driver ... is different from docker cgroup driver".)
+#
+# Containers: there is no container runtime that works inside a test node,
+# so the fake acts out the images it knows (its "image store" is
+# /usr/lib/fake-kubernetes/images):
+#   kube-apiserver, kube-controller-manager, kube-scheduler: the fake
+#     programs of that name, each a transient systemd unit
+#     fake-ctr-POD-CONTAINER.service in kubepods.slice (so that, like real
+#     containers, they outlive a kubelet restart);
+#   flannel/flannel running /opt/bin/flanneld: flanneld's start-up (the
+#     interface from --iface (a name or an address), else the default
+#     route's; the node's podCIDR; /run/flannel/subnet.env; the node's
+#     flannel annotations), failing like flanneld when no interface matches
+#     or the node has no podCIDR;
+#   any container whose command is `cp`: the copy, from the image's files
+#     (flannel-cni-plugin's /flannel) or a mounted volume to a mounted
+#     hostPath: this is how Flannel's install-cni container writes
+#     /etc/cni/net.d/10-flannel.conflist from its ConfigMap;
+#   anything else (etcd, coredns, kube-proxy, ...): a placeholder that
+#     "runs" (state kept by the kubelet).
+#
+# Test knob: /etc/fake-kubernetes/knobs/crashloop, lines "CONTAINER UP
+# DOWN": that container is killed UP seconds after each start and started
+# again DOWN seconds later (a crash loop with a fixed period).
+
+import http.server
+import signal
+import threading
+
+CONFIG_DEFAULT = "/var/lib/kubelet/config.yaml"
+STATE = "/run/fake-kubelet/state.json"
+IMAGES = "/usr/lib/fake-kubernetes/images"
+CNI_DIR = "/etc/cni/net.d"
+PROCESS_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+MISMATCH_KILL_AFTER = 6.0
+STATUS_EVERY = 4.0
+
+# Files inside images that `cp` containers copy out (image -> path -> content).
+FLANNEL_PLUGIN = ("#!/bin/sh\n# flannel CNI plugin (test stand-in from provision's tests/fakes): answers\n"
+                  "# CNI_COMMAND=VERSION like every CNI plugin; the fake kubelet does the networking.\n"
+                  'if [ "${CNI_COMMAND:-}" = VERSION ]; then\n'
+                  '  echo \'{"cniVersion":"1.0.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0"]}\'\n'
+                  "  exit 0\nfi\necho '{\"code\":4,\"msg\":\"the flannel stand-in only answers VERSION\"}'\nexit 1\n")
+IMAGE_FILES = {"flannel/flannel-cni-plugin": {"/flannel": FLANNEL_PLUGIN}}
+
+
+def image_base(image):
+    """registry.k8s.io/kube-apiserver:v1.30.4 -> kube-apiserver;
+    docker.io/flannel/flannel:v0.25.6 -> flannel/flannel."""
+    name = image.split("@")[0]
+    if ":" in name.rsplit("/", 1)[-1]:
+        name = name.rsplit(":", 1)[0]
+    parts = name.split("/")
+    if "." in parts[0] or ":" in parts[0] or parts[0] == "localhost":
+        parts = parts[1:]
+    return "/".join(parts)
+
+
+def short_base(image):
+    return image_base(image).rsplit("/", 1)[-1]
+
+
+class ContainerFailed(Exception):
+    def __init__(self, msg, code=1):
+        super().__init__(msg)
+        self.code = code
+
+
+class Kubelet:
+    def __init__(self, flags):
+        self.flags = flags
+        self.config_path = flags.get("config", CONFIG_DEFAULT)
+        self.lock = threading.RLock()
+        self.state = {"containers": {}}
+        try:
+            self.state = json.loads(read_file(STATE))
+        except (OSError, ValueError):
+            pass
+        # the back-off of crashed containers is the kubelet's memory, not the
+        # runtime's: a restarted kubelet starts them again at once
+        for st in self.state.get("containers", {}).values():
+            st.pop("next", None)
+            st.pop("delay", None)
+        self.client = None
+        self.node_name = (flags.get("hostname-override") or socket.gethostname()).lower()
+        self.node_ip = flags.get("node-ip") or self.default_ip()
+        self.last_status = 0
+        self.registered = False
+        self.mirror_done = {}
+        self.api_pods = {}
+        self.pod_status_sent = {}
+        self.cfg = {}
+        self.mismatch = None
+        self.driver_checked = now()
+
+    # ---- set-up
+
+    @staticmethod
+    def default_ip():
+        r = subprocess.run(["ip", "-o", "route", "get", "1.1.1.1"], capture_output=True, text=True, check=False)
+        m = re.search(r"\bsrc ([0-9.]+)", r.stdout)
+        if m:
+            return m.group(1)
+        r = subprocess.run(["ip", "-o", "-4", "addr", "show", "scope", "global"], capture_output=True, text=True, check=False)
+        m = re.search(r"inet ([0-9.]+)/", r.stdout)
+        return m.group(1) if m else "127.0.0.1"
+
+    def load_config(self):
+        path = self.config_path
+        try:
+            text = read_file(path)
+        except OSError:
+            klog("E", "command failed", err='failed to load kubelet config file, path: %s, error: failed to load Kubelet config '
+                 'file %s, error failed to read kubelet config file "%s", error: open %s: no such file or directory'
+                 % (path, path, path, path))
+            sys.exit(1)
+        try:
+            self.cfg = yaml_load(text) or {}
+        except YAMLError as e:
+            klog("E", "command failed", err="failed to load kubelet config file, path: %s, error: %s" % (path, e))
+            sys.exit(1)
+
+    def check_swap(self):
+        swaps = proc_swaps().strip().splitlines()
+        if self.cfg.get("failSwapOn", True) and len(swaps) > 1:
+            klog("E", "command failed", err="failed to run Kubelet: running with swap on is not supported, please disable swap! "
+                 "or set --fail-swap-on flag to false. /proc/swaps contained: [%s]" % " ".join(swaps))
+            sys.exit(1)
+
+    def check_cgroup_driver(self):
+        want = self.cfg.get("cgroupDriver", "cgroupfs")
+        r = subprocess.run(["containerd", "config", "dump"], capture_output=True, text=True, check=False)
+        m = re.search(r"SystemdCgroup\s*=\s*(true|false)", r.stdout)
+        runtime = "systemd" if m and m.group(1) == "true" else "cgroupfs"
+        was = self.mismatch
+        self.mismatch = None if want == runtime else (want, runtime)
+        if self.mismatch and self.mismatch != was:
+            klog("W", "cgroup driver of the kubelet differs from the container runtime's; containers will be killed and re-created",
+                 kubeletCgroupDriver=want, runtimeCgroupDriver=runtime)
+
+    def save(self):
+        os.makedirs(os.path.dirname(STATE), exist_ok=True)
+        write_file(STATE, json.dumps(self.state), 0o600)
+
+    # ---- API credentials
+
+    def connect(self):
+        kc = self.flags.get("kubeconfig")
+        if kc and os.path.exists(kc):
+            if self.client is None:
+                try:
+                    self.client = Client.from_kubeconfig(kc, timeout=5)
+                except (KubeconfigError, OSError, ssl.SSLError) as e:
+                    klog("E", "Unable to load the kubeconfig", err=str(e))
+                    return None
+            return self.client
+        boot = self.flags.get("bootstrap-kubeconfig")
+        if kc and boot and os.path.exists(boot):
+            self.tls_bootstrap(boot, kc)
+        return None
+
+    def tls_bootstrap(self, boot, kc):
+        pki = "/var/lib/kubelet/pki"
+        os.makedirs(pki, exist_ok=True)
+        key = pki + "/kubelet-client.key.tmp"
+        if not os.path.exists(key):
+            gen_key(key)
+        try:
+            c = Client.from_kubeconfig(boot, timeout=5)
+            name = self.state.get("csr")
+            csr = None
+            if name:
+                try:
+                    csr = c.get(R("csr").path(None, name))
+                except APIError as e:
+                    if e.code != 404:
+                        raise
+            if csr is None:
+                req = make_csr(key, "system:node:" + self.node_name, ["system:nodes"])
+                csr = c.post(R("csr").path(), {
+                    "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                    "metadata": {"generateName": "node-csr-"},
+                    "spec": {"request": b64(req), "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+                             "usages": ["digital signature", "client auth"]}})
+                self.state["csr"] = csr["metadata"]["name"]
+                self.save()
+                klog("I", "Waiting for client certificate to be issued", csr=csr["metadata"]["name"])
+            cert = (csr.get("status") or {}).get("certificate")
+            if not cert:
+                return
+            pem = base64.b64decode(cert).decode() + read_file(key)
+            path = "%s/kubelet-client-%s.pem" % (pki, time.strftime("%Y-%m-%d-%H-%M-%S"))
+            write_file(path, pem, 0o600)
+            cur = pki + "/kubelet-client-current.pem"
+            if os.path.lexists(cur):
+                os.unlink(cur)
+            os.symlink(path, cur)
+            os.unlink(key)
+            b = load_kubeconfig(boot)
+            user = "system:node:" + self.node_name
+            cluster = b.get("cluster") or "kubernetes"
+            text = ("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: %s\n    server: %s\n  name: %s\n"
+                    "contexts:\n- context:\n    cluster: %s\n    user: %s\n  name: default-context\n"
+                    "current-context: default-context\nkind: Config\npreferences: {}\nusers:\n- name: %s\n  user:\n"
+                    "    client-certificate: %s\n    client-key: %s\n"
+                    % (b64(b["ca"]), b["server"], cluster, cluster, user, user, cur, cur))
+            write_file(kc, text, 0o600)
+            self.state.pop("csr", None)
+            self.save()
+            klog("I", "Certificate rotation detected, shutting down client connections to start using new credentials")
+        except (APIError, ConnError, KubeconfigError) as e:
+            klog("E", "Failed while requesting a signed certificate from the control plane", err=str(e))
+
+    # ---- containers
+
+    def cstate(self, key):
+        return self.state["containers"].setdefault(key, {"restarts": 0})
+
+    @staticmethod
+    def unit_name(ns, pod, cname):
+        return "fake-ctr-%s-%s-%s" % (ns, pod, cname)
+
+    @staticmethod
+    def unit_active(unit):
+        r = subprocess.run(["systemctl", "is-active", unit + ".service"], capture_output=True, text=True, check=False)
+        return r.stdout.strip() in ("active", "activating", "reloading")
+
+    @staticmethod
+    def log_path(ns, pod, uid, cname, restarts):
+        d = "/var/log/pods/%s_%s_%s/%s" % (ns, pod, uid, cname)
+        os.makedirs(d, exist_ok=True)
+        return "%s/%d.log" % (d, restarts)
+
+    def container_log(self, path, line, stream="stdout"):
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("%s %s F %s\n" % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                                       stream, line))
+
+    def start_container(self, pod, c, kind, st, env, mounts):
+        """Start (or act out) container c; raises ContainerFailed."""
+        md = pod["metadata"]
+        ns, name, uid = md.get("namespace", "default"), md["name"], md.get("uid", "static")
+        log = self.log_path(ns, name, uid, c["name"], st["restarts"])
+        base = image_base(c.get("image", ""))
+        cmd = [self.expand(x, env) for x in (c.get("command") or []) + (c.get("args") or [])]
+        st["id"] = secrets.token_hex(32)
+        if short_base(c.get("image", "")) in PROCESS_IMAGES and kind != "init":
+            unit = self.unit_name(ns, name, c["name"])
+            prog = os.path.join(IMAGES, short_base(c["image"]))
+            argv = cmd[1:] if cmd and os.path.basename(cmd[0]) == short_base(c["image"]) else cmd
+            subprocess.run(["systemctl", "stop", unit + ".service"], capture_output=True, check=False)
+            subprocess.run(["systemctl", "reset-failed", unit + ".service"], capture_output=True, check=False)
+            envargs = []
+            for k, v in list(env.items()) + [("FAKE_IMAGE", c["image"])]:
+                envargs += ["-E", "%s=%s" % (k, v)]
+            r = subprocess.run(["systemd-run", "--unit=" + unit, "--slice=kubepods.slice", "--collect", "--quiet",
+                                "-p", "StandardOutput=append:" + log, "-p", "StandardError=append:" + log] + envargs +
+                               ["/usr/bin/python3", prog] + argv, capture_output=True, text=True, check=False)
+            if r.returncode != 0:
+                raise ContainerFailed("failed to start container: %s" % r.stderr.strip(), 128)
+            st["unit"] = unit
+            return
+        if cmd and os.path.basename(cmd[0]) == "cp":
+            self.act_cp(cmd[1:], c, pod, mounts, log)
+            return
+        if base == "flannel/flannel" and cmd and cmd[0].endswith("flanneld"):
+            self.act_flanneld(cmd[1:], pod, mounts, log)
+            return
+        self.container_log(log, "fake container for image %s: running as a placeholder" % c.get("image"))
+
+    def resolve_source(self, path, c, mounts):
+        """The bytes behind path inside container c, or None."""
+        for mpath, vol in sorted(mounts.items(), key=lambda kv: -len(kv[0])):
+            mp = mpath.rstrip("/")
+            if path == mp or path.startswith(mp + "/"):
+                rel = path[len(mp):].lstrip("/")
+                if vol[0] == "hostPath":
+                    try:
+                        with open(os.path.join(vol[1], rel), "rb") as f:
+                            return f.read()
+                    except OSError:
+                        return None
+                if vol[0] == "configMap":
+                    data = vol[1] or {}
+                    if rel in data:
+                        return data[rel].encode()
+                    return None
+        files = IMAGE_FILES.get(image_base(c.get("image", "")), {})
+        if path in files:
+            return files[path].encode()
+        return None
+
+    @staticmethod
+    def host_target(path, mounts):
+        for mpath, vol in sorted(mounts.items(), key=lambda kv: -len(kv[0])):
+            mp = mpath.rstrip("/")
+            if (path == mp or path.startswith(mp + "/")) and vol[0] == "hostPath":
+                return os.path.join(vol[1], path[len(mp):].lstrip("/"))
+        return None
+
+    def act_cp(self, args, c, pod, mounts, log):
+        files = [a for a in args if not a.startswith("-")]
+        if len(files) != 2:
+            self.container_log(log, "cp: missing file operand", "stderr")
+            raise ContainerFailed("cp: missing file operand")
+        src, dst = files
+        data = self.resolve_source(src, c, mounts)
+        if data is None:
+            self.container_log(log, "cp: can't stat '%s': No such file or directory" % src, "stderr")
+            raise ContainerFailed("cp: can't stat '%s': No such file or directory" % src)
+        target = self.host_target(dst, mounts)
+        if target is None:
+            # a path only inside the container: copied into nothing that lasts
+            return
+        write_file(target, data, 0o755 if "/bin/" in target else 0o644)
+
+    def act_flanneld(self, args, pod, mounts, log):
+        def fail(msg):
+            self.container_log(log, "E%s main.go] %s" % (time.strftime("%m%d %H:%M:%S"), msg), "stderr")
+            raise ContainerFailed(msg)
+
+        ifaces = [a.split("=", 1)[1] for a in args if a.startswith("--iface=")]
+        conf = self.resolve_source("/etc/kube-flannel/net-conf.json", {}, mounts)
+        if conf is None:
+            fail("Failed to create SubnetManager: error reading net-conf.json: open /etc/kube-flannel/net-conf.json: no such file or directory")
+        try:
+            net = json.loads(conf)
+        except ValueError as e:
+            fail("Failed to create SubnetManager: error parsing subnet config: %s" % e)
+        network = net.get("Network")
+        if not network:
+            fail("Failed to create SubnetManager: error parsing subnet config: Network is required")
+        addrs = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=False).stdout
+        links = {}
+        for ln in addrs.splitlines():
+            m = re.match(r"^\d+:\s+(\S+)\s+inet\s+([0-9.]+)/", ln)
+            if m:
+                links.setdefault(m.group(1), m.group(2))
+        chosen = None
+        if ifaces:
+            for want in ifaces:
+                if re.match(r"^\d+\.\d+\.\d+\.\d+$", want):
+                    for name, ip in links.items():
+                        if ip == want:
+                            chosen = (name, ip)
+                            break
+                elif want in links:
+                    chosen = (want, links[want])
+                if chosen:
+                    break
+            if not chosen:
+                fail("Failed to find interface to use that matches the interfaces and/or regexes provided")
+        else:
+            r = subprocess.run(["ip", "-o", "route", "show", "default"], capture_output=True, text=True, check=False).stdout
+            m = re.search(r"\bdev (\S+)", r)
+            if not m or m.group(1) not in links:
+                fail("Failed to find any valid interface to use: failed to get default interface: unable to find default route")
+            chosen = (m.group(1), links[m.group(1)])
+        self.container_log(log, "I%s main.go] Using interface with name %s and address %s" % (time.strftime("%m%d %H:%M:%S"), chosen[0], chosen[1]))
+        c = self.client
+        if c is None:
+            fail("Failed to create SubnetManager: unable to initialize inclusterconfig: open /var/run/secrets/kubernetes.io/serviceaccount/token: no such file or directory")
+        try:
+            node = c.get(R("nodes").path(None, self.node_name))
+        except (APIError, ConnError) as e:
+            fail("Failed to create SubnetManager: error retrieving pod spec for '%s': %s" % (pod["metadata"]["name"], e))
+        cidr = (node.get("spec") or {}).get("podCIDR")
+        if not cidr:
+            fail('Error registering network: failed to acquire lease: node "%s" pod cidr not assigned' % self.node_name)
+        first = cidr.split("/")[0].rsplit(".", 1)[0] + ".1/" + cidr.split("/")[1]
+        target = self.host_target("/run/flannel/subnet.env", mounts)
+        if target:
+            write_file(target, "FLANNEL_NETWORK=%s\nFLANNEL_SUBNET=%s\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=%s\n"
+                       % (network, first, "true" if "--ip-masq" in args else "false"), 0o644)
+        mac = "02:%02x:%02x:%02x:%02x:%02x" % tuple(secrets.randbits(8) for _ in range(5))
+        ann = {"flannel.alpha.coreos.com/backend-data": json.dumps({"VNI": 1, "VtepMAC": mac}, separators=(",", ":")),
+               "flannel.alpha.coreos.com/backend-type": (net.get("Backend") or {}).get("Type", "vxlan"),
+               "flannel.alpha.coreos.com/kube-subnet-manager": "true",
+               "flannel.alpha.coreos.com/public-ip": chosen[1]}
+        try:
+            c.patch(R("nodes").path(None, self.node_name), {"metadata": {"annotations": ann}})
+        except (APIError, ConnError) as e:
+            fail("failed to set the node's flannel annotations: %s" % e)
+        self.container_log(log, "I%s main.go] Wrote subnet file to /run/flannel/subnet.env" % time.strftime("%m%d %H:%M:%S"))
+        self.container_log(log, "I%s main.go] Running backend." % time.strftime("%m%d %H:%M:%S"))
+
+    @staticmethod
+    def expand(s, env):
+        return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), str(s))
+
+    def container_env(self, pod, c, host_ip, pod_ip):
+        env = {}
+        md = pod["metadata"]
+        fields = {"metadata.name": md["name"], "metadata.namespace": md.get("namespace", "default"),
+                  "spec.nodeName": self.node_name, "status.hostIP": host_ip, "status.podIP": pod_ip,
+                  "spec.serviceAccountName": (pod.get("spec") or {}).get("serviceAccountName", "default")}
+        for e in c.get("env") or []:
+            if "value" in e:
+                env[e["name"]] = self.expand(e["value"], env)
+            elif (e.get("valueFrom") or {}).get("fieldRef"):
+                env[e["name"]] = fields.get(e["valueFrom"]["fieldRef"].get("fieldPath"), "")
+        return env
+
+    def mounts_for(self, pod, c):
+        vols = {v["name"]: v for v in (pod.get("spec") or {}).get("volumes") or []}
+        out_ = {}
+        for m in c.get("volumeMounts") or []:
+            v = vols.get(m["name"])
+            if not v:
+                continue
+            if "hostPath" in v:
+                hp = v["hostPath"]["path"]
+                if v["hostPath"].get("type") in ("DirectoryOrCreate",):
+                    os.makedirs(hp, exist_ok=True)
+                elif v["hostPath"].get("type") == "FileOrCreate" and not os.path.exists(hp):
+                    os.makedirs(os.path.dirname(hp), exist_ok=True)
+                    open(hp, "a", encoding="utf-8").close()
+                out_[m["mountPath"]] = ("hostPath", hp)
+            elif "configMap" in v:
+                data = None
+                if self.client:
+                    try:
+                        cm = self.client.get(R("configmaps").path(pod["metadata"].get("namespace", "default"), v["configMap"]["name"]))
+                        data = cm.get("data") or {}
+                        if v["configMap"].get("items"):
+                            data = {i["path"]: data.get(i["key"], "") for i in v["configMap"]["items"]}
+                    except (APIError, ConnError):
+                        data = None
+                if data is None:
+                    raise ContainerFailed('MountVolume.SetUp failed for volume "%s" : configmap "%s" not found'
+                                          % (m["name"], v["configMap"]["name"]), 0)
+                out_[m["mountPath"]] = ("configMap", data)
+            else:
+                out_[m["mountPath"]] = ("other", None)
+        return out_
+
+    # ---- pods
+
+    def cni_ready(self):
+        try:
+            return any(f.endswith((".conf", ".conflist", ".json")) for f in os.listdir(CNI_DIR))
+        except OSError:
+            return False
+
+    def runtime_ready(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(2)
+        try:
+            s.connect("/run/containerd/containerd.sock")
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    def crash_knob(self, cname):
+        k = knob("crashloop")
+        if not k:
+            return None
+        for ln in k.splitlines():
+            p = ln.split()
+            if len(p) == 3 and p[0] == cname:
+                return float(p[1]), float(p[2])
+        return None
+
+    def sync_pod(self, pod, static):
+        """Drive the containers of one pod; returns its status."""
+        md, spec = pod["metadata"], pod.get("spec") or {}
+        ns, name = md.get("namespace", "default"), md["name"]
+        host_net = spec.get("hostNetwork", False)
+        key0 = "%s/%s/%s" % (ns, name, md.get("uid", "static"))
+        pst = self.state.setdefault("pods", {}).setdefault(key0, {"started": rfc3339()})
+        host_ip = self.node_ip
+        if host_net:
+            pod_ip = host_ip
+        else:
+            pod_ip = pst.get("ip")
+        waiting_sandbox = None
+        if not host_net and not self.cni_ready():
+            waiting_sandbox = ("network is not ready: container runtime network not ready: NetworkReady=false "
+                               "reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
+        if not host_net and not pod_ip and not waiting_sandbox:
+            pod_ip = self.allocate_ip(key0)
+            pst["ip"] = pod_ip
+        statuses = {"init": [], "main": []}
+        all_init_done = True
+        for kind, clist in (("init", spec.get("initContainers") or []), ("main", spec.get("containers") or [])):
+            for c in clist:
+                key = key0 + "/" + c["name"]
+                st = self.cstate(key)
+                if waiting_sandbox or (kind == "main" and not all_init_done):
+                    reason = "ContainerCreating" if waiting_sandbox else "PodInitializing"
+                    statuses[kind].append(self.cstatus(c, st, {"waiting": {"reason": reason}}, False))
+                    if kind == "init":
+                        all_init_done = False
+                    continue
+                if kind == "init" and st.get("done"):
+                    statuses[kind].append(self.cstatus(c, st, {"terminated": {"exitCode": 0, "reason": "Completed",
+                                                                             "startedAt": st.get("startedAt"),
+                                                                             "finishedAt": st.get("finishedAt")}}, False))
+                    continue
+                if kind == "init" and not all_init_done:
+                    statuses[kind].append(self.cstatus(c, st, {"waiting": {"reason": "PodInitializing"}}, False))
+                    continue
+                state = self.drive(pod, c, kind, st, host_ip, pod_ip or "", static)
+                statuses[kind].append(self.cstatus(c, st, state, "running" in state and kind == "main"))
+                if kind == "init" and not st.get("done"):
+                    all_init_done = False
+        main = statuses["main"]
+        running = [s for s in main if "running" in s["state"]]
+        phase = "Running" if main and len(running) == len(main) else ("Running" if running else "Pending")
+        ready = bool(main) and all(s["ready"] for s in main)
+        now_t = rfc3339()
+
+        def cond(t, ok, reason=None):
+            c = {"type": t, "status": "True" if ok else "False", "lastProbeTime": None, "lastTransitionTime": now_t}
+            if reason and not ok:
+                c["reason"] = reason
+            return c
+
+        status = {
+            "phase": phase,
+            "conditions": [cond("PodReadyToStartContainers", not waiting_sandbox),
+                           cond("Initialized", all_init_done, "ContainersNotInitialized"),
+                           cond("Ready", ready, "ContainersNotReady"),
+                           cond("ContainersReady", ready, "ContainersNotReady"),
+                           cond("PodScheduled", True)],
+            "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
+            "startTime": pst["started"],
+            "containerStatuses": main,
+            "qosClass": "Burstable" if any((c.get("resources") or {}).get("requests") for c in spec.get("containers") or []) else "BestEffort",
+        }
+        if pod_ip:
+            status["podIP"] = pod_ip
+            status["podIPs"] = [{"ip": pod_ip}]
+        if statuses["init"]:
+            status["initContainerStatuses"] = statuses["init"]
+        return status
+
+    def allocate_ip(self, key):
+        cidr = None
+        if self.client:
+            try:
+                cidr = (self.client.get(R("nodes").path(None, self.node_name)).get("spec") or {}).get("podCIDR")
+            except (APIError, ConnError):
+                cidr = None
+        if not cidr:
+            return None
+        used = {p.get("ip") for p in self.state.get("pods", {}).values()}
+        base = cidr.split("/")[0].rsplit(".", 1)[0]
+        for n in range(2, 254):
+            ip = "%s.%d" % (base, n)
+            if ip not in used:
+                return ip
+        return None
+
+    def drive(self, pod, c, kind, st, host_ip, pod_ip, static):
+        """One step of container c's life; returns its state dict."""
+        t = now()
+        unit = st.get("unit")
+        md = pod["metadata"]
+        knob_ = self.crash_knob(c["name"])
+        if st.get("running"):
+            alive = True
+            if unit:
+                alive = self.unit_active(unit)
+            up_for = t - st.get("t_start", t)
+            killed = None
+            if alive and knob_ and up_for > knob_[0]:
+                killed = "crashloop knob"
+            elif alive and self.mismatch and up_for > MISMATCH_KILL_AFTER:
+                killed = "sandbox"
+                klog("I", "Pod sandbox changed, it will be killed and re-created.", pod="%s/%s" % (md.get("namespace"), md["name"]))
+            if killed:
+                if unit:
+                    subprocess.run(["systemctl", "kill", "--signal=SIGKILL", unit + ".service"], capture_output=True, check=False)
+                alive = False
+                st["exitCode"] = 137
+            if alive:
+                return {"running": {"startedAt": st["startedAt"]}}
+            st["running"] = False
+            st["finishedAt"] = rfc3339()
+            st.setdefault("exitCode", 1)
+            st["lastState"] = {"terminated": {"exitCode": st["exitCode"], "reason": "Error", "startedAt": st["startedAt"],
+                                              "finishedAt": st["finishedAt"], "containerID": "containerd://" + st.get("id", "")}}
+            st["restarts"] += 1
+            delay = knob_[1] if knob_ else min(10 * 2 ** (st["restarts"] - 1), 300)
+            st["next"] = t + delay
+            st["delay"] = delay
+            st.pop("exitCode", None)
+            klog("E", "Error syncing pod, skipping", err='failed to "StartContainer" for "%s" with CrashLoopBackOff: "back-off %s restarting failed container=%s pod=%s_%s(%s)"'
+                 % (c["name"], format_duration(delay), c["name"], md["name"], md.get("namespace"), md.get("uid", "")))
+        if st.get("next") and t < st["next"]:
+            return {"waiting": {"reason": "CrashLoopBackOff",
+                                "message": "back-off %s restarting failed container=%s pod=%s_%s(%s)"
+                                % (format_duration(st.get("delay", 10)), c["name"], md["name"], md.get("namespace"),
+                                   md.get("uid", ""))}}
+        env = self.container_env(pod, c, host_ip, pod_ip)
+        try:
+            mounts = self.mounts_for(pod, c)
+            st["startedAt"] = rfc3339()
+            self.start_container(pod, c, kind, st, env, mounts)
+        except ContainerFailed as e:
+            if e.code == 0:
+                return {"waiting": {"reason": "ContainerCreating"}}
+            st["running"] = False
+            st["exitCode"] = e.code
+            st["finishedAt"] = rfc3339()
+            st["lastState"] = {"terminated": {"exitCode": e.code, "reason": "Error", "message": str(e),
+                                              "startedAt": st["startedAt"], "finishedAt": st["finishedAt"]}}
+            st["restarts"] += 1
+            delay = knob_[1] if knob_ else min(10 * 2 ** (st["restarts"] - 1), 300)
+            st["next"] = t + delay
+            st["delay"] = delay
+            klog("E", "Error syncing pod, skipping", err='failed to "StartContainer" for "%s" with CrashLoopBackOff' % c["name"],
+                 pod="%s/%s" % (md.get("namespace"), md["name"]))
+            return {"waiting": {"reason": "CrashLoopBackOff",
+                                "message": "back-off %s restarting failed container=%s pod=%s_%s(%s)"
+                                % (format_duration(delay), c["name"], md["name"], md.get("namespace"), md.get("uid", ""))}}
+        st.pop("next", None)
+        if kind == "init":
+            st["done"] = True
+            st["finishedAt"] = rfc3339()
+            return {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": st["startedAt"], "finishedAt": st["finishedAt"]}}
+        st["running"] = True
+        st["t_start"] = t
+        return {"running": {"startedAt": st["startedAt"]}}
+
+    @staticmethod
+    def cstatus(c, st, state, ready):
+        s = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": bool(ready),
+             "restartCount": st.get("restarts", 0), "started": "running" in state, "state": state}
+        if st.get("id"):
+            s["containerID"] = "containerd://" + st["id"]
+        if st.get("lastState"):
+            s["lastState"] = st["lastState"]
+        else:
+            s["lastState"] = {}
+        return s
+
+    def stop_pod(self, key0, pod_spec_containers=None):
+        for k in list(self.state["containers"]):
+            if k.startswith(key0 + "/"):
+                st = self.state["containers"].pop(k)
+                if st.get("unit"):
+                    subprocess.run(["systemctl", "stop", st["unit"] + ".service"], capture_output=True, check=False)
+        self.state.get("pods", {}).pop(key0, None)
+
+    # ---- the loop
+
+    def static_pods(self):
+        d = self.cfg.get("staticPodPath")
+        out_ = []
+        if not d or not os.path.isdir(d):
+            return out_
+        for f in sorted(os.listdir(d)):
+            if f.startswith(".") or not f.endswith((".yaml", ".yml", ".json")):
+                continue
+            try:
+                pod = yaml_load(read_file(os.path.join(d, f)))
+            except (OSError, YAMLError) as e:
+                klog("E", "Could not process manifest file", path=os.path.join(d, f), err=str(e))
+                continue
+            if not isinstance(pod, dict) or pod.get("kind") != "Pod":
+                continue
+            pod["metadata"]["name"] = pod["metadata"]["name"] + "-" + self.node_name
+            pod["metadata"].setdefault("namespace", "default")
+            h = hashlib.md5(json.dumps(pod, sort_keys=True).encode()).hexdigest()
+            pod["metadata"]["uid"] = h
+            pod["metadata"]["annotations"] = dict(pod["metadata"].get("annotations") or {},
+                                                  **{"kubernetes.io/config.hash": h, "kubernetes.io/config.mirror": h,
+                                                     "kubernetes.io/config.source": "file"})
+            pod["spec"]["nodeName"] = self.node_name
+            out_.append(pod)
+        return out_
+
+    def node_object(self):
+        mem_kib = 0
+        for ln in read_file("/proc/meminfo", "").splitlines():
+            if ln.startswith("MemTotal:"):
+                mem_kib = int(ln.split()[1])
+        st = os.statvfs("/var/lib/kubelet") if os.path.isdir("/var/lib/kubelet") else os.statvfs("/")
+        disk_kib = st.f_blocks * st.f_frsize // 1024
+        cpus = os.cpu_count() or 1
+        osr = dict(re.findall(r'^([A-Z_]+)="?([^"\n]*)"?', read_file("/etc/os-release", ""), re.M))
+        cr = subprocess.run(["containerd", "--version"], capture_output=True, text=True, check=False).stdout.split()
+        crv = cr[2] if len(cr) > 2 else "unknown"
+        rt_ok, net_ok = self.runtime_ready(), self.cni_ready()
+        now_t = rfc3339()
+        if not rt_ok:
+            ready = ("False", "KubeletNotReady", "container runtime is down, PLEG is not healthy: pleg was last seen active 3m0s ago; "
+                     "threshold is 3m0s")
+        elif not net_ok:
+            ready = ("False", "KubeletNotReady", "container runtime network not ready: NetworkReady=false "
+                     "reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
+        else:
+            ready = ("True", "KubeletReady", "kubelet is posting ready status")
+        conds = [
+            {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+             "message": "kubelet has sufficient memory available"},
+            {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure", "message": "kubelet has no disk pressure"},
+            {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID", "message": "kubelet has sufficient PID available"},
+            {"type": "Ready", "status": ready[0], "reason": ready[1], "message": ready[2]},
+        ]
+        prev = {c["type"]: c for c in self.state.get("nodeConds", [])}
+        for c in conds:
+            c["lastHeartbeatTime"] = now_t
+            p = prev.get(c["type"])
+            c["lastTransitionTime"] = p["lastTransitionTime"] if p and p["status"] == c["status"] else now_t
+        self.state["nodeConds"] = conds
+        cap = {"cpu": str(cpus), "ephemeral-storage": "%dKi" % disk_kib, "hugepages-1Gi": "0", "hugepages-2Mi": "0",
+               "memory": "%dKi" % mem_kib, "pods": "110"}
+        alloc = dict(cap, memory="%dKi" % (mem_kib - 102400), **{"ephemeral-storage": str(disk_kib * 1024 * 9 // 10)})
+        mid = read_file("/etc/machine-id", "").strip()
+        status = {
+            "addresses": [{"address": self.node_ip, "type": "InternalIP"}, {"address": self.node_name, "type": "Hostname"}],
+            "allocatable": alloc, "capacity": cap, "conditions": conds,
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"architecture": "amd64", "bootID": read_file("/proc/sys/kernel/random/boot_id", "").strip(),
+                         "containerRuntimeVersion": "containerd://" + crv, "kernelVersion": os.uname().release,
+                         "kubeProxyVersion": "v" + FAKE_VERSION, "kubeletVersion": "v" + FAKE_VERSION,
+                         "machineID": mid, "operatingSystem": "linux", "osImage": osr.get("PRETTY_NAME", "Linux"),
+                         "systemUUID": str(uuid_from(mid))},
+        }
+        labels = {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                  "kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux"}
+        for kv in (self.flags.get("node-labels") or "").split(","):
+            if "=" in kv:
+                k, v = kv.split("=", 1)
+                labels[k] = v
+        return labels, status
+
+    def sync_node(self):
+        c = self.client
+        labels, status = self.node_object()
+        if not self.registered:
+            try:
+                c.post(R("nodes").path(), {"metadata": {"name": self.node_name, "labels": labels, "annotations": {
+                    "kubeadm.alpha.kubernetes.io/cri-socket": "unix:///var/run/containerd/containerd.sock",
+                    "node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+                    "spec": {}, "status": status})
+                klog("I", "Successfully registered node", node=self.node_name)
+            except APIError as e:
+                if e.code != 409:
+                    klog("E", "Unable to register node with API server", err=str(e), node=self.node_name)
+                    return
+            self.registered = True
+        try:
+            c.patch(R("nodes").path(None, self.node_name, "status"), {"status": status})
+        except APIError as e:
+            if e.code == 404:
+                self.registered = False
+            klog("E", "Error updating node status, will retry", err=str(e))
+
+    def loop(self):
+        while True:
+            try:
+                self.tick()
+            except (APIError, ConnError) as e:
+                klog("E", "Error syncing", err=str(e))
+            except Exception as e:  # noqa: BLE001 -- a kubelet keeps going
+                klog("E", "unexpected error", err="%s: %s" % (type(e).__name__, e))
+            time.sleep(1)
+
+    def tick(self):
+        if now() - self.driver_checked > 10:
+            # containerd's config may be fixed (and containerd restarted)
+            # while the kubelet runs: look again now and then
+            self.check_cgroup_driver()
+            self.driver_checked = now()
+        c = self.connect()
+        with self.lock:
+            desired = {}
+            for pod in self.static_pods():
+                desired["%s/%s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"], pod["metadata"]["uid"])] = (pod, True)
+            if c is not None:
+                try:
+                    if now() - self.last_status > STATUS_EVERY:
+                        self.sync_node()
+                        self.last_status = now()
+                    lst = c.get(R("pods").path(), {"fieldSelector": "spec.nodeName=" + self.node_name})
+                    for p in lst["items"]:
+                        if "kubernetes.io/config.mirror" in (p["metadata"].get("annotations") or {}):
+                            continue
+                        if p["metadata"].get("deletionTimestamp"):
+                            continue
+                        p.setdefault("apiVersion", "v1")
+                        p.setdefault("kind", "Pod")
+                        desired["%s/%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"], p["metadata"]["uid"])] = (p, False)
+                except ConnError:
+                    # the API is down: keep the API pods we know, drive static pods
+                    for k, v in self.api_pods.items():
+                        desired.setdefault(k, v)
+            self.api_pods = {k: v for k, v in desired.items() if not v[1]}
+            for key0 in list(self.state.get("pods", {})):
+                if key0 not in desired:
+                    self.stop_pod(key0)
+                    self.pod_status_sent.pop(key0, None)
+            for key0, (pod, static) in desired.items():
+                status = self.sync_pod(pod, static)
+                if c is not None:
+                    self.publish(c, pod, static, status, key0)
+            self.save()
+
+    def publish(self, c, pod, static, status, key0):
+        md = pod["metadata"]
+        ns, name = md["namespace"], md["name"]
+        cmp_ = json.dumps({k: v for k, v in status.items() if k != "conditions"}, sort_keys=True) + \
+            json.dumps([(x["type"], x["status"]) for x in status["conditions"]])
+        if self.pod_status_sent.get(key0) == cmp_:
+            return
+        try:
+            if static:
+                mirror = dict(pod)
+                mirror["metadata"] = dict(md, ownerReferences=[{"apiVersion": "v1", "kind": "Node", "name": self.node_name,
+                                                               "controller": True, "uid": ""}])
+                mirror["metadata"].pop("uid", None)
+                mirror["status"] = status
+                try:
+                    c.post(R("pods").path(ns), mirror)
+                except APIError as e:
+                    if e.code != 409:
+                        raise
+                    c.patch(R("pods").path(ns, name, "status"), {"status": status})
+            else:
+                c.patch(R("pods").path(ns, name, "status"), {"status": status})
+            self.pod_status_sent[key0] = cmp_
+        except APIError as e:
+            if e.code != 404:
+                klog("E", "Failed to update status for pod", pod="%s/%s" % (ns, name), err=str(e))
+        except ConnError:
+            pass
+
+
+def uuid_from(s):
+    h = hashlib.sha256(s.encode()).hexdigest()
+    return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:32])
+
+
+R = resource_by_name
+
+
+class Healthz(http.server.BaseHTTPRequestHandler):
+    def log_message(self, fmt, *args):
+        pass
+
+    def do_GET(self):
+        body = b"ok" if self.path.startswith("/healthz") else b"404 page not found\n"
+        self.send_response(200 if body == b"ok" else 404)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def parse_flags(argv):
+    flags = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            k, eq, v = a[2:].partition("=")
+            if not eq:
+                if k in ("version",) or i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+                    v = "true"
+                else:
+                    i += 1
+                    v = argv[i]
+            flags[k] = v
+        i += 1
+    return flags
+
+
+def main():
+    flags = parse_flags(sys.argv[1:])
+    if "version" in flags:
+        print("Kubernetes v" + FAKE_VERSION)
+        return 0
+    kl = Kubelet(flags)
+    kl.load_config()
+    kl.check_swap()
+    kl.check_cgroup_driver()
+    klog("I", "Starting kubelet", version="v" + FAKE_VERSION, node=kl.node_name)
+    try:
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(kl.cfg.get("healthzPort", 10248))), Healthz)
+    except OSError as e:
+        klog("E", "command failed", err="failed to listen on 127.0.0.1:10248: %s" % e)
+        return 1
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    kl.loop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
