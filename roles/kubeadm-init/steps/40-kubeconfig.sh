@@ -1,0 +1,61 @@
+# kubeadm-init 40-kubeconfig: the cluster's admin.conf is root's
+# ~/.kube/config and the login user's (the seed's `cp -i
+# /etc/kubernetes/admin.conf $HOME/.kube/config` and `chown`), mode 0600,
+# and this machine keeps a copy in the cluster's state folder
+# (private/admin.conf, mode 0600) for `provision check` and the add-ons.
+#
+# The login user is the one provision's sudo came from (SUDO_USER).  A
+# kubeconfig that was there before is kept in the backup folder first
+# (pv_write); its other contexts are not merged.
+set -eu
+ADMIN=/etc/kubernetes/admin.conf
+
+homes() { # "user group home" for root and the login user
+	for u in root ${SUDO_USER:-}; do
+		line=$(getent passwd "$u") || continue
+		home=$(printf '%s' "$line" | cut -d : -f 6)
+		group=$(id -gn "$u")
+		echo "$u $group $home"
+	done | sort -u
+}
+
+case ${1:-} in
+check)
+	if [ ! -f "$ADMIN" ]; then
+		echo "$ADMIN is missing (step 30-init)"
+		exit 1
+	fi
+	echo "::fetch $ADMIN admin.conf"
+	rc=0
+	for entry in $(homes | tr ' ' ':'); do
+		u=${entry%%:*}
+		rest=${entry#*:}
+		g=${rest%%:*}
+		home=${rest#*:}
+		f=$home/.kube/config
+		if [ -f "$f" ] && cmp -s "$ADMIN" "$f" && [ "$(stat -c %U:%G:%a "$f")" = "$u:$g:600" ]; then
+			echo "$f: the cluster's admin.conf ($u)"
+		else
+			echo "$f: not the cluster's admin.conf yet ($u)"
+			rc=1
+		fi
+	done
+	exit $rc
+	;;
+apply)
+	for entry in $(homes | tr ' ' ':'); do
+		u=${entry%%:*}
+		rest=${entry#*:}
+		g=${rest%%:*}
+		home=${rest#*:}
+		install -d -m 0700 -o "$u" -g "$g" "$home/.kube"
+		pv_write "$home/.kube/config" 0600 <"$ADMIN"
+		chown "$u:$g" "$home/.kube/config"
+		echo "$home/.kube/config: admin.conf for $u"
+	done
+	;;
+*)
+	echo "usage: $0 check|apply" >&2
+	exit 2
+	;;
+esac

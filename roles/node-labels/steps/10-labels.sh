@@ -1,0 +1,120 @@
+# node-labels 10-labels: every node of this run carries the labels of
+# provision's keys it should (roles/node-labels/role.yaml lists them), and a
+# control plane that is also a worker has no control-plane NoSchedule taint.
+#
+# What each node should carry: the workers handed it (PROVISION_SET_
+# node_labels_NODE = "NODE KEY=VALUE ... KEY-"), the control plane works out
+# its own the same way.  `check` compares with the Node objects
+# (kubectl get node -o jsonpath='{.metadata.labels}', a JSON map), `apply`
+# runs `kubectl label node NODE ... --overwrite` with what differs.
+set -eu
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+KC="kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s"
+TAINT="node-role.kubernetes.io/control-plane"
+
+label_value() {
+	printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-' | tr -s '-' | cut -c 1-63 | sed 's/^[^A-Za-z0-9]*//; s/[^A-Za-z0-9]*$//'
+}
+
+is_worker() {
+	case " $PROVISION_ROLES " in *" worker "*) return 0 ;; esac
+	return 1
+}
+
+own() {
+	set -- "$PROVISION_NODE"
+	if is_worker; then
+		set -- "$@" "node-role.kubernetes.io/worker="
+	fi
+	gpus=${PROVISION_GPUS:-0}
+	set -- "$@" "provision.dev/gpu-count=$gpus"
+	model=
+	if [ "$gpus" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
+		model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1) || model=
+	fi
+	if [ -n "$model" ]; then
+		set -- "$@" "provision.dev/gpu-model=$(label_value "$model")"
+	else
+		set -- "$@" "provision.dev/gpu-model-"
+	fi
+	echo "$@"
+}
+
+# "NODE LABEL..." per node to label.
+desired() {
+	handed=$(env | sed -n 's/^PROVISION_SET_node_labels_[A-Za-z0-9_]*=//p')
+	printf '%s\n' "$handed" | grep . || true
+	printf '%s\n' "$handed" | awk -v n="$PROVISION_NODE" '$1 == n { f = 1 } END { exit !f }' || own
+}
+
+# The changes NODE needs, as kubectl label arguments, from its labels (JSON).
+changes() { # NODE LABELS-JSON LABEL...
+	node=$1
+	cur=$2
+	shift 2
+	for l in "$@"; do
+		case $l in
+		*=*)
+			k=${l%%=*}
+			printf '%s' "$cur" | grep -qF "\"$k\":\"${l#*=}\"" || echo "$l"
+			;;
+		*-)
+			k=${l%-}
+			! printf '%s' "$cur" | grep -qF "\"$k\":" || echo "$l"
+			;;
+		esac
+	done
+}
+
+# "NODE CHANGE..." per node that needs changes; exit 2 when a node is missing.
+plan() {
+	desired | while read -r node labels; do
+		if ! cur=$($KC get node "$node" -o 'jsonpath={.metadata.labels}' 2>&1); then
+			echo "! $node: $cur"
+			continue
+		fi
+		# shellcheck disable=SC2086 # one label a word
+		c=$(changes "$node" "$cur" $labels | paste -sd ' ' -)
+		[ -z "$c" ] || echo "$node $c"
+	done
+}
+
+tainted() {
+	is_worker || return 1
+	$KC get node "$PROVISION_NODE" -o 'jsonpath={.spec.taints[*].key}' | tr ' ' '\n' | grep -qxF "$TAINT"
+}
+
+case ${1:-} in
+check)
+	p=$(plan)
+	if printf '%s\n' "$p" | grep -q '^! '; then
+		printf '%s\n' "$p" | sed -n 's/^! //p'
+		pv_hint "kubectl on $PROVISION_NODE cannot read those Nodes: did they join? (kubectl get nodes)"
+		exit 2
+	fi
+	rc=0
+	if [ -n "$p" ]; then
+		printf '%s\n' "$p" | sed 's/^\([^ ]*\) /\1: /'
+		rc=1
+	fi
+	if tainted; then
+		echo "$PROVISION_NODE is a worker too but has the $TAINT:NoSchedule taint"
+		rc=1
+	fi
+	[ "$rc" = 1 ] || echo "labels in place on $(desired | wc -l) node(s)"
+	exit $rc
+	;;
+apply)
+	plan | while read -r node c; do
+		# shellcheck disable=SC2086 # one change a word
+		$KC label node "$node" $c --overwrite
+	done
+	if tainted; then
+		$KC taint node "$PROVISION_NODE" "$TAINT:NoSchedule-"
+	fi
+	;;
+*)
+	echo "usage: $0 check|apply" >&2
+	exit 2
+	;;
+esac
