@@ -1,0 +1,211 @@
+#!/bin/sh
+# t0400-cluster: `provision up` with every phase on four nspawn testbed nodes
+# (node-1 the control plane, node-2..4 workers) turns them into a
+# Kubernetes cluster, judged by the cluster's and the nodes' real state, read
+# with `testbed.sh exec` on the nodes (kubectl on the control plane, files,
+# services), not from provision's report: every node Ready, a pod CIDR
+# each, Flannel running on each (the CNI config and subnet.env it writes),
+# CoreDNS running, /readyz ok, the kubeadm config as rendered, admin.conf in
+# the state folder (0600) and in root's and the login user's
+# ~/.kube/config, no bootstrap token left, the node labels.  Then: a second
+# up changes nothing; `provision check` passes; no token, certificate key
+# or CA private key is in any file the runs wrote (state folder, outputs,
+# the nodes' kubelet journals and pod logs).
+#
+# The Kubernetes tools are the stand-ins of tests/fakes, installed by the
+# kube-packages role from a signed apt repository on the testbed bridge
+# (tests/fakes/kube-debs/build.sh).  nspawn nodes keep /proc/sys read-only,
+# so the kernel role's sysctl step skips there; the test sets
+# net.ipv4.ip_forward=1 in each node's network namespace from the host, as
+# that step does on a real node (kubeadm's preflight needs it).
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# shellcheck source=tests/fakes/cluster-testbed.sh
+. "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
+
+CASES="up validation state files tokens labels kubeconfig-login-user second-up check no-secrets"
+skip_all_cases() {
+	for c in $CASES; do test_skip "$c" "$1"; done
+	test_done
+	exit $?
+}
+K8S=1.30.4
+cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
+UP="$PROVISION up -i $INV --state $STATE --roles $SRC_ROOT/roles --no-tui"
+
+tb() { "$TESTBED" exec "$TB" "$@"; }
+kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
+
+# The fake API server keeps a copy of every bootstrap token it stores, for
+# the no-secrets case.
+knob node-1 record-tokens
+
+test_case "up: exit 0, every node done, the cluster phases ran on the right nodes" "
+	t0=\$(date +%s)
+	$UP >up1.out 2>&1 || { tail -n 60 up1.out; false; }
+	echo \$((\$(date +%s) - t0)) >up1.seconds
+	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *[0-9]* changed .* 0 failed\" up1.out; done
+	expect_grep '\\[node-1\\] kubeadm-init › 30-init … changed' up1.out
+	expect_grep '\\[node-1\\] kubeadm-init › 50-stable … changed' up1.out
+	expect_grep '\\[node-1\\] flannel › 10-apply … changed' up1.out
+	expect_grep '\\[node-1\\] join-tokens › 20-tokens … changed' up1.out
+	for n in node-2 node-3 node-4; do
+		expect_grep \"\\\\[\$n\\\\] kubeadm-join › 30-join … changed\" up1.out
+		expect_grep \"\\\\[\$n\\\\] kubeadm-join › 40-ready … changed\" up1.out
+	done
+	expect_grep '\\[node-1\\] join-cleanup › 10-tokens … changed' up1.out
+	expect_grep '\\[node-1\\] node-labels › 10-labels … changed' up1.out
+	expect_no_grep '\\[node-1\\] kubeadm-join' up1.out
+	expect_no_grep '\\[node-[234]\\] kubeadm-init' up1.out
+"
+
+test_case "validation at the end of up: every check passes" "
+	expect_grep '^validation: [0-9]* passed, 0 failed' up1.out
+	expect_no_grep ' fail  ' up1.out
+"
+
+test_case "the cluster: every node Ready with its own pod CIDR, Flannel and CoreDNS running, /readyz ok" "
+	kc get nodes -o json >nodes.json
+	python3 - nodes.json <<-'EOF'
+		import json, sys
+		d = json.load(open(sys.argv[1]))
+		assert d['kind'] == 'List' and d['apiVersion'] == 'v1', d['kind']
+		names = sorted(n['metadata']['name'] for n in d['items'])
+		assert names == ['node-1', 'node-2', 'node-3', 'node-4'], names
+		cidrs = set()
+		for n in d['items']:
+		    ready = [c for c in n['status']['conditions'] if c['type'] == 'Ready'][0]
+		    assert ready['status'] == 'True', (n['metadata']['name'], ready)
+		    ip = [a['address'] for a in n['status']['addresses'] if a['type'] == 'InternalIP'][0]
+		    assert ip.startswith('198.18.'), ip
+		    assert n['status']['nodeInfo']['kubeletVersion'] == 'v1.30.4'
+		    assert int(n['status']['allocatable']['pods']) == 110
+		    cidrs.add(n['spec']['podCIDR'])
+		assert len(cidrs) == 4 and all(c.startswith('10.244.') and c.endswith('/24') for c in cidrs), cidrs
+	EOF
+	kc get pods -A -o json >pods.json
+	python3 - pods.json <<-'EOF'
+		import json, sys
+		d = json.load(open(sys.argv[1]))
+		def running(p):
+		    return p['status']['phase'] == 'Running' and all(c['ready'] for c in p['status']['containerStatuses'])
+		fl = {p['spec']['nodeName']: p for p in d['items'] if p['metadata']['namespace'] == 'kube-flannel'}
+		assert sorted(fl) == ['node-1', 'node-2', 'node-3', 'node-4'], sorted(fl)
+		assert all(running(p) for p in fl.values()), [p['status'] for p in fl.values() if not running(p)]
+		dns = [p for p in d['items'] if p['metadata'].get('labels', {}).get('k8s-app') == 'kube-dns']
+		assert len(dns) == 2 and all(running(p) for p in dns), [p['status'] for p in dns]
+		cp = {p['metadata']['name'] for p in d['items'] if p['metadata']['namespace'] == 'kube-system'}
+		for want in ('kube-apiserver-node-1', 'etcd-node-1', 'kube-controller-manager-node-1', 'kube-scheduler-node-1'):
+		    assert want in cp, (want, cp)
+	EOF
+	expect_eq ok \"\$(kc get --raw /readyz)\" '/readyz'
+	for n in $TESTBED_NODES; do
+		expect_eq 'active enabled' \"\$(tb \$n systemctl is-active kubelet) \$(tb \$n systemctl is-enabled kubelet)\" \"\$n: kubelet\"
+		tb \$n cat /etc/cni/net.d/10-flannel.conflist >conflist
+		expect_grep '\"type\": \"flannel\"' conflist
+		tb \$n cat /run/flannel/subnet.env >subnet.env
+		expect_grep '^FLANNEL_NETWORK=10.244.0.0/16\$' subnet.env
+		cidr=\$(kc get node \$n -o 'jsonpath={.spec.podCIDR}')
+		expect_grep \"^FLANNEL_SUBNET=\${cidr%.0/24}.1/24\$\" subnet.env
+		addr=\$(awk -v n=\$n '\$1 == n { print \$2 }' '$TB/nodes.txt')
+		expect_eq \"\$addr\" \"\$(kc get node \$n -o 'jsonpath={.metadata.annotations.flannel\\.alpha\\.coreos\\.com/public-ip}')\" \"\$n: Flannel's interface address\"
+	done
+"
+
+test_case "the control plane's files: rendered kubeadm config, PKI, manifests, kubeconfigs" "
+	tb node-1 cat /etc/kubernetes/provision-kubeadm.yaml >kubeadm.yaml
+	expect_grep '^kubernetesVersion: v1.30.4\$' kubeadm.yaml
+	expect_grep '^  podSubnet: \"10.244.0.0/16\"\$' kubeadm.yaml
+	addr1=\$(awk '\$1 == \"node-1\" { print \$2 }' '$TB/nodes.txt')
+	expect_grep \"^  advertiseAddress: \\\"\$addr1\\\"\$\" kubeadm.yaml
+	expect_grep \"^controlPlaneEndpoint: \\\"\$addr1:6443\\\"\$\" kubeadm.yaml
+	expect_grep '^cgroupDriver: systemd\$' kubeadm.yaml
+	expect_eq 600 \"\$(tb node-1 stat -c %a /etc/kubernetes/provision-kubeadm.yaml)\" 'mode of the kubeadm config'
+	kc -n kube-system get configmap kubeadm-config -o 'jsonpath={.data.ClusterConfiguration}' >cc.yaml
+	expect_grep '^  podSubnet: 10.244.0.0/16\$' cc.yaml
+	expect_grep '^kubernetesVersion: v1.30.4\$' cc.yaml
+	for f in etcd kube-apiserver kube-controller-manager kube-scheduler; do tb node-1 test -s /etc/kubernetes/manifests/\$f.yaml; done
+	tb node-1 openssl verify -CAfile /etc/kubernetes/pki/ca.crt /etc/kubernetes/pki/apiserver.crt >verify
+	expect_grep ': OK\$' verify
+	tb node-1 cat /var/lib/kubelet/config.yaml >kubelet.yaml
+	expect_grep '^cgroupDriver: systemd\$' kubelet.yaml
+	expect_eq '600' \"\$(stat -c %a '$STATE/private/admin.conf')\" 'mode of the fetched admin.conf'
+	tb node-1 cat /etc/kubernetes/admin.conf | cmp - '$STATE/private/admin.conf'
+	tb node-1 cat /root/.kube/config | cmp - '$STATE/private/admin.conf'
+	expect_eq 'root:root:600' \"\$(tb node-1 stat -c %U:%G:%a /root/.kube/config)\" 'owner and mode of ~root/.kube/config'
+	tb node-2 cat /etc/kubernetes/kubelet.conf >kubelet.conf
+	expect_grep '^    client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem' kubelet.conf
+	tb node-2 test ! -e /etc/kubernetes/bootstrap-kubelet.conf
+	tb node-2 sh -c 'ls /run/provision-join.* 2>/dev/null' >left || true
+	expect_eq '' \"\$(cat left)\" 'join configurations left in /run on node-2'
+"
+
+test_case "tokens: kubeadm's own and the per-node join tokens are gone; one was made per worker" "
+	tb node-1 kubeadm token list >tokens
+	expect_eq 1 \"\$(wc -l <tokens | tr -d ' ')\" 'kubeadm token list (header only)'
+	expect_eq 4 \"\$(tb node-1 cat /var/lib/fake-kubernetes/tokens.log | wc -l | tr -d ' ')\" 'tokens stored (kubeadm init + 3 workers)'
+	kc -n kube-system get secrets -o name >secrets
+	expect_no_grep bootstrap-token secrets
+"
+
+test_case "labels: workers are workers, GPU counts from the facts (0 here), no GPU model without GPUs" "
+	for n in node-2 node-3 node-4; do
+		kc get node \$n -o 'jsonpath={.metadata.labels}' >labels
+		expect_grep '\"node-role.kubernetes.io/worker\":\"\"' labels
+		expect_grep '\"provision.dev/gpu-count\":\"0\"' labels
+		expect_no_grep 'provision.dev/gpu-model' labels
+	done
+	kc get node node-1 -o 'jsonpath={.metadata.labels}' >labels
+	expect_grep '\"node-role.kubernetes.io/control-plane\":\"\"' labels
+	expect_grep '\"provision.dev/gpu-count\":\"0\"' labels
+	expect_no_grep 'node-role.kubernetes.io/worker' labels
+	kc get nodes >table
+	expect_grep '^node-2 *Ready *worker ' table
+	expect_grep '^node-1 *Ready *control-plane ' table
+"
+
+test_case "kubeconfig for the login user (admin, through sudo): ~admin/.kube/config, 0600, owned by admin" "
+	set -a; . '$TB/sudo.env'; set +a
+	$PROVISION up -i $INV_ADMIN --state $STATE --roles $SRC_ROOT/roles --phases init --no-tui >up-admin.out 2>&1 ||
+		{ tail -n 30 up-admin.out; false; }
+	expect_grep '\\[node-1\\] kubeadm-init › 40-kubeconfig … changed' up-admin.out
+	expect_eq 'admin:admin:600' \"\$(tb node-1 stat -c %U:%G:%a /home/admin/.kube/config)\" 'owner and mode'
+	tb node-1 cat /home/admin/.kube/config | cmp - '$STATE/private/admin.conf'
+	tb node-1 su - admin -c 'kubectl get nodes -o name' >as-admin
+	expect_grep '^node/node-4\$' as-admin
+"
+
+test_case "a second up changes nothing" "
+	$UP >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *0 changed .* 0 failed\" up2.out; done
+	expect_no_grep ' changed [0-9]' up2.out
+	expect_grep '^validation: [0-9]* passed, 0 failed' up2.out
+"
+
+test_case "provision check passes on its own (exit 0), and says what it checked" "
+	$PROVISION check -i $INV --state $STATE >check.out 2>&1 || { cat check.out; false; }
+	expect_grep 'node-ready' check.out
+	expect_grep 'api-readyz' check.out
+	expect_no_grep ' fail ' check.out
+"
+
+# Every file the runs wrote, and what the nodes logged: no token, no secret
+# part of one, no private key material of the cluster's CAs or the
+# service-account key.
+test_case "no token, certificate key or CA private key in any file the runs wrote or the nodes logged" "
+	collect_node_logs collected
+	secrets_collected secrets.list
+	expect_eq 20 \"\$(grep -c . secrets.list)\" 'secret strings collected (4 tokens x 2, 4 keys x 3 lines)'
+	expect_no_grep 'PRIVATE KEY' secrets.list
+	files_written files
+	expect_grep '^./state/logs/node-1.log\$' files
+	expect_grep '^./state/private/admin.conf\$' files
+	expect_grep '^./up1.out\$' files
+	expect_grep '^./collected/node-2.kubelet.journal\$' files
+	found=\$(cd '$TEST_DIR' && tr '\\n' '\\0' <'$TEST_DIR/files' | xargs -0 grep -l -F -f '$TEST_DIR/secrets.list' || true)
+	expect_eq '' \"\$found\" 'files holding a secret'
+"
+
+echo "# 4-node up (every phase, fresh nodes): $(cat "$TEST_DIR/up1.seconds" 2>/dev/null || echo '?') s"
+test_done

@@ -1,0 +1,148 @@
+#!/bin/sh
+# t0401-fakes: the Kubernetes stand-ins of tests/fakes on their own, without
+# nodes (no root): the packages build and every fake compiles and answers its
+# version like the real tool; the parts every fake shares behave as the
+# formats they copy demand (the YAML of manifests and kubeconfigs, kubectl's
+# JSONPath, label selectors, bootstrap-token JWS, the CA pin that kubeadm
+# prints equals the one the join-tokens role computes with openssl).
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+test_need_cmd python3 openssl
+
+FAKES=$SRC_ROOT/tests/fakes/kube
+
+# fake TOOL ARGS...: run the fake TOOL of Kubernetes 1.30.4 as build.sh packs it.
+fake() {
+	t=$1
+	shift
+	{
+		echo 'FAKE_VERSION = "1.30.4"'
+		cat "$FAKES/fakekube.py" "$FAKES/$t.py"
+	} >"$TEST_DIR/$t"
+	python3 "$TEST_DIR/$t" "$@"
+}
+
+# pyfake TOOL: python code on stdin, with the fake's functions loaded.
+pyfake() {
+	{
+		echo 'FAKE_VERSION = "1.30.4"'
+		cat "$FAKES/fakekube.py"
+		sed 's/^if __name__ == "__main__":$/if False:/' "$FAKES/$1.py"
+		cat
+	} >"$TEST_DIR/py-$1.py"
+	python3 "$TEST_DIR/py-$1.py"
+}
+
+if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2>&1 && command -v gpg >/dev/null 2>&1; then
+	test_case "the packages build: kubeadm, kubelet, kubectl, cri-tools, kubernetes-cni as on pkgs.k8s.io, and helm" "
+		'$SRC_ROOT/tests/fakes/kube-debs/build.sh' kd 1.30.4 >build.out 2>&1 || { cat build.out; false; }
+		r='kd/repo/core:/stable:/v1.30/deb'
+		for p in kubeadm_1.30.4-1.1 kubelet_1.30.4-1.1 kubectl_1.30.4-1.1 cri-tools_1.30.1-1.1 kubernetes-cni_1.4.0-1.1; do
+			test -f \"\$r/\${p}_\$(dpkg --print-architecture).deb\"
+		done
+		dpkg-deb -c \"\$r/kubeadm_1.30.4-1.1_\$(dpkg --print-architecture).deb\" >kubeadm.list
+		expect_grep ' ./usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf\$' kubeadm.list
+		dpkg-deb -f \"\$r/kubeadm_1.30.4-1.1_\$(dpkg --print-architecture).deb\" Depends >deps
+		expect_grep '^cri-tools (>= 1.30.0), ' deps
+		dpkg-deb -c \"\$r/kubelet_1.30.4-1.1_\$(dpkg --print-architecture).deb\" >kubelet.list
+		expect_grep ' ./usr/lib/systemd/system/kubelet.service\$' kubelet.list
+		expect_grep ' ./etc/default/kubelet\$' kubelet.list
+		expect_grep ' ./usr/lib/fake-kubernetes/images/kube-apiserver\$' kubelet.list
+		gpg --batch --homedir kd/gnupg --verify \"\$r/Release.gpg\" \"\$r/Release\" 2>gpg.out || { cat gpg.out; false; }
+		gpgconf --homedir kd/gnupg --kill gpg-agent 2>/dev/null || true
+		grep -q 'BEGIN PGP SIGNED MESSAGE' \"\$r/InRelease\"
+		test -f kd/helm/helm_3.15.4-1_\$(dpkg --print-architecture).deb
+	"
+else
+	test_skip "the packages build" "needs dpkg-deb, apt-ftparchive and gpg"
+fi
+
+test_case "versions in the real tools' shapes" "
+	expect_eq v1.30.4 \"\$(fake kubeadm version -o short)\" 'kubeadm version -o short'
+	fake kubeadm version >v
+	expect_grep '^kubeadm version: &version.Info{Major:\"1\", Minor:\"30\", GitVersion:\"v1.30.4\", ' v
+	expect_eq 'Client Version: v1.30.4
+Kustomize Version: v5.0.4-0.20230601165947-6ce0bf390ce3' \"\$(fake kubectl version --client)\" 'kubectl version --client'
+	expect_eq 'Kubernetes v1.30.4' \"\$(fake kubelet --version)\" 'kubelet --version'
+	fake helm version >hv
+	expect_grep '^version.BuildInfo{Version:\"v3.15.4\", GitCommit:\"[0-9a-f]\\{40\\}\", GitTreeState:\"clean\", GoVersion:\"go1.22.6\"}\$' hv
+	fake kubeadm token generate >tok
+	expect_grep '^[a-z0-9]\\{6\\}\\.[a-z0-9]\\{16\\}\$' tok
+"
+
+test_case "kubectl without a kubeconfig: the localhost:8080 message and exit 1" "
+	export HOME=\$PWD KUBECONFIG=
+	expect_status 1 fake kubectl get nodes >o 2>&1
+	expect_eq 'The connection to the server localhost:8080 was refused - did you specify the right host or port?' \"\$(cat o)\" 'message'
+"
+
+test_case "the YAML subset: manifests, block scalars, flow collections, quoting round-trip" "
+	pyfake kubectl <<-'EOF'
+		docs = yaml_load_all('''
+		# c
+		apiVersion: v1
+		kind: ConfigMap
+		data:
+		  a.json: |
+		    {
+		      \"x\": 1
+		    }
+		  b: |-
+		    no newline
+		  c: >
+		    folded
+		    text
+		list: [a, \"b c\", 'it''s', {k: v}]
+		n: 3
+		t: true
+		s: \"true\"
+		e:
+		---
+		- x: 1
+		  y: [2]
+		- - nested
+		''')
+		assert docs[0]['data']['a.json'] == '{\\n  \"x\": 1\\n}\\n', repr(docs[0]['data']['a.json'])
+		assert docs[0]['data']['b'] == 'no newline'
+		assert docs[0]['data']['c'] == 'folded text\\n'
+		assert docs[0]['list'] == ['a', 'b c', \"it's\", {'k': 'v'}]
+		assert docs[0]['n'] == 3 and docs[0]['t'] is True and docs[0]['s'] == 'true' and docs[0]['e'] is None
+		assert docs[1] == [{'x': 1, 'y': [2]}, ['nested']], docs[1]
+		for d in docs:
+		    assert yaml_load(yaml_dump(d)) == d, yaml_dump(d)
+		assert yaml_dump({'a': '--iface=\$(NODE_IP)', 'b': 'yes', 'c': '1.5', 'd': ''}) == \"a: --iface=\$(NODE_IP)\\nb: \\\"yes\\\"\\nc: '1.5'\\nd: ''\\n\", yaml_dump({'a': '--iface=\$(NODE_IP)', 'b': 'yes', 'c': '1.5', 'd': ''})
+	EOF
+"
+
+test_case "kubectl JSONPath: fields, escaped dots, [*], filters, range, literals; maps print as JSON" "
+	pyfake kubectl <<-'EOF'
+		o = {'items': [{'metadata': {'name': 'n1', 'labels': {'kubernetes.io/hostname': 'n1', 'a': ''}},
+		                'status': {'conditions': [{'type': 'Ready', 'status': 'True'}, {'type': 'X', 'status': 'False'}]}},
+		               {'metadata': {'name': 'n2', 'labels': {}}, 'status': {}}]}
+		assert jsonpath('{.items[*].metadata.name}', o) == 'n1 n2'
+		assert jsonpath('{.items[0].metadata.labels.kubernetes\\\\.io/hostname}', o) == 'n1'
+		assert jsonpath('{.items[0].metadata.labels}', o) == '{\"a\":\"\",\"kubernetes.io/hostname\":\"n1\"}'
+		assert jsonpath('{.items[0].status.conditions[?(@.type==\"Ready\")].status}', o) == 'True'
+		assert jsonpath('{range .items[*]}{.metadata.name}{\"|\"}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\\\n\"}{end}', o) == 'n1|True\\nn2|\\n'
+		assert jsonpath('{.missing.field}', o) == ''
+	EOF
+"
+
+test_case "label selectors; bootstrap-token JWS; the CA pin equals the openssl pipeline of roles/join-tokens" "
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -subj /CN=kubernetes -days 1 2>/dev/null
+	want=\$(openssl x509 -pubkey -noout -in ca.crt | openssl pkey -pubin -outform der | sha256sum | cut -d ' ' -f 1)
+	echo \"\$want\" >want
+	pyfake kubeadm <<-'EOF'
+		s = parse_selector('app=flannel,tier!=x,k8s-app in (kube-dns,y),present,!absent')
+		assert selector_matches(s, {'app': 'flannel', 'k8s-app': 'kube-dns', 'present': ''})
+		assert not selector_matches(s, {'app': 'flannel', 'k8s-app': 'kube-dns', 'present': '', 'absent': '1'})
+		jws = jws_detached('kubeconfig text', 'abcdef', '0123456789abcdef')
+		assert jws.count('.') == 2 and jws.split('.')[1] == '', jws
+		assert jws_valid(jws, 'kubeconfig text', 'abcdef', '0123456789abcdef')
+		assert not jws_valid(jws, 'kubeconfig text', 'abcdef', '0123456789abcdeX')
+		assert spki_sha256(open('ca.crt').read()) == open('want').read().strip()
+		assert parse_duration('15m') == 900 and format_duration(900) == '15m0s' and parse_duration('1h30m') == 5400
+	EOF
+"
+
+test_done
