@@ -161,19 +161,20 @@ sshd_stop() {
 	d=$(sshd_dir "$1")
 	[ -f "$d/pid" ] || return 0
 	pid=$(cat "$d/pid")
-	kill -CONT "$pid" 2>/dev/null
+	# Each kill may find the process gone already: not an error (set -e).
+	kill -CONT "$pid" 2>/dev/null || :
 	sessions=$(sshd_session_pids "$1")
-	kill "$pid" 2>/dev/null
+	kill "$pid" 2>/dev/null || :
 	for p in $sessions; do
-		kill -9 "$p" 2>/dev/null
+		kill -9 "$p" 2>/dev/null || :
 	done
 	waited=0
 	while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 50 ]; do
 		sleep 0.1
 		waited=$((waited + 1))
 	done
-	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	kill -9 "$pid" 2>/dev/null || :
+	wait "$pid" 2>/dev/null || :
 	rm -f "$d/pid"
 	return 0
 }

@@ -7,12 +7,15 @@
 # Helpers: test_need_root, test_need_cmd CMD (skip the whole script when
 # missing), and $PROVISION (the binary under test), $TEST_DIR (this script's
 # scratch directory, removed at exit unless PROVISION_TEST_KEEP=1).
+# PROVISION_TEST_TRACE=1 traces every command of the bodies (set -x) into
+# the failure output.
 
 TESTS_ROOT=$(cd "$(dirname "$0")" && pwd)
 SRC_ROOT=$(cd "$TESTS_ROOT/.." && pwd)
 PROVISION=${PROVISION:-$SRC_ROOT/build/provision}
 test_name=$(basename "$0" .sh)
-TEST_DIR=${PROVISION_TEST_WORK:-$SRC_ROOT/tests/.work}/$test_name
+# One folder per run (the pid), so that two runs of one script never share it.
+TEST_DIR=${PROVISION_TEST_WORK:-$SRC_ROOT/tests/.work}/$test_name.$$
 rm -rf "$TEST_DIR"
 mkdir -p "$TEST_DIR"
 test_count=0
@@ -45,6 +48,7 @@ test_case() {
 	(
 		cd "$TEST_DIR" || exit 1
 		set -e
+		[ "${PROVISION_TEST_TRACE:-0}" = 1 ] && set -x
 		eval "$body"
 	) >"$out" 2>&1
 	if [ $? = 0 ]; then

@@ -368,7 +368,7 @@ for mode in agent channel; do
 		expect_grep '^out [0-9]* $TEST_DIR/fakebin:' out
 		expect_grep '^out [0-9]* 0\$' out
 		expect_grep 'put sent' out
-		expect_grep 'mode=$mode is_root=1' out
+		expect_grep 'mode=$mode .*is_root=1' out
 		expect_grep '^-n /bin/sh -c ' sudo.argv
 		cmp sfile sudo-dst-$mode
 		expect_eq 604 \"\$(stat -c %a sudo-dst-$mode)\" mode
