@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "http.h"
 #include "protocol.h"
 #include "template.h"
 #include "util.h"
@@ -1111,6 +1112,45 @@ static void post_checks(struct run *run, size_t from, size_t cluster_row)
 	}
 }
 
+/*
+ * /readyz: from this machine over HTTPS with the cluster's admin client
+ * certificate (STATE/private/admin.conf, fetched by kubeadm-init), as the
+ * admin's kubectl would see it; without that file, what `kubectl get --raw
+ * /readyz` on the control plane said.
+ */
+static void readyz_check(struct run *run, const struct kube_query *on_node)
+{
+	const char *state = run->o->state_dir;
+	char *kc = state ? xasprintf("%s/private/admin.conf", state) : NULL;
+	struct http_tls tls = {0};
+	struct strbuf body = STRBUF_INIT;
+	struct error err = {0};
+	char *server = NULL;
+
+	if (kc && access(kc, R_OK) == 0 &&
+	    http_tls_from_kubeconfig(kc, &server, &tls, &err) == 0) {
+		char *url = xasprintf("%s/readyz", server);
+		struct http_get g = {.url = url, .tls = &tls, .timeout_ms = 10000};
+		long status = 0;
+		if (http_get(&g, &status, &body, &err) < 0)
+			/* This machine cannot reach the API: the node's own view. */
+			validate_readyz(&run->res->validation, on_node->status == 0,
+					on_node->out.buf);
+		else if (status != 200)
+			validate_readyz(&run->res->validation, true,
+					body.len ? body.buf : "not ok");
+		else
+			validate_readyz(&run->res->validation, true, body.buf);
+		free(url);
+	} else {
+		validate_readyz(&run->res->validation, on_node->status == 0, on_node->out.buf);
+	}
+	http_tls_release(&tls);
+	strbuf_release(&body);
+	free(server);
+	free(kc);
+}
+
 static void run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions)
 {
 	const struct plan_opts *o = run->o;
@@ -1190,7 +1230,7 @@ static void run_validation(struct run *run, struct runner_opts *ro, struct trans
 					       "kubectl get pods answers",
 					       q[2].status ? "kubectl failed" : err.msg,
 					       "run 'kubectl get pods -A' on the control plane");
-			validate_readyz(&res->validation, q[3].status == 0, q[3].out.buf);
+			readyz_check(run, &q[3]);
 		}
 	}
 	for (i = 0; q[i].what; i++)
