@@ -12,6 +12,7 @@
 #include "../plan.h"
 #include "../role.h"
 #include "../secrets.h"
+#include "../state.h"
 #include "../transport.h"
 #include "../tui/tui.h"
 #include "../util.h"
@@ -500,6 +501,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
 	unsigned phases = a->check ? 0 : plan_all_phases();
 	unsigned *node_phases = NULL;
+	int64_t *eta_hist = NULL;
 	bool have_roles = false;
 	size_t nr = 0;
 	int ret;
@@ -589,6 +591,11 @@ int cli_plan_run(const struct cli_plan_args *a)
 		};
 		/* ---- TUI (tui/tui.h): on a terminal, for text output, unless --no-tui ---- */
 		if (!a->no_tui && !view.json && isatty(STDOUT_FILENO)) {
+			size_t k;
+			/* Each node's time in earlier runs: the TUI's ETA (state.c). */
+			eta_hist = xcalloc(nr ? nr : 1, sizeof(*eta_hist));
+			for (k = 0; k < nr; k++)
+				eta_hist[k] = cr.eta ? state_eta_node_ms(cr.eta, nodes[k]->name) : -1;
 			struct tui_config tc = {
 				.kind = TUI_RUN,
 				.command = a->cmd_name,
@@ -600,6 +607,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 				.checks_first = a->check,
 				.nodes = nodes,
 				.nr = nr,
+				.eta_hist_ms = eta_hist,
 			};
 			/* NULL when the terminal cannot be used: the plain lines then. */
 			tui = tui_start(&tc, NULL);
@@ -653,6 +661,7 @@ out:
 	cli_free_secret(password);
 	cli_free_secret(passphrase);
 	free(node_phases);
+	free(eta_hist);
 	secrets_free(secrets);
 	free(state_dir);
 	free(nodes);

@@ -353,6 +353,7 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 		n->node = nodes[i];
 		n->cur_col = -1;
 		n->fail_col = -1;
+		n->eta_hist_ms = -1;
 		tui_log_init(&n->log, LOG_MAX_LINES, LOG_MAX_BYTES);
 		strbuf_init(&n->facts_text, 0);
 		n->facts_text.max = FACTS_MAX;
@@ -920,13 +921,26 @@ uint64_t tui_model_mean_step(const struct tui_model *m)
 	return m->step_count ? m->step_ms_sum / m->step_count : 0;
 }
 
+void tui_model_set_history(struct tui_model *m, size_t i, int64_t ms)
+{
+	if (i < m->nr)
+		m->nodes[i].eta_hist_ms = ms;
+}
+
 bool tui_model_eta(const struct tui_model *m, size_t i, uint64_t now, uint64_t *eta_ms)
 {
 	const struct tui_node *n = &m->nodes[i];
 	uint64_t mean = tui_model_mean_step(m), left, eta, ran = 0;
 
 	*eta_ms = 0;
-	if (tui_node_finished(n) || !m->step_count)
+	if (tui_node_finished(n))
+		return false;
+	if (n->eta_hist_ms >= 0 && n->started_ms) {
+		uint64_t spent = now > n->started_ms ? now - n->started_ms : 0;
+		*eta_ms = (uint64_t)n->eta_hist_ms > spent ? (uint64_t)n->eta_hist_ms - spent : 0;
+		return true;
+	}
+	if (!m->step_count)
 		return false;
 	left = n->steps_total > n->steps_done ? n->steps_total - n->steps_done : 0;
 	eta = left * mean;

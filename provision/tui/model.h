@@ -98,6 +98,7 @@ struct tui_node {
 	bool in_step;			      /* between a step's start and end */
 	uint64_t started_ms, ended_ms;
 	unsigned steps_total, steps_done;
+	int64_t eta_hist_ms; /* what the node took in earlier runs (state.c); -1: unknown */
 	struct tui_log log;
 	struct strbuf facts_text; /* the facts step's output, until parsed */
 	struct facts facts;
@@ -166,7 +167,14 @@ uint64_t tui_model_mean_step(const struct tui_model *m);
  * step has already run.  False when it cannot be told yet (no step has
  * finished) or the node is finished.
  */
+/*
+ * The node's time left: from earlier runs when they are known (the
+ * median time the node took, minus what it has run so far), else steps left
+ * times the mean step time of this run.
+ */
 bool tui_model_eta(const struct tui_model *m, size_t i, uint64_t now, uint64_t *eta_ms);
+/* Give node i the duration earlier runs measured (-1: none). */
+void tui_model_set_history(struct tui_model *m, size_t i, int64_t ms);
 /*
  * The slowest node: among unfinished nodes the one with the most time left;
  * when all are finished, the one that took longest.  Returns its index and

@@ -1075,6 +1075,11 @@ struct tui *tui_start(const struct tui_config *cfg, struct error *err)
 	t->utf8 = crt_utf8();
 	tui_model_init(&t->m, cfg->inv, cfg->roles, cfg->phases, cfg->check_only, cfg->validate,
 		       cfg->nodes, cfg->nr, now_ms());
+	if (cfg->eta_hist_ms) {
+		size_t k;
+		for (k = 0; k < cfg->nr; k++)
+			tui_model_set_history(&t->m, k, cfg->eta_hist_ms[k]);
+	}
 	if (cfg->kind == TUI_STATUS)
 		tui_checks_status_columns(&t->m.checks);
 	t->screen = cfg->kind == TUI_STATUS || cfg->checks_first ? SCREEN_CHECKS : SCREEN_GRID;
