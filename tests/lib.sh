@@ -51,6 +51,7 @@ test_case() {
 		[ "${PROVISION_TEST_TRACE:-0}" = 1 ] && set -x
 		eval "$body"
 	) >"$out" 2>&1
+	# shellcheck disable=SC2181 # `if (...)` or `(...) || ...` would disable set -e inside
 	if [ $? = 0 ]; then
 		echo "ok $test_count - $desc"
 		[ "$test_verbose" = 1 ] && sed 's/^/#   /' "$out"
