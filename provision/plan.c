@@ -1320,6 +1320,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 
 	oo.ops = ops;
 	run.o = &oo;
+	run.seen_running = xcalloc(o->nr ? o->nr : 1, sizeof(bool));
 	memset(res, 0, sizeof(*res));
 	res->nr = o->nr;
 	res->nodes = xcalloc(o->nr ? o->nr : 1, sizeof(*res->nodes));
@@ -1385,7 +1386,6 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		run.barriers = xcalloc(rs->nr ? rs->nr : 1, sizeof(*run.barriers));
 		run.applies = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		run.role_done = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
-		run.seen_running = xcalloc(o->nr ? o->nr : 1, sizeof(bool));
 		run.sets = xcalloc(o->nr ? o->nr : 1, sizeof(*run.sets));
 		for (i = 0; i < o->nr; i++) {
 			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
@@ -1446,6 +1446,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			synth_state(&run, i, res->interrupted ? NODE_CANCELLED : NODE_DONE,
 				    res->interrupted ? "the run was interrupted" : NULL);
 	if (o->validate && !res->interrupted) {
+		/* Nodes already have their final state: the next passes must not change it. */
+		run.pass2 = true;
 		/* Fresh facts after the changes (the run's first ones are stale now). */
 		if (o->phases) {
 			n2 = 0;
