@@ -2,6 +2,7 @@
 #
 #   make                  build build/provision
 #   make check            build and run every test; ends with "N passed, N failed, N skipped"
+#   make vm-check         only the VM tier: QEMU VMs as nodes (root; tests/vm/README.md)
 #   make install          PREFIX=/usr/local DESTDIR= (binary, roles, man page, completion)
 #   make deps             install the Debian packages needed to build and test (as root)
 #   make style | lint | clean
@@ -124,6 +125,10 @@ demo: $(B)/provision
 	$(B)/provision inventory -i inventory/lab-b.yaml
 	sh tests/demo.sh
 
+# The VM tier alone (tests/vm: QEMU VMs, root; make check runs it too).
+vm-check: $(B)/provision
+	$(Q)sh tests/vm/check.sh
+
 # Only the fast tier (no network namespaces, no root needed).
 check-unit: tests
 	$(Q)PROVISION_TEST_TIERS=unit sh tests/run.sh
@@ -141,7 +146,7 @@ install: $(B)/provision
 DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4-openssl-dev \
 	libgit2-dev libncurses-dev libjansson-dev libcmocka-dev openssh-server openssh-client \
 	iproute2 systemd-container debootstrap jq tmux shellcheck cppcheck clang-format \
-	valgrind libclang-rt-14-dev pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev
+	valgrind libclang-rt-14-dev pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev qemu-system-x86 qemu-utils fdisk
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q '^install ok installed' || echo $$p; done); \
@@ -166,5 +171,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all demo fuzz check check-unit tests install deps style lint clean
+.PHONY: all demo fuzz check check-unit vm-check tests install deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,187 @@
+#!/bin/sh
+# t0910-vm-prep-reboot: VM tier, scenario 1 (issue 9).  `provision up
+# --phases prep` on 2 QEMU VMs that start with a swap partition and a swap
+# file active and in /etc/fstab; then both VMs reboot (same overlays).
+# Judged by each VM's real state over ssh after the boot, not by
+# provision's report: no swap active, the fstab swap lines kept commented
+# and the original in provision's backup, overlay and br_netfilter loaded as
+# real modules by systemd-modules-load, the sysctls in force, containerd
+# active with SystemdCgroup = true, and `ctr run` starting a container
+# through runc with the systemd cgroup driver.
+# Test bodies are single-quoted: lib.sh evaluates them.
+# shellcheck disable=SC2016,SC2031,SC2034
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=vm/lib-vm.sh
+. "$SRC_ROOT/tests/vm/lib-vm.sh"
+
+vm_require
+vm_up --nodes 2
+NODES="vm-1 vm-2"
+SWAP_UUID=$(. "$SRC_ROOT/tests/vm/image-recipe.sh" && echo "$IMAGE_SWAP_UUID")
+PREFIX='# swap off for Kubernetes (provision swap-off): '
+
+# swap_total NODE: SwapTotal of the node's /proc/meminfo, in kB.
+swap_total() {
+	on "$1" "cat /proc/meminfo" | awk '/^SwapTotal:/ { print $2 }'
+}
+
+test_case "VMs: each its own machine-id, SMBIOS UUID, host key (strict known_hosts) and address; they reach each other" '
+	for n in $NODES; do
+		on $n "cat /etc/machine-id /sys/class/dmi/id/product_uuid; hostname; ip -4 -o addr show dev eth0" >id.$n
+		expect_eq "$(awk -v n=$n "\$1 == n { print \$2 }" "$VM/nodes.txt")" "$(sed -n "s/.* inet \([0-9.]*\)\/24 .*/\1/p" id.$n)" "$n: address"
+		expect_eq $n "$(sed -n 3p id.$n)" "$n: hostname"
+	done
+	test "$(sed -n 1p id.vm-1)" != "$(sed -n 1p id.vm-2)"
+	test "$(sed -n 2p id.vm-1)" != "$(sed -n 2p id.vm-2)"
+	test "$(awk "{ print \$3 }" "$VM/known_hosts" | sort -u | wc -l)" = 2
+	on vm-1 "ping -c 1 -W 5 vm-2" >ping
+	expect_grep "1 received" ping
+'
+
+test_case "before: swap partition and swap file active and in fstab; no br_netfilter; ip_forward 0" '
+	for n in $NODES; do
+		on $n "swapon --show=NAME,TYPE --noheadings" >swaps.$n
+		expect_grep "^/dev/vda2  *partition" swaps.$n
+		expect_grep "^/swapfile  *file" swaps.$n
+		on $n "cat /etc/fstab" >fstab.$n
+		expect_grep "^UUID=$SWAP_UUID none swap sw 0 0\$" fstab.$n
+		expect_grep "^/swapfile none swap sw 0 0\$" fstab.$n
+		on $n lsmod >lsmod0.$n
+		expect_no_grep "^br_netfilter " lsmod0.$n
+		expect_eq 0 "$(on $n "cat /proc/sys/net/ipv4/ip_forward")" "$n: ip_forward before"
+	done
+'
+cp "$TEST_DIR/fstab.vm-1" "$TEST_DIR/orig-fstab" 2>/dev/null || true
+
+t=$(date +%s)
+test_case "up --phases prep: exit 0, both nodes done, nothing failed" '
+	pv_json up.json up --phases prep || { cat up.json; false; }
+	for n in $NODES; do
+		expect_eq done "$(jq -r "select(.event == \"node\" and .node == \"$n\") | .state" up.json | tail -n 1)" "$n: final state"
+		expect_eq 0 "$(jq -r "select(.event == \"step_end\" and .node == \"$n\" and .result == \"failed\")" up.json | wc -l | tr -d " ")" "$n: failed steps"
+	done
+	jq -r "select(.event == \"step_end\" and .phase == \"prep\") | \"\(.node) \(.role) \(.step) \(.result) \(.duration_ms)\"" up.json >steps
+	expect_grep "^vm-1 swap-off 10-swapoff changed" steps
+	expect_grep "^vm-2 swap-off 20-fstab changed" steps
+	expect_grep "^vm-2 containerd 20-service changed" steps
+	note step steps
+'
+vm_time "up --phases prep" "$t"
+
+t=$(date +%s)
+test_case "reboot both VMs on the same overlays (new boot id, same machine-id)" '
+	for n in $NODES; do on $n "cat /proc/sys/kernel/random/boot_id /etc/machine-id" >before.$n; done
+	vm reboot "$VM" $NODES
+	for n in $NODES; do
+		on $n "cat /proc/sys/kernel/random/boot_id /etc/machine-id" >after.$n
+		test "$(sed -n 1p before.$n)" != "$(sed -n 1p after.$n)"
+		expect_eq "$(sed -n 2p before.$n)" "$(sed -n 2p after.$n)" "$n: machine-id"
+	done
+'
+vm_time "reboot" "$t"
+
+test_case "after boot: no swap active (partition and file)" '
+	for n in $NODES; do
+		expect_eq "" "$(on $n "swapon --show --noheadings")" "$n: active swap"
+		expect_eq 1 "$(on $n "wc -l </proc/swaps")" "$n: /proc/swaps lines"
+		expect_eq 0 "$(swap_total $n)" "$n: SwapTotal (kB)"
+	done
+'
+
+test_case "after boot: fstab has the original swap lines commented, the rest unchanged; the original in the backup" '
+	sed -e "s|^UUID=$SWAP_UUID none swap|$PREFIX&|" -e "s|^/swapfile none swap|$PREFIX&|" "$TEST_DIR/orig-fstab" >want
+	for n in $NODES; do
+		on $n "cat /etc/fstab" >now.$n
+		diff -u want now.$n
+		on $n "cat /var/lib/provision/backup/etc/fstab" >backup.$n
+		diff -u "$TEST_DIR/orig-fstab" backup.$n
+		expect_eq "masked" "$(on $n "systemctl is-enabled swap.target" || true)" "$n: swap.target"
+	done
+'
+
+test_case "after boot: overlay and br_netfilter are loaded modules, inserted by systemd-modules-load" '
+	for n in $NODES; do
+		on $n "lsmod" >lsmod.$n
+		expect_grep "^overlay " lsmod.$n
+		expect_grep "^br_netfilter " lsmod.$n
+		# Loadable modules (not built in) have an initstate.
+		expect_eq "live live" "$(on $n "cat /sys/module/overlay/initstate /sys/module/br_netfilter/initstate" | paste -sd " ")" "$n: initstate"
+		# By syslog identifier: before journald runs, the messages go
+		# through the kernel log and lose their unit.
+		on $n "journalctl -b -t systemd-modules-load --no-pager" >ml.$n
+		expect_grep "Inserted module .br_netfilter." ml.$n
+		expect_grep "Inserted module .overlay." ml.$n
+	done
+'
+
+test_case "after boot: the sysctls hold (applied by systemd-sysctl from provision s file)" '
+	for n in $NODES; do
+		expect_eq "1 1 1" "$(on $n "cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/bridge/bridge-nf-call-iptables /proc/sys/net/bridge/bridge-nf-call-ip6tables" | paste -sd " ")" "$n: sysctls"
+		on $n "cat /etc/sysctl.d/99-provision-k8s.conf" >sysctl.$n
+		expect_grep "^net.ipv4.ip_forward = 1\$" sysctl.$n
+	done
+'
+
+test_case "after boot: containerd active, its config and merged config say SystemdCgroup = true" '
+	for n in $NODES; do
+		expect_eq "active enabled" "$(on $n "systemctl is-active containerd; systemctl is-enabled containerd" | paste -sd " ")" "$n: containerd"
+		on $n "cat /etc/containerd/config.toml" >cfg.$n
+		expect_grep "^    SystemdCgroup = true\$" cfg.$n
+		on $n "containerd config dump" >dump.$n
+		expect_grep "SystemdCgroup = true" dump.$n
+		expect_grep "runtime_type = \"io.containerd.runc.v2\"" dump.$n
+	done
+'
+
+t=$(date +%s)
+# ctr_check NODE: a container from a one-binary rootfs (the VM's static
+# busybox; no registry), started by containerd through runc with the systemd
+# cgroup driver: it must run in its own systemd scope.  Prints evidence.
+ctr_check() {
+	on "$1" '
+		set -e
+		r=/var/tmp/pvtest-rootfs
+		rm -rf $r
+		mkdir -p $r/bin $r/proc $r/sys $r/dev $r/tmp
+		cp /bin/busybox $r/bin/busybox
+		ln -s busybox $r/bin/sh
+		ctr -n pvtest task kill -s SIGKILL c1 2>/dev/null || true
+		ctr -n pvtest task rm -f c1 2>/dev/null || true
+		ctr -n pvtest container rm c1 2>/dev/null || true
+		ctr -n pvtest run -d --runc-systemd-cgroup --cgroup system.slice:pvtest:c1 --rootfs $r c1 /bin/busybox sleep 600
+		pid=$(ctr -n pvtest task ls | awk "\$1 == \"c1\" { print \$2 }")
+		echo "task: $(ctr -n pvtest task ls | awk "\$1 == \"c1\" { print \$3 }")"
+		echo "cgroup: $(cat /proc/$pid/cgroup)"
+		echo "scope: $(systemctl show -p ActiveState --value pvtest-c1.scope)"
+		ppid=$(ps -o ppid= -p "$pid" | tr -d " ")
+		echo "parent: $(ps -o comm= -p "$ppid")"
+		echo "runtime: $(ctr -n pvtest container info c1 | sed -n "s/.*\"Name\": \"\(io.containerd.runc[^\"]*\)\".*/\1/p" | head -n 1)"
+		echo "exec: $(ctr -n pvtest task exec --exec-id e1 c1 /bin/busybox echo hello-from-runc)"
+		ctr -n pvtest task kill -s SIGKILL c1
+		i=0
+		while [ "$(ctr -n pvtest task ls | awk "\$1 == \"c1\" { print \$3 }")" = RUNNING ] && [ $i -lt 50 ]; do
+			sleep 0.2
+			i=$((i + 1))
+		done
+		ctr -n pvtest task rm -f c1 >/dev/null
+		ctr -n pvtest container rm c1
+		echo "after: $(systemctl show -p ActiveState --value pvtest-c1.scope)"
+	'
+}
+test_case "after boot: ctr run starts a container through runc with the systemd cgroup driver" '
+	for n in $NODES; do
+		ctr_check $n >ctr.$n
+		note "$n" ctr.$n
+		expect_grep "^task: RUNNING\$" ctr.$n
+		expect_grep "^cgroup: 0::/system.slice/pvtest-c1.scope\$" ctr.$n
+		expect_grep "^scope: active\$" ctr.$n
+		expect_grep "^parent: containerd-shim\$" ctr.$n
+		expect_grep "^runtime: io.containerd.runc.v2\$" ctr.$n
+		expect_grep "^exec: hello-from-runc\$" ctr.$n
+		expect_grep "^after: inactive\$" ctr.$n
+	done
+'
+vm_time "assertions after boot" "$t"
+
+test_done
