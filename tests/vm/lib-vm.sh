@@ -65,9 +65,9 @@ vm_require() {
 
 vm_up() {
 	VM=$TEST_DIR/vm
-	test_at_exit "'$VMSH' down '$VM'"
+	test_at_exit "bash '$VMSH' down '$VM'"
 	vm_t0=$(date +%s)
-	if ! "$VMSH" up "$VM" "$@" >"$TEST_DIR/vm-up.log" 2>&1 7>&-; then
+	if ! bash "$VMSH" up "$VM" "$@" >"$TEST_DIR/vm-up.log" 2>&1 7>&-; then
 		echo "# vm.sh up failed:"
 		sed 's/^/#   /' "$TEST_DIR/vm-up.log"
 		exit 1
@@ -80,7 +80,7 @@ vm_up() {
 }
 
 vm() {
-	"$VMSH" "$@" 7>&-
+	bash "$VMSH" "$@" 7>&-
 }
 
 on() {
