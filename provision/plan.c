@@ -31,6 +31,7 @@ struct run {
 	bool pass2;
 	size_t seg_begin, seg_end; /* the roles of the current pipeline pass */
 	bool *seen_running;	   /* per node: NODE_RUNNING already shown */
+	bool validating;	   /* nodes have their final state: passes only add to it */
 	struct tval **sets;	   /* per node: values handed on it, across passes */
 	bool *role_done;	   /* [node * nr_roles + role] */
 	struct kube_query *queries; /* the validation pass */
@@ -1254,6 +1255,8 @@ static void pass_event(const struct event *ev, const struct node_status *st, voi
 	struct event copy = *ev;
 
 	/* The end of a pass is not the end of the node: plan_execute says when. */
+	if (ev->kind == EVENT_NODE_STATE && run->validating && ev->state <= NODE_DONE)
+		return;
 	if (ev->kind == EVENT_NODE_STATE) {
 		if (ev->state == NODE_DONE)
 			return;
@@ -1448,6 +1451,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	if (o->validate && !res->interrupted) {
 		/* Nodes already have their final state: the next passes must not change it. */
 		run.pass2 = true;
+		run.validating = true;
 		/* Fresh facts after the changes (the run's first ones are stale now). */
 		if (o->phases) {
 			n2 = 0;

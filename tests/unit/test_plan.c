@@ -140,6 +140,10 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		res->exit_status = 1;
 		return 0;
 	}
+	if (!strcmp(req->command, "test -f /etc/kubernetes/admin.conf")) {
+		res->exit_status = 1; /* no cluster on these fake nodes */
+		return 0;
+	}
 	marker = strstr(in, "# fake-step: ");
 	if (marker && strstr(req->command, "sh -s -- ")) {
 		char kind[32] = "";
@@ -422,6 +426,41 @@ static void test_unreachable_node(void **state)
 	secrets_free(sec);
 }
 
+/* provision check: facts and validation only; every node must end done. */
+static void test_check_leaves_nodes_done(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct plan_result res;
+	struct collected c = {0};
+	struct plan_opts o = {
+		.inv = f->inv,
+		.roles = &f->rs,
+		.nodes = f->nodes,
+		.nr = f->nr,
+		.phases = 0,
+		.validate = true,
+		.forks = 2,
+		.secrets = sec,
+		.ops = &fake_ops,
+		.on_event = collect,
+		.data = &c,
+	};
+	size_t i;
+
+	assert_int_equal(plan_execute(&o, &res), 0);
+	for (i = 0; i < f->nr; i++)
+		assert_int_equal(res.status[i].state, NODE_DONE);
+	assert_int_equal(res.cancelled, 0);
+	assert_int_equal(res.ok, f->nr);
+	/* The fake facts have no containerd (2 checks a node fail) and no cluster. */
+	assert_true(res.validation.nr > f->nr);
+	assert_int_equal(validation_failures(&res.validation), 1 + 2 * f->nr);
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
 static void test_phases(void **state)
 {
 	unsigned bits = 0;
@@ -457,6 +496,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failure_stops_only_its_node, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_plan_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreachable_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_check_leaves_nodes_done, setup, teardown),
 		cmocka_unit_test(test_phases),
 		cmocka_unit_test(test_secrets_redact),
 	};
