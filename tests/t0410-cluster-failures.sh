@@ -4,7 +4,7 @@
 # tests/fakes, judged by provision's report and the nodes' real state:
 #
 #   - the API server crash-loops after kubeadm init (fake kubelet knob
-#     crashloop: killed 4 s after each start, back 4 s later): kubeadm init
+#     crashloop: killed 10 s after each start, back 4 s later): kubeadm init
 #     itself succeeds, the stability gate fails with a clear message, and the
 #     next up, the loop gone, passes the gate;
 #   - containerd loses SystemdCgroup while the kubelet uses the systemd
@@ -41,7 +41,7 @@ test_case "prepare: prep and kube-packages on every node" "
 "
 
 test_case "a flapping /readyz: kubeadm init succeeds, the stability gate fails and says why" "
-	knob node-1 crashloop 'kube-apiserver 4 4'
+	knob node-1 crashloop 'kube-apiserver 10 4'
 	expect_status 1 $UP --phases init >flap.out 2>&1
 	expect_grep '\\[node-1\\] kubeadm-init › 30-init … changed' flap.out
 	expect_grep '\\[node-1\\] kubeadm-init › 50-stable … failed' flap.out

@@ -8,6 +8,12 @@ PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 MANIFEST=/etc/kubernetes/provision-kube-flannel.yml
 KC="kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s"
 
+# No control plane yet (kubeadm-init has not run): nothing to compare with.
+if [ ! -f /etc/kubernetes/admin.conf ]; then
+	echo "no cluster yet: /etc/kubernetes/admin.conf is missing (roles/kubeadm-init makes it)"
+	exit 1
+fi
+
 case ${1:-} in
 check)
 	rc=0

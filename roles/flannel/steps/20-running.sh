@@ -52,6 +52,12 @@ report() {
 	return $bad
 }
 
+# No control plane yet (kubeadm-init has not run): nothing to compare with.
+if [ ! -f /etc/kubernetes/admin.conf ]; then
+	echo "no cluster yet: /etc/kubernetes/admin.conf is missing (roles/kubeadm-init makes it)"
+	exit 1
+fi
+
 case ${1:-} in
 check)
 	rc=0

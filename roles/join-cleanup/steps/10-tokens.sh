@@ -11,6 +11,11 @@ tokens() {
 		NR > 1 && index($5, p) == 1 { split($1, t, "."); print t[1], substr($5, length(p) + 1) }'
 }
 
+if [ ! -f "$ADMIN" ]; then
+	echo "no cluster: no join tokens"
+	exit 0
+fi
+
 case ${1:-} in
 check)
 	if ! t=$(tokens); then

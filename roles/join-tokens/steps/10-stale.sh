@@ -47,6 +47,12 @@ stale() {
 	done
 }
 
+# No control plane yet (kubeadm-init has not run): no tokens either.
+if [ ! -f /etc/kubernetes/admin.conf ]; then
+	echo "no cluster yet, so no tokens"
+	exit 0
+fi
+
 case ${1:-} in
 check)
 	s=$(stale) || {

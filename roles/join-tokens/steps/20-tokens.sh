@@ -17,6 +17,7 @@ NODES=/etc/kubernetes/provision-nodes
 CA=/etc/kubernetes/pki/ca.crt
 PREFIX="provision: kubeadm join of "
 TTL=15m
+SIGN_WAIT=60
 
 workers() {
 	grep -v '^#' "$NODES" | grep . || true
@@ -44,10 +45,33 @@ endpoint() {
 	sed -n 's#^[[:space:]]*server:[[:space:]]*https://##p' "$ADMIN" | head -n 1
 }
 
+# The ids among ID... whose JWS signature the cluster-info ConfigMap lacks
+# (ids are public: they name the signatures; the secrets are not printed).
+unsigned() {
+	data=$(kubectl --kubeconfig="$ADMIN" --request-timeout=30s -n kube-public get configmap cluster-info -o 'jsonpath={.data}')
+	for id in "$@"; do
+		printf '%s' "$data" | grep -qF "\"jws-kubeconfig-$id\"" || echo "$id"
+	done
+}
+
+# The ids of the tokens of provision's for the workers in $need.
+ids() {
+	for w in $need; do
+		t=$(token_for "$w")
+		[ -z "$t" ] || echo "${t%%.*}"
+	done
+}
+
 hand() { # NODE TOKEN COMMAND
 	printf '::secret join_token@%s=%s\n' "$1" "$2"
 	printf '::secret join_command@%s=%s\n' "$1" "$3"
 }
+
+# No control plane yet (kubeadm-init has not run): nothing to compare with.
+if [ ! -f /etc/kubernetes/admin.conf ]; then
+	echo "no cluster yet: /etc/kubernetes/admin.conf is missing (roles/kubeadm-init makes it)"
+	exit 1
+fi
 
 case ${1:-} in
 check)
@@ -77,6 +101,11 @@ check)
 		echo "no join token yet for:$missing"
 		exit 1
 	fi
+	# shellcheck disable=SC2046 # one id a word
+	if [ -n "$(unsigned $(ids))" ]; then
+		echo "the cluster-info ConfigMap does not carry the signature of every join token yet"
+		exit 1
+	fi
 	;;
 apply)
 	need=$(unjoined)
@@ -89,6 +118,20 @@ apply)
 		tok=$(printf '%s\n' "$cmd" | sed -n 's/.* --token \([^ ]*\).*/\1/p')
 		hand "$w" "$tok" "$(printf '%s' "$cmd" | sed 's/[[:space:]]*$//')"
 		echo "token made for $w (valid $TTL)"
+	done
+	# A worker's kubeadm join trusts the cluster-info ConfigMap only with
+	# its token's signature, which the controller manager adds
+	# (bootstrapsigner); without it every join would wait and fail.
+	i=0
+	# shellcheck disable=SC2046 # one id a word
+	while [ -n "$(unsigned $(ids))" ]; do
+		i=$((i + 1))
+		if [ "$i" -gt "$SIGN_WAIT" ]; then
+			echo "the join tokens are not signed in the cluster-info ConfigMap after ${SIGN_WAIT}s"
+			pv_hint "the controller manager signs join tokens (its bootstrapsigner): is kube-controller-manager running on $PROVISION_NODE? kubectl -n kube-system get pods; crictl ps -a"
+			exit 1
+		fi
+		sleep 1
 	done
 	;;
 *)

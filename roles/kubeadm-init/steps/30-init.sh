@@ -3,12 +3,14 @@
 # API answers; the cluster runs the settings the inventory asks for.
 #
 # Initialised means /etc/kubernetes/admin.conf and the API server's static
-# pod manifest exist.  Then `check` waits up to 20 s for /readyz (the API
-# restarts for a moment now and then) and compares the Kubernetes version
+# pod manifest exist.  Then `check` waits up to 20 s for /readyz and for the
+# control plane's other static pods (etcd, kube-controller-manager,
+# kube-scheduler) to be Ready -- the controller manager signs the join
+# tokens -- and compares the Kubernetes version
 # and the networks kept in the kubeadm-config ConfigMap with the rendered
 # file: those are fixed at init, so a difference is an error that says so,
-# never a silent re-init.  An initialised control plane whose API does not
-# answer gets its kubelet restarted by `apply` (that starts the static pods
+# never a silent re-init.  An initialised control plane that is not up gets
+# its kubelet restarted by `apply` (that starts the static pods
 # again at once, instead of after a crash-loop back-off of up to 5
 # minutes), and must pass the stability gate (50-stable) again.
 #
@@ -40,11 +42,28 @@ rendered() {
 	sed -n "s/^[[:space:]]*$1:[[:space:]]*//p" "$CONFIG" | head -n 1 | tr -d '"'
 }
 
-wait_readyz() { # TRIES (2 s apart); the last answer in $r
+# The control-plane static pods of this node, besides the API server (which
+# /readyz covers), that are not Ready, or "".
+components_down() {
+	kc -n kube-system get pods -l tier=control-plane \
+		-o 'jsonpath={range .items[*]}{.metadata.name}{"|"}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null |
+		awk -F '|' -v n="-$PROVISION_NODE" '
+			{ ok[$1] = ($2 == "True") }
+			END {
+				split("etcd kube-controller-manager kube-scheduler", c, " ")
+				for (i = 1; i <= 3; i++) if (!ok[c[i] n]) { printf "%s%s", sep, c[i]; sep = " " }
+			}'
+}
+
+wait_readyz() { # TRIES (2 s apart): /readyz ok and every component Ready; what is not in $r
 	i=0
 	while :; do
 		r=$(readyz)
-		[ "$r" != ok ] || return 0
+		if [ "$r" = ok ]; then
+			down=$(components_down)
+			[ -n "$down" ] || return 0
+			r="not Ready: $down"
+		fi
 		i=$((i + 1))
 		[ "$i" -lt "$1" ] || return 1
 		sleep 2
@@ -118,7 +137,7 @@ check)
 		exit 1
 	fi
 	if ! wait_readyz 10; then
-		echo "the control plane was initialised, but its API does not answer: $r"
+		echo "the control plane was initialised, but it is not up: $r"
 		exit 1
 	fi
 	compare || exit $?
@@ -126,13 +145,14 @@ check)
 	;;
 apply)
 	if initialised; then
-		# The API is down (check said so): restart the kubelet, which
-		# starts the static pods again at once (a crash-looping container
-		# may otherwise wait up to 5 minutes), and prove stability anew.
-		echo "systemctl restart kubelet (the control plane's API does not answer)"
+		# The API or a component is down (check said so): restart the
+		# kubelet, which starts the static pods again at once (a
+		# crash-looping container may otherwise wait up to 5 minutes), and
+		# prove stability anew.
+		echo "systemctl restart kubelet (the control plane is not up)"
 		systemctl restart kubelet
 		if ! wait_readyz 60; then
-			echo "the API still does not answer after a kubelet restart: $r"
+			echo "the control plane is still not up after a kubelet restart: $r"
 			pv_hint "look at 'systemctl status kubelet', 'journalctl -u kubelet' and 'crictl ps -a' on $PROVISION_NODE (kube-apiserver, etcd)"
 			exit 1
 		fi

@@ -18,8 +18,8 @@ check)
 	case $state in
 	enabled) exit 0 ;;
 	"")
-		pv_hint "the kubelet package is not installed: run provision up --phases kube-packages"
-		exit 2
+		echo "the kubelet package is not installed yet (roles/kube-packages)"
+		exit 1
 		;;
 	*) exit 1 ;;
 	esac

@@ -148,7 +148,7 @@ apply)
 	[ "$rc" != 0 ] || exit 0
 	if grep -q 'could not find a JWS signature\|is invalid for this cluster or it has expired' "$log"; then
 		echo "the join token of $PROVISION_NODE is not valid: it expired or was deleted before this node used it"
-		pv_hint "run provision up again: it makes a new token for every worker that has not joined (tokens live 15 minutes)"
+		pv_hint "run provision up again: it makes a new token for every worker that has not joined (tokens live 15 minutes); if that fails too, the controller manager on the control plane is not signing tokens (kubectl -n kube-system get pods)"
 	elif grep -q 'none of the public keys' "$log"; then
 		pv_hint "the control plane at $endpoint has another CA than the one pinned when the token was made (was it initialised again?): run provision up again"
 	elif grep -q 'failed to request the cluster-info ConfigMap' "$log"; then

@@ -84,6 +84,12 @@ tainted() {
 	$KC get node "$PROVISION_NODE" -o 'jsonpath={.spec.taints[*].key}' | tr ' ' '\n' | grep -qxF "$TAINT"
 }
 
+# No control plane yet (kubeadm-init has not run): nothing to compare with.
+if [ ! -f /etc/kubernetes/admin.conf ]; then
+	echo "no cluster yet: /etc/kubernetes/admin.conf is missing (roles/kubeadm-init makes it)"
+	exit 1
+fi
+
 case ${1:-} in
 check)
 	p=$(plan)

@@ -733,7 +733,7 @@ def write_kubelet_files(kubelet_yaml, hostname_override=None, extra=None):
 
 def start_kubelet():
     out("[kubelet-start] Starting the kubelet")
-    subprocess.run(["systemctl", "restart", "kubelet"], capture_output=True, check=False)
+    subprocess.run(["systemctl", "restart", "kubelet"], capture_output=True, check=False, timeout=120)
 
 
 def wait_kubelet(timeout):
@@ -1347,13 +1347,14 @@ def cmd_reset(argv):
         shutil.rmtree("/var/lib/etcd", ignore_errors=True)
         out("[reset] Deleted contents of the etcd data directory: /var/lib/etcd")
     out("[reset] Stopping the kubelet service")
-    subprocess.run(["systemctl", "stop", "kubelet"], capture_output=True, check=False)
+    subprocess.run(["systemctl", "stop", "kubelet"], capture_output=True, check=False, timeout=120)
     # the containers of the node's pods (transient units of the fake kubelet)
     units = subprocess.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "fake-ctr-*"],
                            capture_output=True, text=True, check=False).stdout.split()
     for u in units:
         if u.startswith("fake-ctr-"):
-            subprocess.run(["systemctl", "stop", u], capture_output=True, check=False)
+            subprocess.run(["systemctl", "kill", "--signal=SIGKILL", u], capture_output=True, check=False, timeout=20)
+            subprocess.run(["systemctl", "stop", "--no-block", u], capture_output=True, check=False, timeout=20)
     out('[reset] Unmounting mounted directories in "%s"' % KUBELET_DIR)
     dirs = [MANIFESTS, KUBELET_DIR, PKI]
     out("[reset] Deleting contents of directories: [%s]" % " ".join(dirs))

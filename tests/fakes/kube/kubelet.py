@@ -256,13 +256,33 @@ class Kubelet:
         return self.state["containers"].setdefault(key, {"restarts": 0})
 
     @staticmethod
-    def unit_name(ns, pod, cname):
-        return "fake-ctr-%s-%s-%s" % (ns, pod, cname)
+    def unit_name(ns, pod, cname, attempt):
+        # one unit per attempt: a unit that is slow to go away (systemd may
+        # fail to kill a cgroup inside a container) never blocks the next
+        return "fake-ctr-%s-%s-%s-%d" % (ns, pod, cname, attempt)
 
     @staticmethod
-    def unit_active(unit):
-        r = subprocess.run(["systemctl", "is-active", unit + ".service"], capture_output=True, text=True, check=False)
-        return r.stdout.strip() in ("active", "activating", "reloading")
+    def systemctl(*args):
+        try:
+            return subprocess.run(["systemctl"] + list(args), capture_output=True, text=True, check=False,
+                                  timeout=20).stdout.strip()
+        except subprocess.TimeoutExpired:
+            klog("E", "systemctl timed out", args=" ".join(args))
+            return ""
+
+    def unit_active(self, unit):
+        return self.systemctl("is-active", unit + ".service") in ("active", "activating", "reloading")
+
+    def unit_kill(self, unit):
+        """SIGKILL to the unit's main process, then a stop that does not
+        wait (the container's processes die with their main one)."""
+        pid = self.systemctl("show", "-p", "MainPID", "--value", unit + ".service")
+        if pid.isdigit() and int(pid) > 0:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+        self.systemctl("stop", "--no-block", unit + ".service")
 
     @staticmethod
     def log_path(ns, pod, uid, cname, restarts):
@@ -284,17 +304,22 @@ class Kubelet:
         cmd = [self.expand(x, env) for x in (c.get("command") or []) + (c.get("args") or [])]
         st["id"] = secrets.token_hex(32)
         if short_base(c.get("image", "")) in PROCESS_IMAGES and kind != "init":
-            unit = self.unit_name(ns, name, c["name"])
+            unit = self.unit_name(ns, name, c["name"], st["restarts"])
+            if st.get("unit") and st["unit"] != unit:
+                self.unit_kill(st["unit"])
             prog = os.path.join(IMAGES, short_base(c["image"]))
             argv = cmd[1:] if cmd and os.path.basename(cmd[0]) == short_base(c["image"]) else cmd
-            subprocess.run(["systemctl", "stop", unit + ".service"], capture_output=True, check=False)
-            subprocess.run(["systemctl", "reset-failed", unit + ".service"], capture_output=True, check=False)
+            self.unit_kill(unit)
+            self.systemctl("reset-failed", unit + ".service")
             envargs = []
             for k, v in list(env.items()) + [("FAKE_IMAGE", c["image"])]:
                 envargs += ["-E", "%s=%s" % (k, v)]
-            r = subprocess.run(["systemd-run", "--unit=" + unit, "--slice=kubepods.slice", "--collect", "--quiet",
-                                "-p", "StandardOutput=append:" + log, "-p", "StandardError=append:" + log] + envargs +
-                               ["/usr/bin/python3", prog] + argv, capture_output=True, text=True, check=False)
+            try:
+                r = subprocess.run(["systemd-run", "--unit=" + unit, "--slice=kubepods.slice", "--collect", "--quiet",
+                                    "-p", "StandardOutput=append:" + log, "-p", "StandardError=append:" + log] + envargs +
+                                   ["/usr/bin/python3", prog] + argv, capture_output=True, text=True, check=False, timeout=30)
+            except subprocess.TimeoutExpired as e:
+                raise ContainerFailed("failed to start container: systemd-run timed out", 128) from e
             if r.returncode != 0:
                 raise ContainerFailed("failed to start container: %s" % r.stderr.strip(), 128)
             st["unit"] = unit
@@ -612,7 +637,7 @@ class Kubelet:
                 klog("I", "Pod sandbox changed, it will be killed and re-created.", pod="%s/%s" % (md.get("namespace"), md["name"]))
             if killed:
                 if unit:
-                    subprocess.run(["systemctl", "kill", "--signal=SIGKILL", unit + ".service"], capture_output=True, check=False)
+                    self.unit_kill(unit)
                 alive = False
                 st["exitCode"] = 137
             if alive:
@@ -651,7 +676,7 @@ class Kubelet:
             delay = knob_[1] if knob_ else min(10 * 2 ** (st["restarts"] - 1), 300)
             st["next"] = t + delay
             st["delay"] = delay
-            klog("E", "Error syncing pod, skipping", err='failed to "StartContainer" for "%s" with CrashLoopBackOff' % c["name"],
+            klog("E", "Error syncing pod, skipping", err='failed to "StartContainer" for "%s" with CrashLoopBackOff: %s' % (c["name"], e),
                  pod="%s/%s" % (md.get("namespace"), md["name"]))
             return {"waiting": {"reason": "CrashLoopBackOff",
                                 "message": "back-off %s restarting failed container=%s pod=%s_%s(%s)"
@@ -682,7 +707,7 @@ class Kubelet:
             if k.startswith(key0 + "/"):
                 st = self.state["containers"].pop(k)
                 if st.get("unit"):
-                    subprocess.run(["systemctl", "stop", st["unit"] + ".service"], capture_output=True, check=False)
+                    self.unit_kill(st["unit"])
         self.state.get("pods", {}).pop(key0, None)
 
     # ---- the loop
