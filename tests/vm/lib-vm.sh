@@ -13,7 +13,8 @@
 #   vm ARGS...           tests/vm/vm.sh ARGS...
 #   vm_time LABEL START  print "# time: LABEL N s" (START from `date +%s`)
 #   pv ARGS...           provision ARGS... -i $VM_INV --roles roles --no-tui
-#   pv_json OUT ARGS...  provision -o json ARGS... into OUT; exit status kept
+#   pv_json OUT ARGS...  provision -o json ARGS... into OUT (its standard error
+#                        into OUT.err); exit status kept
 #   note LABEL FILE      FILE's lines as TAP comments "# LABEL: ...", shown
 #                        in the log even when the case passes (evidence)
 #
@@ -102,7 +103,7 @@ pv_json() {
 	shift
 	pv_cmd=$1
 	shift
-	"$PROVISION" "$pv_cmd" -i "$VM_INV" --roles "$SRC_ROOT/roles" --no-tui -o json "$@" >"$pv_out" 2>&1
+	"$PROVISION" "$pv_cmd" -i "$VM_INV" --roles "$SRC_ROOT/roles" --no-tui -o json "$@" >"$pv_out" 2>"$pv_out.err"
 }
 
 # The TAP stream, for note() inside test bodies (lib.sh sends their output
