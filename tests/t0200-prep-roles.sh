@@ -23,13 +23,9 @@
 
 # ---- the roles themselves, without nodes (no root needed)
 
-RENDER=$TEST_DIR/render
-# shellcheck disable=SC2046 # pkg-config prints a list of flags
-cc -std=c17 -D_GNU_SOURCE -I"$SRC_ROOT/provision" \
-	$(pkg-config --cflags yaml-0.1 libssh libcurl libgit2 ncursesw jansson) \
-	-o "$RENDER" "$SRC_ROOT/tests/roles/render.c" "$SRC_ROOT/build/libprovision.a" \
-	$(pkg-config --libs yaml-0.1 libssh libcurl libgit2 ncursesw jansson) -lpthread ||
-	exit 1
+# Built by `make tests` with the same flags as everything else (sanitizers included).
+RENDER=$SRC_ROOT/build/tests/tools/render
+[ -x "$RENDER" ] || { echo "# $RENDER is missing: run make tests"; exit 1; }
 ROLES_INV=$SRC_ROOT/inventory/lab-a.yaml
 
 test_case "every role loads: role.yaml keys, steps, templates, vars" "

@@ -9,7 +9,7 @@
 #       (`sh -s -- check`), exactly like provision's call_step().
 #   steps.sh role TESTBED NODE ROLE [ROLE...]
 #       a role's whole pipeline like `provision up` runs it: before each
-#       step the templates meant for it are rendered (tests/roles/render.c,
+#       step the templates meant for it are rendered (tests/tools/render.c,
 #       the real template engine) and uploaded if they differ (pv_prepare,
 #       then an atomic rename); then check, apply when check says 1, check
 #       again.  One result line per step and file:
@@ -30,14 +30,9 @@ trap 'rm -rf "$WORK"' EXIT INT TERM
 mkdir -p "$WORK"
 
 build_render() {
-	if [ -z "${RENDER:-}" ]; then
-		RENDER=$WORK/render
-		# shellcheck disable=SC2046 # pkg-config output is a list of flags
-		cc -std=c17 -D_GNU_SOURCE -I"$SRC/provision" \
-			$(pkg-config --cflags yaml-0.1 libssh libcurl libgit2 ncursesw jansson) \
-			-o "$RENDER" "$HERE/render.c" "$SRC/build/libprovision.a" \
-			$(pkg-config --libs yaml-0.1 libssh libcurl libgit2 ncursesw jansson) -lpthread
-	fi
+	# Built by `make tests` (tests/tools/render.c) with the tree's flags.
+	RENDER=${RENDER:-$SRC/build/tests/tools/render}
+	[ -x "$RENDER" ] || { echo "steps.sh: $RENDER is missing: run make tests" >&2; exit 1; }
 }
 
 # sh_quote WORD: WORD as one single-quoted shell word.

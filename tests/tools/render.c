@@ -1,5 +1,5 @@
 /*
- * tests/roles/render.c: the role side of provision without the network, for
+ * tests/tools/render.c: the role side of provision without the network, for
  * the role tests.  Links build/libprovision.a and calls the same functions
  * `provision plan/up` call, so a template renders here exactly as it would
  * for a node.
