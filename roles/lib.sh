@@ -41,7 +41,9 @@ pv_backup() {
 	b=$PROVISION_BACKUP_DIR$1
 	[ -e "$b" ] && return 0
 	mkdir -p "${b%/*}"
-	cp -p "$1" "$b.tmp.$$" && mv "$b.tmp.$$" "$b"
+	# Flushed before the rename: a backup is never rewritten, so one left
+	# empty by a power cut would lose the original for good.
+	cp -p "$1" "$b.tmp.$$" && { sync "$b.tmp.$$" 2>/dev/null || sync; } && mv "$b.tmp.$$" "$b"
 }
 
 # pv_write FILE MODE: replace FILE atomically with standard input (a temporary
