@@ -135,6 +135,24 @@ expect_cell() { # expect_cell NAME NODE COLUMN GLYPH-REGEX
 	}
 }
 
+# wait_cell NAME NODE COLUMN GLYPH-REGEX [SECONDS]: until that cell shows it
+# (nodes run at their own pace: one node reaching a step says nothing of the
+# others).
+wait_cell() {
+	deadline=$(($(date +%s) + ${5:-30}))
+	while :; do
+		shot "$1"
+		got=$(cell "$1" "$2" "$3") || return 1
+		printf '%s\n' "$got" | grep -qE -- "^($4)" && return 0
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			echo "timed out waiting for $2 / $3 to show '$4'; it shows '$got':"
+			sed 's/^/| /' "$TEST_DIR/$1.screen"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
 # The terminal after provision: as before, cursor shown, main screen, keypad off.
 expect_sane_terminal() { # NAME
 	diff -u "$TEST_DIR/$1.stty-before" "$TEST_DIR/$1.stty-after" || { echo "stty -a changed"; return 1; }

@@ -121,6 +121,8 @@ test_case "up: the grid has a row per node and a column per phase" "
 
 test_case "up: cells change as phases complete; the running cell names its step" "
 	wait_for up '^▶node-1 .*▸10-wait' &&
+	wait_cell up node-2 tui-gate '▸' &&
+	wait_cell up node-3 preflight '✗' &&
 	expect_cell up node-1 facts '✓' &&
 	expect_cell up node-1 preflight '✓' &&
 	expect_cell up node-1 kernel '\\+' &&
