@@ -197,6 +197,8 @@ static void parse_line(struct facts *f, const char *key, const char *v, struct s
 		set(&f->machine_id, v);
 	else if (!strcmp(key, "product_uuid"))
 		set(&f->product_uuid, v);
+	else if (!strcmp(key, "host_key"))
+		push_str(&f->host_keys, &f->nr_host_keys, v);
 	else if (!strcmp(key, "mac")) {
 		n = split_words(v, w, 3);
 		if (n >= 2) {
@@ -299,6 +301,7 @@ void facts_release(struct facts *f)
 	free(f->containerd_config_sha256);
 	free_strs(f->packages, f->nr_packages);
 	free_strs(f->held, f->nr_held);
+	free_strs(f->host_keys, f->nr_host_keys);
 	free_strs(f->nvidia_pci, f->nr_nvidia_pci);
 	free(f->nvidia_smi_error);
 	for (i = 0; i < f->nr_gpus; i++) {

@@ -85,6 +85,8 @@ struct facts {
 
 	bool kubelet_conf; /* /etc/kubernetes/kubelet.conf exists: kube already set up */
 	char *machine_id, *product_uuid;
+	char **host_keys; /* "ssh-ed25519 AAAA...", from /etc/ssh/ssh_host_*_key.pub */
+	size_t nr_host_keys;
 	struct mac_addr *macs;
 	size_t nr_macs;
 	char *default_iface;

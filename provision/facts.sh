@@ -131,6 +131,12 @@ id=
 id=
 [ -r /sys/class/dmi/id/product_uuid ] && { read -r id </sys/class/dmi/id/product_uuid || :; }
 [ -n "$id" ] && say product_uuid "$id"
+# SSH host keys (TYPE BASE64): the same key on two nodes means a cloned image.
+for k in /etc/ssh/ssh_host_*_key.pub; do
+	[ -r "$k" ] || continue
+	read -r ktype kblob _ <"$k" || :
+	[ -n "${kblob:-}" ] && say host_key "$ktype $kblob"
+done
 # MAC addresses, from netlink (sysfs may show another network namespace's
 # devices).  `ip -d -o link` names a virtual device's kind (veth, bridge,
 # vxlan...) after the link line; a physical device has none.

@@ -3,9 +3,11 @@
 
 #include <arpa/inet.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport.h"
 #include "util.h"
 
 static void add(struct preflight *pf, size_t node, bool fatal, const char *hint, const char *fmt,
@@ -188,6 +190,35 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 		vals[i] = facts[i] ? facts[i]->product_uuid : NULL;
 	unique(pf, nodes, nr, vals, "product_uuid",
 	       "kubeadm requires a unique product_uuid; for VMs set a new UUID in the hypervisor");
+	/* SSH host keys: two nodes with one key are one image cloned. */
+	for (i = 0; i < nr; i++) {
+		const struct facts *f = facts[i];
+		bool done = false;
+		for (k = 0; f && k < f->nr_host_keys && !done; k++) {
+			for (j = 0; j < nr && !done; j++) {
+				size_t m;
+				if (j == i || !facts[j])
+					continue;
+				for (m = 0; m < facts[j]->nr_host_keys; m++) {
+					char fp[TRANSPORT_FINGERPRINT_LEN + 1];
+					const char *key = f->host_keys[k], *blob = strchr(key, ' ');
+					if (strcmp(facts[j]->host_keys[m], key))
+						continue;
+					if (!blob || transport_key_fingerprint(fp, blob + 1) < 0)
+						snprintf(fp, sizeof(fp), "(not base64)");
+					add(pf, i, true,
+					    "give each machine its own SSH host keys: rm /etc/ssh/ssh_host_*; "
+					    "ssh-keygen -A; systemctl restart ssh; then 'provision forget-host' "
+					    "for the node whose key changed",
+					    "SSH host key %.*s %s is the same as on node '%s' (a cloned disk "
+					    "image?)",
+					    blob ? (int)(blob - key) : (int)strlen(key), key, fp, nodes[j]->name);
+					done = true;
+					break;
+				}
+			}
+		}
+	}
 	/* Physical MAC addresses. */
 	for (i = 0; i < nr; i++) {
 		const struct facts *f = facts[i];

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -181,15 +182,68 @@ static void hex_encode(char *out, const unsigned char *in, size_t len)
 	out[2 * len] = '\0';
 }
 
-void transport_sha256_hex(char out[65], const void *data, size_t len)
+void transport_sha256(unsigned char out[32], const void *data, size_t len)
 {
 	struct sha256 c;
-	unsigned char md[32];
 
 	sha256_init(&c);
 	sha256_update(&c, data, len);
-	sha256_final(&c, md);
+	sha256_final(&c, out);
+}
+
+void transport_sha256_hex(char out[65], const void *data, size_t len)
+{
+	unsigned char md[32];
+
+	transport_sha256(md, data, len);
 	hex_encode(out, md, sizeof(md));
+}
+
+int transport_key_fingerprint(char out[TRANSPORT_FINGERPRINT_LEN + 1], const char *b64)
+{
+	static const char digits[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned char blob[4096], md[32];
+	size_t n = 0, i;
+	unsigned acc = 0;
+	int bits = 0;
+	char *o = out;
+
+	/* The key blob, from the base64 of a known_hosts or .pub line. */
+	for (; *b64 && *b64 != '='; b64++) {
+		const char *d = strchr(digits, *b64);
+		if (!d)
+			return -1;
+		acc = (acc << 6) | (unsigned)(d - digits);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n == sizeof(blob))
+				return -1;
+			blob[n++] = (unsigned char)(acc >> bits);
+		}
+	}
+	if (!n)
+		return -1;
+	transport_sha256(md, blob, n);
+	/* OpenSSH's form: "SHA256:" and the digest in base64 without padding. */
+	o += sprintf(o, "SHA256:");
+	for (i = 0; i < 30; i += 3) {
+		unsigned v = (unsigned)md[i] << 16 | (unsigned)md[i + 1] << 8 | md[i + 2];
+		*o++ = digits[v >> 18 & 63];
+		*o++ = digits[v >> 12 & 63];
+		*o++ = digits[v >> 6 & 63];
+		*o++ = digits[v & 63];
+	}
+	/* The last two bytes: three digits. */
+	{
+		unsigned v = (unsigned)md[30] << 16 | (unsigned)md[31] << 8;
+		*o++ = digits[v >> 18 & 63];
+		*o++ = digits[v >> 12 & 63];
+		*o++ = digits[v >> 6 & 63];
+	}
+	*o = '\0';
+	return 0;
 }
 
 void transport_make_token(char token[TRANSPORT_TOKEN_LEN + 1])

@@ -218,6 +218,15 @@ void sh_quote(struct strbuf *sb, const char *s);
 
 /* SHA-256 (FIPS 180-4) of data, as 64 lowercase hex digits and a NUL. */
 void transport_sha256_hex(char out[65], const void *data, size_t len);
+void transport_sha256(unsigned char out[32], const void *data, size_t len);
+
+/*
+ * The fingerprint OpenSSH shows for a public key ("SHA256:" and 43 base64
+ * digits), from the key's base64 blob as in a .pub or known_hosts line.
+ * 0, or -1 when b64 is not base64.
+ */
+#define TRANSPORT_FINGERPRINT_LEN 50
+int transport_key_fingerprint(char out[TRANSPORT_FINGERPRINT_LEN + 1], const char *b64);
 
 #define TRANSPORT_TOKEN_LEN 32
 /* Fill token with TRANSPORT_TOKEN_LEN random hex digits and a NUL. */

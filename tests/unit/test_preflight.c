@@ -1,0 +1,177 @@
+/*
+ * Unit tests for preflight.c: the checks across nodes (cloned images share
+ * a machine-id, product_uuid, MAC address or SSH host key), a node with a
+ * unique identity passing, and the host key fingerprint as OpenSSH prints it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "facts.h"
+#include "inventory.h"
+#include "preflight.h"
+#include "transport.h"
+#include "util.h"
+
+static const char inv_yaml[] = "cluster:\n"
+			       "  name: t\n"
+			       "  kubernetes_version: \"1.30.4\"\n"
+			       "ssh:\n"
+			       "  user: admin\n"
+			       "jupyterhub:\n"
+			       "  enabled: false\n"
+			       "nodes:\n"
+			       "  - name: cp\n"
+			       "    address: 198.18.0.10\n"
+			       "    roles: [control-plane]\n"
+			       "  - name: w1\n"
+			       "    address: 198.18.0.11\n"
+			       "    roles: [worker]\n"
+			       "  - name: w2\n"
+			       "    address: 198.18.0.12\n"
+			       "    roles: [worker]\n";
+
+/* ssh-keygen -t ed25519; `ssh-keygen -lf` printed the fingerprint below. */
+#define KEY_A "AAAAC3NzaC1lZDI1NTE5AAAAIAYycc3tuKKsXaE+1iVSk0B4mS3/Mbjf5xTUUlS1wBgx"
+#define KEY_A_FP "SHA256:n19BIUrU4rbmQV02yjF1an5akYag5KCtxKSKgZSxm6A"
+#define KEY_B "AAAAC3NzaC1lZDI1NTE5AAAAIHBhtkL0Yq0YQw3CvVnT7pZ3cfD7c1bq2QnM8c3qzvYs"
+
+/* Facts of a healthy Debian 12 node with the given identity. */
+static void node_facts(struct facts *f, unsigned id, const char *mac, const char *host_key)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct error err = {0};
+
+	strbuf_addf(&sb,
+		    "facts_version=1\nos_id=debian\nos_version=12\ncpus=4\nmem_kib=8000000\n"
+		    "machine_id=%032x\nproduct_uuid=4c4c4544-0000-0000-0000-%012x\n"
+		    "mac=eth0 %s phys\nhost_key=ssh-ed25519 %s\n",
+		    id, id, mac, host_key);
+	assert_int_equal(0, facts_parse(f, sb.buf, sb.len, &err));
+	strbuf_release(&sb);
+}
+
+/* Every problem preflight found, "NODE: MSG" a line. */
+static char *problems(const struct preflight *pf, const struct inventory *inv)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t i;
+
+	for (i = 0; i < pf->nr; i++)
+		strbuf_addf(&sb, "%s: %s\n", inv->nodes[pf->items[i].node].name, pf->items[i].msg);
+	return strbuf_detach(&sb, NULL);
+}
+
+static void run(const char *macs[3], const unsigned ids[3], const char *keys[3], char **text,
+		bool failed[3])
+{
+	struct inventory *inv = NULL;
+	struct diag_list dl;
+	struct facts f[3];
+	const struct facts *fp[3];
+	const struct node *np[3];
+	struct preflight pf = {0};
+	size_t i;
+
+	diag_list_init(&dl);
+	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", inv_yaml, strlen(inv_yaml), &dl));
+	diag_list_release(&dl);
+	for (i = 0; i < 3; i++) {
+		memset(&f[i], 0, sizeof(f[i]));
+		node_facts(&f[i], ids[i], macs[i], keys[i]);
+		fp[i] = &f[i];
+		np[i] = &inv->nodes[i];
+	}
+	preflight_run(&pf, inv, np, fp, 3);
+	*text = problems(&pf, inv);
+	for (i = 0; i < 3; i++) {
+		failed[i] = preflight_node_failed(&pf, i);
+		facts_release(&f[i]);
+	}
+	preflight_release(&pf);
+	inventory_free(inv);
+}
+
+static void test_unique_nodes_pass(void **state)
+{
+	const char *macs[3] = {"52:54:00:00:00:01", "52:54:00:00:00:02", "52:54:00:00:00:03"};
+	const unsigned ids[3] = {1, 2, 3};
+	const char *keys[3] = {KEY_A, KEY_B, KEY_B "x"};
+	bool failed[3];
+	char *text;
+
+	(void)state;
+	/* w1 and w2 differ in their key blobs by one trailing byte. */
+	run(macs, ids, keys, &text, failed);
+	assert_string_equal("", text);
+	assert_false(failed[0] || failed[1] || failed[2]);
+	free(text);
+}
+
+static void test_cloned_host_key(void **state)
+{
+	const char *macs[3] = {"52:54:00:00:00:01", "52:54:00:00:00:02", "52:54:00:00:00:03"};
+	const unsigned ids[3] = {1, 2, 3};
+	const char *keys[3] = {KEY_B, KEY_A, KEY_A};
+	bool failed[3];
+	char *text;
+
+	(void)state;
+	run(macs, ids, keys, &text, failed);
+	assert_non_null(strstr(text, "w1: SSH host key ssh-ed25519 " KEY_A_FP
+					  " is the same as on node 'w2' (a cloned disk image?)\n"));
+	assert_non_null(strstr(text, "w2: SSH host key ssh-ed25519 " KEY_A_FP
+					  " is the same as on node 'w1'"));
+	assert_null(strstr(text, "cp:"));
+	assert_false(failed[0]);
+	assert_true(failed[1] && failed[2]);
+	free(text);
+}
+
+static void test_cloned_ids_and_mac(void **state)
+{
+	const char *macs[3] = {"52:54:00:00:00:01", "52:54:00:00:00:07", "52:54:00:00:00:07"};
+	const unsigned ids[3] = {5, 9, 9};
+	const char *keys[3] = {KEY_A, KEY_B, KEY_B "x"};
+	bool failed[3];
+	char *text;
+
+	(void)state;
+	run(macs, ids, keys, &text, failed);
+	assert_non_null(strstr(text, "w1: machine-id '00000000000000000000000000000009' is the same as "
+				     "on node 'w2'"));
+	assert_non_null(strstr(text, "w2: product_uuid '4c4c4544-0000-0000-0000-000000000009' is the "
+				     "same as on node 'w1'"));
+	assert_non_null(strstr(text, "w1: MAC address 52:54:00:00:00:07 (eth0) is the same as on node "
+				     "'w2'"));
+	assert_null(strstr(text, "cp:"));
+	assert_true(failed[1] && failed[2] && !failed[0]);
+	free(text);
+}
+
+static void test_fingerprint(void **state)
+{
+	char fp[TRANSPORT_FINGERPRINT_LEN + 1];
+
+	(void)state;
+	assert_int_equal(0, transport_key_fingerprint(fp, KEY_A));
+	assert_string_equal(KEY_A_FP, fp);
+	assert_int_equal(-1, transport_key_fingerprint(fp, "not*base64"));
+	assert_int_equal(-1, transport_key_fingerprint(fp, ""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_unique_nodes_pass),
+	    cmocka_unit_test(test_cloned_host_key),
+	    cmocka_unit_test(test_cloned_ids_and_mac),
+	    cmocka_unit_test(test_fingerprint),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
