@@ -212,6 +212,28 @@ const char *transport_err_kind(int code);
 void sh_quote(struct strbuf *sb, const char *s);
 
 /*
+ * The host key a node offers now (forget-host): the handshake only, no
+ * authentication, nothing checked against or written to known_hosts.
+ * known_hosts_line (the caller frees it) records the key for the target's
+ * host and port, in OpenSSH's format.
+ */
+struct transport_host_key {
+	char type[32];	       /* "ssh-ed25519" */
+	char fingerprint[128]; /* "SHA256:..." as ssh-keygen -l prints it */
+	char *known_hosts_line;
+};
+int transport_host_key_scan(const struct transport_target *target, struct transport_host_key *out,
+			    struct error *err);
+
+/*
+ * Whether one known_hosts line is an entry for host:port (plain, bracketed
+ * or hashed names, as OpenSSH matches them); 1 with its key type and
+ * fingerprint, 0 when it is not (or is not an entry at all).
+ */
+int transport_known_hosts_match(const char *host, int port, const char *line, char *type,
+				size_t type_len, char *fingerprint, size_t fp_len);
+
+/*
  * Pure helpers of transport_ssh.c, in transport.c so that unit tests reach
  * them without a network.  Not for other modules.
  */

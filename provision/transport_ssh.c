@@ -1434,6 +1434,125 @@ fail:
 	return rc;
 }
 
+/*
+ * transport_host_key_scan: the handshake only (through the jump host when
+ * there is one), the key the server offers now, and the known_hosts line
+ * that would record it.  Nothing is verified against known_hosts here and
+ * nothing is authenticated: the caller shows the key and decides.
+ */
+int transport_host_key_scan(const struct transport_target *target, struct transport_host_key *out,
+			    struct error *err)
+{
+	struct transport *t = xcalloc(1, sizeof(*t));
+	ssh_key key = NULL;
+	unsigned char *hash = NULL;
+	size_t hlen = 0;
+	char *fp = NULL, *line = NULL;
+	long sec;
+	int verbosity = SSH_LOG_NOLOG, fd = -1, rc;
+	bool no = false;
+	const char *type;
+
+	memset(out, 0, sizeof(*out));
+	transport_global_init();
+	t->host = xstrdup(target->host);
+	t->port = target->port > 0 ? target->port : 22;
+	t->name = xstrdup(target->name ? target->name : target->host);
+	t->user = dup_or_null(target->user);
+	t->label = host_port(t->host, t->port);
+	t->known_hosts = target->known_hosts ? expand_home(target->known_hosts) : NULL;
+	t->identity = target->identity ? expand_home(target->identity) : NULL;
+	t->passphrase = dup_or_null(target->identity_passphrase);
+	t->host_keys = target->host_keys;
+	t->timeout_ms = target->connect_timeout_ms > 0 ? target->connect_timeout_ms
+						       : DEFAULT_CONNECT_TIMEOUT_MS;
+	t->tcp_fd = -1;
+	strbuf_init(&t->hello_out, 0);
+	strbuf_init(&t->hello_err, 0);
+	sec = t->timeout_ms / 1000 ? t->timeout_ms / 1000 : 1;
+	if (target->jump && *target->jump)
+		rc = jump_open(t, target->jump, &fd, err);
+	else
+		rc = tcp_connect(&fd, t->host, t->port, t->timeout_ms, true, 0, err);
+	if (rc < 0)
+		goto out;
+	t->session = ssh_new();
+	if (!t->session) {
+		close(fd);
+		rc = error_set(err, TRANSPORT_ERR_GENERIC, "cannot create an ssh session");
+		goto out;
+	}
+	if (ssh_options_set(t->session, SSH_OPTIONS_PROCESS_CONFIG, &no) < 0 ||
+	    ssh_options_set(t->session, SSH_OPTIONS_LOG_VERBOSITY, &verbosity) < 0 ||
+	    ssh_options_set(t->session, SSH_OPTIONS_HOST, t->host) < 0 ||
+	    ssh_options_set(t->session, SSH_OPTIONS_PORT, &t->port) < 0 ||
+	    ssh_options_set(t->session, SSH_OPTIONS_TIMEOUT, &sec) < 0 ||
+	    (t->known_hosts &&
+	     ssh_options_set(t->session, SSH_OPTIONS_KNOWNHOSTS, t->known_hosts) < 0) ||
+	    ssh_options_set(t->session, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0 ||
+	    ssh_options_set(t->session, SSH_OPTIONS_FD, &fd) < 0) {
+		close(fd);
+		rc = error_set(err, TRANSPORT_ERR_GENERIC, "bad ssh option for '%s': %s", t->label,
+			       ssh_get_error(t->session));
+		goto out;
+	}
+	if (ssh_connect(t->session) != SSH_OK) {
+		rc = error_set(err, TRANSPORT_ERR_GENERIC, "ssh handshake with '%s' failed: %s",
+			       t->label, ssh_get_error(t->session));
+		goto out;
+	}
+	if (ssh_get_server_publickey(t->session, &key) < 0 ||
+	    ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) < 0 ||
+	    !(fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen)) ||
+	    ssh_session_export_known_hosts_entry(t->session, &line) != SSH_OK) {
+		rc = error_set(err, TRANSPORT_ERR_GENERIC, "no usable host key from '%s': %s",
+			       t->label, ssh_get_error(t->session));
+		goto out;
+	}
+	type = ssh_key_type_to_char(ssh_key_type(key));
+	snprintf(out->type, sizeof(out->type), "%s", type ? type : "unknown");
+	snprintf(out->fingerprint, sizeof(out->fingerprint), "%s", fp);
+	out->known_hosts_line = xstrdup(line);
+	rc = 0;
+out:
+	ssh_string_free_char(fp);
+	ssh_string_free_char(line);
+	ssh_clean_pubkey_hash(&hash);
+	ssh_key_free(key);
+	transport_free(t);
+	return rc;
+}
+
+int transport_known_hosts_match(const char *host, int port, const char *line, char *type,
+				size_t type_len, char *fingerprint, size_t fp_len)
+{
+	struct ssh_knownhosts_entry *e = NULL;
+	unsigned char *hash = NULL;
+	size_t hlen = 0;
+	char *spec = port == 22 || port <= 0 ? xstrdup(host) : xasprintf("[%s]:%d", host, port);
+	char *fp = NULL;
+	const char *kt;
+	int rc;
+
+	transport_global_init();
+	rc = ssh_known_hosts_parse_line(spec, line, &e);
+	free(spec);
+	if (rc != SSH_OK) {
+		ssh_knownhosts_entry_free(e);
+		return 0;
+	}
+	kt = e->publickey ? ssh_key_type_to_char(ssh_key_type(e->publickey)) : NULL;
+	snprintf(type, type_len, "%s", kt ? kt : "unknown");
+	if (e->publickey &&
+	    ssh_get_publickey_hash(e->publickey, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) == 0)
+		fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
+	snprintf(fingerprint, fp_len, "%s", fp ? fp : "?");
+	ssh_string_free_char(fp);
+	ssh_clean_pubkey_hash(&hash);
+	ssh_knownhosts_entry_free(e);
+	return 1;
+}
+
 static void ssh_close_fn(struct transport *t)
 {
 	transport_free(t);

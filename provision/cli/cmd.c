@@ -16,6 +16,7 @@ const struct cmd *const cmd_table[] = {
 	&cmd_plan,
 	&cmd_check,
 	&cmd_add_node,
+	&cmd_forget_host,
 	&cmd_inventory,
 	&cmd_run,
 	&cmd_status,

@@ -38,6 +38,7 @@ extern const struct cmd cmd_plan;
 extern const struct cmd cmd_status;
 extern const struct cmd cmd_check;
 extern const struct cmd cmd_add_node;
+extern const struct cmd cmd_forget_host;
 extern const struct cmd cmd_history;
 extern const struct cmd cmd_diff;
 extern const struct cmd cmd_show;

@@ -117,6 +117,34 @@ static char *ask_tty(const char *prompt)
 	return r;
 }
 
+int cli_confirm(const char *cmd_name, bool yes, const char *question)
+{
+	char buf[64];
+	FILE *tty;
+	size_t len;
+
+	if (yes)
+		return 0;
+	if (!isatty(STDIN_FILENO) || !(tty = fopen("/dev/tty", "r+"))) {
+		fprintf(stderr,
+			"provision %s: not on a terminal, so nobody can confirm; nothing was changed\n"
+			"  hint: check what the command would do, then run it again with --yes\n",
+			cmd_name);
+		return EXIT_USAGE;
+	}
+	fprintf(tty, "%s [y/N] ", question);
+	fflush(tty);
+	if (!fgets(buf, sizeof(buf), tty))
+		buf[0] = '\0';
+	fclose(tty);
+	len = strcspn(buf, "\r\n");
+	buf[len] = '\0';
+	if (!strcmp(buf, "y") || !strcmp(buf, "Y") || !strcmp(buf, "yes") || !strcmp(buf, "YES"))
+		return 0;
+	fprintf(stderr, "provision %s: not confirmed; nothing was changed\n", cmd_name);
+	return EXIT_USAGE;
+}
+
 char *cli_sudo_password(bool ask, const char *file)
 {
 	const char *env = getenv("PROVISION_SUDO_PASSWORD");

@@ -35,6 +35,13 @@ char *cli_sudo_password(bool ask, const char *file);
 void cli_free_secret(char *s);
 
 /*
+ * Ask `question` (a y/N prompt) on the terminal, unless `yes` (--yes).
+ * Returns 0 when confirmed; EXIT_USAGE after saying so when declined or
+ * when standard input is not a terminal (then --yes is required).
+ */
+int cli_confirm(const char *cmd_name, bool yes, const char *question);
+
+/*
  * The passphrase of the inventory's ssh.identity, asked once on the terminal
  * when the key is encrypted and no ssh-agent is running; NULL otherwise.
  */
