@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "http.h"
+#include "profiles.h"
 #include "protocol.h"
 #include "template.h"
 #include "util.h"
@@ -121,6 +122,58 @@ static void add_roles(struct tval *map, unsigned roles)
 	strbuf_release(&s);
 }
 
+static void add_list(struct tval *map, const char *key, char **items)
+{
+	struct tval *list = tval_set(map, key, tval_new_list());
+	size_t i;
+
+	for (i = 0; items && items[i]; i++)
+		tval_push(list, tval_new_str(items[i]));
+}
+
+/* hub.*: the inventory's jupyterhub section, as the jupyterhub role's values template reads it. */
+static void add_hub(struct tval *v, const struct inventory *inv, const struct node *cp)
+{
+	static const char *const auth[] = {"native", "github", "ldap", "none"};
+	const struct hub_settings *h = &inv->hub;
+	struct tval *m = tval_map_at(v, "hub"), *a;
+
+	tval_set_str(m, "enabled", "true");
+	if (h->chart_version)
+		tval_set_str(m, "chart_version", h->chart_version);
+	tval_set_strf(m, "node_port", "%d", h->node_port);
+	if (cp)
+		tval_set_strf(m, "url", strchr(cp->address, ':') ? "http://[%s]:%d/" : "http://%s:%d/",
+			      cp->address, h->node_port);
+	if (h->image) {
+		/* name:tag, the tag after the last ':' of the last path element */
+		const char *slash = strrchr(h->image, '/');
+		const char *colon = strrchr(slash ? slash : h->image, ':');
+		if (colon) {
+			tval_set_strf(m, "image_name", "%.*s", (int)(colon - h->image), h->image);
+			tval_set_str(m, "image_tag", colon + 1);
+		} else {
+			tval_set_str(m, "image_name", h->image);
+			tval_set_str(m, "image_tag", "latest");
+		}
+	}
+	tval_set_str(m, "storage", h->storage);
+	tval_set_str(m, "shm_size", h->shm_size);
+	tval_set_strf(m, "start_timeout", "%d", h->start_timeout);
+	add_list(m, "admin_users", h->admin_users);
+	add_list(m, "allowed_users", h->allowed_users);
+	a = tval_map_at(m, "auth");
+	tval_set_str(a, "type", auth[h->auth]);
+	if (h->github_client_id)
+		tval_set_str(a, "github_client_id", h->github_client_id);
+	if (h->github_callback_url)
+		tval_set_str(a, "github_callback_url", h->github_callback_url);
+	if (h->ldap_server)
+		tval_set_str(a, "ldap_server", h->ldap_server);
+	if (h->ldap_bind_dn_template)
+		tval_set_str(a, "ldap_bind_dn_template", h->ldap_bind_dn_template);
+}
+
 struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f)
 {
 	struct tval *v = tval_new_map(), *m, *list;
@@ -173,6 +226,9 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 			tval_set_str(m, "export_network", inv->nfs.export_network);
 		tval_set_str(m, "options", inv->nfs.options);
 	}
+
+	if (inv->hub.enabled)
+		add_hub(v, inv, cp);
 
 	if (f) {
 		m = tval_map_at(v, "facts");
@@ -662,6 +718,88 @@ done:
 	return ret;
 }
 
+static void fmt_cores(struct tval *map, const char *key, unsigned milli)
+{
+	if (milli % 1000)
+		tval_set_strf(map, key, "%u.%03u", milli / 1000, milli % 1000);
+	else
+		tval_set_strf(map, key, "%u", milli / 1000);
+}
+
+/*
+ * `profiles`: the hub's profile list from the cluster's measured capacity.
+ * A step on the control plane (roles/jupyterhub 20-capacity) hands the
+ * Nodes as the API reports them -- `::set hub_nodes=N`, then one
+ * `::set hub_node_K=JSON` per Node (K = 1..N; one line each, so that no
+ * line comes near the transport's line limit however many nodes there
+ * are) -- and they become a NodeList for profiles_nodes_from_json().
+ * Without hub_nodes there is no `profiles` value (a template that reads
+ * it then fails to render, naming it).  Returns -1 with err set when the
+ * handed text is not what kubectl gives.
+ */
+static int add_profiles(struct tval *v, struct error *err)
+{
+	const struct tval *count = tval_lookup(v, "set.hub_nodes"), *item;
+	struct strbuf json = STRBUF_INIT;
+	struct profile_node *nodes = NULL;
+	struct hub_profile *p = NULL;
+	struct tval *list, *e, *sel, *ns;
+	size_t nr_nodes = 0, nr = 0, i, k;
+	unsigned long n;
+	char key[64], *end;
+	int ret = 0;
+
+	if (!count || count->kind != TVAL_STR)
+		return 0;
+	n = strtoul(count->str, &end, 10);
+	if (*end || end == count->str || n > 100000)
+		return error_set(err, -1, "hub_nodes is '%s', not a count of nodes", count->str);
+	strbuf_addstr(&json, "{\"kind\":\"List\",\"apiVersion\":\"v1\",\"items\":[");
+	for (i = 1; i <= n; i++) {
+		snprintf(key, sizeof(key), "set.hub_node_%zu", i);
+		item = tval_lookup(v, key);
+		if (!item || item->kind != TVAL_STR) {
+			ret = error_set(err, -1, "hub_nodes says %lu nodes but %s was not handed", n,
+					key + 4);
+			goto out;
+		}
+		strbuf_addf(&json, "%s%s", i > 1 ? "," : "", item->str);
+	}
+	strbuf_addstr(&json, "]}");
+	if (profiles_nodes_from_json(&nodes, &nr_nodes, json.buf, json.len, err) < 0) {
+		ret = -1;
+		goto out;
+	}
+	profiles_generate(&p, &nr, nodes, nr_nodes);
+	list = tval_set(v, "profiles", tval_new_list());
+	for (i = 0; i < nr; i++) {
+		e = tval_push(list, tval_new_map());
+		tval_set_str(e, "slug", p[i].slug);
+		tval_set_str(e, "display_name", p[i].display_name);
+		tval_set_str(e, "description", p[i].description);
+		tval_set_str(e, "reasoning", p[i].reasoning);
+		tval_set_strf(e, "gpus", "%u", p[i].gpus);
+		if (p[i].selector_key) {
+			sel = tval_map_at(e, "node_selector");
+			tval_set_str(sel, p[i].selector_key, p[i].selector_value);
+		}
+		fmt_cores(e, "cpu_guarantee", p[i].cpu_guarantee_milli);
+		fmt_cores(e, "cpu_limit", p[i].cpu_limit_milli);
+		tval_set_strf(e, "mem_guarantee", "%lluM", (unsigned long long)p[i].mem_guarantee_mib);
+		tval_set_strf(e, "mem_limit", "%lluM", (unsigned long long)p[i].mem_limit_mib);
+		ns = tval_set(e, "nodes", tval_new_list());
+		for (k = 0; k < p[i].nr_nodes; k++)
+			tval_push(ns, tval_new_str(p[i].nodes[k]));
+		if (i == 0)
+			tval_set_str(e, "default", "true");
+	}
+out:
+	profiles_free(p, nr);
+	profiles_nodes_free(nodes, nr_nodes);
+	strbuf_release(&json);
+	return ret;
+}
+
 static struct tval *node_values(struct node_ctx *nc)
 {
 	const struct plan_opts *o = nc->run->o;
@@ -699,6 +837,15 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 
 	post_step(job, EVENT_STEP_START, r, t->dest, STEP_NONE, 0, NULL);
 	vals = node_values(nc);
+	rc = add_profiles(vals, &err);
+	if (rc < 0) {
+		tval_free(vals);
+		result = STEP_FAILED;
+		detail = xasprintf("cannot work out the hub's profiles from the handed nodes: %s",
+				   err.msg);
+		ret = 1;
+		goto done;
+	}
 	rc = template_render(t->tmpl, vals, &content, &err);
 	tval_free(vals);
 	if (rc < 0) {
@@ -1152,6 +1299,42 @@ static void readyz_check(struct run *run, const struct kube_query *on_node)
 	free(kc);
 }
 
+/*
+ * The hub's /hub/health from this machine, through the proxy's NodePort on
+ * the control plane's address (a NodePort answers on every node), as a
+ * user's browser would reach it.  Skipped when this run did not include the
+ * addons phase (`up --phases init`); `check` (no phases) always asks.
+ */
+static void hub_check(struct run *run, const struct node *cp)
+{
+	const struct inventory *inv = run->o->inv;
+	struct strbuf body = STRBUF_INIT;
+	struct error err = {0};
+	long status = 0;
+	char *url;
+	int addons = role_phase_index("addons");
+
+	if (!inv->hub.enabled)
+		return;
+	if (run->o->phases && addons >= 0 && !(run->o->phases & (1u << addons))) {
+		validation_add(&run->res->validation, "hub-health", CHECK_CLUSTER, CHECK_SKIP,
+			       "/hub/health answers 200", "the addons phase did not run",
+			       "run 'provision up' with the addons phase");
+		return;
+	}
+	url = xasprintf(strchr(cp->address, ':') ? "http://[%s]:%d/hub/health"
+						 : "http://%s:%d/hub/health",
+			cp->address, inv->hub.node_port);
+	{
+		struct http_get g = {.url = url, .timeout_ms = 10000, .max_body = 4096};
+		if (http_get(&g, &status, &body, &err) < 0)
+			status = 0;
+	}
+	validate_hub_health(&run->res->validation, url, status, err.msg);
+	strbuf_release(&body);
+	free(url);
+}
+
 static void run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions)
 {
 	const struct plan_opts *o = run->o;
@@ -1232,6 +1415,7 @@ static void run_validation(struct run *run, struct runner_opts *ro, struct trans
 					       q[2].status ? "kubectl failed" : err.msg,
 					       "run 'kubectl get pods -A' on the control plane");
 			readyz_check(run, &q[3]);
+			hub_check(run, o->nodes[cp]);
 		}
 	}
 	for (i = 0; q[i].what; i++)

@@ -281,8 +281,12 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 				p->selector_key = xstrdup("kubernetes.io/hostname");
 				p->selector_value = xstrdup(n->name);
 			}
-			strbuf_addf(&name, "%zu× %s (%u GiB)%s%s", k, models.buf,
-				    (gpu_mib + 512) / 1024, homo ? "" : " on ", homo ? "" : n->name);
+			strbuf_addf(&name, "%zu× %s", k, models.buf);
+			/* Memory unknown (no GFD label, no annotation): say nothing rather than 0. */
+			if (gpu_mib && gpu_mib != UINT32_MAX)
+				strbuf_addf(&name, " (%u GiB)", (gpu_mib + 512) / 1024);
+			if (!homo)
+				strbuf_addf(&name, " on %s", n->name);
 			p->display_name = strbuf_detach(&name, NULL);
 			{
 				char *base = slugify(homo ? models.buf : n->name);
@@ -466,8 +470,10 @@ int profiles_nodes_from_json(struct profile_node **out, size_t *nr, const char *
 			const char *product = label(item, "labels", "nvidia.com/gpu.product");
 			const char *count = label(item, "labels", "nvidia.com/gpu.count");
 			const char *memory = label(item, "labels", "nvidia.com/gpu.memory");
-			size_t c = count ? strtoul(count, NULL, 10)
-				   : gpu_alloc ? strtoul(gpu_alloc, NULL, 10) : 0, k;
+			size_t c, k;
+			if (!count && !gpu_alloc)
+				count = label(item, "labels", "provision.dev/gpu-count");
+			c = count ? strtoul(count, NULL, 10) : gpu_alloc ? strtoul(gpu_alloc, NULL, 10) : 0;
 			if (!product)
 				product = label(item, "labels", "provision.dev/gpu-model");
 			if (product && c) {

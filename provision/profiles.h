@@ -81,7 +81,10 @@ struct hub_profile {
  * memory as the kubelets report them, GPUs from provision's annotation
  * provision.dev/gpus ("MODEL:MIB,MODEL:MIB", set by the node-labels role
  * from nvidia-smi), else GPU feature discovery's labels (nvidia.com/gpu.product,
- * .count, .memory); schedulable = Ready, not cordoned, no NoSchedule taint.
+ * .count, .memory), else node-labels' provision.dev/gpu-model and
+ * provision.dev/gpu-count; never more GPUs than allocatable nvidia.com/gpu
+ * when the device plugin reports it; schedulable = Ready, not cordoned, no
+ * NoSchedule taint.
  * Strings point into storage the caller frees with profiles_nodes_free().
  * Returns 0, or -1 with err set when the text is not a node list.
  */

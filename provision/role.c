@@ -132,7 +132,7 @@ static const char *const role_keys[] = {"description", "phase",	  "applies_to", 
 					"depends_on",  "wait_for", "vars",	 "templates", "artifacts",
 					NULL};
 static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before", NULL};
-static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", NULL};
+static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", "hub", NULL};
 
 static bool parse_mode(const char *s, unsigned *mode)
 {
@@ -360,7 +360,7 @@ static void load_role_yaml(struct role *r, const char *path, struct diag_list *d
 				if (when_words[w])
 					r->when |= 1u << w;
 				else
-					lerr(&l, v, "conditions: gpu, no-gpu, nfs, not-nfs-server",
+					lerr(&l, v, "conditions: gpu, no-gpu, nfs, not-nfs-server, hub",
 					     "unknown condition '%s'", words[i]);
 			}
 			strv_free(words);
@@ -798,6 +798,8 @@ bool role_applies(const struct role *r, const struct inventory *inv, const struc
 	if ((r->when & ROLE_WHEN_NFS) && !inv->nfs.server)
 		return false;
 	if ((r->when & ROLE_WHEN_NOT_NFS_SERVER) && (n->roles & NODE_ROLE_NFS_SERVER))
+		return false;
+	if ((r->when & ROLE_WHEN_HUB) && !inv->hub.enabled)
 		return false;
 	return true;
 }

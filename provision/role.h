@@ -27,6 +27,7 @@ enum role_when {
 	ROLE_WHEN_NO_GPU = 1u << 1,
 	ROLE_WHEN_NFS = 1u << 2,
 	ROLE_WHEN_NOT_NFS_SERVER = 1u << 3,
+	ROLE_WHEN_HUB = 1u << 4, /* the inventory's jupyterhub is enabled */
 };
 
 struct role_template {

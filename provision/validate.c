@@ -290,3 +290,20 @@ void validate_readyz(struct validation *v, bool fetched, const char *body)
 		       ok ? NULL
 			  : "look at 'crictl ps -a' and the kube-apiserver log on the control plane");
 }
+
+void validate_hub_health(struct validation *v, const char *url, long status, const char *error)
+{
+	char exp[256], obs[256];
+
+	snprintf(exp, sizeof(exp), "%s answers 200", url);
+	if (status)
+		snprintf(obs, sizeof(obs), "HTTP %ld", status);
+	else
+		snprintf(obs, sizeof(obs), "no answer: %s", error && *error ? error : "unknown error");
+	validation_add(v, "hub-health", CHECK_CLUSTER, status == 200 ? CHECK_PASS : CHECK_FAIL, exp,
+		       obs,
+		       status == 200 ? NULL
+		       : status   ? "the hub answers but is not healthy: kubectl -n jhub logs deploy/hub"
+				  : "is the proxy's NodePort open? kubectl -n jhub get svc proxy-public; "
+				    "kubectl -n jhub get pods");
+}

@@ -61,6 +61,12 @@ int validate_kube_nodes(struct validation *v, const char *json, size_t len,
 int validate_kube_pods(struct validation *v, const char *json, size_t len,
 		       const struct node *const *nodes, size_t nr, struct error *err);
 
+/*
+ * The hub's /hub/health through the proxy's NodePort (url): 200 passes;
+ * status 0 means no HTTP answer came (why in `error`).
+ */
+void validate_hub_health(struct validation *v, const char *url, long status, const char *error);
+
 /* The body of /readyz ("ok") and whether it could be fetched. */
 void validate_readyz(struct validation *v, bool fetched, const char *body);
 

@@ -18,12 +18,28 @@ ROOTFS_VARIANT=minbase
 # conntrack and iptables: kubeadm's preflight requires them (Kubernetes <
 # 1.32); python3 and openssl: the Kubernetes stand-ins of tests/fakes run on
 # them (both were already pulled in as dependencies; named so they stay).
+# ROOTFS_APT_PACKAGES: installed with apt-get inside the tree after
+# debootstrap (debootstrap's own resolver cannot configure their node-*
+# dependencies): jupyterhub and node-configurable-http-proxy, Debian's real
+# JupyterHub (3.0) and its proxy, which the fake helm starts for the
+# jupyterhub chart so that /hub/health is answered by a real hub
+# (tests/fakes/README.md).
+ROOTFS_APT_PACKAGES="jupyterhub node-configurable-http-proxy"
 ROOTFS_PACKAGES=systemd-sysv,openssh-server,sudo,iproute2,procps,kmod,ca-certificates,containerd,runc,nfs-common,apt-utils,gnupg,conntrack,iptables,python3,openssl
 
 # rootfs_customize DIR: turn a fresh debootstrap tree into the shared,
 # read-only lower layer of every node.  Runs on the host, touching only DIR.
 rootfs_customize() {
 	local r=$1
+	# Packages debootstrap cannot install (see ROOTFS_APT_PACKAGES), with
+	# the tree's own apt (debootstrap left the host's resolv.conf in the
+	# tree), no daemon started.
+	printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"
+	chmod 0755 "$r/usr/sbin/policy-rc.d"
+	# shellcheck disable=SC2086 # one package a word
+	chroot "$r" sh -c 'apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install '"$ROOTFS_APT_PACKAGES" ||
+		return 1
+	rm -f "$r/usr/sbin/policy-rc.d"
 	# openssh-server's postinst generated host keys: shared by every node
 	# they would make every node the same host.  Each node gets its own.
 	rm -f "$r"/etc/ssh/ssh_host_*

@@ -126,7 +126,11 @@ cmd_rootfs() {
 		rm -rf "$tmp"
 		die "debootstrap failed (see $dest.log)"
 	fi
-	rootfs_customize "$tmp"
+	if ! rootfs_customize "$tmp" >>"$dest.log" 2>&1 8>&-; then
+		tail -n 20 "$dest.log" >&2
+		rm -rf "$tmp"
+		die "customizing the rootfs failed (see $dest.log)"
+	fi
 	cp "$TESTBED_SRC/rootfs-recipe.sh" "$tmp/.recipe"
 	touch "$tmp/.complete"
 	mv "$tmp" "$dest"

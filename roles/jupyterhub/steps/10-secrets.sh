@@ -1,0 +1,86 @@
+# jupyterhub 10-secrets: the hub's own secrets exist on the control plane,
+# made here and nowhere else, and the folder for the hub's database.
+#
+# /etc/provision/jupyterhub/secrets.yaml (root, 0600) holds the chart's
+# hub.cookieSecret (signs the users' login cookies) and proxy.secretToken
+# (the hub's token for the proxy's API), each 32 random bytes in hex (what
+# `openssl rand -hex 32` gives, the chart's documented way to make them).
+# The values are read from /dev/urandom and written straight to the file;
+# they are never printed.  `check` hands them to provision with ::secret so
+# that any output line that might ever carry them is redacted.  Made once:
+# a new cookie secret would log every user out.
+#
+# /var/lib/provision/jupyterhub (0700, uid 1000: the chart's hub container
+# runs as 1000) holds the hub's SQLite database, on this node's own disk
+# (role.yaml says why not NFS).
+set -eu
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+DIR=/etc/provision/jupyterhub
+SECRETS=$DIR/secrets.yaml
+DB=/var/lib/provision/jupyterhub
+HUB_UID=1000
+
+hex32() {
+	od -An -tx1 -N32 /dev/urandom | tr -d ' \n'
+}
+
+value() { # KEY: the value of "  KEY: VALUE" in the secrets file
+	sed -n "s/^  $1: \"\\([0-9a-f]\\{64\\}\\)\"\$/\\1/p" "$SECRETS"
+}
+
+secrets_ok() {
+	[ -f "$SECRETS" ] && [ "$(stat -c %a:%u "$SECRETS")" = 600:0 ] &&
+		[ -n "$(value cookieSecret)" ] && [ -n "$(value secretToken)" ]
+}
+
+db_ok() {
+	[ -d "$DB" ] && [ "$(stat -c %a:%u "$DB")" = "700:$HUB_UID" ]
+}
+
+case ${1:-} in
+check)
+	rc=0
+	if secrets_ok; then
+		pv_say_secret hub_cookie_secret "$(value cookieSecret)"
+		pv_say_secret hub_proxy_token "$(value secretToken)"
+		echo "hub secrets in $SECRETS"
+	else
+		echo "no hub secrets yet in $SECRETS"
+		rc=1
+	fi
+	if db_ok; then
+		echo "hub database folder $DB"
+	else
+		echo "no hub database folder $DB (0700, uid $HUB_UID)"
+		rc=1
+	fi
+	exit $rc
+	;;
+apply)
+	mkdir -p "$DIR"
+	chmod 0700 "$DIR"
+	if ! secrets_ok; then
+		if [ -f "$SECRETS" ]; then
+			# Keep what can be kept: an unreadable file is replaced, its copy backed up.
+			pv_backup "$SECRETS"
+		fi
+		umask 077
+		{
+			echo "# Made by provision (roles/jupyterhub 10-secrets) on $PROVISION_NODE; never printed."
+			echo "hub:"
+			printf '  cookieSecret: "%s"\n' "$(hex32)"
+			echo "proxy:"
+			printf '  secretToken: "%s"\n' "$(hex32)"
+		} | pv_write "$SECRETS" 0600
+		echo "made the hub secrets in $SECRETS"
+	fi
+	mkdir -p "$DB"
+	chown "$HUB_UID:$HUB_UID" "$DB"
+	chmod 0700 "$DB"
+	pv_managed "$DB"
+	;;
+*)
+	echo "usage: $0 check|apply" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,190 @@
+# Stand-in for what the programs of the chart jupyterhub/jupyterhub 3.3.8
+# (Zero to JupyterHub) do once they run: the hub image
+# (quay.io/jupyterhub/k8s-hub) is acted out by the REAL JupyterHub of
+# Debian 12 (package jupyterhub 3.0, with node-configurable-http-proxy),
+# started by the kubelet on the node the hub pod lands on, so that
+# /hub/health, the login page and the REST API are answered by a real hub.
+# Copied from the real chart and hub image (z2jh "Configuration Reference",
+# jupyterhub_config.py and z2jh.py of the hub image, JupyterHub's docs):
+#   - the hub reads the chart's values from its Secret (the real hub: the
+#     Secret mounted at /usr/local/etc/jupyterhub/secret/values.yaml);
+#   - hub.config.JupyterHub.authenticator_class: "dummy" (the chart's
+#     default) is JupyterHub's DummyAuthenticator, which accepts any
+#     password; anything else is a real authenticator (below);
+#     hub.config.Authenticator.admin_users / allowed_users as given;
+#   - hub.cookieSecret (hex) is the cookie secret, proxy.secretToken the
+#     proxy's API token;
+#   - hub.db.type: sqlite-memory is an in-memory database, "other" uses
+#     hub.db.url, and a path under a volume mounted in the hub container
+#     (hub.extraVolumes / extraVolumeMounts, e.g. a hostPath) is that
+#     folder on the node; sqlite-pvc is /srv/jupyterhub/jupyterhub.sqlite;
+#   - the hub container runs as uid 1000 (the hub image's user jovyan), so
+#     its database folder must be writable by 1000;
+#   - the hub answers /hub/health once it runs (the chart's readiness
+#     probe): helm --wait waits for it (Chart.ready).
+# Where it differs, on purpose:
+#   - no container runtime: the hub is a transient systemd unit
+#     fake-jupyterhub-NAMESPACE.service on that node, restarted when the
+#     config it was given changes (a new hub pod after an upgrade);
+#   - no Services and no kube-proxy: the hub starts its proxy itself
+#     (JupyterHub's default, the same configurable-http-proxy program the
+#     proxy pod runs) listening on the proxy-public Service's nodePort on
+#     the hub's node, where the real chart's proxy pod listens on 8000 and
+#     kube-proxy opens the NodePort on every node; the proxy pod is a
+#     placeholder;
+#   - the Debian package has no NativeAuthenticator, OAuthenticator or
+#     LDAPAuthenticator: those classes run as JupyterHub's PAMAuthenticator
+#     (also a real password check, against the node's accounts), logged as
+#     such in the hub container's log;
+#   - no KubeSpawner: notebooks are not spawned (the profile list is kept
+#     in the values, where tests read it).
+
+JHUB_UID = 1000
+JHUB_DIR = "/var/lib/fake-kubernetes/jupyterhub"
+JHUB_REAL_AUTH = {"dummy": "dummy", "dummyauthenticator": "dummy",
+                  "jupyterhub.auth.dummyauthenticator": "dummy", "pam": "pam",
+                  "jupyterhub.auth.pamauthenticator": "pam"}
+
+
+def jhub_unit(ns):
+    return "fake-jupyterhub-%s" % ns
+
+
+def jhub_values(cl, ns):
+    sec = cl.get(R("secrets").path(ns, "hub"))
+    if "values.yaml" in (sec.get("data") or {}):
+        return yaml_load(unb64(sec["data"]["values.yaml"])) or {}
+    return yaml_load((sec.get("stringData") or {}).get("values.yaml", "")) or {}
+
+
+def jhub_node_port(cl, ns):
+    svc = cl.get(R("services").path(ns, "proxy-public"))
+    for p in (svc.get("spec") or {}).get("ports") or []:
+        if p.get("name") == "http" and p.get("nodePort"):
+            return int(p["nodePort"])
+    return None
+
+
+def jhub_db_url(vals, mounts):
+    db = (vals.get("hub") or {}).get("db") or {}
+    kind = db.get("type") or "sqlite-pvc"
+    if kind == "sqlite-memory":
+        return "sqlite://", None
+    url = db.get("url") if kind == "other" else "sqlite:////srv/jupyterhub/jupyterhub.sqlite"
+    if not url:
+        raise ContainerFailed("hub.db.type is %s but hub.db.url is not set" % kind)
+    if not url.startswith("sqlite:///"):
+        raise ContainerFailed("database %s: only SQLite can be acted out here" % url.split(":")[0])
+    path = url[len("sqlite:///"):]
+    for mpath, vol in sorted(mounts.items(), key=lambda kv: -len(kv[0])):
+        mp = mpath.rstrip("/")
+        if path.startswith(mp + "/") and vol[0] in ("hostPath", "nfs"):
+            host = os.path.join(vol[1], path[len(mp) + 1:])
+            return "sqlite:///" + host, os.path.dirname(host)
+    raise ContainerFailed("the database folder of %s is not a volume mounted in the hub container" % url)
+
+
+def jhub_config(vals, port, db_url):
+    hub, proxy = vals.get("hub") or {}, vals.get("proxy") or {}
+    conf = hub.get("config") or {}
+    cls = str((conf.get("JupyterHub") or {}).get("authenticator_class") or "dummy")
+    auth = JHUB_REAL_AUTH.get(cls.lower(), "pam")
+    a = conf.get("Authenticator") or {}
+    cookie, token = hub.get("cookieSecret"), proxy.get("secretToken")
+    if not cookie or not token:
+        raise ContainerFailed("hub.cookieSecret and proxy.secretToken must be set (the chart generates them "
+                              "when not given; this stand-in does not)")
+    lines = [
+        "# Written by the fake kubelet for the hub container (tests/fakes/kube/chart_jupyterhub.py).",
+        "c.JupyterHub.ip = '0.0.0.0'",
+        "c.JupyterHub.port = %d" % port,
+        "c.JupyterHub.hub_ip = '127.0.0.1'",
+        "c.JupyterHub.hub_port = 8081",
+        "c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:8001'",
+        "c.ConfigurableHTTPProxy.auth_token = %r" % str(token),
+        "c.JupyterHub.cookie_secret = bytes.fromhex(%r)" % str(cookie),
+        "c.JupyterHub.db_url = %r" % db_url,
+        "c.JupyterHub.authenticator_class = %r" % auth,
+        "c.Authenticator.admin_users = set(%r)" % sorted(str(u) for u in a.get("admin_users") or []),
+    ]
+    if a.get("allowed_users"):
+        lines.append("c.Authenticator.allowed_users = set(%r)" % sorted(str(u) for u in a["allowed_users"]))
+    return "\n".join(lines) + "\n", cls, auth
+
+
+@image_act("jupyterhub/k8s-hub")
+def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
+    cl = kubelet.client
+    ns = pod["metadata"].get("namespace", "default")
+    if cl is None:
+        raise ContainerFailed("no API yet", 0)
+    try:
+        vals = jhub_values(cl, ns)
+        port = jhub_node_port(cl, ns)
+    except APIError as e:
+        raise ContainerFailed("cannot read the hub's values: %s" % e) from e
+    if port is None:
+        raise ContainerFailed("proxy-public has no nodePort (proxy.service.type NodePort and nodePorts.http)")
+    db_url, db_dir = jhub_db_url(vals, mounts)
+    if db_dir and not os.path.isdir(db_dir):
+        raise ContainerFailed('hostPath type check failed: %s is not a directory' % db_dir)
+    if db_dir and os.stat(db_dir).st_uid != JHUB_UID and os.stat(db_dir).st_mode & 0o002 == 0:
+        kubelet.container_log(log, "sqlite3.OperationalError: unable to open database file (%s is not writable by uid %d)"
+                              % (db_dir, JHUB_UID), "stderr")
+        raise ContainerFailed("unable to open database file")
+    text, cls, auth = jhub_config(vals, port, db_url)
+    d = os.path.join(JHUB_DIR, ns)
+    os.makedirs(d, exist_ok=True)
+    os.chown(d, JHUB_UID, JHUB_UID)
+    os.chmod(d, 0o700)
+    cfg = os.path.join(d, "jupyterhub_config.py")
+    unit = jhub_unit(ns)
+    active = subprocess.run(["systemctl", "is-active", "--quiet", unit + ".service"], check=False).returncode == 0
+    if active and read_file(cfg) == text:
+        return jhub_tick(unit)
+    write_file(cfg, text, 0o600)
+    os.chown(cfg, JHUB_UID, JHUB_UID)
+    if auth != cls:
+        kubelet.container_log(log, "authenticator_class %s is not in Debian's jupyterhub: running %s in its place" % (cls, auth))
+    subprocess.run(["systemctl", "stop", unit + ".service"], capture_output=True, check=False)
+    subprocess.run(["systemctl", "reset-failed", unit + ".service"], capture_output=True, check=False)
+    r = subprocess.run(["systemd-run", "--unit=" + unit, "--collect", "--quiet", "-p", "User=%d" % JHUB_UID,
+                        "-p", "WorkingDirectory=" + d, "-p", "StandardOutput=append:" + log,
+                        "-p", "StandardError=append:" + log, "-E", "HOME=" + d,
+                        "/usr/bin/jupyterhub", "-f", cfg], capture_output=True, text=True, check=False, timeout=30)
+    if r.returncode != 0:
+        raise ContainerFailed("failed to start container: %s" % r.stderr.strip(), 128)
+    return jhub_tick(unit)
+
+
+def jhub_tick(unit):
+    def tick():
+        if subprocess.run(["systemctl", "is-active", "--quiet", unit + ".service"], check=False).returncode != 0:
+            raise ContainerFailed("jupyterhub exited")
+    return tick
+
+
+@chart_hooks("jupyterhub")
+class JupyterHubChart:
+    @staticmethod
+    def ready(c, rel):
+        """The hub Deployment's readiness probe: GET /hub/health on the
+        hub's node, through the proxy's port."""
+        ns = rel["namespace"]
+        try:
+            port = jhub_node_port(c, ns)
+            pods = c.get(R("pods").path(ns), {"labelSelector": "component=hub"})["items"]
+        except APIError as e:
+            return str(e)
+        hosts = [(p.get("status") or {}).get("hostIP") for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+        if not port or not hosts or not hosts[0]:
+            return "the hub pod is not running"
+        try:
+            st, _ = Client("http://%s:%d" % (hosts[0], port), timeout=5).raw("GET", "/hub/health")
+        except ConnError as e:
+            return "hub health: %s" % e
+        return None if st == 200 else "hub health: HTTP %d" % st
+
+    @staticmethod
+    def uninstalled(c, rel):
+        subprocess.run(["systemctl", "stop", jhub_unit(rel["namespace"]) + ".service"], capture_output=True, check=False)
