@@ -720,14 +720,21 @@ done:
 
 static void fmt_cores(struct tval *map, const char *key, unsigned milli)
 {
-	if (milli % 1000)
-		tval_set_strf(map, key, "%u.%03u", milli / 1000, milli % 1000);
-	else
+	char frac[8];
+	size_t n;
+
+	if (!(milli % 1000)) {
 		tval_set_strf(map, key, "%u", milli / 1000);
+		return;
+	}
+	snprintf(frac, sizeof(frac), "%03u", milli % 1000);
+	for (n = strlen(frac); n > 1 && frac[n - 1] == '0'; n--)
+		frac[n - 1] = '\0';
+	tval_set_strf(map, key, "%u.%s", milli / 1000, frac);
 }
 
 /*
- * `profiles`: the hub's profile list from the cluster's measured capacity.
+ * plan_add_profiles (plan.h): the hub's profile list from the cluster's measured capacity.
  * A step on the control plane (roles/jupyterhub 20-capacity) hands the
  * Nodes as the API reports them -- `::set hub_nodes=N`, then one
  * `::set hub_node_K=JSON` per Node (K = 1..N; one line each, so that no
@@ -737,7 +744,7 @@ static void fmt_cores(struct tval *map, const char *key, unsigned milli)
  * it then fails to render, naming it).  Returns -1 with err set when the
  * handed text is not what kubectl gives.
  */
-static int add_profiles(struct tval *v, struct error *err)
+int plan_add_profiles(struct tval *v, struct error *err)
 {
 	const struct tval *count = tval_lookup(v, "set.hub_nodes"), *item;
 	struct strbuf json = STRBUF_INIT;
@@ -769,6 +776,15 @@ static int add_profiles(struct tval *v, struct error *err)
 	if (profiles_nodes_from_json(&nodes, &nr_nodes, json.buf, json.len, err) < 0) {
 		ret = -1;
 		goto out;
+	}
+	/* The kubelet's allocatable leaves the add-ons' DaemonSet pods out: keep room for them. */
+	for (i = 0; i < nr_nodes; i++) {
+		nodes[i].cpu_milli = nodes[i].cpu_milli > PROFILES_ADDONS_CPU_MILLI
+					     ? nodes[i].cpu_milli - PROFILES_ADDONS_CPU_MILLI
+					     : 0;
+		nodes[i].mem_mib = nodes[i].mem_mib > PROFILES_ADDONS_MEM_MIB
+					   ? nodes[i].mem_mib - PROFILES_ADDONS_MEM_MIB
+					   : 0;
 	}
 	profiles_generate(&p, &nr, nodes, nr_nodes);
 	list = tval_set(v, "profiles", tval_new_list());
@@ -837,7 +853,7 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 
 	post_step(job, EVENT_STEP_START, r, t->dest, STEP_NONE, 0, NULL);
 	vals = node_values(nc);
-	rc = add_profiles(vals, &err);
+	rc = plan_add_profiles(vals, &err);
 	if (rc < 0) {
 		tval_free(vals);
 		result = STEP_FAILED;

@@ -141,4 +141,16 @@ void plan_result_release(struct plan_result *res);
  */
 struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f);
 
+/*
+ * `profiles` in template values: when a step handed the cluster's Nodes
+ * (set.hub_nodes = N and set.hub_node_1..N, each `kubectl get node -o json`
+ * on one line; roles/jupyterhub 20-capacity), the hub's profile list from
+ * profiles_generate() as a list of maps (slug, display_name, description,
+ * reasoning, gpus, node_selector, cpu_guarantee, cpu_limit in cores,
+ * mem_guarantee, mem_limit as "NM", nodes, default on the first).  No
+ * hub_nodes: nothing is added.  Returns -1 with err set on handed text that
+ * is not what kubectl gives.
+ */
+int plan_add_profiles(struct tval *values, struct error *err);
+
 #endif

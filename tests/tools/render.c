@@ -11,6 +11,8 @@
  *       render roles/ROLE/templates/SRC for NODE of INVENTORY, with the
  *       node's facts (a facts.sh output file, or - for none) and NAME=VALUE
  *       as handed values (set.NAME); the text goes to standard output.
+ *       Handed hub_nodes/hub_node_K (roles/jupyterhub 20-capacity) give
+ *       `profiles`, as in provision up.  A VALUE of @FILE is FILE's text.
  *   render list ROLES_DIR
  *       every template: "ROLE SRC DEST MODE OWNER BEFORE", one a line.
  */
@@ -131,7 +133,25 @@ static int cmd_template(int argc, char **argv)
 			goto out;
 		}
 		*eq = '\0';
-		tval_set_str(set, argv[i], eq + 1);
+		if (eq[1] == '@') {
+			struct strbuf file = STRBUF_INIT;
+			if (read_file(eq + 2, &file) < 0) {
+				fprintf(stderr, "render: cannot read '%s'\n", eq + 2);
+				strbuf_release(&file);
+				tval_free(vals);
+				goto out;
+			}
+			strbuf_rtrim(&file);
+			tval_set_str(set, argv[i], file.buf);
+			strbuf_release(&file);
+		} else {
+			tval_set_str(set, argv[i], eq + 1);
+		}
+	}
+	if (plan_add_profiles(vals, &err) < 0) {
+		fprintf(stderr, "render: hub profiles: %s\n", err.msg);
+		tval_free(vals);
+		goto out;
 	}
 	for (size_t j = 0; j < r->nr_templates; j++) {
 		if (strcmp(r->templates[j].src, src))

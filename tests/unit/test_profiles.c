@@ -251,6 +251,28 @@ static void test_from_kubectl(void **state)
 	profiles_nodes_free(n, nr);
 	strbuf_release(&text);
 
+	/* Before GPU feature discovery: node-labels' provision.dev labels, no memory known. */
+	strbuf_addstr(&text,
+		      "{\"kind\":\"List\",\"items\":[{\"metadata\":{\"name\":\"b-5\",\"labels\":{"
+		      "\"provision.dev/gpu-model\":\"NVIDIA-GeForce-RTX-4080\",\"provision.dev/gpu-count\":\"1\"}},"
+		      "\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"8\",\"memory\":\"16Gi\"},"
+		      "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}]}");
+	assert_int_equal(profiles_nodes_from_json(&n, &nr, text.buf, text.len, &err), 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(n[0].nr_gpus, 1);
+	assert_string_equal(n[0].gpus[0].model, "NVIDIA GeForce RTX 4080");
+	assert_int_equal(n[0].gpus[0].memory_mib, 0);
+	{
+		struct hub_profile *p;
+		size_t np;
+		profiles_generate(&p, &np, n, nr);
+		assert_int_equal(np, 2);
+		assert_string_equal(p[1].display_name, "1× GeForce RTX 4080");
+		profiles_free(p, np);
+	}
+	profiles_nodes_free(n, nr);
+	strbuf_release(&text);
+
 	assert_int_equal(profiles_nodes_from_json(&n, &nr, "[]", 2, &err), -1);
 }
 

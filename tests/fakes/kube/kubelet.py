@@ -21,8 +21,10 @@
 #     bootstrap-kubelet.conf (a CSR for system:node:NAME in system:nodes,
 #     signed by the controller manager, kubelet.conf pointing to
 #     /var/lib/kubelet/pki/kubelet-client-current.pem); Node registration
-#     with the well-known labels, addresses, capacity/allocatable (memory
-#     less the default 100Mi hard eviction), nodeInfo and conditions;
+#     with the well-known labels, addresses, capacity/allocatable
+#     (capacity less the config's kubeReserved and systemReserved and the
+#     default 100Mi hard eviction, as "Reserve Compute Resources for
+#     System Daemons" describes), nodeInfo and conditions;
 #     status every few seconds; Ready only when the runtime answers and a
 #     CNI config exists in /etc/cni/net.d, otherwise NotReady with the real
 #     "NetworkPluginNotReady ... cni plugin not initialized" message.
@@ -98,6 +100,20 @@ def image_base(image):
 def short_base(image):
     return image_base(image).rsplit("/", 1)[-1]
 
+
+
+def cpu_milli(q):
+    """A CPU quantity ("500m", "1", "0.5") in millicores."""
+    return int(float(q[:-1])) if q.endswith("m") else int(float(q) * 1000)
+
+
+def mem_kib_of(q):
+    """A memory quantity ("1Gi", "512Mi", "100M", bytes) in KiB."""
+    for suffix, f in (("Ki", 1), ("Mi", 1024), ("Gi", 1024 ** 2), ("Ti", 1024 ** 3), ("k", 1000 / 1024),
+                      ("M", 1e6 / 1024), ("G", 1e9 / 1024)):
+        if q.endswith(suffix):
+            return int(float(q[:-len(suffix)]) * f)
+    return int(float(q) / 1024)
 
 class ContainerFailed(Exception):
     def __init__(self, msg, code=1):
@@ -774,7 +790,12 @@ class Kubelet:
         self.state["nodeConds"] = conds
         cap = {"cpu": str(cpus), "ephemeral-storage": "%dKi" % disk_kib, "hugepages-1Gi": "0", "hugepages-2Mi": "0",
                "memory": "%dKi" % mem_kib, "pods": "110"}
-        alloc = dict(cap, memory="%dKi" % (mem_kib - 102400), **{"ephemeral-storage": str(disk_kib * 1024 * 9 // 10)})
+        # allocatable = capacity - kubeReserved - systemReserved - hard eviction (memory.available 100Mi)
+        res_cpu = sum(cpu_milli(str((self.cfg.get(k) or {}).get("cpu", "0"))) for k in ("kubeReserved", "systemReserved"))
+        res_kib = sum(mem_kib_of(str((self.cfg.get(k) or {}).get("memory", "0"))) for k in ("kubeReserved", "systemReserved"))
+        alloc = dict(cap, memory="%dKi" % (mem_kib - 102400 - res_kib), **{"ephemeral-storage": str(disk_kib * 1024 * 9 // 10)})
+        if res_cpu:
+            alloc["cpu"] = "%dm" % (cpus * 1000 - res_cpu)
         mid = read_file("/etc/machine-id", "").strip()
         status = {
             "addresses": [{"address": self.node_ip, "type": "InternalIP"}, {"address": self.node_name, "type": "Hostname"}],

@@ -1,0 +1,114 @@
+#!/bin/sh
+# t0231-hub-values: the jupyterhub role's values.yaml for seed labs A and B
+# (inventory/lab-a.yaml, lab-b.yaml), rendered by the code `provision up`
+# uses (tests/tools/render: plan_values + plan_add_profiles + the template)
+# from the Nodes as 20-capacity hands them (tests/roles/hub/LAB-NODE.json:
+# `kubectl get node -o json` of each lab machine after provision: the
+# kubelet's systemReserved 500m / 1Gi and 100Mi eviction taken off, GPU
+# feature discovery's labels, the device plugin's nvidia.com/gpu).
+# Checked: the file parses as YAML, one profile per GPU model (a node with
+# two models gets its own), CPU-only first and default, nodeSelectors on
+# nvidia.com/gpu.product, limits at most 1.5x guarantees and within every
+# node a profile can land on, the inventory's hub settings; and handed
+# text that is not what kubectl prints is an error naming it.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+RENDER=$SRC_ROOT/build/tests/tools/render
+DATA=$SRC_ROOT/tests/roles/hub
+test_need_cmd python3
+python3 -c 'import yaml' 2>/dev/null || test_skip_all "needs python3-yaml"
+
+# render LAB CONTROL-PLANE OUT
+render() {
+	set -- "$1" "$2" "$3"
+	lab=$1 cp=$2 out=$3
+	k=0
+	args=
+	for f in "$DATA/$lab"-*.json; do
+		k=$((k + 1))
+		args="$args hub_node_$k=@$f"
+	done
+	# shellcheck disable=SC2086 # one NAME=@FILE a word
+	"$RENDER" template "$SRC_ROOT/roles" jupyterhub values.yaml.tmpl "$SRC_ROOT/inventory/$lab.yaml" "$cp" - hub_nodes=$k $args >"$out"
+}
+
+# check VALUES NODE-JSON...: parses; 1.5x; every profile fits every node it selects.
+check() {
+	python3 - "$@" <<-'EOF'
+		import json, sys, yaml
+		v = yaml.safe_load(open(sys.argv[1]))
+		nodes = [json.load(open(f)) for f in sys.argv[2:]]
+		def cpu(q):
+		    return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+		def mib(q):
+		    return float(q[:-2]) / 1024 if q.endswith("Ki") else float(q[:-1])
+		profiles = v["singleuser"]["profileList"]
+		assert profiles[0]["slug"] == "cpu" and profiles[0]["default"] is True, profiles[0]
+		for p in profiles:
+		    o = p["kubespawner_override"]
+		    assert 0 < o["cpu_guarantee"] <= o["cpu_limit"] <= 1.5 * o["cpu_guarantee"] + 1e-9, p
+		    assert 0 < mib(o["mem_guarantee"]) <= mib(o["mem_limit"]) <= 1.5 * mib(o["mem_guarantee"]), p
+		    sel = o.get("node_selector") or {}
+		    on = [n for n in nodes if not n["spec"].get("taints")
+		          and all(n["metadata"]["labels"].get(k) == x for k, x in sel.items())]
+		    assert on, p["slug"]
+		    for n in on:
+		        a = n["status"]["allocatable"]
+		        assert o["cpu_limit"] <= cpu(a["cpu"]) and mib(o["mem_limit"]) <= mib(a["memory"]), (p["slug"], a)
+		        assert int((o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0")) <= int(a.get("nvidia.com/gpu", "0"))
+		    print("%s|%s|%s|%s" % (p["slug"], p["display_name"], (o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0"),
+		                           ",".join("%s=%s" % kv for kv in sorted(sel.items()))))
+	EOF
+}
+
+test_case "lab B: CPU-only, GTX 1080 Ti, RTX 2080 Ti, RTX 3070, each on its GPU product label" "
+	render lab-b b-0 b.yaml
+	check b.yaml '$DATA'/lab-b-*.json >b.profiles
+	cat b.profiles
+	expect_eq 4 \"\$(wc -l <b.profiles | tr -d ' ')\" 'profiles'
+	expect_grep '^cpu|CPU only|0|\$' b.profiles
+	expect_grep '^gpu-geforce-gtx-1080-ti-x1|1× GeForce GTX 1080 Ti (11 GiB)|1|nvidia.com/gpu.product=NVIDIA-GeForce-GTX-1080-Ti\$' b.profiles
+	expect_grep '^gpu-geforce-rtx-2080-ti-x1|1× GeForce RTX 2080 Ti (11 GiB)|1|nvidia.com/gpu.product=NVIDIA-GeForce-RTX-2080-Ti\$' b.profiles
+	expect_grep '^gpu-geforce-rtx-3070-x1|1× GeForce RTX 3070 (8 GiB)|1|nvidia.com/gpu.product=NVIDIA-GeForce-RTX-3070\$' b.profiles
+	python3 - b.yaml <<-'EOF'
+		import sys, yaml
+		v = yaml.safe_load(open(sys.argv[1]))
+		assert v['proxy']['service'] == {'type': 'NodePort', 'nodePorts': {'http': 30080}}
+		assert v['hub']['config']['JupyterHub']['authenticator_class'] == 'nativeauthenticator.NativeAuthenticator'
+		assert v['hub']['config']['Authenticator']['admin_users'] == ['lab-admin']
+		assert 'allowed_users' not in v['hub']['config']['Authenticator']
+		assert v['singleuser']['storage']['capacity'] == '10Gi'
+		assert v['singleuser']['storage']['extraVolumes'][0]['emptyDir'] == {'medium': 'Memory', 'sizeLimit': '1Gi'}
+		assert v['singleuser']['startTimeout'] == 900
+	EOF
+"
+
+test_case "lab A: a-2's RTX 4080 + A2 by hostname (1 and 2 GPUs), GTX 1080 Ti by label, allowed users, 2Gi /dev/shm" "
+	render lab-a a-01 a.yaml
+	check a.yaml '$DATA'/lab-a-*.json >a.profiles
+	cat a.profiles
+	expect_eq 4 \"\$(wc -l <a.profiles | tr -d ' ')\" 'profiles'
+	expect_grep '^gpu-a-2-x1|1× GeForce RTX 4080 or A2 (15 GiB) on a-2|1|kubernetes.io/hostname=a-2\$' a.profiles
+	expect_grep '^gpu-a-2-x2|2× GeForce RTX 4080 or A2 (15 GiB) on a-2|2|kubernetes.io/hostname=a-2\$' a.profiles
+	expect_grep '^gpu-geforce-gtx-1080-ti-x1|1× GeForce GTX 1080 Ti (11 GiB)|1|nvidia.com/gpu.product=NVIDIA-GeForce-GTX-1080-Ti\$' a.profiles
+	python3 - a.yaml <<-'EOF'
+		import sys, yaml
+		v = yaml.safe_load(open(sys.argv[1]))
+		assert v['hub']['config']['Authenticator']['allowed_users'] == ['sensei', 'student1', 'student2']
+		assert v['singleuser']['storage']['extraVolumes'][0]['emptyDir']['sizeLimit'] == '2Gi'
+		assert v['hub']['nodeSelector'] == {'kubernetes.io/hostname': 'a-01'}
+	EOF
+"
+
+test_case "handed nodes that are not kubectl's: an error naming what is wrong, no output" "
+	expect_status 1 '$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - hub_nodes=2 hub_node_1=@'$DATA/lab-b-b-2.json' >out 2>err
+	expect_grep 'hub_nodes says 2 nodes but hub_node_2 was not handed' err
+	expect_status 1 '$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - hub_nodes=1 'hub_node_1={\"kind\": ' >out 2>err
+	expect_grep 'not JSON' err
+	expect_eq '' \"\$(cat out)\" 'output'
+	expect_status 1 '$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - >out 2>err
+	expect_grep \"no value named 'profiles'\" err
+"
+
+test_done

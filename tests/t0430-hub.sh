@@ -1,0 +1,273 @@
+#!/bin/sh
+# t0430-hub: JupyterHub on a lab-A-like testbed, and `provision add-node`
+# of a GPU model the cluster did not have.
+#
+# Nodes (nspawn): node-1 control plane + NFS server, node-2 a GTX 1080 Ti,
+# node-3 an RTX 3070 (tests/fakes/nvidia), node-4 an RTX 4080 that is not
+# in the inventory for the first `up`.  The Kubernetes tools, helm and the
+# charts are the stand-ins of tests/fakes; the hub is Debian's real
+# jupyterhub, started by the fake kubelet for the chart's hub pod
+# (tests/fakes/kube/chart_jupyterhub.py).
+#
+# Checked, from the nodes' and the cluster's real state:
+#   - `up` (every phase) ends with every validation passing, hub-health
+#     among them (libcurl through the NodePort);
+#   - the hub's values on node-1: NodePort from the inventory, a real
+#     authenticator with the admin users, the database not on NFS, the
+#     memory-backed /dev/shm, the start timeout, and one profile per GPU
+#     model of the testbed (nodeSelector nvidia.com/gpu.product, one
+#     nvidia.com/gpu) plus CPU-only, limits at most 1.5x guarantees and
+#     within the smallest node's allocatable;
+#   - /hub/health answers 200 from this machine through the NodePort, and
+#     a wrong password is refused (not the dummy authenticator);
+#   - a second `up` changes nothing;
+#   - `add-node node-4` touches only node-4 (node-2's and node-3's files
+#     under /etc and /var/lib/provision unchanged, no new SSH session on
+#     them) and the control plane, adds the RTX 4080 profile and upgrades
+#     the release;
+#   - no token, certificate key, hub secret or password in any file the
+#     runs wrote (state folder, outputs, node logs collected).
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# shellcheck source=tests/fakes/cluster-testbed.sh
+. "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
+
+CASES="up values health second-up add-node add-node-profile no-secrets"
+skip_all_cases() {
+	for c in $CASES; do test_skip "$c" "$1"; done
+	test_done
+	exit $?
+}
+K8S=1.30.4
+PORT=30123
+cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
+GPU_NODE=$SRC_ROOT/tests/fakes/nvidia/gpu-node.sh
+for spec in node-2:gtx1080ti node-3:rtx3070 node-4:rtx4080; do
+	if ! "$GPU_NODE" "$TB" "${spec%:*}" "${spec#*:}" --packages >>"$TEST_DIR/gpu.log" 2>&1; then
+		sed 's/^/# /' "$TEST_DIR/gpu.log"
+		skip_all_cases "gpu-node.sh failed (see above)"
+	fi
+done
+
+tb() { "$TESTBED" exec "$TB" "$@"; }
+kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
+addr() { awk -v n="$1" '$1 == n { print $2 }' "$TB/nodes.txt"; }
+
+# The testbed's inventory with this test's storage, hub and nodes.
+HUB_INV=$TEST_DIR/hub.yaml
+HUB_INV4=$TEST_DIR/hub4.yaml
+sed -n '/^jupyterhub:/q;p' "$INV" >"$HUB_INV"
+cat >>"$HUB_INV" <<EOF
+storage:
+  nfs:
+    server: node-1
+    path: /srv/nfs
+jupyterhub:
+  node_port: $PORT
+  image: quay.io/jupyter/pytorch-notebook:cuda12-python-3.11
+  storage: 5Gi
+  shm_size: 2Gi
+  start_timeout: 1200
+  admin_users: [hubadmin]
+  auth:
+    type: native
+nodes:
+  - name: node-1
+    address: $(addr node-1)
+    roles: [control-plane, nfs-server]
+  - name: node-2
+    address: $(addr node-2)
+    roles: [worker]
+    gpus: 1
+  - name: node-3
+    address: $(addr node-3)
+    roles: [worker]
+    gpus: 1
+EOF
+cp "$HUB_INV" "$HUB_INV4"
+cat >>"$HUB_INV4" <<EOF
+  - name: node-4
+    address: $(addr node-4)
+    roles: [worker]
+    gpus: 1
+EOF
+UP="$PROVISION up -i $HUB_INV --state $STATE --roles $ROLES --no-tui"
+knob node-1 record-tokens
+
+# profiles FILE: the profiles of a values.yaml as "slug|display|gpus|selector|cpu g/l|mem g/l" lines,
+# after checking the 1.5x rule and that the values parse.
+profiles() {
+	python3 - "$1" <<-'EOF'
+		import sys, yaml
+		v = yaml.safe_load(open(sys.argv[1]))
+		def mib(s):
+		    assert s.endswith("M"), s
+		    return int(s[:-1])
+		for p in v["singleuser"]["profileList"]:
+		    o = p["kubespawner_override"]
+		    assert 0 < o["cpu_guarantee"] <= o["cpu_limit"] <= 1.5 * o["cpu_guarantee"] + 1e-9, p
+		    assert 0 < mib(o["mem_guarantee"]) <= mib(o["mem_limit"]) <= 1.5 * mib(o["mem_guarantee"]), p
+		    sel = ",".join("%s=%s" % kv for kv in sorted((o.get("node_selector") or {}).items()))
+		    gpus = (o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0")
+		    print("%s|%s|%s|%s" % (p["slug"], p["display_name"], gpus, sel))
+	EOF
+}
+
+# fits FILE: every profile's limits fit the allocatable of every node its selector picks.
+fits() {
+	kc get nodes -o json >nodes-now.json
+	python3 - "$1" nodes-now.json <<-'EOF'
+		import json, sys, yaml
+		v = yaml.safe_load(open(sys.argv[1]))
+		nodes = json.load(open(sys.argv[2]))["items"]
+		def cpu(q):
+		    return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+		def mem_mib(q):
+		    for s, f in (("Ki", 1 / 1024), ("Mi", 1), ("Gi", 1024)):
+		        if q.endswith(s):
+		            return float(q[:-len(s)]) * f
+		    return float(q) / 1048576
+		for p in v["singleuser"]["profileList"]:
+		    o = p["kubespawner_override"]
+		    sel = o.get("node_selector") or {}
+		    picked = [n for n in nodes if all(n["metadata"]["labels"].get(k) == x for k, x in sel.items())
+		              and "node-role.kubernetes.io/control-plane" not in n["metadata"]["labels"]]
+		    assert picked, ("no node for", p["slug"])
+		    for n in picked:
+		        a = n["status"]["allocatable"]
+		        assert o["cpu_limit"] <= cpu(a["cpu"]), (p["slug"], n["metadata"]["name"], a)
+		        assert int(o["mem_limit"][:-1]) <= mem_mib(a["memory"]), (p["slug"], n["metadata"]["name"], a)
+		        g = int((o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0"))
+		        assert g <= int(a.get("nvidia.com/gpu", "0")), (p["slug"], n["metadata"]["name"], a)
+	EOF
+}
+
+# snapshot NODE OUT: sha256 of every file under /etc and /var/lib/provision on NODE.
+snapshot() {
+	tb "$1" sh -c 'find /etc /var/lib/provision -xdev -type f -print0 2>/dev/null | sort -z | xargs -0 sha256sum' >"$2"
+}
+
+test_case "up: every phase, exit 0, the hub installed on node-1, every validation passes (hub-health too)" "
+	$UP >up1.out 2>&1 || { tail -n 60 up1.out; false; }
+	for n in node-1 node-2 node-3; do expect_grep \"^\$n  *done  *[0-9]* changed .* 0 failed\" up1.out; done
+	expect_grep '\\[node-1\\] jupyterhub › 10-secrets … changed' up1.out
+	expect_grep '\\[node-1\\] jupyterhub › 30-install … changed' up1.out
+	expect_no_grep '\\[node-[23]\\] jupyterhub' up1.out
+	expect_grep '^validation: [0-9]* passed, 0 failed' up1.out
+	expect_grep 'hub-health' up1.out
+	expect_no_grep ' fail  ' up1.out
+"
+
+test_case "values: NodePort, native authenticator, admins, image, storage, DB off NFS, /dev/shm, start timeout, one profile per GPU model" "
+	tb node-1 cat /etc/provision/jupyterhub/values.yaml >values1.yaml
+	expect_eq 600 \"\$(tb node-1 stat -c %a /etc/provision/jupyterhub/values.yaml)\" 'mode of values.yaml'
+	python3 - values1.yaml <<-'EOF'
+		import sys, yaml
+		v = yaml.safe_load(open(sys.argv[1]))
+		assert v['proxy']['service'] == {'type': 'NodePort', 'nodePorts': {'http': $PORT}}, v['proxy']
+		c = v['hub']['config']
+		assert c['JupyterHub']['authenticator_class'] == 'nativeauthenticator.NativeAuthenticator', c
+		assert c['Authenticator']['admin_users'] == ['hubadmin'], c
+		assert c['NativeAuthenticator']['open_signup'] is False, c
+		assert v['hub']['db'] == {'type': 'other', 'url': 'sqlite:////srv/jupyterhub/jupyterhub.sqlite'}, v['hub']['db']
+		assert v['hub']['extraVolumes'][0]['hostPath']['path'] == '/var/lib/provision/jupyterhub', v['hub']
+		assert v['hub']['nodeSelector'] == {'kubernetes.io/hostname': 'node-1'}, v['hub']
+		s = v['singleuser']
+		assert s['image'] == {'name': 'quay.io/jupyter/pytorch-notebook', 'tag': 'cuda12-python-3.11'}, s['image']
+		assert s['startTimeout'] == 1200, s
+		assert s['storage']['capacity'] == '5Gi' and s['storage']['dynamic']['storageClass'] == 'nfs', s['storage']
+		assert s['storage']['extraVolumes'] == [{'name': 'shm', 'emptyDir': {'medium': 'Memory', 'sizeLimit': '2Gi'}}]
+		assert s['storage']['extraVolumeMounts'] == [{'name': 'shm', 'mountPath': '/dev/shm'}]
+		assert 'cookieSecret' not in v['hub'] and 'secretToken' not in v['proxy']
+	EOF
+	profiles values1.yaml >profiles1
+	cat profiles1
+	expect_eq 3 \"\$(wc -l <profiles1 | tr -d ' ')\" 'profiles'
+	expect_grep '^cpu|CPU only|0|\$' profiles1
+	expect_grep '^gpu-geforce-gtx-1080-ti-x1|1× GeForce GTX 1080 Ti (11 GiB)|1|nvidia.com/gpu.product=NVIDIA-GeForce-GTX-1080-Ti\$' profiles1
+	expect_grep '^gpu-geforce-rtx-3070-x1|1× GeForce RTX 3070 (8 GiB)|1|nvidia.com/gpu.product=NVIDIA-GeForce-RTX-3070\$' profiles1
+	fits values1.yaml
+	expect_eq 'jhub:deployed' \"\$(tb node-1 helm --kubeconfig=/etc/kubernetes/admin.conf list -n jhub -o json | python3 -c 'import json,sys; r=json.load(sys.stdin)[0]; print(r[\"name\"] + \":\" + r[\"status\"])')\" 'release'
+	expect_eq '700:1000' \"\$(tb node-1 stat -c %a:%u /var/lib/provision/jupyterhub)\" 'hub database folder'
+	tb node-1 test -s /var/lib/provision/jupyterhub/jupyterhub.sqlite
+"
+
+test_case "/hub/health answers 200 through the NodePort from this machine; a real authenticator refuses a wrong password" "
+	python3 - '$(addr node-1)' $PORT <<-'EOF'
+		import json, sys, urllib.error, urllib.parse, urllib.request
+		base = 'http://%s:%s' % (sys.argv[1], sys.argv[2])
+		op = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+		r = op.open(base + '/hub/health', timeout=10)
+		assert r.status == 200, r.status
+		ver = json.load(op.open(base + '/hub/api', timeout=10))['version']
+		assert ver.startswith('3.'), ver
+		data = urllib.parse.urlencode({'username': 'hubadmin', 'password': 'not-the-password'}).encode()
+		try:
+		    r = op.open(base + '/hub/login', data=data, timeout=10)
+		    code = r.status
+		except urllib.error.HTTPError as e:
+		    code = e.code
+		assert code == 403, ('a wrong password was answered with', code)
+		print('health 200, JupyterHub', ver, ', wrong password refused with 403')
+	EOF
+"
+
+test_case "a second up changes nothing and validates" "
+	$UP >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	for n in node-1 node-2 node-3; do expect_grep \"^\$n  *done  *0 changed .* 0 failed\" up2.out; done
+	expect_no_grep ' changed [0-9]' up2.out
+	expect_grep '^validation: [0-9]* passed, 0 failed' up2.out
+"
+
+test_case "add-node node-4 (RTX 4080): joins; node-2 and node-3 untouched (files, no SSH session)" "
+	snapshot node-2 node2.before
+	snapshot node-3 node3.before
+	s2=\$(grep -c 'Accepted publickey' '$TB/nodes/node-2/sshd.log')
+	s3=\$(grep -c 'Accepted publickey' '$TB/nodes/node-3/sshd.log')
+	$PROVISION add-node -i $HUB_INV4 --state $STATE --roles $ROLES --no-tui node-4 >add.out 2>&1 || { tail -n 60 add.out; false; }
+	expect_grep '^node-4  *done  *[0-9]* changed .* 0 failed' add.out
+	expect_grep '\\[node-4\\] kubeadm-join › 30-join … changed' add.out
+	expect_grep '\\[node-1\\] jupyterhub › 30-install … changed' add.out
+	expect_no_grep '^node-[23] ' add.out
+	expect_no_grep '\\[node-[23]\\]' add.out
+	expect_grep '^validation: [0-9]* passed, 0 failed' add.out
+	snapshot node-2 node2.after
+	snapshot node-3 node3.after
+	diff node2.before node2.after
+	diff node3.before node3.after
+	expect_eq \"\$s2\" \"\$(grep -c 'Accepted publickey' '$TB/nodes/node-2/sshd.log')\" 'SSH sessions on node-2'
+	expect_eq \"\$s3\" \"\$(grep -c 'Accepted publickey' '$TB/nodes/node-3/sshd.log')\" 'SSH sessions on node-3'
+	kc get node node-4 -o 'jsonpath={.metadata.labels.nvidia\\.com/gpu\\.product}' >product4
+	expect_eq NVIDIA-GeForce-RTX-4080 \"\$(cat product4)\" 'node-4 GPU label'
+"
+
+test_case "add-node: the RTX 4080 profile is added, the others stay, the release upgraded, the hub healthy" "
+	tb node-1 cat /etc/provision/jupyterhub/values.yaml >values2.yaml
+	profiles values2.yaml >profiles2
+	cat profiles2
+	expect_eq 4 \"\$(wc -l <profiles2 | tr -d ' ')\" 'profiles'
+	expect_grep '^gpu-geforce-rtx-4080-x1|1× GeForce RTX 4080 (16 GiB)|1|nvidia.com/gpu.product=NVIDIA-GeForce-RTX-4080\$' profiles2
+	grep -v 4080 profiles2 | cmp - profiles1
+	fits values2.yaml
+	expect_eq 2 \"\$(tb node-1 helm --kubeconfig=/etc/kubernetes/admin.conf list -n jhub -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0][\"revision\"])')\" 'release revision'
+	python3 -c 'import sys, urllib.request as u; r = u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=10); assert r.status == 200' 'http://$(addr node-1):$PORT/hub/health'
+"
+
+test_case "no token, certificate key, hub secret or password in any file the runs wrote or the nodes logged" "
+	collect_node_logs collected
+	secrets_collected secrets.list
+	tb node-1 sed -n 's/^  [a-zA-Z]*: \"\\([0-9a-f]*\\)\"\$/\\1/p' /etc/provision/jupyterhub/secrets.yaml >secrets.list.hub
+	expect_eq 2 \"\$(grep -c '^[0-9a-f]\\{64\\}\$' secrets.list.hub)\" 'hub secrets read from node-1'
+	cat secrets.list.hub >>secrets.list
+	expect_no_grep 'PRIVATE KEY' secrets.list
+	files_written files
+	expect_grep '^./state/logs/node-1.log\$' files
+	expect_grep '^./up1.out\$' files
+	expect_grep '^./add.out\$' files
+	expect_grep '^./collected/node-1.pods.log\$' files
+	found=\$(cd '$TEST_DIR' && tr '\\n' '\\0' <'$TEST_DIR/files' | xargs -0 grep -l -F -f '$TEST_DIR/secrets.list' || true)
+	expect_eq '' \"\$found\" 'files holding a secret'
+"
+
+test_done
