@@ -1535,6 +1535,11 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	pthread_mutex_init(&run.lock, NULL);
 	pthread_cond_init(&run.cond, NULL);
 	run.published = tval_new_map();
+	if (o->hub_github_secret && inventory_control_plane(o->inv)) {
+		char *key = xasprintf("hub_github_client_secret@%s", inventory_control_plane(o->inv)->name);
+		tval_set_str(run.published, key, o->hub_github_secret);
+		free(key);
+	}
 	run.map = xcalloc(o->nr ? o->nr : 1, sizeof(*run.map));
 	for (i = 0; i < o->nr; i++)
 		run.map[i] = i;

@@ -74,6 +74,12 @@ struct plan_opts {
 	 * with `::fetch PATH NAME` land in STATE/private/NAME (mode 0600).
 	 */
 	const char *state_dir;
+	/*
+	 * The hub's GitHub OAuth client secret (already registered with
+	 * `secrets`), handed to the control plane alone as
+	 * hub_github_client_secret (roles/jupyterhub); NULL: none.
+	 */
+	const char *hub_github_secret;
 	/* The artifact cache (artifacts.h): roles' artifacts are read from it. */
 	const char *artifact_cache;
 	const struct transport_ops *ops; /* NULL: the SSH transport */

@@ -111,4 +111,15 @@ test_case "handed nodes that are not kubectl's: an error naming what is wrong, n
 	expect_grep \"no value named 'profiles'\" err
 "
 
+test_case "GitHub auth: an unreadable or short client secret file stops plan and up before any node (exit 2)" "
+	sed 's|client_secret_file: .*|client_secret_file: $TEST_DIR/gh-secret|' '$SRC_ROOT/tests/inventory/010-hub-github.yaml' >gh.yaml
+	expect_status 2 '$PROVISION' plan -i gh.yaml --roles '$SRC_ROOT/roles' --state st >out 2>err
+	expect_grep \"cannot read '$TEST_DIR/gh-secret' (jupyterhub.auth.github.client_secret_file)\" err
+	printf 'abc\\n' >gh-secret
+	expect_status 2 '$PROVISION' up -i gh.yaml --roles '$SRC_ROOT/roles' --state st --no-tui >out 2>err
+	expect_grep 'must hold one line, the client secret, of at least' err
+	expect_eq '' \"\$(cat out)\" 'output'
+	test ! -e st/logs
+"
+
 test_done

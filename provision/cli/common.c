@@ -514,6 +514,44 @@ static int select_add_nodes(const struct cli_plan_args *a, const struct inventor
 	return 0;
 }
 
+/*
+ * The GitHub OAuth client secret of the hub (jupyterhub.auth.github.
+ * client_secret_file, a file on this machine): read once, registered for
+ * redaction, handed to the control plane only (roles/jupyterhub
+ * 10-secrets).  Returns 0, or EXIT_USAGE when the file cannot be used.
+ */
+static int hub_secret(const char *cmd, const struct inventory *inv, struct secrets *secrets,
+		      char **out)
+{
+	const char *path = inv->hub.github_client_secret_file;
+	struct strbuf sb = STRBUF_INIT;
+	int e;
+
+	*out = NULL;
+	if (!inv->hub.enabled || inv->hub.auth != HUB_AUTH_GITHUB || !path)
+		return 0;
+	if ((e = read_file(path, &sb)) < 0) {
+		fprintf(stderr,
+			"provision %s: cannot read '%s' (jupyterhub.auth.github.client_secret_file): %s\n"
+			"  hint: put the GitHub OAuth app's client secret in that file, readable by you only\n",
+			cmd, path, strerror(-e));
+		strbuf_release(&sb);
+		return EXIT_USAGE;
+	}
+	strbuf_rtrim(&sb);
+	if (!sb.len || strchr(sb.buf, '\n') || secrets_add(secrets, sb.buf, sb.len) < 0) {
+		fprintf(stderr,
+			"provision %s: '%s' (jupyterhub.auth.github.client_secret_file) must hold one "
+			"line, the client secret, of at least %d characters\n",
+			cmd, path, SECRETS_MIN_LEN);
+		explicit_bzero(sb.buf, sb.len);
+		strbuf_release(&sb);
+		return EXIT_USAGE;
+	}
+	*out = strbuf_detach(&sb, NULL);
+	return 0;
+}
+
 int cli_plan_run(const struct cli_plan_args *a)
 {
 	struct inventory *inv = NULL;
@@ -524,7 +562,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct secrets *secrets = NULL;
 	struct error err = {0};
 	struct view view;
-	char *password = NULL, *state_dir = NULL, *passphrase = NULL;
+	char *password = NULL, *state_dir = NULL, *passphrase = NULL, *hub_github_secret = NULL;
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
 	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
 	unsigned phases = a->check ? 0 : plan_all_phases();
@@ -576,6 +614,9 @@ int cli_plan_run(const struct cli_plan_args *a)
 	passphrase = cli_key_passphrase(inv);
 	if (passphrase)
 		secrets_add(secrets, passphrase, strlen(passphrase));
+	ret = hub_secret(a->cmd_name, inv, secrets, &hub_github_secret);
+	if (ret)
+		goto out;
 	state_dir = cli_state_dir(a->state, a->inventory);
 	view_init(&view, nodes, nr, a->output && !strcmp(a->output, "json"), a->verbose);
 	{
@@ -614,6 +655,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.per_command_channels = a->channels,
 			.secrets = secrets,
 			.state_dir = state_dir,
+			.hub_github_secret = hub_github_secret,
 			.on_event = view_event,
 			.data = &view,
 		};
@@ -688,6 +730,7 @@ out:
 		role_set_release(&rs);
 	cli_free_secret(password);
 	cli_free_secret(passphrase);
+	cli_free_secret(hub_github_secret);
 	free(node_phases);
 	free(eta_hist);
 	secrets_free(secrets);

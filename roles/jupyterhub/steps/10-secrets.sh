@@ -10,6 +10,12 @@
 # that any output line that might ever carry them is redacted.  Made once:
 # a new cookie secret would log every user out.
 #
+# With GitHub OAuth (jupyterhub.auth.type github), the app's client secret
+# comes from this machine's jupyterhub.auth.github.client_secret_file,
+# handed to this node alone (PROVISION_SET_hub_github_client_secret), and
+# goes into the same file as hub.config.GitHubOAuthenticator.client_secret;
+# a changed secret rewrites the file, keeping the other two.
+#
 # /var/lib/provision/jupyterhub (0700, uid 1000: the chart's hub container
 # runs as 1000) holds the hub's SQLite database, on this node's own disk
 # (role.yaml says why not NFS).
@@ -24,14 +30,29 @@ hex32() {
 	od -An -tx1 -N32 /dev/urandom | tr -d ' \n'
 }
 
+GITHUB=${PROVISION_SET_hub_github_client_secret:-}
+
 value() { # KEY: the value of "  KEY: VALUE" in the secrets file
 	sed -n "s/^  $1: \"\\([0-9a-f]\\{64\\}\\)\"\$/\\1/p" "$SECRETS"
 }
 
+github_value() {
+	sed -n 's/^      client_secret: "\(.*\)"$/\1/p' "$SECRETS"
+}
+
 secrets_ok() {
 	[ -f "$SECRETS" ] && [ "$(stat -c %a:%u "$SECRETS")" = 600:0 ] &&
-		[ -n "$(value cookieSecret)" ] && [ -n "$(value secretToken)" ]
+		[ -n "$(value cookieSecret)" ] && [ -n "$(value secretToken)" ] &&
+		[ "$(github_value)" = "$GITHUB" ]
 }
+
+case $GITHUB in
+*[!A-Za-z0-9._-]*)
+	echo "the GitHub client secret holds characters other than letters, digits, . _ -"
+	pv_hint "check jupyterhub.auth.github.client_secret_file: it must hold the OAuth app's client secret only"
+	exit 2
+	;;
+esac
 
 db_ok() {
 	[ -d "$DB" ] && [ "$(stat -c %a:%u "$DB")" = "700:$HUB_UID" ]
@@ -60,19 +81,28 @@ apply)
 	mkdir -p "$DIR"
 	chmod 0700 "$DIR"
 	if ! secrets_ok; then
+		# Keep what can be kept: a secret already made stays (a new cookie
+		# secret would log every user out).
+		cookie=''
+		token=''
 		if [ -f "$SECRETS" ]; then
-			# Keep what can be kept: an unreadable file is replaced, its copy backed up.
-			pv_backup "$SECRETS"
+			cookie=$(value cookieSecret)
+			token=$(value secretToken)
 		fi
 		umask 077
 		{
 			echo "# Made by provision (roles/jupyterhub 10-secrets) on $PROVISION_NODE; never printed."
 			echo "hub:"
-			printf '  cookieSecret: "%s"\n' "$(hex32)"
+			printf '  cookieSecret: "%s"\n' "${cookie:-$(hex32)}"
+			if [ -n "$GITHUB" ]; then
+				echo "  config:"
+				echo "    GitHubOAuthenticator:"
+				printf '      client_secret: "%s"\n' "$GITHUB"
+			fi
 			echo "proxy:"
-			printf '  secretToken: "%s"\n' "$(hex32)"
+			printf '  secretToken: "%s"\n' "${token:-$(hex32)}"
 		} | pv_write "$SECRETS" 0600
-		echo "made the hub secrets in $SECRETS"
+		echo "wrote the hub secrets in $SECRETS"
 	fi
 	mkdir -p "$DB"
 	chown "$HUB_UID:$HUB_UID" "$DB"
