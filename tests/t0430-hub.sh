@@ -42,6 +42,9 @@ skip_all_cases() {
 K8S=1.30.4
 PORT=30123
 cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
+if [ -z "${ROLES:-}" ] || [ ! -d "$ROLES/helm" ]; then
+	skip_all_cases "needs the add-on roles and the fakes' artifacts (helm, charts)"
+fi
 GPU_NODE=$SRC_ROOT/tests/fakes/nvidia/gpu-node.sh
 for spec in node-2:gtx1080ti node-3:rtx3070 node-4:rtx4080; do
 	if ! "$GPU_NODE" "$TB" "${spec%:*}" "${spec#*:}" --packages >>"$TEST_DIR/gpu.log" 2>&1; then
