@@ -22,6 +22,12 @@ have() {
 }
 
 say facts_version 1
+# Every fork costs on a loaded node (facts run on every node at the start of
+# every run): values come from /proc and /sys through the shell's own `read`
+# where one file holds them, and the rest from a few awk and ip calls that
+# each read several sources (tests/bench/idempotency.sh counts the cost).
+# dash's read may report failure on a /proc or /sys file it did read, so the
+# value decides, not the status.
 if [ -r /etc/os-release ]; then
 	# shellcheck disable=SC1091
 	. /etc/os-release
@@ -29,25 +35,47 @@ if [ -r /etc/os-release ]; then
 	say os_version "${VERSION_ID:-}"
 	say os_pretty "${PRETTY_NAME:-}"
 fi
-say hostname "$(hostname 2>/dev/null || cat /etc/hostname)"
-say kernel "$(uname -r)"
-say arch "$(uname -m)"
-say cpus "$(getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c '^processor' /proc/cpuinfo)"
-awk '/^MemTotal:/ { print "mem_kib=" $2 } /^MemAvailable:/ { print "mem_available_kib=" $2 }' /proc/meminfo
+v=
+{ read -r v </proc/sys/kernel/hostname || :; } 2>/dev/null
+say hostname "${v:-$(hostname 2>/dev/null || cat /etc/hostname)}"
+v=
+{ read -r v </proc/sys/kernel/osrelease || :; } 2>/dev/null
+say kernel "${v:-$(uname -r)}"
+v= # kernel.arch (Linux 6.1+) is uname -m
+{ read -r v </proc/sys/kernel/arch || :; } 2>/dev/null
+say arch "${v:-$(uname -m)}"
 [ -d /run/systemd/system ] && say init systemd
 
-# Active swap (files, partitions, zram): TYPE SIZE_KIB PATH.
-if [ -r /proc/swaps ]; then
-	tail -n +2 /proc/swaps | while read -r file type size _used _prio; do
-		case $file in /dev/zram*) type=zram ;; esac
-		say swap "$type $size $file"
-	done
-fi
-# Swap entries in fstab, found by their type field, not by the word.
-if [ -r /etc/fstab ]; then
-	awk '$0 !~ /^[ \t]*#/ && NF >= 3 && $3 == "swap" { print "fstab_swap=" $0 }' /etc/fstab
-fi
-if have systemctl && [ -d /run/systemd/system ]; then
+# One awk over the files it can read: CPUs online, memory, active swap
+# (files, partitions, zram: TYPE SIZE_KIB PATH), fstab swap entries (found by
+# their type field, not by the word), free disk (df on stdin) and the
+# listening TCP ports provision needs free (6443 API server, 10250 kubelet).
+set --
+for f in /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /etc/fstab /proc/net/tcp /proc/net/tcp6; do
+	[ -r "$f" ] && set -- "$@" "$f"
+done
+df -Pk / 2>/dev/null | awk '
+	FILENAME == "-" || FILENAME == "" { if (FNR == 2) print "disk_free_kib=" $4; next }
+	FILENAME ~ /cpu\/online$/ {
+		n = split($0, r, ",")
+		for (i = 1; i <= n; i++) { m = split(r[i], b, "-"); cpus += (m == 2) ? b[2] - b[1] + 1 : 1 }
+		next }
+	FILENAME == "/proc/meminfo" {
+		if ($1 == "MemTotal:") print "mem_kib=" $2
+		if ($1 == "MemAvailable:") print "mem_available_kib=" $2
+		next }
+	FILENAME == "/proc/swaps" {
+		if (FNR > 1) { t = ($1 ~ /^\/dev\/zram/) ? "zram" : $2; print "swap=" t " " $3 " " $1 }
+		next }
+	FILENAME == "/etc/fstab" { if ($0 !~ /^[ \t]*#/ && NF >= 3 && $3 == "swap") print "fstab_swap=" $0; next }
+	FNR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == "1913") busy6443 = 1; if (a[2] == "280A") busy10250 = 1 }
+	END {
+		if (!cpus) { while ((getline l < "/proc/cpuinfo") > 0) if (l ~ /^processor/) cpus++ }
+		print "cpus=" cpus
+		if (busy6443) print "port_busy=6443"
+		if (busy10250) print "port_busy=10250"
+	}' - "$@"
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	systemctl list-units --type=swap --all --no-legend --plain 2>/dev/null |
 		awk 'NF >= 3 { print "swap_unit=" $1 " " $2 " " $3 }'
 	say swap_target "$(systemctl is-enabled swap.target 2>/dev/null || true)"
@@ -56,8 +84,6 @@ fi
 for m in overlay br_netfilter nouveau nvidia; do
 	[ -d "/sys/module/$m" ] && say module "$m"
 done
-# (read, not $(cat ...): every fork costs on a loaded node; dash's read may
-# report failure on a /proc or /sys file it did read, so the value decides)
 for k in net.bridge.bridge-nf-call-iptables:net/bridge/bridge-nf-call-iptables \
 	net.bridge.bridge-nf-call-ip6tables:net/bridge/bridge-nf-call-ip6tables \
 	net.ipv4.ip_forward:net/ipv4/ip_forward; do
@@ -71,28 +97,37 @@ else
 	say cgroup 1
 fi
 
-if have containerd; then
-	say containerd_version "$(containerd --version 2>/dev/null | awk '{ print $3 }' | sed 's/^v//')"
-	if have systemctl && [ -d /run/systemd/system ]; then
-		say containerd_active "$(systemctl is-active containerd 2>/dev/null || true)"
-	fi
-fi
-if [ -r /etc/containerd/config.toml ]; then
-	say containerd_config_sha256 "$(sha256sum /etc/containerd/config.toml | awk '{ print $1 }')"
-	grep -Eq '^[[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*true' /etc/containerd/config.toml &&
-		say containerd_systemd_cgroup true
-fi
 # Packages provision cares about and every held package, from one
 # dpkg-query (apt-mark showhold reads the whole apt cache: ~1 s).  A package
 # counts as installed when the second letter of its status is "i" ("ii",
-# and "hi" when held).
-if have dpkg-query; then
-	dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n' 2>/dev/null | awk -F '|' '
+# and "hi" when held).  containerd's version comes from its package when the
+# package's binary is the one on PATH (`containerd --version` starts a 50 MB
+# Go binary: the dearest fork here): the upstream version without epoch and
+# Debian revision, which is what the binary reports ("1.6.20~ds1-1+deb12u3"
+# -> "1.6.20~ds1", containerd.io "1.7.22-1" -> "1.7.22").
+ctr=$(command -v containerd 2>/dev/null) || ctr=
+if command -v dpkg-query >/dev/null 2>&1; then
+	dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n' 2>/dev/null | awk -F '|' -v ctr="$ctr" '
 		$1 ~ /^.i/ && ($2 ~ /^(kubeadm|kubelet|kubectl|containerd|containerd\.io|runc|nfs-common|nfs-kernel-server)$/ ||
 			$2 ~ /^(nvidia-driver-|libnvidia-compute-)/) { print "package=" $2 " " $3 }
-		$1 ~ /^h/ { print "held=" $2 }'
+		$1 ~ /^.i/ && ($2 == "containerd" || $2 == "containerd.io") && ctr == "/usr/bin/containerd" {
+			v = $3; sub(/^[0-9]+:/, "", v); sub(/-[^-]*$/, "", v); print "containerd_version=" v; found = 1 }
+		$1 ~ /^h/ { print "held=" $2 }
+		END { exit !found }' && ctr=
 fi
-
+if [ -n "$ctr" ]; then
+	say containerd_version "$(containerd --version 2>/dev/null | awk '{ print $3 }' | sed 's/^v//')"
+fi
+if command -v containerd >/dev/null 2>&1 && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+	say containerd_active "$(systemctl is-active containerd 2>/dev/null || true)"
+fi
+if [ -r /etc/containerd/config.toml ]; then
+	# shellcheck disable=SC2046 # the hash is the first word
+	set -- $(sha256sum </etc/containerd/config.toml)
+	say containerd_config_sha256 "$1"
+	grep -Eq '^[[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*true' /etc/containerd/config.toml &&
+		say containerd_systemd_cgroup true
+fi
 # NVIDIA GPUs on the PCI bus (vendor 0x10de, display class 0x03xxxx), from sysfs.
 for d in /sys/bus/pci/devices/*; do
 	vendor='' class='' device=''
@@ -138,34 +173,29 @@ for k in /etc/ssh/ssh_host_*_key.pub; do
 	[ -n "${kblob:-}" ] && say host_key "$ktype $kblob"
 done
 # MAC addresses, from netlink (sysfs may show another network namespace's
-# devices).  `ip -d -o link` names a virtual device's kind (veth, bridge,
-# vxlan...) after the link line; a physical device has none.
-if have ip; then
+# devices): `ip -d -o link` names a virtual device's kind (veth, bridge,
+# vxlan...) after the link line; a physical device has none.  Then the
+# default route, the route to each peer and the IPv4 addresses from one
+# `ip -batch` (-force: an unroutable peer does not end the batch).
+if command -v ip >/dev/null 2>&1; then
 	# shellcheck disable=SC1003 # the field separator is one backslash
 	ip -d -o link show 2>/dev/null | awk -F '\\\\' '
 		{ split($1, h, ": "); name = h[2]; sub(/@.*/, "", name)
 		  split($2, l, " "); if (l[1] != "link/ether") next
 		  split($3, k, " "); kind = (k[1] == "addrgenmode" || k[1] == "") ? "phys" : "virt"
 		  if (l[2] != "00:00:00:00:00:00") print "mac=" name " " l[2] " " kind }'
+	{
+		echo "route show default"
+		for peer in ${PROVISION_PEERS:-}; do
+			echo "route get $peer"
+		done
+		echo "address show"
+	} | ip -o -force -batch - 2>/dev/null | awk -v peers="${PROVISION_PEERS:-}" '
+		BEGIN { n = split(peers, p, " "); for (i = 1; i <= n; i++) want[p[i]] = 1 }
+		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == name) return $(i + 1); return "" }
+		$1 == "default" { if (!def++ && field("dev") != "") print "default_iface=" field("dev"); next }
+		$3 == "inet" { split($4, a, "/"); print "address=" $2 " " a[1]; next }
+		{ dst = ($1 in want) ? $1 : (($2 in want) ? $2 : "")
+		  if (dst != "" && !(dst in done)) { done[dst] = 1; print "route=" dst " " field("dev") " " field("src") } }'
 fi
-if have ip; then
-	ip -4 route show default 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print "default_iface=" $(i + 1); exit } }'
-	for peer in ${PROVISION_PEERS:-}; do
-		ip -4 route get "$peer" 2>/dev/null | awk -v p="$peer" '{
-			dev = ""; src = "";
-			for (i = 1; i < NF; i++) { if ($i == "dev") dev = $(i + 1); if ($i == "src") src = $(i + 1) }
-			print "route=" p " " dev " " src; exit }'
-	done
-	ip -4 -o addr show 2>/dev/null | awk '{ split($4, a, "/"); print "address=" $2 " " a[1] }'
-fi
-df -Pk / 2>/dev/null | awk 'NR == 2 { print "disk_free_kib=" $4 }'
-
-# Listening TCP ports provision needs free (6443 API server, 10250 kubelet).
-for port in 6443 10250; do
-	hex=$(printf '%04X' "$port")
-	if awk -v h="$hex" 'NR > 1 { split($2, a, ":"); if (a[2] == h && $4 == "0A") found = 1 } END { exit !found }' \
-		/proc/net/tcp /proc/net/tcp6 2>/dev/null; then
-		say port_busy "$port"
-	fi
-done
 exit 0
