@@ -524,7 +524,8 @@ static int call_step(struct node_ctx *nc, struct runner_job *job, const struct r
 	strbuf_add(&input, rs->lib, rs->lib_len);
 	strbuf_addch(&input, '\n');
 	strbuf_add(&input, s->script, s->len);
-	strbuf_addf(&cmd, "sh -s -- %s", what);
+	/* The shell that runs the command reads the script itself: no second sh to start. */
+	strbuf_addf(&cmd, "set -- %s && . /dev/stdin", what);
 	rc = runner_job_exec(job, r->phase, s->name, cmd.buf, input.buf, input.len,
 			     nc->node->ssh.command_timeout * 1000, &res, err);
 	explicit_bzero(input.buf, input.len); /* it may hold handed secrets */
@@ -872,6 +873,31 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 	}
 	transport_sha256_hex(sha, content.buf, content.len);
 	snprintf(mode, sizeof(mode), "%o", t->mode);
+	/* First the cheap question, without the content: is the node's copy
+	 * already this one?  On a no-change run that is all (no upload, no
+	 * second shell); otherwise the content goes up for the diff below. */
+	strbuf_addstr(&cmd, "set -- ");
+	strbuf_add_sh_quoted(&cmd, t->dest);
+	strbuf_addf(&cmd, " %s %s ", sha, mode);
+	strbuf_add_sh_quoted(&cmd, t->owner);
+	strbuf_addstr(&cmd, " && . /dev/stdin");
+	strbuf_add(&script, o->roles->lib, o->roles->lib_len);
+	strbuf_addstr(&script, "\npv_same \"$@\"\n");
+	strbuf_reset(&nc->tail);
+	rc = runner_job_exec(job, r->phase, t->dest, cmd.buf, script.buf, script.len,
+			     nc->node->ssh.command_timeout * 1000, &res, &err);
+	strbuf_reset(&script);
+	strbuf_reset(&cmd);
+	if (rc < 0) {
+		result = STEP_FAILED;
+		detail = xstrdup(err.msg);
+		ret = -1;
+		goto done;
+	}
+	if (res.exit_status == 0) {
+		result = STEP_UNCHANGED;
+		goto done;
+	}
 	strbuf_add(&script, o->roles->lib, o->roles->lib_len);
 	if (o->check_only)
 		strbuf_addstr(&script, "\npv_diff \"$1\"\n");
@@ -1094,7 +1120,7 @@ static int facts_fn(struct runner_job *job, void *data)
 			strbuf_addf(&peers, "%s%s", peers.len ? " " : "", o->inv->nodes[i].address);
 	strbuf_addstr(&cmd, "PROVISION_PEERS=");
 	strbuf_add_sh_quoted(&cmd, peers.buf);
-	strbuf_addstr(&cmd, " sh -s");
+	strbuf_addstr(&cmd, "; . /dev/stdin");
 	ev = event_new(EVENT_STEP_START, 0);
 	ev->phase = xstrdup("facts");
 	ev->role = xstrdup("facts");

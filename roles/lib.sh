@@ -62,15 +62,20 @@ pv_write() {
 	return 1
 }
 
-# pv_prepare FILE SHA256 MODE OWNER: exit 0 when FILE already has this content
-# (SHA-256), mode (octal, as stat %a prints it) and owner (user:group);
-# otherwise make its folder, keep the original, record FILE as managed and
-# exit 1: provision then uploads the new content atomically.
+# pv_same FILE SHA256 MODE OWNER: FILE already has this content (SHA-256),
+# mode (octal, as stat %a prints it) and owner (user:group).  Two forks: it
+# runs for every template on every node on every run.
+pv_same() {
+	[ -f "$1" ] || return 1
+	set -- "$2" "$3 $4" "$(sha256sum <"$1")" "$(stat -c '%a %U:%G' "$1")"
+	[ "${3%% *}" = "$1" ] && [ "$4" = "$2" ]
+}
+
+# pv_prepare FILE SHA256 MODE OWNER: exit 0 when pv_same; otherwise make its
+# folder, keep the original, record FILE as managed and exit 1: provision
+# then uploads the new content atomically.
 pv_prepare() {
-	if [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d ' ' -f 1)" = "$2" ] &&
-		[ "$(stat -c %a "$1")" = "$3" ] && [ "$(stat -c %U:%G "$1")" = "$4" ]; then
-		return 0
-	fi
+	pv_same "$@" && return 0
 	mkdir -p "$(dirname "$1")" && pv_backup "$1" && pv_managed "$1"
 	return 1
 }

@@ -115,6 +115,19 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		say(req, line);
 		return 0;
 	}
+	if (strstr(in, "\npv_same \"$@\"")) { /* set -- DEST SHA MODE OWNER && . /dev/stdin */
+		const char *dest = req->command + strlen("set -- ");
+		unsigned i;
+		if (sscanf(dest, "'%159[^']' %159s", words[0], words[1]) != 2)
+			return error_set(err, -1, "fake: cannot parse '%s'", req->command);
+		res->exit_status = 1;
+		pthread_mutex_lock(&fake_lock);
+		for (i = 0; i < n->nr_files; i++)
+			if (!strcmp(n->files[i], words[0]) && !strcmp(n->shas[i], words[1]))
+				res->exit_status = 0;
+		pthread_mutex_unlock(&fake_lock);
+		return 0;
+	}
 	if (strstr(req->command, "pv_prepare") || strstr(req->command, "pv_diff")) {
 		unsigned i;
 		bool diff = strstr(req->command, "pv_diff") != NULL;
@@ -145,7 +158,7 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		return 0;
 	}
 	marker = strstr(in, "# fake-step: ");
-	if (marker && strstr(req->command, "sh -s -- ")) {
+	if (marker && strstr(req->command, ". /dev/stdin")) { /* set -- check|apply && . /dev/stdin */
 		char kind[32] = "";
 		bool apply = strstr(req->command, "-- apply") != NULL;
 		size_t k;

@@ -13,16 +13,46 @@ set -eu
 FILE=/etc/sysctl.d/99-provision-k8s.conf
 NAME=${FILE##*/}
 
-# "key value" lines of a sysctl.d file (comments and blanks dropped).
+# The check runs on every node on every run: it forks a handful of times,
+# not once per key and file (values are read with the shell's own `read`).
+
+# The awk function that reads one sysctl.d line into K and V (comments,
+# blanks and lines without "=" give 0).
+PARSE='function parse(line) {
+	sub(/^[[:space:]]*-/, "", line)
+	if (line ~ /^[[:space:]]*[#;]/ || line !~ /=/) return 0
+	K = substr(line, 1, index(line, "=") - 1); V = substr(line, index(line, "=") + 1)
+	gsub(/[ \t]/, "", K); gsub(/^[ \t]+|[ \t]+$/, "", V); gsub(/[ \t]+/, " ", V)
+	gsub(/\//, ".", K); return 1
+}'
+
+# "key value" lines of a sysctl.d file.
 settings() {
-	sed -e 's/^[[:space:]]*-//' -e '/^[[:space:]]*[#;]/d' -e '/=/!d' "$1" |
-		awk -F= '{ k = $1; v = substr($0, index($0, "=") + 1)
-			gsub(/[ \t]/, "", k); gsub(/^[ \t]+|[ \t]+$/, "", v); gsub(/[ \t]+/, " ", v)
-			gsub(/\//, ".", k); print k, v }'
+	awk "$PARSE"' parse($0) { print K, V }' "$1"
 }
 
+# keypath KEY: kp=the file under /proc/sys (net.ipv4.ip_forward -> net/ipv4/ip_forward).
+keypath() {
+	kp='' _r=$1
+	while :; do
+		case $_r in
+		*.*) kp=$kp${_r%%.*}/ _r=${_r#*.} ;;
+		*) break ;;
+		esac
+	done
+	kp=$kp$_r
+}
+
+# current KEY: have=its value now, blanks squeezed to one space.
 current() {
-	tr '\t' ' ' <"/proc/sys/$(printf '%s' "$1" | tr . /)" | sed 's/  */ /g'
+	keypath "$1"
+	have=
+	read -r have <"/proc/sys/$kp" || :
+	set -f
+	# shellcheck disable=SC2086 # split on blanks to squeeze them
+	set -- $have
+	set +f
+	have=$*
 }
 
 # Files read at boot after ours (by name; the first folder holding a name wins).
@@ -34,42 +64,61 @@ later_files() {
 	done | awk -v mine="$NAME" '!seen[$1]++ && $1 > mine { print $2 }'
 }
 
-# Compare each "key value" line on standard input with the kernel and with
-# the files read after ours at boot.  Exit 0 all in force, 1 some differ,
-# 2 a later file overrides one of them.
+# "FILE KEY VALUE": for each wanted key (lines "key value" in $want), the first
+# later file whose last setting of it differs.
+overrides() {
+	later=$(later_files)
+	[ -n "$later" ] || return 0
+	# shellcheck disable=SC2086 # one file per word, as sysctl.d names are
+	printf '%s\n' "$want" | awk "$PARSE"'
+		FILENAME == "-" { k = $1; sub(/^[^ ]* ?/, ""); want[k] = $0; keys[++n] = k; next }
+		parse($0) && (K in want) { last[FILENAME, K] = V }
+		END {
+			for (i = 1; i <= n; i++)
+				for (j = 2; j < ARGC; j++)
+					if ((ARGV[j], keys[i]) in last && last[ARGV[j], keys[i]] != want[keys[i]]) {
+						print ARGV[j], keys[i], last[ARGV[j], keys[i]]
+						break
+					}
+		}' - $later
+}
+
 compare() {
 	rc=0
-	while read -r key want; do
-		if [ ! -e "/proc/sys/$(printf '%s' "$key" | tr . /)" ]; then
+	while read -r key want_v; do
+		[ -n "$key" ] || continue
+		keypath "$key"
+		if [ ! -e "/proc/sys/$kp" ]; then
 			echo "$key: not in this kernel (yet)"
 			rc=1
 			continue
 		fi
-		have=$(current "$key")
-		if [ "$have" = "$want" ]; then
+		current "$key"
+		if [ "$have" = "$want_v" ]; then
 			echo "$key = $have"
 		else
-			echo "$key = $have (want $want)"
+			echo "$key = $have (want $want_v)"
 			rc=1
 		fi
-		for f in $(later_files); do
-			other=$(settings "$f" | awk -v k="$key" '$1 == k { $1 = ""; sub(/^ /, ""); v = $0 } END { if (v != "") print v }')
-			if [ -n "$other" ] && [ "$other" != "$want" ]; then
-				real=$f
-				[ -L "$f" ] && real=$(readlink -f "$f")
-				echo "$f sets $key = $other, which overrides $FILE at boot"
-				pv_hint "remove or change $key in $real (sysctl.d files are applied in name order; the last one wins)"
-				return 2
-			fi
-		done
-	done
+	done <<EOF
+$want
+EOF
+	over=$(overrides)
+	while read -r f key other; do
+		[ -n "$f" ] || continue
+		keypath "$key"
+		[ -e "/proc/sys/$kp" ] || continue
+		real=$f
+		[ -L "$f" ] && real=$(readlink -f "$f")
+		echo "$f sets $key = $other, which overrides $FILE at boot"
+		pv_hint "remove or change $key in $real (sysctl.d files are applied in name order; the last one wins)"
+		return 2
+	done <<EOF
+$over
+EOF
 	return $rc
 }
 
-# Why this node cannot set its network sysctls; nothing when it can.  In a
-# container the network sysctls are the container's own (per network
-# namespace), but the container manager may mount /proc/sys read-only or
-# withhold CAP_NET_ADMIN: then only its host can set them.
 cannot_set() {
 	pv_in_container || return 0
 	opts=$(awk '$5 == "/proc" || $5 == "/proc/sys" || $5 == "/proc/sys/net" { print length($5), $6 }' \
@@ -93,7 +142,8 @@ check)
 		echo "$FILE not written yet"
 		exit 1
 	fi
-	if settings "$FILE" | compare; then
+	want=$(settings "$FILE")
+	if compare; then
 		exit 0
 	else
 		rc=$?
