@@ -156,6 +156,16 @@ deps:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	else echo "all build and test packages are installed"; fi
 
+# What tests/bench/compare.sh needs besides DEB_PACKAGES (benchmarks only; CI
+# does not run them): Ansible for the node-preparation comparison.
+BENCH_PACKAGES := ansible-core
+bench-deps:
+	@missing=$$(for p in $(BENCH_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+		| grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	else echo "benchmark packages are installed"; fi
+
 style:
 	clang-format -i $(SRC) $(wildcard provision/*.h provision/cli/*.h provision/tui/*.h) $(UNIT_SRC)
 
@@ -172,5 +182,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all demo fuzz check check-unit vm-check tests install deps style lint clean
+.PHONY: all demo fuzz check check-unit vm-check tests install deps bench-deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
