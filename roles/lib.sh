@@ -108,3 +108,63 @@ pv_installed() {
 	*) return 1 ;;
 	esac
 }
+
+# Helm releases (the addons phase, on the control plane).  Every install is
+# `helm upgrade --install --wait --timeout` of a chart archive that
+# provision pushed (roles/artifacts.yaml) with a values file it rendered
+# (templates/), never --set.  /var/lib/provision/helm/NS.RELEASE records the
+# SHA-256 of the chart archive and of the values file of the last install
+# that succeeded.
+PV_HELM="helm --kubeconfig /etc/kubernetes/admin.conf"
+
+# pv_helm_state RELEASE NAMESPACE CHART.tgz VALUES: exit 0 when RELEASE is
+# deployed in NAMESPACE from that chart (name and version) with exactly
+# that chart archive and values file; 1, saying what differs, otherwise;
+# 2 when helm cannot answer.
+pv_helm_state() {
+	# the chart's own Chart.yaml (TOP/Chart.yaml), not a subchart's
+	_top=$(tar -tzf "$3" 2>/dev/null | head -n 1 | cut -d / -f 1)
+	_meta=$(tar -xzOf "$3" "$_top/Chart.yaml" 2>/dev/null) || {
+		echo "$3: not a chart archive"
+		return 2
+	}
+	_chart=$(printf '%s\n' "$_meta" | sed -n 's/^name: *["'\'']*\([^"'\'' ]*\).*/\1/p' | head -n 1)-$(printf '%s\n' "$_meta" | sed -n 's/^version: *["'\'']*\([^"'\'' ]*\).*/\1/p' | head -n 1)
+	_list=$($PV_HELM list -n "$2" -a -o json --filter "^$1\$" 2>&1) || {
+		printf '%s\n' "$_list" | tail -n 3
+		return 2
+	}
+	_status=$(printf '%s' "$_list" | grep -o '"status":"[^"]*"' | head -n 1 | cut -d '"' -f 4)
+	_have=$(printf '%s' "$_list" | grep -o '"chart":"[^"]*"' | head -n 1 | cut -d '"' -f 4)
+	if [ -z "$_status" ]; then
+		echo "release $1 (namespace $2): not installed"
+		return 1
+	fi
+	if [ "$_status" != deployed ]; then
+		echo "release $1 (namespace $2): $_status"
+		return 1
+	fi
+	if [ "$_have" != "$_chart" ]; then
+		echo "release $1 (namespace $2): chart $_have, want $_chart"
+		return 1
+	fi
+	_want="$(sha256sum <"$3" | cut -c1-64) $(sha256sum <"$4" | cut -c1-64)"
+	if [ "$(cat "$PROVISION_STATE_DIR/helm/$2.$1" 2>/dev/null)" != "$_want" ]; then
+		echo "release $1 (namespace $2): $4 or $3 changed since the last install"
+		return 1
+	fi
+	echo "release $1 (namespace $2): $_chart deployed with $4"
+	return 0
+}
+
+# pv_helm_install RELEASE NAMESPACE CHART.tgz VALUES TIMEOUT: helm upgrade
+# --install ... --wait --timeout TIMEOUT, then record the stamp.
+pv_helm_install() {
+	if ! $PV_HELM upgrade --install "$1" "$3" --namespace "$2" --create-namespace \
+		--values "$4" --wait --timeout "$5"; then
+		pv_hint "helm upgrade --install $1 did not finish within $5: 'helm status $1 -n $2' and 'kubectl -n $2 get pods' on $PROVISION_NODE show what is not ready"
+		return 1
+	fi
+	mkdir -p "$PROVISION_STATE_DIR/helm"
+	printf '%s %s\n' "$(sha256sum <"$3" | cut -c1-64)" "$(sha256sum <"$4" | cut -c1-64)" |
+		pv_write "$PROVISION_STATE_DIR/helm/$2.$1" 0644
+}

@@ -32,7 +32,7 @@ skip_all_cases() {
 }
 K8S=1.30.4
 cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
-UP="$PROVISION up -i $INV --state $STATE --roles $SRC_ROOT/roles --no-tui"
+UP="$PROVISION up -i $INV --state $STATE --roles $ROLES --no-tui"
 
 tb() { "$TESTBED" exec "$TB" "$@"; }
 kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }

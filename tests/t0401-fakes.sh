@@ -34,7 +34,7 @@ pyfake() {
 }
 
 if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2>&1 && command -v gpg >/dev/null 2>&1; then
-	test_case "the packages build: kubeadm, kubelet, kubectl, cri-tools, kubernetes-cni as on pkgs.k8s.io, and helm" "
+	test_case "the packages build: kubeadm, kubelet, kubectl, cri-tools, kubernetes-cni as on pkgs.k8s.io; helm's archive and the charts" "
 		'$SRC_ROOT/tests/fakes/kube-debs/build.sh' kd 1.30.4 >build.out 2>&1 || { cat build.out; false; }
 		r='kd/repo/core:/stable:/v1.30/deb'
 		for p in kubeadm_1.30.4-1.1 kubelet_1.30.4-1.1 kubectl_1.30.4-1.1 cri-tools_1.30.1-1.1 kubernetes-cni_1.4.0-1.1; do
@@ -51,7 +51,15 @@ if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2
 		gpg --batch --homedir kd/gnupg --verify \"\$r/Release.gpg\" \"\$r/Release\" 2>gpg.out || { cat gpg.out; false; }
 		gpgconf --homedir kd/gnupg --kill gpg-agent 2>/dev/null || true
 		grep -q 'BEGIN PGP SIGNED MESSAGE' \"\$r/InRelease\"
-		test -f kd/helm/helm_3.15.4-1_\$(dpkg --print-architecture).deb
+		tar -tzf kd/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz >helm.list
+		expect_grep '^linux-amd64/helm\$' helm.list
+		tar -xzOf kd/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz linux-amd64/helm >helm.bin
+		python3 helm.bin version --short >hs
+		expect_grep '^v3.15.4+g' hs
+		for c in gpu-operator-v24.6.1 nfs-subdir-external-provisioner-4.0.18; do
+			tar -tzf kd/repo/artifacts/\$c.tgz >c.list
+			expect_grep '/Chart.yaml\$' c.list
+		done
 	"
 else
 	test_skip "the packages build" "needs dpkg-deb, apt-ftparchive and gpg"

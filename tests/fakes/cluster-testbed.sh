@@ -11,6 +11,12 @@
 #   INV      inventory using the repository (cluster.apt_mirror)
 #   INV_ADMIN  the same with user admin (sudo)
 #   STATE    the state folder the tests give provision (--state)
+#   ROLES    a copy of roles/ whose artifacts.yaml names the fakes' archives
+#            (helm, charts) on that server, with their SHA-256: give it as
+#            --roles; provision fetches, verifies and pushes them as it
+#            does the real ones
+#   CACHE    the artifact cache the tests give provision (PROVISION_CACHE
+#            is exported with it)
 #   TESTBED_* from the testbed's testbed.env
 # Cleanup (testbed down, HTTP server stopped) is registered with
 # test_at_exit.  nspawn keeps /proc/sys read-only inside the nodes, so the
@@ -65,9 +71,41 @@ cluster_testbed() {
 	for f in inventory inventory-admin; do
 		sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$port|" "$TB/$f.yaml" >"$TEST_DIR/$f.yaml"
 	done
+	ROLES=$TEST_DIR/roles
+	CACHE=$TEST_DIR/cache
+	PROVISION_CACHE=$CACHE
+	export PROVISION_CACHE
+	test_roles "$ROLES" "http://$TESTBED_HOST_ADDR:$port/artifacts" "$TEST_DIR/kube/repo/artifacts" || {
+		CLUSTER_SKIP="cannot write the test roles folder"
+		return 1
+	}
 	awk '!/^#/ { print $5 }' "$TB/nodes.txt" | while read -r ns; do
 		ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1
 	done
+}
+
+# test_roles DIR URL FILES: DIR becomes a copy of roles/ whose
+# artifacts.yaml has, for every file of FILES named like the last part of
+# an artifact's URL, URL/FILE and that file's SHA-256 instead.
+test_roles() {
+	rm -rf "$1"
+	cp -R "$SRC_ROOT/roles" "$1" || return 1
+	python3 - "$1/artifacts.yaml" "$2" "$3" <<-'EOF'
+		import hashlib, os, re, sys
+		path, url, files = sys.argv[1:]
+		text = open(path).read()
+		out, name = [], None
+		for ln in text.split("\n"):
+		    m = re.match(r"^  url: (\S+)$", ln)
+		    if m and os.path.isfile(os.path.join(files, m.group(1).rsplit("/", 1)[-1])):
+		        name = m.group(1).rsplit("/", 1)[-1]
+		        ln = "  url: %s/%s" % (url, name)
+		    elif name and re.match(r"^  sha256: ", ln):
+		        ln = "  sha256: " + hashlib.sha256(open(os.path.join(files, name), "rb").read()).hexdigest()
+		        name = None
+		    out.append(ln)
+		open(path, "w").write("\n".join(out))
+	EOF
 }
 
 # knob NODE NAME [CONTENT]: write a test knob of the fakes on NODE

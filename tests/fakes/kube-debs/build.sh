@@ -11,14 +11,24 @@
 #       Release.key                           (that key, ASCII-armoured)
 #       Packages, Packages.gz, *.deb          kubeadm, kubelet, kubectl VERSION-1.1,
 #                                             cri-tools and kubernetes-cni of that minor
-# and OUT/helm/helm_3.15.4-1_ARCH.deb (helm is not on pkgs.k8s.io; a later
-# issue decides how the product installs it), OUT/gnupg (the throwaway key).
+# and, in OUT/repo/artifacts/, what roles/artifacts.yaml names, under the
+# file names of the real URLs:
+#   helm-v3.15.4-linux-amd64.tar.gz       Helm's release archive layout
+#                                         (linux-amd64/helm, LICENSE, README.md)
+#                                         with the fake helm
+#   NAME-VERSION.tgz                      each chart of ../charts/NAME (a chart
+#                                         archive: NAME/Chart.yaml, values.yaml,
+#                                         templates/), VERSION from its Chart.yaml
+# and OUT/gnupg (the throwaway key).
 # Serve OUT/repo over HTTP and give its URL as the inventory's
-# cluster.apt_mirror: the roles then find MIRROR/core:/stable:/vX.Y/deb/.
+# cluster.apt_mirror: the roles then find MIRROR/core:/stable:/vX.Y/deb/;
+# ../cluster-testbed.sh points a copy of roles/artifacts.yaml at
+# MIRROR/artifacts/ (URL and SHA-256 of each file there).
 #
 # The programs are the fakes of ../kube (python3 + openssl; README.md there
 # says what each copies from the real tool): each is fakekube.py followed by
-# the tool, with FAKE_VERSION set, in one file.
+# the tool, with FAKE_VERSION set, in one file; helm and the kubelet also
+# carry the chart stand-ins ../kube/chart_*.py (between the two).
 # The packages copy from the real ones (kubernetes/release, cmd/krel
 # templates: kubeadm.spec, kubelet.spec, metadata.yaml):
 #   kubeadm        /usr/bin/kubeadm, /usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf;
@@ -58,8 +68,8 @@ HELM=3.15.4
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 STAGE=$OUT/stage
-rm -rf "$STAGE" "$OUT/repo" "$OUT/helm"
-mkdir -p "$STAGE" "$OUT/repo" "$OUT/helm"
+rm -rf "$STAGE" "$OUT/repo"
+mkdir -p "$STAGE" "$OUT/repo/artifacts"
 
 # program VERSION TOOL DEST: the fake TOOL of Kubernetes VERSION, in one file.
 program() {
@@ -71,6 +81,15 @@ program() {
 		echo "FAKE_VERSION = \"$1\""
 		cat "$SRC/fakekube.py"
 		echo
+		case $2 in
+		helm | kubelet)
+			for f in "$SRC"/chart_*.py; do
+				[ -f "$f" ] || continue
+				cat "$f"
+				echo
+			done
+			;;
+		esac
 		cat "$SRC/$2.py"
 	} >"$3"
 	chmod 0755 "$3"
@@ -206,10 +225,17 @@ for v in "$@"; do
 done
 
 last=$(for v in "$@"; do echo "$v"; done | sort -V | tail -n 1)
-d=$STAGE/helm
-program "$last" helm "$d/usr/bin/helm"
-control "$d" helm "$HELM-1" "python3 (>= 3.9)" "The Kubernetes package manager (fake; releases kept as Secrets)."
-deb "$d" "$OUT/helm/helm_${HELM}-1_$ARCH.deb"
+d=$STAGE/helm/linux-amd64
+program "$last" helm "$d/helm"
+echo "Apache License 2.0 (the real archive's LICENSE; this is provision's test fake of helm)" >"$d/LICENSE"
+echo "helm v$HELM: provision's test fake (tests/fakes/kube/helm.py)" >"$d/README.md"
+tar -C "$STAGE/helm" --owner=0 --group=0 --mtime=@0 --sort=name -czf "$OUT/repo/artifacts/helm-v$HELM-linux-amd64.tar.gz" linux-amd64
+for c in "$HERE"/../charts/*/; do
+	[ -f "$c/Chart.yaml" ] || continue
+	name=$(basename "$c")
+	ver=$(sed -n 's/^version: *"\{0,1\}\([^" ]*\)"\{0,1\}$/\1/p' "$c/Chart.yaml")
+	tar -C "$c/.." --owner=0 --group=0 --mtime=@0 --sort=name -czf "$OUT/repo/artifacts/$name-$ver.tgz" "$name"
+done
 
 for repo in "$OUT"/repo/core:/stable:/*/deb; do
 	(

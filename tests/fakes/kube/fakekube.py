@@ -24,6 +24,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import ssl
 import subprocess
@@ -66,6 +67,44 @@ def proc_swaps():
             return f.read()
     except OSError:
         return ""
+
+
+# ---------------------------------------------------------------- charts
+#
+# What a chart does to a cluster beyond its manifest (an operator labelling
+# nodes, a device plugin adding allocatable GPUs, a provisioner binding
+# claims) lives in one file per chart, tests/fakes/kube/chart_NAME.py,
+# which build.sh puts into the helm program and into the kubelet (after
+# this file, before the tool).  Such a file registers, at load time:
+#   @chart_hooks("NAME")       a class (NAME: the chart's name in its
+#                              Chart.yaml) whose static methods helm calls:
+#                              installed(c, rel), ready(c, rel) -> None or
+#                              why not yet, uninstalled(c, rel) (see helm.py)
+#   @image_act("repo/image")   a function the kubelet calls to act out a
+#                              container of that image (its image_base):
+#                              act(kubelet, pod, container, argv, env,
+#                              mounts, log); it returns when the container
+#                              "runs", raises ContainerFailed(msg) when it
+#                              fails, or ContainerFailed(msg, 0) when it
+#                              cannot start yet (see kubelet.py)
+# tests/fakes/README.md, "Charts", says more.
+CHART_HOOKS = {}
+IMAGE_ACTS = {}
+
+
+def chart_hooks(name):
+    def reg(cls):
+        CHART_HOOKS[name] = cls
+        return cls
+    return reg
+
+
+def image_act(*bases):
+    def reg(fn):
+        for b in bases:
+            IMAGE_ACTS[b] = fn
+        return fn
+    return reg
 
 
 # ---------------------------------------------------------------- time
@@ -996,6 +1035,7 @@ class Client:
         self.server = server
         self.token = token
         self.timeout = timeout
+        self.headers = []  # extra request headers ("Impersonate-User: ...")
         self.ctx = None
         self._tmp = None
         if self.scheme == "https":
@@ -1045,6 +1085,7 @@ class Client:
                 "User-Agent: fake-kubernetes/" + FAKE_VERSION, "Connection: close", "Content-Length: %d" % len(data)]
         if self.token:
             head.append("Authorization: Bearer " + self.token)
+        head += self.headers
         if body is not None:
             head.append("Content-Type: " + ctype)
         try:

@@ -1,5 +1,5 @@
-# helm (fake) for provision's tests.  Its first real use is the add-ons
-# issue; this is its shape.
+# helm (fake) for provision's tests: the helm program of the release
+# archive (helm-vX.Y.Z-linux-amd64.tar.gz) that the helm role installs.
 #
 # What it copies (helm.sh docs: "helm upgrade", "helm list", "helm status",
 # "helm uninstall", "helm version", "Charts" (Chart.yaml, values.yaml,
@@ -13,14 +13,22 @@
 #   helm upgrade --install NAME CHART [-n NS] [--create-namespace]
 #        [-f/--values FILE]... [--set K=V]... [--wait] [--timeout D]
 #        [--version V] [--atomic]
-#   helm list [-n NS | -A] [-o table|json|yaml]
+#   helm list [-n NS | -A] [-a] [--filter REGEX] [-o table|json|yaml]
 #   helm status NAME [-n NS] [-o json]
 #   helm uninstall NAME [-n NS]
 # CHART is a chart directory or a .tgz of one.  Templates are rendered with
 # the small subset of Go templates charts use for plain values ({{ .Values.a.b
 # }}, .Release.*, .Chart.*, `| quote`, `| default X`, if/else/end, {{- -}}
-# trimming); anything else fails with "parse error".  --wait waits until the
-# release's Deployments and DaemonSets are ready and its PVCs Bound.
+# trimming, `toYaml X | nindent N`, `| indent N`); anything else fails with
+# "parse error".  --wait waits until the release's Deployments and
+# DaemonSets are ready and its PVCs Bound (helm's --wait), and until the
+# chart's stand-in (below) says it is ready.
+# What the chart's own programs (operators, provisioners) would do to the
+# cluster is not in its templates: a chart's stand-in, chart_NAME.py (see
+# fakekube.py "charts" and tests/fakes/README.md), registered for the
+# chart's name, is called after each install or upgrade (installed), while
+# --wait waits (ready) and at uninstall (uninstalled); the kubelet acts out
+# the chart's images with the same file's image acts.
 # Kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config.
 
 import gzip
@@ -48,8 +56,9 @@ def parse(argv):
     spec = {"install": "bool", "namespace": "str", "create-namespace": "bool", "values": "list", "set": "list",
             "wait": "bool", "timeout": "str", "version": "str", "atomic": "bool", "kubeconfig": "str",
             "output": "str", "all-namespaces": "bool", "short": "bool", "template": "str", "kube-context": "str",
-            "debug": "bool", "reuse-values": "bool", "reset-values": "bool", "dry-run": "bool", "keep-history": "bool"}
-    short = {"n": "namespace", "f": "values", "o": "output", "A": "all-namespaces", "i": "install"}
+            "debug": "bool", "reuse-values": "bool", "reset-values": "bool", "dry-run": "bool", "keep-history": "bool",
+            "filter": "str", "all": "bool"}
+    short = {"n": "namespace", "f": "values", "o": "output", "A": "all-namespaces", "i": "install", "a": "all"}
     flags, pos = {}, []
     i = 0
     while i < len(argv):
@@ -172,7 +181,10 @@ def render(text, ctx, name):
 def evaluate(expr, ctx, name):
     parts = [p.strip() for p in expr.split("|")]
     head = parts[0]
-    if head.startswith("."):
+    if head.startswith("toYaml "):
+        v = lookup(ctx, head[7:].strip())
+        v = yaml_dump(v).rstrip() if v is not None else "null"
+    elif head.startswith("."):
         v = lookup(ctx, head)
     elif head.startswith('"') and head.endswith('"'):
         v = head[1:-1]
@@ -187,6 +199,12 @@ def evaluate(expr, ctx, name):
                 v = d[1:-1] if d.startswith('"') else (lookup(ctx, d) if d.startswith(".") else _plain(d))
         elif f == "toYaml":
             v = yaml_dump(v).rstrip() if v is not None else "null"
+        elif f.startswith(("nindent ", "indent ")):
+            n = int(f.split()[1])
+            text = "" if v is None else str(v)
+            v = "\n".join((" " * n + ln) if ln else ln for ln in text.split("\n"))
+            if f.startswith("nindent"):
+                v = "\n" + v
         else:
             raise Fail('parse error at (%s): function "%s" not defined' % (name, f.split()[0]))
     return v
@@ -255,17 +273,25 @@ def apply_manifest(c, ns, text):
     return objs
 
 
-def ready(c, objs):
+def hooks(rel):
+    return CHART_HOOKS.get((rel.get("chart") or {}).get("metadata", {}).get("name"))
+
+
+def ready(c, objs, rel=None):
+    """None when the release is ready (helm's --wait), else why not."""
     for res, ns, name in objs:
         o = c.get(res.path(ns, name))
         st = o.get("status") or {}
         if res.kind == "Deployment" and st.get("readyReplicas", 0) < (o.get("spec") or {}).get("replicas", 1):
-            return False
+            return "Deployment is not ready: %s/%s" % (ns, name)
         if res.kind == "DaemonSet" and st.get("numberReady", 0) < st.get("desiredNumberScheduled", 1):
-            return False
+            return "DaemonSet is not ready: %s/%s" % (ns, name)
         if res.kind == "PersistentVolumeClaim" and st.get("phase") != "Bound":
-            return False
-    return True
+            return "PersistentVolumeClaim is not bound: %s/%s" % (ns, name)
+    h = hooks(rel) if rel else None
+    if h is not None and hasattr(h, "ready"):
+        return h.ready(c, rel)
+    return None
 
 
 def fmt_time(t):
@@ -324,10 +350,17 @@ def cmd_upgrade(flags, pos):
     verb = "INSTALLATION" if prev is None else "UPGRADE"
     try:
         objs = apply_manifest(c, ns, manifest)
+        h = hooks(rel)
+        if h is not None and hasattr(h, "installed"):
+            h.installed(c, rel)
         if flags.get("wait"):
             deadline = now() + parse_duration(flags.get("timeout", "5m0s"))
-            while not ready(c, objs):
+            while True:
+                why = ready(c, objs, rel)
+                if why is None:
+                    break
                 if now() > deadline:
+                    sys.stderr.write("wait: %s\n" % why)
                     raise Fail("%s FAILED: context deadline exceeded" % verb)
                 time.sleep(2)
     except Fail:
@@ -355,6 +388,9 @@ def cmd_list(flags, pos):
         k = (r["namespace"], r["name"])
         if k not in rels or r["version"] > rels[k]["version"]:
             rels[k] = r
+    flt = re.compile(flags["filter"]) if flags.get("filter") else None
+    rels = {k: r for k, r in rels.items() if (flt is None or flt.search(r["name"]))
+            and (flags.get("all") or r["info"]["status"] in ("deployed", "failed"))}
     rows = [{"name": r["name"], "namespace": r["namespace"], "revision": str(r["version"]),
              "updated": fmt_time(r["info"]["last_deployed"]), "status": r["info"]["status"],
              "chart": "%s-%s" % (r["chart"]["metadata"].get("name"), r["chart"]["metadata"].get("version")),
@@ -378,7 +414,16 @@ def main():
     if not argv:
         print("The Kubernetes package manager")
         return 0
-    cmd, rest = argv[0], argv[1:]
+    # global flags may come before the command, as cobra allows
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        if "=" not in argv[i] and argv[i] in ("--kubeconfig", "--kube-context", "-n", "--namespace"):
+            i += 1
+        i += 1
+    if i >= len(argv):
+        print("The Kubernetes package manager")
+        return 0
+    cmd, rest = argv[i], argv[:i] + argv[i + 1:]
     try:
         flags, pos = parse(rest)
         if cmd == "version":
@@ -412,6 +457,9 @@ def main():
             rel = latest(c, ns, pos[0]) if pos else None
             if rel is None:
                 raise Fail("uninstall: Release not loaded: %s: release: not found" % (pos[0] if pos else ""))
+            h = hooks(rel)
+            if h is not None and hasattr(h, "uninstalled"):
+                h.uninstalled(c, rel)
             for d in yaml_load_all(rel["manifest"]):
                 if isinstance(d, dict) and d.get("kind"):
                     res = resource_for_kind(d.get("apiVersion", ""), d["kind"])

@@ -19,8 +19,15 @@
 #     anything, nodes read the cluster and write their own Node and pods,
 #     bootstrap tokens post and read CSRs and read nodes and the kubeadm
 #     ConfigMaps, anonymous users read /healthz /livez /readyz /version and
-#     kube-public/cluster-info.  Status objects for 401, 403, 404 and 409
-#     with the real reasons and messages.
+#     kube-public/cluster-info; beyond those, RBAC: ClusterRoleBindings and
+#     RoleBindings (User, Group, ServiceAccount subjects) to the rules of
+#     their ClusterRole/Role; Impersonate-User for cluster admins, and for
+#     a node as the service account of a pod bound to it (in place of
+#     service-account tokens, which the fake does not issue).  Status
+#     objects for 401, 403, 404 and 409 with the real reasons and messages.
+#   - the DefaultStorageClass admission plugin: a PersistentVolumeClaim
+#     created without storageClassName gets the class annotated
+#     storageclass.kubernetes.io/is-default-class: "true".
 #   - /livez, /readyz, /healthz answer "ok" (or, with ?verbose, one
 #     [+]check line per check and "readyz check passed"); /version gives
 #     version.Info of the image's tag.
@@ -222,6 +229,62 @@ class API:
             return cn, orgs + ["system:authenticated"]
         return "system:anonymous", ["system:unauthenticated"]
 
+    def impersonate(self, user, groups, who):
+        """Impersonate-User: cluster admins may be anyone; a node may be the
+        service account of a pod bound to it (what the node authorizer lets
+        a kubelet request tokens for: the fake has no service-account
+        tokens, so the kubelet's image acts call the API this way)."""
+        m = re.match(r"^system:serviceaccount:([^:]+):([^:]+)$", who)
+        ok = "system:masters" in groups
+        if not ok and m and "system:nodes" in groups and user.startswith("system:node:"):
+            me = user[len("system:node:"):]
+            with self.store.lock:
+                ok = any((p.get("spec") or {}).get("nodeName") == me
+                         and ((p.get("spec") or {}).get("serviceAccountName") or "default") == m.group(2)
+                         for p in self.store.list(resource_by_name("pods"), m.group(1)))
+        if not ok:
+            raise HTTPFail(403, "Forbidden", 'users "%s" is forbidden: User "%s" cannot impersonate resource "users" in API group "" '
+                           'at the cluster scope' % (who, user))
+        if m:
+            return who, ["system:serviceaccounts", "system:serviceaccounts:" + m.group(1), "system:authenticated"]
+        return who, ["system:authenticated"]
+
+    def rbac_allows(self, user, groups, verb, res, ns, sub):
+        """RBAC: a ClusterRoleBinding (anywhere) or a RoleBinding (in ns) for
+        this user, one of its groups or its service account, to a role with
+        a rule for the verb on the resource ("*" matches all)."""
+        rname = res.plural + ("/" + sub if sub else "")
+
+        def subject(s):
+            if s.get("kind") == "User":
+                return s.get("name") == user
+            if s.get("kind") == "Group":
+                return s.get("name") in groups
+            if s.get("kind") == "ServiceAccount":
+                return user == "system:serviceaccount:%s:%s" % (s.get("namespace"), s.get("name"))
+            return False
+
+        def rule(r):
+            return (("*" in (r.get("apiGroups") or [])) or res.group in (r.get("apiGroups") or [])) and \
+                   (("*" in (r.get("resources") or [])) or rname in (r.get("resources") or [])) and \
+                   (("*" in (r.get("verbs") or [])) or verb in (r.get("verbs") or []))
+
+        with self.store.lock:
+            binds = [(b, None) for b in self.store.list(resource_by_name("clusterrolebindings"))]
+            if ns:
+                binds += [(b, ns) for b in self.store.list(resource_by_name("rolebindings"), ns)]
+            for b, bns in binds:
+                if not any(subject(s) for s in b.get("subjects") or []):
+                    continue
+                ref = b.get("roleRef") or {}
+                if ref.get("kind") == "ClusterRole":
+                    role = self.store.get(resource_by_name("clusterroles"), "", ref.get("name"))
+                else:
+                    role = self.store.get(resource_by_name("roles"), bns, ref.get("name")) if bns else None
+                if any(rule(r) for r in (role or {}).get("rules") or []):
+                    return True
+        return False
+
     # ---- objects
 
     def create(self, res, ns, obj, save=True, dry=False):
@@ -256,6 +319,12 @@ class API:
         if res.kind not in ("ConfigMap", "Secret", "Namespace", "Node", "Event", "Lease"):
             md["generation"] = 1
         self.defaults(res, obj)
+        if res.kind == "PersistentVolumeClaim" and not (obj.get("spec") or {}).get("storageClassName"):
+            # the DefaultStorageClass admission plugin (on by default)
+            for sc in self.store.list(resource_by_name("storageclasses")):
+                if (sc["metadata"].get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true":
+                    obj.setdefault("spec", {})["storageClassName"] = sc["metadata"]["name"]
+                    break
         if dry:
             return obj
         md["resourceVersion"] = self.store.next_rv()
@@ -505,6 +574,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if who is None:
                 raise HTTPFail(401, "Unauthorized", "Unauthorized")
             user, groups = who
+            if self.headers.get("Impersonate-User"):
+                user, groups = api.impersonate(user, groups, self.headers["Impersonate-User"])
             if path in Authz.ANON_PATHS:
                 if method != "GET":
                     raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
@@ -563,7 +634,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "DELETE": "delete"}[method]
         if sub in ("binding", "eviction") and method == "POST":
             verb = "create"
-        if not Authz.allowed(user, groups, verb, res, ns, name, sub):
+        if not Authz.allowed(user, groups, verb, res, ns, name, sub) and not api.rbac_allows(user, groups, verb, res, ns, sub):
             scope = ('in the namespace "%s"' % ns) if ns else "at the cluster scope"
             target = '%s "%s" ' % (res.plural, name) if name else "%s " % res.plural
             raise HTTPFail(403, "Forbidden", '%sis forbidden: User "%s" cannot %s resource "%s%s" in API group "%s" %s'

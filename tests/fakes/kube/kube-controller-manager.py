@@ -27,7 +27,17 @@
 #   deployment        a ReplicaSet per template and its pods (left to the
 #                     scheduler); status replicas/ready/available;
 #   garbagecollector  pods whose owner is gone are deleted;
-#   namespace         a terminating namespace is emptied, then removed.
+#   namespace         a terminating namespace is emptied, then removed;
+#   persistentvolume-binder  a PersistentVolume whose claimRef names an
+#                     existing claim (namespace, name, uid) -- how an
+#                     external provisioner hands over what it made -- is
+#                     bound to it: the claim gets spec.volumeName and
+#                     status Bound (access modes, capacity), the volume
+#                     status Bound; a Bound volume whose claim is gone
+#                     becomes Released (its provisioner then deletes it
+#                     when the reclaim policy is Delete); a volume without
+#                     claimRef is Available.  Not acted out: matching
+#                     claims to unbound volumes by size and class.
 # Not acted out: service accounts and their tokens, endpoints, jobs,
 # statefulsets, leader election (one instance only).
 
@@ -377,9 +387,39 @@ class CM:
                 except APIError:
                     pass
 
+    def volumes(self):
+        claims = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in self.items(R("persistentvolumeclaims"))}
+        for pv in self.items(R("persistentvolumes")):
+            name, spec = pv["metadata"]["name"], pv.get("spec") or {}
+            phase = (pv.get("status") or {}).get("phase")
+            ref = spec.get("claimRef")
+            if not ref:
+                if phase != "Available":
+                    self.c.patch(R("persistentvolumes").path(None, name, "status"), {"status": {"phase": "Available"}})
+                continue
+            pvc = claims.get((ref.get("namespace"), ref.get("name")))
+            if pvc is None or (ref.get("uid") and pvc["metadata"].get("uid") != ref.get("uid")):
+                if phase == "Bound":
+                    self.c.patch(R("persistentvolumes").path(None, name, "status"), {"status": {"phase": "Released"}})
+                    klog("I", "volume is released", volume=name)
+                continue
+            vn = (pvc.get("spec") or {}).get("volumeName")
+            if vn and vn != name:
+                continue
+            md = pvc["metadata"]
+            if not vn:
+                self.c.patch(R("persistentvolumeclaims").path(md["namespace"], md["name"]), {"spec": {"volumeName": name}})
+            if (pvc.get("status") or {}).get("phase") != "Bound":
+                self.c.patch(R("persistentvolumeclaims").path(md["namespace"], md["name"], "status"),
+                             {"status": {"phase": "Bound", "accessModes": spec.get("accessModes") or [],
+                                         "capacity": spec.get("capacity") or {}}})
+                klog("I", "claim bound", claim="%s/%s" % (md["namespace"], md["name"]), volume=name)
+            if phase != "Bound":
+                self.c.patch(R("persistentvolumes").path(None, name, "status"), {"status": {"phase": "Bound"}})
+
     def run(self):
         klog("I", "Starting controllers", controllers="bootstrapsigner,tokencleaner,csrapproving,csrsigning,nodeipam,"
-             "nodelifecycle,daemonset,deployment,replicaset,garbagecollector,namespace")
+             "nodelifecycle,daemonset,deployment,replicaset,garbagecollector,namespace,persistentvolume-binder")
         while True:
             try:
                 self.tokens()
@@ -391,6 +431,7 @@ class CM:
                 self.deployments(pods)
                 self.gc(self.items(R("pods")))
                 self.namespaces()
+                self.volumes()
             except ConnError as e:
                 klog("E", "Error talking to the API server", err=str(e))
             except APIError as e:

@@ -57,6 +57,12 @@
 #     (flannel-cni-plugin's /flannel) or a mounted volume to a mounted
 #     hostPath: this is how Flannel's install-cni container writes
 #     /etc/cni/net.d/10-flannel.conflist from its ConfigMap;
+#   the images of add-on charts (GPU Operator, NFS provisioner, ...): the
+#     image acts of tests/fakes/kube/chart_*.py (fakekube.py, "charts"),
+#     which may add extended resources to the node (a device plugin's
+#     registration: state "extended", reported in capacity and
+#     allocatable) and return a function the kubelet calls about once a
+#     second while the container runs (a controller's loop);
 #   anything else (etcd, coredns, kube-proxy, ...): a placeholder that
 #     "runs" (state kept by the kubelet).
 #
@@ -64,6 +70,7 @@
 # DOWN": that container is killed UP seconds after each start and started
 # again DOWN seconds later (a crash loop with a fixed period).
 
+import copy
 import http.server
 import signal
 import threading
@@ -144,6 +151,7 @@ class Kubelet:
         self.mirror_done = {}
         self.api_pods = {}
         self.pod_status_sent = {}
+        self.ticks = {}  # container key -> the loop of an image act
         self.cfg = {}
         self.mismatch = None
         self.driver_checked = now()
@@ -346,6 +354,15 @@ class Kubelet:
         if base == "flannel/flannel" and cmd and cmd[0].endswith("flanneld"):
             self.act_flanneld(cmd[1:], pod, mounts, log)
             return
+        act = IMAGE_ACTS.get(base)
+        if act is not None:
+            tick = act(self, pod, c, cmd, env, mounts, log)
+            key = "%s/%s/%s/%s" % (ns, name, uid, c["name"])
+            if callable(tick):
+                self.ticks[key] = tick
+            else:
+                self.ticks.pop(key, None)
+            return
         self.container_log(log, "fake container for image %s: running as a placeholder" % c.get("image"))
 
     def resolve_source(self, path, c, mounts):
@@ -510,9 +527,27 @@ class Kubelet:
                     raise ContainerFailed('MountVolume.SetUp failed for volume "%s" : configmap "%s" not found'
                                           % (m["name"], v["configMap"]["name"]), 0)
                 out_[m["mountPath"]] = ("configMap", data)
+            elif "nfs" in v:
+                out_[m["mountPath"]] = ("nfs", self.nfs_dir(v["nfs"]))
             else:
                 out_[m["mountPath"]] = ("other", None)
         return out_
+
+    def nfs_dir(self, nfs):
+        """Where an nfs volume's files are on this node.  Test nodes are
+        containers: they can neither mount NFS nor serve it (the nfs-server
+        and nfs-client roles skip there).  When the node is the server
+        itself (the volume's server is one of its addresses) the export's
+        own folder stands for the mount, as a mount of a local export shows
+        it; otherwise a folder per export,
+        /var/lib/fake-kubernetes/nfs/SERVER/PATH, that only this node sees."""
+        server, path = nfs.get("server", ""), nfs.get("path", "/")
+        mine = {self.node_ip, self.node_name, "127.0.0.1", "localhost"}
+        r = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=False)
+        mine |= set(re.findall(r"inet ([0-9.]+)/", r.stdout))
+        d = path if server in mine else os.path.join("/var/lib/fake-kubernetes/nfs", server, path.lstrip("/"))
+        os.makedirs(d, exist_ok=True)
+        return d
 
     # ---- pods
 
@@ -657,6 +692,7 @@ class Kubelet:
                 alive = False
                 st["exitCode"] = 137
             if alive:
+                self.act_tick(pod, c, st, host_ip, pod_ip)
                 return {"running": {"startedAt": st["startedAt"]}}
             st["running"] = False
             st["finishedAt"] = rfc3339()
@@ -706,6 +742,40 @@ class Kubelet:
         st["t_start"] = t
         return {"running": {"startedAt": st["startedAt"]}}
 
+    def client_as(self, pod):
+        """A client that acts as the pod's service account (the API server
+        lets a node impersonate the service accounts of its pods), or None
+        while the API is not reachable."""
+        if self.client is None:
+            return None
+        cl = copy.copy(self.client)
+        cl.headers = ["Impersonate-User: system:serviceaccount:%s:%s"
+                      % (pod["metadata"].get("namespace", "default"), (pod.get("spec") or {}).get("serviceAccountName") or "default")]
+        return cl
+
+    def act_tick(self, pod, c, st, host_ip, pod_ip):
+        """One turn of the loop of a running image act (started again after
+        a kubelet restart, like a container that outlived it)."""
+        md = pod["metadata"]
+        key = "%s/%s/%s/%s" % (md.get("namespace", "default"), md["name"], md.get("uid", "static"), c["name"])
+        act = IMAGE_ACTS.get(image_base(c.get("image", "")))
+        if act is None:
+            return
+        if key not in self.ticks:
+            env = self.container_env(pod, c, host_ip, pod_ip)
+            cmd = [self.expand(x, env) for x in (c.get("command") or []) + (c.get("args") or [])]
+            log = self.log_path(md.get("namespace", "default"), md["name"], md.get("uid", "static"), c["name"], st["restarts"])
+            try:
+                tick = act(self, pod, c, cmd, env, self.mounts_for(pod, c), log)
+            except ContainerFailed as e:
+                klog("E", "image act failed", container=c["name"], err=str(e))
+                tick = None
+            self.ticks[key] = tick if callable(tick) else (lambda: None)
+        try:
+            self.ticks[key]()
+        except (APIError, ConnError) as e:
+            klog("E", "container loop", container=c["name"], err=str(e))
+
     @staticmethod
     def cstatus(c, st, state, ready):
         s = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": bool(ready),
@@ -719,6 +789,9 @@ class Kubelet:
         return s
 
     def stop_pod(self, key0, pod_spec_containers=None):
+        for k in list(self.ticks):
+            if k.startswith(key0 + "/"):
+                self.ticks.pop(k)
         for k in list(self.state["containers"]):
             if k.startswith(key0 + "/"):
                 st = self.state["containers"].pop(k)
@@ -796,6 +869,8 @@ class Kubelet:
         alloc = dict(cap, memory="%dKi" % (mem_kib - 102400 - res_kib), **{"ephemeral-storage": str(disk_kib * 1024 * 9 // 10)})
         if res_cpu:
             alloc["cpu"] = "%dm" % (cpus * 1000 - res_cpu)
+        for k, v in (self.state.get("extended") or {}).items():
+            cap[k] = alloc[k] = v
         mid = read_file("/etc/machine-id", "").strip()
         status = {
             "addresses": [{"address": self.node_ip, "type": "InternalIP"}, {"address": self.node_name, "type": "Hostname"}],

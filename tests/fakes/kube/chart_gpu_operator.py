@@ -1,0 +1,207 @@
+# Stand-in for what the NVIDIA GPU Operator's programs (chart
+# nvidia/gpu-operator v24.6.1) do on the nodes, acted out by the kubelet of
+# each node for the images of ../charts/gpu-operator.  From NVIDIA's GPU
+# Operator documentation ("Verification: Running Sample GPU Applications",
+# "GPU Feature Discovery" labels, "Troubleshooting": the validator's
+# init containers and /run/nvidia/validations) and the k8s-device-plugin
+# README (the extended resource nvidia.com/gpu, one per GPU NVML finds):
+#   node-feature-discovery (nfd-worker): the node's PCI devices
+#     (/sys/bus/pci/devices: vendor, class) -> the label
+#     feature.node.kubernetes.io/pci-10de.present=true when an NVIDIA
+#     display controller (class 0x03xxxx) is there; the operator then labels
+#     such nodes nvidia.com/gpu.present=true (folded in here: the fake has
+#     no operator reconciling), which its operands select;
+#   driver (nvidia-driver-ctr, driver.enabled=true): loads the driver on a
+#     node whose driver is not loaded (the fake nvidia-smi's state file,
+#     /etc/provision-fake-gpu, first line "driver loaded") and writes
+#     /run/nvidia/validations/.driver-ctr-ready; on a node whose host
+#     driver already works it loads nothing and runs (the operator marks
+#     such nodes nvidia.com/gpu.deploy.driver=pre-installed and leaves
+#     the host's driver alone);
+#   container toolkit: /run/nvidia/validations/toolkit-ready (its own
+#     validation); the containerd configuration it would write (the
+#     CONTAINERD_CONFIG of its env) is NOT written: containerd in the test
+#     nodes is Debian's real one and the runtime is not used;
+#   device plugin: asks the driver for the GPUs (nvidia-smi --query-gpu=uuid
+#     in place of NVML) and registers them with the kubelet: capacity and
+#     allocatable nvidia.com/gpu = their number; fails like the real plugin
+#     ("could not load NVML library" / "failed to initialize NVML") when
+#     the driver does not answer;
+#   gpu-feature-discovery: labels the node nvidia.com/gpu.product (the name
+#     with blanks as "-"), nvidia.com/gpu.count, nvidia.com/gpu.memory
+#     (MiB), nvidia.com/gpu.family is left out, nvidia.com/cuda.driver.major
+#     /minor/rev, nvidia.com/gfd.timestamp; again every 60 s;
+#   validator (nvidia-operator-validator pod): init containers
+#     driver-validation (nvidia-smi answers), toolkit-validation
+#     (toolkit-ready), cuda-validation (driver and toolkit ready: the real
+#     one runs a CUDA sample pod), plugin-validation (the node's
+#     allocatable nvidia.com/gpu > 0), each writing
+#     /run/nvidia/validations/<component>-ready and completing, or failing
+#     (CrashLoopBackOff) with the real messages; then the main container
+#     runs ("all validations are successful").
+# helm's --wait for this chart also waits, like the real operator's
+# ClusterPolicy status "ready", until every GPU node's validator runs.
+
+GPU_PRESENT = "nvidia.com/gpu.present"
+VALIDATIONS = "/run/nvidia/validations"
+
+
+def _smi(args):
+    try:
+        r = subprocess.run(["nvidia-smi"] + args, capture_output=True, text=True, check=False, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 127, str(e)
+    return r.returncode, r.stdout.strip()
+
+
+def _patch_labels(kubelet, labels):
+    if kubelet.client is not None:
+        kubelet.client.patch(R("nodes").path(None, kubelet.node_name), {"metadata": {"labels": labels}})
+
+
+def _validation_dir(mounts):
+    for mpath, vol in mounts.items():
+        if mpath.rstrip("/") == "/run/nvidia" and vol[0] == "hostPath":
+            d = os.path.join(vol[1], "validations")
+            os.makedirs(d, exist_ok=True)
+            return d
+    raise ContainerFailed("/run/nvidia is not mounted")
+
+
+def _nvidia_pci():
+    found = []
+    base = "/sys/bus/pci/devices"
+    for d in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        vendor = read_file(os.path.join(base, d, "vendor"), "").strip()
+        cls = read_file(os.path.join(base, d, "class"), "").strip()
+        if vendor == "0x10de" and cls.startswith("0x03"):
+            found.append(d)
+    return found
+
+
+@image_act("nfd/node-feature-discovery")
+def act_nfd_worker(kubelet, pod, c, argv, env, mounts, log):
+    def tick():
+        if now() - state.get("t", 0) < 30:
+            return
+        state["t"] = now()
+        gpus = _nvidia_pci()
+        if gpus:
+            _patch_labels(kubelet, {"feature.node.kubernetes.io/pci-10de.present": "true", GPU_PRESENT: "true"})
+        else:
+            _patch_labels(kubelet, {"feature.node.kubernetes.io/pci-10de.present": None, GPU_PRESENT: None})
+    state = {}
+    kubelet.container_log(log, "nfd-worker: feature discovery every 30s")
+    tick()
+    return tick
+
+
+@image_act("nvidia/driver")
+def act_driver(kubelet, pod, c, argv, env, mounts, log):
+    d = _validation_dir(mounts)
+    rc, _ = _smi(["-L"])
+    if rc == 0 and not os.path.exists(os.path.join(d, ".driver-ctr-ready")):
+        kubelet.container_log(log, "NVIDIA driver is pre-installed on the host: using it")
+        return None
+    prof = "/etc/provision-fake-gpu"
+    lines = read_file(prof, "").split("\n")
+    if lines and lines[0].startswith("driver "):
+        lines[0] = "driver loaded"
+        write_file(prof, "\n".join(lines))
+    write_file(os.path.join(d, ".driver-ctr-ready"), "")
+    kubelet.container_log(log, "Done, now waiting for signal")
+
+
+@image_act("nvidia/k8s/container-toolkit")
+def act_toolkit(kubelet, pod, c, argv, env, mounts, log):
+    d = _validation_dir(mounts)
+    write_file(os.path.join(d, "toolkit-ready"), "")
+    kubelet.container_log(log, "toolkit installed in /usr/local/nvidia (acted out); RUNTIME=%s CONTAINERD_CONFIG=%s"
+                          % (env.get("RUNTIME", ""), env.get("CONTAINERD_CONFIG", "")))
+
+
+@image_act("nvidia/k8s-device-plugin")
+def act_device_plugin(kubelet, pod, c, argv, env, mounts, log):
+    prog = os.path.basename(argv[0]) if argv else ""
+    if prog == "gpu-feature-discovery":
+        return _gfd(kubelet, log)
+    rc, out_ = _smi(["--query-gpu=uuid", "--format=csv,noheader"])
+    if rc != 0:
+        kubelet.container_log(log, "Failed to initialize NVML: could not load NVML library.", "stderr")
+        kubelet.container_log(log, "If this is a GPU node, did you set the docker default runtime to `nvidia`?", "stderr")
+        raise ContainerFailed("failed to initialize NVML")
+    n = len([ln for ln in out_.split("\n") if ln.strip()])
+    kubelet.state.setdefault("extended", {})["nvidia.com/gpu"] = str(n)
+    kubelet.last_status = 0  # report the new capacity at once
+    kubelet.container_log(log, "Registered device plugin for 'nvidia.com/gpu' with Kubelet (%d devices)" % n)
+    return None
+
+
+def _gfd(kubelet, log):
+    def tick():
+        if now() - state.get("t", 0) < 60:
+            return
+        rc, out_ = _smi(["--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"])
+        if rc != 0:
+            return
+        rows = [[x.strip() for x in ln.split(",")] for ln in out_.split("\n") if ln.strip()]
+        if not rows:
+            return
+        name, mem, drv = rows[0][0], rows[0][1], rows[0][2]
+        dv = (drv.split(".") + ["", "", ""])[:3]
+        _patch_labels(kubelet, {"nvidia.com/gpu.product": name.replace(" ", "-"), "nvidia.com/gpu.count": str(len(rows)),
+                                "nvidia.com/gpu.memory": mem, "nvidia.com/cuda.driver.major": dv[0],
+                                "nvidia.com/cuda.driver.minor": dv[1], "nvidia.com/cuda.driver.rev": dv[2],
+                                "nvidia.com/gfd.timestamp": str(int(now()))})
+        state["t"] = now()
+        kubelet.container_log(log, "Writing labels: %s x%d" % (name, len(rows)))
+    state = {}
+    tick()
+    return tick
+
+
+@image_act("nvidia/cloud-native/gpu-operator-validator")
+def act_validator(kubelet, pod, c, argv, env, mounts, log):
+    comp = env.get("COMPONENT")
+    if c["name"] == "nvidia-operator-validator" or not comp:
+        kubelet.container_log(log, "all validations are successful")
+        return None
+    d = _validation_dir(mounts)
+
+    def fail(msg):
+        kubelet.container_log(log, msg, "stderr")
+        raise ContainerFailed(msg)
+    if comp == "driver":
+        rc, out_ = _smi([])
+        if rc != 0:
+            fail("failed to validate the driver, exit code: %d: %s" % (rc, out_.split("\n")[0]))
+    elif comp == "toolkit":
+        if not os.path.exists(os.path.join(d, "toolkit-ready")):
+            fail("toolkit is not ready: %s/toolkit-ready missing" % d)
+    elif comp == "cuda":
+        if not os.path.exists(os.path.join(d, "driver-ready")) or not os.path.exists(os.path.join(d, "toolkit-ready")):
+            fail("cuda workload validation failed: driver or toolkit not ready")
+        kubelet.container_log(log, "[Vector addition of 50000 elements] Test PASSED (acted out)")
+    elif comp == "plugin":
+        node = kubelet.client.get(R("nodes").path(None, kubelet.node_name)) if kubelet.client else {}
+        n = ((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu", "0")
+        if n in ("", "0"):
+            fail("GPU resources are not discovered by the node")
+    write_file(os.path.join(d, comp + "-ready"), "")
+    kubelet.container_log(log, "%s validation successful" % comp)
+    return None
+
+
+@chart_hooks("gpu-operator")
+class GpuOperator:
+    @staticmethod
+    def ready(c, rel):
+        """The ClusterPolicy's state "ready": the validator runs on every
+        node labelled nvidia.com/gpu.present=true."""
+        nodes = [n["metadata"]["name"] for n in c.get(R("nodes").path(), {"labelSelector": GPU_PRESENT + "=true"})["items"]]
+        pods = c.get(R("pods").path(rel["namespace"]), {"labelSelector": "app=nvidia-operator-validator"})["items"]
+        running = {p["spec"].get("nodeName") for p in pods if (p.get("status") or {}).get("phase") == "Running"}
+        missing = [n for n in nodes if n not in running]
+        if missing:
+            return "ClusterPolicy not ready: validator not running on %s" % ", ".join(missing)
+        return None
