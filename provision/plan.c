@@ -265,6 +265,65 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 	return v;
 }
 
+static bool host_driver_works(const struct facts *f)
+{
+	return f->nvidia_smi && f->nvidia_smi_rc == 0 && f->nr_gpus > 0;
+}
+
+void plan_gpu_values(struct tval *v, const struct node *const *nodes,
+		     const struct facts *const *facts, size_t nr)
+{
+	struct tval *m = tval_map_at(v, "gpu"), *list = tval_set(m, "nodes", tval_new_list());
+	struct strbuf names = STRBUF_INIT;
+	size_t i, n = 0, total = 0;
+	bool all_drivers = true;
+
+	for (i = 0; i < nr; i++) {
+		const struct facts *f = facts[i];
+		struct tval *e;
+		size_t count;
+
+		if (!f || !node_has_gpu(nodes[i], f))
+			continue;
+		count = f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci;
+		e = tval_push(list, tval_new_map());
+		tval_set_str(e, "name", nodes[i]->name);
+		tval_set_strf(e, "count", "%zu", count);
+		if (f->nr_gpus)
+			tval_set_str(e, "model", f->gpus[0].model);
+		else /* nvidia-smi does not answer: what the PCI bus says */
+			tval_set_strf(e, "model", "NVIDIA PCI device %s",
+				      f->nr_nvidia_pci && strchr(f->nvidia_pci[0], ' ')
+					      ? strchr(f->nvidia_pci[0], ' ') + 1
+					      : "?");
+		tval_set_strf(e, "memory_mib", "%u", f->nr_gpus ? f->gpus[0].memory_mib : 0);
+		tval_set_str(e, "driver",
+			     host_driver_works(f) && f->gpus[0].driver ? f->gpus[0].driver : "");
+		all_drivers = all_drivers && host_driver_works(f);
+		strbuf_addf(&names, "%s%s", n ? " " : "", nodes[i]->name);
+		total += count;
+		n++;
+	}
+	tval_set_strf(m, "node_count", "%zu", n);
+	tval_set_strf(m, "count", "%zu", total);
+	tval_set_str(m, "host_driver", n && all_drivers ? "true" : "");
+	tval_set_str(m, "names", names.buf);
+	strbuf_release(&names);
+}
+
+/* plan_gpu_values for the nodes of this run. */
+static void run_gpu_values(struct tval *v, const struct run *run)
+{
+	const struct plan_opts *o = run->o;
+	const struct facts **facts = xcalloc(o->nr ? o->nr : 1, sizeof(*facts));
+	size_t i;
+
+	for (i = 0; i < o->nr; i++)
+		facts[i] = run->res->nodes[i].have_facts ? &run->res->nodes[i].facts : NULL;
+	plan_gpu_values(v, o->nodes, facts, o->nr);
+	free(facts);
+}
+
 /* ---- environment of a step ---- */
 
 static void export(struct strbuf *sb, const char *name, const char *value)
@@ -353,6 +412,13 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 		export(sb, "PROVISION_NFS_OPTIONS", inv->nfs.options);
 	}
 	export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
+	{
+		struct tval *g = tval_new_map();
+		run_gpu_values(g, nc->run);
+		export(sb, "PROVISION_GPU_NODES", tval_lookup(g, "gpu.names")->str);
+		export(sb, "PROVISION_GPU_HOST_DRIVER", tval_lookup(g, "gpu.host_driver")->str);
+		tval_free(g);
+	}
 	pthread_mutex_lock(&nc->run->lock);
 	export_set(sb, nc->run->published, n->name);
 	pthread_mutex_unlock(&nc->run->lock);
@@ -822,6 +888,8 @@ static struct tval *node_values(struct node_ctx *nc)
 	const struct plan_opts *o = nc->run->o;
 	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts);
 	struct tval *set = tval_map_at(v, "set");
+
+	run_gpu_values(v, nc->run);
 	size_t i;
 
 	char key[128];
@@ -1377,6 +1445,50 @@ static void hub_check(struct run *run, const struct node *cp)
 	free(url);
 }
 
+/*
+ * The add-ons (GPU Operator on the GPU nodes, NFS storage when the
+ * inventory has it), from queries 1, 2, 4, 5, 6 of run_validation; when
+ * `up` ran phases without addons, they are not expected yet.
+ */
+static void addon_checks(struct run *run, struct kube_query *q, const struct facts **facts)
+{
+	const struct plan_opts *o = run->o;
+	struct validation *v = &run->res->validation;
+	struct error err = {0};
+	bool expected = !o->phases || (o->phases & (1u << role_phase_index("addons")));
+	size_t i;
+
+	if (!expected) {
+		for (i = 0; i < o->nr; i++)
+			if (facts[i] && node_has_gpu(o->nodes[i], facts[i]))
+				validation_add(v, "gpu-operator-validated", i, CHECK_SKIP,
+					       "the GPU Operator's validations complete",
+					       "the addons phase did not run",
+					       "run 'provision up' with the addons phase");
+		if (o->inv->nfs.server)
+			validation_add(v, "default-storageclass", CHECK_CLUSTER, CHECK_SKIP,
+				       "StorageClass nfs, the only default",
+				       "the addons phase did not run",
+				       "run 'provision up' with the addons phase");
+		return;
+	}
+	if (q[1].status == 0 && q[2].status == 0 &&
+	    validate_gpus(v, q[1].out.buf, q[1].out.len, q[2].out.buf, q[2].out.len, o->nodes,
+			  facts, o->nr, &err) < 0)
+		validation_add(v, "gpu-list", CHECK_CLUSTER, CHECK_FAIL,
+			       "kubectl get nodes/pods answers", err.msg,
+			       "run 'kubectl get nodes' on the control plane");
+	if (!o->inv->nfs.server)
+		return;
+	if (q[4].status != 0 || q[5].status != 0 ||
+	    validate_storage(v, q[4].out.buf, q[4].out.len, q[5].out.buf, q[5].out.len,
+			     q[6].out.buf, &err) < 0)
+		validation_add(v, "storage-list", CHECK_CLUSTER, CHECK_FAIL,
+			       "kubectl get storageclasses/pvc answers",
+			       q[4].status || q[5].status ? "kubectl failed" : err.msg,
+			       "run 'kubectl get storageclasses' on the control plane");
+}
+
 static void run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions)
 {
 	const struct plan_opts *o = run->o;
@@ -1390,6 +1502,13 @@ static void run_validation(struct run *run, struct runner_opts *ro, struct trans
 		 STRBUF_INIT, 0, 0},
 		{"readyz", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get --raw /readyz",
 		 STRBUF_INIT, 0, 0},
+		{"storageclasses",
+		 "kubectl --kubeconfig=/etc/kubernetes/admin.conf get storageclasses -o json",
+		 STRBUF_INIT, 0, 0},
+		{"pvcs", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get pvc -A -o json",
+		 STRBUF_INIT, 0, 0},
+		{"nfs-trial", "cat /var/lib/provision/helm/nfs-trial 2>/dev/null || true", STRBUF_INIT,
+		 0, 0},
 		{NULL, NULL, STRBUF_INIT, 0, 0},
 	};
 	const struct node *pass_node[1];
@@ -1410,7 +1529,6 @@ static void run_validation(struct run *run, struct runner_opts *ro, struct trans
 	}
 	/* `check` on its own, or `up` having touched nothing: prep is expected done. */
 	validate_facts(&res->validation, o->nodes, facts, o->nr, o->phases ? ran : 1u);
-	free(facts);
 
 	if (cp == (size_t)-1) {
 		validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_SKIP,
@@ -1432,7 +1550,8 @@ static void run_validation(struct run *run, struct runner_opts *ro, struct trans
 		runner_status_release(st, 1);
 		sessions[cp] = pass_session[0];
 		run->queries = NULL;
-		if (q[0].rc < 0 || q[1].rc < 0 || q[2].rc < 0 || q[3].rc < 0) {
+		if (q[0].rc < 0 || q[1].rc < 0 || q[2].rc < 0 || q[3].rc < 0 || q[4].rc < 0 ||
+		    q[5].rc < 0 || q[6].rc < 0) {
 			validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_FAIL,
 				       "the control plane answers", "the session was lost",
 				       "run 'provision check' again");
@@ -1458,8 +1577,10 @@ static void run_validation(struct run *run, struct runner_opts *ro, struct trans
 					       "run 'kubectl get pods -A' on the control plane");
 			readyz_check(run, &q[3]);
 			hub_check(run, o->nodes[cp]);
+			addon_checks(run, q, facts);
 		}
 	}
+	free(facts);
 	for (i = 0; q[i].what; i++)
 		strbuf_release(&q[i].out);
 	post_checks(run, first, cp == (size_t)-1 ? 0 : cp);

@@ -159,4 +159,16 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
  */
 int plan_add_profiles(struct tval *values, struct error *err);
 
+/*
+ * The cluster's GPUs as the selected nodes' facts show them, added to v as
+ * `gpu`: gpu.node_count, gpu.count (GPUs in all), gpu.host_driver ("true"
+ * when there are GPU nodes and nvidia-smi works on every one of them: the
+ * GPU Operator then needs no driver container), gpu.names (space-separated
+ * names of the GPU nodes) and gpu.nodes (list: name, count, model,
+ * memory_mib, driver -- empty when the host driver does not answer).
+ * facts[i] may be NULL (no facts: the node is left out).
+ */
+void plan_gpu_values(struct tval *v, const struct node *const *nodes,
+		     const struct facts *const *facts, size_t nr);
+
 #endif

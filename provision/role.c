@@ -15,7 +15,7 @@
 const char *const role_phases[] = {"prep", "kube-packages", "nfs", "init", "cni", "join", "addons", "validate", NULL};
 
 /* Names a template may use without declaring them in `vars`. */
-static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes", "set", NULL};
+static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes", "gpu", "set", NULL};
 
 int role_phase_index(const char *phase)
 {

@@ -278,6 +278,188 @@ int validate_kube_pods(struct validation *v, const char *json, size_t len,
 	return 0;
 }
 
+static const char *annotation(json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(
+		json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+}
+
+/* The GPUs on a node as its facts found them (nvidia-smi, or the PCI bus). */
+static size_t facts_gpus(const struct facts *f)
+{
+	return f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci;
+}
+
+/* "driver-validation CrashLoopBackOff" for the first init container not done; NULL when all are. */
+static char *validations_left(json_t *pod)
+{
+	json_t *inits = json_object_get(json_object_get(pod, "status"), "initContainerStatuses"), *c;
+	size_t i;
+
+	json_array_foreach(inits, i, c)
+	{
+		json_t *state = json_object_get(c, "state");
+		const char *done = str_at(state, "terminated", "reason");
+		const char *wait = str_at(state, "waiting", "reason");
+		const char *name = json_string_value(json_object_get(c, "name"));
+		if (done && !strcmp(done, "Completed"))
+			continue;
+		return xasprintf("%s %s", name ? name : "?",
+				 wait ? wait : json_object_get(state, "running") ? "running" : "not done");
+	}
+	return NULL;
+}
+
+int validate_gpus(struct validation *v, const char *nodes_json, size_t nodes_len,
+		  const char *pods_json, size_t pods_len, const struct node *const *nodes,
+		  const struct facts *const *facts, size_t nr, struct error *err)
+{
+	json_t *nroot = load(nodes_json, nodes_len, "NodeList", err), *proot, *item;
+	size_t i, k;
+
+	if (!nroot)
+		return -1;
+	proot = load(pods_json, pods_len, "PodList", err);
+	if (!proot) {
+		json_decref(nroot);
+		return -1;
+	}
+	for (i = 0; i < nr; i++) {
+		const struct facts *f = facts[i];
+		const char *alloc = NULL, *phase = NULL;
+		json_t *pod = NULL;
+		char *expected, *obs, *left = NULL;
+		bool found = false;
+
+		if (!f || !facts_gpus(f))
+			continue;
+		json_array_foreach(json_object_get(nroot, "items"), k, item)
+		{
+			const char *name = str_at(item, "metadata", "name");
+			if (name && !strcmp(name, nodes[i]->name)) {
+				found = true;
+				alloc = json_string_value(json_object_get(
+					json_object_get(json_object_get(item, "status"), "allocatable"),
+					"nvidia.com/gpu"));
+			}
+		}
+		expected = xasprintf("allocatable nvidia.com/gpu %zu (the GPUs in its facts)",
+				     facts_gpus(f));
+		obs = xasprintf("%s", !found ? "not in the cluster" : alloc ? alloc : "none");
+		validation_add(v, "gpu-allocatable", i,
+			       alloc && (size_t)strtoul(alloc, NULL, 10) == facts_gpus(f) &&
+					       strspn(alloc, "0123456789") == strlen(alloc)
+				       ? CHECK_PASS
+				       : CHECK_FAIL,
+			       expected, obs,
+			       "the GPU Operator's device plugin registers the GPUs: 'kubectl -n "
+			       "gpu-operator logs' of the node's nvidia-device-plugin pod; run "
+			       "'provision up --phases addons'");
+		free(expected);
+		free(obs);
+
+		json_array_foreach(json_object_get(proot, "items"), k, item)
+		{
+			const char *ns = str_at(item, "metadata", "namespace");
+			const char *on = str_at(item, "spec", "nodeName");
+			if (ns && !strcmp(ns, "gpu-operator") && on && !strcmp(on, nodes[i]->name) &&
+			    label_is(item, "app", "nvidia-operator-validator")) {
+				pod = item;
+				break;
+			}
+		}
+		if (pod) {
+			phase = str_at(pod, "status", "phase");
+			left = validations_left(pod);
+		}
+		if (pod && phase && !strcmp(phase, "Running") && !left)
+			obs = xstrdup("Running, driver, toolkit, cuda and plugin validations completed");
+		else if (pod)
+			obs = xasprintf("%s%s%s", phase ? phase : "unknown", left ? ": " : "",
+					left ? left : "");
+		else
+			obs = xstrdup("no nvidia-operator-validator pod");
+		validation_add(v, "gpu-operator-validated", i,
+			       pod && phase && !strcmp(phase, "Running") && !left ? CHECK_PASS
+										: CHECK_FAIL,
+			       "the GPU Operator's validations complete", obs,
+			       "'kubectl -n gpu-operator logs POD -c driver-validation' (or toolkit-, "
+			       "cuda-, plugin-validation) of the node's nvidia-operator-validator pod");
+		free(obs);
+		free(left);
+	}
+	json_decref(nroot);
+	json_decref(proot);
+	return 0;
+}
+
+int validate_storage(struct validation *v, const char *sc_json, size_t sc_len,
+		     const char *pvc_json, size_t pvc_len, const char *trial, struct error *err)
+{
+	json_t *sroot = load(sc_json, sc_len, "StorageClassList", err), *proot, *item;
+	struct strbuf defaults = STRBUF_INIT, pending = STRBUF_INIT;
+	size_t k, npending = 0;
+	bool nfs_default = false;
+	char *obs;
+
+	if (!sroot)
+		return -1;
+	proot = load(pvc_json, pvc_len, "PersistentVolumeClaimList", err);
+	if (!proot) {
+		json_decref(sroot);
+		return -1;
+	}
+	json_array_foreach(json_object_get(sroot, "items"), k, item)
+	{
+		const char *a = annotation(item, "storageclass.kubernetes.io/is-default-class");
+		const char *name = str_at(item, "metadata", "name");
+		if (!a || strcmp(a, "true") || !name)
+			continue;
+		strbuf_addf(&defaults, "%s%s", defaults.len ? ", " : "", name);
+		nfs_default = nfs_default || !strcmp(name, "nfs");
+	}
+	validation_add(v, "default-storageclass", CHECK_CLUSTER,
+		       nfs_default && !strcmp(defaults.buf, "nfs") ? CHECK_PASS : CHECK_FAIL,
+		       "StorageClass nfs, the only default", defaults.len ? defaults.buf : "none",
+		       "run 'provision up --phases addons' (roles/nfs-provisioner)");
+
+	json_array_foreach(json_object_get(proot, "items"), k, item)
+	{
+		const char *cls = str_at(item, "spec", "storageClassName");
+		const char *phase = str_at(item, "status", "phase");
+		if (!cls || strcmp(cls, "nfs") || (phase && !strcmp(phase, "Bound")))
+			continue;
+		if (npending++ < 3)
+			strbuf_addf(&pending, "%s%s/%s", pending.len ? ", " : "",
+				    str_at(item, "metadata", "namespace"),
+				    str_at(item, "metadata", "name"));
+	}
+	if (!trial || !*trial)
+		obs = xstrdup("no trial claim recorded");
+	else {
+		const char *nl = strchr(trial, '\n');
+		obs = xstrdup(nl ? nl + 1 : trial);
+		obs[strcspn(obs, "\n")] = '\0';
+	}
+	if (npending) {
+		char *t = xasprintf("%s; %zu claim%s of class nfs Pending: %s%s", obs, npending,
+				    npending == 1 ? "" : "s", pending.buf, npending > 3 ? ", ..." : "");
+		free(obs);
+		obs = t;
+	}
+	validation_add(v, "nfs-claim-binds", CHECK_CLUSTER,
+		       trial && strstr(trial, " bound in ") && !npending ? CHECK_PASS : CHECK_FAIL,
+		       "a claim of StorageClass nfs binds", obs,
+		       "'kubectl -n nfs-provisioner logs deploy/nfs-subdir-external-provisioner' on the "
+		       "control plane; the export must be writable from the nodes");
+	free(obs);
+	strbuf_release(&defaults);
+	strbuf_release(&pending);
+	json_decref(sroot);
+	json_decref(proot);
+	return 0;
+}
+
 void validate_readyz(struct validation *v, bool fetched, const char *body)
 {
 	char obs[128];

@@ -67,6 +67,29 @@ int validate_kube_pods(struct validation *v, const char *json, size_t len,
  */
 void validate_hub_health(struct validation *v, const char *url, long status, const char *error);
 
+/*
+ * The GPU nodes (nodes with an NVIDIA GPU in their facts; facts[i] may be
+ * NULL) against `kubectl get nodes -o json` and `kubectl get pods -A -o
+ * json`: allocatable nvidia.com/gpu equals the GPUs the facts found
+ * (gpu-allocatable), and the GPU Operator's nvidia-operator-validator pod
+ * on the node is Running with its validations (init containers) completed
+ * (gpu-operator-validated).  Returns 0, or -1 with err set on bad input.
+ */
+int validate_gpus(struct validation *v, const char *nodes_json, size_t nodes_len,
+		  const char *pods_json, size_t pods_len, const struct node *const *nodes,
+		  const struct facts *const *facts, size_t nr, struct error *err);
+
+/*
+ * Dynamic NFS storage, from `kubectl get storageclasses -o json`, `kubectl
+ * get pvc -A -o json` and the trial record of roles/nfs-provisioner
+ * (/var/lib/provision/helm/nfs-trial; NULL when missing): StorageClass
+ * `nfs` is the only default (default-storageclass), and a claim binds
+ * (nfs-claim-binds: the trial claim bound, and no claim of class nfs is
+ * left Pending).  Returns 0, or -1 with err set on bad input.
+ */
+int validate_storage(struct validation *v, const char *sc_json, size_t sc_len,
+		     const char *pvc_json, size_t pvc_len, const char *trial, struct error *err);
+
 /* The body of /readyz ("ok") and whether it could be fetched. */
 void validate_readyz(struct validation *v, bool fetched, const char *body);
 

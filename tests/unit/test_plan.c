@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "template.h"
 #include "transport.h"
 
 #define SECRET_VALUE "hunter2-SuperSecret-0042"
@@ -487,6 +488,71 @@ static void test_phases(void **state)
 	assert_string_equal(err.msg, "unknown phase 'swap'");
 }
 
+/* roles/gpu-operator's values for GPU nodes with and without a working driver. */
+static void test_gpu_values(void **state)
+{
+	struct node n[3] = {{0}};
+	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
+	struct gpu g = {(char *)"NVIDIA GeForce GTX 1080 Ti", 11264, (char *)"535.154.05", NULL};
+	char *pci[] = {(char *)"0000:01:00.0 0x2484", NULL};
+	struct facts f0 = {0}, f1 = {0}, f2 = {0};
+	const struct facts *facts[3] = {&f0, &f1, &f2};
+	struct strbuf tmpl = STRBUF_INIT, out = STRBUF_INIT;
+	struct error err = {0};
+	struct tval *v;
+
+	(void)state;
+	n[0].name = (char *)"b-0";
+	n[1].name = (char *)"b-2";
+	n[2].name = (char *)"b-4";
+	n[0].gpus = n[1].gpus = n[2].gpus = -1;
+	f1.gpus = &g;
+	f1.nr_gpus = 1;
+	f1.nvidia_smi = true;
+	f2.nvidia_pci = pci; /* b-4: on the PCI bus, nvidia-smi fails */
+	f2.nr_nvidia_pci = 1;
+	f2.nvidia_smi = true;
+	f2.nvidia_smi_rc = 9;
+	assert_int_equal(read_file("roles/gpu-operator/templates/values.yaml.tmpl", &tmpl), 0);
+
+	v = tval_new_map();
+	plan_gpu_values(v, nodes, facts, 3);
+	assert_string_equal(tval_lookup(v, "gpu.names")->str, "b-2 b-4");
+	assert_string_equal(tval_lookup(v, "gpu.node_count")->str, "2");
+	assert_string_equal(tval_lookup(v, "gpu.host_driver")->str, "");
+	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
+	assert_non_null(strstr(out.buf, "#   b-2: 1x NVIDIA GeForce GTX 1080 Ti, host driver 535.154.05\n"));
+	assert_non_null(strstr(out.buf, "#   b-4: 1x NVIDIA PCI device 0x2484, host driver not working\n"));
+	assert_non_null(strstr(out.buf, "driver:\n  # a GPU node has no working host driver: the operator's driver container\n  enabled: true\n"));
+	assert_non_null(strstr(out.buf, "toolkit:\n  enabled: true\n"));
+	assert_non_null(strstr(out.buf, "value: /etc/containerd/conf.d/99-nvidia.toml\n"));
+	tval_free(v);
+
+	strbuf_reset(&out);
+	f2.nvidia_pci = NULL; /* b-4 without a GPU: every GPU node's driver works */
+	f2.nr_nvidia_pci = 0;
+	v = tval_new_map();
+	plan_gpu_values(v, nodes, facts, 3);
+	assert_string_equal(tval_lookup(v, "gpu.host_driver")->str, "true");
+	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
+	assert_non_null(strstr(out.buf, "driver:\n  # every GPU node has a working host driver: no driver container\n  enabled: false\n"));
+	assert_null(strstr(out.buf, "b-4"));
+	tval_free(v);
+
+	strbuf_reset(&out);
+	f1.gpus = NULL; /* no GPU at all */
+	f1.nr_gpus = 0;
+	v = tval_new_map();
+	plan_gpu_values(v, nodes, facts, 3);
+	assert_string_equal(tval_lookup(v, "gpu.names")->str, "");
+	assert_string_equal(tval_lookup(v, "gpu.host_driver")->str, "");
+	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
+	assert_non_null(strstr(out.buf, "#   (no GPU node)\n"));
+	tval_free(v);
+	strbuf_release(&tmpl);
+	strbuf_release(&out);
+}
+
 static void test_secrets_redact(void **state)
 {
 	struct secrets *s = secrets_new();
@@ -511,6 +577,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreachable_node, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_leaves_nodes_done, setup, teardown),
 		cmocka_unit_test(test_phases),
+		cmocka_unit_test(test_gpu_values),
 		cmocka_unit_test(test_secrets_redact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -140,12 +140,92 @@ static void test_facts_checks(void **state)
 	validation_release(&v);
 }
 
+static void test_gpus(void **state)
+{
+	struct node n[4] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
+			    mk("b-3", NODE_ROLE_WORKER), mk("b-4", NODE_ROLE_WORKER)};
+	const struct node *nodes[4] = {&n[0], &n[1], &n[2], &n[3]};
+	struct gpu g = {(char *)"NVIDIA GeForce GTX 1080 Ti", 11264, (char *)"535.154.05", NULL};
+	char *pci[] = {(char *)"0000:01:00.0 0x2484", NULL};
+	struct facts f0 = {0}, f2 = {0}, f3 = {0}, f4 = {0};
+	const struct facts *facts[4] = {&f0, &f2, &f3, &f4};
+	struct validation v = {0};
+	struct error err = {0};
+	size_t nlen, plen;
+	char *nj = load("gpu-nodes.json", &nlen), *pj = load("gpu-pods.json", &plen);
+
+	(void)state;
+	f2.gpus = &g;
+	f2.nr_gpus = 1;
+	f3.gpus = &g;
+	f3.nr_gpus = 1;
+	f4.nvidia_pci = pci; /* the driver does not answer: the GPU is on the PCI bus */
+	f4.nr_nvidia_pci = 1;
+	assert_int_equal(validate_gpus(&v, nj, nlen, pj, plen, nodes, facts, 4, &err), 0);
+	assert_int_equal(v.nr, 6); /* two checks per GPU node, none for b-0 */
+	assert_int_equal(find(&v, "gpu-allocatable", 1)->status, CHECK_PASS);
+	assert_string_equal(find(&v, "gpu-allocatable", 1)->observed, "1");
+	assert_int_equal(find(&v, "gpu-operator-validated", 1)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "gpu-allocatable", 2)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "gpu-allocatable", 2)->observed, "none");
+	assert_int_equal(find(&v, "gpu-operator-validated", 2)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "gpu-operator-validated", 2)->observed,
+			    "Pending: driver-validation CrashLoopBackOff");
+	/* 2 allocatable against 1 GPU in the facts; its validator is in another namespace */
+	assert_int_equal(find(&v, "gpu-allocatable", 3)->status, CHECK_FAIL);
+	assert_non_null(strstr(find(&v, "gpu-allocatable", 3)->expected, "nvidia.com/gpu 1"));
+	assert_int_equal(find(&v, "gpu-operator-validated", 3)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "gpu-operator-validated", 3)->observed,
+			    "no nvidia-operator-validator pod");
+	validation_release(&v);
+	assert_int_equal(validate_gpus(&v, "[]", 2, pj, plen, nodes, facts, 4, &err), -1);
+	assert_int_equal(validate_gpus(&v, nj, nlen, "{", 1, nodes, facts, 4, &err), -1);
+	validation_release(&v);
+	free(nj);
+	free(pj);
+}
+
+static void test_storage(void **state)
+{
+	struct validation v = {0};
+	struct error err = {0};
+	size_t slen, plen;
+	char *sj = load("storageclasses.json", &slen), *pj = load("pvcs.json", &plen);
+	const char *trial = "0123 4567\ntrial claim bound in 2s to pvc-1 (StorageClass nfs), then deleted\n";
+	const char *one = "{\"kind\":\"List\",\"items\":[{\"metadata\":{\"name\":\"nfs\",\"annotations\":"
+			  "{\"storageclass.kubernetes.io/is-default-class\":\"true\"}}}]}";
+	const char *none = "{\"kind\":\"List\",\"items\":[]}";
+
+	(void)state;
+	assert_int_equal(validate_storage(&v, sj, slen, pj, plen, trial, &err), 0);
+	assert_int_equal(find(&v, "default-storageclass", CHECK_CLUSTER)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "default-storageclass", CHECK_CLUSTER)->observed, "local-path, nfs");
+	assert_int_equal(find(&v, "nfs-claim-binds", CHECK_CLUSTER)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "nfs-claim-binds", CHECK_CLUSTER)->observed,
+			    "trial claim bound in 2s to pvc-1 (StorageClass nfs), then deleted; "
+			    "1 claim of class nfs Pending: jhub/claim-bob");
+	validation_release(&v);
+	assert_int_equal(validate_storage(&v, one, strlen(one), none, strlen(none), trial, &err), 0);
+	assert_int_equal(find(&v, "default-storageclass", CHECK_CLUSTER)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "nfs-claim-binds", CHECK_CLUSTER)->status, CHECK_PASS);
+	validation_release(&v);
+	assert_int_equal(validate_storage(&v, one, strlen(one), none, strlen(none), "", &err), 0);
+	assert_int_equal(find(&v, "nfs-claim-binds", CHECK_CLUSTER)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "nfs-claim-binds", CHECK_CLUSTER)->observed, "no trial claim recorded");
+	validation_release(&v);
+	assert_int_equal(validate_storage(&v, none, strlen(none), "x", 1, trial, &err), -1);
+	validation_release(&v);
+	free(sj);
+	free(pj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nodes),     cmocka_unit_test(test_pods),
 		cmocka_unit_test(test_bad_input), cmocka_unit_test(test_readyz),
-		cmocka_unit_test(test_facts_checks),
+		cmocka_unit_test(test_facts_checks), cmocka_unit_test(test_gpus),
+		cmocka_unit_test(test_storage),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,219 @@
+#!/bin/sh
+# t0430-addons: `provision up` through the addons phase on a testbed that
+# mirrors seed lab B's GPU workers: node-1 the control plane and the NFS
+# server, node-2 a GTX 1080 Ti, node-3 an RTX 2080 Ti, node-4 an RTX 3070
+# (tests/fakes/nvidia: the fake nvidia-smi, PCI devices in each node's own
+# /sys).  Judged by the nodes' and the cluster's real state, read with
+# `testbed.sh exec` (helm and kubectl on the control plane, files): Helm
+# from the pinned release archive, the two releases as the fake helm
+# stored them (Secrets), the values files rendered from the facts
+# (driver.enabled false: every GPU node's driver answers; the toolkit's
+# containerd drop-in), GPU feature discovery labels and allocatable
+# nvidia.com/gpu per node equal to the GPUs of its facts, the operator's
+# validator running on each GPU node, StorageClass nfs the only default, the
+# trial claim bound and deleted, a claim of our own bound to a folder
+# NAMESPACE-CLAIM-VOLUME on the export and archived when deleted.  Then: a
+# second up changes nothing; with node-4's driver not loaded, plan shows
+# the values turning to driver.enabled true.
+#
+# Helm and the charts are the stand-ins of tests/fakes (kube-debs/build.sh:
+# Helm's release archive with the fake helm, chart archives), fetched,
+# verified and pushed by provision from the artifact manifest of $ROLES.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# shellcheck source=tests/fakes/cluster-testbed.sh
+. "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
+
+CASES="gpu-nodes up validation helm values gpu-state storage own-claim second-up driver-facts"
+skip_all_cases() {
+	for c in $CASES; do test_skip "$c" "$1"; done
+	test_done
+	exit $?
+}
+K8S=1.30.4
+test_need_cmd nsenter
+cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
+GPU_NODE=$SRC_ROOT/tests/fakes/nvidia/gpu-node.sh
+
+# node-1 also serves NFS (a container cannot: the nfs roles skip there, and
+# the fake kubelet stands a local folder in for the mount, see
+# tests/fakes/README.md).
+python3 - "$INV" <<'EOF'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+s = s.replace("jupyterhub:\n", "storage:\n  nfs:\n    server: node-1\n    path: /nfs\njupyterhub:\n", 1)
+s = re.sub(r"(  - name: node-1\n    address: \S+\n    roles: \[)control-plane\]", r"\1control-plane, nfs-server]", s)
+open(p, "w").write(s)
+EOF
+UP="$PROVISION up -i $INV --state $STATE --roles $ROLES --no-tui"
+ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
+
+tb() { "$TESTBED" exec "$TB" "$@"; }
+kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
+
+test_case "GPU nodes: node-2 GTX 1080 Ti, node-3 RTX 2080 Ti, node-4 RTX 3070, drivers loaded" "
+	'$GPU_NODE' '$TB' node-2 gtx1080ti --packages
+	'$GPU_NODE' '$TB' node-3 rtx2080ti --packages
+	'$GPU_NODE' '$TB' node-4 rtx3070 --packages
+	expect_eq 'NVIDIA GeForce RTX 3070' \"\$(tb node-4 nvidia-smi --query-gpu=name --format=csv,noheader)\"
+"
+
+test_case "up: exit 0; helm, the GPU Operator and the NFS provisioner installed on the control plane only" "
+	$UP >up1.out 2>&1 || { tail -n 80 up1.out; false; }
+	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *[0-9]* changed .* 0 failed\" up1.out; done
+	expect_grep '\\[node-1\\] helm › 10-install … changed' up1.out
+	expect_grep '\\[node-1\\] gpu-operator › 10-release … changed' up1.out
+	expect_grep '\\[node-1\\] nfs-provisioner › 10-release … changed' up1.out
+	expect_grep '\\[node-1\\] nfs-provisioner › 30-trial-claim … changed' up1.out
+	expect_no_grep '\\[node-[234]\\] \\(helm\\|gpu-operator\\|nfs-provisioner\\) ' up1.out
+"
+
+test_case "validation: every check passes at the end of up and in check, the add-on checks among them" "
+	expect_grep '^validation: [0-9]* passed, 0 failed' up1.out
+	expect_no_grep ' fail  ' up1.out
+	$PROVISION check -i $INV --state $STATE >check.out 2>&1 || { tail -n 40 check.out; false; }
+	for n in node-2 node-3 node-4; do
+		expect_grep \"^gpu-allocatable  *\$n  *pass  *1\\\$\" check.out
+		expect_grep \"^gpu-operator-validated  *\$n  *pass  *Running, driver, toolkit, cuda and plugin validations completed\\\$\" check.out
+	done
+	expect_no_grep '^gpu-allocatable  *node-1 ' check.out
+	expect_grep '^default-storageclass  *(cluster)  *pass  *nfs\$' check.out
+	expect_grep '^nfs-claim-binds  *(cluster)  *pass  *trial claim bound in [0-9]*s to pvc-' check.out
+	expect_grep '^validation: [0-9]* passed, 0 failed, 0 skipped' check.out
+"
+
+test_case "helm: the pinned archive's program; both releases deployed, revision 1, as Secrets" "
+	tb node-1 /usr/local/bin/helm version --short >hv
+	expect_grep '^v3.15.4+g' hv
+	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
+	expect_eq \"\$(cat want)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm binary'
+	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -A -o json >releases.json
+	python3 - releases.json <<-'EOF'
+		import json, sys
+		rs = {r['name']: r for r in json.load(open(sys.argv[1]))}
+		assert sorted(rs) == ['gpu-operator', 'nfs-subdir-external-provisioner'], sorted(rs)
+		assert rs['gpu-operator']['chart'] == 'gpu-operator-v24.6.1' and rs['gpu-operator']['namespace'] == 'gpu-operator', rs
+		assert rs['nfs-subdir-external-provisioner']['chart'] == 'nfs-subdir-external-provisioner-4.0.18', rs
+		assert rs['nfs-subdir-external-provisioner']['namespace'] == 'nfs-provisioner', rs
+		assert all(r['status'] == 'deployed' and r['revision'] == '1' for r in rs.values()), rs
+	EOF
+	kc -n gpu-operator get secrets -o name >sec
+	expect_grep '^secret/sh.helm.release.v1.gpu-operator.v1\$' sec
+	kc -n nfs-provisioner get secrets -o name >sec
+	expect_grep '^secret/sh.helm.release.v1.nfs-subdir-external-provisioner.v1\$' sec
+"
+
+test_case "values files rendered from the facts: driver.enabled false, the toolkit's drop-in, the inventory's NFS" "
+	tb node-1 cat /etc/provision/helm/gpu-operator.values.yaml >gpu.values
+	sed -n '/^driver:/,/^[a-z]/p' gpu.values >driver.part
+	expect_grep '^  enabled: false\$' driver.part
+	expect_grep '^#   node-2: 1x NVIDIA GeForce GTX 1080 Ti, host driver 535.154.05\$' gpu.values
+	expect_grep '^#   node-4: 1x NVIDIA GeForce RTX 3070, host driver 550.107.02\$' gpu.values
+	sed -n '/^toolkit:/,/^[a-z]/p' gpu.values >toolkit.part
+	expect_grep '^  enabled: true\$' toolkit.part
+	expect_grep '^      value: /etc/containerd/conf.d/99-nvidia.toml\$' toolkit.part
+	tb node-1 cat /etc/provision/helm/nfs-subdir-external-provisioner.values.yaml >nfs.values
+	expect_grep \"^  server: \\\"$ADDR1\\\"\$\" nfs.values
+	expect_grep '^  path: \"/nfs\"\$' nfs.values
+	expect_grep '^  name: nfs\$' nfs.values
+	expect_grep '^  defaultClass: true\$' nfs.values
+	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf status gpu-operator -n gpu-operator -o json >st.json
+	python3 -c 'import json,sys; c=json.load(open(\"st.json\"))[\"config\"]; assert c[\"driver\"][\"enabled\"] is False and c[\"toolkit\"][\"enabled\"] is True, c' 
+	kc -n gpu-operator get daemonsets -o name >ds
+	expect_no_grep nvidia-driver-daemonset ds
+	expect_grep nvidia-device-plugin-daemonset ds
+"
+
+test_case "GPU nodes: feature discovery labels, allocatable nvidia.com/gpu from nvidia-smi, validator running" "
+	kc get nodes -o json >nodes.json
+	kc -n gpu-operator get pods -o json >gpu-pods.json
+	python3 - nodes.json gpu-pods.json <<-'EOF'
+		import json, sys
+		nodes = {n['metadata']['name']: n for n in json.load(open(sys.argv[1]))['items']}
+		want = {'node-2': ('NVIDIA-GeForce-GTX-1080-Ti', '11264'), 'node-3': ('NVIDIA-GeForce-RTX-2080-Ti', '11264'),
+		        'node-4': ('NVIDIA-GeForce-RTX-3070', '8192')}
+		for n, (product, mem) in want.items():
+		    l = nodes[n]['metadata']['labels']
+		    assert l.get('nvidia.com/gpu.product') == product, (n, l)
+		    assert l.get('nvidia.com/gpu.count') == '1' and l.get('nvidia.com/gpu.memory') == mem, (n, l)
+		    assert l.get('nvidia.com/gpu.present') == 'true', (n, l)
+		    assert nodes[n]['status']['allocatable'].get('nvidia.com/gpu') == '1', (n, nodes[n]['status']['allocatable'])
+		    assert nodes[n]['status']['capacity'].get('nvidia.com/gpu') == '1', n
+		n1 = nodes['node-1']
+		assert 'nvidia.com/gpu' not in n1['status']['allocatable'] and 'nvidia.com/gpu.product' not in n1['metadata']['labels'], n1
+		pods = json.load(open(sys.argv[2]))['items']
+		val = {p['spec']['nodeName']: p for p in pods if p['metadata']['labels'].get('app') == 'nvidia-operator-validator'}
+		assert sorted(val) == ['node-2', 'node-3', 'node-4'], sorted(val)
+		for n, p in val.items():
+		    assert p['status']['phase'] == 'Running', (n, p['status'])
+		    inits = {c['name']: c['state'] for c in p['status']['initContainerStatuses']}
+		    assert sorted(inits) == ['cuda-validation', 'driver-validation', 'plugin-validation', 'toolkit-validation'], inits
+		    assert all(s.get('terminated', {}).get('reason') == 'Completed' for s in inits.values()), (n, inits)
+	EOF
+	for n in node-2 node-3 node-4; do
+		tb \$n ls /run/nvidia/validations >v
+		for c in driver toolkit cuda plugin; do expect_grep \"^\$c-ready\\\$\" v; done
+	done
+"
+
+test_case "storage: StorageClass nfs the only default; the trial claim bound and is gone" "
+	kc get storageclass -o json >sc.json
+	python3 - sc.json <<-'EOF'
+		import json, sys
+		scs = json.load(open(sys.argv[1]))['items']
+		d = [s['metadata']['name'] for s in scs if s['metadata'].get('annotations', {}).get('storageclass.kubernetes.io/is-default-class') == 'true']
+		assert d == ['nfs'], d
+		nfs = [s for s in scs if s['metadata']['name'] == 'nfs'][0]
+		assert nfs['provisioner'] == 'cluster.local/nfs-subdir-external-provisioner', nfs
+	EOF
+	tb node-1 cat /var/lib/provision/helm/nfs-trial >trial
+	expect_grep '^trial claim bound in [0-9]*s to pvc-[0-9a-f-]* (StorageClass nfs), then deleted\$' trial
+	kc get pvc -A -o name >pvcs
+	expect_no_grep provision-trial-claim pvcs
+	kc get pv -o name >pvs
+	expect_eq '' \"\$(cat pvs)\" 'PersistentVolumes left'
+"
+
+test_case "a claim of our own: Bound to a folder NAMESPACE-CLAIM-VOLUME on the export, archived when deleted" "
+	printf 'apiVersion: v1\\nkind: PersistentVolumeClaim\\nmetadata:\\n  name: t0430\\n  namespace: default\\nspec:\\n  accessModes: [ReadWriteOnce]\\n  resources:\\n    requests:\\n      storage: 1Gi\\n' >pvc.yaml
+	tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf create -f - <pvc.yaml
+	i=0
+	until [ \"\$(kc get pvc t0430 -o 'jsonpath={.status.phase}')\" = Bound ]; do
+		i=\$((i + 1)); [ \$i -lt 60 ] || { kc get pvc t0430 -o yaml; false; }; sleep 2
+	done
+	pv=\$(kc get pvc t0430 -o 'jsonpath={.spec.volumeName}')
+	expect_eq \"pvc-\$(kc get pvc t0430 -o 'jsonpath={.metadata.uid}')\" \"\$pv\" 'volume name'
+	expect_eq nfs \"\$(kc get pvc t0430 -o 'jsonpath={.spec.storageClassName}')\" 'class of a claim without one'
+	expect_eq \"$ADDR1 /nfs/default-t0430-\$pv\" \"\$(kc get pv \$pv -o 'jsonpath={.spec.nfs.server} {.spec.nfs.path}')\" 'the volume'
+	node=\$(kc -n nfs-provisioner get pods -l app=nfs-subdir-external-provisioner -o 'jsonpath={.items[0].spec.nodeName}')
+	dir=/nfs
+	[ \"\$node\" = node-1 ] || dir=/var/lib/fake-kubernetes/nfs/$ADDR1/nfs
+	tb \$node test -d \$dir/default-t0430-\$pv
+	kc delete pvc t0430
+	i=0
+	until ! kc get pv \$pv >/dev/null 2>&1; do
+		i=\$((i + 1)); [ \$i -lt 60 ] || false; sleep 2
+	done
+	tb \$node test -d \$dir/archived-default-t0430-\$pv
+	tb \$node test ! -e \$dir/default-t0430-\$pv
+"
+
+test_case "a second up changes nothing; the releases stay at revision 1" "
+	$UP >up2.out 2>&1 || { tail -n 60 up2.out; false; }
+	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *0 changed\" up2.out; done
+	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -A -o json >r2.json
+	expect_eq 2 \"\$(grep -o '\"revision\":\"1\"' r2.json | wc -l | tr -d ' ')\" 'releases at revision 1'
+	expect_grep '^validation: [0-9]* passed, 0 failed' up2.out
+"
+
+test_case "facts decide: with node-4's driver not loaded, plan shows driver.enabled turning true" "
+	'$GPU_NODE' '$TB' node-4 rtx3070 --driver-not-loaded --packages >gpu-node.out 2>&1 || { cat gpu-node.out; false; }
+	$PROVISION plan -i $INV --state $STATE --roles $ROLES --phases addons --no-tui -v >plan.out 2>&1 || true
+	expect_grep '+  enabled: true\$' plan.out
+	expect_grep '+#   node-4: 1x NVIDIA PCI device 0x2484, host driver not working\$' plan.out
+	'$GPU_NODE' '$TB' node-4 rtx3070 --packages >gpu-node.out 2>&1 || { cat gpu-node.out; false; }
+"
+
+test_done
