@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0430-addons: `provision up` through the addons phase on a testbed that
+# t0425-addons: `provision up` through the addons phase on a testbed that
 # mirrors seed lab B's GPU workers: node-1 the control plane and the NFS
 # server, node-2 a GTX 1080 Ti, node-3 an RTX 2080 Ti, node-4 an RTX 3070
 # (tests/fakes/nvidia: the fake nvidia-smi, PCI devices in each node's own
@@ -177,27 +177,27 @@ test_case "storage: StorageClass nfs the only default; the trial claim bound and
 "
 
 test_case "a claim of our own: Bound to a folder NAMESPACE-CLAIM-VOLUME on the export, archived when deleted" "
-	printf 'apiVersion: v1\\nkind: PersistentVolumeClaim\\nmetadata:\\n  name: t0430\\n  namespace: default\\nspec:\\n  accessModes: [ReadWriteOnce]\\n  resources:\\n    requests:\\n      storage: 1Gi\\n' >pvc.yaml
+	printf 'apiVersion: v1\\nkind: PersistentVolumeClaim\\nmetadata:\\n  name: t0425\\n  namespace: default\\nspec:\\n  accessModes: [ReadWriteOnce]\\n  resources:\\n    requests:\\n      storage: 1Gi\\n' >pvc.yaml
 	tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf create -f - <pvc.yaml
 	i=0
-	until [ \"\$(kc get pvc t0430 -o 'jsonpath={.status.phase}')\" = Bound ]; do
-		i=\$((i + 1)); [ \$i -lt 60 ] || { kc get pvc t0430 -o yaml; false; }; sleep 2
+	until [ \"\$(kc get pvc t0425 -o 'jsonpath={.status.phase}')\" = Bound ]; do
+		i=\$((i + 1)); [ \$i -lt 60 ] || { kc get pvc t0425 -o yaml; false; }; sleep 2
 	done
-	pv=\$(kc get pvc t0430 -o 'jsonpath={.spec.volumeName}')
-	expect_eq \"pvc-\$(kc get pvc t0430 -o 'jsonpath={.metadata.uid}')\" \"\$pv\" 'volume name'
-	expect_eq nfs \"\$(kc get pvc t0430 -o 'jsonpath={.spec.storageClassName}')\" 'class of a claim without one'
-	expect_eq \"$ADDR1 /nfs/default-t0430-\$pv\" \"\$(kc get pv \$pv -o 'jsonpath={.spec.nfs.server} {.spec.nfs.path}')\" 'the volume'
+	pv=\$(kc get pvc t0425 -o 'jsonpath={.spec.volumeName}')
+	expect_eq \"pvc-\$(kc get pvc t0425 -o 'jsonpath={.metadata.uid}')\" \"\$pv\" 'volume name'
+	expect_eq nfs \"\$(kc get pvc t0425 -o 'jsonpath={.spec.storageClassName}')\" 'class of a claim without one'
+	expect_eq \"$ADDR1 /nfs/default-t0425-\$pv\" \"\$(kc get pv \$pv -o 'jsonpath={.spec.nfs.server} {.spec.nfs.path}')\" 'the volume'
 	node=\$(kc -n nfs-provisioner get pods -l app=nfs-subdir-external-provisioner -o 'jsonpath={.items[0].spec.nodeName}')
 	dir=/nfs
 	[ \"\$node\" = node-1 ] || dir=/var/lib/fake-kubernetes/nfs/$ADDR1/nfs
-	tb \$node test -d \$dir/default-t0430-\$pv
-	kc delete pvc t0430
+	tb \$node test -d \$dir/default-t0425-\$pv
+	kc delete pvc t0425
 	i=0
 	until ! kc get pv \$pv >/dev/null 2>&1; do
 		i=\$((i + 1)); [ \$i -lt 60 ] || false; sleep 2
 	done
-	tb \$node test -d \$dir/archived-default-t0430-\$pv
-	tb \$node test ! -e \$dir/default-t0430-\$pv
+	tb \$node test -d \$dir/archived-default-t0425-\$pv
+	tb \$node test ! -e \$dir/default-t0425-\$pv
 "
 
 test_case "a second up changes nothing; the releases stay at revision 1" "
