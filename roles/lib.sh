@@ -122,6 +122,19 @@ PV_HELM="helm --kubeconfig /etc/kubernetes/admin.conf"
 # that chart archive and values file; 1, saying what differs, otherwise;
 # 2 when helm cannot answer.
 pv_helm_state() {
+	# not there yet (provision plan before the first up): it would change
+	if [ ! -f /etc/kubernetes/admin.conf ]; then
+		echo "release $1: no cluster yet (/etc/kubernetes/admin.conf is missing)"
+		return 1
+	fi
+	if ! command -v helm >/dev/null 2>&1; then
+		echo "release $1: helm is not installed yet (roles/helm)"
+		return 1
+	fi
+	if [ ! -f "$3" ] || [ ! -f "$4" ]; then
+		echo "release $1: $3 or $4 is not on the node yet"
+		return 1
+	fi
 	# the chart's own Chart.yaml (TOP/Chart.yaml), not a subchart's
 	_top=$(tar -tzf "$3" 2>/dev/null | head -n 1 | cut -d / -f 1)
 	_meta=$(tar -xzOf "$3" "$_top/Chart.yaml" 2>/dev/null) || {

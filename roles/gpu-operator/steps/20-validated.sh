@@ -43,6 +43,11 @@ if [ -z "${PROVISION_GPU_NODES:-}" ]; then
 	esac
 	exit 0
 fi
+# No control plane yet (provision plan before the first up): it would change.
+if [ ! -f /etc/kubernetes/admin.conf ]; then
+	echo "no cluster yet: /etc/kubernetes/admin.conf is missing (roles/kubeadm-init makes it)"
+	exit 1
+fi
 case ${1:-} in
 check)
 	rc=0

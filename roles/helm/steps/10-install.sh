@@ -17,6 +17,10 @@ check)
 		pv_hint "add the archive for this architecture to roles/artifacts.yaml and name it in roles/helm/role.yaml"
 		exit 2
 	fi
+	if [ ! -f "$ARCHIVE" ]; then
+		echo "$ARCHIVE is not on the node yet"
+		exit 1
+	fi
 	w=$(want) || {
 		pv_hint "$ARCHIVE has no $MEMBER: is roles/artifacts.yaml's helm-linux-amd64 Helm's release archive?"
 		exit 2
