@@ -40,6 +40,10 @@ rootfs_customize() {
 	chroot "$r" sh -c 'apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install '"$ROOTFS_APT_PACKAGES" ||
 		return 1
 	rm -f "$r/usr/sbin/policy-rc.d"
+	# Debian's jupyterhub package enables a system-wide hub on :8000; on a
+	# lab node only the chart's hub runs (the fake kubelet starts it).
+	rm -f "$r/etc/systemd/system/multi-user.target.wants/jupyterhub.service"
+	ln -sf /dev/null "$r/etc/systemd/system/jupyterhub.service"
 	# openssh-server's postinst generated host keys: shared by every node
 	# they would make every node the same host.  Each node gets its own.
 	rm -f "$r"/etc/ssh/ssh_host_*

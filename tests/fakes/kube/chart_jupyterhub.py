@@ -7,7 +7,9 @@
 # Copied from the real chart and hub image (z2jh "Configuration Reference",
 # jupyterhub_config.py and z2jh.py of the hub image, JupyterHub's docs):
 #   - the hub reads the chart's values from its Secret (the real hub: the
-#     Secret mounted at /usr/local/etc/jupyterhub/secret/values.yaml);
+#     Secret mounted at /usr/local/etc/jupyterhub/secret/values.yaml), here
+#     through the API as the hub's service account (ServiceAccount, Role
+#     and RoleBinding hub, with the real chart's rules);
 #   - hub.config.JupyterHub.authenticator_class: "dummy" (the chart's
 #     default) is JupyterHub's DummyAuthenticator, which accepts any
 #     password; anything else is a real authenticator (below);
@@ -84,6 +86,14 @@ def jhub_db_url(vals, mounts):
     raise ContainerFailed("the database folder of %s is not a volume mounted in the hub container" % url)
 
 
+def jhub_free_port():
+    """A free TCP port on 127.0.0.1 (the hub's own API and the proxy's
+    API; in the real chart they are the hub and proxy-api Services)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def jhub_config(vals, port, db_url):
     hub, proxy = vals.get("hub") or {}, vals.get("proxy") or {}
     conf = hub.get("config") or {}
@@ -99,8 +109,8 @@ def jhub_config(vals, port, db_url):
         "c.JupyterHub.ip = '0.0.0.0'",
         "c.JupyterHub.port = %d" % port,
         "c.JupyterHub.hub_ip = '127.0.0.1'",
-        "c.JupyterHub.hub_port = 8081",
-        "c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:8001'",
+        "c.JupyterHub.hub_port = %d" % jhub_free_port(),
+        "c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:%d'" % jhub_free_port(),
         "c.ConfigurableHTTPProxy.auth_token = %r" % str(token),
         "c.JupyterHub.cookie_secret = bytes.fromhex(%r)" % str(cookie),
         "c.JupyterHub.db_url = %r" % db_url,
@@ -114,7 +124,7 @@ def jhub_config(vals, port, db_url):
 
 @image_act("jupyterhub/k8s-hub")
 def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
-    cl = kubelet.client
+    cl = kubelet.client_as(pod)  # the hub's service account (the chart's Role hub)
     ns = pod["metadata"].get("namespace", "default")
     if cl is None:
         raise ContainerFailed("no API yet", 0)
@@ -140,7 +150,7 @@ def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
     cfg = os.path.join(d, "jupyterhub_config.py")
     unit = jhub_unit(ns)
     active = subprocess.run(["systemctl", "is-active", "--quiet", unit + ".service"], check=False).returncode == 0
-    if active and read_file(cfg) == text:
+    if active and jhub_same(read_file(cfg, ""), text):
         return jhub_tick(unit)
     write_file(cfg, text, 0o600)
     os.chown(cfg, JHUB_UID, JHUB_UID)
@@ -155,6 +165,13 @@ def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
     if r.returncode != 0:
         raise ContainerFailed("failed to start container: %s" % r.stderr.strip(), 128)
     return jhub_tick(unit)
+
+
+def jhub_same(old, new):
+    """The same config but for the loopback ports picked at each start."""
+    def strip(t):
+        return [ln for ln in t.splitlines() if not ln.startswith(("c.JupyterHub.hub_port", "c.ConfigurableHTTPProxy.api_url"))]
+    return strip(old) == strip(new)
 
 
 def jhub_tick(unit):
