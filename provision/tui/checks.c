@@ -65,10 +65,16 @@ void tui_checks_set(struct tui_checks *c, const char *id, size_t node, enum tui_
 		    const char *expected, const char *observed, const char *fix)
 {
 	struct tui_check *k;
+	size_t col;
 
 	if (node >= c->nr_nodes)
 		return;
-	k = &c->cols[tui_checks_column(c, id, tui_checks_label(id))].cells[node];
+	/*
+	 * Two statements: tui_checks_column() may grow (move) c->cols, and C
+	 * does not say whether c->cols is read before or after the call.
+	 */
+	col = tui_checks_column(c, id, tui_checks_label(id));
+	k = &c->cols[col].cells[node];
 	cell_release(k);
 	k->state = (unsigned char)state;
 	k->gen = c->gen;

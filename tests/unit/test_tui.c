@@ -638,6 +638,38 @@ static void test_checks_status_and_table(void **state)
 	facts_release(&facts);
 }
 
+/*
+ * Regression (found by t0440 under ASan: provision up crashed with SIGSEGV
+ * at the end of validation in the terminal view): tui_checks_set() read
+ * c->cols before tui_checks_column() grew and moved it.  Forty new columns,
+ * one cell each, every one then read back.
+ */
+static void test_checks_set_grows_columns(void **state)
+{
+	struct tui_checks c;
+	char id[32], obs[32];
+	const struct tui_check *k;
+	size_t i;
+
+	(void)state;
+	tui_checks_init(&c, 3);
+	for (i = 0; i < 40; i++) {
+		snprintf(id, sizeof(id), "check-%zu", i);
+		snprintf(obs, sizeof(obs), "seen %zu", i);
+		tui_checks_set(&c, id, i % 3, TUI_CHECK_OK, "passes", obs, NULL);
+	}
+	assert_int_equal(c.nr, 40);
+	for (i = 0; i < 40; i++) {
+		snprintf(id, sizeof(id), "check-%zu", i);
+		snprintf(obs, sizeof(obs), "seen %zu", i);
+		k = tui_checks_get(&c, tui_checks_column(&c, id, NULL), i % 3);
+		assert_non_null(k);
+		assert_int_equal(k->state, TUI_CHECK_OK);
+		assert_string_equal(k->observed, obs);
+	}
+	tui_checks_release(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -660,6 +692,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_model_slowest, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_restart, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_checks_status_and_table, setup, teardown),
+	    cmocka_unit_test(test_checks_set_grows_columns),
 	};
 
 	/* Widths of characters beyond ASCII follow the locale, as on a UTF-8 terminal. */
