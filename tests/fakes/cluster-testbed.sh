@@ -1,7 +1,7 @@
 # tests/fakes/cluster-testbed.sh: sourced by the cluster tests
 # (tests/t04NN-*.sh) after tests/lib.sh.  POSIX sh.
 #
-#   cluster_testbed NODES K8S_VERSION || skip_all_cases "$CLUSTER_SKIP"
+#   cluster_testbed NODES K8S_VERSION [TESTBED-UP-ARGS...] || skip_all_cases "$CLUSTER_SKIP"
 #
 # starts NODES nspawn testbed nodes (node-1 the control plane, the others
 # workers), builds the fake Kubernetes packages of K8S_VERSION
@@ -42,7 +42,9 @@ cluster_testbed() {
 	INV=$TEST_DIR/inventory.yaml
 	INV_ADMIN=$TEST_DIR/inventory-admin.yaml
 	STATE=$TEST_DIR/state
-	if ! "$TESTBED" up "$TB" --nspawn "$1" --chroot 0 --kubernetes-version "$2" >"$TEST_DIR/testbed.log" 2>&1; then
+	_nodes=$1 _k8s=$2
+	shift 2
+	if ! "$TESTBED" up "$TB" --nspawn "$_nodes" --chroot 0 --kubernetes-version "$_k8s" "$@" >"$TEST_DIR/testbed.log" 2>&1; then
 		tail -n 20 "$TEST_DIR/testbed.log" | sed 's/^/# /'
 		CLUSTER_SKIP="the testbed did not start (see above)"
 		return 1
@@ -50,7 +52,7 @@ cluster_testbed() {
 	test_at_exit "'$TESTBED' down '$TB'"
 	# shellcheck disable=SC1091
 	. "$TB/testbed.env"
-	if ! "$SRC_ROOT/tests/fakes/kube-debs/build.sh" "$TEST_DIR/kube" "$2" >"$TEST_DIR/kube.log" 2>&1; then
+	if ! "$SRC_ROOT/tests/fakes/kube-debs/build.sh" "$TEST_DIR/kube" "$_k8s" >"$TEST_DIR/kube.log" 2>&1; then
 		sed 's/^/# /' "$TEST_DIR/kube.log"
 		CLUSTER_SKIP="the fake Kubernetes packages did not build (see above)"
 		return 1
