@@ -3,6 +3,7 @@
 #   make                  build build/provision
 #   make check            build and run every test; ends with "N passed, N failed, N skipped"
 #   make vm-check         only the VM tier: QEMU VMs as nodes (root; tests/vm/README.md)
+#   make check-valgrind   every unit test binary under valgrind --leak-check=full
 #   make install          PREFIX=/usr/local DESTDIR= (binary, roles, man page, completion)
 #   make deps             install the Debian packages needed to build and test (as root)
 #   make style | lint | clean
@@ -129,6 +130,16 @@ demo: $(B)/provision
 vm-check: $(B)/provision
 	$(Q)sh tests/vm/check.sh
 
+# Every unit test binary under valgrind's memcheck: any invalid access, use
+# of uninitialised memory or leak fails (build without SANITIZE).
+VALGRIND ?= valgrind
+check-valgrind: $(UNIT_BIN)
+	$(Q)fail=0; for t in $(UNIT_BIN); do \
+		if $(VALGRIND) -q --leak-check=full --error-exitcode=99 $$t >$$t.valgrind.log 2>&1; \
+		then echo "valgrind clean: $$t"; \
+		else echo "valgrind FAILED: $$t ($$t.valgrind.log)"; tail -n 60 $$t.valgrind.log; fail=1; fi; \
+	done; exit $$fail
+
 # Only the fast tier (no network namespaces, no root needed).
 check-unit: tests
 	$(Q)PROVISION_TEST_TIERS=unit sh tests/run.sh
@@ -182,5 +193,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all demo fuzz check check-unit vm-check tests install deps bench-deps style lint clean
+.PHONY: all demo fuzz check check-unit check-valgrind vm-check tests install deps bench-deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -39,6 +39,9 @@ pv_managed() {
 pv_backup() {
 	[ -e "$1" ] || return 0
 	b=$PROVISION_BACKUP_DIR$1
+	# A copy left by a run cut off before its rename (reset, power cut,
+	# kill -9): never the backup itself, so it goes.
+	rm -f "$b".tmp.*
 	[ -e "$b" ] && return 0
 	mkdir -p "${b%/*}"
 	# Flushed before the rename: a backup is never rewritten, so one left
@@ -46,10 +49,19 @@ pv_backup() {
 	cp -p "$1" "$b.tmp.$$" && { sync "$b.tmp.$$" 2>/dev/null || sync; } && mv "$b.tmp.$$" "$b"
 }
 
+# pv_drop_stale FILE: remove the temporary copies of FILE (.NAME.provision-*
+# beside it, from pv_write or provision's upload) that a run cut off before
+# its rename (reset, power cut, kill -9) left behind.  Only the step or
+# upload about to write FILE calls it, so none of them is in use.
+pv_drop_stale() {
+	rm -f "$(dirname "$1")/.${1##*/}".provision-*
+}
+
 # pv_write FILE MODE: replace FILE atomically with standard input (a temporary
 # file beside it, flushed, then renamed over it), keeping the original first.
 pv_write() {
 	pv_backup "$1" || return 1
+	pv_drop_stale "$1"
 	tmp=$(mktemp "$(dirname "$1")/.${1##*/}.provision-XXXXXX") || return 1
 	if cat >"$tmp" && chmod "$2" "$tmp"; then
 		sync "$tmp" 2>/dev/null || true
@@ -76,7 +88,7 @@ pv_same() {
 # then uploads the new content atomically.
 pv_prepare() {
 	pv_same "$@" && return 0
-	mkdir -p "$(dirname "$1")" && pv_backup "$1" && pv_managed "$1"
+	mkdir -p "$(dirname "$1")" && pv_backup "$1" && pv_managed "$1" && pv_drop_stale "$1"
 	return 1
 }
 

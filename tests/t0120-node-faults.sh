@@ -128,4 +128,25 @@ test_case "the faults gone, the next up converges every node but the one whose k
 	! grep -rF "$PROVISION_SUDO_PASSWORD" up2.json up2.err "$TB/nodes/node-5/sshd.log"
 '
 
+test_case "what a cut-off write leaves (pv_backup s copy, pv_write s temporary) goes with the next write; the original stays the backup" '
+	{
+		cat "$SRC_ROOT/roles/lib.sh"
+		cat <<-\EOF
+			set -e
+			mkdir -p /etc/pvtest "$PROVISION_BACKUP_DIR/etc/pvtest"
+			printf "original\n" >/etc/pvtest/f.conf
+			: >"$PROVISION_BACKUP_DIR/etc/pvtest/f.conf.tmp.999"
+			printf "half" >/etc/pvtest/.f.conf.provision-AbC123
+			printf "new\n" | pv_write /etc/pvtest/f.conf 0644
+			cat /etc/pvtest/f.conf "$PROVISION_BACKUP_DIR/etc/pvtest/f.conf"
+			ls -A /etc/pvtest "$PROVISION_BACKUP_DIR/etc/pvtest"
+		EOF
+	} | tb exec "$TB" node-6 sh -s >out
+	cat out
+	expect_eq "new
+original
+f.conf
+f.conf" "$(grep -v -e "^/" -e "^\$" out)" "contents, then what is in both folders"
+'
+
 test_done
