@@ -424,9 +424,10 @@ int profiles_nodes_from_json(struct profile_node **out, size_t *nr, const char *
 	kind = json_string_value(json_object_get(root, "kind"));
 	items = json_object_get(root, "items");
 	if (!kind || (strcmp(kind, "List") && strcmp(kind, "NodeList")) || !json_is_array(items)) {
+		/* The message first: kind lives inside root. */
+		error_set(err, -1, "expected a NodeList with items, got '%s'", kind ? kind : "no kind");
 		json_decref(root);
-		return error_set(err, -1, "expected a NodeList with items, got '%s'",
-				 kind ? kind : "no kind");
+		return -1;
 	}
 	*out = xcalloc(json_array_size(items) ? json_array_size(items) : 1, sizeof(**out));
 	json_array_foreach(items, i, item)

@@ -341,7 +341,9 @@ static size_t scrub_flags(struct strbuf *sb)
 			end = at;
 			while (end < sb->len && !strchr(" \t\n\"'\\", sb->buf[end]))
 				end++;
+			/* Not a value: too short, a mask (ours: "[removed"), a variable, a flag. */
 			if (end - at < 4 || !strncmp(sb->buf + at, SECRETS_MASK, end - at) ||
+			    (end - at < sizeof(mask) && !strncmp(sb->buf + at, mask, end - at)) ||
 			    sb->buf[at] == '$' || sb->buf[at] == '-') {
 				from = end;
 				continue;

@@ -8,7 +8,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$1
 seconds=$2
 shift 2
-harnesses=${*:-inventory template protocol facts kubectl}
+harnesses=${*:-inventory template protocol facts kubectl profiles scrub}
 status=0
 
 seed() { # seed NAME FILES...: copy seed files into the harness's seed folder
@@ -25,6 +25,8 @@ seed inventory tests/inventory/*.yaml inventory/*.yaml
 seed template roles/*/templates/* tests/unit/data/roles/*/templates/*
 seed facts tests/facts/*
 seed kubectl tests/validate/*.json
+seed profiles tests/validate/*.json
+seed scrub tests/fuzz/scrub-seed.txt tests/validate/*.json tests/inventory/06*.yaml
 mkdir -p "$dir/seeds/protocol"
 n=0
 while IFS= read -r line; do

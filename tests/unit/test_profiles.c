@@ -274,6 +274,10 @@ static void test_from_kubectl(void **state)
 	strbuf_release(&text);
 
 	assert_int_equal(profiles_nodes_from_json(&n, &nr, "[]", 2, &err), -1);
+	/* The kind named in the message was read after the JSON was freed
+	 * (found by tests/fuzz/fuzz_profiles under ASan). */
+	assert_int_equal(profiles_nodes_from_json(&n, &nr, "{\"kind\":\"PodList\"}", 18, &err), -1);
+	assert_string_equal(err.msg, "expected a NodeList with items, got 'PodList'");
 }
 
 static void test_quantities(void **state)
