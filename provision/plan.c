@@ -311,17 +311,50 @@ void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 	strbuf_release(&names);
 }
 
-/* plan_gpu_values for the nodes of this run. */
+/*
+ * plan_gpu_values for every node of the inventory: the fresh facts of the
+ * nodes of this run, the facts recorded by the last run that had the others
+ * (STATE/nodes/NODE/facts): `add-node` and `-l` must not make the GPU
+ * Operator's values forget the GPU nodes they leave out.
+ */
 static void run_gpu_values(struct tval *v, const struct run *run)
 {
 	const struct plan_opts *o = run->o;
-	const struct facts **facts = xcalloc(o->nr ? o->nr : 1, sizeof(*facts));
-	size_t i;
+	const struct inventory *inv = o->inv;
+	size_t n = inv->nr_nodes, i, k;
+	const struct node **nodes = xcalloc(n ? n : 1, sizeof(*nodes));
+	const struct facts **facts = xcalloc(n ? n : 1, sizeof(*facts));
+	struct facts *recorded = xcalloc(n ? n : 1, sizeof(*recorded));
 
-	for (i = 0; i < o->nr; i++)
-		facts[i] = run->res->nodes[i].have_facts ? &run->res->nodes[i].facts : NULL;
-	plan_gpu_values(v, o->nodes, facts, o->nr);
+	for (i = 0; i < n; i++) {
+		nodes[i] = &inv->nodes[i];
+		for (k = 0; k < o->nr; k++)
+			if (!strcmp(o->nodes[k]->name, inv->nodes[i].name)) {
+				facts[i] = run->res->nodes[k].have_facts ? &run->res->nodes[k].facts
+									 : NULL;
+				break;
+			}
+		if (k == o->nr && o->state_dir) {
+			struct strbuf text = STRBUF_INIT;
+			struct error err = {0};
+			char *path = xasprintf("%s/nodes/%s/facts", o->state_dir, inv->nodes[i].name);
+			if (read_file(path, &text) == 0) {
+				if (facts_parse(&recorded[i], text.buf, text.len, &err) == 0)
+					facts[i] = &recorded[i];
+				else
+					facts_release(&recorded[i]);
+			}
+			strbuf_release(&text);
+			free(path);
+		}
+	}
+	plan_gpu_values(v, nodes, facts, n);
+	for (i = 0; i < n; i++)
+		if (facts[i] == &recorded[i])
+			facts_release(&recorded[i]);
+	free(recorded);
 	free(facts);
+	free(nodes);
 }
 
 /* ---- environment of a step ---- */

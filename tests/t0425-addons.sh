@@ -13,8 +13,10 @@
 # validator running on each GPU node, StorageClass nfs the only default, the
 # trial claim bound and deleted, a claim of our own bound to a folder
 # NAMESPACE-CLAIM-VOLUME on the export and archived when deleted.  Then: a
-# second up changes nothing; with node-4's driver not loaded, plan shows
-# the values turning to driver.enabled true.
+# second up changes nothing, nor does one limited to the control plane
+# (the GPU nodes' recorded facts keep the values); with node-4's driver not loaded, plan shows
+# the values turning to driver.enabled true; no token, certificate key or
+# CA key in any file the runs wrote or the nodes logged.
 #
 # Helm and the charts are the stand-ins of tests/fakes (kube-debs/build.sh:
 # Helm's release archive with the fake helm, chart archives), fetched,
@@ -25,7 +27,7 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="gpu-nodes up validation helm values gpu-state storage own-claim second-up driver-facts"
+CASES="gpu-nodes up validation helm values gpu-state storage own-claim second-up limit driver-facts no-secrets"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -49,6 +51,10 @@ open(p, "w").write(s)
 EOF
 UP="$PROVISION up -i $INV --state $STATE --roles $ROLES --no-tui"
 ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
+
+# The fake API server keeps a copy of every bootstrap token it stores, for
+# the no-secrets case.
+knob node-1 record-tokens
 
 tb() { "$TESTBED" exec "$TB" "$@"; }
 kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
@@ -208,12 +214,30 @@ test_case "a second up changes nothing; the releases stay at revision 1" "
 	expect_grep '^validation: [0-9]* passed, 0 failed' up2.out
 "
 
+test_case "up -l node-1 (GPU nodes left out): their recorded facts keep the GPU Operator's values; nothing changes" "
+	$UP -l node-1 >up3.out 2>&1 || { tail -n 40 up3.out; false; }
+	expect_grep '^node-1  *done  *0 changed' up3.out
+	tb node-1 cat /etc/provision/helm/gpu-operator.values.yaml >gpu3.values
+	expect_eq \"\$(cat gpu.values)\" \"\$(cat gpu3.values)\" 'values after up -l node-1'
+"
+
 test_case "facts decide: with node-4's driver not loaded, plan shows driver.enabled turning true" "
 	'$GPU_NODE' '$TB' node-4 rtx3070 --driver-not-loaded --packages >gpu-node.out 2>&1 || { cat gpu-node.out; false; }
 	$PROVISION plan -i $INV --state $STATE --roles $ROLES --phases addons --no-tui -v >plan.out 2>&1 || true
 	expect_grep '+  enabled: true\$' plan.out
 	expect_grep '+#   node-4: 1x NVIDIA PCI device 0x2484, host driver not working\$' plan.out
 	'$GPU_NODE' '$TB' node-4 rtx3070 --packages >gpu-node.out 2>&1 || { cat gpu-node.out; false; }
+"
+
+test_case "no token, certificate key or CA private key in any file the runs wrote or the nodes logged" "
+	collect_node_logs '$TEST_DIR/collected'
+	secrets_collected secrets.list
+	expect_eq 20 \"\$(grep -c . secrets.list)\" 'secret strings collected (4 tokens x 2, 4 keys x 3 lines)'
+	files_written files
+	expect_grep '^./up2.out\$' files
+	expect_grep '^./collected/node-3.pods.log\$' files
+	found=\$(cd '$TEST_DIR' && tr '\\n' '\\0' <'$TEST_DIR/files' | xargs -0 grep -l -F -f '$TEST_DIR/secrets.list' || true)
+	expect_eq '' \"\$found\" 'files holding a secret'
 "
 
 test_done
