@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0435-hub: JupyterHub on a lab-A-like testbed, and `provision add-node`
+# t0450-hub: JupyterHub on a lab-A-like testbed, and `provision add-node`
 # of a GPU model the cluster did not have.
 #
 # Nodes (nspawn): node-1 control plane + NFS server, node-2 a GTX 1080 Ti,
