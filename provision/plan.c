@@ -444,6 +444,8 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 		export(sb, "PROVISION_NFS_NETWORK", inv->nfs.export_network);
 		export(sb, "PROVISION_NFS_OPTIONS", inv->nfs.options);
 	}
+	if (inv->hub.enabled && inv->hub.chart_version)
+		export(sb, "PROVISION_HUB_CHART_VERSION", inv->hub.chart_version);
 	export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
 	{
 		struct tval *g = tval_new_map();
@@ -840,8 +842,8 @@ static void fmt_cores(struct tval *map, const char *key, unsigned milli)
  * `::set hub_node_K=JSON` per Node (K = 1..N; one line each, so that no
  * line comes near the transport's line limit however many nodes there
  * are) -- and they become a NodeList for profiles_nodes_from_json().
- * Without hub_nodes there is no `profiles` value (a template that reads
- * it then fails to render, naming it).  Returns -1 with err set when the
+ * Without hub_nodes `profiles` is an empty list (provision plan before the
+ * cluster exists).  Returns -1 with err set when the
  * handed text is not what kubectl gives.
  */
 int plan_add_profiles(struct tval *v, struct error *err)
@@ -856,8 +858,12 @@ int plan_add_profiles(struct tval *v, struct error *err)
 	char key[64], *end;
 	int ret = 0;
 
-	if (!count || count->kind != TVAL_STR)
+	if (!count || count->kind != TVAL_STR) {
+		/* Nothing handed (provision plan before the cluster exists): no profile yet. */
+		if (!tval_lookup(v, "profiles"))
+			tval_set(v, "profiles", tval_new_list());
 		return 0;
+	}
 	n = strtoul(count->str, &end, 10);
 	if (*end || end == count->str || n > 100000)
 		return error_set(err, -1, "hub_nodes is '%s', not a count of nodes", count->str);

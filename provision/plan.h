@@ -154,8 +154,8 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
  * profiles_generate() as a list of maps (slug, display_name, description,
  * reasoning, gpus, node_selector, cpu_guarantee, cpu_limit in cores,
  * mem_guarantee, mem_limit as "NM", nodes, default on the first).  No
- * hub_nodes: nothing is added.  Returns -1 with err set on handed text that
- * is not what kubectl gives.
+ * hub_nodes (no cluster yet): an empty list.  Returns -1 with err set on
+ * handed text that is not what kubectl gives.
  */
 int plan_add_profiles(struct tval *values, struct error *err);
 

@@ -129,10 +129,11 @@ pv_installed() {
 # that succeeded.
 PV_HELM="helm --kubeconfig /etc/kubernetes/admin.conf"
 
-# pv_helm_state RELEASE NAMESPACE CHART.tgz VALUES: exit 0 when RELEASE is
-# deployed in NAMESPACE from that chart (name and version) with exactly
-# that chart archive and values file; 1, saying what differs, otherwise;
-# 2 when helm cannot answer.
+# pv_helm_state RELEASE NAMESPACE CHART.tgz VALUES [VALUES...]: exit 0 when
+# RELEASE is deployed in NAMESPACE from that chart (name and version) with
+# exactly that chart archive and values files; 1, saying what differs,
+# otherwise; 2 when helm cannot answer.  (A second values file: one the
+# node made itself, such as the hub's secrets, roles/jupyterhub.)
 pv_helm_state() {
 	# not there yet (provision plan before the first up): it would change
 	if [ ! -f /etc/kubernetes/admin.conf ]; then
@@ -172,24 +173,46 @@ pv_helm_state() {
 		echo "release $1 (namespace $2): chart $_have, want $_chart"
 		return 1
 	fi
-	_want="$(sha256sum <"$3" | cut -c1-64) $(sha256sum <"$4" | cut -c1-64)"
-	if [ "$(cat "$PROVISION_STATE_DIR/helm/$2.$1" 2>/dev/null)" != "$_want" ]; then
-		echo "release $1 (namespace $2): $4 or $3 changed since the last install"
+	_stamp=$PROVISION_STATE_DIR/helm/$2.$1
+	_what="release $1 (namespace $2)"
+	_want=$(sha256sum <"$3" | cut -c1-64)
+	_chart_file=$3
+	shift 3
+	for _v in "$@"; do
+		[ -f "$_v" ] || {
+			echo "$_what: $_v is not on the node yet"
+			return 1
+		}
+		_want="$_want $(sha256sum <"$_v" | cut -c1-64)"
+	done
+	if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
+		echo "$_what: $* or $_chart_file changed since the last install"
 		return 1
 	fi
-	echo "release $1 (namespace $2): $_chart deployed with $4"
+	echo "$_what: $_chart deployed with $*"
 	return 0
 }
 
-# pv_helm_install RELEASE NAMESPACE CHART.tgz VALUES TIMEOUT: helm upgrade
-# --install ... --wait --timeout TIMEOUT, then record the stamp.
+# pv_helm_install RELEASE NAMESPACE CHART.tgz VALUES TIMEOUT [VALUES...]:
+# helm upgrade --install ... --values each file --wait --timeout TIMEOUT,
+# then record the stamp.
 pv_helm_install() {
-	if ! $PV_HELM upgrade --install "$1" "$3" --namespace "$2" --create-namespace \
-		--values "$4" --wait --timeout "$5"; then
-		pv_hint "helm upgrade --install $1 did not finish within $5: 'helm status $1 -n $2' and 'kubectl -n $2 get pods' on $PROVISION_NODE show what is not ready"
+	_rel=$1 _ns=$2 _chart=$3 _timeout=$5
+	_want=$(sha256sum <"$3" | cut -c1-64)
+	_v1=$4
+	shift 5
+	set -- "$_v1" "$@"
+	_n=$#
+	for _v in "$@"; do
+		_want="$_want $(sha256sum <"$_v" | cut -c1-64)"
+		set -- "$@" --values "$_v"
+	done
+	shift "$_n"
+	if ! $PV_HELM upgrade --install "$_rel" "$_chart" --namespace "$_ns" --create-namespace \
+		"$@" --wait --timeout "$_timeout"; then
+		pv_hint "helm upgrade --install $_rel did not finish within $_timeout: 'helm status $_rel -n $_ns' and 'kubectl -n $_ns get pods' on $PROVISION_NODE show what is not ready"
 		return 1
 	fi
 	mkdir -p "$PROVISION_STATE_DIR/helm"
-	printf '%s %s\n' "$(sha256sum <"$3" | cut -c1-64)" "$(sha256sum <"$4" | cut -c1-64)" |
-		pv_write "$PROVISION_STATE_DIR/helm/$2.$1" 0644
+	printf '%s\n' "$_want" | pv_write "$PROVISION_STATE_DIR/helm/$_ns.$_rel" 0644
 }

@@ -107,8 +107,8 @@ test_case "handed nodes that are not kubectl's: an error naming what is wrong, n
 	expect_status 1 '$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - hub_nodes=1 'hub_node_1={\"kind\": ' >out 2>err
 	expect_grep 'not JSON' err
 	expect_eq '' \"\$(cat out)\" 'output'
-	expect_status 1 '$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - >out 2>err
-	expect_grep \"no value named 'profiles'\" err
+	'$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - >out
+	expect_grep '^    # none yet: the cluster has not reported its nodes' out
 "
 
 test_case "GitHub auth: an unreadable or short client secret file stops plan and up before any node (exit 2)" "
