@@ -479,7 +479,7 @@ void validate_hub_health(struct validation *v, const char *url, long status, con
 
 	snprintf(exp, sizeof(exp), "%s answers 200", url);
 	if (status)
-		snprintf(obs, sizeof(obs), "HTTP %ld", status);
+		snprintf(obs, sizeof(obs), "HTTP %ld from %s", status, url);
 	else
 		snprintf(obs, sizeof(obs), "no answer: %s", error && *error ? error : "unknown error");
 	validation_add(v, "hub-health", CHECK_CLUSTER, status == 200 ? CHECK_PASS : CHECK_FAIL, exp,
