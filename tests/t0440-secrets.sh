@@ -12,7 +12,7 @@
 #   - every bootstrap (join) token the fake API server stored (knob
 #     record-tokens) and its secret half;
 #   - three base64 lines of each CA key and the service-account key.
-# (No JupyterHub role exists yet: its secrets join the list when it lands.)
+# (The hub is off here: its secrets are grepped for by t0435-hub, which runs it.)
 # Then every file under this test's folder -- provision's state folder and
 # its logs and records, every output of every command, the byte streams the
 # terminal received (script(1) between tmux and provision), the final
