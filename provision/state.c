@@ -331,7 +331,10 @@ static size_t scrub_flags(struct strbuf *sb)
 		       (hit = memmem(sb->buf + from, sb->len - from, flags[i], fl))) {
 			size_t at = (size_t)(hit - sb->buf) + fl, end;
 			struct strbuf out = STRBUF_INIT;
-			if (at >= sb->len || (sb->buf[at] != ' ' && sb->buf[at] != '=')) {
+			char before = hit > sb->buf ? hit[-1] : ' ';
+			/* A flag starts a word ("-----token x" is not --token). */
+			if (at >= sb->len || (sb->buf[at] != ' ' && sb->buf[at] != '=') ||
+			    isalnum((unsigned char)before) || before == '-' || before == '_') {
 				from = at;
 				continue;
 			}

@@ -298,6 +298,12 @@ static void test_scrub(void **unused)
 		     "--certificate-key=[removed by provision] --v=5\n", 1);
 	expect_scrub("--token [secret] --token \"$TOKEN\" --tokens x\n",
 		     "--token [secret] --token \"$TOKEN\" --tokens x\n", 0);
+	/* A flag starts a word: scrubbing twice gave different results when a
+	 * masked value had hidden the --token before "-----token x" (fuzz_scrub). */
+	expect_scrub("a--certificate-key v--token -----token use/sh\n",
+		     "a--certificate-key v--token -----token use/sh\n", 0);
+	expect_scrub("x --certificate-key abcd--token -----token use/sh\n",
+		     "x --certificate-key [removed by provision] -----token use/sh\n", 1);
 	/* Scrubbing what was scrubbed changes nothing (a bundle scrubs records
 	 * that were scrubbed on their way in; found by tests/fuzz/fuzz_scrub). */
 	expect_scrub("kubeadm join 10.0.0.1:6443 --token [removed by provision] \\\n"
