@@ -1269,6 +1269,7 @@ static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
 		return;
 	}
 	set_str(&p->inv->cluster.kubernetes_version, t);
+	p->inv->cluster.kubernetes_version_pos = pos_of(y);
 }
 
 static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)

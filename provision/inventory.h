@@ -113,6 +113,7 @@ struct cluster_settings {
 	char *apt_mirror;	  /* NULL: upstream pkgs.k8s.io */
 	char *http_proxy;	  /* NULL: none */
 	char **no_proxy;	  /* extra NO_PROXY entries, NULL-terminated (maybe empty) */
+	struct source_pos kubernetes_version_pos; /* where it is written (provision upgrade) */
 };
 
 struct inventory {

@@ -65,7 +65,7 @@ unsigned plan_all_phases(void)
 	unsigned bits = 0;
 	int i;
 
-	for (i = 0; role_phases[i]; i++)
+	for (i = 0; i < ROLE_UP_PHASES && role_phases[i]; i++)
 		bits |= 1u << i;
 	return bits;
 }
@@ -86,9 +86,9 @@ int plan_parse_phases(const char *list, unsigned *out, struct error *err)
 			continue;
 		}
 		i = role_phase_index(w);
-		if (i < 0) {
+		if (i < 0 || i >= ROLE_UP_PHASES) {
 			struct strbuf names = STRBUF_INIT;
-			for (i = 0; role_phases[i]; i++)
+			for (i = 0; i < ROLE_UP_PHASES && role_phases[i]; i++)
 				strbuf_addf(&names, "%s%s", i ? ", " : "", role_phases[i]);
 			error_set(err, -1, "unknown phase '%s'", w);
 			error_hint(err, "phases: facts, %s (or all)", names.buf);
@@ -405,6 +405,7 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 	struct strbuf roles = STRBUF_INIT;
 	char num[32];
 	unsigned bit;
+	size_t i;
 
 	strbuf_addstr(sb, "cd / || exit 125\n");
 	export(sb, "PROVISION_NODE", n->name);
@@ -453,6 +454,13 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 		export(sb, "PROVISION_GPU_NODES", tval_lookup(g, "gpu.names")->str);
 		export(sb, "PROVISION_GPU_HOST_DRIVER", tval_lookup(g, "gpu.host_driver")->str);
 		tval_free(g);
+	}
+	for (i = 0; o->env && o->env[i]; i++) {
+		const char *eq = strchr(o->env[i], '=');
+		char *name = eq ? xstrndup(o->env[i], (size_t)(eq - o->env[i])) : NULL;
+		if (name)
+			export(sb, name, eq + 1);
+		free(name);
 	}
 	pthread_mutex_lock(&nc->run->lock);
 	export_set(sb, nc->run->published, n->name);
@@ -1754,7 +1762,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	/* 2. preflight */
 	for (i = 0; i < o->nr; i++)
 		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
-	preflight_run(&res->preflight, o->inv, o->nodes, facts, o->nr);
+	if (!o->skip_preflight)
+		preflight_run(&res->preflight, o->inv, o->nodes, facts, o->nr);
 	for (i = 0; i < res->preflight.nr; i++) {
 		const struct preflight_problem *p = &res->preflight.items[i];
 		struct event *ev = event_new(EVENT_MESSAGE, p->node);

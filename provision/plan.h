@@ -63,6 +63,13 @@ struct plan_opts {
 	 */
 	const unsigned *node_phases;
 	bool check_only;  /* provision plan */
+	/*
+	 * reset, remove-node, upgrade: no preflight (it judges whether a
+	 * machine can become a node; these act on nodes that already are one).
+	 */
+	bool skip_preflight;
+	/* More environment for every step: "NAME=VALUE", NULL-terminated; may be NULL. */
+	const char *const *env;
 	bool validate;	  /* end with the validation checks (up, check) */
 	int forks;
 	const char *sudo_password;

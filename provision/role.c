@@ -12,7 +12,10 @@
 
 #include "util.h"
 
-const char *const role_phases[] = {"prep", "kube-packages", "nfs", "init", "cni", "join", "addons", "validate", NULL};
+/* The phases of `up` first (ROLE_UP_PHASES of them), then those of the lifecycle commands. */
+const char *const role_phases[] = {"prep", "kube-packages", "nfs", "init", "cni", "join", "addons", "validate",
+				   "remove", "reset", "reset-prep", "reset-verify", "upgrade",
+				   "upgrade-workers", NULL};
 
 /* Names a template may use without declaring them in `vars`. */
 static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes", "gpu", "set", NULL};
@@ -335,7 +338,9 @@ static void load_role_yaml(struct role *r, const char *path, struct diag_list *d
 			saw_phase = true;
 			if ((s = want_string(&l, key, v))) {
 				if (role_phase_index(s) < 0)
-					lerr(&l, v, "phases: " ROLE_PHASE_LIST,
+					lerr(&l, v,
+					     "phases: " ROLE_PHASE_LIST
+					     " (provision up), " ROLE_LIFECYCLE_PHASE_LIST,
 					     "unknown phase '%s'", s);
 				else
 					r->phase = xstrdup(s);

@@ -85,6 +85,11 @@ struct role_set {
 
 /* The phases of `provision up`, in order; NULL-terminated. */
 #define ROLE_PHASE_LIST "prep, kube-packages, nfs, init, cni, join, addons, validate"
+/* How many of role_phases are up's; the others run only from their own commands. */
+#define ROLE_UP_PHASES 8
+#define ROLE_LIFECYCLE_PHASE_LIST                                                          \
+	"remove (provision remove-node), reset, reset-prep, reset-verify (provision reset), "  \
+	"upgrade, upgrade-workers (provision upgrade)"
 extern const char *const role_phases[];
 /* Index of a phase in role_phases, or -1. */
 int role_phase_index(const char *phase);

@@ -88,8 +88,16 @@ pv_same() {
 # then uploads the new content atomically.
 pv_prepare() {
 	pv_same "$@" && return 0
-	mkdir -p "$(dirname "$1")" && pv_backup "$1" && pv_managed "$1" && pv_drop_stale "$1"
+	pv_mkdir "$(dirname "$1")" && pv_backup "$1" && pv_managed "$1" && pv_drop_stale "$1"
 	return 1
+}
+
+# pv_mkdir DIR: mkdir -p DIR, noting every folder it creates in
+# $PROVISION_STATE_DIR/dirs: provision reset removes them once empty.
+pv_mkdir() {
+	[ -d "$1" ] && return 0
+	pv_mkdir "$(dirname "$1")" || return 1
+	mkdir "$1" && pv_note dirs "$1"
 }
 
 # pv_diff FILE: compare FILE with standard input (provision plan); exit 0 when
@@ -215,4 +223,146 @@ pv_helm_install() {
 	fi
 	mkdir -p "$PROVISION_STATE_DIR/helm"
 	printf '%s\n' "$_want" | pv_write "$PROVISION_STATE_DIR/helm/$_ns.$_rel" 0644
+}
+
+# pv_note LIST VALUE: remember VALUE in $PROVISION_STATE_DIR/LIST, once
+# (what provision did that provision reset undoes: masked units, packages).
+pv_note() {
+	mkdir -p "$PROVISION_STATE_DIR"
+	touch "$PROVISION_STATE_DIR/$1"
+	grep -qxF "$2" "$PROVISION_STATE_DIR/$1" || printf '%s\n' "$2" >>"$PROVISION_STATE_DIR/$1"
+}
+
+# pv_dpkg_list: the installed packages, one a line, sorted.
+pv_dpkg_list() {
+	dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 2>/dev/null | awk '$1 ~ /^.i/ { print $2 }' | sort -u
+}
+
+# pv_installing CMD...: run CMD (an apt-get install) and note every package
+# it added in $PROVISION_STATE_DIR/packages, for provision reset; packages
+# that were there before are never noted.  Exits as CMD did.
+pv_installing() {
+	pv_before=$(mktemp) || return 1
+	pv_dpkg_list >"$pv_before"
+	pv_rc=0
+	"$@" || pv_rc=$?
+	for pv_p in $(pv_dpkg_list | comm -13 "$pv_before" -); do
+		pv_note packages "$pv_p"
+	done
+	rm -f "$pv_before"
+	return $pv_rc
+}
+
+# pv_restore FILE: undo what provision did to FILE: put the original back
+# from the backup directory (atomically) when provision replaced it, remove
+# it when provision created it; FILE leaves the managed list.  An empty
+# ~/.kube left behind goes too.
+pv_restore() {
+	b=$PROVISION_BACKUP_DIR$1
+	if [ -e "$b" ]; then
+		tmp=$(mktemp "$(dirname "$1")/.${1##*/}.provision-XXXXXX") || return 1
+		if ! cp -p "$b" "$tmp" || ! mv -f "$tmp" "$1"; then
+			rm -f "$tmp"
+			return 1
+		fi
+		rm -f "$b"
+		echo "restored $1 (the original from before provision)"
+	elif [ -e "$1" ] || [ -L "$1" ]; then
+		rm -f "$1"
+		echo "removed $1 (written by provision)"
+	fi
+	case $1 in */.kube/*) rmdir "$(dirname "$1")" 2>/dev/null || true ;; esac
+	# The folders provision made for it (pv_mkdir), once empty.
+	pv_d=$(dirname "$1")
+	while [ -f "$PROVISION_STATE_DIR/dirs" ] && grep -qxF "$pv_d" "$PROVISION_STATE_DIR/dirs" &&
+		rmdir "$pv_d" 2>/dev/null; do
+		echo "removed the empty $pv_d (made by provision)"
+		grep -vxF "$pv_d" "$PROVISION_STATE_DIR/dirs" >"$PROVISION_STATE_DIR/dirs.tmp" || true
+		mv -f "$PROVISION_STATE_DIR/dirs.tmp" "$PROVISION_STATE_DIR/dirs"
+		pv_d=$(dirname "$pv_d")
+	done
+	if [ -f "$PROVISION_STATE_DIR/managed" ]; then
+		grep -vxF "$1" "$PROVISION_STATE_DIR/managed" >"$PROVISION_STATE_DIR/managed.tmp" || true
+		mv -f "$PROVISION_STATE_DIR/managed.tmp" "$PROVISION_STATE_DIR/managed"
+	fi
+}
+
+# pv_managed_files: the files provision wrote on this node, one a line.
+pv_managed_files() {
+	[ -f "$PROVISION_STATE_DIR/managed" ] && cat "$PROVISION_STATE_DIR/managed"
+	return 0
+}
+
+# pv_kube_at VERSION PACKAGE...: every PACKAGE is installed at VERSION
+# (X.Y.Z, any Debian revision) and held; says which is not.
+pv_kube_at() {
+	pv_v=$1
+	shift
+	pv_rc=0
+	for pv_p in "$@"; do
+		pv_have=$(dpkg-query -W -f='${db:Status-Abbrev}|${Version}' "$pv_p" 2>/dev/null) || pv_have=
+		case $pv_have in
+		?i*"|$pv_v"-*)
+			if apt-mark showhold "$pv_p" 2>/dev/null | grep -qx -e "$pv_p"; then
+				echo "$pv_p: ${pv_have#*|}, held"
+			else
+				echo "$pv_p: ${pv_have#*|}, not held"
+				pv_rc=1
+			fi
+			;;
+		*)
+			echo "$pv_p: ${pv_have#*|} installed, want $pv_v"
+			pv_rc=1
+			;;
+		esac
+	done
+	return $pv_rc
+}
+
+# pv_kube_install VERSION PACKAGE...: the Kubernetes apt repository of
+# VERSION's minor (as roles/kube-packages writes it), then every PACKAGE at
+# exactly VERSION, unheld for the install and held again (provision upgrade).
+pv_kube_install() {
+	pv_v=$1
+	shift
+	pv_minor=$(printf '%s' "$pv_v" | cut -d . -f 1-2)
+	pv_base=${PROVISION_APT_MIRROR:-https://pkgs.k8s.io}
+	pv_repo=${pv_base%/}/core:/stable:/v$pv_minor/deb/
+	pv_keyring=/etc/apt/keyrings/kubernetes-apt-keyring.asc
+	pv_list=/etc/apt/sources.list.d/kubernetes.list
+	pv_want="# Kubernetes $pv_minor packages; written by provision (roles/kube-packages).
+deb [signed-by=$pv_keyring] $pv_repo /"
+	if [ "$(cat "$pv_list" 2>/dev/null || true)" != "$pv_want" ]; then
+		pv_key=$(mktemp) || return 1
+		echo "fetching ${pv_repo}Release.key"
+		if ! /usr/lib/apt/apt-helper ${PROVISION_HTTP_PROXY:+"-oAcquire::http::Proxy=$PROVISION_HTTP_PROXY"} \
+			download-file "${pv_repo}Release.key" "$pv_key" || ! grep -q 'BEGIN PGP PUBLIC KEY BLOCK' "$pv_key"; then
+			rm -f "$pv_key"
+			pv_hint "the node cannot fetch ${pv_repo}Release.key: is Kubernetes $pv_minor on ${pv_base}?"
+			return 1
+		fi
+		pv_write "$pv_keyring" 0644 <"$pv_key"
+		rm -f "$pv_key"
+		printf '%s\n' "$pv_want" | pv_write "$pv_list" 0644
+		echo "$pv_list: $pv_repo"
+	fi
+	pv_apt_get update -o Dir::Etc::sourcelist="$pv_list" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 || return 1
+	pv_pkgs=$*
+	set --
+	for pv_p in $pv_pkgs; do
+		pv_c=$(apt-cache madison "$pv_p" 2>/dev/null | awk -F'|' -v v="$pv_v" '{ gsub(/[ \t]/, "", $2); if (index($2, v "-") == 1) print $2 }' | sort -V | tail -n 1)
+		if [ -z "$pv_c" ]; then
+			echo "$pv_p $pv_v is not in $pv_repo"
+			pv_hint "check cluster.kubernetes_version in the inventory (a released version such as $pv_minor.1)"
+			return 1
+		fi
+		set -- "$@" "$pv_p=$pv_c"
+	done
+	# shellcheck disable=SC2046 # package names are single words
+	apt-mark unhold $(printf '%s\n' "$@" | cut -d = -f 1) >/dev/null
+	echo "installing $*"
+	pv_installing pv_apt_get install -y --allow-downgrades --allow-change-held-packages \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@" || return 1
+	# shellcheck disable=SC2046
+	apt-mark hold $(printf '%s\n' "$@" | cut -d = -f 1)
 }

@@ -26,11 +26,11 @@ static struct {
 } args;
 
 static const struct opt forget_host_options[] = {
-	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
-	OPT_STRING(0, "fingerprint", &args.fingerprint, "SHA256:...",
-		   "replace only if the node now offers the key with this SHA256 fingerprint"),
-	OPT_BOOL('y', "yes", &args.yes, "do not ask (required when not on a terminal)"),
-	OPT_END,
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
+    OPT_STRING(0, "fingerprint", &args.fingerprint, "SHA256:...",
+	       "replace only if the node now offers the key with this SHA256 fingerprint"),
+    OPT_BOOL('y', "yes", &args.yes, "do not ask (required when not on a terminal)"),
+    OPT_END,
 };
 
 /* Write `data` to `path` atomically (temporary file beside it, fsync, rename), mode kept. */
@@ -86,8 +86,9 @@ static int forget_host_exec(int nr_pos, char **pos)
 	path = n->ssh.known_hosts ? expand_home(n->ssh.known_hosts)
 				  : expand_home("~/.ssh/known_hosts");
 	if (read_file(path, &file) < 0 || stat(path, &st) < 0) {
-		fprintf(stderr, "provision forget-host: cannot read '%s': %s; nothing was changed\n",
-			path, strerror(errno));
+		fprintf(stderr,
+			"provision forget-host: cannot read '%s': %s; nothing was changed\n", path,
+			strerror(errno));
 		ret = EXIT_LOCAL;
 		goto out;
 	}
@@ -100,16 +101,16 @@ static int forget_host_exec(int nr_pos, char **pos)
 		ret = EXIT_NODE_FAILED;
 		goto out;
 	}
-	printf("%s (%s, port %d) in %s:\n", n->name, n->address,
-	       n->ssh.port > 0 ? n->ssh.port : 22, path);
+	printf("%s (%s, port %d) in %s:\n", n->name, n->address, n->ssh.port > 0 ? n->ssh.port : 22,
+	       path);
 	/* Every entry for this host:port goes; every other line stays as it is. */
 	for (p = file.buf; *p;) {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
 		char *line = xstrndup(p, len), type[32], fp[128];
 		lineno++;
-		if (transport_known_hosts_match(n->address, n->ssh.port, line, type, sizeof(type), fp,
-						sizeof(fp))) {
+		if (transport_known_hosts_match(n->address, n->ssh.port, line, type, sizeof(type),
+						fp, sizeof(fp))) {
 			printf("  known:   %s %s (line %u)\n", type, fp, lineno);
 			/* The new entry takes the place of the first old one. */
 			if (!old++)
@@ -130,7 +131,8 @@ static int forget_host_exec(int nr_pos, char **pos)
 		goto out;
 	}
 	if (same == old) {
-		printf("the known key is the one offered: nothing to forget; nothing was changed\n");
+		printf(
+		    "the known key is the one offered: nothing to forget; nothing was changed\n");
 		ret = EXIT_OK;
 		goto out;
 	}
@@ -150,8 +152,8 @@ static int forget_host_exec(int nr_pos, char **pos)
 	ret = cli_confirm("forget-host", args.yes || args.fingerprint, question);
 	if (ret)
 		goto out;
-	entry = xasprintf("%s%s", now.known_hosts_line,
-			  strchr(now.known_hosts_line, '\n') ? "" : "\n");
+	entry =
+	    xasprintf("%s%s", now.known_hosts_line, strchr(now.known_hosts_line, '\n') ? "" : "\n");
 	strbuf_add(&updated, kept.buf, at);
 	strbuf_addstr(&updated, entry);
 	strbuf_add(&updated, kept.buf + at, kept.len - at);
@@ -181,18 +183,17 @@ out:
 }
 
 const struct cmd cmd_forget_host = {
-	.name = "forget-host",
-	.summary = "replace a rebuilt node's old host key in known_hosts, after confirmation",
-	.usage = "-i FILE [--fingerprint SHA256:...] [--yes] NAME",
-	.description =
-		"For a node that was reinstalled and now offers a new SSH host key: show the\n"
-		"key(s) known_hosts has for it and the key it offers now, and after\n"
-		"confirmation remove the old entries and record the new key.  Nothing else in\n"
-		"known_hosts changes; the previous file is kept as known_hosts.old.  On a\n"
-		"terminal it asks; otherwise it needs --yes, or --fingerprint with the key\n"
-		"checked on the node's console (the safer way).",
-	.options = forget_host_options,
-	.exec = forget_host_exec,
-	.min_pos = 1,
-	.max_pos = 1,
+    .name = "forget-host",
+    .summary = "replace a rebuilt node's old host key in known_hosts, after confirmation",
+    .usage = "-i FILE [--fingerprint SHA256:...] [--yes] NAME",
+    .description = "For a node that was reinstalled and now offers a new SSH host key: show the\n"
+		   "key(s) known_hosts has for it and the key it offers now, and after\n"
+		   "confirmation remove the old entries and record the new key.  Nothing else in\n"
+		   "known_hosts changes; the previous file is kept as known_hosts.old.  On a\n"
+		   "terminal it asks; otherwise it needs --yes, or --fingerprint with the key\n"
+		   "checked on the node's console (the safer way).",
+    .options = forget_host_options,
+    .exec = forget_host_exec,
+    .min_pos = 1,
+    .max_pos = 1,
 };

@@ -565,7 +565,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	char *password = NULL, *state_dir = NULL, *passphrase = NULL, *hub_github_secret = NULL;
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
 	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
-	unsigned phases = a->check ? 0 : plan_all_phases();
+	unsigned phases = a->check ? 0 : a->phase_bits ? a->phase_bits : plan_all_phases();
 	unsigned *node_phases = NULL;
 	int64_t *eta_hist = NULL;
 	bool have_roles = false;
@@ -598,6 +598,29 @@ int cli_plan_run(const struct cli_plan_args *a)
 			goto out;
 	} else {
 		ret = cli_select_nodes(a->cmd_name, inv, a->limit, &nodes, &nr);
+		if (ret)
+			goto out;
+	}
+	if (a->select) {
+		ret = a->select(a, inv, &nodes, &nr);
+		if (ret)
+			goto out;
+	}
+	if (a->node_phases) {
+		size_t k;
+		node_phases = xcalloc(nr ? nr : 1, sizeof(*node_phases));
+		for (k = 0; k < nr; k++)
+			node_phases[k] = a->node_phases(a, nodes[k]);
+	}
+	if (a->confirm) {
+		struct strbuf q = STRBUF_INIT;
+		size_t k;
+		strbuf_addf(&q, "%s on %zu node%s (", a->confirm, nr, nr == 1 ? "" : "s");
+		for (k = 0; k < nr && k < 8; k++)
+			strbuf_addf(&q, "%s%s", k ? ", " : "", nodes[k]->name);
+		strbuf_addf(&q, "%s)?", nr > 8 ? ", ..." : "");
+		ret = cli_confirm(a->cmd_name, a->yes, q.buf);
+		strbuf_release(&q);
 		if (ret)
 			goto out;
 	}
@@ -648,6 +671,8 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.phases = phases,
 			.node_phases = node_phases,
 			.check_only = a->check_only,
+			.skip_preflight = a->skip_preflight,
+			.env = a->env,
 			.validate = a->check || (!a->check_only && (phases & (1u << role_phase_index("validate")))),
 			.forks = a->forks,
 			.sudo_password = password,
@@ -716,6 +741,18 @@ int cli_plan_run(const struct cli_plan_args *a)
 		ret = EXIT_NODE_FAILED;
 	else
 		ret = EXIT_OK;
+	if (a->after) {
+		struct cli_plan_done d = {
+			.inv = inv,
+			.nodes = nodes,
+			.nr = nr,
+			.res = &res,
+			.identity_passphrase = passphrase,
+			.state_dir = state_dir,
+			.ret = ret,
+		};
+		ret = a->after(a, &d);
+	}
 	ret = cli_run_end(&cr, &res, ret);
 	/* ---- TUI: what changed, what failed and the exit status, left on the terminal ---- */
 	if (tui) {

@@ -61,6 +61,9 @@ const char *cli_roles_dir(const char *opt);
  */
 char *cli_state_dir(const char *opt, const char *inventory_path);
 
+struct plan_result;
+struct cli_plan_done;
+
 /* What `up` and `plan` share. */
 struct cli_plan_args {
 	const char *cmd_name;
@@ -73,6 +76,35 @@ struct cli_plan_args {
 	/* provision add-node: the new nodes (names or ranges); NULL otherwise. */
 	char **add_nodes;
 	int nr_add_nodes;
+	/* Lifecycle commands (reset, remove-node): these phases instead of up's. */
+	unsigned phase_bits;
+	bool skip_preflight;
+	const char *const *env; /* plan_opts.env */
+	/* After -l: the command's own choice of nodes (it may replace the array). */
+	int (*select)(const struct cli_plan_args *a, const struct inventory *inv,
+		      const struct node ***nodes, size_t *nr);
+	/* Per selected node, the phases it takes part in (plan_opts.node_phases). */
+	unsigned (*node_phases)(const struct cli_plan_args *a, const struct node *n);
+	/* When set, "CONFIRM on N nodes (...)?" is asked (cli_confirm) unless yes. */
+	const char *confirm;
+	bool yes;
+	/*
+	 * After the run, before it is recorded: the command's own report and
+	 * checks; returns the exit status (d->ret is the one so far).
+	 */
+	int (*after)(const struct cli_plan_args *a, const struct cli_plan_done *d);
+	void *data; /* the command's own */
+};
+
+/* What a command's `after` gets: the run that just ended. */
+struct cli_plan_done {
+	const struct inventory *inv;
+	const struct node *const *nodes;
+	size_t nr;
+	struct plan_result *res;
+	const char *identity_passphrase;
+	const char *state_dir;
+	int ret; /* the exit status so far */
 };
 
 /*
@@ -99,5 +131,29 @@ struct cli_plan_args {
 	OPT_BOOL(0, "channel-per-command", &(args).channels,                                       \
 		 "do not start the remote agent; one SSH channel per command")
 
+/*
+ * What every command that runs roles shows and where it reads from, for a
+ * command's own `args` (a struct cli_plan_args): reset, remove-node, upgrade.
+ */
+#define CLI_RUN_VIEW_OPTIONS(args)                                                                 \
+	OPT_BOOL(0, "no-tui", &(args).no_tui, "plain lines even on a terminal"),                   \
+	OPT_CHOICE('o', "output", &(args).output, "FORMAT", "text|json",                           \
+		   "text (lines) or json (one object per event)"),                                 \
+	OPT_BOOL('v', "verbose", &(args).verbose, "also show unchanged steps and every output line"), \
+	OPT_STRING(0, "roles", &(args).roles, "DIR",                                               \
+		   "the roles folder (default: the installed roles)"),                             \
+	OPT_STRING(0, "state", &(args).state, "DIR",                                               \
+		   "this cluster's state folder (default: beside the inventory, NAME.state)"),     \
+	OPT_BOOL('K', "ask-sudo-password", &(args).ask_sudo,                                       \
+		 "ask once for the sudo password (or set PROVISION_SUDO_PASSWORD)")
+
 /* Load, validate, run and report; returns an enum exit_status. */
 int cli_plan_run(const struct cli_plan_args *a);
+
+/*
+ * reset and remove-node: per node, what the reset removed and whether
+ * reset-verify passed and a new SSH session works; prints the report and
+ * returns d->ret, made EXIT_NODE_FAILED when a node is not proven clean.
+ * *cp_clean: the control plane was among them and is clean.
+ */
+int cli_reset_report(const char *cmd_name, const struct cli_plan_done *d, bool *cp_clean);

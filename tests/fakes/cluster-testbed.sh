@@ -2,6 +2,8 @@
 # (tests/t04NN-*.sh) after tests/lib.sh.  POSIX sh.
 #
 #   cluster_testbed NODES K8S_VERSION [TESTBED-UP-ARGS...] || skip_all_cases "$CLUSTER_SKIP"
+#   (CLUSTER_MORE_VERSIONS="1.31.2": the fake packages of those versions too,
+#   e.g. the next minor for an upgrade)
 #
 # starts NODES nspawn testbed nodes (node-1 the control plane, the others
 # workers), builds the fake Kubernetes packages of K8S_VERSION
@@ -52,7 +54,8 @@ cluster_testbed() {
 	test_at_exit "'$TESTBED' down '$TB'"
 	# shellcheck disable=SC1091
 	. "$TB/testbed.env"
-	if ! "$SRC_ROOT/tests/fakes/kube-debs/build.sh" "$TEST_DIR/kube" "$_k8s" >"$TEST_DIR/kube.log" 2>&1; then
+	# shellcheck disable=SC2086 # CLUSTER_MORE_VERSIONS: versions, one word each
+	if ! "$SRC_ROOT/tests/fakes/kube-debs/build.sh" "$TEST_DIR/kube" "$_k8s" ${CLUSTER_MORE_VERSIONS:-} >"$TEST_DIR/kube.log" 2>&1; then
 		sed 's/^/# /' "$TEST_DIR/kube.log"
 		CLUSTER_SKIP="the fake Kubernetes packages did not build (see above)"
 		return 1

@@ -21,7 +21,8 @@
 # the other capabilities that reach outside their namespaces (no swapon, no
 # mount, no module or clock changes), see /proc/sys read-only except the
 # per-namespace /proc/sys/net, and get no block devices.  nspawn nodes add
-# systemd-nspawn's own seccomp filter.
+# systemd-nspawn's own seccomp filter, and keep CAP_NET_ADMIN, which acts on
+# their own network namespace only (interfaces, iptables).
 #
 # Bash (arrays, associative arrays, wait -n); run as root.  README.md in
 # this directory documents the options and every file `up` writes.
@@ -614,14 +615,17 @@ internal_boot_nspawn() {
 		-o "lowerdir=$DIR/layer:$TESTBED_ROOTFS,upperdir=$ND/upper,workdir=$ND/work" "$ND/root"
 	# --register=no --keep-unit: this machine's PID 1 is not systemd.
 	# The unified cgroup hierarchy and @keyring let containerd/runc start
-	# inside (see ../shared/testbed/NOTES.md).  The machine name carries the
+	# inside (see ../shared/testbed/NOTES.md).  CAP_NET_ADMIN acts on the
+	# node's own network namespace only: interfaces and iptables rules as a
+	# cluster leaves them (flannel.1, cni0, KUBE-* chains) are made and
+	# removed inside the node, as on a real machine.  The machine name carries the
 	# testbed id so that two testbeds' node-1 never meet in /run/systemd.
 	exec env SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 \
 		systemd-nspawn --quiet --boot --register=no --keep-unit \
 		--link-journal=no --resolv-conf=off --timezone=off --console=read-only \
 		--machine="pvtb$TESTBED_ID-$NODE_NAME" --hostname="$NODE_NAME" \
 		-D "$ND/root" --network-namespace-path="/run/netns/$NODE_NETNS" \
-		--system-call-filter=@keyring
+		--capability=CAP_NET_ADMIN --system-call-filter=@keyring
 }
 
 # After start_node on an nspawn node: find the container's PID 1 (the

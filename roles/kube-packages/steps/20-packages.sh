@@ -84,7 +84,7 @@ apply)
 		set -- "$@" "$p=$c"
 	done
 	echo "installing $*"
-	apt_get install -y --allow-downgrades --allow-change-held-packages \
+	pv_installing apt_get install -y --allow-downgrades --allow-change-held-packages \
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@"
 	# shellcheck disable=SC2086 # package names are single words
 	apt-mark hold $PACKAGES

@@ -41,7 +41,7 @@ apply)
 		set -- "$@" "$(package_of "$c")"
 	done
 	echo "installing $*"
-	if ! pv_apt_get update || ! pv_apt_get install -y "$@"; then
+	if ! pv_apt_get update || ! pv_installing pv_apt_get install -y "$@"; then
 		pv_hint "install $* on $PROVISION_NODE (apt-get install $*): the node's apt sources must reach its distribution's mirror, or set cluster.http_proxy"
 		exit 1
 	fi

@@ -25,7 +25,7 @@ apply)
 		pv_hint "apt-get update failed: fix the node's apt sources (or set cluster.http_proxy), then run provision again"
 		exit 1
 	fi
-	if ! apt_get install -y nfs-common; then
+	if ! pv_installing apt_get install -y nfs-common; then
 		pv_hint "apt-get install nfs-common failed: see the lines above (is dpkg interrupted? run dpkg --configure -a on the node)"
 		exit 1
 	fi

@@ -93,6 +93,7 @@ apply)
 		fi
 		echo "systemctl mask $u"
 		systemctl mask "$u"
+		pv_note masked "$u"
 	done
 	if zram_generator_active; then
 		printf '%s\n' "# No [zramN] section: zram-generator creates no zram swap device." \

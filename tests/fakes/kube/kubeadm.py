@@ -1387,6 +1387,220 @@ def cmd_reset(argv):
     return 0
 
 
+# ---------------------------------------------------------------- upgrade
+# kubeadm upgrade plan / apply / node, as the kubernetes.io pages "kubeadm
+# upgrade" and "Upgrading kubeadm clusters" describe them and kubeadm's
+# phases/upgrade and upgrade/policy.go word them:
+#   - the version policy (EnforceVersionPolicies): the target must not be
+#     newer than kubeadm itself ("Upgrade kubeadm first"), may be at most
+#     one minor above the cluster ("kubeadm can upgrade only 1 minor version
+#     at a time"), and not below it ("Downgrades are not supported yet",
+#     skippable with --force); violations print the FATAL block and exit 1;
+#   - apply asks "[upgrade/confirm] Are you sure ...? [y/N]" unless -y;
+#     it backs the static pod manifests up under
+#     /etc/kubernetes/tmp/kubeadm-backup-manifests-DATE/, writes them with
+#     the new image tags, waits (up to 5 min) for the API server to report
+#     the new version, then stores the new kubernetesVersion in the
+#     kubeadm-config ConfigMap and the kubelet configuration, updates the
+#     kube-proxy DaemonSet's image, and prints the SUCCESS line;
+#   - node: on a control plane node the same for its manifests; on a
+#     worker "Skipping phase. Not a control plane node." and
+#     /var/lib/kubelet/config.yaml rewritten from the kubelet-config
+#     ConfigMap (the old one kept under /etc/kubernetes/tmp), read with the
+#     node's kubelet.conf credentials;
+#   - the files and packages are not touched otherwise: kubeadm never
+#     upgrades the kubelet (its package and restart are the admin's).
+# Not copied: certificate renewal, etcd upgrades, the image pre-pull, the
+# available-versions lookup on dl.k8s.io (plan lists this kubeadm's version).
+
+CP_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def vtuple(v):
+    return tuple(int(x) for x in v.lstrip("v").split("."))
+
+
+def cluster_version(c):
+    try:
+        cm = c.get(R("configmaps").path("kube-system", "kubeadm-config"))
+    except (APIError, ConnError) as e:
+        raise Fail("[upgrade/config] FATAL: failed to get config map: %s" % e) from e
+    cc = yaml_load(cm["data"]["ClusterConfiguration"]) or {}
+    return cm, cc, cc.get("kubernetesVersion", "v0.0.0")
+
+
+def version_policy(target, current, force):
+    errs, skippable = [], []
+    t, cur, kv = vtuple(target), vtuple(current), vtuple(FAKE_VERSION)
+    if t > kv:
+        errs.append('Specified version to upgrade to "%s" is higher than the kubeadm version "v%s". Upgrade kubeadm first '
+                    "using the tool you used to install kubeadm" % (target, FAKE_VERSION))
+    if t[1] > cur[1] + 1:
+        errs.append('Specified version to upgrade to "%s" is too high; kubeadm can upgrade only 1 minor version at a time'
+                    % target)
+    if t < cur:
+        skippable.append('Specified version to upgrade to "%s" is equal to or lower than the cluster version "%s". '
+                         "Downgrades are not supported yet" % (target, current))
+    if errs or (skippable and not force):
+        lines = ["[upgrade/version] FATAL: the --version argument is invalid due to these %s errors:" %
+                 ("fatal" if errs else "errors that can be skipped with --force"), ""]
+        lines += ["\t- " + e for e in errs + skippable]
+        lines += ["", "Please fix the misalignments highlighted above and try upgrading again"]
+        raise Fail("\n".join(lines))
+    for w in skippable:
+        warn("[upgrade/version] Found %d potential version compatibility errors but skipping since the --force flag is set: "
+             "\n\n\t- %s" % (len(skippable), w))
+
+
+def upgrade_manifests(target, c):
+    stamp = time.strftime("%Y-%m-%d-%H-%M-%S")
+    backup = "%s/tmp/kubeadm-backup-manifests-%s" % (K8S, stamp)
+    os.makedirs(backup, exist_ok=True)
+    out("[upgrade/staticpods] Writing new Static Pod manifests to \"%s/tmp/kubeadm-upgraded-manifests\"" % K8S)
+    for comp in CP_COMPONENTS:
+        path = "%s/%s.yaml" % (MANIFESTS, comp)
+        text = read_file(path, None)
+        if text is None:
+            raise Fail("[upgrade/staticpods] FATAL: couldn't read the static pod manifest %s" % path)
+        shutil.copy2(path, backup + "/" + comp + ".yaml")
+        new = re.sub(r"(image: \S*/%s):v[0-9.]+" % re.escape(comp), r"\1:" + target, text)
+        out("[upgrade/staticpods] Preparing for \"%s\" upgrade" % comp)
+        out('[upgrade/staticpods] Moved new manifest to "%s" and backed up old manifest to "%s/%s.yaml"'
+            % (path, backup, comp))
+        write_file(path, new, 0o600)
+    out("[upgrade/staticpods] Waiting for the kubelet to restart the component")
+    out("[upgrade/staticpods] This can take up to 5m0s")
+    t0 = now()
+    while True:
+        try:
+            if c.get("/version").get("gitVersion") == target:
+                break
+        except (APIError, ConnError):
+            pass
+        if now() - t0 > 300:
+            raise Fail("[upgrade/apply] FATAL: couldn't upgrade control plane. kubeadm has tried to recover everything into "
+                       "the earlier state. Errors faced: timed out waiting for the condition")
+        time.sleep(1)
+    for comp in CP_COMPONENTS:
+        out('[apiclient] Found 1 Pods for label selector component=%s' % comp)
+        out('[upgrade/staticpods] Component "%s" upgraded successfully!' % comp)
+
+
+def kubelet_config_from_cluster(c, backup_dir):
+    cm = c.get(R("configmaps").path("kube-system", "kubelet-config"))
+    path = KUBELET_DIR + "/config.yaml"
+    if os.path.exists(path):
+        os.makedirs(backup_dir, exist_ok=True)
+        shutil.copy2(path, backup_dir + "/config.yaml")
+        out("[upgrade] Backing up kubelet config file to %s/config.yaml" % backup_dir)
+    out('[kubelet-start] Writing kubelet configuration to file "%s"' % path)
+    write_file(path, cm["data"]["kubelet"], 0o644)
+
+
+def cmd_upgrade(argv):
+    if not argv or argv[0] not in ("plan", "apply", "node"):
+        raise Fail('unknown command "%s" for "kubeadm upgrade"' % (argv[0] if argv else ""))
+    sub, rest = argv[0], argv[1:]
+    flags, pos = parse_args(rest, {"yes": "bool", "y": "bool", "force": "bool", "kubeconfig": "str", "v": "str",
+                                   "dry-run": "bool", "certificate-renewal": "bool", "etcd-upgrade": "bool",
+                                   "ignore-preflight-errors": "list", "config": "str"})
+    if sub == "node":
+        return upgrade_node(flags)
+    c = api_admin(flags.get("kubeconfig") or K8S + "/admin.conf")
+    out("[preflight] Running pre-flight checks.")
+    out("[upgrade/config] Reading configuration from the cluster...")
+    out("[upgrade/config] FYI: You can look at this config file with 'kubectl -n kube-system get cm kubeadm-config -o yaml'")
+    cm, cc, current = cluster_version(c)
+    if sub == "plan":
+        target = pos[0] if pos else "v" + FAKE_VERSION
+        if not target.startswith("v"):
+            target = "v" + target
+        out("[upgrade] Running cluster health checks")
+        out("[upgrade] Fetching available versions to upgrade to")
+        out("[upgrade/versions] Cluster version: %s" % current)
+        out("[upgrade/versions] kubeadm version: v%s" % FAKE_VERSION)
+        out("[upgrade/versions] Target version: %s" % target)
+        version_policy(target, current, flags.get("force"))
+        out("")
+        out("Components that must be upgraded manually after you have upgraded the control plane with 'kubeadm upgrade apply':")
+        out("COMPONENT   NODE   CURRENT   TARGET")
+        for n in c.get(R("nodes").path())["items"]:
+            out("kubelet     %s   %s   %s" % (n["metadata"]["name"],
+                                              ((n.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", ""), target))
+        out("")
+        out("Upgrade to the latest stable version:")
+        out("")
+        out("COMPONENT                 NODE   CURRENT   TARGET")
+        for comp in CP_COMPONENTS:
+            out("%-25s %s   %s   %s" % (comp, socket.gethostname(), current, target))
+        out("")
+        out("You can now apply the upgrade by executing the following command:")
+        out("")
+        out("\tkubeadm upgrade apply %s" % target)
+        out("")
+        return 0
+    if not pos:
+        raise Fail("[upgrade/version] FATAL: missing version argument")
+    target = pos[0] if pos[0].startswith("v") else "v" + pos[0]
+    if not version_ok(target):
+        raise Fail('[upgrade/version] FATAL: unable to parse version "%s"' % target)
+    out("[upgrade] Running cluster health checks")
+    out("[upgrade/version] You have chosen to change the cluster version to \"%s\"" % target)
+    out("[upgrade/versions] Cluster version: %s" % current)
+    out("[upgrade/versions] kubeadm version: v%s" % FAKE_VERSION)
+    version_policy(target, current, flags.get("force"))
+    if not (flags.get("yes") or flags.get("y")):
+        sys.stdout.write("[upgrade/confirm] Are you sure you want to proceed with the upgrade? [y/N]: ")
+        sys.stdout.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            raise Fail("won't proceed; the user didn't answer (Y|y) in order to continue")
+    out("[upgrade/apply] Upgrading your Static Pod-hosted control plane to version \"%s\" (timeout: 5m0s)..." % target)
+    upgrade_manifests(target, c)
+    cc["kubernetesVersion"] = target
+    cm["data"]["ClusterConfiguration"] = yaml_dump(cc)
+    out('[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace')
+    c.put(R("configmaps").path("kube-system", "kubeadm-config"), cm)
+    out('[kubelet] Creating a ConfigMap "kubelet-config" in namespace kube-system with the configuration for the kubelets in the cluster')
+    kubelet_config_from_cluster(c, "%s/tmp/kubeadm-kubelet-config-%s" % (K8S, time.strftime("%Y-%m-%d-%H-%M-%S")))
+    try:
+        ds = c.get(R("daemonsets").path("kube-system", "kube-proxy"))
+        for ctr in ds["spec"]["template"]["spec"]["containers"]:
+            ctr["image"] = re.sub(r":v[0-9.]+$", ":" + target, ctr["image"])
+        c.put(R("daemonsets").path("kube-system", "kube-proxy"), ds)
+        out("[addons] Applied essential addon: kube-proxy")
+    except (APIError, ConnError) as e:
+        raise Fail("[upgrade/postupgrade] FATAL post-upgrade error: unable to update the kube-proxy DaemonSet: %s" % e) from e
+    out("")
+    out('[upgrade/successful] SUCCESS! Your cluster was upgraded to "%s". Enjoy!' % target)
+    out("")
+    out("[upgrade/kubelet] Now that your control plane is upgraded, please proceed with upgrading your kubelets if you "
+        "haven't already done so.")
+    return 0
+
+
+def upgrade_node(flags):
+    out("[upgrade] Reading configuration from the cluster...")
+    out("[upgrade] FYI: You can look at this config file with 'kubectl -n kube-system get cm kubeadm-config -o yaml'")
+    cp = os.path.exists(MANIFESTS + "/kube-apiserver.yaml")
+    kubeconfig = K8S + ("/admin.conf" if cp else "/kubelet.conf")
+    if not os.path.exists(kubeconfig):
+        raise Fail("couldn't create a Kubernetes client from file \"%s\": failed to load admin kubeconfig: open %s: "
+                   "no such file or directory" % (kubeconfig, kubeconfig))
+    c = api_admin(kubeconfig)
+    _, _, target = cluster_version(c)
+    out("[preflight] Running pre-flight checks")
+    if cp:
+        out("[upgrade] Upgrading your Static Pod-hosted control plane instance to version \"%s\"..." % target)
+        upgrade_manifests(target, c)
+    else:
+        out("[preflight] Skipping prepull. Not a control plane node.")
+        out("[upgrade] Skipping phase. Not a control plane node.")
+    kubelet_config_from_cluster(c, "%s/tmp/kubeadm-kubelet-config-%s" % (K8S, time.strftime("%Y-%m-%d-%H-%M-%S")))
+    out("[upgrade] The configuration for this node was successfully updated!")
+    out("[upgrade] Now you should go ahead and upgrade the kubelet package using your package manager.")
+    return 0
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -1412,11 +1626,12 @@ def cmd_version(argv):
 
 def main():
     argv = sys.argv[1:]
-    cmds = {"init": cmd_init, "join": cmd_join, "token": cmd_token, "reset": cmd_reset, "version": cmd_version}
+    cmds = {"init": cmd_init, "join": cmd_join, "token": cmd_token, "reset": cmd_reset, "version": cmd_version,
+            "upgrade": cmd_upgrade}
     if not argv or argv[0] in ("-h", "--help", "help"):
         out("kubeadm: easily bootstrap a secure Kubernetes cluster")
         out("")
-        out("Usage:\n  kubeadm [command]\n\nAvailable Commands:\n  init  join  reset  token  version")
+        out("Usage:\n  kubeadm [command]\n\nAvailable Commands:\n  init  join  reset  token  upgrade  version")
         return 0
     if argv[0] not in cmds:
         sys.stderr.write('unknown command "%s" for "kubeadm"\nTo see the stack trace of this error execute with --v=5 or higher\n' % argv[0])

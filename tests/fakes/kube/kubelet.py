@@ -75,6 +75,74 @@ import http.server
 import signal
 import threading
 
+
+# ---------------------------------------------------------------- the node's network, as the real components leave it
+# What `kubeadm reset` says it does not clean (kubernetes.io, "kubeadm
+# reset"): interfaces, iptables rules, CNI state.  The fakes make them as
+# the real ones do, so that provision reset has them to remove:
+#   - flanneld (vxlan backend, flannel v0.25 pkg/backend/vxlan and
+#     pkg/trafficmngr/iptables): the VXLAN device flannel.1 (VNI 1, UDP
+#     8472, on the chosen interface, the subnet's .0/32 address), chains
+#     FLANNEL-POSTRTG in nat (jumped to from POSTROUTING, comment "flanneld
+#     masq") and FLANNEL-FWD in filter (from FORWARD, "flanneld forward");
+#   - the bridge CNI plugin that Flannel's CNI config delegates to: the
+#     bridge cni0 with the subnet's gateway .1, and host-local IPAM's
+#     allocation files /var/lib/cni/networks/cbr0/IP;
+#   - kube-proxy (iptables mode): chains KUBE-SERVICES, KUBE-POSTROUTING,
+#     KUBE-FORWARD, KUBE-NODEPORTS... jumped to from the built-in chains
+#     with kube-proxy's comments (pkg/proxy/iptables/proxier.go).
+# Failures are ignored (a node without iptables simply has no rules).
+
+
+def _ip(*args):
+    return subprocess.run(["ip"] + list(args), capture_output=True, text=True, check=False)
+
+
+def _ipt(*args):
+    return subprocess.run(["iptables", "-w", "5"] + list(args), capture_output=True, text=True, check=False)
+
+
+def _chain_with_jump(table, chain, parent, comment, position=1):
+    _ipt("-t", table, "-N", chain)  # "Chain already exists." the second time
+    rule = ["-m", "comment", "--comment", comment, "-j", chain]
+    if _ipt("-t", table, "-C", parent, *rule).returncode != 0:
+        _ipt("-t", table, "-I", parent, str(position), *rule)
+
+
+def act_flannel_network(chosen, first, network):
+    if _ip("link", "show", "dev", "flannel.1").returncode != 0:
+        _ip("link", "add", "flannel.1", "type", "vxlan", "id", "1", "local", chosen[1], "dev", chosen[0],
+            "dstport", "8472", "nolearning")
+        _ip("link", "set", "flannel.1", "mtu", "1450")
+        _ip("addr", "add", first.rsplit(".", 1)[0] + ".0/32", "dev", "flannel.1")
+        _ip("link", "set", "flannel.1", "up")
+    _chain_with_jump("nat", "FLANNEL-POSTRTG", "POSTROUTING", "flanneld masq")
+    _chain_with_jump("filter", "FLANNEL-FWD", "FORWARD", "flanneld forward")
+    if _ipt("-t", "filter", "-C", "FLANNEL-FWD", "-s", network, "-j", "ACCEPT").returncode != 0:
+        _ipt("-t", "filter", "-A", "FLANNEL-FWD", "-s", network, "-m", "comment", "--comment", "flanneld forward",
+             "-j", "ACCEPT")
+
+
+def act_cni_bridge(gateway_cidr, ip, key):
+    if _ip("link", "show", "dev", "cni0").returncode != 0:
+        _ip("link", "add", "cni0", "type", "bridge")
+        _ip("addr", "add", gateway_cidr, "dev", "cni0")
+        _ip("link", "set", "cni0", "up")
+    write_file("/var/lib/cni/networks/cbr0/" + ip, "%s\neth0" % key, 0o644)
+    write_file("/var/lib/cni/networks/cbr0/last_reserved_ip.0", ip, 0o644)
+
+
+def act_kube_proxy_rules():
+    _chain_with_jump("filter", "KUBE-FIREWALL", "INPUT", "kubernetes firewall for dropping marked packets")
+    _chain_with_jump("filter", "KUBE-SERVICES", "OUTPUT", "kubernetes service portals")
+    _chain_with_jump("filter", "KUBE-FORWARD", "FORWARD", "kubernetes forwarding rules")
+    _chain_with_jump("nat", "KUBE-SERVICES", "PREROUTING", "kubernetes service portals")
+    _chain_with_jump("nat", "KUBE-POSTROUTING", "POSTROUTING", "kubernetes postrouting rules")
+    _ipt("-t", "nat", "-N", "KUBE-NODEPORTS")
+    if _ipt("-t", "nat", "-C", "KUBE-SERVICES", "-j", "KUBE-NODEPORTS").returncode != 0:
+        _ipt("-t", "nat", "-A", "KUBE-SERVICES", "-m", "comment", "--comment",
+             "kubernetes service nodeports; NOTE: this must be the last rule in this chain", "-j", "KUBE-NODEPORTS")
+
 CONFIG_DEFAULT = "/var/lib/kubelet/config.yaml"
 STATE = "/run/fake-kubelet/state.json"
 IMAGES = "/usr/lib/fake-kubernetes/images"
@@ -354,6 +422,8 @@ class Kubelet:
         if base == "flannel/flannel" and cmd and cmd[0].endswith("flanneld"):
             self.act_flanneld(cmd[1:], pod, mounts, log)
             return
+        if base == "kube-proxy":
+            act_kube_proxy_rules()
         act = IMAGE_ACTS.get(base)
         if act is not None:
             tick = act(self, pod, c, cmd, env, mounts, log)
@@ -479,6 +549,7 @@ class Kubelet:
         except (APIError, ConnError) as e:
             fail("failed to set the node's flannel annotations: %s" % e)
         self.container_log(log, "I%s main.go] Wrote subnet file to /run/flannel/subnet.env" % time.strftime("%m%d %H:%M:%S"))
+        act_flannel_network(chosen, first, network)
         self.container_log(log, "I%s main.go] Running backend." % time.strftime("%m%d %H:%M:%S"))
 
     @staticmethod
@@ -666,6 +737,7 @@ class Kubelet:
         for n in range(2, 254):
             ip = "%s.%d" % (base, n)
             if ip not in used:
+                act_cni_bridge(base + ".1/" + cidr.split("/")[1], ip, key)
                 return ip
         return None
 

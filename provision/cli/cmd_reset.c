@@ -1,0 +1,176 @@
+/*
+ * provision reset: take nodes out of Kubernetes and undo what provision did
+ * on them, then prove it.  The work is three role phases (roles/reset-cluster,
+ * reset-prep, reset-verify) run by the same engine as up, so the TUI, the
+ * logs and the run record are the same; this file adds the confirmation,
+ * a new SSH session per node afterwards (still reachable) and the per-node
+ * report of what was removed and what was verified.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../plan.h"
+#include "../role.h"
+#include "../runner.h"
+#include "../transport.h"
+#include "../util.h"
+#include "cmd.h"
+#include "common.h"
+
+static bool keep_prep;
+static struct cli_plan_args args = {.cmd_name = "reset", .forks = 64, .output = "text"};
+
+static const struct opt reset_options[] = {
+    OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
+    OPT_STRING('l', "limit", &args.limit, "NODES",
+	       "only these nodes: names, ranges (b-[2-4]) and roles (@worker)"),
+    OPT_BOOL(
+	0, "keep-prep", &keep_prep,
+	"keep node preparation (swap off, kernel, containerd, packages): only leave Kubernetes"),
+    OPT_BOOL('y', "yes", &args.yes, "do not ask (required when not on a terminal)"),
+    OPT_INT('f', "forks", &args.forks, "N", 1, 4096, "at most N nodes at once (default 64)"),
+    CLI_RUN_VIEW_OPTIONS(args),
+    OPT_END,
+};
+
+/* A new SSH session to the node and `true` run there: it is still reachable. */
+static bool reachable(const struct node *n, const char *passphrase, struct error *err)
+{
+	struct runner_opts ro = {.identity_passphrase = passphrase};
+	struct transport_target target;
+	struct transport_exec ex = {.command = "true", .timeout_ms = 30000};
+	struct transport_result r = {0};
+	struct transport *t = NULL;
+	bool ok;
+
+	ro.passphrase_identity = n->ssh.identity;
+	runner_target_from_node(&target, n, &ro);
+	if (transport_ssh_ops.connect(&t, &target, err) < 0)
+		return false;
+	ok = transport_ssh_ops.exec(t, &ex, &r, err) == 0 && r.exit_status == 0;
+	if (!ok && !err->msg[0])
+		error_set(err, -1, "'true' exited with status %d", r.exit_status);
+	transport_ssh_ops.close(t);
+	return ok;
+}
+
+/* "10-kubeadm" -> "kubeadm" */
+static const char *step_label(const char *step)
+{
+	const char *dash = strchr(step, '-');
+	return dash ? dash + 1 : step;
+}
+
+int cli_reset_report(const char *cmd_name, const struct cli_plan_done *d, bool *clean_out)
+{
+	struct strbuf out = STRBUF_INIT;
+	size_t i, k, w = 4;
+	int ret = d->ret;
+	bool cp_clean = false;
+
+	for (i = 0; i < d->nr; i++)
+		if (strlen(d->nodes[i]->name) > w)
+			w = strlen(d->nodes[i]->name);
+	strbuf_addf(&out, "\n%s: per node\n", cmd_name);
+	for (i = 0; i < d->nr; i++) {
+		const struct plan_node *pn = &d->res->nodes[i];
+		struct strbuf removed = STRBUF_INIT;
+		struct error err = {0};
+		int verified = -1; /* -1: not reached */
+		bool ssh;
+
+		for (k = 0; k < pn->nr_steps; k++) {
+			const struct plan_step_result *s = &pn->steps[k];
+			if (s->is_file)
+				continue;
+			if (!strcmp(s->role->name, "reset-verify")) {
+				verified = s->result == STEP_UNCHANGED;
+				continue;
+			}
+			if (s->result == STEP_CHANGED)
+				strbuf_addf(&removed, "%s%s%s", removed.len ? ", " : "",
+					    !strcmp(s->role->name, "reset-prep") ? "prep " : "",
+					    step_label(s->step));
+		}
+		ssh = reachable(d->nodes[i], d->identity_passphrase, &err);
+		strbuf_addf(&out, "%-*s  removed: %s\n", (int)w, d->nodes[i]->name,
+			    removed.len ? removed.buf : "nothing (it was clean)");
+		strbuf_addf(&out, "%-*s  verified: %s; %s\n", (int)w, "",
+			    verified == 1
+				? "clean (ports, processes, folders, interfaces, chains, kubelet)"
+			    : verified == 0 ? "NOT clean (see the reset-verify lines above)"
+					    : "not reached (the node failed earlier)",
+			    ssh ? "reachable over SSH (a new session)" : "NOT reachable over SSH");
+		if (!ssh)
+			strbuf_addf(&out, "%-*s  %s\n", (int)w, "", err.msg);
+		if (verified != 1 || !ssh) {
+			if (ret == EXIT_OK)
+				ret = EXIT_NODE_FAILED;
+		} else if (d->nodes[i]->roles & NODE_ROLE_CONTROL_PLANE) {
+			cp_clean = true;
+		}
+		strbuf_release(&removed);
+	}
+	(void)write_all(STDOUT_FILENO, out.buf, out.len);
+	strbuf_release(&out);
+	if (clean_out)
+		*clean_out = cp_clean;
+	return ret;
+}
+
+static int reset_after(const struct cli_plan_args *a, const struct cli_plan_done *d)
+{
+	bool cp_clean = false;
+	int ret = cli_reset_report(a->cmd_name, d, &cp_clean);
+
+	/* The cluster is gone with its control plane: so is this machine's admin.conf. */
+	if (cp_clean) {
+		char *p = xasprintf("%s/private/admin.conf", d->state_dir);
+		if (!unlink(p))
+			printf("removed %s (the cluster it opened is gone)\n", p);
+		free(p);
+	}
+	return ret;
+}
+
+static int reset_exec(int nr_pos, char **pos)
+{
+	(void)nr_pos;
+	(void)pos;
+	args.phase_bits = 1u << role_phase_index("reset") | 1u << role_phase_index("reset-verify");
+	if (!keep_prep)
+		args.phase_bits |= 1u << role_phase_index("reset-prep");
+	args.skip_preflight = true;
+	args.confirm = keep_prep ? "reset: kubeadm reset; CNI config and state, cni0/flannel.1, "
+				   "kube iptables chains and kubeconfigs removed; kubelet "
+				   "stopped and disabled; node preparation kept,"
+				 : "reset: kubeadm reset; CNI config and state, cni0/flannel.1, "
+				   "kube iptables chains and kubeconfigs removed; kubelet "
+				   "stopped and disabled; files provision changed restored, "
+				   "packages it installed purged,";
+	args.after = reset_after;
+	return cli_plan_run(&args);
+}
+
+const struct cmd cmd_reset = {
+    .name = "reset",
+    .summary = "undo up on nodes (kubeadm reset and what it leaves), then verify them clean",
+    .usage = "-i FILE [-l NODES] [--keep-prep] [--yes] [--no-tui] [-o json]",
+    .description = "On each selected node: kubeadm reset, then what it leaves: the CNI\n"
+		   "configuration and state, the cni0 and flannel.1 interfaces, the KUBE-*,\n"
+		   "FLANNEL-* and CNI-* iptables chains (no table is flushed), the kubeconfigs\n"
+		   "provision wrote; the kubelet stopped and disabled.  Then, unless --keep-prep,\n"
+		   "what node preparation did: every file provision replaced restored from its\n"
+		   "backup, every file it created removed, swap units unmasked, the packages it\n"
+		   "installed purged.  Nodes where only part of up ran are fine.  Then each node\n"
+		   "is verified (ports 6443/10250 free, no Kubernetes process, folders and\n"
+		   "interfaces gone) and reached with a new SSH session; the report says per\n"
+		   "node what was removed and what was verified.  Asks first on a terminal;\n"
+		   "otherwise --yes is required.",
+    .options = reset_options,
+    .exec = reset_exec,
+    .min_pos = 0,
+    .max_pos = 0,
+};

@@ -1,0 +1,357 @@
+/*
+ * provision upgrade: the cluster to the inventory's kubernetes_version, one
+ * minor at a time, as kubeadm's upgrade guide has it.  Before anything
+ * changes, the control plane is asked for the version it runs and every
+ * node's kubelet version: a target that goes down or skips a minor is
+ * refused (exit 2, the inventory's file:line:col).  Then one run for the
+ * control plane (roles/upgrade-control-plane), and one run per batch of
+ * workers (--parallel N, default 1: roles/upgrade-drain on the control
+ * plane, upgrade-worker on the batch, upgrade-uncordon on the control
+ * plane); the first run that fails stops the upgrade, and the workers not
+ * reached are not touched.  Each run is recorded; the steps print the
+ * versions before and after, so the records hold them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../inventory.h"
+#include "../role.h"
+#include "../runner.h"
+#include "../transport.h"
+#include "../util.h"
+#include "cmd.h"
+#include "common.h"
+
+static int parallel = 1, drain_timeout = 300;
+static struct cli_plan_args args = {.cmd_name = "upgrade", .forks = 64, .output = "text"};
+static char *env_nodes, *env_timeout;
+static const char *env[3];
+static const struct node **batch;
+static size_t nr_batch;
+
+static const struct opt upgrade_options[] = {
+	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
+	OPT_INT(0, "parallel", &parallel, "N", 1, 4096,
+		"upgrade N workers at a time (default 1: one after the other)"),
+	OPT_INT(0, "drain-timeout", &drain_timeout, "SECONDS", 1, 86400,
+		"give up draining a node after this long (default 300)"),
+	CLI_RUN_VIEW_OPTIONS(args),
+	OPT_END,
+};
+
+struct capture {
+	struct strbuf out;
+};
+
+static void capture_line(void *ctx, enum transport_stream stream, const char *line, size_t len)
+{
+	struct capture *c = ctx;
+	if (stream == TRANSPORT_STDOUT) {
+		strbuf_add(&c->out, line, len);
+		strbuf_addch(&c->out, '\n');
+	}
+}
+
+/*
+ * On the control plane: the version its API server reports, then one line
+ * "NAME VERSION" per node (its kubelet).  0, or -1 with the reason in err.
+ */
+static int cluster_versions(const struct inventory *inv, const struct node *cp, const char *password,
+			    const char *passphrase, struct strbuf *out, struct error *err)
+{
+	struct runner_opts ro = {.use_sudo = true, .sudo_password = password,
+				 .identity_passphrase = passphrase};
+	struct transport_target target;
+	struct capture c = {STRBUF_INIT};
+	struct transport_exec ex = {
+		.command = "kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s "
+			   "get --raw /version | sed -n 's/.*\"gitVersion\": *\"v\\([^\"]*\\)\".*/\\1/p' "
+			   "| head -n 1 && kubectl --kubeconfig=/etc/kubernetes/admin.conf "
+			   "--request-timeout=30s get nodes -o 'jsonpath={range .items[*]}"
+			   "{.metadata.name} {.status.nodeInfo.kubeletVersion}{\"\\n\"}{end}'",
+		.timeout_ms = 60000,
+		.on_line = capture_line,
+		.ctx = &c,
+	};
+	struct transport_result r = {0};
+	struct transport *t = NULL;
+	int rc;
+
+	ro.passphrase_identity = inv->ssh.identity;
+	runner_target_from_node(&target, cp, &ro);
+	if (transport_ssh_ops.connect(&t, &target, err) < 0) {
+		strbuf_release(&c.out);
+		return -1;
+	}
+	rc = transport_ssh_ops.exec(t, &ex, &r, err);
+	transport_ssh_ops.close(t);
+	if (rc == 0 && (r.exit_status != 0 || !c.out.len || c.out.buf[0] == '\n'))
+		rc = error_set(err, -1, "the control plane does not answer kubectl (exit %d): is the "
+					"cluster up? ('provision check')", r.exit_status);
+	if (rc == 0)
+		strbuf_add(out, c.out.buf, c.out.len);
+	strbuf_release(&c.out);
+	return rc < 0 ? -1 : 0;
+}
+
+static int parse_version(const char *s, long v[3])
+{
+	char *end;
+	int i;
+
+	if (*s == 'v')
+		s++;
+	for (i = 0; i < 3; i++) {
+		v[i] = strtol(s, &end, 10);
+		if (end == s || (i < 2 && *end != '.'))
+			return -1;
+		s = end + 1;
+	}
+	return 0;
+}
+
+static int cmp_version(const long a[3], const long b[3])
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+/* The kubelet version the control plane reported for NAME, or NULL. */
+static const char *node_version(const char *lines, const char *name, char *buf, size_t size)
+{
+	const char *p = strchr(lines, '\n');
+
+	for (p = p ? p + 1 : ""; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p), n = strlen(name);
+		if (len > n && !strncmp(p, name, n) && p[n] == ' ') {
+			snprintf(buf, size, "%.*s", (int)(len - n - 1), p + n + 1);
+			return buf;
+		}
+		p += len + (nl ? 1 : 0);
+	}
+	return NULL;
+}
+
+static int select_cp(const struct cli_plan_args *a, const struct inventory *inv,
+		     const struct node ***nodes, size_t *nr)
+{
+	(void)a;
+	free(*nodes);
+	*nodes = xcalloc(1, sizeof(**nodes));
+	(*nodes)[0] = inventory_control_plane(inv);
+	*nr = 1;
+	return 0;
+}
+
+static int select_batch(const struct cli_plan_args *a, const struct inventory *inv,
+			const struct node ***nodes, size_t *nr)
+{
+	size_t i;
+
+	(void)a;
+	free(*nodes);
+	*nodes = xcalloc(nr_batch + 1, sizeof(**nodes));
+	(*nodes)[0] = inventory_control_plane(inv);
+	for (i = 0; i < nr_batch; i++)
+		(*nodes)[i + 1] = batch[i];
+	*nr = nr_batch + 1;
+	return 0;
+}
+
+static void print_versions(const char *when, const char *lines)
+{
+	const char *nl = strchr(lines, '\n');
+	const char *p;
+
+	printf("upgrade: versions %s: control plane v%.*s; kubelets:", when,
+	       (int)(nl ? (size_t)(nl - lines) : strlen(lines)), lines);
+	for (p = nl ? nl + 1 : ""; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len)
+			printf(" %.*s", (int)len, p);
+		p += len + (e ? 1 : 0);
+		if (*p)
+			putchar(',');
+	}
+	putchar('\n');
+	fflush(stdout);
+}
+
+static int upgrade_exec(int nr_pos, char **pos)
+{
+	struct inventory *inv = NULL;
+	const struct node *cp;
+	struct strbuf before = STRBUF_INIT, after = STRBUF_INIT;
+	struct error err = {0};
+	char *password = NULL, *passphrase = NULL, cur[64];
+	const struct node **todo = NULL;
+	size_t nr_todo = 0, i;
+	long want[3], have[3];
+	int ret;
+
+	(void)nr_pos;
+	(void)pos;
+	ret = cli_load_inventory("upgrade", args.inventory, &inv);
+	if (ret)
+		return ret;
+	cp = inventory_control_plane(inv);
+	if (!cp) {
+		fprintf(stderr, "provision upgrade: the inventory has no control plane\n");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	password = cli_sudo_password(args.ask_sudo, inv->ssh.sudo_password_file);
+	/* Asked once: the runs below find it where cli_sudo_password() looks first. */
+	if (password && args.ask_sudo)
+		setenv("PROVISION_SUDO_PASSWORD", password, 1);
+	passphrase = cli_key_passphrase(inv);
+	if (cluster_versions(inv, cp, password, passphrase, &before, &err) < 0) {
+		fprintf(stderr, "provision upgrade: %s: %s; nothing was changed\n", cp->name, err.msg);
+		if (err.hint[0])
+			fprintf(stderr, "  hint: %s\n", err.hint);
+		ret = EXIT_NODE_FAILED;
+		goto out;
+	}
+	snprintf(cur, sizeof(cur), "%.*s", (int)strcspn(before.buf, "\n"), before.buf);
+	if (parse_version(inv->cluster.kubernetes_version, want) < 0 ||
+	    parse_version(cur, have) < 0) {
+		fprintf(stderr, "provision upgrade: cannot compare '%s' with the cluster's '%s'\n",
+			inv->cluster.kubernetes_version, cur);
+		ret = EXIT_NODE_FAILED;
+		goto out;
+	}
+	print_versions("before", before.buf);
+	if (cmp_version(want, have) < 0) {
+		fprintf(stderr,
+			"%s:%u:%u: error: kubernetes_version %s is older than the cluster's %s: "
+			"provision does not downgrade; nothing was changed\n"
+			"  hint: kubeadm supports no downgrade; set kubernetes_version back to %s (or "
+			"newer), or rebuild the cluster (provision reset, then up)\n",
+			args.inventory, inv->cluster.kubernetes_version_pos.line,
+			inv->cluster.kubernetes_version_pos.col, inv->cluster.kubernetes_version, cur,
+			cur);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (want[1] > have[1] + 1) {
+		fprintf(stderr,
+			"%s:%u:%u: error: kubernetes_version %s skips %ld.%ld: the cluster runs %s and "
+			"kubeadm upgrades one minor version at a time; nothing was changed\n"
+			"  hint: set kubernetes_version to the latest %ld.%ld.z, run provision upgrade, "
+			"then set %s and run it again\n",
+			args.inventory, inv->cluster.kubernetes_version_pos.line,
+			inv->cluster.kubernetes_version_pos.col, inv->cluster.kubernetes_version,
+			have[0], have[1] + 1, cur, have[0], have[1] + 1,
+			inv->cluster.kubernetes_version);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	/* The workers whose kubelet is not at the target yet, in inventory order. */
+	todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
+	for (i = 0; i < inv->nr_nodes; i++) {
+		char buf[64];
+		const char *v;
+		const struct node *n = &inv->nodes[i];
+		if (n == cp || !(n->roles & NODE_ROLE_WORKER))
+			continue;
+		v = node_version(before.buf, n->name, buf, sizeof(buf));
+		if (!v) {
+			printf("upgrade: %s is not in the cluster: skipped (provision add-node joins it)\n",
+			       n->name);
+			continue;
+		}
+		if (strcmp(v + (*v == 'v'), inv->cluster.kubernetes_version))
+			todo[nr_todo++] = n;
+	}
+
+	env_timeout = xasprintf("PROVISION_DRAIN_TIMEOUT=%d", drain_timeout);
+	env[0] = env_timeout;
+	env[1] = NULL;
+	args.env = env;
+	args.skip_preflight = true;
+	args.phase_bits = 1u << role_phase_index("upgrade");
+	args.select = select_cp;
+	printf("upgrade: the control plane %s to %s\n", cp->name, inv->cluster.kubernetes_version);
+	fflush(stdout);
+	ret = cli_plan_run(&args);
+	if (ret) {
+		printf("upgrade: stopped: the control plane did not upgrade; no worker was touched\n");
+		goto out;
+	}
+	args.phase_bits = 1u << role_phase_index("upgrade-workers");
+	args.select = select_batch;
+	for (i = 0; i < nr_todo; i += nr_batch) {
+		struct strbuf names = STRBUF_INIT;
+		size_t k;
+		batch = todo + i;
+		nr_batch = nr_todo - i < (size_t)parallel ? nr_todo - i : (size_t)parallel;
+		for (k = 0; k < nr_batch; k++)
+			strbuf_addf(&names, "%s%s", k ? " " : "", batch[k]->name);
+		free(env_nodes);
+		env_nodes = xasprintf("PROVISION_UPGRADE_NODES=%s", names.buf);
+		env[1] = env_nodes;
+		env[2] = NULL;
+		printf("\nupgrade: worker%s %s (%zu of %zu)\n", nr_batch == 1 ? "" : "s", names.buf,
+		       i + nr_batch, nr_todo);
+		fflush(stdout);
+		ret = cli_plan_run(&args);
+		if (ret) {
+			printf("upgrade: stopped at %s; ", names.buf);
+			if (i + nr_batch < nr_todo) {
+				printf("not touched:");
+				for (k = i + nr_batch; k < nr_todo; k++)
+					printf(" %s", todo[k]->name);
+				printf("\n");
+			} else {
+				printf("no other worker was left\n");
+			}
+			strbuf_release(&names);
+			goto out;
+		}
+		strbuf_release(&names);
+	}
+	if (cluster_versions(inv, cp, password, passphrase, &after, &err) == 0)
+		print_versions("after", after.buf);
+	printf("upgrade %s: done: the control plane and %zu worker%s upgraded to %s\n",
+	       inv->cluster.name, nr_todo, nr_todo == 1 ? "" : "s", inv->cluster.kubernetes_version);
+	ret = EXIT_OK;
+out:
+	free(todo);
+	free(env_timeout);
+	free(env_nodes);
+	env_timeout = env_nodes = NULL;
+	cli_free_secret(password);
+	cli_free_secret(passphrase);
+	strbuf_release(&before);
+	strbuf_release(&after);
+	inventory_free(inv);
+	return ret;
+}
+
+const struct cmd cmd_upgrade = {
+	.name = "upgrade",
+	.summary = "upgrade the cluster to the inventory's kubernetes_version, one node at a time",
+	.usage = "-i FILE [--parallel N] [--drain-timeout SECONDS] [--no-tui] [-o json]",
+	.description =
+		"After cluster.kubernetes_version was raised in the inventory: refuse a\n"
+		"version that goes down or skips a minor (exit 2, nothing changed); then the\n"
+		"control plane (kubeadm at the new version, kubeadm upgrade plan and upgrade\n"
+		"apply, the node drained, kubelet and kubectl upgraded and held, kubelet\n"
+		"restarted, uncordoned), then the workers one at a time (--parallel N for\n"
+		"more): drained, kubeadm, kubeadm upgrade node, kubelet and kubectl upgraded\n"
+		"and held, kubelet restarted, Ready with the new version, uncordoned.  The\n"
+		"first node that fails stops the upgrade; the workers after it are not\n"
+		"touched.  Every step is recorded with the versions before and after.",
+	.options = upgrade_options,
+	.exec = upgrade_exec,
+	.min_pos = 0,
+	.max_pos = 0,
+};
