@@ -166,6 +166,15 @@ static const char *condition(json_t *node, const char *type, const char **messag
 	return NULL;
 }
 
+/*
+ * Nodes that are Kubernetes Nodes: the control plane and the workers.  A
+ * node that only serves NFS (lab B's b-1) never joins the cluster.
+ */
+static bool in_cluster(const struct node *n)
+{
+	return n->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER);
+}
+
 int validate_kube_nodes(struct validation *v, const char *json, size_t len,
 			const struct node *const *nodes, size_t nr, struct error *err)
 {
@@ -179,6 +188,9 @@ int validate_kube_nodes(struct validation *v, const char *json, size_t len,
 		json_t *found = NULL;
 		const char *status, *msg = NULL;
 		char obs[512];
+
+		if (!in_cluster(nodes[i]))
+			continue;
 
 		json_array_foreach(items, k, item)
 		{
@@ -256,6 +268,8 @@ int validate_kube_pods(struct validation *v, const char *json, size_t len,
 				 "run 'provision up --phases cni'");
 	for (i = 0; i < nr; i++) {
 		const char *state = "no Flannel pod";
+		if (!in_cluster(nodes[i]))
+			continue;
 		json_array_foreach(items, k, pod)
 		{
 			const char *ns = str_at(pod, "metadata", "namespace");

@@ -48,7 +48,8 @@ void validate_facts(struct validation *v, const struct node *const *nodes,
 		    const struct facts *const *facts, size_t nr, unsigned phases_ran);
 
 /*
- * `kubectl get nodes -o json`: every inventory node is a Ready Node.
+ * `kubectl get nodes -o json`: every inventory node that is a control plane
+ * or a worker is a Ready Node (an NFS server alone is no Node).
  * Returns 0, or -1 with err set when the text is not a NodeList.
  */
 int validate_kube_nodes(struct validation *v, const char *json, size_t len,
@@ -56,7 +57,7 @@ int validate_kube_nodes(struct validation *v, const char *json, size_t len,
 
 /*
  * `kubectl get pods -A -o json`: CoreDNS Running, and a Running Flannel pod
- * on every inventory node.  Returns 0, or -1 with err set on bad input.
+ * on every inventory node that is a control plane or a worker.  Returns 0, or -1 with err set on bad input.
  */
 int validate_kube_pods(struct validation *v, const char *json, size_t len,
 		       const struct node *const *nodes, size_t nr, struct error *err);

@@ -1,17 +1,33 @@
 #!/bin/sh
-# tests/demo.sh: provision on a local testbed, as a lab admin would use it.
-# Starts test nodes on a private bridge (tests/testbed/testbed.sh: one
-# systemd-nspawn node as the control plane, three network-namespace nodes as
-# workers, each with its own OpenSSH sshd), shows what `up` would change
-# (`plan`), runs `up` (the live TUI on a terminal, plain lines otherwise),
-# runs it again (nothing changes), validates with `check`, and removes the
-# nodes.  Run as root; `make demo` builds first.
+# tests/demo.sh: provision on a local testbed that mirrors seed lab B
+# (REFERENCE.md §1), as a lab admin would use it.  `make demo` builds first;
+# run as root on Debian 12.
+#
+#   lab B       here     role                     GPU (tests/fakes/nvidia)
+#   b-0         node-1   control plane            -
+#   b-1         node-2   NFS server               -
+#   b-2         node-3   worker                   GeForce GTX 1080 Ti
+#   b-3         node-4   worker                   GeForce RTX 2080 Ti
+#   b-4         node-5   worker                   GeForce RTX 3070
+#   (new)       node-6   worker, added later      GeForce RTX 4080
+#
+# Each node is a systemd-nspawn container with its own address on a private
+# bridge (198.18.0.0/15) and its own OpenSSH sshd (tests/testbed).  There is
+# no GPU and no Kubernetes on this machine: nvidia-smi, kubeadm, kubelet,
+# kubectl, helm and the charts are the stand-ins of tests/fakes, installed
+# by provision's own roles from a local apt repository and artifact server
+# exactly as the real ones would be; the hub is Debian's real jupyterhub.
+#
+# Shown: `provision inventory`, `provision up` through every phase (the live
+# view on a terminal, plain lines otherwise), `provision check` (every
+# validation, the hub's /hub/health over HTTP included), the hub's profiles
+# generated from the cluster's capacity, a second `up` that changes nothing,
+# `provision add-node` of the RTX 4080 worker (only it and the control plane
+# are touched; its profile appears), then the nodes are removed.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PROVISION=${PROVISION:-$top/build/provision}
-TESTBED=$top/tests/testbed/testbed.sh
-dir=${PROVISION_DEMO_DIR:-$(mktemp -d /tmp/provision-demo.XXXXXX)}
-trap '"$TESTBED" down "$dir/tb" >/dev/null 2>&1; rm -rf "$dir"' EXIT INT TERM
+K8S=1.30.4
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -19,23 +35,87 @@ if [ "$(id -u)" != 0 ]; then
 	echo "demo: run as root (the test nodes need network namespaces)" >&2
 	exit 2
 fi
-step "test nodes: 1 control plane (systemd-nspawn) + 3 workers, own sshd each"
-"$TESTBED" up "$dir/tb" --nspawn 1 --chroot 3
-inv=$dir/tb/inventory.yaml
+
+# The test harness gives the scratch folder (tests/.work/demo.PID) and the
+# cleanup at exit (test_at_exit: the testbed goes down however this ends)
+# that the testbed helpers of the cluster tests use.
+# shellcheck source=tests/lib.sh
+. "$top/tests/lib.sh"
+# shellcheck source=tests/fakes/cluster-testbed.sh
+. "$top/tests/fakes/cluster-testbed.sh"
+
+step "test nodes: lab B on this machine (6 systemd-nspawn nodes, own sshd each)"
+if ! cluster_testbed 6 "$K8S"; then
+	echo "demo: $CLUSTER_SKIP" >&2
+	exit 1
+fi
+for spec in node-3:gtx1080ti node-4:rtx2080ti node-5:rtx3070 node-6:rtx4080; do
+	"$top/tests/fakes/nvidia/gpu-node.sh" "$TB" "${spec%:*}" "${spec#*:}" --packages >/dev/null
+done
+addr() { awk -v n="$1" '$1 == n { print $2 }' "$TB/nodes.txt"; }
+inv=$TEST_DIR/lab-b.yaml
+sed -n '/^jupyterhub:/q;p' "$INV" >"$inv"
+cat >>"$inv" <<EOF
+storage:
+  nfs:
+    server: node-2
+    path: /nfs
+jupyterhub:
+  node_port: 30080
+  image: quay.io/jupyter/pytorch-notebook:cuda12-python-3.11
+  storage: 10Gi
+  admin_users: [lab-admin]
+  auth:
+    type: native
+nodes:
+  - name: node-1
+    address: $(addr node-1)
+    roles: [control-plane]
+  - name: node-2
+    address: $(addr node-2)
+    roles: [nfs-server]
+EOF
+for n in node-3 node-4 node-5; do
+	printf '  - name: %s\n    address: %s\n    roles: [worker]\n    gpus: 1\n' "$n" "$(addr "$n")" >>"$inv"
+done
 "$PROVISION" inventory -i "$inv"
+run_opts="--state $TEST_DIR/state --roles $ROLES"
 
-step "provision plan: what up would change (node preparation)"
-"$PROVISION" plan -i "$inv" --phases prep | tail -n 30
+step "provision up: every phase on the five nodes of lab B"
+# shellcheck disable=SC2086 # the options are words
+"$PROVISION" up -i "$inv" $run_opts
 
-step "provision up --phases prep"
-"$PROVISION" up -i "$inv" --phases prep
+step "provision check: every validation"
+"$PROVISION" check -i "$inv" --state "$TEST_DIR/state"
+
+step "the hub's profiles, generated from what the cluster reports"
+"$PROVISION" run -i "$inv" -l node-1 -- "sed -n '/profileList:/,\$p' /etc/provision/jupyterhub/values.yaml | grep -E 'display_name|description|cpu_|mem_|gpu'"
+echo "JupyterHub: http://$(addr node-1):30080/ (users sign up, lab-admin approves them)"
 
 step "provision up again: nothing changes"
-"$PROVISION" up -i "$inv" --phases prep --no-tui | tail -n 6
+# shellcheck disable=SC2086 # the options are words
+"$PROVISION" up -i "$inv" $run_opts --no-tui | tail -n 8
 
-step "provision run: an ad-hoc command, grouped"
-"$PROVISION" run -i "$inv" --group -- 'grep -c SystemdCgroup /etc/containerd/config.toml'
+step "provision add-node node-6: a fourth GPU worker, an RTX 4080 (the cluster has none yet)"
+cat >>"$inv" <<EOF
+  - name: node-6
+    address: $(addr node-6)
+    roles: [worker]
+    gpus: 1
+EOF
+sessions() { for n in node-2 node-3 node-4 node-5; do grep -c 'Accepted publickey' "$TB/nodes/$n/sshd.log"; done | paste -sd ' ' -; }
+before=$(sessions)
+# shellcheck disable=SC2086 # the options are words
+"$PROVISION" add-node -i "$inv" $run_opts node-6
+after=$(sessions)
+if [ "$before" = "$after" ]; then
+	echo "node-2..node-5: no SSH session during add-node (sshd logs: $before accepted logins before and after)"
+else
+	echo "demo: node-2..node-5 were contacted during add-node (sshd logins $before -> $after)" >&2
+	exit 1
+fi
 
-step "provision check: node-level validations (no Kubernetes on these nodes yet)"
-"$PROVISION" check -i "$inv" --no-tui || true
+step "the hub's profiles now"
+"$PROVISION" run -i "$inv" -l node-1 -- "grep display_name /etc/provision/jupyterhub/values.yaml"
+
 step "done: the test nodes are removed"

@@ -41,15 +41,17 @@ static const struct check *find(const struct validation *v, const char *id, size
 
 static void test_nodes(void **state)
 {
-	struct node n[4] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
-			    mk("b-3", NODE_ROLE_WORKER), mk("b-4", NODE_ROLE_WORKER)};
-	const struct node *nodes[4] = {&n[0], &n[1], &n[2], &n[3]};
+	/* b-1 serves NFS only (lab B): no Node, no check. */
+	struct node n[5] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
+			    mk("b-3", NODE_ROLE_WORKER), mk("b-4", NODE_ROLE_WORKER),
+			    mk("b-1", NODE_ROLE_NFS_SERVER)};
+	const struct node *nodes[5] = {&n[0], &n[1], &n[2], &n[3], &n[4]};
 	struct validation v = {0};
 	struct error err = {0};
 	size_t len;
 	char *json = load("nodes-one-notready.json", &len);
 
-	assert_int_equal(validate_kube_nodes(&v, json, len, nodes, 4, &err), 0);
+	assert_int_equal(validate_kube_nodes(&v, json, len, nodes, 5, &err), 0);
 	assert_int_equal(v.nr, 4);
 	assert_int_equal(find(&v, "node-ready", 0)->status, CHECK_PASS);
 	assert_int_equal(find(&v, "node-ready", 1)->status, CHECK_PASS);
@@ -65,15 +67,17 @@ static void test_nodes(void **state)
 
 static void test_pods(void **state)
 {
-	struct node n[3] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
-			    mk("b-3", NODE_ROLE_WORKER)};
-	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
+	struct node n[4] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
+			    mk("b-3", NODE_ROLE_WORKER), mk("b-1", NODE_ROLE_NFS_SERVER)};
+	const struct node *nodes[4] = {&n[0], &n[1], &n[2], &n[3]};
 	struct validation v = {0};
 	struct error err = {0};
-	size_t len;
+	size_t len, i;
 	char *json = load("pods-flannel-partial.json", &len);
 
-	assert_int_equal(validate_kube_pods(&v, json, len, nodes, 3, &err), 0);
+	assert_int_equal(validate_kube_pods(&v, json, len, nodes, 4, &err), 0);
+	for (i = 0; i < v.nr; i++)
+		assert_true(v.items[i].node != 3); /* the NFS-only node has no Flannel pod to check */
 	assert_int_equal(find(&v, "coredns", CHECK_CLUSTER)->status, CHECK_FAIL);
 	assert_string_equal(find(&v, "coredns", CHECK_CLUSTER)->observed, "1 of 2 Running");
 	assert_int_equal(find(&v, "flannel", 0)->status, CHECK_PASS);
