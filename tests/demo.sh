@@ -119,3 +119,12 @@ step "the hub's profiles now"
 "$PROVISION" run -i "$inv" -l node-1 -- "grep display_name /etc/provision/jupyterhub/values.yaml"
 
 step "done: the test nodes are removed"
+"$TESTBED" down "$TB"
+# testbed.sh detaches the nodes' mounts lazily: wait (at most 30 s) until
+# none is left under the scratch folder, which the harness then removes.
+i=0
+while grep -q " $TEST_DIR/" /proc/mounts && [ "$i" -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+echo "testbed down: $(grep -c " $TEST_DIR/" /proc/mounts || true) mounts left"
