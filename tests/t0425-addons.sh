@@ -15,7 +15,9 @@
 # NAMESPACE-CLAIM-VOLUME on the export and archived when deleted.  Then: a
 # second up changes nothing, nor does one limited to the control plane
 # (the GPU nodes' recorded facts keep the values); with node-4's driver not loaded, plan shows
-# the values turning to driver.enabled true; no token, certificate key or
+# the values turning to driver.enabled true, and `up --phases addons` (node-4
+# fails its own preflight, the others go on) lets the operator's driver
+# container load it; no token, certificate key or
 # CA key in any file the runs wrote or the nodes logged.
 #
 # Helm and the charts are the stand-ins of tests/fakes (kube-debs/build.sh:
@@ -27,7 +29,7 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="gpu-nodes up validation helm values gpu-state storage own-claim second-up limit driver-facts no-secrets"
+CASES="gpu-nodes up validation helm values gpu-state storage own-claim second-up limit driver-facts driver-container no-secrets"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -226,7 +228,24 @@ test_case "facts decide: with node-4's driver not loaded, plan shows driver.enab
 	$PROVISION plan -i $INV --state $STATE --roles $ROLES --phases addons --no-tui -v >plan.out 2>&1 || true
 	expect_grep '+  enabled: true\$' plan.out
 	expect_grep '+#   node-4: 1x NVIDIA PCI device 0x2484, host driver not working\$' plan.out
-	'$GPU_NODE' '$TB' node-4 rtx3070 --packages >gpu-node.out 2>&1 || { cat gpu-node.out; false; }
+"
+
+test_case "up --phases addons then: node-4 fails its preflight alone; driver.enabled true, the operator's driver container loads node-4's driver; check passes" "
+	expect_status 1 $UP --phases addons >up4.out 2>&1
+	expect_grep '^\\[node-4\\] preflight: error: nvidia-smi fails (exit 9)' up4.out
+	expect_grep '\\[node-1\\] gpu-operator › 10-release … changed' up4.out
+	for n in node-1 node-2 node-3; do expect_grep \"^\$n  *done \" up4.out; done
+	tb node-1 cat /etc/provision/helm/gpu-operator.values.yaml >gpu4.values
+	sed -n '/^driver:/,/^[a-z]/p' gpu4.values >driver4.part
+	expect_grep '^  enabled: true\$' driver4.part
+	kc -n gpu-operator get daemonset nvidia-driver-daemonset -o 'jsonpath={.status.numberReady}' >ready
+	expect_eq 3 \"\$(cat ready)\" 'driver pods ready'
+	expect_eq 'driver loaded' \"\$(tb node-4 grep '^driver ' /etc/provision-fake-gpu)\" 'node-4 driver state'
+	expect_eq 'NVIDIA GeForce RTX 3070' \"\$(tb node-4 nvidia-smi --query-gpu=name --format=csv,noheader)\"
+	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -n gpu-operator -o json >r4.json
+	expect_grep '\"revision\":\"2\"' r4.json
+	$PROVISION check -i $INV --state $STATE >check4.out 2>&1 || { tail -n 40 check4.out; false; }
+	expect_grep '^gpu-operator-validated  *node-4  *pass ' check4.out
 "
 
 test_case "no token, certificate key or CA private key in any file the runs wrote or the nodes logged" "

@@ -13,7 +13,7 @@
 #     no operator reconciling), which its operands select;
 #   driver (nvidia-driver-ctr, driver.enabled=true): loads the driver on a
 #     node whose driver is not loaded (the fake nvidia-smi's state file,
-#     /etc/provision-fake-gpu, first line "driver loaded") and writes
+#     /etc/provision-fake-gpu, its line "driver loaded") and writes
 #     /run/nvidia/validations/.driver-ctr-ready; on a node whose host
 #     driver already works it loads nothing and runs (the operator marks
 #     such nodes nvidia.com/gpu.deploy.driver=pre-installed and leaves
@@ -105,9 +105,11 @@ def act_driver(kubelet, pod, c, argv, env, mounts, log):
         return None
     prof = "/etc/provision-fake-gpu"
     lines = read_file(prof, "").split("\n")
-    if lines and lines[0].startswith("driver "):
-        lines[0] = "driver loaded"
-        write_file(prof, "\n".join(lines))
+    for i, ln in enumerate(lines):
+        if ln.startswith("driver "):
+            lines[i] = "driver loaded"
+            write_file(prof, "\n".join(lines))
+            break
     write_file(os.path.join(d, ".driver-ctr-ready"), "")
     kubelet.container_log(log, "Done, now waiting for signal")
 
