@@ -8,16 +8,34 @@
 set -eu
 FILE=/etc/modules-load.d/provision-k8s.conf
 
+# The module names of $FILE, one per line (comments and blanks dropped), read
+# by the shell itself: the check runs on every node on every run.
 modules() {
-	sed -e 's/[#;].*//' -e 's/[[:space:]]//g' "$FILE" | grep -v '^$' || true
+	while IFS= read -r line || [ -n "$line" ]; do
+		line=${line%%[#;]*}
+		set -f
+		# shellcheck disable=SC2086 # split on blanks, dropped as sed 's/[[:space:]]//g' would
+		set -- $line
+		set +f
+		m=
+		for w; do m=$m$w; done
+		[ -z "$m" ] || echo "$m"
+	done <"$FILE"
 }
 
-# A module is there when sysfs lists it or the running kernel has it built in.
 present() {
-	name=$(printf '%s' "$1" | tr - _)
+	name=$1 dashed=$1
+	while :; do # the kernel's name uses "_" where the file may say "-"
+		case $name in
+		*-*) name=${name%%-*}_${name#*-} ;;
+		*) break ;;
+		esac
+	done
 	[ -d "/sys/module/$name" ] && return 0
-	builtin=/lib/modules/$(uname -r)/modules.builtin
-	[ -r "$builtin" ] && grep -Eq "/($1|$name)\.ko(\.[a-z]+)?\$" "$builtin"
+	release=
+	read -r release </proc/sys/kernel/osrelease || release=$(uname -r)
+	builtin=/lib/modules/$release/modules.builtin
+	[ -r "$builtin" ] && grep -Eq "/($dashed|$name)\.ko(\.[a-z]+)?\$" "$builtin"
 }
 
 case ${1:-} in
