@@ -107,7 +107,7 @@ term() {
 }
 
 test_case "up of node-1 and node-2 in the terminal view: exit 0" "
-	rc=\$(term up 1200 up -i $TWO --state $STATE --roles $SRC_ROOT/roles) &&
+	rc=\$(term up 1200 up -i $TWO --state $STATE --roles $ROLES) &&
 	sed 's/^/| /' up.screen &&
 	expect_eq 0 \"\$rc\" 'exit status' &&
 	expect_grep '^node-1  done ' up.screen &&
@@ -115,7 +115,7 @@ test_case "up of node-1 and node-2 in the terminal view: exit 0" "
 "
 
 test_case "add-node node-3 in the terminal view: exit 0, node-3 joined" "
-	rc=\$(term add 1200 add-node -i $FULL --state $STATE --roles $SRC_ROOT/roles node-3) &&
+	rc=\$(term add 1200 add-node -i $FULL --state $STATE --roles $ROLES node-3) &&
 	sed 's/^/| /' add.screen &&
 	expect_eq 0 \"\$rc\" 'exit status' &&
 	expect_grep '^node-3  done ' add.screen &&
