@@ -348,7 +348,8 @@ static size_t scrub_flags(struct strbuf *sb)
 			if (end - at < 4 || !strncmp(sb->buf + at, SECRETS_MASK, end - at) ||
 			    (end - at < sizeof(mask) && !strncmp(sb->buf + at, mask, end - at)) ||
 			    sb->buf[at] == '$' || sb->buf[at] == '-') {
-				from = end;
+				/* From the word's start: a flag inside it still counts. */
+				from = at;
 				continue;
 			}
 			strbuf_add(&out, sb->buf, at);

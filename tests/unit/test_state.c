@@ -304,6 +304,8 @@ static void test_scrub(void **unused)
 		     "a--certificate-key v--token -----token use/sh\n", 0);
 	expect_scrub("x --certificate-key abcd--token -----token use/sh\n",
 		     "x --certificate-key [removed by provision] -----token use/sh\n", 1);
+	/* A word that is not a value (here a flag) is searched too (fuzz_scrub). */
+	expect_scrub("a: --token -----+--token abcdefgh\n", "a: --token -----+--token [removed by provision]\n", 1);
 	/* Scrubbing what was scrubbed changes nothing (a bundle scrubs records
 	 * that were scrubbed on their way in; found by tests/fuzz/fuzz_scrub). */
 	expect_scrub("kubeadm join 10.0.0.1:6443 --token [removed by provision] \\\n"
