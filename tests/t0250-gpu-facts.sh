@@ -111,6 +111,19 @@ test_case "the nvidia role's driver check on node-5 fails with the module hint (
 	expect_grep '^1 GPU(s)\$' nv2.out
 "
 
+test_case "kubeadm-join 50-labels hands every GPU of a node with two models (lab A's a-2) for provision.dev/gpus" "
+	'$GPU_NODE' '$TB' node-1 rtx4080-a2
+	export PROVISION_GPUS=2; expect_status 0 '$SRC_ROOT/tests/roles/steps.sh' step '$TB' node-1 kubeadm-join 50-labels check >j1.out 2>&1
+	cat j1.out
+	expect_grep '^::set node_gpus_node_1=node-1 NVIDIA GeForce RTX 4080:16376,NVIDIA A2:15356\$' j1.out
+	expect_grep '^::set node_labels_node_1=node-1 node-role.kubernetes.io/worker= provision.dev/gpu-count=2 provision.dev/gpu-model=NVIDIA-GeForce-RTX-4080\$' j1.out
+	export PROVISION_GPUS=1; expect_status 0 '$SRC_ROOT/tests/roles/steps.sh' step '$TB' node-4 kubeadm-join 50-labels check >j4.out 2>&1
+	expect_grep '^::set node_gpus_node_4=node-4 NVIDIA GeForce RTX 3070:8192\$' j4.out
+	# A node whose driver does not answer hands none (the annotation goes).
+	export PROVISION_GPUS=1; expect_status 0 '$SRC_ROOT/tests/roles/steps.sh' step '$TB' node-5 kubeadm-join 50-labels check >j5.out 2>&1
+	expect_grep '^::set node_gpus_node_5=node-5 \$' j5.out
+"
+
 test_case "provision run -- nvidia-smi --query-gpu=name,memory.total prints the recorded lines" "
 	expect_status 0 timeout 60 '$PROVISION' run -i '$INV' -l node-2,node-3,node-4 -- nvidia-smi --query-gpu=name,memory.total --format=csv,noheader >run.out
 	cat run.out

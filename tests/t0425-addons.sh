@@ -151,6 +151,13 @@ test_case "GPU nodes: feature discovery labels, allocatable nvidia.com/gpu from 
 		    assert nodes[n]['status']['capacity'].get('nvidia.com/gpu') == '1', n
 		n1 = nodes['node-1']
 		assert 'nvidia.com/gpu' not in n1['status']['allocatable'] and 'nvidia.com/gpu.product' not in n1['metadata']['labels'], n1
+		# Every GPU as nvidia-smi lists it (roles/node-labels), for the hub's profiles.
+		gpus = {'node-2': 'NVIDIA GeForce GTX 1080 Ti:11264', 'node-3': 'NVIDIA GeForce RTX 2080 Ti:11264',
+		        'node-4': 'NVIDIA GeForce RTX 3070:8192'}
+		for n, v in gpus.items():
+		    a = nodes[n]['metadata'].get('annotations') or {}
+		    assert a.get('provision.dev/gpus') == v, (n, a)
+		assert 'provision.dev/gpus' not in (n1['metadata'].get('annotations') or {}), n1['metadata']
 		pods = json.load(open(sys.argv[2]))['items']
 		val = {p['spec']['nodeName']: p for p in pods if p['metadata']['labels'].get('app') == 'nvidia-operator-validator'}
 		assert sorted(val) == ['node-2', 'node-3', 'node-4'], sorted(val)

@@ -11,6 +11,10 @@
 #       nvidia-smi names it, blanks as "-" (NVIDIA-GeForce-RTX-3070), the way
 #       NVIDIA's GPU feature discovery writes nvidia.com/gpu.product; absent
 #       without GPUs ("-" at the end of a key in the list removes it)
+# and the annotation provision.dev/gpus=MODEL:MIB,MODEL:MIB (every GPU as
+# nvidia-smi lists it, handed as ::set node_gpus_NODE): GPU feature
+# discovery labels a node with one product only, so a node with two models
+# (lab A's RTX 4080 + A2) needs it for the hub's profiles (provision/profiles.c).
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -35,12 +39,22 @@ labels() {
 	echo "$@"
 }
 
+# "MODEL:MIB,MODEL:MIB" of the node's GPUs; empty without GPUs or a driver.
+gpus() {
+	[ "${PROVISION_GPUS:-0}" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1 || return 0
+	nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null |
+		sed -n 's/^\(.*[^ ]\), *\([0-9][0-9]*\)$/\1:\2/p' | paste -sd , - || :
+}
+
 case ${1:-} in
 check)
 	l=$(labels)
+	g=$(gpus)
 	name=$(printf '%s' "$PROVISION_NODE" | tr -c 'A-Za-z0-9_' '_')
 	printf '::set node_labels_%s=%s %s\n' "$name" "$PROVISION_NODE" "$l"
+	printf '::set node_gpus_%s=%s %s\n' "$name" "$PROVISION_NODE" "$g"
 	echo "labels for $PROVISION_NODE: $l"
+	echo "GPUs of $PROVISION_NODE: ${g:-none}"
 	;;
 apply)
 	;;

@@ -1,6 +1,8 @@
 # node-labels 10-labels: every node of this run carries the labels of
 # provision's keys it should (roles/node-labels/role.yaml lists them), and a
-# control plane that is also a worker has no control-plane NoSchedule taint.
+# control plane that is also a worker has no control-plane NoSchedule taint,
+# and every GPU node carries the annotation provision.dev/gpus (its GPUs as
+# "MODEL:MIB,MODEL:MIB", for the hub's profiles; see roles/node-labels/role.yaml).
 #
 # What each node should carry: the workers handed it (PROVISION_SET_
 # node_labels_NODE = "NODE KEY=VALUE ... KEY-"), the control plane works out
@@ -79,6 +81,36 @@ plan() {
 	done
 }
 
+# "NODE MODEL:MIB,..." per node: the provision.dev/gpus annotation it should
+# carry (empty: none), handed by the workers (::set node_gpus_NODE), the
+# control plane's own worked out here.
+own_gpus() {
+	g=
+	if [ "${PROVISION_GPUS:-0}" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
+		g=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null |
+			sed -n 's/^\(.*[^ ]\), *\([0-9][0-9]*\)$/\1:\2/p' | paste -sd , -) || g=
+	fi
+	echo "$PROVISION_NODE $g"
+}
+
+desired_gpus() {
+	handed=$(env | sed -n 's/^PROVISION_SET_node_gpus_[A-Za-z0-9_]*=//p')
+	printf '%s\n' "$handed" | grep . || true
+	printf '%s\n' "$handed" | awk -v n="$PROVISION_NODE" '$1 == n { f = 1 } END { exit !f }' || own_gpus
+}
+
+# "NODE VALUE" per node whose annotation differs (VALUE empty: remove it).
+plan_gpus() {
+	desired_gpus | while read -r node want; do
+		cur=$($KC get node "$node" -o 'jsonpath={.metadata.annotations}' 2>/dev/null) || continue
+		if [ -n "$want" ]; then
+			printf '%s' "$cur" | grep -qF "\"provision.dev/gpus\":\"$want\"" || echo "$node $want"
+		else
+			! printf '%s' "$cur" | grep -qF '"provision.dev/gpus":' || echo "$node"
+		fi
+	done
+}
+
 tainted() {
 	is_worker || return 1
 	$KC get node "$PROVISION_NODE" -o 'jsonpath={.spec.taints[*].key}' | tr ' ' '\n' | grep -qxF "$TAINT"
@@ -103,6 +135,11 @@ check)
 		printf '%s\n' "$p" | sed 's/^\([^ ]*\) /\1: /'
 		rc=1
 	fi
+	g=$(plan_gpus)
+	if [ -n "$g" ]; then
+		printf '%s\n' "$g" | sed 's/^\([^ ]*\) *\(.*\)/\1: provision.dev\/gpus=\2/'
+		rc=1
+	fi
 	if tainted; then
 		echo "$PROVISION_NODE is a worker too but has the $TAINT:NoSchedule taint"
 		rc=1
@@ -114,6 +151,13 @@ apply)
 	plan | while read -r node c; do
 		# shellcheck disable=SC2086 # one change a word
 		$KC label node "$node" $c --overwrite
+	done
+	plan_gpus | while read -r node want; do
+		if [ -n "$want" ]; then
+			$KC annotate node "$node" "provision.dev/gpus=$want" --overwrite
+		else
+			$KC annotate node "$node" provision.dev/gpus-
+		fi
 	done
 	if tainted; then
 		$KC taint node "$PROVISION_NODE" "$TAINT:NoSchedule-"
