@@ -33,7 +33,7 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="up values health second-up add-node add-node-profile no-secrets"
+CASES="up values health second-up add-node add-node-profile no-secrets remove-node"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -281,6 +281,23 @@ test_case "no token, certificate key, hub secret or password in any file the run
 	expect_grep '^./collected/node-1.pods.log\$' files
 	found=\$(cd '$TEST_DIR' && tr '\\n' '\\0' <'$TEST_DIR/files' | xargs -0 grep -l -F -f '$TEST_DIR/secrets.list' || true)
 	expect_eq '' \"\$found\" 'files holding a secret'
+"
+
+test_case "remove-node node-4, the only RTX 4080: the profile goes, the others stay, node-2 and node-3 Ready" "
+	$PROVISION remove-node -i $HUB_INV4 --state $STATE --roles $ROLES --no-tui --yes node-4 >rm.out 2>&1 || { tail -n 60 rm.out; false; }
+	expect_no_grep '^node-[23] ' rm.out
+	kc get nodes -o name >nodes.left
+	expect_no_grep 'node/node-4' nodes.left
+	for n in node-2 node-3; do
+		expect_eq True \"\$(kc get node \$n -o 'jsonpath={.status.conditions[?(@.type==\"Ready\")].status}')\" \"\$n Ready\"
+	done
+	tb node-1 cat /etc/provision/jupyterhub/values.yaml >values3.yaml
+	profiles values3.yaml >profiles3
+	cat profiles3
+	expect_no_grep 4080 profiles3
+	cmp profiles3 profiles1
+	fits values3.yaml
+	python3 -c 'import sys, urllib.request as u; r = u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=10); assert r.status == 200' 'http://$(addr node-1):$PORT/hub/health'
 "
 
 test_done

@@ -1,7 +1,8 @@
 # gpu-operator 20-validated: every GPU node (facts) has allocatable
 # nvidia.com/gpu and a running nvidia-operator-validator pod, whose init
 # containers (driver, toolkit, cuda and plugin validation) completed.
-# `apply` waits for that, at most TIMEOUT=600 s (the driver container and
+# Nodes being removed (PROVISION_REMOVE_NODES, set by remove-node) are left
+# out.  `apply` waits for that, at most TIMEOUT=600 s (the driver container and
 # CUDA images are large), then names what is missing on which node.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -13,6 +14,9 @@ report() {
 	pods=$($KC -n gpu-operator get pods -l app=nvidia-operator-validator -o 'jsonpath={range .items[*]}{.spec.nodeName}{"|"}{.status.phase}{"|"}{.status.initContainerStatuses[*].state.terminated.reason}{"|"}{.status.initContainerStatuses[*].state.waiting.reason}{"\n"}{end}') || return 2
 	bad=0
 	for n in $PROVISION_GPU_NODES; do
+		# Nodes that `provision remove-node` is taking out of the cluster
+		# (its profile-regeneration run) have no device plugin to wait for.
+		case " ${PROVISION_REMOVE_NODES:-} " in *" $n "*) continue ;; esac
 		g=$(printf '%s\n' "$alloc" | awk -F '|' -v n="$n" '$1 == n { print $2 }')
 		if [ -z "$g" ] || [ "$g" = 0 ]; then
 			echo "$n: no allocatable nvidia.com/gpu (device plugin not registered)"
