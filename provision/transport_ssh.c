@@ -1346,15 +1346,9 @@ static char *dup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
-static int ssh_connect_fn(struct transport **out, const struct transport_target *target,
-			  struct error *err)
+/* Where and as whom: the fields of a target both connect() and the host key probe need. */
+static void set_target(struct transport *t, const struct transport_target *target)
 {
-	struct transport *t = xcalloc(1, sizeof(*t));
-	uint64_t start = now_us();
-	int fd = -1, rc, status = -1;
-
-	*out = NULL;
-	transport_global_init();
 	t->host = xstrdup(target->host);
 	t->port = target->port > 0 ? target->port : 22;
 	t->name = xstrdup(target->name ? target->name : target->host);
@@ -1364,10 +1358,22 @@ static int ssh_connect_fn(struct transport **out, const struct transport_target 
 	t->identity = target->identity ? expand_home(target->identity) : NULL;
 	t->passphrase = dup_or_null(target->identity_passphrase);
 	t->host_keys = target->host_keys;
-	t->priv = transport_priv_for(target);
-	t->sudo_password = dup_or_null(target->sudo_password);
 	t->timeout_ms = target->connect_timeout_ms > 0 ? target->connect_timeout_ms
 						       : DEFAULT_CONNECT_TIMEOUT_MS;
+}
+
+static int ssh_connect_fn(struct transport **out, const struct transport_target *target,
+			  struct error *err)
+{
+	struct transport *t = xcalloc(1, sizeof(*t));
+	uint64_t start = now_us();
+	int fd = -1, rc, status = -1;
+
+	*out = NULL;
+	transport_global_init();
+	set_target(t, target);
+	t->priv = transport_priv_for(target);
+	t->sudo_password = dup_or_null(target->sudo_password);
 	t->keepalive_s = target->keepalive_s;
 	t->nodelay_off = target->tcp_nodelay_off;
 	t->tcp_fd = -1;
@@ -1455,17 +1461,7 @@ int transport_host_key_scan(const struct transport_target *target, struct transp
 
 	memset(out, 0, sizeof(*out));
 	transport_global_init();
-	t->host = xstrdup(target->host);
-	t->port = target->port > 0 ? target->port : 22;
-	t->name = xstrdup(target->name ? target->name : target->host);
-	t->user = dup_or_null(target->user);
-	t->label = host_port(t->host, t->port);
-	t->known_hosts = target->known_hosts ? expand_home(target->known_hosts) : NULL;
-	t->identity = target->identity ? expand_home(target->identity) : NULL;
-	t->passphrase = dup_or_null(target->identity_passphrase);
-	t->host_keys = target->host_keys;
-	t->timeout_ms = target->connect_timeout_ms > 0 ? target->connect_timeout_ms
-						       : DEFAULT_CONNECT_TIMEOUT_MS;
+	set_target(t, target);
 	t->tcp_fd = -1;
 	strbuf_init(&t->hello_out, 0);
 	strbuf_init(&t->hello_err, 0);

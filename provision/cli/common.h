@@ -118,16 +118,7 @@ struct cli_plan_done {
 	OPT_STRING('p', "phases", &(args).phases, "LIST",                                          \
 		   "only these phases, comma-separated: " ROLE_PHASE_LIST " (default: all)"),      \
 	OPT_INT('f', "forks", &(args).forks, "N", 1, 4096, "at most N nodes at once (default 64)"), \
-	OPT_BOOL(0, "no-tui", &(args).no_tui, "plain lines even on a terminal"),                   \
-	OPT_CHOICE('o', "output", &(args).output, "FORMAT", "text|json",                           \
-		   "text (lines) or json (one object per event)"),                                 \
-	OPT_BOOL('v', "verbose", &(args).verbose, "also show unchanged steps and every output line"), \
-	OPT_STRING(0, "roles", &(args).roles, "DIR",                                               \
-		   "the roles folder (default: the installed roles)"),                             \
-	OPT_STRING(0, "state", &(args).state, "DIR",                                               \
-		   "this cluster's state folder (default: beside the inventory, NAME.state)"),     \
-	OPT_BOOL('K', "ask-sudo-password", &(args).ask_sudo,                                       \
-		 "ask once for the sudo password (or set PROVISION_SUDO_PASSWORD)"),               \
+	CLI_RUN_VIEW_OPTIONS(args),                                                                \
 	OPT_BOOL(0, "channel-per-command", &(args).channels,                                       \
 		 "do not start the remote agent; one SSH channel per command")
 
