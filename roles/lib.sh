@@ -49,6 +49,15 @@ pv_backup() {
 	cp -p "$1" "$b.tmp.$$" && { sync "$b.tmp.$$" 2>/dev/null || sync; } && mv "$b.tmp.$$" "$b"
 }
 
+# pv_gpu_list: this node's GPUs as "MODEL:MIB,MODEL:MIB" (nvidia-smi's
+# names and memory), the value of the provision.dev/gpus annotation; empty
+# without GPUs (PROVISION_GPUS) or without a driver that answers.
+pv_gpu_list() {
+	[ "${PROVISION_GPUS:-0}" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1 || return 0
+	nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null |
+		sed -n 's/^\(.*[^ ]\), *\([0-9][0-9]*\)$/\1:\2/p' | paste -sd , - || :
+}
+
 # pv_drop_stale FILE: remove the temporary copies of FILE (.NAME.provision-*
 # beside it, from pv_write or provision's upload) that a run cut off before
 # its rename (reset, power cut, kill -9) left behind.  Only the step or

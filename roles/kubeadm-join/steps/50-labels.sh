@@ -39,17 +39,10 @@ labels() {
 	echo "$@"
 }
 
-# "MODEL:MIB,MODEL:MIB" of the node's GPUs; empty without GPUs or a driver.
-gpus() {
-	[ "${PROVISION_GPUS:-0}" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1 || return 0
-	nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null |
-		sed -n 's/^\(.*[^ ]\), *\([0-9][0-9]*\)$/\1:\2/p' | paste -sd , - || :
-}
-
 case ${1:-} in
 check)
 	l=$(labels)
-	g=$(gpus)
+	g=$(pv_gpu_list)
 	name=$(printf '%s' "$PROVISION_NODE" | tr -c 'A-Za-z0-9_' '_')
 	printf '::set node_labels_%s=%s %s\n' "$name" "$PROVISION_NODE" "$l"
 	printf '::set node_gpus_%s=%s %s\n' "$name" "$PROVISION_NODE" "$g"

@@ -83,20 +83,11 @@ plan() {
 
 # "NODE MODEL:MIB,..." per node: the provision.dev/gpus annotation it should
 # carry (empty: none), handed by the workers (::set node_gpus_NODE), the
-# control plane's own worked out here.
-own_gpus() {
-	g=
-	if [ "${PROVISION_GPUS:-0}" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
-		g=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null |
-			sed -n 's/^\(.*[^ ]\), *\([0-9][0-9]*\)$/\1:\2/p' | paste -sd , -) || g=
-	fi
-	echo "$PROVISION_NODE $g"
-}
-
+# control plane's own worked out here (pv_gpu_list).
 desired_gpus() {
 	handed=$(env | sed -n 's/^PROVISION_SET_node_gpus_[A-Za-z0-9_]*=//p')
 	printf '%s\n' "$handed" | grep . || true
-	printf '%s\n' "$handed" | awk -v n="$PROVISION_NODE" '$1 == n { f = 1 } END { exit !f }' || own_gpus
+	printf '%s\n' "$handed" | awk -v n="$PROVISION_NODE" '$1 == n { f = 1 } END { exit !f }' || echo "$PROVISION_NODE $(pv_gpu_list)"
 }
 
 # "NODE VALUE" per node whose annotation differs (VALUE empty: remove it).
