@@ -101,6 +101,8 @@ static long parse_ranges(const char *body, size_t len, const char *pattern,
 		if (total > HOSTLIST_MAX) {
 			error_set(err, -1, "range '%s' expands to more than %d names", pattern,
 				  HOSTLIST_MAX);
+			error_hint(err, "Kubernetes supports at most %d nodes in one cluster",
+				   HOSTLIST_MAX);
 			goto fail;
 		}
 		ALLOC_GROW(*items, *nr + 1, alloc);

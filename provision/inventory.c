@@ -1587,8 +1587,9 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		goto out;
 	}
 	if (inv->nr_nodes + nr_names > INVENTORY_MAX_NODES) {
-		err_at(p, f.val[N_NAME], NULL, "the inventory has more than %d nodes",
-		       INVENTORY_MAX_NODES);
+		err_at(p, f.val[N_NAME],
+		       "Kubernetes supports at most 5000 nodes in one cluster: split the lab into clusters",
+		       "the inventory has more than %d nodes", INVENTORY_MAX_NODES);
 		p->nodes_incomplete = true;
 		goto out;
 	}

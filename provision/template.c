@@ -296,22 +296,33 @@ struct parser {
 	struct error *err;
 	struct tok *toks;
 	size_t nr_toks, alloc_toks, next;
+	/* pos_of()'s last answer: tokens come in order, so it walks on from there. */
+	size_t mark_off;
+	unsigned mark_line, mark_col;
 };
 
-static void pos_of(const struct parser *p, size_t off, unsigned *line, unsigned *col)
+/* Line and column (1-based, columns in bytes) of offset off; linear over a whole lex. */
+static void pos_of(struct parser *p, size_t off, unsigned *line, unsigned *col)
 {
-	size_t i;
+	size_t i = p->mark_off;
 
-	*line = 1;
-	*col = 1;
-	for (i = 0; i < off && i < p->len; i++) {
+	if (off > p->len)
+		off = p->len;
+	if (!p->mark_line || off < i) {
+		i = 0;
+		p->mark_line = p->mark_col = 1;
+	}
+	for (; i < off; i++) {
 		if (p->text[i] == '\n') {
-			(*line)++;
-			*col = 1;
+			p->mark_line++;
+			p->mark_col = 1;
 		} else {
-			(*col)++;
+			p->mark_col++;
 		}
 	}
+	p->mark_off = off;
+	*line = p->mark_line;
+	*col = p->mark_col;
 }
 
 static int perr(struct parser *p, unsigned line, unsigned col, const char *fmt, ...)
