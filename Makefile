@@ -108,8 +108,10 @@ tests: $(B)/provision $(UNIT_BIN) $(TOOL_BIN)
 check: tests
 	$(Q)sh tests/run.sh
 
-# libFuzzer harnesses (clang): make fuzz FUZZ_SECONDS=N runs each for N seconds.
+# libFuzzer harnesses (clang): make fuzz FUZZ_SECONDS=N runs each for N seconds
+# (FUZZ_RUNS=N: for N executions instead).
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
 FUZZ_B ?= build-fuzz
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 fuzz:
@@ -119,7 +121,7 @@ fuzz:
 	$(Q)for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 		clang $(ALL_CFLAGS) -O1 -g -Iprovision -fsanitize=fuzzer,address,undefined \
 		-o $(FUZZ_B)/fuzz/$$n $$f $(FUZZ_B)/libprovision.a $(LIBS) || exit 1; done
-	sh tests/fuzz/run.sh $(FUZZ_B) $(FUZZ_SECONDS)
+	FUZZ_RUNS=$(FUZZ_RUNS) sh tests/fuzz/run.sh $(FUZZ_B) $(FUZZ_SECONDS)
 
 # Build, then show provision working on a local testbed (root: network namespaces).
 demo: $(B)/provision

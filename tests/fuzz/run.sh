@@ -2,6 +2,8 @@
 # tests/fuzz/run.sh DIR SECONDS [HARNESS...]: run libFuzzer harnesses built in
 # DIR (make fuzz does both) for SECONDS each, with seed corpora from the
 # test data, and print one line per harness: executions, corpus size, result.
+# FUZZ_RUNS=N instead stops each harness after N executions (SECONDS is then
+# ignored), e.g. FUZZ_RUNS=10000000 for the long runs reported in notes.
 # Exits non-zero when a harness crashes, leaks or trips a sanitizer.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,7 +41,13 @@ for h in $harnesses; do
 	corpus=$dir/corpus/$h
 	mkdir -p "$corpus" "$dir/artifacts/$h"
 	log=$dir/fuzz_$h.log
-	"$bin" -max_total_time="$seconds" -print_final_stats=1 -rss_limit_mb=2048 \
+	if [ -n "${FUZZ_RUNS:-}" ]; then
+		limit="-runs=$FUZZ_RUNS"
+	else
+		limit="-max_total_time=$seconds"
+	fi
+	start=$(date +%s)
+	"$bin" "$limit" -print_final_stats=1 -rss_limit_mb=2048 \
 		-artifact_prefix="$dir/artifacts/$h/" "$corpus" "$dir/seeds/$h" >"$log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
@@ -52,6 +60,7 @@ for h in $harnesses; do
 		status=1
 		grep -m 5 -E "ERROR|SUMMARY|runtime error" "$log"
 	fi
-	printf '%-10s %12s execs %8s/s %6s corpus files  %s\n' "$h" "${execs:-0}" "${rate:-0}" "$files" "$result"
+	printf '%-10s %12s execs %8s/s %6ss %6s corpus files  %s\n' "$h" "${execs:-0}" "${rate:-0}" \
+		"$(($(date +%s) - start))" "$files" "$result"
 done
 exit $status
