@@ -8,6 +8,8 @@
 #
 # Environment: PROVISION_PEERS="ADDR ..." -- addresses of the other nodes;
 # for each, the route this node would use to reach it is reported.
+# PROVISION_PORTS="PORT ..." -- TCP ports provision needs free (the API
+# server's, the kubelet's); each one something listens on is reported.
 LC_ALL=C
 export LC_ALL
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -48,14 +50,38 @@ say arch "${v:-$(uname -m)}"
 
 # One awk over the files it can read: CPUs online, memory, active swap
 # (files, partitions, zram: TYPE SIZE_KIB PATH), fstab swap entries (found by
-# their type field, not by the word), free disk (df on stdin) and the
-# listening TCP ports provision needs free (6443 API server, 10250 kubelet).
+# their type field, not by the word), free disk (df on stdin) and which of
+# the TCP ports in PROVISION_PORTS something listens on: from `ss -ltn` on
+# stdin after df, or else from /proc/net/tcp and tcp6.  ss asks the kernel
+# for listening sockets only; reading /proc/net/tcp walks every socket of
+# the machine (all network namespaces' established hash: the dearest part
+# of facts on a host with many nodes or connections).
 set --
-for f in /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /etc/fstab /proc/net/tcp /proc/net/tcp6; do
+for f in /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /etc/fstab; do
 	[ -r "$f" ] && set -- "$@" "$f"
 done
-df -Pk / 2>/dev/null | awk '
-	FILENAME == "-" || FILENAME == "" { if (FNR == 2) print "disk_free_kib=" $4; next }
+if ! have ss; then
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[ -r "$f" ] && set -- "$@" "$f"
+	done
+fi
+{
+	df -Pk / 2>/dev/null
+	if have ss; then
+		echo '#ss'
+		ss -Hltn 2>/dev/null
+	fi
+} | awk -v ports="${PROVISION_PORTS:-6443 10250}" '
+	function hex(s,   i, n) {
+		n = 0; s = toupper(s)
+		for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789ABCDEF", substr(s, i, 1)) - 1
+		return n }
+	BEGIN { np = split(ports, p, " "); for (i = 1; i <= np; i++) want[p[i]] = 1 }
+	FILENAME == "-" || FILENAME == "" {
+		if ($0 == "#ss") { ss = 1; next }
+		if (ss) { lp = $4; sub(/.*:/, "", lp); if (lp in want) busy[lp] = 1; next }
+		if (FNR == 2) print "disk_free_kib=" $4
+		next }
 	FILENAME ~ /cpu\/online$/ {
 		n = split($0, r, ",")
 		for (i = 1; i <= n; i++) { m = split(r[i], b, "-"); cpus += (m == 2) ? b[2] - b[1] + 1 : 1 }
@@ -68,12 +94,11 @@ df -Pk / 2>/dev/null | awk '
 		if (FNR > 1) { t = ($1 ~ /^\/dev\/zram/) ? "zram" : $2; print "swap=" t " " $3 " " $1 }
 		next }
 	FILENAME == "/etc/fstab" { if ($0 !~ /^[ \t]*#/ && NF >= 3 && $3 == "swap") print "fstab_swap=" $0; next }
-	FNR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == "1913") busy6443 = 1; if (a[2] == "280A") busy10250 = 1 }
+	FNR > 1 && $4 == "0A" { split($2, a, ":"); if (hex(a[2]) in want) busy[hex(a[2])] = 1 }
 	END {
 		if (!cpus) { while ((getline l < "/proc/cpuinfo") > 0) if (l ~ /^processor/) cpus++ }
 		print "cpus=" cpus
-		if (busy6443) print "port_busy=6443"
-		if (busy10250) print "port_busy=10250"
+		for (i = 1; i <= np; i++) if (p[i] in busy) print "port_busy=" p[i]
 	}' - "$@"
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	systemctl list-units --type=swap --all --no-legend --plain 2>/dev/null |

@@ -1217,7 +1217,7 @@ static int facts_fn(struct runner_job *job, void *data)
 	size_t idx = run->map[runner_job_index(job)];
 	const struct plan_opts *o = run->o;
 	struct plan_node *pn = &run->res->nodes[idx];
-	struct strbuf peers = STRBUF_INIT, cmd = STRBUF_INIT;
+	struct strbuf peers = STRBUF_INIT, cmd = STRBUF_INIT, input = STRBUF_INIT;
 	struct transport_result res = {0};
 	struct error err = {0};
 	struct node_ctx nc = {.run = run, .index = idx};
@@ -1233,15 +1233,22 @@ static int facts_fn(struct runner_job *job, void *data)
 	for (i = 0; i < o->inv->nr_nodes; i++)
 		if (&o->inv->nodes[i] != o->nodes[idx])
 			strbuf_addf(&peers, "%s%s", peers.len ? " " : "", o->inv->nodes[i].address);
-	strbuf_addstr(&cmd, "PROVISION_PEERS=");
-	strbuf_add_sh_quoted(&cmd, peers.buf);
-	strbuf_addstr(&cmd, "; . /dev/stdin");
+	/*
+	 * The peers go with the script on stdin, not on the command line: the
+	 * agent reads command lines a byte at a time (so as not to read past
+	 * them), and this list grows with the inventory.
+	 */
+	strbuf_addstr(&input, "PROVISION_PEERS=");
+	strbuf_add_sh_quoted(&input, peers.buf);
+	strbuf_addf(&input, "\nPROVISION_PORTS='%d 10250'\n", o->inv->cluster.api_port);
+	strbuf_add(&input, facts_script, facts_script_len);
+	strbuf_addstr(&cmd, ". /dev/stdin");
 	ev = event_new(EVENT_STEP_START, 0);
 	ev->phase = xstrdup("facts");
 	ev->role = xstrdup("facts");
 	ev->step = xstrdup("gather");
 	runner_job_post(job, ev);
-	rc = runner_job_exec(job, "facts", "gather", cmd.buf, facts_script, facts_script_len,
+	rc = runner_job_exec(job, "facts", "gather", cmd.buf, input.buf, input.len,
 			     o->nodes[idx]->ssh.command_timeout * 1000, &res, &err);
 	runner_job_set_filter(job, NULL, NULL);
 	ev = event_new(EVENT_STEP_END, 0);
@@ -1268,6 +1275,7 @@ static int facts_fn(struct runner_job *job, void *data)
 	free(nc.protocol_error);
 	strbuf_release(&peers);
 	strbuf_release(&cmd);
+	strbuf_release(&input);
 	if (rc < 0)
 		return -1;
 	return pn->have_facts ? 0 : 1;

@@ -62,6 +62,8 @@ struct runner_opts {
 	const char *identity_passphrase;
 	const char *passphrase_identity; /* the key file it unlocks */
 	bool per_command_channels; /* the transport's fallback mode */
+	/* Each command under a shell of its own (transport_exec.own_shell): users' commands. */
+	bool own_shell;
 	/* Values to redact from every line and message before it becomes an event. */
 	struct secrets *secrets;
 	/*

@@ -273,7 +273,7 @@ void transport_make_token(char token[TRANSPORT_TOKEN_LEN + 1])
 }
 
 void transport_agent_request(struct strbuf *out, const char *token, const char *command,
-			     const void *input, size_t input_len)
+			     const void *input, size_t input_len, bool own_shell)
 {
 	size_t lines = 0, len = strlen(command);
 	const char *p;
@@ -282,7 +282,8 @@ void transport_agent_request(struct strbuf *out, const char *token, const char *
 		lines++;
 	if (len && command[len - 1] != '\n')
 		lines++;
-	strbuf_addf(out, "%s %zu %zu\n", token, lines, input ? input_len : 0);
+	strbuf_addf(out, "%s %zu %zu%s\n", token, lines, input ? input_len : 0,
+		    own_shell ? " sh" : "");
 	strbuf_add(out, command, len);
 	if (len && command[len - 1] != '\n')
 		strbuf_addch(out, '\n');

@@ -7,15 +7,16 @@
  * -------------------------------------
  * One SSH session per node, opened by connect() and kept for the whole run.
  * Commands go to one remote POSIX sh started once per node (the "agent",
- * provision/transport_agent.sh) on one channel: it runs each command as
- * `/bin/sh -c`, its stdout/stderr stream back as they come, and a frame
- * carrying the exit status ends each command.  When the agent cannot start
+ * provision/transport_agent.sh) on one channel: it runs each command in a
+ * subshell of its own (or under `/bin/sh -c`: own_shell), its stdout/stderr
+ * stream back as they come, and a frame carrying the exit status ends each
+ * command.  When the agent cannot start
  * (no /bin/sh, a restricted shell) or per_command_channels is set, exec()
  * uses one channel per command; `mode` in struct transport_stats says which.
  *
  * Latency (tests/bench/transport.sh, libssh 0.10.6 -> OpenSSH 9.2 on
- * loopback, medians): agent 0.8 ms for `true`, 1.7 ms for `grep`, of which
- * fork+exec of /bin/sh is ~0.6 ms; one channel per command 2.6 / 3.4 ms,
+ * loopback, medians): agent 0.3 ms for `true` in a subshell (0.8 ms when
+ * it forked and exec'd /bin/sh per command), 1.4 ms for `grep`; one channel per command 2.6 / 3.4 ms,
  * before the PAM session, login records and login shell a real node adds
  * to every channel (the test sshd has UsePAM no and an empty home).
  * TCP_NODELAY on our socket matters most: without it our small writes wait
@@ -30,9 +31,11 @@
  *             (so a sudo password sudo did not ask for is dropped), reads the
  *             script up to ".provision-end" and evals it.  The agent answers
  *             "provision-agent 1 UID PID DIR" on stdout.
- *   request   "TOKEN NLINES NBYTES\n", the command as NLINES lines, then
- *             NBYTES bytes for the command's stdin (else /dev/null).  TOKEN
- *             is 32 random hex digits chosen per command.
+ *   request   "TOKEN NLINES NBYTES[ sh]\n", the command as NLINES lines,
+ *             then NBYTES bytes for the command's stdin (else /dev/null).
+ *             TOKEN is 32 random hex digits chosen per command.  The
+ *             command runs in a subshell of the agent (a fork, no exec), or
+ *             with "sh" under a `/bin/sh -c` of its own (own_shell).
  *   reply     the command's stdout and stderr go straight to the channel's
  *             two streams (no per-line shell loop: 10 MB pass at full
  *             speed); when the command exits the agent writes
@@ -137,7 +140,15 @@ typedef void (*transport_line_fn)(void *ctx, enum transport_stream stream, const
 				  size_t len);
 
 struct transport_exec {
-	const char *command; /* a POSIX sh command line, run by /bin/sh -c */
+	const char *command; /* a POSIX sh command line */
+	/*
+	 * false: the agent runs it in a subshell of its own shell (a fork, no
+	 * exec): $$ and $PPID are the agent's, its variables and functions
+	 * (_pa_*) are visible.  true: under a `/bin/sh -c` of its own, as ssh
+	 * runs a command (provision run: what a user typed).  Channel mode
+	 * always runs `sh -c`.
+	 */
+	bool own_shell;
 	const void *input;   /* bytes for the command's stdin, or NULL for none */
 	size_t input_len;
 	int timeout_ms; /* 0: none.  On expiry the command is killed. */
@@ -256,7 +267,7 @@ void transport_make_token(char token[TRANSPORT_TOKEN_LEN + 1]);
 
 /* Append one agent request (see "Agent protocol" above) to out. */
 void transport_agent_request(struct strbuf *out, const char *token, const char *command,
-			     const void *input, size_t input_len);
+			     const void *input, size_t input_len, bool own_shell);
 
 enum transport_priv {
 	TRANSPORT_PRIV_NONE = 0,      /* commands run as the login user */

@@ -10,11 +10,16 @@
 #   provision-agent kill PID TOKEN    stop the command of agent PID (0: none)
 #                                     whose environment has PROVISION_CMD=TOKEN
 #
-# Request: "TOKEN NLINES NBYTES", then NLINES lines of command, then NBYTES
-# bytes for its stdin.  The command runs as `/bin/sh -c COMMAND` with its
-# stdout and stderr going straight to ours (no per-line shell loop), then
+# Request: "TOKEN NLINES NBYTES[ sh]", then NLINES lines of command, then
+# NBYTES bytes for its stdin.  The command runs in a subshell of this shell
+# (a fork, no exec: `sh -c` cost a second exec per command, the dearest part
+# of a step's overhead), with no positional parameters, or with "sh" as
+# `/bin/sh -c COMMAND` ($$ its own); its stdout and stderr go straight to
+# ours (no per-line shell loop), then
 # "\nTOKEN STATUS\n" is written on both streams.  Output cannot end a frame
-# early unless it prints the token, which is random per command.
+# early unless it prints the token, which is random per command.  The
+# subshell sees this script's variables and functions (all named _pa_*) and
+# none of its traps; $$ in it is the agent's pid.
 
 _pa_serve() {
 	_pa_nl='
@@ -34,8 +39,9 @@ _pa_serve() {
 	*) _pa_head=0 ;;
 	esac
 	printf 'provision-agent 1 %s %s %s\n' "$(id -u)" "$$" "$_pa_dir"
-	while IFS=' ' read -r _pa_tok _pa_n _pa_len; do
+	while IFS=' ' read -r _pa_tok _pa_n _pa_len _pa_how; do
 		case $_pa_tok in '' | *[!0-9a-f]*) _pa_bad ;; esac
+		case $_pa_how in '' | sh) ;; *) _pa_bad ;; esac
 		case $_pa_n in '' | *[!0-9]*) _pa_bad ;; esac
 		case $_pa_len in '' | *[!0-9]*) _pa_bad ;; esac
 		_pa_cmd=
@@ -54,7 +60,16 @@ _pa_serve() {
 			fi
 		fi
 		# The command never sees our stdin: that is the request stream.
-		PROVISION_CMD=$_pa_tok /bin/sh -c "$_pa_cmd" <"$_pa_in"
+		if [ -n "$_pa_how" ]; then
+			PROVISION_CMD=$_pa_tok /bin/sh -c "$_pa_cmd" <"$_pa_in"
+		else
+			(
+				PROVISION_CMD=$_pa_tok
+				export PROVISION_CMD
+				set --
+				eval "$_pa_cmd"
+			) <"$_pa_in"
+		fi
 		_pa_st=$?
 		printf '\n%s %s\n' "$_pa_tok" "$_pa_st" >&2
 		printf '\n%s %s\n' "$_pa_tok" "$_pa_st"

@@ -1066,7 +1066,8 @@ static int agent_exec(struct transport *t, const struct transport_exec *req,
 	transport_make_token(token);
 	transport_frame_init(&run.out, TRANSPORT_STDOUT, token, req->on_line, req->ctx);
 	transport_frame_init(&run.err, TRANSPORT_STDERR, token, req->on_line, req->ctx);
-	transport_agent_request(&rq, token, req->command, req->input, req->input_len);
+	transport_agent_request(&rq, token, req->command, req->input, req->input_len,
+				req->own_shell);
 	t->run = &run;
 	if (channel_write_all(t->agent, rq.buf, rq.len) < 0) {
 		rc = session_alive(t)

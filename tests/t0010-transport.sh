@@ -46,8 +46,9 @@ world' \"\$(grep -v '^stats' out)\" output
 		expect_status 0 tcli a $flag 127.0.0.1 exec true
 		expect_status 1 tcli a $flag 127.0.0.1 exec false
 		expect_status 77 tcli a $flag 127.0.0.1 exec 'exit 77'
-		expect_status 137 tcli a $flag 127.0.0.1 exec 'kill -9 \$\$'
-		expect_status 143 tcli a $flag 127.0.0.1 exec 'kill -TERM \$\$'
+		expect_status 137 tcli a $flag 127.0.0.1 exec -S 1 'kill -9 \$\$'
+		expect_status 143 tcli a $flag 127.0.0.1 exec -S 1 'kill -TERM \$\$'
+		expect_status 137 tcli a $flag 127.0.0.1 exec 'sh -c \"kill -9 \\\$\\\$\"'
 		tcli a $flag -T 127.0.0.1 exec false exec 'exit 3' exec true >out
 		expect_eq 'status 1 timed_out=0
 status 3 timed_out=0
@@ -306,11 +307,25 @@ test_case "jump host: an unreachable target and a lost jump host are reported" "
 "
 
 test_case "agent: a command that kills the agent loses only that command" "
-	tcli a -T 127.0.0.1 exec 'kill -9 \$PPID' exec 'echo again' stats >out || true
+	# In the agent's subshell \$\$ is the agent; under a shell of its own, \$PPID.
+	tcli a -T 127.0.0.1 exec 'kill -9 \$\$' exec 'echo again' exec -S 1 'kill -9 \$PPID' \
+		exec 'echo and again' stats >out || true
 	cat out
-	expect_grep \"^error connection lost: the agent on '127.0.0.1:\$(sshd_port a)' exited while running a command\" out
+	expect_eq 2 \"\$(grep -c \"^error connection lost: the agent on '127.0.0.1:\$(sshd_port a)' exited while running a command\" out)\" 'agents lost'
 	expect_grep '^out [0-9]* again' out
+	expect_grep '^out [0-9]* and again' out
 	expect_grep 'mode=agent' out
+"
+
+test_case "agent: commands run in a subshell of the agent, or with -S in a shell of their own" "
+	tcli a -T 127.0.0.1 exec 'echo \"[\$#] \$\$\"; x=leaked' exec 'echo \"[\${x-unset}] \$\$\"' \
+		exec -S 1 'echo \"[\$#] \$\$\"' >out
+	cat out
+	agent=\$(sed -n 's/^out [0-9]* \\[0\\] \\([0-9]*\\)\$/\\1/p' out | head -n 1)
+	test -n \"\$agent\"
+	expect_grep \"^out [0-9]* \\[unset\\] \$agent\$\" out
+	own=\$(sed -n 's/^out [0-9]* \\[0\\] \\([0-9]*\\)\$/\\1/p' out | tail -n 1)
+	test \"\$own\" != \"\$agent\"
 "
 
 # A stand-in for sudo(8): the options provision uses (-n; -S -p PROMPT),

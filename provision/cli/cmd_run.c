@@ -267,6 +267,8 @@ static int run_exec(int nr_pos, char **pos)
 			.identity_passphrase = passphrase,
 			.passphrase_identity = inv->ssh.identity,
 			.per_command_channels = opt_channels,
+			/* What the user typed runs as ssh would run it: $$ is its own shell. */
+			.own_shell = true,
 			.node_fn = run_node_fn,
 			.on_event = run_on_event,
 			.data = &s,

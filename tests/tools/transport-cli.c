@@ -12,7 +12,8 @@
  * "status N timed_out=B" or "error KIND: MESSAGE").
  *
  * Actions, run in order over one session:
- *   exec [-t MS] [-f INPUT_FILE] [-C MS] CMD   run CMD (-C: cancel after MS)
+ *   exec [-t MS] [-f INPUT_FILE] [-C MS] [-S 1] CMD   run CMD (-C: cancel after MS;
+ *                                          -S 1: under a shell of its own)
  *   put [-o OWNER] [-m OCTAL_MODE] LOCAL REMOTE
  *   bench N CMD                                 N runs; prints median and p95
  *   stats
@@ -197,6 +198,8 @@ int main(int argc, char **argv)
 				const char *o = argv[optind++], *v = argv[optind++];
 				if (!strcmp(o, "-t")) {
 					req.timeout_ms = atoi(v);
+				} else if (!strcmp(o, "-S")) {
+					req.own_shell = atoi(v) != 0;
 				} else if (!strcmp(o, "-C")) {
 					cancel_at_ms = now_ms() + (uint64_t)atoi(v);
 				} else if (!strcmp(o, "-f")) {

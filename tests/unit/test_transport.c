@@ -211,17 +211,20 @@ static void test_agent_request(void **state)
 {
 	struct strbuf sb = STRBUF_INIT;
 
-	transport_agent_request(&sb, "tok", "echo a\necho b", "in\0put", 6);
+	transport_agent_request(&sb, "tok", "echo a\necho b", "in\0put", 6, false);
 	assert_int_equal(sb.len, strlen("tok 2 6\necho a\necho b\n") + 6);
 	assert_memory_equal(sb.buf, "tok 2 6\necho a\necho b\nin\0put", sb.len);
 	strbuf_reset(&sb);
-	transport_agent_request(&sb, "tok", "true\n", NULL, 99);
+	transport_agent_request(&sb, "tok", "true\n", NULL, 99, false);
 	assert_string_equal(sb.buf, "tok 1 0\ntrue\n");
 	strbuf_reset(&sb);
-	transport_agent_request(&sb, "tok", "", NULL, 0);
+	transport_agent_request(&sb, "tok", "true\n", NULL, 0, true);
+	assert_string_equal(sb.buf, "tok 1 0 sh\ntrue\n");
+	strbuf_reset(&sb);
+	transport_agent_request(&sb, "tok", "", NULL, 0, false);
 	assert_string_equal(sb.buf, "tok 0 0\n");
 	strbuf_reset(&sb);
-	transport_agent_request(&sb, "tok", "a\n\nb\n\n", "", 0);
+	transport_agent_request(&sb, "tok", "a\n\nb\n\n", "", 0, false);
 	assert_string_equal(sb.buf, "tok 4 0\na\n\nb\n\n");
 	strbuf_release(&sb);
 }
@@ -480,7 +483,9 @@ static void test_agent_serves(void **state)
 {
 	static const char t1[] = "11111111111111111111111111111111",
 			  t2[] = "22222222222222222222222222222222",
-			  t3[] = "33333333333333333333333333333333";
+			  t3[] = "33333333333333333333333333333333",
+			  t4[] = "44444444444444444444444444444444",
+			  t5[] = "55555555555555555555555555555555";
 	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
 	const char *args[] = {"serve"}, *p, *end;
 	char dir[256];
@@ -490,10 +495,16 @@ static void test_agent_serves(void **state)
 	transport_agent_command(&cmd, TRANSPORT_PRIV_NONE, "b00t", args, 1);
 	strbuf_addstr(&in, "some line a login script left\n");
 	agent_input(&in, TRANSPORT_PRIV_NONE, NULL, "b00t");
-	transport_agent_request(&in, t1, "echo out; echo err >&2; printf tail; exit 3", NULL, 0);
+	transport_agent_request(&in, t1, "echo out; echo err >&2; printf tail; exit 3", NULL, 0,
+				false);
 	transport_agent_request(&in, t2, "read a; read b\necho \"$b-$a\"; cat", "1\n2\nrest\0x",
-				10);
-	transport_agent_request(&in, t3, "printf '%s\\n' \"$PROVISION_CMD\"; kill -9 $$", NULL, 0);
+				10, false);
+	/* In a subshell: no positional parameters, nothing left for the next command. */
+	transport_agent_request(&in, t4, "x=set; echo \"[$#]\"", NULL, 0, false);
+	transport_agent_request(&in, t5, "echo \"[${x-unset}]\"", NULL, 0, false);
+	/* Under a shell of its own, $$ is that shell: the agent lives on. */
+	transport_agent_request(&in, t3, "printf '%s\\n' \"$PROVISION_CMD\"; kill -9 $$", NULL, 0,
+				true);
 	run_shell(&r, cmd.buf, in.buf, in.len, false);
 	assert_int_equal(r.status, 0);
 
@@ -501,6 +512,8 @@ static void test_agent_serves(void **state)
 	end = r.out.buf + r.out.len;
 	assert_int_equal(next_frame(&p, end, t1, "1:out|1:tail|"), 3);
 	assert_int_equal(next_frame(&p, end, t2, "1:2-1|1:rest\0x|"), 0);
+	assert_int_equal(next_frame(&p, end, t4, "1:[0]|"), 0);
+	assert_int_equal(next_frame(&p, end, t5, "1:[unset]|"), 0);
 	assert_int_equal(next_frame(&p, end, t3,
 				    "1:"
 				    "33333333333333333333333333333333"
@@ -510,6 +523,8 @@ static void test_agent_serves(void **state)
 	p = r.err.buf, end = r.err.buf + r.err.len;
 	assert_int_equal(next_frame(&p, end, t1, "1:err|"), 3);
 	assert_int_equal(next_frame(&p, end, t2, ""), 0);
+	assert_int_equal(next_frame(&p, end, t4, ""), 0);
+	assert_int_equal(next_frame(&p, end, t5, ""), 0);
 	/* The agent's shell may report "Killed" for the command (dash does). */
 	assert_int_equal(next_frame(&p, end, t3, NULL), 137);
 	/* At end of input the agent leaves and removes its directory. */
@@ -534,8 +549,8 @@ static void test_agent_input_without_gnu_head(void **state)
 	write_path(path, fake_head, strlen(fake_head));
 	transport_agent_command(&cmd, TRANSPORT_PRIV_NONE, "b00t", args, 1);
 	agent_input(&in, TRANSPORT_PRIV_NONE, NULL, "b00t");
-	transport_agent_request(&in, t1, "cat", "1\n2\nrest\0x", 10);
-	transport_agent_request(&in, t2, "cat; echo end", "", 0);
+	transport_agent_request(&in, t1, "cat", "1\n2\nrest\0x", 10, false);
+	transport_agent_request(&in, t2, "cat; echo end", "", 0, true);
 	run_shell(&r, cmd.buf, in.buf, in.len, true);
 	assert_int_equal(r.status, 0);
 	p = r.out.buf + expect_hello(r.out.buf, dir, sizeof(dir));
@@ -549,19 +564,27 @@ static void test_agent_input_without_gnu_head(void **state)
 
 static void test_agent_rejects_garbage(void **state)
 {
-	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
-	const char *args[] = {"serve"};
-	struct shell r;
+	/* A token that is not hex; a mode that is not "sh". */
+	static const char *const bad[] = {"not-hex 1 0\n", "abc 1 0 bash\n"};
+	size_t i;
 
-	transport_agent_command(&cmd, TRANSPORT_PRIV_NONE, "b00t", args, 1);
-	agent_input(&in, TRANSPORT_PRIV_NONE, NULL, "b00t");
-	strbuf_addstr(&in, "not-hex 1 0\nrm -rf /nonexistent-provision-test\n");
-	run_shell(&r, cmd.buf, in.buf, in.len, false);
-	assert_int_equal(r.status, 65);
-	assert_non_null(strstr(r.err.buf, "malformed request header"));
-	shell_release(&r);
-	strbuf_release(&cmd);
-	strbuf_release(&in);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
+		const char *args[] = {"serve"};
+		struct shell r;
+
+		transport_agent_command(&cmd, TRANSPORT_PRIV_NONE, "b00t", args, 1);
+		agent_input(&in, TRANSPORT_PRIV_NONE, NULL, "b00t");
+		strbuf_addstr(&in, bad[i]);
+		strbuf_addstr(&in, "echo ran >&2\n");
+		run_shell(&r, cmd.buf, in.buf, in.len, false);
+		assert_int_equal(r.status, 65);
+		assert_non_null(strstr(r.err.buf, "malformed request header"));
+		assert_null(strstr(r.err.buf, "ran"));
+		shell_release(&r);
+		strbuf_release(&cmd);
+		strbuf_release(&in);
+	}
 }
 
 static void test_agent_kill(void **state)
@@ -638,7 +661,7 @@ static void test_agent_sudo_password(void **state)
 		write_fake_sudo(nopasswd);
 		transport_agent_command(&cmd, TRANSPORT_PRIV_SUDO_PASSWORD, "b00t", args, 1);
 		agent_input(&in, TRANSPORT_PRIV_SUDO_PASSWORD, password, "b00t");
-		transport_agent_request(&in, t1, "cat", "input", 5);
+		transport_agent_request(&in, t1, "cat", "input", 5, false);
 		run_shell(&r, cmd.buf, in.buf, in.len, true);
 		assert_int_equal(r.status, 0);
 		p = r.out.buf + expect_hello(r.out.buf, dir, sizeof(dir));
