@@ -4,6 +4,7 @@
 #   make check            build and run every test; ends with "N passed, N failed, N skipped"
 #   make vm-check         only the VM tier: QEMU VMs as nodes (root; tests/vm/README.md)
 #   make check-valgrind   every unit test binary under valgrind --leak-check=full
+#   make check-asan       the whole suite against an ASan+UBSan build (build-asan/)
 #   make install          PREFIX=/usr/local DESTDIR= (binary, roles, man page, completion)
 #   make deps             install the Debian packages needed to build and test (as root)
 #   make style | lint | clean
@@ -142,6 +143,24 @@ check-valgrind: $(UNIT_BIN)
 		else echo "valgrind FAILED: $$t ($$t.valgrind.log)"; tail -n 60 $$t.valgrind.log; fail=1; fi; \
 	done; exit $$fail
 
+# The whole suite (unit binaries, integration scripts, the VM tier unless
+# PROVISION_TEST_VM=0) against an AddressSanitizer + UndefinedBehaviorSanitizer
+# build in $(ASAN_B) (leaks included), made with clang: its runtime writes
+# every report, UBSan's too, to a file (log_path; gcc's libubsan only prints
+# to stderr), so a report fails this target even inside a test that expected
+# provision to fail, or one that hid its stderr.
+ASAN_B ?= build-asan
+ASAN_REPORTS = $(CURDIR)/$(ASAN_B)/reports
+check-asan:
+	$(MAKE) B=$(ASAN_B) CC=clang SANITIZE=address,undefined tests
+	$(Q)rm -rf $(ASAN_REPORTS) && mkdir -p $(ASAN_REPORTS)
+	$(Q)ASAN_OPTIONS=log_path=$(ASAN_REPORTS)/asan:exitcode=86 \
+	UBSAN_OPTIONS=log_path=$(ASAN_REPORTS)/ubsan:print_stacktrace=1:exitcode=86 \
+	BUILD_DIR=$(ASAN_B) sh tests/run.sh; st=$$?; \
+	if [ -n "$$(ls -A $(ASAN_REPORTS))" ]; then \
+		echo "sanitizer reports ($(ASAN_REPORTS)):"; head -n 60 $(ASAN_REPORTS)/*; exit 1; fi; \
+	echo "sanitizer reports: none"; exit $$st
+
 # Only the fast tier (no network namespaces, no root needed).
 check-unit: tests
 	$(Q)PROVISION_TEST_TIERS=unit sh tests/run.sh
@@ -195,5 +214,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all demo fuzz check check-unit check-valgrind vm-check tests install deps bench-deps style lint clean
+.PHONY: all demo fuzz check check-asan check-unit check-valgrind vm-check tests install deps bench-deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -27,7 +27,7 @@
 # keeps the real home.
 
 SSHD_BIN=${SSHD_BIN:-/usr/sbin/sshd}
-TRANSPORT_CLI=${TRANSPORT_CLI:-$SRC_ROOT/build/tests/tools/transport-cli}
+TRANSPORT_CLI=${TRANSPORT_CLI:-$BUILD/tests/tools/transport-cli}
 SSHD_KEY=$TEST_DIR/client_key
 
 sshd_need() {

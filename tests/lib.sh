@@ -5,14 +5,18 @@
 # subshell with `set -e`), `test_skip DESCRIPTION REASON`, and `test_done`
 # at the end.  Output is TAP; tests/run.sh counts it for the one summary line.
 # Helpers: test_need_root, test_need_cmd CMD (skip the whole script when
-# missing), and $PROVISION (the binary under test), $TEST_DIR (this script's
-# scratch directory, removed at exit unless PROVISION_TEST_KEEP=1).
+# missing), and $PROVISION (the binary under test), $BUILD (the build tree
+# it comes from: BUILD_DIR, default build/; its test tools are under
+# $BUILD/tests/tools), $TEST_DIR (this script's scratch directory, removed at
+# exit unless PROVISION_TEST_KEEP=1).
 # PROVISION_TEST_TRACE=1 traces every command of the bodies (set -x) into
 # the failure output.
 
 TESTS_ROOT=$(cd "$(dirname "$0")" && pwd)
 SRC_ROOT=$(cd "$TESTS_ROOT/.." && pwd)
-PROVISION=${PROVISION:-$SRC_ROOT/build/provision}
+BUILD=${BUILD_DIR:-build}
+case $BUILD in /*) ;; *) BUILD=$SRC_ROOT/$BUILD ;; esac
+PROVISION=${PROVISION:-$BUILD/provision}
 test_name=$(basename "$0" .sh)
 # One folder per run (the pid), so that two runs of one script never share it.
 TEST_DIR=${PROVISION_TEST_WORK:-$SRC_ROOT/tests/.work}/$test_name.$$

@@ -24,7 +24,7 @@
 # ---- the roles themselves, without nodes (no root needed)
 
 # Built by `make tests` with the same flags as everything else (sanitizers included).
-RENDER=$SRC_ROOT/build/tests/tools/render
+RENDER=$BUILD/tests/tools/render
 [ -x "$RENDER" ] || { echo "# $RENDER is missing: run make tests"; exit 1; }
 ROLES_INV=$SRC_ROOT/inventory/lab-a.yaml
 

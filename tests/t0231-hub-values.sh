@@ -14,7 +14,7 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-RENDER=$SRC_ROOT/build/tests/tools/render
+RENDER=$BUILD/tests/tools/render
 DATA=$SRC_ROOT/tests/roles/hub
 test_need_cmd python3
 python3 -c 'import yaml' 2>/dev/null || test_skip_all "needs python3-yaml"

@@ -15,8 +15,6 @@
 test_need_cmd python3 sha256sum
 
 SERVER=$SRC_ROOT/tests/tools/artifact-server.py
-BUILD=${BUILD_DIR:-build}
-case $BUILD in /*) ;; *) BUILD=$SRC_ROOT/$BUILD ;; esac
 HTTP_GET=$BUILD/tests/tools/http-get
 FILES=$TEST_DIR/files
 ROLES=$TEST_DIR/roles
