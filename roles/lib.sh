@@ -310,14 +310,15 @@ pv_kube_at() {
 	pv_rc=0
 	for pv_p in "$@"; do
 		pv_have=$(dpkg-query -W -f='${db:Status-Abbrev}|${Version}' "$pv_p" 2>/dev/null) || pv_have=
+		# The first letter of the status is the selection: "h" is what
+		# apt-mark hold sets (apt-mark showhold reads the whole apt cache).
 		case $pv_have in
+		hi*"|$pv_v"-*)
+			echo "$pv_p: ${pv_have#*|}, held"
+			;;
 		?i*"|$pv_v"-*)
-			if apt-mark showhold "$pv_p" 2>/dev/null | grep -qx -e "$pv_p"; then
-				echo "$pv_p: ${pv_have#*|}, held"
-			else
-				echo "$pv_p: ${pv_have#*|}, not held"
-				pv_rc=1
-			fi
+			echo "$pv_p: ${pv_have#*|}, not held"
+			pv_rc=1
 			;;
 		*)
 			echo "$pv_p: ${pv_have#*|} installed, want $pv_v"
