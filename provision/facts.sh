@@ -50,14 +50,15 @@ say arch "${v:-$(uname -m)}"
 
 # One awk over the files it can read: CPUs online, memory, active swap
 # (files, partitions, zram: TYPE SIZE_KIB PATH), fstab swap entries (found by
-# their type field, not by the word), free disk (df on stdin) and which of
+# their type field, not by the word), whether containerd's config sets
+# SystemdCgroup = true, free disk (df on stdin) and which of
 # the TCP ports in PROVISION_PORTS something listens on: from `ss -ltn` on
 # stdin after df, or else from /proc/net/tcp and tcp6.  ss asks the kernel
 # for listening sockets only; reading /proc/net/tcp walks every socket of
 # the machine (all network namespaces' established hash: the dearest part
 # of facts on a host with many nodes or connections).
 set --
-for f in /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /etc/fstab; do
+for f in /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /etc/fstab /etc/containerd/config.toml; do
 	[ -r "$f" ] && set -- "$@" "$f"
 done
 if ! have ss; then
@@ -94,6 +95,9 @@ fi
 		if (FNR > 1) { t = ($1 ~ /^\/dev\/zram/) ? "zram" : $2; print "swap=" t " " $3 " " $1 }
 		next }
 	FILENAME == "/etc/fstab" { if ($0 !~ /^[ \t]*#/ && NF >= 3 && $3 == "swap") print "fstab_swap=" $0; next }
+	FILENAME == "/etc/containerd/config.toml" {
+		if ($0 ~ /^[ \t]*SystemdCgroup[ \t]*=[ \t]*true/ && !cg++) print "containerd_systemd_cgroup=true"
+		next }
 	FNR > 1 && $4 == "0A" { split($2, a, ":"); if (hex(a[2]) in want) busy[hex(a[2])] = 1 }
 	END {
 		if (!cpus) { while ((getline l < "/proc/cpuinfo") > 0) if (l ~ /^processor/) cpus++ }
@@ -150,8 +154,6 @@ if [ -r /etc/containerd/config.toml ]; then
 	# shellcheck disable=SC2046 # the hash is the first word
 	set -- $(sha256sum </etc/containerd/config.toml)
 	say containerd_config_sha256 "$1"
-	grep -Eq '^[[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*true' /etc/containerd/config.toml &&
-		say containerd_systemd_cgroup true
 fi
 # NVIDIA GPUs on the PCI bus (vendor 0x10de, display class 0x03xxxx), from sysfs.
 for d in /sys/bus/pci/devices/*; do
@@ -197,29 +199,31 @@ for k in /etc/ssh/ssh_host_*_key.pub; do
 	read -r ktype kblob _ <"$k" || :
 	[ -n "${kblob:-}" ] && say host_key "$ktype $kblob"
 done
-# MAC addresses, from netlink (sysfs may show another network namespace's
-# devices): `ip -d -o link` names a virtual device's kind (veth, bridge,
-# vxlan...) after the link line; a physical device has none.  Then the
-# default route, the route to each peer and the IPv4 addresses from one
-# `ip -batch` (-force: an unroutable peer does not end the batch).
+# From one `ip -d -o -batch` (-force: an unroutable peer does not end the
+# batch) and one awk: MAC addresses, from netlink (sysfs may show another
+# network namespace's devices; -d names a virtual device's kind (veth,
+# bridge, vxlan...) after the link line, a physical device has none), the
+# default route, the route to each peer (-d puts the route's type first:
+# "unicast 198.18.0.11 dev eth0 src ...") and the IPv4 addresses.
 if command -v ip >/dev/null 2>&1; then
-	# shellcheck disable=SC1003 # the field separator is one backslash
-	ip -d -o link show 2>/dev/null | awk -F '\\\\' '
-		{ split($1, h, ": "); name = h[2]; sub(/@.*/, "", name)
-		  split($2, l, " "); if (l[1] != "link/ether") next
-		  split($3, k, " "); kind = (k[1] == "addrgenmode" || k[1] == "") ? "phys" : "virt"
-		  if (l[2] != "00:00:00:00:00:00") print "mac=" name " " l[2] " " kind }'
 	{
+		echo "link show"
 		echo "route show default"
 		for peer in ${PROVISION_PEERS:-}; do
 			echo "route get $peer"
 		done
 		echo "address show"
-	} | ip -o -force -batch - 2>/dev/null | awk -v peers="${PROVISION_PEERS:-}" '
+	} | ip -d -o -force -batch - 2>/dev/null | awk -v peers="${PROVISION_PEERS:-}" '
 		BEGIN { n = split(peers, p, " "); for (i = 1; i <= n; i++) want[p[i]] = 1 }
 		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == name) return $(i + 1); return "" }
-		$1 == "default" { if (!def++ && field("dev") != "") print "default_iface=" field("dev"); next }
+		$2 ~ /:$/ && $3 ~ /^</ {
+			split($0, s, "\\\\"); split(s[1], h, ": "); name = h[2]; sub(/@.*/, "", name)
+			split(s[2], l, " "); if (l[1] != "link/ether") next
+			split(s[3], k, " "); kind = (k[1] == "addrgenmode" || k[1] == "") ? "phys" : "virt"
+			if (l[2] != "00:00:00:00:00:00") print "mac=" name " " l[2] " " kind
+			next }
 		$3 == "inet" { split($4, a, "/"); print "address=" $2 " " a[1]; next }
+		$1 == "default" || $2 == "default" { if (!def++ && field("dev") != "") print "default_iface=" field("dev"); next }
 		{ dst = ($1 in want) ? $1 : (($2 in want) ? $2 : "")
 		  if (dst != "" && !(dst in done)) { done[dst] = 1; print "route=" dst " " field("dev") " " field("src") } }'
 fi
