@@ -1187,7 +1187,9 @@ static void role_finished(struct node_ctx *nc, const struct role *r, bool failed
 
 /*
  * The roles r waits for have finished everywhere (they ran in an earlier
- * pass: see plan_segments()); returns NULL, or why r cannot run.
+ * pass: see plan_segments()); returns NULL, or why r cannot run: one of
+ * them failed somewhere.  (The roles r comes `after` only order it: their
+ * failures elsewhere do not stop r here.)
  */
 static char *wait_for(struct node_ctx *nc, const struct role *r)
 {
@@ -1702,6 +1704,10 @@ size_t plan_segment_end(const struct role_set *rs, size_t begin)
 		for (j = 0; r->wait_for && r->wait_for[j]; j++)
 			for (k = begin; k < end; k++)
 				if (!strcmp(rs->roles[k].name, r->wait_for[j]))
+					return end;
+		for (j = 0; r->after && r->after[j]; j++)
+			for (k = begin; k < end; k++)
+				if (!strcmp(rs->roles[k].name, r->after[j]))
 					return end;
 	}
 	return rs->nr;

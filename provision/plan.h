@@ -13,14 +13,15 @@
  *    order (phase, dependencies, name): render and upload the role's
  *    templates, then for each step `check`, `apply` when needed, and
  *    `check` again.  Nodes do not wait for each other, except where a role
- *    says `wait_for`: the role list is cut into segments before each role
- *    that waits for a role of its own segment, and each segment is one
- *    pass over the nodes, so a waiting role starts only when the roles it
- *    waits for have finished on every node.  (Waiting inside a pass would
- *    deadlock a window smaller than the node count: the nodes holding the
- *    slots would wait for nodes that never get one.)  A failed step stops
- *    its node; roles it did not reach count as failed, and a role that
- *    waits for a role that failed anywhere is skipped with the reason.
+ *    says `wait_for` or `after`: the role list is cut into segments before
+ *    each role that waits for (or comes after) a role of its own segment,
+ *    and each segment is one pass over the nodes, so such a role starts
+ *    only when those roles have finished on every node.  (Waiting inside a
+ *    pass would deadlock a window smaller than the node count: the nodes
+ *    holding the slots would wait for nodes that never get one.)  A failed
+ *    step stops its node; roles it did not reach count as failed, and a
+ *    role that waits for a role that failed anywhere is skipped with the
+ *    reason; a role that only comes `after` it runs all the same.
  *    Sessions stay open from pass to pass.
  *
  * In check-only mode (`provision plan`) only `check` runs and rendered

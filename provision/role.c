@@ -131,9 +131,9 @@ static void unknown_key(struct loader *l, const yaml_node_t *k, const char *key,
 	lerr(l, k, near ? hint : NULL, "unknown key '%s'", key);
 }
 
-static const char *const role_keys[] = {"description", "phase",	  "applies_to", "when",
-					"depends_on",  "wait_for", "vars",	 "templates", "artifacts",
-					NULL};
+static const char *const role_keys[] = {"description", "phase",     "applies_to", "when",
+					"depends_on",  "wait_for",  "after",	   "vars",
+					"templates",   "artifacts", NULL};
 static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before", NULL};
 static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", "hub", NULL};
 
@@ -373,6 +373,8 @@ static void load_role_yaml(struct role *r, const char *path, struct diag_list *d
 			want_list(&l, key, v, &r->depends_on);
 		} else if (!strcmp(key, "wait_for")) {
 			want_list(&l, key, v, &r->wait_for);
+		} else if (!strcmp(key, "after")) {
+			want_list(&l, key, v, &r->after);
 		} else if (!strcmp(key, "vars")) {
 			want_list(&l, key, v, &r->vars);
 		} else if (!strcmp(key, "templates")) {
@@ -595,6 +597,7 @@ static void role_release(struct role *r)
 	free(r->phase);
 	strv_free(r->depends_on);
 	strv_free(r->wait_for);
+	strv_free(r->after);
 	strv_free(r->vars);
 	for (i = 0; i < r->nr_templates; i++) {
 		free(r->templates[i].src);
@@ -648,6 +651,21 @@ const struct role *role_set_find(const struct role_set *rs, const char *name)
  * (a depth-first topological sort), ties by name.  Reports unknown
  * dependencies and cycles.
  */
+/* A wait_for or after entry names a role of the same or an earlier phase. */
+static void check_barrier(const struct role_set *rs, const struct role *r, const char *verb,
+			  const char *name, const char *yaml, struct diag_list *dl)
+{
+	const struct role *w = role_set_find(rs, name);
+
+	if (!w)
+		diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL, "role '%s' %s '%s', which does not exist",
+			 r->name, verb, name);
+	else if (w->phase && r->phase && role_phase_index(w->phase) > role_phase_index(r->phase))
+		diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+			 "role '%s' (phase %s) %s '%s' of the later phase %s", r->name, r->phase, verb,
+			 w->name, w->phase);
+}
+
 static void order_roles(struct role_set *rs, struct diag_list *dl)
 {
 	struct role *sorted = xcalloc(rs->nr ? rs->nr : 1, sizeof(*sorted));
@@ -671,18 +689,10 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 					 "role '%s' (phase %s) depends on '%s' of the later phase %s",
 					 r->name, r->phase, d->name, d->phase);
 		}
-		for (j = 0; r->wait_for && r->wait_for[j]; j++) {
-			const struct role *w = role_set_find(rs, r->wait_for[j]);
-			if (!w)
-				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
-					 "role '%s' waits for '%s', which does not exist", r->name,
-					 r->wait_for[j]);
-			else if (w->phase && r->phase &&
-				 role_phase_index(w->phase) > role_phase_index(r->phase))
-				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
-					 "role '%s' (phase %s) waits for '%s' of the later phase %s",
-					 r->name, r->phase, w->name, w->phase);
-		}
+		for (j = 0; r->wait_for && r->wait_for[j]; j++)
+			check_barrier(rs, r, "waits for", r->wait_for[j], yaml, dl);
+		for (j = 0; r->after && r->after[j]; j++)
+			check_barrier(rs, r, "comes after", r->after[j], yaml, dl);
 		free(yaml);
 	}
 	for (p = 0; role_phases[p]; p++) {
@@ -696,14 +706,18 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 			mark[i] = 1;
 			while (depth) {
 				struct role *r = &rs->roles[stack[depth - 1]];
-				size_t j, next = (size_t)-1, nd = 0, nw = 0;
-				/* A role comes after what it depends on and what it waits for. */
+				size_t j, next = (size_t)-1, nd = 0, nw = 0, na = 0;
+				/* A role comes after what it depends on, waits for or comes after. */
 				while (r->depends_on && r->depends_on[nd])
 					nd++;
 				while (r->wait_for && r->wait_for[nw])
 					nw++;
-				for (j = 0; j < nd + nw; j++) {
-					const char *dn = j < nd ? r->depends_on[j] : r->wait_for[j - nd];
+				while (r->after && r->after[na])
+					na++;
+				for (j = 0; j < nd + nw + na; j++) {
+					const char *dn = j < nd		 ? r->depends_on[j]
+							 : j < nd + nw ? r->wait_for[j - nd]
+								       : r->after[j - nd - nw];
 					const struct role *d = role_set_find(rs, dn);
 					size_t di;
 					if (!d)

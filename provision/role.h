@@ -64,7 +64,8 @@ struct role {
 	unsigned applies_to; /* enum node_role bits; 0: every node */
 	unsigned when;	     /* enum role_when bits */
 	char **depends_on;   /* NULL-terminated */
-	char **wait_for;
+	char **wait_for;     /* roles that must have succeeded on every node first */
+	char **after;	     /* roles that must have finished on every node first (order only) */
 	char **vars;
 	struct role_template *templates;
 	size_t nr_templates;

@@ -41,7 +41,7 @@ static struct fake_node fake_nodes[8];
 static size_t nr_fake_nodes;
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *const step_kinds[] = {"plain", "secret", "maybe-fail", "after", NULL};
+static const char *const step_kinds[] = {"plain", "secret", "maybe-fail", "after", "ordered", NULL};
 
 struct transport {
 	struct fake_node *node;
@@ -336,10 +336,14 @@ static void test_role_order(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(f->rs.nr, 3);
+	assert_int_equal(f->rs.nr, 4);
 	assert_string_equal(f->rs.roles[0].name, "alpha");
 	assert_string_equal(f->rs.roles[1].name, "beta");
-	assert_string_equal(f->rs.roles[2].name, "gamma");
+	assert_string_equal(f->rs.roles[2].name, "delta");
+	assert_string_equal(f->rs.roles[3].name, "gamma");
+	/* delta (after beta) starts a second pass; gamma (wait_for beta) joins it. */
+	assert_int_equal(plan_segment_end(&f->rs, 0), 2);
+	assert_int_equal(plan_segment_end(&f->rs, 2), 4);
 	assert_int_equal(f->rs.roles[0].nr_steps, 2);
 	assert_string_equal(f->rs.roles[0].steps[1].name, "20-secret");
 }
@@ -355,8 +359,8 @@ static void test_up_then_unchanged(void **state)
 	execute(f, false, sec, &c, &res);
 	assert_int_equal(res.ok, 4);
 	assert_int_equal(res.failed, 0);
-	/* 4 nodes x (alpha 2 steps + beta file + beta step + gamma step) changed. */
-	assert_int_equal(c.ends[STEP_CHANGED], 4 * 5);
+	/* 4 nodes x (alpha 2 steps + beta file + beta step + delta step + gamma step) changed. */
+	assert_int_equal(c.ends[STEP_CHANGED], 4 * 6);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(fake_nodes[i].puts, 1);
 	/* The secret reached the file but no event. */
@@ -368,7 +372,7 @@ static void test_up_then_unchanged(void **state)
 	execute(f, false, sec, &c, &res);
 	assert_int_equal(res.ok, 4);
 	assert_int_equal(c.ends[STEP_CHANGED], 0);
-	assert_int_equal(c.ends[STEP_UNCHANGED], 4 * 5);
+	assert_int_equal(c.ends[STEP_UNCHANGED], 4 * 6);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(fake_nodes[i].puts, 1); /* not re-sent */
 	plan_result_release(&res);
@@ -393,6 +397,13 @@ static void test_failure_stops_only_its_node(void **state)
 	/* gamma waits for beta everywhere: skipped on the other nodes, with the reason. */
 	assert_int_equal(c.ends[STEP_SKIPPED], 3);
 	assert_non_null(strstr(c.all.buf, "waits for role 'beta', which failed on 1 node"));
+	/* delta only comes after beta: it runs on the three other nodes all the same. */
+	assert_int_equal(fake_nodes[0].desired[4] + fake_nodes[1].desired[4] +
+				 fake_nodes[2].desired[4] + fake_nodes[3].desired[4],
+			 3);
+	assert_false(fake_nodes[2].desired[4]);
+	/* w-2: alpha 2 + beta's file; the others: alpha 2 + file + beta + delta. */
+	assert_int_equal(c.ends[STEP_CHANGED], 3 + 3 * 5);
 	assert_null(strstr(c.all.buf, SECRET_VALUE));
 	plan_result_release(&res);
 	strbuf_release(&c.all);
@@ -414,7 +425,7 @@ static void test_plan_changes_nothing(void **state)
 		assert_int_equal(fake_nodes[i].puts, 0);
 		assert_true(res.nodes[i].changed >= 4);
 	}
-	assert_int_equal(c.ends[STEP_WOULD_CHANGE], 4 * 5);
+	assert_int_equal(c.ends[STEP_WOULD_CHANGE], 4 * 6);
 	plan_result_release(&res);
 	strbuf_release(&c.all);
 	secrets_free(sec);

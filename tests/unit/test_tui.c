@@ -363,19 +363,20 @@ static void test_model_columns(void **state)
 	struct fixture *f = *state;
 
 	/* facts, preflight, the roles of the selected phases in role order, validate. */
-	assert_int_equal(f->m.nr_cols, 6);
+	assert_int_equal(f->m.nr_cols, 7);
 	assert_string_equal(f->m.cols[0].name, "facts");
 	assert_string_equal(f->m.cols[1].name, "preflight");
 	assert_string_equal(f->m.cols[2].name, "alpha");
 	assert_string_equal(f->m.cols[3].name, "beta");
-	assert_string_equal(f->m.cols[4].name, "gamma");
-	assert_string_equal(f->m.cols[5].name, "validate");
+	assert_string_equal(f->m.cols[4].name, "delta");
+	assert_string_equal(f->m.cols[5].name, "gamma");
+	assert_string_equal(f->m.cols[6].name, "validate");
 	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_PENDING);
-	/* Steps: facts 1 + alpha 2 + beta (a file and a step) 2 + gamma 1. */
-	assert_int_equal(f->m.nodes[0].steps_total, 6);
+	/* Steps: facts 1 + alpha 2 + beta (a file and a step) 2 + delta 1 + gamma 1. */
+	assert_int_equal(f->m.nodes[0].steps_total, 7);
 	/* A column only events know of is added when one names it. */
 	feed(f, EVENT_STEP_START, 1, "addons", "10-helm", STEP_NONE, 0, NULL);
-	assert_int_equal(f->m.nr_cols, 7);
+	assert_int_equal(f->m.nr_cols, 8);
 	assert_int_equal(cell(f, 1, "addons"), TUI_CELL_RUNNING);
 	assert_int_equal(cell(f, 0, "addons"), TUI_CELL_NA);
 }
@@ -402,15 +403,15 @@ static void test_model_a_node_from_start_to_end(void **state)
 	feed(f, EVENT_STEP_END, 0, "alpha", "10-plain", STEP_UNCHANGED, 100, NULL);
 	/* One of two steps: still running. */
 	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_RUNNING);
-	assert_int_equal(tui_model_permille(&f->m, 0), 333); /* 2 of 6 steps */
-	/* ETA: 4 steps left x 100 ms mean. */
+	assert_int_equal(tui_model_permille(&f->m, 0), 285); /* 2 of 7 steps */
+	/* ETA: 5 steps left x 100 ms mean. */
 	assert_true(tui_model_eta(&f->m, 0, f->t, &eta));
-	assert_int_equal(eta, 400);
+	assert_int_equal(eta, 500);
 
 	feed(f, EVENT_STEP_START, 0, "alpha", "20-secret", STEP_NONE, 0, NULL);
 	/* 50 ms into the current step: that part of it is no longer ahead. */
 	assert_true(tui_model_eta(&f->m, 0, f->t + 50, &eta));
-	assert_int_equal(eta, 350);
+	assert_int_equal(eta, 450);
 	feed(f, EVENT_STEP_END, 0, "alpha", "20-secret", STEP_CHANGED, 300, NULL);
 	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_CHANGED);
 	assert_int_equal(tui_model_mean_step(&f->m), 200);
@@ -420,6 +421,8 @@ static void test_model_a_node_from_start_to_end(void **state)
 	feed(f, EVENT_STEP_START, 0, "beta", "10-maybe-fail", STEP_NONE, 0, NULL);
 	feed(f, EVENT_STEP_END, 0, "beta", "10-maybe-fail", STEP_SKIPPED, 100, "no disk here");
 	assert_int_equal(cell(f, 0, "beta"), TUI_CELL_UNCHANGED); /* a skip beside an unchanged */
+	feed(f, EVENT_STEP_START, 0, "delta", "10-ordered", STEP_NONE, 0, NULL);
+	feed(f, EVENT_STEP_END, 0, "delta", "10-ordered", STEP_UNCHANGED, 100, NULL);
 	feed(f, EVENT_STEP_START, 0, "gamma", "10-after", STEP_NONE, 0, NULL);
 	feed(f, EVENT_STEP_END, 0, "gamma", "10-after", STEP_SKIPPED, 100, "nothing to do");
 	assert_int_equal(cell(f, 0, "gamma"), TUI_CELL_SKIPPED);
@@ -574,7 +577,7 @@ static void test_model_slowest(void **state)
 	/* Node 1 has all its steps ahead: it is the slowest. */
 	assert_int_equal(tui_model_slowest(&f->m, f->t, &ms, &done), 1);
 	assert_false(done);
-	assert_int_equal(ms, 500);
+	assert_int_equal(ms, 600);
 }
 
 static void test_model_restart(void **state)
