@@ -41,6 +41,12 @@ struct run {
 	struct barrier *barriers; /* per role */
 	bool *applies;		  /* [node * nr_roles + role] */
 	struct tval *published;	  /* handed values of finished roles, run-wide */
+	/*
+	 * run_gpu_values() of the pipeline, made once before its first pass and
+	 * read-only from then on (facts do not change during the pipeline;
+	 * making it per step read every left-out node's recorded facts again).
+	 */
+	struct tval *gpu;
 };
 
 struct kube_query;
@@ -357,6 +363,17 @@ static void run_gpu_values(struct tval *v, const struct run *run)
 	free(nodes);
 }
 
+/* The run's gpu.* values: run->gpu, or made now into *own (the caller frees it). */
+static const struct tval *gpu_values(const struct run *run, struct tval **own)
+{
+	*own = NULL;
+	if (run->gpu)
+		return run->gpu;
+	*own = tval_new_map();
+	run_gpu_values(*own, run);
+	return *own;
+}
+
 /* ---- environment of a step ---- */
 
 static void export(struct strbuf *sb, const char *name, const char *value)
@@ -449,11 +466,11 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 		export(sb, "PROVISION_HUB_CHART_VERSION", inv->hub.chart_version);
 	export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
 	{
-		struct tval *g = tval_new_map();
-		run_gpu_values(g, nc->run);
+		struct tval *own;
+		const struct tval *g = gpu_values(nc->run, &own);
 		export(sb, "PROVISION_GPU_NODES", tval_lookup(g, "gpu.names")->str);
 		export(sb, "PROVISION_GPU_HOST_DRIVER", tval_lookup(g, "gpu.host_driver")->str);
-		tval_free(g);
+		tval_free(own);
 	}
 	for (i = 0; o->env && o->env[i]; i++) {
 		const char *eq = strchr(o->env[i], '=');
@@ -934,13 +951,14 @@ static struct tval *node_values(struct node_ctx *nc)
 {
 	const struct plan_opts *o = nc->run->o;
 	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts);
-	struct tval *set = tval_map_at(v, "set");
-
-	run_gpu_values(v, nc->run);
+	struct tval *set = tval_map_at(v, "set"), *own;
+	const struct tval *g = gpu_values(nc->run, &own);
 	size_t i;
-
 	char key[128];
 	const char *k;
+
+	tval_set(v, "gpu", tval_copy(tval_lookup(g, "gpu")));
+	tval_free(own);
 
 	pthread_mutex_lock(&nc->run->lock);
 	for (i = 0; i < nc->run->published->nr; i++)
@@ -1819,6 +1837,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 				run.barriers[ri].expected++;
 			}
 		}
+		run.gpu = tval_new_map();
+		run_gpu_values(run.gpu, &run);
 		run.pass2 = true;
 		ro.node_fn = pipeline_fn;
 		ro.sessions = pass_sessions;
@@ -1856,6 +1876,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			tval_free(run.sets[i]);
 		free(run.sets);
 		free(run.role_done);
+		tval_free(run.gpu);
+		run.gpu = NULL;
 	}
 	for (i = 0; i < o->nr; i++)
 		if (res->nodes[i].have_facts && !res->nodes[i].preflight_failed &&
