@@ -1031,15 +1031,9 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 		result = STEP_UNCHANGED;
 		goto done;
 	}
-	strbuf_add(&script, o->roles->lib, o->roles->lib_len);
-	if (o->check_only)
-		strbuf_addstr(&script, "\npv_diff \"$1\"\n");
-	else /* the node's copy, when it is replaced, as a diff: the run record shows the drift */
-		strbuf_addstr(&script, "\npv_prepare \"$1\" \"$2\" \"$3\" \"$4\" && exit 0\n"
-				       "s=$?; [ \"$s\" = 1 ] || exit \"$s\"; pv_diff \"$1\"; exit 1\n");
-	strbuf_addstr(&cmd, "sh -c ");
-	strbuf_add_sh_quoted(&cmd, script.buf);
-	strbuf_addstr(&cmd, " sh ");
+	/* The content is the command's stdin (for the diff): the helpers and
+	 * the script are the command itself, after its arguments. */
+	strbuf_addstr(&cmd, "set -- ");
 	strbuf_add_sh_quoted(&cmd, t->dest);
 	strbuf_addch(&cmd, ' ');
 	strbuf_add_sh_quoted(&cmd, sha);
@@ -1047,6 +1041,13 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 	strbuf_add_sh_quoted(&cmd, mode);
 	strbuf_addch(&cmd, ' ');
 	strbuf_add_sh_quoted(&cmd, t->owner);
+	strbuf_addch(&cmd, '\n');
+	strbuf_add(&cmd, o->roles->lib, o->roles->lib_len);
+	if (o->check_only)
+		strbuf_addstr(&cmd, "\npv_diff \"$1\"\n");
+	else /* the node's copy, when it is replaced, as a diff: the run record shows the drift */
+		strbuf_addstr(&cmd, "\npv_prepare \"$1\" \"$2\" \"$3\" \"$4\" && exit 0\n"
+				    "s=$?; [ \"$s\" = 1 ] || exit \"$s\"; pv_diff \"$1\"; exit 1\n");
 	strbuf_reset(&nc->tail);
 	strbuf_reset(&nc->capture);
 	nc->capturing = true;

@@ -32,7 +32,9 @@
  *             script up to ".provision-end" and evals it.  The agent answers
  *             "provision-agent 1 UID PID DIR" on stdout.
  *   request   "TOKEN NLINES NBYTES[ sh]\n", the command as NLINES lines,
- *             then NBYTES bytes for the command's stdin (else /dev/null).
+ *             then NBYTES bytes for the command's stdin (else /dev/null);
+ *             a long command goes as "TOKEN cLEN NBYTES[ sh]\n" and LEN
+ *             bytes (TRANSPORT_AGENT_LONG_COMMAND).
  *             TOKEN is 32 random hex digits chosen per command.  The
  *             command runs in a subshell of the agent (a fork, no exec), or
  *             with "sh" under a `/bin/sh -c` of its own (own_shell).
@@ -264,6 +266,14 @@ int transport_key_fingerprint(char out[TRANSPORT_FINGERPRINT_LEN + 1], const cha
 #define TRANSPORT_TOKEN_LEN 32
 /* Fill token with TRANSPORT_TOKEN_LEN random hex digits and a NUL. */
 void transport_make_token(char token[TRANSPORT_TOKEN_LEN + 1]);
+
+/*
+ * Commands longer than this go as "cLEN" bytes, which the agent reads with
+ * one `head -c` (an exec, ~1 ms), instead of as lines, which its `read`
+ * takes one read(2) per byte (~0.5 us each: 14 KB of roles/lib.sh cost
+ * ~7 ms).
+ */
+#define TRANSPORT_AGENT_LONG_COMMAND 1024
 
 /* Append one agent request (see "Agent protocol" above) to out. */
 void transport_agent_request(struct strbuf *out, const char *token, const char *command,

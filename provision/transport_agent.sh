@@ -10,8 +10,9 @@
 #   provision-agent kill PID TOKEN    stop the command of agent PID (0: none)
 #                                     whose environment has PROVISION_CMD=TOKEN
 #
-# Request: "TOKEN NLINES NBYTES[ sh]", then NLINES lines of command, then
-# NBYTES bytes for its stdin.  The command runs in a subshell of this shell
+# Request: "TOKEN NLINES NBYTES[ sh]", then NLINES lines of command (or
+# "TOKEN cLEN ...": LEN bytes of command, read in one go), then NBYTES bytes
+# for its stdin.  The command runs in a subshell of this shell
 # (a fork, no exec: `sh -c` cost a second exec per command, the dearest part
 # of a step's overhead), with no positional parameters, or with "sh" as
 # `/bin/sh -c COMMAND` ($$ its own); its stdout and stderr go straight to
@@ -42,14 +43,30 @@ _pa_serve() {
 	while IFS=' ' read -r _pa_tok _pa_n _pa_len _pa_how; do
 		case $_pa_tok in '' | *[!0-9a-f]*) _pa_bad ;; esac
 		case $_pa_how in '' | sh) ;; *) _pa_bad ;; esac
-		case $_pa_n in '' | *[!0-9]*) _pa_bad ;; esac
+		case $_pa_n in '' | c | *[!0-9c]* | ?*c*) _pa_bad ;; esac
 		case $_pa_len in '' | *[!0-9]*) _pa_bad ;; esac
 		_pa_cmd=
-		while [ "$_pa_n" -gt 0 ]; do
-			IFS= read -r _pa_l || exit 0
-			_pa_cmd=$_pa_cmd$_pa_l$_pa_nl
-			_pa_n=$((_pa_n - 1))
-		done
+		case $_pa_n in
+		c*)
+			# `read` takes a byte per read(2): a long command in one go.
+			_pa_n=${_pa_n#c}
+			if [ "$_pa_n" -gt 0 ]; then
+				if [ "$_pa_head" = 1 ]; then
+					_pa_cmd=$(head -c "$_pa_n")
+				else
+					_pa_cmd=$(dd bs=1 count="$_pa_n" 2>/dev/null)
+				fi
+				_pa_cmd=$_pa_cmd$_pa_nl # $(...) took the last newline
+			fi
+			;;
+		*)
+			while [ "$_pa_n" -gt 0 ]; do
+				IFS= read -r _pa_l || exit 0
+				_pa_cmd=$_pa_cmd$_pa_l$_pa_nl
+				_pa_n=$((_pa_n - 1))
+			done
+			;;
+		esac
 		_pa_in=/dev/null
 		if [ "$_pa_len" -gt 0 ]; then
 			_pa_in=$_pa_dir/in

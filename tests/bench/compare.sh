@@ -106,6 +106,19 @@ busy_ms() {
 	awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%d\n", ($2 + $3 + $4 + $7 + $8) * 1000 / hz; exit }' /proc/stat
 }
 
+# settle: wait (60 s at most) until the machine is quiet, less than 10 % of
+# its CPU busy over a second (a testbed just started keeps it busy a while;
+# the load average printed with each table lags behind).
+settle() {
+	i=0
+	while [ $i -lt 60 ]; do
+		b0=$(busy_ms)
+		sleep 1
+		[ $(($(busy_ms) - b0)) -lt $((100 * $(nproc))) ] && return 0
+		i=$((i + 1))
+	done
+}
+
 # ---- 1. node preparation: provision vs Ansible ----
 
 # The node state the prep phase is about, one line per node (read-only; runs
@@ -220,6 +233,7 @@ big_testbed() {
 	if [ -z "$tb_up" ] || [ "$(grep -c '^node-' "$tb/nodes.txt")" -lt "$max" ]; then
 		testbed "$max"
 	fi
+	settle
 }
 
 # ---- 2. ad-hoc: provision run vs pdsh vs clush ----
@@ -292,7 +306,7 @@ section_scale() {
 	echo "   (CPU: the whole machine's busy time during the run, provision's own, and the rest:"
 	echo "   the nodes' sshd, agents, facts and steps, which share this machine's $(nproc) cores)"
 	load
-	printf '%-6s %9s %7s %9s %9s %9s %10s %9s %9s\n' nodes wall "RSS" "fds(peak)" "CPU(all)" "CPU(prov)" \
+	printf '%-6s %9s %7s %9s %9s %5s %9s %10s %9s %9s\n' nodes wall "RSS" "fds(peak)" "CPU(all)" busy "CPU(prov)" \
 		"run--true" "CPU(all)" "excess"
 	for n in $SCALE_SIZES; do
 		list=$(nodes "$n")
@@ -319,14 +333,18 @@ section_scale() {
 		done
 		w=$(median <"$work/sc.ms")
 		h=$(median <"$work/st.ms")
+		c=$(median <"$work/cpu.all")
 		[ "$n" != 1 ] || one=$w
-		# How far the run is above the bound: 2 x the one-node time plus the handshakes.
-		printf '%-6s %6s ms %4s MB %9s %6s ms %6s ms %7s ms %6s ms %9s\n' "$n" "$w" \
+		# busy: how much of the machine's CPU the run used (100 %: the nodes'
+		# and provision's work alone decide the wall time); excess: how far
+		# the run is above the bound, 2 x the one-node time plus the handshakes.
+		printf '%-6s %6s ms %4s MB %9s %6s ms %4s%% %6s ms %7s ms %6s ms %9s\n' "$n" "$w" \
 			"$(($(sort -n "$work/sc.rss" | tail -n 1) / 1024))" "$(sort -n "$work/fds" 2>/dev/null | tail -n 1)" \
-			"$(median <"$work/cpu.all")" "$(median <"$work/cpu.prov")" "$h" "$(median <"$work/cpu.true")" \
+			"$c" $((c * 100 / ($(nproc) * w))) "$(median <"$work/cpu.prov")" "$h" "$(median <"$work/cpu.true")" \
 			"$(ratio "$w" $((2 * ${one:-$w} + h)))x"
 	done
-	echo "excess: wall / (2 x wall(1 node) + run--true(N)); the issue's target is <= 1.00x"
+	echo "busy: CPU(all) / ($(nproc) cores x wall); excess: wall / (2 x wall(1 node) + run--true(N)),"
+	echo "the issue's target is <= 1.00x"
 }
 
 echo "provision $("$PROVISION" --version 2>/dev/null | head -n 1), $(nproc) cores, pairs: $PAIRS"

@@ -73,29 +73,6 @@ static void say(const struct transport_exec *req, const char *line)
 	req->on_line(req->ctx, TRANSPORT_STDOUT, line, strlen(line));
 }
 
-/* The last N sh-quoted words of a command ('a' 'b' ...), unquoted. */
-static int last_words(const char *cmd, char out[][160], int n)
-{
-	int found = 0;
-	const char *p = cmd + strlen(cmd);
-
-	while (found < n && p > cmd) {
-		const char *end, *start;
-		while (p > cmd && p[-1] == ' ')
-			p--;
-		if (p == cmd || p[-1] != '\'')
-			break;
-		end = p - 1;
-		start = end;
-		while (start > cmd && start[-1] != '\'')
-			start--;
-		snprintf(out[n - 1 - found], 160, "%.*s", (int)(end - start), start);
-		p = start - 1;
-		found++;
-	}
-	return found;
-}
-
 static int fake_exec(struct transport *t, const struct transport_exec *req,
 		     struct transport_result *res, struct error *err)
 {
@@ -129,11 +106,14 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		pthread_mutex_unlock(&fake_lock);
 		return 0;
 	}
-	if (strstr(req->command, "pv_prepare") || strstr(req->command, "pv_diff")) {
+	/* set -- DEST SHA MODE OWNER, the helpers, then pv_prepare (up) or pv_diff (plan) */
+	if (!strncmp(req->command, "set -- ", 7) &&
+	    (strstr(req->command, "\npv_prepare \"$1\" \"$2\"") ||
+	     strstr(req->command, "\npv_diff \"$1\"\n"))) {
 		unsigned i;
-		bool diff = strstr(req->command, "pv_diff") != NULL;
-		if (last_words(req->command, words, 4) != 4)
-			return error_set(err, -1, "fake: cannot parse '%s'", req->command);
+		bool diff = !strstr(req->command, "\npv_prepare \"$1\" \"$2\"");
+		if (sscanf(req->command + 7, "'%159[^']' '%159[^']'", words[0], words[1]) != 2)
+			return error_set(err, -1, "fake: cannot parse '%.60s'", req->command);
 		pthread_mutex_lock(&fake_lock);
 		for (i = 0; i < n->nr_files; i++) {
 			if (strcmp(n->files[i], words[0]))

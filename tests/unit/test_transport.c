@@ -226,6 +226,19 @@ static void test_agent_request(void **state)
 	strbuf_reset(&sb);
 	transport_agent_request(&sb, "tok", "a\n\nb\n\n", "", 0, false);
 	assert_string_equal(sb.buf, "tok 4 0\na\n\nb\n\n");
+	/* A long command goes as its byte count, for one read on the node. */
+	{
+		char *cmd = xmalloc(TRANSPORT_AGENT_LONG_COMMAND + 2), want[64];
+		memset(cmd, 'x', TRANSPORT_AGENT_LONG_COMMAND + 1);
+		cmd[TRANSPORT_AGENT_LONG_COMMAND + 1] = '\0';
+		strbuf_reset(&sb);
+		transport_agent_request(&sb, "tok", cmd, "in", 2, true);
+		snprintf(want, sizeof(want), "tok c%d 2 sh\n", TRANSPORT_AGENT_LONG_COMMAND + 1);
+		assert_int_equal(sb.len, strlen(want) + TRANSPORT_AGENT_LONG_COMMAND + 1 + 2);
+		assert_memory_equal(sb.buf, want, strlen(want));
+		assert_memory_equal(sb.buf + sb.len - 3, "xin", 3);
+		free(cmd);
+	}
 	strbuf_release(&sb);
 }
 
@@ -485,8 +498,9 @@ static void test_agent_serves(void **state)
 			  t2[] = "22222222222222222222222222222222",
 			  t3[] = "33333333333333333333333333333333",
 			  t4[] = "44444444444444444444444444444444",
-			  t5[] = "55555555555555555555555555555555";
-	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
+			  t5[] = "55555555555555555555555555555555",
+			  t6[] = "66666666666666666666666666666666";
+	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT, big = STRBUF_INIT;
 	const char *args[] = {"serve"}, *p, *end;
 	char dir[256];
 	struct stat st;
@@ -502,6 +516,12 @@ static void test_agent_serves(void **state)
 	/* In a subshell: no positional parameters, nothing left for the next command. */
 	transport_agent_request(&in, t4, "x=set; echo \"[$#]\"", NULL, 0, false);
 	transport_agent_request(&in, t5, "echo \"[${x-unset}]\"", NULL, 0, false);
+	/* A long command (read as bytes), its input, a here-document at its very end. */
+	strbuf_addstr(&big, "v='");
+	while (big.len < 3003)
+		strbuf_addch(&big, 'y');
+	strbuf_addstr(&big, "'; printf '%s\\n' \"${#v}\"; cat\ncat <<EOF\nend\nEOF\n");
+	transport_agent_request(&in, t6, big.buf, "xyz\n", 4, false);
 	/* Under a shell of its own, $$ is that shell: the agent lives on. */
 	transport_agent_request(&in, t3, "printf '%s\\n' \"$PROVISION_CMD\"; kill -9 $$", NULL, 0,
 				true);
@@ -514,6 +534,7 @@ static void test_agent_serves(void **state)
 	assert_int_equal(next_frame(&p, end, t2, "1:2-1|1:rest\0x|"), 0);
 	assert_int_equal(next_frame(&p, end, t4, "1:[0]|"), 0);
 	assert_int_equal(next_frame(&p, end, t5, "1:[unset]|"), 0);
+	assert_int_equal(next_frame(&p, end, t6, "1:3000|1:xyz|1:end|"), 0);
 	assert_int_equal(next_frame(&p, end, t3,
 				    "1:"
 				    "33333333333333333333333333333333"
@@ -525,6 +546,7 @@ static void test_agent_serves(void **state)
 	assert_int_equal(next_frame(&p, end, t2, ""), 0);
 	assert_int_equal(next_frame(&p, end, t4, ""), 0);
 	assert_int_equal(next_frame(&p, end, t5, ""), 0);
+	assert_int_equal(next_frame(&p, end, t6, ""), 0);
 	/* The agent's shell may report "Killed" for the command (dash does). */
 	assert_int_equal(next_frame(&p, end, t3, NULL), 137);
 	/* At end of input the agent leaves and removes its directory. */
@@ -532,6 +554,7 @@ static void test_agent_serves(void **state)
 	shell_release(&r);
 	strbuf_release(&cmd);
 	strbuf_release(&in);
+	strbuf_release(&big);
 }
 
 /* Where head(1) is not GNU's, the input is read with dd one byte at a time. */
@@ -541,7 +564,7 @@ static void test_agent_input_without_gnu_head(void **state)
 			  t2[] = "88888888888888888888888888888888";
 	static const char fake_head[] =
 	    "#!/bin/sh\necho 'head: unrecognized option --version (a BusyBox-like stand-in)'\n";
-	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT;
+	struct strbuf cmd = STRBUF_INIT, in = STRBUF_INIT, big = STRBUF_INIT;
 	const char *args[] = {"serve"}, *p;
 	char *path = tmp_path("head"), dir[256];
 	struct shell r;
@@ -550,22 +573,30 @@ static void test_agent_input_without_gnu_head(void **state)
 	transport_agent_command(&cmd, TRANSPORT_PRIV_NONE, "b00t", args, 1);
 	agent_input(&in, TRANSPORT_PRIV_NONE, NULL, "b00t");
 	transport_agent_request(&in, t1, "cat", "1\n2\nrest\0x", 10, false);
+	/* A long command too: read with dd, the end of the request stays for the next. */
+	strbuf_addstr(&big, "echo long");
+	while (big.len < TRANSPORT_AGENT_LONG_COMMAND + 10)
+		strbuf_addch(&big, ' ');
+	transport_agent_request(&in, t1, big.buf, "", 0, false);
 	transport_agent_request(&in, t2, "cat; echo end", "", 0, true);
 	run_shell(&r, cmd.buf, in.buf, in.len, true);
 	assert_int_equal(r.status, 0);
 	p = r.out.buf + expect_hello(r.out.buf, dir, sizeof(dir));
 	assert_int_equal(next_frame(&p, r.out.buf + r.out.len, t1, "1:1|1:2|1:rest\0x|"), 0);
+	assert_int_equal(next_frame(&p, r.out.buf + r.out.len, t1, "1:long|"), 0);
 	assert_int_equal(next_frame(&p, r.out.buf + r.out.len, t2, "1:end|"), 0);
 	shell_release(&r);
 	strbuf_release(&cmd);
 	strbuf_release(&in);
+	strbuf_release(&big);
 	free(path);
 }
 
 static void test_agent_rejects_garbage(void **state)
 {
 	/* A token that is not hex; a mode that is not "sh". */
-	static const char *const bad[] = {"not-hex 1 0\n", "abc 1 0 bash\n"};
+	static const char *const bad[] = {"not-hex 1 0\n", "abc 1 0 bash\n", "abc 1c2 0\n",
+					  "abc c 0\n"};
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
