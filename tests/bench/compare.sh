@@ -301,6 +301,7 @@ section_step() {
 section_scale() {
 	big_testbed
 	noop_roles "$work/roles10" 10
+	rm -f "$work/room"
 	echo
 	echo "== scale: a role of 10 no-op steps on N nodes (forks = N), and run -- true for the handshakes =="
 	echo "   (CPU: the whole machine's busy time during the run, provision's own, and the rest:"
@@ -342,9 +343,20 @@ section_scale() {
 			"$(($(sort -n "$work/sc.rss" | tail -n 1) / 1024))" "$(sort -n "$work/fds" 2>/dev/null | tail -n 1)" \
 			"$c" $((c * 100 / ($(nproc) * w))) "$(median <"$work/cpu.prov")" "$h" "$(median <"$work/cpu.true")" \
 			"$(ratio "$w" $((2 * ${one:-$w} + h)))x"
+		# The nodes' own work beyond the handshakes (facts, steps), per node:
+		# the machine's CPU less provision's and less the run -- true's.
+		# When the nodes share this machine's cores, the run takes at least
+		# run--true + that work x N / cores, so the target leaves each node
+		# at most 2 x wall(1 node) x cores / N ms of it.
+		[ "$n" = 1 ] || echo "$n $(((c - $(median <"$work/cpu.prov") - $(median <"$work/cpu.true")) / n)) \
+$((2 * ${one:-$w} * $(nproc) / n))" >>"$work/room"
 	done
 	echo "busy: CPU(all) / ($(nproc) cores x wall); excess: wall / (2 x wall(1 node) + run--true(N)),"
 	echo "the issue's target is <= 1.00x"
+	[ ! -s "$work/room" ] || while read -r n used room; do
+		echo "$n nodes: the nodes' own work beyond the handshakes took ~$used ms of CPU per node;" \
+			"on $(nproc) cores the target leaves room for $room ms"
+	done <"$work/room"
 }
 
 echo "provision $("$PROVISION" --version 2>/dev/null | head -n 1), $(nproc) cores, pairs: $PAIRS"
