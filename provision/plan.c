@@ -43,8 +43,9 @@ struct run {
 	struct tval *published;	  /* handed values of finished roles, run-wide */
 	/*
 	 * run_gpu_values() of the pipeline, made once before its first pass and
-	 * read-only from then on (facts do not change during the pipeline;
-	 * making it per step read every left-out node's recorded facts again).
+	 * read-only from then on: steps and templates run only in the pipeline,
+	 * and facts do not change during it (making it per step read every
+	 * left-out node's recorded facts again).
 	 */
 	struct tval *gpu;
 };
@@ -363,17 +364,6 @@ static void run_gpu_values(struct tval *v, const struct run *run)
 	free(nodes);
 }
 
-/* The run's gpu.* values: run->gpu, or made now into *own (the caller frees it). */
-static const struct tval *gpu_values(const struct run *run, struct tval **own)
-{
-	*own = NULL;
-	if (run->gpu)
-		return run->gpu;
-	*own = tval_new_map();
-	run_gpu_values(*own, run);
-	return *own;
-}
-
 /* ---- environment of a step ---- */
 
 static void export(struct strbuf *sb, const char *name, const char *value)
@@ -465,13 +455,8 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 	if (inv->hub.enabled && inv->hub.chart_version)
 		export(sb, "PROVISION_HUB_CHART_VERSION", inv->hub.chart_version);
 	export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
-	{
-		struct tval *own;
-		const struct tval *g = gpu_values(nc->run, &own);
-		export(sb, "PROVISION_GPU_NODES", tval_lookup(g, "gpu.names")->str);
-		export(sb, "PROVISION_GPU_HOST_DRIVER", tval_lookup(g, "gpu.host_driver")->str);
-		tval_free(own);
-	}
+	export(sb, "PROVISION_GPU_NODES", tval_lookup(nc->run->gpu, "gpu.names")->str);
+	export(sb, "PROVISION_GPU_HOST_DRIVER", tval_lookup(nc->run->gpu, "gpu.host_driver")->str);
 	for (i = 0; o->env && o->env[i]; i++) {
 		const char *eq = strchr(o->env[i], '=');
 		char *name = eq ? xstrndup(o->env[i], (size_t)(eq - o->env[i])) : NULL;
@@ -951,14 +936,12 @@ static struct tval *node_values(struct node_ctx *nc)
 {
 	const struct plan_opts *o = nc->run->o;
 	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts);
-	struct tval *set = tval_map_at(v, "set"), *own;
-	const struct tval *g = gpu_values(nc->run, &own);
+	struct tval *set = tval_map_at(v, "set");
 	size_t i;
 	char key[128];
 	const char *k;
 
-	tval_set(v, "gpu", tval_copy(tval_lookup(g, "gpu")));
-	tval_free(own);
+	tval_set(v, "gpu", tval_copy(tval_lookup(nc->run->gpu, "gpu")));
 
 	pthread_mutex_lock(&nc->run->lock);
 	for (i = 0; i < nc->run->published->nr; i++)
