@@ -954,12 +954,34 @@ static struct tval *node_values(struct node_ctx *nc)
 	return v;
 }
 
+/*
+ * The command of a file step's request: "set -- DEST SHA MODE OWNER", then
+ * roles/lib.sh and the script (tail) that uses them, all run by the agent's
+ * subshell; the request's stdin is left for the content.
+ */
+static void file_command(struct strbuf *cmd, const struct role_set *rs, const char *dest,
+			 const char *sha, const char *mode, const char *owner, const char *tail)
+{
+	strbuf_addstr(cmd, "set -- ");
+	strbuf_add_sh_quoted(cmd, dest);
+	strbuf_addch(cmd, ' ');
+	strbuf_add_sh_quoted(cmd, sha);
+	strbuf_addch(cmd, ' ');
+	strbuf_add_sh_quoted(cmd, mode);
+	strbuf_addch(cmd, ' ');
+	strbuf_add_sh_quoted(cmd, owner);
+	strbuf_addch(cmd, '\n');
+	strbuf_add(cmd, rs->lib, rs->lib_len);
+	strbuf_addch(cmd, '\n');
+	strbuf_addstr(cmd, tail);
+}
+
 static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct role *r,
 		       const struct role_template *t)
 {
 	const struct plan_opts *o = nc->run->o;
 	struct transport *tp = runner_job_transport(job);
-	struct strbuf content = STRBUF_INIT, script = STRBUF_INIT, cmd = STRBUF_INIT;
+	struct strbuf content = STRBUF_INIT, cmd = STRBUF_INIT;
 	struct transport_result res = {0};
 	struct error err = {0};
 	struct tval *vals;
@@ -992,17 +1014,10 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 	/* First the cheap question, without the content: is the node's copy
 	 * already this one?  On a no-change run that is all (no upload, no
 	 * second shell); otherwise the content goes up for the diff below. */
-	strbuf_addstr(&cmd, "set -- ");
-	strbuf_add_sh_quoted(&cmd, t->dest);
-	strbuf_addf(&cmd, " %s %s ", sha, mode);
-	strbuf_add_sh_quoted(&cmd, t->owner);
-	strbuf_addstr(&cmd, " && . /dev/stdin");
-	strbuf_add(&script, o->roles->lib, o->roles->lib_len);
-	strbuf_addstr(&script, "\npv_same \"$@\"\n");
+	file_command(&cmd, o->roles, t->dest, sha, mode, t->owner, "pv_same \"$@\"\n");
 	strbuf_reset(&nc->tail);
-	rc = runner_job_exec(job, r->phase, t->dest, cmd.buf, script.buf, script.len,
+	rc = runner_job_exec(job, r->phase, t->dest, cmd.buf, NULL, 0,
 			     nc->node->ssh.command_timeout * 1000, &res, &err);
-	strbuf_reset(&script);
 	strbuf_reset(&cmd);
 	if (rc < 0) {
 		result = STEP_FAILED;
@@ -1014,23 +1029,12 @@ static int deploy_file(struct node_ctx *nc, struct runner_job *job, const struct
 		result = STEP_UNCHANGED;
 		goto done;
 	}
-	/* The content is the command's stdin (for the diff): the helpers and
-	 * the script are the command itself, after its arguments. */
-	strbuf_addstr(&cmd, "set -- ");
-	strbuf_add_sh_quoted(&cmd, t->dest);
-	strbuf_addch(&cmd, ' ');
-	strbuf_add_sh_quoted(&cmd, sha);
-	strbuf_addch(&cmd, ' ');
-	strbuf_add_sh_quoted(&cmd, mode);
-	strbuf_addch(&cmd, ' ');
-	strbuf_add_sh_quoted(&cmd, t->owner);
-	strbuf_addch(&cmd, '\n');
-	strbuf_add(&cmd, o->roles->lib, o->roles->lib_len);
-	if (o->check_only)
-		strbuf_addstr(&cmd, "\npv_diff \"$1\"\n");
-	else /* the node's copy, when it is replaced, as a diff: the run record shows the drift */
-		strbuf_addstr(&cmd, "\npv_prepare \"$1\" \"$2\" \"$3\" \"$4\" && exit 0\n"
-				    "s=$?; [ \"$s\" = 1 ] || exit \"$s\"; pv_diff \"$1\"; exit 1\n");
+	/* The content is the command's stdin, for the diff; when the node's copy
+	 * is replaced, that diff goes to the run record (the drift). */
+	file_command(&cmd, o->roles, t->dest, sha, mode, t->owner,
+		     o->check_only ? "pv_diff \"$1\"\n"
+				   : "pv_prepare \"$1\" \"$2\" \"$3\" \"$4\" && exit 0\n"
+				     "s=$?; [ \"$s\" = 1 ] || exit \"$s\"; pv_diff \"$1\"; exit 1\n");
 	strbuf_reset(&nc->tail);
 	strbuf_reset(&nc->capture);
 	nc->capturing = true;
@@ -1072,7 +1076,6 @@ done:
 	free(detail);
 	explicit_bzero(content.buf, content.len);
 	strbuf_release(&content);
-	strbuf_release(&script);
 	strbuf_release(&cmd);
 	return ret;
 }
@@ -1086,7 +1089,7 @@ static int deploy_artifact(struct node_ctx *nc, struct runner_job *job, const st
 {
 	const struct plan_opts *o = nc->run->o;
 	const struct artifact *a = artifact_find(&o->roles->artifacts, ra->name);
-	struct strbuf content = STRBUF_INIT, script = STRBUF_INIT, cmd = STRBUF_INIT;
+	struct strbuf content = STRBUF_INIT, cmd = STRBUF_INIT;
 	struct transport_result res = {0};
 	struct error err = {0};
 	enum step_result result;
@@ -1102,19 +1105,9 @@ static int deploy_artifact(struct node_ctx *nc, struct runner_job *job, const st
 		goto done;
 	}
 	snprintf(mode, sizeof(mode), "%o", ra->mode);
-	strbuf_add(&script, o->roles->lib, o->roles->lib_len);
-	strbuf_addstr(&script, o->check_only ? "\n[ -f \"$1\" ] && [ \"$(sha256sum <\"$1\" | cut -c1-64)\" = \"$2\" ]\n"
-					     : "\npv_prepare \"$1\" \"$2\" \"$3\" \"$4\"\n");
-	strbuf_addstr(&cmd, "sh -c ");
-	strbuf_add_sh_quoted(&cmd, script.buf);
-	strbuf_addstr(&cmd, " sh ");
-	strbuf_add_sh_quoted(&cmd, ra->dest);
-	strbuf_addch(&cmd, ' ');
-	strbuf_add_sh_quoted(&cmd, a->sha256);
-	strbuf_addch(&cmd, ' ');
-	strbuf_add_sh_quoted(&cmd, mode);
-	strbuf_addch(&cmd, ' ');
-	strbuf_add_sh_quoted(&cmd, ra->owner);
+	file_command(&cmd, o->roles, ra->dest, a->sha256, mode, ra->owner,
+		     o->check_only ? "[ -f \"$1\" ] && [ \"$(sha256sum <\"$1\" | cut -c1-64)\" = \"$2\" ]\n"
+				   : "pv_prepare \"$1\" \"$2\" \"$3\" \"$4\"\n");
 	strbuf_reset(&nc->tail);
 	rc = runner_job_exec(job, r->phase, ra->dest, cmd.buf, NULL, 0,
 			     nc->node->ssh.command_timeout * 1000, &res, &err);
@@ -1156,7 +1149,6 @@ done:
 		runner_job_fail(job, "%s › %s: %s", r->name, ra->dest, detail ? detail : "failed");
 	free(detail);
 	strbuf_release(&content);
-	strbuf_release(&script);
 	strbuf_release(&cmd);
 	return ret;
 }

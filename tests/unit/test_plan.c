@@ -93,11 +93,11 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		say(req, line);
 		return 0;
 	}
-	if (strstr(in, "\npv_same \"$@\"")) { /* set -- DEST SHA MODE OWNER && . /dev/stdin */
-		const char *dest = req->command + strlen("set -- ");
+	/* set -- DEST SHA MODE OWNER, the helpers, then pv_same, pv_prepare (up) or pv_diff (plan) */
+	if (!strncmp(req->command, "set -- ", 7) && strstr(req->command, "\npv_same \"$@\"\n")) {
 		unsigned i;
-		if (sscanf(dest, "'%159[^']' %159s", words[0], words[1]) != 2)
-			return error_set(err, -1, "fake: cannot parse '%s'", req->command);
+		if (sscanf(req->command + 7, "'%159[^']' '%159[^']'", words[0], words[1]) != 2)
+			return error_set(err, -1, "fake: cannot parse '%.60s'", req->command);
 		res->exit_status = 1;
 		pthread_mutex_lock(&fake_lock);
 		for (i = 0; i < n->nr_files; i++)
@@ -106,7 +106,6 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		pthread_mutex_unlock(&fake_lock);
 		return 0;
 	}
-	/* set -- DEST SHA MODE OWNER, the helpers, then pv_prepare (up) or pv_diff (plan) */
 	if (!strncmp(req->command, "set -- ", 7) &&
 	    (strstr(req->command, "\npv_prepare \"$1\" \"$2\"") ||
 	     strstr(req->command, "\npv_diff \"$1\"\n"))) {
