@@ -276,24 +276,21 @@ void transport_agent_request(struct strbuf *out, const char *token, const char *
 			     const void *input, size_t input_len, bool own_shell)
 {
 	size_t lines = 0, len = strlen(command);
+	bool whole = len > TRANSPORT_AGENT_LONG_COMMAND, unended = len && command[len - 1] != '\n';
 	const char *p;
 
-	if (len > TRANSPORT_AGENT_LONG_COMMAND) {
-		/* One read of LEN bytes (head -c) instead of one read(2) per byte. */
-		strbuf_addf(out, "%s c%zu %zu%s\n", token, len, input ? input_len : 0,
-			    own_shell ? " sh" : "");
-		strbuf_add(out, command, len);
+	/* A long command as LEN bytes (one head -c), not lines (one read(2) per byte). */
+	if (whole) {
+		strbuf_addf(out, "%s c%zu", token, len);
 	} else {
 		for (p = command; (p = memchr(p, '\n', len - (size_t)(p - command))); p++)
 			lines++;
-		if (len && command[len - 1] != '\n')
-			lines++;
-		strbuf_addf(out, "%s %zu %zu%s\n", token, lines, input ? input_len : 0,
-			    own_shell ? " sh" : "");
-		strbuf_add(out, command, len);
-		if (len && command[len - 1] != '\n')
-			strbuf_addch(out, '\n');
+		strbuf_addf(out, "%s %zu", token, lines + unended);
 	}
+	strbuf_addf(out, " %zu%s\n", input ? input_len : 0, own_shell ? " sh" : "");
+	strbuf_add(out, command, len);
+	if (!whole && unended)
+		strbuf_addch(out, '\n');
 	if (input && input_len)
 		strbuf_add(out, input, input_len);
 }
