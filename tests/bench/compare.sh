@@ -335,21 +335,22 @@ section_scale() {
 		w=$(median <"$work/sc.ms")
 		h=$(median <"$work/st.ms")
 		c=$(median <"$work/cpu.all")
+		prov=$(median <"$work/cpu.prov")
+		hs=$(median <"$work/cpu.true")
 		[ "$n" != 1 ] || one=$w
 		# busy: how much of the machine's CPU the run used (100 %: the nodes'
 		# and provision's work alone decide the wall time); excess: how far
 		# the run is above the bound, 2 x the one-node time plus the handshakes.
 		printf '%-6s %6s ms %4s MB %9s %6s ms %4s%% %6s ms %7s ms %6s ms %9s\n' "$n" "$w" \
 			"$(($(sort -n "$work/sc.rss" | tail -n 1) / 1024))" "$(sort -n "$work/fds" 2>/dev/null | tail -n 1)" \
-			"$c" $((c * 100 / ($(nproc) * w))) "$(median <"$work/cpu.prov")" "$h" "$(median <"$work/cpu.true")" \
+			"$c" $((c * 100 / ($(nproc) * w))) "$prov" "$h" "$hs" \
 			"$(ratio "$w" $((2 * ${one:-$w} + h)))x"
 		# The nodes' own work beyond the handshakes (facts, steps), per node:
 		# the machine's CPU less provision's and less the run -- true's.
 		# When the nodes share this machine's cores, the run takes at least
 		# run--true + that work x N / cores, so the target leaves each node
 		# at most 2 x wall(1 node) x cores / N ms of it.
-		[ "$n" = 1 ] || echo "$n $(((c - $(median <"$work/cpu.prov") - $(median <"$work/cpu.true")) / n)) \
-$((2 * ${one:-$w} * $(nproc) / n))" >>"$work/room"
+		[ "$n" = 1 ] || echo "$n $(((c - prov - hs) / n)) $((2 * ${one:-$w} * $(nproc) / n))" >>"$work/room"
 	done
 	echo "busy: CPU(all) / ($(nproc) cores x wall); excess: wall / (2 x wall(1 node) + run--true(N)),"
 	echo "the issue's target is <= 1.00x"
