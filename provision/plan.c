@@ -345,8 +345,11 @@ static void run_gpu_values(struct tval *v, const struct run *run)
 			struct strbuf text = STRBUF_INIT;
 			struct error err = {0};
 			char *path = xasprintf("%s/nodes/%s/facts", o->state_dir, inv->nodes[i].name);
+			text.max = FACTS_MAX + 1;
 			if (read_file(path, &text) == 0) {
-				if (facts_parse(&recorded[i], text.buf, text.len, &err) == 0)
+				/* parsed again, rejected again: poisoned facts are not reused */
+				if (facts_parse(&recorded[i], text.buf, text.len, &err) == 0 &&
+				    !recorded[i].unsafe_field)
 					facts[i] = &recorded[i];
 				else
 					facts_release(&recorded[i]);
@@ -1223,7 +1226,7 @@ static int facts_fn(struct runner_job *job, void *data)
 	int rc;
 
 	strbuf_init(&nc.capture, 0);
-	nc.capture.max = 1 << 20;
+	nc.capture.max = FACTS_MAX + 1; /* facts_parse refuses more than FACTS_MAX */
 	nc.capturing = true;
 	runner_job_set_filter(job, step_filter, &nc);
 	for (i = 0; i < o->inv->nr_nodes; i++)
