@@ -336,12 +336,11 @@ const char *text_unsafe(const char *s, size_t len)
 	return NULL;
 }
 
-void text_clean_line(struct strbuf *out, const char *line)
+static void clean(struct strbuf *out, const char *line, bool keep_nl)
 {
 	const unsigned char *p = (const unsigned char *)line;
-	size_t col = 0;
+	size_t col = 0, start = out->len;
 
-	strbuf_reset(out);
 	while (*p) {
 		unsigned c;
 		size_t k;
@@ -371,9 +370,16 @@ void text_clean_line(struct strbuf *out, const char *line)
 			/* A progress meter redraws its line: keep what comes last (unless it is
 			 * empty). */
 			if (p[1] && p[1] != '\n') {
-				strbuf_reset(out);
+				strbuf_setlen(out, start);
 				col = 0;
 			}
+			p++;
+			continue;
+		}
+		if (*p == '\n' && keep_nl) {
+			strbuf_addch(out, '\n');
+			start = out->len;
+			col = 0;
 			p++;
 			continue;
 		}
@@ -396,6 +402,17 @@ void text_clean_line(struct strbuf *out, const char *line)
 		col++;
 		p += k;
 	}
+}
+
+void text_clean_line(struct strbuf *out, const char *line)
+{
+	strbuf_reset(out);
+	clean(out, line, false);
+}
+
+void text_clean_append(struct strbuf *out, const char *line)
+{
+	clean(out, line, true);
 }
 
 void text_clean(struct strbuf *out, const char *text, size_t len)

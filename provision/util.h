@@ -120,6 +120,10 @@ size_t text_utf8(const char *s, size_t n, unsigned *cp);
  * unsafe character (text_unsafe) shown as '?'.  NUL ends the line.
  */
 void text_clean_line(struct strbuf *out, const char *line);
+/* The same, appended to out, newlines kept (a message of several lines): a CR
+ * erases only what this call added to the line it is on (so a node cannot
+ * erase the "[node] role › step" a view puts before its text). */
+void text_clean_append(struct strbuf *out, const char *line);
 /* The same for a text of several lines: each line cleaned, newlines kept. */
 void text_clean(struct strbuf *out, const char *text, size_t len);
 
