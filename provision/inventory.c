@@ -1643,6 +1643,35 @@ static const char *const storage_keys[] = {"nfs"};
 static const char *const nfs_keys[] = {"server", "path", "export_network", "options"};
 enum { NFS_SERVER, NFS_PATH, NFS_EXPORT_NETWORK, NFS_OPTIONS };
 
+/*
+ * The path as the NFS server will resolve it: "." and empty components
+ * dropped, ".." taking one off (never above "/").  The caller frees it.
+ */
+static char *export_path_normal(const char *s)
+{
+	struct strbuf out = STRBUF_INIT;
+
+	while (*s) {
+		size_t len;
+		while (*s == '/')
+			s++;
+		len = strcspn(s, "/");
+		if (!len || (len == 1 && s[0] == '.')) {
+			/* nothing */
+		} else if (len == 2 && s[0] == '.' && s[1] == '.') {
+			char *slash = strrchr(out.buf, '/');
+			strbuf_setlen(&out, slash ? (size_t)(slash - out.buf) : 0);
+		} else {
+			strbuf_addch(&out, '/');
+			strbuf_add(&out, s, len);
+		}
+		s += len;
+	}
+	if (!out.len)
+		strbuf_addch(&out, '/');
+	return strbuf_detach(&out, NULL);
+}
+
 static bool export_path_ok(const char *s)
 {
 	size_t i;
@@ -1675,8 +1704,18 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 	if ((y = g.val[NFS_SERVER]) && get_str(p, y, "server", &nfs->server))
 		p->nfs_server_pos = pos_of(y);
 	if ((y = g.val[NFS_PATH]) && (t = get_text(p, y, "path"))) {
+		/* the guard looks at the path the server exports, not at its spelling */
+		char *norm = export_path_normal(t);
 		if (!strcmp(t, "/"))
 			err_at(p, y, "export a directory such as /nfs", "'path' must not be '/'");
+		else if (t[0] == '/' && !strcmp(norm, "/"))
+			err_at(p, y, "export a directory such as /nfs",
+			       "'path' must not be '/' ('%s' is '/')", t);
+		else if (t[0] == '/' && strcmp(norm, t) &&
+			 (strstr(t, "/.") || strstr(t, "//")))
+			err_at(p, y, "write the directory as the server resolves it",
+			       "'path' must not have '.' or '..' components or '//' ('%s' is '%s')", t,
+			       norm);
 		else if (!export_path_ok(t))
 			err_at(p, y, "such as /nfs or /srv/nfs/lab",
 			       "'path' must be an absolute path of letters, digits and /._-+@, not "
@@ -1684,6 +1723,7 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 			       t);
 		else
 			set_str(&nfs->path, t);
+		free(norm);
 	}
 	if ((y = g.val[NFS_EXPORT_NETWORK]) && get_cidr(p, y, "export_network", &cidr)) {
 		p->export = cidr;
