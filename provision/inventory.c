@@ -279,6 +279,7 @@ struct parser {
 	char *base_dir; /* directory of the inventory, for relative paths; NULL: cwd */
 
 	bool nodes_incomplete; /* some entry could not be turned into nodes */
+	size_t expanded;       /* names the node entries expand to so far */
 	bool names_incomplete; /* some entry's names are unknown */
 	size_t errors_before;  /* errors in the diag list before this load */
 	bool roles_incomplete; /* some node's roles could not be read */
@@ -1538,6 +1539,17 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		require(p, &f, node_keys, i, where, section ? section : "a node");
 
 	if (f.val[N_NAME] && (names = expand(p, f.val[N_NAME], "name", &nr_names))) {
+		p->expanded += nr_names;
+		if (p->expanded > INVENTORY_MAX_NODES) {
+			err_at(p, f.val[N_NAME],
+			       "Kubernetes supports at most 5000 nodes in one cluster: split the lab "
+			       "into clusters",
+			       "the inventory has more than %d nodes", INVENTORY_MAX_NODES);
+			hostlist_free(names);
+			names = NULL;
+			p->nodes_incomplete = true;
+			goto out;
+		}
 		for (i = 0; i < nr_names; i++)
 			if (!dns_label(names[i]))
 				break;
@@ -1633,8 +1645,15 @@ static void parse_nodes(struct parser *p, const yaml_node_t *key, const yaml_nod
 		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
 		return;
 	}
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+	/*
+	 * Past the node limit nothing more is expanded: one entry and its
+	 * aliases (YAML shares them, we would not) could make millions.
+	 */
+	for (it = n->data.sequence.items.start;
+	     it < n->data.sequence.items.top && p->expanded <= INVENTORY_MAX_NODES; it++)
 		parse_node(p, child(p, *it));
+	if (it < n->data.sequence.items.top)
+		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
 }
 
 /* Storage -------------------------------------------------------------------- */
