@@ -242,8 +242,11 @@ void plan_run_gpu_values(struct tval *v, const struct run *run)
 			struct strbuf text = STRBUF_INIT;
 			struct error err = {0};
 			char *path = xasprintf("%s/nodes/%s/facts", o->state_dir, inv->nodes[i].name);
+			text.max = FACTS_MAX + 1;
 			if (read_file(path, &text) == 0) {
-				if (facts_parse(&recorded[i], text.buf, text.len, &err) == 0)
+				/* parsed again, rejected again: poisoned facts are not reused */
+				if (facts_parse(&recorded[i], text.buf, text.len, &err) == 0 &&
+				    !recorded[i].unsafe_field)
 					facts[i] = &recorded[i];
 				else
 					facts_release(&recorded[i]);

@@ -515,7 +515,11 @@ static void test_gpu_values(void **state)
 	assert_non_null(strstr(out.buf, "#   b-4: 1x \"NVIDIA PCI device 0x2484\", host driver not working\n"));
 	assert_non_null(strstr(out.buf, "driver:\n  # a GPU node has no working host driver: the operator's driver container\n  enabled: true\n"));
 	assert_non_null(strstr(out.buf, "toolkit:\n  enabled: true\n"));
-	assert_non_null(strstr(out.buf, "value: /etc/containerd/conf.d/99-nvidia.toml\n"));
+	/* the toolkit edits a file containerd never reads, and never restarts it */
+	assert_non_null(strstr(out.buf, "value: /var/lib/provision/nvidia-toolkit/containerd.toml\n"));
+	assert_non_null(strstr(out.buf, "- name: CONTAINERD_RESTART_MODE\n      value: none\n"));
+	assert_non_null(strstr(out.buf, "  runtimeClass: nvidia\n"));
+	assert_null(strstr(out.buf, "/etc/containerd/conf.d"));
 	tval_free(v);
 
 	strbuf_reset(&out);
