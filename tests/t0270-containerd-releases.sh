@@ -24,7 +24,7 @@
 #
 # Knob: PROVISION_TEST_RELEASES=0 skips the tier.  The ASan pass of .ci/run
 # sets it: of provision's C code this script runs only the template renderer
-# on two templates that t0200/t0231 render under the sanitizers too; the
+# on the two templates t0200 and t0425 render under the sanitizers too; the
 # rest is Debian's containerd, which the sanitizers do not look at.
 # Cold cache: three debootstraps (tests/releases/README.md has the times).
 # Test bodies are single-quoted: lib.sh evaluates them.
