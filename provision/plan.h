@@ -35,6 +35,12 @@
  *
  * Everything the views see arrives as events on the main thread, with the
  * run-wide status record of the node (struct node_status).
+ *
+ * Rooms: plan.c is the executor above (passes, barriers, events); the work
+ * it drives lives beside it -- template values (plan_values.c), a step's
+ * environment (plan_env.c), a step and its protocol (plan_step.c), files
+ * and artifacts (plan_files.c), handed values (exchange.c), validation
+ * (plan_validate.c) -- sharing the private plan_int.h.
  */
 #ifndef PROVISION_PLAN_H
 #define PROVISION_PLAN_H

@@ -1,0 +1,80 @@
+/* plan_env: the environment of a step (roles/README.md, "Environment of a step"). */
+#include "plan_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void plan_env_export(struct strbuf *sb, const char *name, const char *value)
+{
+	strbuf_addf(sb, "export %s=", name);
+	strbuf_add_sh_quoted(sb, value ? value : "");
+	strbuf_addch(sb, '\n');
+}
+
+void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
+{
+	const struct plan_opts *o = nc->run->o;
+	const struct inventory *inv = o->inv;
+	const struct facts *f = &nc->run->res->nodes[nc->index].facts;
+	const struct node *n = nc->node;
+	struct strbuf roles = STRBUF_INIT;
+	char num[32];
+	unsigned bit;
+	size_t i;
+
+	strbuf_addstr(sb, "cd / || exit 125\n");
+	plan_env_export(sb, "PROVISION_NODE", n->name);
+	for (bit = 1; bit <= NODE_ROLE_NFS_SERVER; bit <<= 1)
+		if (n->roles & bit)
+			strbuf_addf(&roles, "%s%s", roles.len ? " " : "", node_role_name(bit));
+	plan_env_export(sb, "PROVISION_ROLES", roles.buf);
+	strbuf_release(&roles);
+	plan_env_export(sb, "PROVISION_ADDRESS", n->address);
+	plan_env_export(sb, "PROVISION_CLUSTER", inv->cluster.name);
+	plan_env_export(sb, "PROVISION_K8S_VERSION", inv->cluster.kubernetes_version);
+	plan_env_export(sb, "PROVISION_POD_CIDR", inv->cluster.pod_cidr);
+	plan_env_export(sb, "PROVISION_SERVICE_CIDR", inv->cluster.service_cidr);
+	snprintf(num, sizeof(num), "%zu", f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci);
+	plan_env_export(sb, "PROVISION_GPUS", num);
+	if (n->gpus >= 0) {
+		snprintf(num, sizeof(num), "%d", n->gpus);
+		plan_env_export(sb, "PROVISION_GPUS_DECLARED", num);
+	}
+	plan_env_export(sb, "PROVISION_OS_ID", f->os_id);
+	plan_env_export(sb, "PROVISION_OS_VERSION", f->os_version);
+	plan_env_export(sb, "PROVISION_APT_MIRROR", inv->cluster.apt_mirror);
+	plan_env_export(sb, "PROVISION_HTTP_PROXY", inv->cluster.http_proxy);
+	{
+		struct strbuf np = STRBUF_INIT;
+		size_t k;
+		for (k = 0; inv->cluster.no_proxy && inv->cluster.no_proxy[k]; k++)
+			strbuf_addf(&np, "%s%s", k ? "," : "", inv->cluster.no_proxy[k]);
+		plan_env_export(sb, "PROVISION_NO_PROXY", np.buf);
+		strbuf_release(&np);
+	}
+	if (inv->nfs.server) {
+		const struct node *s = inventory_find(inv, inv->nfs.server);
+		plan_env_export(sb, "PROVISION_NFS_SERVER", inv->nfs.server);
+		plan_env_export(sb, "PROVISION_NFS_ADDRESS", s ? s->address : "");
+		plan_env_export(sb, "PROVISION_NFS_PATH", inv->nfs.path);
+		plan_env_export(sb, "PROVISION_NFS_NETWORK", inv->nfs.export_network);
+		plan_env_export(sb, "PROVISION_NFS_OPTIONS", inv->nfs.options);
+	}
+	if (inv->hub.enabled && inv->hub.chart_version)
+		plan_env_export(sb, "PROVISION_HUB_CHART_VERSION", inv->hub.chart_version);
+	plan_env_export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
+	plan_env_export(sb, "PROVISION_GPU_NODES", tval_lookup(nc->run->gpu, "gpu.names")->str);
+	plan_env_export(sb, "PROVISION_GPU_HOST_DRIVER", tval_lookup(nc->run->gpu, "gpu.host_driver")->str);
+	for (i = 0; o->env && o->env[i]; i++) {
+		const char *eq = strchr(o->env[i], '=');
+		char *name = eq ? xstrndup(o->env[i], (size_t)(eq - o->env[i])) : NULL;
+		if (name)
+			plan_env_export(sb, name, eq + 1);
+		free(name);
+	}
+	pthread_mutex_lock(&nc->run->lock);
+	exchange_export_set(sb, nc->run->published, n->name);
+	pthread_mutex_unlock(&nc->run->lock);
+	exchange_export_set(sb, nc->set, n->name);
+}

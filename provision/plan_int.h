@@ -1,0 +1,145 @@
+/*
+ * plan_int: what the rooms of the plan module share (private: only
+ * provision/plan*.c and exchange.c include it).  plan.h has the theory of
+ * operation; each room's file says what it holds:
+ *
+ *   plan.c           the executor: facts pass, preflight, pipeline passes,
+ *                    barriers between nodes, events to the views
+ *   plan_values.c    template values (plan_values, gpu values, profiles)
+ *   plan_env.c       the environment a step runs in
+ *   plan_step.c      one step: check/apply/check, the protocol on its
+ *                    output, its result recorded and posted
+ *   plan_files.c     templates, artifacts and ::fetch'ed files
+ *   exchange.c       values handed between steps, roles and nodes
+ *   plan_validate.c  the validation checks at the end of up and check
+ *
+ * Ownership: struct run lives on plan_execute()'s stack for one run; a
+ * struct node_ctx on a worker's stack for one pass of one node.  Fields of
+ * struct run written by workers (barriers, published) are guarded by
+ * run->lock; the rest is written only by the main thread between passes.
+ */
+#ifndef PROVISION_PLAN_INT_H
+#define PROVISION_PLAN_INT_H
+
+#include <pthread.h>
+
+#include "plan.h"
+#include "template.h"
+#include "util.h"
+
+#define TAIL_MAX 4096	    /* output kept for a failure message */
+#define CAPTURE_MAX (256 << 10) /* a file's diff in provision plan */
+
+struct barrier {
+	size_t expected, done, failed;
+};
+
+struct run {
+	const struct plan_opts *o;
+	struct plan_result *res;
+	size_t *map; /* pass-local index -> index into o->nodes */
+	bool pass2;
+	size_t seg_begin, seg_end; /* the roles of the current pipeline pass */
+	bool *seen_running;	   /* per node: NODE_RUNNING already shown */
+	bool validating;	   /* nodes have their final state: passes only add to it */
+	struct tval **sets;	   /* per node: values handed on it, across passes */
+	bool *role_done;	   /* [node * nr_roles + role] */
+	struct kube_query *queries; /* the validation pass */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct barrier *barriers; /* per role */
+	bool *applies;		  /* [node * nr_roles + role] */
+	struct tval *published;	  /* handed values of finished roles, run-wide */
+	/*
+	 * plan_run_gpu_values() of the pipeline, made once before its first pass and
+	 * read-only from then on: steps and templates run only in the pipeline,
+	 * and facts do not change during it (making it per step read every
+	 * left-out node's recorded facts again).
+	 */
+	struct tval *gpu;
+};
+
+struct kube_query; /* plan_validate.c */
+
+struct node_ctx {
+	struct run *run;
+	size_t index; /* into o->nodes */
+	const struct node *node;
+	struct tval *set; /* values handed on this node */
+	bool *role_done;
+	struct strbuf tail, capture;
+	bool capturing;
+	bool swallow;	 /* capture without posting (fetched files: they may hold keys) */
+	char **fetches;	 /* "PATH\nNAME" asked for with ::fetch by the current step */
+	size_t nr_fetches;
+	char *skip_reason, *hint;
+	char *protocol_error;
+};
+
+/* ---- plan.c ---- */
+
+/* Apply ev to node idx's status and hand it to the views (main thread). */
+void plan_forward(struct run *run, const struct event *ev, size_t idx);
+
+/* ---- plan_values.c ---- */
+
+/* plan_gpu_values() for every inventory node (recorded facts for those not in the run). */
+void plan_run_gpu_values(struct tval *v, const struct run *run);
+/* The template values of nc's node, with the handed values it may read under `set`. */
+struct tval *plan_node_values(struct node_ctx *nc);
+
+/* ---- plan_env.c ---- */
+
+/* Append `export NAME='VALUE'` (NULL: empty). */
+void plan_env_export(struct strbuf *sb, const char *name, const char *value);
+/* The environment of a step on nc's node (roles/README.md), as sh lines. */
+void plan_env_build(struct strbuf *sb, struct node_ctx *nc);
+
+/* ---- plan_step.c ---- */
+
+/* The runner's line filter while a node_ctx is active: the step protocol. */
+bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char *line,
+		      size_t len);
+void plan_post_step(struct runner_job *job, enum event_kind kind, const struct role *r,
+		    const char *step, enum step_result result, uint64_t ms, const char *text);
+/* Append a step result to nc's node (detail redacted). */
+void plan_record(struct node_ctx *nc, const struct role *r, const char *step, bool is_file,
+		 enum step_result result, uint64_t ms, const char *detail);
+/* What a file step deployed (or compared), on the step just recorded. */
+void plan_record_file(struct node_ctx *nc, const char *sha, unsigned mode, const char *owner,
+		      const char *source, bool artifact, const struct strbuf *content,
+		      char *drift);
+/* "WHAT: last output line (hint: ...)", a new string. */
+char *plan_failure_text(struct node_ctx *nc, const char *what);
+/* 0 when the node may go on, 1 when the step failed, -1 when the session was lost. */
+int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+		  const struct role_step *s);
+
+/* ---- plan_files.c ---- */
+
+void plan_clear_fetches(struct node_ctx *nc);
+/* Copy the files the step asked for into the state folder; 0, or 1 with *detail set. */
+int plan_do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail);
+/* Render, compare and upload one template; returns as plan_run_step(). */
+int plan_deploy_file(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+		     const struct role_template *t);
+/* One artifact from the cache to the node; returns as plan_run_step(). */
+int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+			 const struct role_artifact *ra);
+
+/* ---- exchange.c ---- */
+
+/*
+ * The name under which a handed value reaches `node`, or NULL when it is
+ * not for it: "NAME@NODE" values go to NODE only, as NAME.
+ */
+const char *exchange_value_for(const char *key, const char *node, char *buf, size_t size);
+/* `export PROVISION_SET_NAME=...` for every value of set that reaches node. */
+void exchange_export_set(struct strbuf *sb, const struct tval *set, const char *node);
+
+/* ---- plan_validate.c ---- */
+
+/* The validation checks (o->validate), on the control plane and from this machine. */
+void plan_run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions);
+
+#endif

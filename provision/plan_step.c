@@ -1,0 +1,281 @@
+/* plan_step: one step of a role on one node, and the protocol on its output. */
+#include "plan_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol.h"
+
+/* ---- the step protocol on standard output ---- */
+
+static void tail_add(struct strbuf *tail, const char *line, size_t len)
+{
+	strbuf_add(tail, line, len);
+	strbuf_addch(tail, '\n');
+	if (tail->len > TAIL_MAX) {
+		/* Keep the last lines: cut at a newline past the excess. */
+		const char *cut = memchr(tail->buf + tail->len - TAIL_MAX, '\n', TAIL_MAX);
+		size_t keep = cut ? tail->len - (size_t)(cut + 1 - tail->buf) : 0;
+		memmove(tail->buf, tail->buf + tail->len - keep, keep);
+		strbuf_setlen(tail, keep);
+	}
+}
+
+bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char *line, size_t len)
+{
+	struct node_ctx *nc = ctx;
+	struct protocol_msg m;
+
+	if (stream == TRANSPORT_STDOUT)
+		protocol_parse(&m, line, len);
+	else
+		m.kind = PROTOCOL_NONE;
+	if (m.kind != PROTOCOL_NONE && nc->swallow)
+		m.kind = PROTOCOL_NONE; /* a fetched file is content, not protocol */
+	switch (m.kind) {
+	case PROTOCOL_NONE:
+		break;
+	case PROTOCOL_MALFORMED:
+		free(nc->protocol_error);
+		nc->protocol_error = xstrdup(m.error);
+		return true;
+	case PROTOCOL_SET:
+	case PROTOCOL_SECRET: {
+		char *name = xstrndup(m.name, m.name_len);
+		char *value = xstrndup(m.value, m.value_len);
+		if (m.kind == PROTOCOL_SECRET &&
+		    secrets_add(nc->run->o->secrets, value, strlen(value)) < 0) {
+			free(nc->protocol_error);
+			nc->protocol_error = xasprintf(
+				"secret '%s' is shorter than %d characters: too short to redact safely",
+				name, SECRETS_MIN_LEN);
+		} else {
+			tval_set_str(nc->set, name, value);
+		}
+		explicit_bzero(value, strlen(value));
+		free(value);
+		free(name);
+		return true;
+	}
+	case PROTOCOL_SKIP:
+		free(nc->skip_reason);
+		nc->skip_reason = xstrndup(m.value, m.value_len);
+		return true;
+	case PROTOCOL_HINT:
+		free(nc->hint);
+		nc->hint = xstrndup(m.value, m.value_len);
+		return true;
+	case PROTOCOL_FETCH:
+		nc->fetches = xrealloc(nc->fetches, (nc->nr_fetches + 1) * sizeof(*nc->fetches));
+		nc->fetches[nc->nr_fetches++] = xasprintf("%.*s\n%.*s", (int)m.name_len, m.name,
+							  (int)m.value_len, m.value);
+		return true;
+	}
+	if (nc->capturing) {
+		strbuf_add(&nc->capture, line, len);
+		strbuf_addch(&nc->capture, '\n');
+	}
+	if (nc->swallow)
+		return true;
+	tail_add(&nc->tail, line, len);
+	return false;
+}
+
+void plan_post_step(struct runner_job *job, enum event_kind kind, const struct role *r,
+		      const char *step, enum step_result result, uint64_t ms, const char *text)
+{
+	struct event *ev = event_new(kind, runner_job_index(job));
+
+	ev->phase = xstrdup(r->phase);
+	ev->role = xstrdup(r->name);
+	ev->step = xstrdup(step);
+	ev->result = result;
+	ev->duration_ms = ms;
+	if (text)
+		ev->text = xstrdup(text);
+	runner_job_post(job, ev);
+}
+
+void plan_record(struct node_ctx *nc, const struct role *r, const char *step, bool is_file,
+		   enum step_result result, uint64_t ms, const char *detail)
+{
+	struct plan_node *pn = &nc->run->res->nodes[nc->index];
+	struct plan_step_result *s;
+	struct strbuf d = STRBUF_INIT;
+
+	ALLOC_GROW(pn->steps, pn->nr_steps + 1, pn->alloc_steps);
+	s = &pn->steps[pn->nr_steps++];
+	memset(s, 0, sizeof(*s));
+	s->role = r;
+	s->step = step;
+	s->is_file = is_file;
+	s->result = result;
+	s->duration_ms = ms;
+	if (detail) {
+		strbuf_addstr(&d, detail);
+		secrets_redact(nc->run->o->secrets, &d);
+		s->detail = strbuf_detach(&d, NULL);
+	}
+	switch (result) {
+	case STEP_CHANGED:
+	case STEP_WOULD_CHANGE:
+		pn->changed++;
+		break;
+	case STEP_UNCHANGED:
+		pn->unchanged++;
+		break;
+	case STEP_FAILED:
+		pn->failed++;
+		break;
+	case STEP_SKIPPED:
+		pn->skipped++;
+		break;
+	default:
+		break;
+	}
+}
+
+/* What a file step deployed (or compared), on the step just recorded. */
+void plan_record_file(struct node_ctx *nc, const char *sha, unsigned mode, const char *owner,
+			const char *source, bool artifact, const struct strbuf *content, char *drift)
+{
+	struct plan_node *pn = &nc->run->res->nodes[nc->index];
+	struct plan_step_result *s = &pn->steps[pn->nr_steps - 1];
+
+	snprintf(s->sha256, sizeof(s->sha256), "%s", sha ? sha : "");
+	s->mode = mode;
+	s->owner = owner;
+	s->source = source;
+	s->is_artifact = artifact;
+	if (content && sha) {
+		s->content = xmalloc(content->len + 1);
+		memcpy(s->content, content->buf, content->len);
+		s->content[content->len] = '\0';
+		s->content_len = content->len;
+	}
+	s->drift = drift;
+}
+
+/* Run one call of a step ("check" or "apply"); *status gets its exit status. */
+static int call_step(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+		     const struct role_step *s, const char *what, int *status, struct error *err)
+{
+	const struct role_set *rs = nc->run->o->roles;
+	struct strbuf input = STRBUF_INIT, cmd = STRBUF_INIT;
+	struct transport_result res = {0};
+	int rc;
+
+	plan_env_build(&input, nc);
+	strbuf_add(&input, rs->lib, rs->lib_len);
+	strbuf_addch(&input, '\n');
+	strbuf_add(&input, s->script, s->len);
+	/* The shell that runs the command reads the script itself: no second sh to start. */
+	strbuf_addf(&cmd, "set -- %s && . /dev/stdin", what);
+	rc = runner_job_exec(job, r->phase, s->name, cmd.buf, input.buf, input.len,
+			     nc->node->ssh.command_timeout * 1000, &res, err);
+	explicit_bzero(input.buf, input.len); /* it may hold handed secrets */
+	strbuf_release(&input);
+	strbuf_release(&cmd);
+	*status = res.exit_status;
+	return rc;
+}
+
+char *plan_failure_text(struct node_ctx *nc, const char *what)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addstr(&sb, what);
+	strbuf_rtrim(&nc->tail);
+	if (nc->tail.len) {
+		const char *last = strrchr(nc->tail.buf, '\n');
+		strbuf_addf(&sb, ": %s", last ? last + 1 : nc->tail.buf);
+	}
+	if (nc->hint)
+		strbuf_addf(&sb, " (hint: %s)", nc->hint);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Returns 0 when the node may go on, 1 when the step failed, -1 when the session was lost. */
+int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role *r,
+		    const struct role_step *s)
+{
+	bool check_only = nc->run->o->check_only;
+	struct error err = {0};
+	enum step_result result;
+	char *detail = NULL;
+	uint64_t t0 = now_ms();
+	int status = 0, rc, ret = 0;
+
+	strbuf_reset(&nc->tail);
+	free(nc->skip_reason);
+	free(nc->hint);
+	free(nc->protocol_error);
+	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
+	plan_clear_fetches(nc);
+	plan_post_step(job, EVENT_STEP_START, r, s->name, STEP_NONE, 0, NULL);
+
+	rc = call_step(nc, job, r, s, "check", &status, &err);
+	if (rc < 0)
+		goto lost;
+	if (nc->protocol_error) {
+		result = STEP_FAILED;
+		detail = xstrdup(nc->protocol_error);
+	} else if (nc->skip_reason) {
+		result = STEP_SKIPPED;
+		detail = xstrdup(nc->skip_reason);
+	} else if (status == 0) {
+		result = STEP_UNCHANGED;
+	} else if (status != 1) {
+		char what[64];
+		snprintf(what, sizeof(what), "check failed (exit %d)", status);
+		result = STEP_FAILED;
+		detail = plan_failure_text(nc, what);
+	} else if (check_only) {
+		result = STEP_WOULD_CHANGE;
+	} else {
+		strbuf_reset(&nc->tail);
+		rc = call_step(nc, job, r, s, "apply", &status, &err);
+		if (rc < 0)
+			goto lost;
+		if (status != 0 || nc->protocol_error) {
+			char what[64];
+			snprintf(what, sizeof(what), "apply failed (exit %d)", status);
+			result = STEP_FAILED;
+			detail = nc->protocol_error ? xstrdup(nc->protocol_error)
+						    : plan_failure_text(nc, what);
+		} else {
+			strbuf_reset(&nc->tail);
+			rc = call_step(nc, job, r, s, "check", &status, &err);
+			if (rc < 0)
+				goto lost;
+			if (status == 0) {
+				result = STEP_CHANGED;
+			} else {
+				char what[96];
+				snprintf(what, sizeof(what),
+					 "still not as desired after apply (check exit %d)", status);
+				result = STEP_FAILED;
+				detail = plan_failure_text(nc, what);
+			}
+		}
+	}
+	if ((result == STEP_CHANGED || result == STEP_UNCHANGED) && nc->nr_fetches &&
+	    plan_do_fetches(nc, job, &detail))
+		result = STEP_FAILED;
+	goto done;
+lost:
+	result = STEP_FAILED;
+	detail = xstrdup(err.msg);
+	ret = -1;
+done:
+	plan_clear_fetches(nc);
+	if (result == STEP_FAILED && ret == 0)
+		ret = 1;
+	plan_post_step(job, EVENT_STEP_END, r, s->name, result, now_ms() - t0, detail);
+	plan_record(nc, r, s->name, false, result, now_ms() - t0, detail);
+	if (result == STEP_FAILED)
+		runner_job_fail(job, "%s › %s: %s", r->name, s->name, detail ? detail : "failed");
+	free(detail);
+	return ret;
+}

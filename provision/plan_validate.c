@@ -1,0 +1,290 @@
+/* plan_validate: the validation checks at the end of up and check. */
+#include "plan_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http.h"
+
+struct kube_query {
+	const char *what, *command;
+	struct strbuf out;
+	int rc, status;
+};
+
+/* On the control plane: what kubectl says of the cluster (captured, not shown). */
+static int validate_fn(struct runner_job *job, void *data)
+{
+	struct run *run = data;
+	struct kube_query *q = run->queries;
+	struct node_ctx nc = {.run = run, .index = run->map[runner_job_index(job)]};
+	struct error err = {0};
+	size_t i;
+
+	nc.node = run->o->nodes[nc.index];
+	strbuf_init(&nc.tail, 0);
+	runner_job_set_filter(job, plan_step_filter, &nc);
+	for (i = 0; q[i].what; i++) {
+		struct transport_result res = {0};
+		nc.capture = q[i].out;
+		nc.capture.max = 16 << 20;
+		nc.capturing = nc.swallow = true;
+		q[i].rc = runner_job_exec(job, "validate", q[i].what, q[i].command, NULL, 0,
+					  nc.node->ssh.command_timeout * 1000, &res, &err);
+		q[i].status = res.exit_status;
+		q[i].out = nc.capture;
+		nc.capturing = nc.swallow = false;
+		if (q[i].rc < 0 || (i == 0 && q[i].status != 0))
+			break;
+	}
+	runner_job_set_filter(job, NULL, NULL);
+	strbuf_release(&nc.tail);
+	free(nc.skip_reason);
+	free(nc.hint);
+	free(nc.protocol_error);
+	plan_clear_fetches(&nc);
+	return 0;
+}
+
+static void post_checks(struct run *run, size_t from, size_t cluster_row)
+{
+	struct validation *v = &run->res->validation;
+	size_t i;
+
+	for (i = from; i < v->nr; i++) {
+		const struct check *c = &v->items[i];
+		size_t row = c->node == CHECK_CLUSTER ? cluster_row : c->node;
+		struct event *ev = event_new(EVENT_STEP_END, row);
+
+		ev->phase = xstrdup("validate");
+		ev->role = xstrdup("validate");
+		ev->step = xstrdup(c->id);
+		ev->result = c->status == CHECK_PASS	? STEP_OK
+			     : c->status == CHECK_FAIL ? STEP_FAILED
+						       : STEP_SKIPPED;
+		ev->expected = xstrdup(c->expected);
+		ev->observed = xstrdup(c->observed);
+		ev->text = c->fix ? xasprintf("%s (hint: %s)", c->observed, c->fix)
+				  : xstrdup(c->observed);
+		plan_forward(run, ev, row);
+		event_free(ev);
+	}
+}
+
+/*
+ * /readyz: from this machine over HTTPS with the cluster's admin client
+ * certificate (STATE/private/admin.conf, fetched by kubeadm-init), as the
+ * admin's kubectl would see it; without that file, what `kubectl get --raw
+ * /readyz` on the control plane said.
+ */
+static void readyz_check(struct run *run, const struct kube_query *on_node)
+{
+	const char *state = run->o->state_dir;
+	char *kc = state ? xasprintf("%s/private/admin.conf", state) : NULL;
+	struct http_tls tls = {0};
+	struct strbuf body = STRBUF_INIT;
+	struct error err = {0};
+	char *server = NULL;
+
+	if (kc && access(kc, R_OK) == 0 &&
+	    http_tls_from_kubeconfig(kc, &server, &tls, &err) == 0) {
+		char *url = xasprintf("%s/readyz", server);
+		struct http_get g = {.url = url, .tls = &tls, .timeout_ms = 10000};
+		long status = 0;
+		if (http_get(&g, &status, &body, &err) < 0)
+			/* This machine cannot reach the API: the node's own view. */
+			validate_readyz(&run->res->validation, on_node->status == 0,
+					on_node->out.buf);
+		else if (status != 200)
+			validate_readyz(&run->res->validation, true,
+					body.len ? body.buf : "not ok");
+		else
+			validate_readyz(&run->res->validation, true, body.buf);
+		free(url);
+	} else {
+		validate_readyz(&run->res->validation, on_node->status == 0, on_node->out.buf);
+	}
+	http_tls_release(&tls);
+	strbuf_release(&body);
+	free(server);
+	free(kc);
+}
+
+/*
+ * The hub's /hub/health from this machine, through the proxy's NodePort on
+ * the control plane's address (a NodePort answers on every node), as a
+ * user's browser would reach it.  Skipped when this run did not include the
+ * addons phase (`up --phases init`); `check` (no phases) always asks.
+ */
+static void hub_check(struct run *run, const struct node *cp)
+{
+	const struct inventory *inv = run->o->inv;
+	struct strbuf body = STRBUF_INIT;
+	struct error err = {0};
+	long status = 0;
+	char *url;
+	int addons = role_phase_index("addons");
+
+	if (!inv->hub.enabled)
+		return;
+	if (run->o->phases && addons >= 0 && !(run->o->phases & (1u << addons))) {
+		validation_add(&run->res->validation, "hub-health", CHECK_CLUSTER, CHECK_SKIP,
+			       "/hub/health answers 200", "the addons phase did not run",
+			       "run 'provision up' with the addons phase");
+		return;
+	}
+	url = xasprintf(strchr(cp->address, ':') ? "http://[%s]:%d/hub/health"
+						 : "http://%s:%d/hub/health",
+			cp->address, inv->hub.node_port);
+	{
+		struct http_get g = {.url = url, .timeout_ms = 10000, .max_body = 4096};
+		if (http_get(&g, &status, &body, &err) < 0)
+			status = 0;
+	}
+	validate_hub_health(&run->res->validation, url, status, err.msg);
+	strbuf_release(&body);
+	free(url);
+}
+
+/*
+ * The add-ons (GPU Operator on the GPU nodes, NFS storage when the
+ * inventory has it), from queries 1, 2, 4, 5, 6 of run_validation; when
+ * `up` ran phases without addons, they are not expected yet.
+ */
+static void addon_checks(struct run *run, struct kube_query *q, const struct facts **facts)
+{
+	const struct plan_opts *o = run->o;
+	struct validation *v = &run->res->validation;
+	struct error err = {0};
+	bool expected = !o->phases || (o->phases & (1u << role_phase_index("addons")));
+	size_t i;
+
+	if (!expected) {
+		for (i = 0; i < o->nr; i++)
+			if (facts[i] && node_has_gpu(o->nodes[i], facts[i]))
+				validation_add(v, "gpu-operator-validated", i, CHECK_SKIP,
+					       "the GPU Operator's validations complete",
+					       "the addons phase did not run",
+					       "run 'provision up' with the addons phase");
+		if (o->inv->nfs.server)
+			validation_add(v, "default-storageclass", CHECK_CLUSTER, CHECK_SKIP,
+				       "StorageClass nfs, the only default",
+				       "the addons phase did not run",
+				       "run 'provision up' with the addons phase");
+		return;
+	}
+	if (q[1].status == 0 && q[2].status == 0 &&
+	    validate_gpus(v, q[1].out.buf, q[1].out.len, q[2].out.buf, q[2].out.len, o->nodes,
+			  facts, o->nr, &err) < 0)
+		validation_add(v, "gpu-list", CHECK_CLUSTER, CHECK_FAIL,
+			       "kubectl get nodes/pods answers", err.msg,
+			       "run 'kubectl get nodes' on the control plane");
+	if (!o->inv->nfs.server)
+		return;
+	if (q[4].status != 0 || q[5].status != 0 ||
+	    validate_storage(v, q[4].out.buf, q[4].out.len, q[5].out.buf, q[5].out.len,
+			     q[6].out.buf, &err) < 0)
+		validation_add(v, "storage-list", CHECK_CLUSTER, CHECK_FAIL,
+			       "kubectl get storageclasses/pvc answers",
+			       q[4].status || q[5].status ? "kubectl failed" : err.msg,
+			       "run 'kubectl get storageclasses' on the control plane");
+}
+
+void plan_run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions)
+{
+	const struct plan_opts *o = run->o;
+	struct plan_result *res = run->res;
+	const struct facts **facts = xcalloc(o->nr ? o->nr : 1, sizeof(*facts));
+	struct kube_query q[] = {
+		{"cluster", "test -f /etc/kubernetes/admin.conf", STRBUF_INIT, 0, 0},
+		{"nodes", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get nodes -o json",
+		 STRBUF_INIT, 0, 0},
+		{"pods", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get pods -A -o json",
+		 STRBUF_INIT, 0, 0},
+		{"readyz", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get --raw /readyz",
+		 STRBUF_INIT, 0, 0},
+		{"storageclasses",
+		 "kubectl --kubeconfig=/etc/kubernetes/admin.conf get storageclasses -o json",
+		 STRBUF_INIT, 0, 0},
+		{"pvcs", "kubectl --kubeconfig=/etc/kubernetes/admin.conf get pvc -A -o json",
+		 STRBUF_INIT, 0, 0},
+		{"nfs-trial", "cat /var/lib/provision/helm/nfs-trial 2>/dev/null || true", STRBUF_INIT,
+		 0, 0},
+		{NULL, NULL, STRBUF_INIT, 0, 0},
+	};
+	const struct node *pass_node[1];
+	struct transport *pass_session[1] = {NULL};
+	struct runner_summary sum;
+	struct node_status *st = NULL;
+	size_t i, cp = (size_t)-1, first = res->validation.nr;
+	unsigned ran = 0;
+	struct error err = {0};
+
+	for (i = 0; role_phases[i]; i++)
+		if (o->phases & (1u << i) && !strcmp(role_phases[i], "prep"))
+			ran |= 1u;
+	for (i = 0; i < o->nr; i++) {
+		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
+		if (o->nodes[i]->roles & NODE_ROLE_CONTROL_PLANE)
+			cp = i;
+	}
+	/* `check` on its own, or `up` having touched nothing: prep is expected done. */
+	validate_facts(&res->validation, o->nodes, facts, o->nr, o->phases ? ran : 1u);
+
+	if (cp == (size_t)-1) {
+		validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_SKIP,
+			       "the control plane answers", "not among the selected nodes",
+			       "run without -l, or include the control plane");
+	} else if (!res->nodes[cp].have_facts) {
+		validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_FAIL,
+			       "the control plane answers", "unreachable",
+			       "see the control plane's error above");
+	} else {
+		run->queries = q;
+		run->map[0] = cp;
+		pass_node[0] = o->nodes[cp];
+		pass_session[0] = sessions[cp];
+		sessions[cp] = NULL;
+		ro->node_fn = validate_fn;
+		ro->sessions = pass_session;
+		runner_run(ro, pass_node, 1, &sum, &st);
+		runner_status_release(st, 1);
+		sessions[cp] = pass_session[0];
+		run->queries = NULL;
+		if (q[0].rc < 0 || q[1].rc < 0 || q[2].rc < 0 || q[3].rc < 0 || q[4].rc < 0 ||
+		    q[5].rc < 0 || q[6].rc < 0) {
+			validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_FAIL,
+				       "the control plane answers", "the session was lost",
+				       "run 'provision check' again");
+		} else if (q[0].status != 0) {
+			validation_add(&res->validation, "cluster", CHECK_CLUSTER,
+				       o->phases ? CHECK_SKIP : CHECK_FAIL,
+				       "a cluster (/etc/kubernetes/admin.conf on the control plane)",
+				       "no cluster yet", "run 'provision up' (kubeadm init)");
+		} else {
+			if (q[1].status != 0 ||
+			    validate_kube_nodes(&res->validation, q[1].out.buf, q[1].out.len, o->nodes,
+						o->nr, &err) < 0)
+				validation_add(&res->validation, "node-list", CHECK_CLUSTER, CHECK_FAIL,
+					       "kubectl get nodes answers",
+					       q[1].status ? "kubectl failed" : err.msg,
+					       "run 'kubectl get nodes' on the control plane");
+			if (q[2].status != 0 ||
+			    validate_kube_pods(&res->validation, q[2].out.buf, q[2].out.len, o->nodes,
+					       o->nr, &err) < 0)
+				validation_add(&res->validation, "pod-list", CHECK_CLUSTER, CHECK_FAIL,
+					       "kubectl get pods answers",
+					       q[2].status ? "kubectl failed" : err.msg,
+					       "run 'kubectl get pods -A' on the control plane");
+			readyz_check(run, &q[3]);
+			hub_check(run, o->nodes[cp]);
+			addon_checks(run, q, facts);
+		}
+	}
+	free(facts);
+	for (i = 0; q[i].what; i++)
+		strbuf_release(&q[i].out);
+	post_checks(run, first, cp == (size_t)-1 ? 0 : cp);
+}
