@@ -160,7 +160,7 @@ PY
 	# The evidence: the runtimes of the dump, the CRI plugin lines.
 	python3 - "$d/dump.txt" >"$d/excerpt" <<'PY'
 import re, sys
-keep = re.compile(r"^\s*(runtime_type|SystemdCgroup|BinaryName|default_runtime_name)\s*=")
+keep = re.compile(r"^\s*(imports|runtime_type|SystemdCgroup|BinaryName|default_runtime_name)\s*=")
 inside = False
 for line in open(sys.argv[1]):
     s = line.rstrip("\n")
@@ -169,7 +169,7 @@ for line in open(sys.argv[1]):
         if inside:
             print(s.strip())
         continue
-    if keep.match(s) and (inside or "default_runtime_name" in s):
+    if keep.match(s) and (inside or "default_runtime_name" in s or s.startswith("imports")):
         print("  " + s.strip())
 PY
 	grep -i 'cri' "$d/plugins.txt" >"$d/cri" || true
