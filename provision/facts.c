@@ -237,6 +237,9 @@ int facts_parse(struct facts *f, const char *text, size_t len, struct error *err
 	const char *p = text, *end = text + len;
 
 	memset(f, 0, sizeof(*f));
+	if (len > FACTS_MAX)
+		return error_set(err, -1, "the node's facts are longer than %u KiB: not facts output",
+				 FACTS_MAX >> 10);
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *eol = nl ? nl : end;
@@ -247,11 +250,25 @@ int facts_parse(struct facts *f, const char *text, size_t len, struct error *err
 			strbuf_reset(&val);
 			strbuf_add(&key, p, (size_t)(eq - p));
 			strbuf_add(&val, eq + 1, (size_t)(eol - eq - 1));
+			/* A CRLF line end is a line end; any other CR is data (below). */
 			if (val.len && val.buf[val.len - 1] == '\r')
 				strbuf_setlen(&val, val.len - 1);
-			/* A NUL inside a value would cut it; such a line is not facts output. */
-			if (strlen(key.buf) == key.len && strlen(val.buf) == val.len)
+			/*
+			 * What a node says goes into templates (YAML, comments
+			 * included) and onto terminals: a value with a control
+			 * character, CR, NEL, U+2028/U+2029 or bytes that are not
+			 * UTF-8 (a NUL too) is not used, and the field is named for
+			 * preflight to fail the node (facts.h).
+			 */
+			if (text_unsafe(key.buf, key.len) || text_unsafe(val.buf, val.len)) {
+				if (!f->unsafe_field) {
+					struct strbuf clean = STRBUF_INIT;
+					text_clean_line(&clean, key.buf);
+					f->unsafe_field = strbuf_detach(&clean, NULL);
+				}
+			} else {
 				parse_line(f, key.buf, val.buf, &smi);
+			}
 		}
 		p = eol + 1;
 	}
@@ -282,6 +299,7 @@ void facts_release(struct facts *f)
 {
 	size_t i;
 
+	free(f->unsafe_field);
 	free(f->hostname);
 	free(f->os_id);
 	free(f->os_version);

@@ -96,15 +96,30 @@ struct facts {
 	size_t nr_addresses;
 	int ports_busy[4];
 	size_t nr_ports_busy;
+
+	/*
+	 * The key of the first line whose value carried a character that is
+	 * not data (text_unsafe() in util.h: controls, CR, NEL, U+2028/2029,
+	 * not UTF-8); NULL when there was none.  Such a line is not parsed:
+	 * preflight fails the node, and facts recorded by an earlier run that
+	 * have one are not used (plan.c).
+	 */
+	char *unsafe_field;
 };
 
 /* The facts script, compiled in from facts.sh. */
 extern const char facts_script[];
 extern const size_t facts_script_len;
 
+/* The most facts output provision reads from a node (FACTS_MAX bytes, 64 KiB):
+ * real nodes print about 1 KiB; more is not facts output. */
+#define FACTS_MAX (64u << 10)
+
 /*
  * Parse facts.sh output.  Returns 0, or -1 with a message in err when the
- * text is not facts output at all (no facts_version line).
+ * text is not facts output at all (no facts_version line, or longer than
+ * FACTS_MAX).  Lines with unsafe values are skipped and named in
+ * f->unsafe_field.
  */
 int facts_parse(struct facts *f, const char *text, size_t len, struct error *err);
 void facts_release(struct facts *f);

@@ -279,6 +279,7 @@ struct parser {
 	char *base_dir; /* directory of the inventory, for relative paths; NULL: cwd */
 
 	bool nodes_incomplete; /* some entry could not be turned into nodes */
+	size_t expanded;       /* names the node entries expand to so far */
 	bool names_incomplete; /* some entry's names are unknown */
 	size_t errors_before;  /* errors in the diag list before this load */
 	bool roles_incomplete; /* some node's roles could not be read */
@@ -1538,6 +1539,17 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		require(p, &f, node_keys, i, where, section ? section : "a node");
 
 	if (f.val[N_NAME] && (names = expand(p, f.val[N_NAME], "name", &nr_names))) {
+		p->expanded += nr_names;
+		if (p->expanded > INVENTORY_MAX_NODES) {
+			err_at(p, f.val[N_NAME],
+			       "Kubernetes supports at most 5000 nodes in one cluster: split the lab "
+			       "into clusters",
+			       "the inventory has more than %d nodes", INVENTORY_MAX_NODES);
+			hostlist_free(names);
+			names = NULL;
+			p->nodes_incomplete = true;
+			goto out;
+		}
 		for (i = 0; i < nr_names; i++)
 			if (!dns_label(names[i]))
 				break;
@@ -1633,8 +1645,15 @@ static void parse_nodes(struct parser *p, const yaml_node_t *key, const yaml_nod
 		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
 		return;
 	}
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+	/*
+	 * Past the node limit nothing more is expanded: one entry and its
+	 * aliases (YAML shares them, we would not) could make millions.
+	 */
+	for (it = n->data.sequence.items.start;
+	     it < n->data.sequence.items.top && p->expanded <= INVENTORY_MAX_NODES; it++)
 		parse_node(p, child(p, *it));
+	if (it < n->data.sequence.items.top)
+		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
 }
 
 /* Storage -------------------------------------------------------------------- */
@@ -1642,6 +1661,35 @@ static void parse_nodes(struct parser *p, const yaml_node_t *key, const yaml_nod
 static const char *const storage_keys[] = {"nfs"};
 static const char *const nfs_keys[] = {"server", "path", "export_network", "options"};
 enum { NFS_SERVER, NFS_PATH, NFS_EXPORT_NETWORK, NFS_OPTIONS };
+
+/*
+ * The path as the NFS server will resolve it: "." and empty components
+ * dropped, ".." taking one off (never above "/").  The caller frees it.
+ */
+static char *export_path_normal(const char *s)
+{
+	struct strbuf out = STRBUF_INIT;
+
+	while (*s) {
+		size_t len;
+		while (*s == '/')
+			s++;
+		len = strcspn(s, "/");
+		if (!len || (len == 1 && s[0] == '.')) {
+			/* nothing */
+		} else if (len == 2 && s[0] == '.' && s[1] == '.') {
+			char *slash = strrchr(out.buf, '/');
+			strbuf_setlen(&out, slash ? (size_t)(slash - out.buf) : 0);
+		} else {
+			strbuf_addch(&out, '/');
+			strbuf_add(&out, s, len);
+		}
+		s += len;
+	}
+	if (!out.len)
+		strbuf_addch(&out, '/');
+	return strbuf_detach(&out, NULL);
+}
 
 static bool export_path_ok(const char *s)
 {
@@ -1675,8 +1723,18 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 	if ((y = g.val[NFS_SERVER]) && get_str(p, y, "server", &nfs->server))
 		p->nfs_server_pos = pos_of(y);
 	if ((y = g.val[NFS_PATH]) && (t = get_text(p, y, "path"))) {
+		/* the guard looks at the path the server exports, not at its spelling */
+		char *norm = export_path_normal(t);
 		if (!strcmp(t, "/"))
 			err_at(p, y, "export a directory such as /nfs", "'path' must not be '/'");
+		else if (t[0] == '/' && !strcmp(norm, "/"))
+			err_at(p, y, "export a directory such as /nfs",
+			       "'path' must not be '/' ('%s' is '/')", t);
+		else if (t[0] == '/' && strcmp(norm, t) &&
+			 (strstr(t, "/.") || strstr(t, "//")))
+			err_at(p, y, "write the directory as the server resolves it",
+			       "'path' must not have '.' or '..' components or '//' ('%s' is '%s')", t,
+			       norm);
 		else if (!export_path_ok(t))
 			err_at(p, y, "such as /nfs or /srv/nfs/lab",
 			       "'path' must be an absolute path of letters, digits and /._-+@, not "
@@ -1684,6 +1742,7 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 			       t);
 		else
 			set_str(&nfs->path, t);
+		free(norm);
 	}
 	if ((y = g.val[NFS_EXPORT_NETWORK]) && get_cidr(p, y, "export_network", &cidr)) {
 		p->export = cidr;

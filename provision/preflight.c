@@ -112,6 +112,13 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 
 		if (!f)
 			continue;
+		if (f->unsafe_field)
+			add(pf, i, true,
+			    "a node prints its facts as plain text; find what prints control "
+			    "characters on it (a broken or compromised tool) before provisioning it",
+			    "node '%s': facts field '%s' carries control characters or line breaks "
+			    "(CR, NEL, U+2028/U+2029) or is not UTF-8",
+			    n->name, f->unsafe_field);
 		if (!os_supported(f))
 			add(pf, i, true,
 			    "provision supports Ubuntu 20.04, 22.04, 24.04 and Debian 12",

@@ -89,6 +89,7 @@ struct record *record_new(const struct record_opts *o, struct error *err)
 		struct record_node *rn = &r->nodes[i];
 		struct strbuf head = STRBUF_INIT;
 		strbuf_init(&rn->facts, 0);
+		rn->facts.max = FACTS_MAX + 1; /* more is not facts: the step fails (facts.h) */
 		strbuf_init(&rn->timings, 0);
 		rn->log_path = xasprintf("%s/logs/%s.log", o->state_dir, o->nodes[i]->name);
 		rn->log_fd =
@@ -161,16 +162,25 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 		strbuf_addf(&sb, "%s › %s: start", role ? role : "", ev->step ? ev->step : "");
 		break;
 	case EVENT_STEP_END:
-		if (ev->phase && !strcmp(ev->phase, "facts"))
+		if (ev->phase && !strcmp(ev->phase, "facts")) {
 			rn->in_facts = false;
+			/* facts that did not parse are not kept */
+			if (ev->result == STEP_FAILED || rn->facts.truncated)
+				strbuf_release(&rn->facts);
+		}
 		view_duration(dur, sizeof(dur), ev->duration_ms);
 		strbuf_addf(&sb, "%s › %s: %s %s", role ? role : "", ev->step ? ev->step : "",
 			    step_result_name(ev->result), dur);
-		if (ev->expected)
-			strbuf_addf(&sb, ": expected %s, observed %s", ev->expected,
-				    ev->observed ? ev->observed : "");
-		else if (ev->text)
-			strbuf_addf(&sb, ": %s", ev->text);
+		/* node text, in a log a person will cat: the one filter (util.h) */
+		if (ev->expected) {
+			strbuf_addstr(&sb, ": expected ");
+			text_clean_append(&sb, ev->expected);
+			strbuf_addstr(&sb, ", observed ");
+			text_clean_append(&sb, ev->observed ? ev->observed : "");
+		} else if (ev->text) {
+			strbuf_addstr(&sb, ": ");
+			text_clean_append(&sb, ev->text);
+		}
 		if (!ev->phase || strcmp(ev->phase, "validate"))
 			strbuf_addf(&rn->timings, "%s\t%s\t%llu\t%s\n", role ? role : "",
 				    ev->step ? ev->step : "", (unsigned long long)ev->duration_ms,
@@ -190,17 +200,21 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 			}
 			return; /* facts are recorded in nodes/NODE/facts, not in the log */
 		}
-		strbuf_addf(&sb, "%s › %s %s %s", role ? role : "", ev->step ? ev->step : "",
-			    ev->stream == 2 ? "!" : "|", ev->text ? ev->text : "");
+		strbuf_addf(&sb, "%s › %s %s ", role ? role : "", ev->step ? ev->step : "",
+			    ev->stream == 2 ? "!" : "|");
+		text_clean_append(&sb, ev->text ? ev->text : "");
 		break;
 	case EVENT_MESSAGE:
-		strbuf_addf(&sb, "%s: %s%s", ev->role ? ev->role : "note",
-			    ev->result == STEP_FAILED ? "error: " : "", ev->text ? ev->text : "");
+		strbuf_addf(&sb, "%s: %s", ev->role ? ev->role : "note",
+			    ev->result == STEP_FAILED ? "error: " : "");
+		text_clean_append(&sb, ev->text ? ev->text : "");
 		break;
 	case EVENT_NODE_STATE:
 		strbuf_addf(&sb, "node: %s", node_state_name(ev->state));
-		if (ev->text)
-			strbuf_addf(&sb, ": %s", ev->text);
+		if (ev->text) {
+			strbuf_addstr(&sb, ": ");
+			text_clean_append(&sb, ev->text);
+		}
 		break;
 	}
 	log_line(r, ev->node, ev, &sb);

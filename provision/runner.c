@@ -133,20 +133,27 @@ void runner_job_set_exit(struct runner_job *job, int exit_status)
 	job->exit_status = exit_status;
 }
 
+/*
+ * What a command prints is posted as events (and so shown, logged and
+ * recorded) up to RUNNER_OUTPUT_HEAD bytes; past that the lines are held in
+ * a window that keeps about the last RUNNER_OUTPUT_TAIL bytes, and when the
+ * command ends a "… N bytes cut" line and the held lines are posted.  The
+ * filter (protocol lines) still sees every line.  So a node printing 1 GB,
+ * or a line that never ends (the transport cuts lines at TRANSPORT_LINE_MAX),
+ * costs provision a bounded amount of memory and of record.
+ */
 struct line_ctx {
 	struct runner_job *job;
 	const char *phase, *step;
+	uint64_t posted, cut; /* bytes posted; bytes held or dropped */
+	struct strbuf held;   /* lines held: a stream byte, the line, '\n' each */
 };
 
-static void post_line(void *data, enum transport_stream stream, const char *line, size_t len)
+static void post_one(struct line_ctx *lc, int stream, const char *line, size_t len)
 {
-	struct line_ctx *lc = data;
-	struct event *ev;
+	struct event *ev = event_new(EVENT_LINE, lc->job->index);
 
-	if (lc->job->filter && lc->job->filter(lc->job->filter_ctx, lc->job, (int)stream, line, len))
-		return;
-	ev = event_new(EVENT_LINE, lc->job->index);
-	ev->stream = (int)stream;
+	ev->stream = stream;
 	ev->text = xstrndup(line, len);
 	redact(lc->job->r, &ev->text);
 	if (lc->phase)
@@ -154,6 +161,70 @@ static void post_line(void *data, enum transport_stream stream, const char *line
 	if (lc->step)
 		ev->step = xstrdup(lc->step);
 	events_push(lc->job->r->q, ev);
+}
+
+/* Drop held lines from the front until at most `keep` bytes are held. */
+static void held_trim(struct strbuf *held, size_t keep)
+{
+	const char *p = held->buf, *end = held->buf + held->len;
+
+	while ((size_t)(end - p) > keep) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		p = nl ? nl + 1 : end;
+	}
+	memmove(held->buf, p, (size_t)(end - p));
+	strbuf_setlen(held, (size_t)(end - p));
+}
+
+static void post_line(void *data, enum transport_stream stream, const char *line, size_t len)
+{
+	struct line_ctx *lc = data;
+	const char *nl;
+
+	if (lc->job->filter && lc->job->filter(lc->job->filter_ctx, lc->job, (int)stream, line, len))
+		return;
+	/* A line piece holds no newline; a NUL would end it in the event anyway. */
+	if ((nl = memchr(line, '\n', len)) != NULL)
+		len = (size_t)(nl - line);
+	if (!lc->cut && lc->posted + len + 1 <= RUNNER_OUTPUT_HEAD) {
+		lc->posted += len + 1;
+		post_one(lc, (int)stream, line, len);
+		return;
+	}
+	lc->cut += len + 1;
+	strbuf_addch(&lc->held, stream == TRANSPORT_STDERR ? '2' : '1');
+	strbuf_add(&lc->held, line, len);
+	strbuf_addch(&lc->held, '\n');
+	if (lc->held.len > 2 * RUNNER_OUTPUT_TAIL) /* amortised: one move per TAIL bytes */
+		held_trim(&lc->held, RUNNER_OUTPUT_TAIL);
+}
+
+/* The end of a command: the cut line, then the held lines. */
+static void post_held(struct line_ctx *lc)
+{
+	const char *p, *end;
+	uint64_t shown = 0;
+	char note[160];
+
+	if (!lc->cut)
+		return;
+	held_trim(&lc->held, RUNNER_OUTPUT_TAIL);
+	for (p = lc->held.buf, end = p + lc->held.len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		shown += (uint64_t)(nl - p); /* the line and its newline, less the stream byte */
+		p = nl + 1;
+	}
+	snprintf(note, sizeof(note),
+		 "… %llu bytes cut (of a command's output provision keeps the first %u and the "
+		 "last %u KiB)",
+		 (unsigned long long)(lc->cut - shown), RUNNER_OUTPUT_HEAD >> 10,
+		 RUNNER_OUTPUT_TAIL >> 10);
+	post_one(lc, 2, note, strlen(note));
+	for (p = lc->held.buf; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		post_one(lc, p[0] == '2' ? 2 : 1, p + 1, (size_t)(nl - p - 1));
+		p = nl + 1;
+	}
 }
 
 static bool job_cancelled_cb(void *data)
@@ -166,7 +237,8 @@ int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
 		    const char *command, const void *input, size_t input_len, int timeout_ms,
 		    struct transport_result *res, struct error *err)
 {
-	struct line_ctx lc = {job, phase, step};
+	struct line_ctx lc = {job, phase, step, 0, 0, STRBUF_INIT};
+	int rc;
 	struct transport_exec req = {
 		.command = command,
 		.input = input,
@@ -178,7 +250,10 @@ int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
 		.cancelled = job_cancelled_cb,
 	};
 
-	return job->r->opts->ops->exec(job->tp, &req, res, err);
+	rc = job->r->opts->ops->exec(job->tp, &req, res, err);
+	post_held(&lc);
+	strbuf_release(&lc.held);
+	return rc;
 }
 
 void runner_target_from_node(struct transport_target *t, const struct node *node,

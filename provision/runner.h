@@ -126,8 +126,18 @@ void runner_interrupt(void);
 void runner_interrupt_reset(void);
 
 /*
+ * Of one command's output, the first RUNNER_OUTPUT_HEAD and about the last
+ * RUNNER_OUTPUT_TAIL bytes become events (shown, logged, recorded); between
+ * them one line "… N bytes cut".  Documented in roles/README.md and
+ * provision(1).
+ */
+#define RUNNER_OUTPUT_HEAD (64u << 10)
+#define RUNNER_OUTPUT_TAIL (64u << 10)
+
+/*
  * Run a command on the job's node; every output line is posted as an
- * EVENT_LINE with the given phase/step (NULL for ad-hoc commands).
+ * EVENT_LINE with the given phase/step (NULL for ad-hoc commands), within
+ * the caps above: every line still passes the job's filter.
  * Returns as transport_ops.exec.
  */
 int runner_job_exec(struct runner_job *job, const char *phase, const char *step,

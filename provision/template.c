@@ -817,6 +817,25 @@ static void quote_string(struct strbuf *sb, const char *s, int style)
 					strbuf_addf(sb, "\\x%02x", c);
 				else
 					strbuf_addf(sb, "\\u%04x", c);
+			} else if (c >= 0x80) {
+				/*
+				 * A C1 control (NEL among them), U+2028 or U+2029 is
+				 * a line break to a YAML reader: escaped.  A byte that
+				 * is not UTF-8 would make the document unreadable: U+FFFD.
+				 */
+				unsigned cp = 0xfffd;
+				size_t k = text_utf8(s, strnlen(s, 4), &cp);
+				if (k && !(cp <= 0x9f || cp == 0x2028 || cp == 0x2029)) {
+					strbuf_add(sb, s, k);
+				} else {
+					if (!k)
+						cp = 0xfffd;
+					if (style == 'y' && cp <= 0xff)
+						strbuf_addf(sb, "\\x%02x", cp);
+					else
+						strbuf_addf(sb, "\\u%04x", cp);
+				}
+				s += (k ? k : 1) - 1;
 			} else {
 				strbuf_addch(sb, (char)c);
 			}

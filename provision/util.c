@@ -280,6 +280,162 @@ uint64_t wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+static size_t utf8_seq(const unsigned char *p, size_t n, unsigned *cp)
+{
+	size_t k, i;
+	unsigned c;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		k = 2, c = p[0] & 0x1fu;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		k = 3, c = p[0] & 0x0fu;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		k = 4, c = p[0] & 0x07u;
+	else
+		return 0;
+	if (n < k)
+		return 0;
+	for (i = 1; i < k; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (p[i] & 0x3fu);
+	}
+	/* overlong, surrogates, beyond U+10FFFF */
+	if ((k == 3 && c < 0x800) || (k == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return k;
+}
+
+size_t text_utf8(const char *s, size_t n, unsigned *cp)
+{
+	return n ? utf8_seq((const unsigned char *)s, n, cp) : 0;
+}
+
+static bool unsafe_cp(unsigned c)
+{
+	return (c < 0x20 && c != '\t') || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029;
+}
+
+const char *text_unsafe(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		unsigned c;
+		size_t k = utf8_seq(p, (size_t)(end - p), &c);
+		if (!k || unsafe_cp(c))
+			return (const char *)p;
+		p += k;
+	}
+	return NULL;
+}
+
+static void clean(struct strbuf *out, const char *line, bool keep_nl)
+{
+	const unsigned char *p = (const unsigned char *)line;
+	size_t col = 0, start = out->len;
+
+	while (*p) {
+		unsigned c;
+		size_t k;
+
+		if (*p == 0x1b) {
+			/* ESC [ params final (CSI), ESC ] ... BEL/ST (OSC), or ESC and one byte. */
+			p++;
+			if (*p == '[') {
+				p++;
+				while (*p && !(*p >= 0x40 && *p <= 0x7e))
+					p++;
+				if (*p)
+					p++;
+			} else if (*p == ']') {
+				while (*p && *p != 0x07 && !(p[0] == 0x1b && p[1] == '\\'))
+					p++;
+				if (*p == 0x07)
+					p++;
+				else if (*p)
+					p += 2;
+			} else if (*p) {
+				p++;
+			}
+			continue;
+		}
+		if (*p == '\r') {
+			/* A progress meter redraws its line: keep what comes last (unless it is
+			 * empty). */
+			if (p[1] && p[1] != '\n') {
+				strbuf_setlen(out, start);
+				col = 0;
+			}
+			p++;
+			continue;
+		}
+		if (*p == '\n' && keep_nl) {
+			strbuf_addch(out, '\n');
+			start = out->len;
+			col = 0;
+			p++;
+			continue;
+		}
+		if (*p == '\t') {
+			do {
+				strbuf_addch(out, ' ');
+				col++;
+			} while (col % 8);
+			p++;
+			continue;
+		}
+		k = utf8_seq(p, strnlen((const char *)p, 4), &c);
+		if (!k || unsafe_cp(c)) {
+			strbuf_addch(out, '?');
+			col++;
+			p += k ? k : 1;
+			continue;
+		}
+		strbuf_add(out, p, k);
+		col++;
+		p += k;
+	}
+}
+
+void text_clean_line(struct strbuf *out, const char *line)
+{
+	strbuf_reset(out);
+	clean(out, line, false);
+}
+
+void text_clean_append(struct strbuf *out, const char *line)
+{
+	clean(out, line, true);
+}
+
+void text_clean(struct strbuf *out, const char *text, size_t len)
+{
+	struct strbuf line = STRBUF_INIT, clean = STRBUF_INIT;
+	const char *p = text, *end = text + len;
+
+	strbuf_reset(out);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		strbuf_reset(&line);
+		strbuf_add(&line, p, (size_t)(eol - p));
+		text_clean_line(&clean, line.buf);
+		strbuf_add(out, clean.buf, clean.len);
+		if (nl)
+			strbuf_addch(out, '\n');
+		p = eol + 1;
+	}
+	strbuf_release(&line);
+	strbuf_release(&clean);
+}
+
 int read_file(const char *path, struct strbuf *out)
 {
 	char buf[8192];
@@ -300,6 +456,8 @@ int read_file(const char *path, struct strbuf *out)
 		if (n == 0)
 			break;
 		strbuf_add(out, buf, (size_t)n);
+		if (out->truncated)
+			break; /* at the cap: the rest would be dropped anyway */
 	}
 	close(fd);
 	return 0;

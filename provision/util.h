@@ -100,7 +100,37 @@ uint64_t now_us(void);
 /* Wall clock, milliseconds since the epoch. */
 uint64_t wall_ms(void);
 
-/* Read a whole file; returns 0 or -errno.  *out is NUL-terminated. */
+/*
+ * Node text.  Whatever a node prints is data: it must not end a YAML line or
+ * comment where a template puts it, nor drive the terminal of whoever reads
+ * it.  text_unsafe() finds, in len bytes of s, the first byte of a C0 control
+ * other than TAB, DEL, a C1 control (U+0080..U+009F, NEL among them),
+ * U+2028/U+2029 (line breaks to YAML and JavaScript) or a byte that is not
+ * UTF-8: a pointer into s, or NULL when the text is clean.
+ */
+const char *text_unsafe(const char *s, size_t len);
+/* The length of the UTF-8 sequence at s (n bytes there) and its code point in
+ * *cp; 0 when it is not UTF-8 (overlong forms and surrogates included). */
+size_t text_utf8(const char *s, size_t n, unsigned *cp);
+/*
+ * The one filter between node text and a terminal or a log a person will
+ * cat (plain view, TUI, logs, show, bundle): out is reset to line with
+ * escape sequences (CSI, OSC, ESC x) dropped, a CR-redrawn progress line
+ * reduced to what it shows last, TAB expanded to 8 columns, and every other
+ * unsafe character (text_unsafe) shown as '?'.  NUL ends the line.
+ */
+void text_clean_line(struct strbuf *out, const char *line);
+/* The same, appended to out, newlines kept (a message of several lines): a CR
+ * erases only what this call added to the line it is on (so a node cannot
+ * erase the "[node] role › step" a view puts before its text). */
+void text_clean_append(struct strbuf *out, const char *line);
+/* The same for a text of several lines: each line cleaned, newlines kept. */
+void text_clean(struct strbuf *out, const char *text, size_t len);
+
+/*
+ * Read a whole file; returns 0 or -errno.  *out is NUL-terminated.  With a
+ * cap on out (out->max), reading stops at the cap and out->truncated is set.
+ */
 int read_file(const char *path, struct strbuf *out);
 /* Write all of buf to fd, retrying on EINTR and short writes; 0 or -errno. */
 int write_all(int fd, const void *buf, size_t len);

@@ -118,19 +118,23 @@ void view_event(const struct event *ev, const struct node_status *st, void *data
 		view_duration(dur, sizeof(dur), ev->duration_ms);
 		strbuf_addf(&sb, "%s › %s … %s %s", ev->role ? ev->role : "", ev->step ? ev->step : "",
 			    step_result_name(ev->result), dur);
-		if (ev->text && ev->result != STEP_WOULD_CHANGE)
-			strbuf_addf(&sb, ": %s", ev->text);
+		if (ev->text && ev->result != STEP_WOULD_CHANGE) {
+			strbuf_addstr(&sb, ": ");
+			text_clean_append(&sb, ev->text); /* node text: the one filter (util.h) */
+		}
 		break;
 	case EVENT_LINE:
 		if (!v->verbose) {
 			strbuf_release(&sb);
 			return;
 		}
-		strbuf_addf(&sb, "%s %s", ev->stream == 2 ? "!" : "│", ev->text);
+		strbuf_addf(&sb, "%s ", ev->stream == 2 ? "!" : "│");
+		text_clean_append(&sb, ev->text ? ev->text : "");
 		break;
 	case EVENT_MESSAGE:
-		strbuf_addf(&sb, "%s: %s%s", ev->role ? ev->role : "note",
-			    ev->result == STEP_FAILED ? "error: " : "", ev->text ? ev->text : "");
+		strbuf_addf(&sb, "%s: %s", ev->role ? ev->role : "note",
+			    ev->result == STEP_FAILED ? "error: " : "");
+		text_clean_append(&sb, ev->text ? ev->text : "");
 		break;
 	case EVENT_NODE_STATE:
 		if (ev->state == NODE_CONNECTING || ev->state == NODE_RUNNING ||
@@ -144,8 +148,10 @@ void view_event(const struct event *ev, const struct node_status *st, void *data
 			strbuf_addf(&sb, "done: %u changed, %u failed, %u skipped (%s)",
 				    st->steps_changed, st->steps_failed, st->steps_skipped, dur);
 		else
-			strbuf_addf(&sb, "%s: %s", node_state_name(ev->state),
-				    ev->text ? ev->text : "no reason given");
+		{
+			strbuf_addf(&sb, "%s: ", node_state_name(ev->state));
+			text_clean_append(&sb, ev->text ? ev->text : "no reason given");
+		}
 		break;
 	}
 	put(v, &sb);

@@ -26,17 +26,23 @@ test_count=0
 test_failed=0
 test_verbose=${PROVISION_TEST_VERBOSE:-0}
 
-test_cleanup_hooks=
 # test_at_exit CMD: run CMD when the script ends, however it ends (LIFO).
+# The hooks are kept in a file, not a variable: test_case bodies run in a
+# subshell, and a server a body starts must be stopped all the same.
+test_hooks=$TEST_DIR/.at-exit
+: >"$test_hooks"
 test_at_exit() {
-	test_cleanup_hooks="$1
-$test_cleanup_hooks"
+	printf '%s\n' "$1" >>"$test_hooks"
 }
 test_run_cleanup() {
-	printf '%s\n' "$test_cleanup_hooks" | while IFS= read -r hook; do
-		[ -n "$hook" ] && eval "$hook" >/dev/null 2>&1
-	done
-	test_cleanup_hooks=
+	if [ -f "$test_hooks" ]; then
+		# LIFO: the last registered runs first
+		awk '{ l[NR] = $0 } END { for (i = NR; i > 0; i--) print l[i] }' "$test_hooks" |
+			while IFS= read -r hook; do
+				[ -n "$hook" ] && eval "$hook" >/dev/null 2>&1
+			done
+		: >"$test_hooks"
+	fi
 	[ "${PROVISION_TEST_KEEP:-0}" = 1 ] || rm -rf "$TEST_DIR"
 }
 trap 'test_run_cleanup' EXIT

@@ -61,6 +61,17 @@ if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
 	done
 fi
 
+# Every test ends every process it starts: whatever still names this tree's
+# work folder on its command line is a leak, listed and counted a failure.
+work=${PROVISION_TEST_WORK:-$(pwd)/tests/.work}
+if command -v pgrep >/dev/null 2>&1 && left=$(pgrep -af -- "$work/" | grep -v "pgrep -af") &&
+	[ -n "$left" ]; then
+	echo "# processes the tests left running (their command line names $work):"
+	printf '%s\n' "$left" | sed 's/^/#   /'
+	fail=$((fail + 1))
+	failed_names="$failed_names leftover-processes"
+fi
+
 [ -n "$failed_names" ] && echo "failed:$failed_names"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ] && [ $((pass + skip)) -gt 0 ] && [ "$pass" -gt 0 ]

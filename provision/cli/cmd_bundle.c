@@ -96,7 +96,8 @@ static bool wanted(const char *path)
 static int bundle_exec(int nr_pos, char **pos)
 {
 	struct state *s = NULL;
-	struct strbuf tar = STRBUF_INIT, file = STRBUF_INIT, list = STRBUF_INIT, sum = STRBUF_INIT;
+	struct strbuf tar = STRBUF_INIT, file = STRBUF_INIT, list = STRBUF_INIT, sum = STRBUF_INIT,
+		      clean = STRBUF_INIT;
 	struct error err = {0};
 	char id[41], **paths = NULL, *cluster = NULL, *out = NULL, *top = NULL;
 	size_t nr = 0, i, scrubbed = 0;
@@ -126,8 +127,10 @@ static int bundle_exec(int nr_pos, char **pos)
 		if (state_read(s, id, paths[i], &file, &err) < 0)
 			continue;
 		scrubbed += state_scrub(&file);
+		/* read with cat by whoever gets the bundle: no escape sequences */
+		text_clean(&clean, file.buf, file.len);
 		name = xasprintf("%s/%s", top, paths[i]);
-		if (tar_add(&tar, name, file.buf, file.len, now) == 0)
+		if (tar_add(&tar, name, clean.buf, clean.len, now) == 0)
 			strbuf_addf(&list, "  %s\n", paths[i]);
 		free(name);
 	}
@@ -179,6 +182,7 @@ out:
 	free(top);
 	strbuf_release(&tar);
 	strbuf_release(&file);
+	strbuf_release(&clean);
 	strbuf_release(&list);
 	strbuf_release(&sum);
 	state_free(s);

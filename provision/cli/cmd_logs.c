@@ -45,7 +45,11 @@ static int logs_exec(int nr_pos, char **pos)
 			fprintf(stderr, "  hint: 'provision show' lists the nodes a run ran on\n");
 		ret = EXIT_USAGE;
 	} else {
-		(void)write_all(1, log.buf, log.len);
+		/* cleaned when written (record.c); again here for records made before */
+		struct strbuf clean = STRBUF_INIT;
+		text_clean(&clean, log.buf, log.len);
+		(void)write_all(1, clean.buf, clean.len);
+		strbuf_release(&clean);
 		ret = EXIT_OK;
 	}
 	free(path);

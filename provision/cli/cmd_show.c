@@ -119,7 +119,9 @@ static int show_exec(int nr_pos, char **pos)
 			p += len + (nl ? 1 : 0);
 		}
 	}
-	(void)write_all(1, out.buf, out.len);
+	strbuf_reset(&file);
+	text_clean(&file, out.buf, out.len); /* node text in results: the terminal's filter */
+	(void)write_all(1, file.buf, file.len);
 	ret = EXIT_OK;
 out:
 	free(ran);

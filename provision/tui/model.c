@@ -11,7 +11,6 @@
 /* Per node: enough for a long apt run, small enough for 200 nodes (50 MiB at worst). */
 #define LOG_MAX_LINES 4000
 #define LOG_MAX_BYTES (256 << 10)
-#define FACTS_MAX     (256 << 10)
 
 /* ---- the log ---- */
 
@@ -98,65 +97,6 @@ char *tui_split_hint(const char *text, size_t *msg_len)
 	if (end > h && end[-1] == ')')
 		end--;
 	return xstrndup(h, (size_t)(end - h));
-}
-
-void tui_clean_line(struct strbuf *out, const char *line)
-{
-	const unsigned char *p = (const unsigned char *)line;
-	size_t col = 0;
-
-	strbuf_reset(out);
-	while (*p) {
-		if (*p == 0x1b) {
-			/* ESC [ params final (CSI), ESC ] ... BEL/ST (OSC), or ESC and one byte. */
-			p++;
-			if (*p == '[') {
-				p++;
-				while (*p && !(*p >= 0x40 && *p <= 0x7e))
-					p++;
-				if (*p)
-					p++;
-			} else if (*p == ']') {
-				while (*p && *p != 0x07 && !(p[0] == 0x1b && p[1] == '\\'))
-					p++;
-				if (*p == 0x07)
-					p++;
-				else if (*p)
-					p += 2;
-			} else if (*p) {
-				p++;
-			}
-			continue;
-		}
-		if (*p == '\r') {
-			/* A progress meter redraws its line: keep what comes last (unless it is
-			 * empty). */
-			if (p[1] && p[1] != '\n') {
-				strbuf_reset(out);
-				col = 0;
-			}
-			p++;
-			continue;
-		}
-		if (*p == '\t') {
-			do {
-				strbuf_addch(out, ' ');
-				col++;
-			} while (col % 8);
-			p++;
-			continue;
-		}
-		if (*p < 0x20 || *p == 0x7f) {
-			strbuf_addch(out, '?');
-			col++;
-			p++;
-			continue;
-		}
-		strbuf_addch(out, (char)*p);
-		if ((*p & 0xc0) != 0x80)
-			col++;
-		p++;
-	}
 }
 
 static const char *short_model(const char *model)
@@ -356,7 +296,7 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 		n->eta_hist_ms = -1;
 		tui_log_init(&n->log, LOG_MAX_LINES, LOG_MAX_BYTES);
 		strbuf_init(&n->facts_text, 0);
-		n->facts_text.max = FACTS_MAX;
+		n->facts_text.max = FACTS_MAX + 1;
 		node_roles_text(n->roles, sizeof(n->roles), nodes[i]->roles);
 		if (nodes[i]->gpus > 0)
 			snprintf(n->gpu, sizeof(n->gpu), "%d GPU%s?", nodes[i]->gpus,
@@ -543,7 +483,7 @@ static void facts_in(struct tui_model *m, size_t i, bool ok, const char *why)
 			       "check the address, that sshd runs, the key and known_hosts");
 	}
 	strbuf_release(&n->facts_text);
-	n->facts_text.max = FACTS_MAX;
+	n->facts_text.max = FACTS_MAX + 1;
 }
 
 static void line_event(struct tui_model *m, size_t i, const struct event *ev)
@@ -557,7 +497,7 @@ static void line_event(struct tui_model *m, size_t i, const struct event *ev)
 		strbuf_addstr(&n->facts_text, ev->text);
 		strbuf_addch(&n->facts_text, '\n');
 	}
-	tui_clean_line(&clean, ev->text);
+	text_clean_line(&clean, ev->text);
 	tui_log_add(&n->log, ev->stream == 2 ? TUI_LINE_ERR : TUI_LINE_OUT, clean.buf);
 	strbuf_release(&clean);
 }
@@ -650,7 +590,7 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 	else
 		strbuf_addf(&line, "%s %s", step_result_name(ev->result), dur);
 	if (ev->text && ev->result != STEP_WOULD_CHANGE) {
-		tui_clean_line(&clean, ev->text);
+		text_clean_line(&clean, ev->text);
 		strbuf_addf(&line, ": %s", clean.buf);
 	}
 	tui_log_add(&n->log, ev->result == STEP_FAILED ? TUI_LINE_FAILED : TUI_LINE_RESULT,
@@ -876,7 +816,7 @@ void tui_model_restart(struct tui_model *m, uint64_t now)
 			facts_release(&n->facts);
 		n->have_facts = false;
 		strbuf_release(&n->facts_text);
-		n->facts_text.max = FACTS_MAX;
+		n->facts_text.max = FACTS_MAX + 1;
 		n->preflight_error = n->preflight_warn = false;
 		n->fail_order = 0;
 		n->fail_col = -1;

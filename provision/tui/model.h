@@ -193,12 +193,6 @@ const char *tui_cell_state_name(enum tui_cell_state s);
  * length of the part before " (hint: ".
  */
 char *tui_split_hint(const char *text, size_t *msg_len);
-/*
- * Make an output line safe and readable on a screen: escape sequences
- * (colours, cursor moves) removed, a carriage return keeps what follows it
- * (progress meters), tabs expanded, other control characters shown as '?'.
- */
-void tui_clean_line(struct strbuf *out, const char *line);
 /* A short GPU summary from facts: "2× RTX 3090", "RTX 3090 + T4", "no GPU", "1 GPU, no driver". */
 void tui_gpu_summary(char *buf, size_t size, const struct facts *f, bool utf8);
 

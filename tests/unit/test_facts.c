@@ -193,7 +193,49 @@ static void test_hostile_lines(void **state)
 	assert_int_equal(f.nr_macs, 0);
 	assert_int_equal(f.nr_routes, 0);
 	assert_null(f.hostname);
+	/* the NUL in hostname is not silently dropped: the field is named */
+	assert_string_equal(f.unsafe_field, "hostname");
 	facts_release(&f);
+}
+
+/* issue 19 finding 2: nvidia-smi output with CR, NEL, U+2028 must not reach a template */
+static void test_unsafe_values(void **state)
+{
+	static const char *const bad[] = {
+	    "gpu=RTX 3070\rdcgmExporter:\r  repository: registry.evil.example, 8192 MiB, 550.1, G\n",
+	    "gpu=RTX 3070\xc2\x85" "dcgmExporter:, 8192 MiB, 550.1, G\n",
+	    "gpu=RTX 3070, 8192 MiB, 550.1\xe2\x80\xa8" "x: y, G\n",
+	    "gpu=RTX 3070, 8192 MiB, 550.1\xe2\x80\xa9" "x: y, G\n",
+	    "gpu=RTX \x1b]0;pwned\x07" "3070, 8192 MiB, 550.1, G\n",
+	    "gpu=RTX \xff" "3070, 8192 MiB, 550.1, G\n",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct strbuf text = STRBUF_INIT;
+		struct facts f;
+		struct error err = {0};
+		strbuf_addf(&text, "facts_version=1\nnvidia_smi_rc=0\n%s", bad[i]);
+		assert_int_equal(facts_parse(&f, text.buf, text.len, &err), 0);
+		assert_string_equal(f.unsafe_field, "gpu");
+		assert_int_equal(f.nr_gpus, 0);
+		facts_release(&f);
+		strbuf_release(&text);
+	}
+}
+
+static void test_too_long(void **state)
+{
+	struct strbuf text = STRBUF_INIT;
+	struct facts f;
+	struct error err = {0};
+
+	strbuf_addstr(&text, "facts_version=1\n");
+	while (text.len <= FACTS_MAX)
+		strbuf_addstr(&text, "junk=0123456789abcdef0123456789abcdef\n");
+	assert_int_equal(facts_parse(&f, text.buf, text.len, &err), -1);
+	assert_string_equal(err.msg, "the node's facts are longer than 64 KiB: not facts output");
+	strbuf_release(&text);
 }
 
 static void test_script_embedded(void **state)
@@ -214,6 +256,8 @@ int main(void)
 		cmocka_unit_test(test_old_driver_name),
 		cmocka_unit_test(test_not_facts),
 		cmocka_unit_test(test_hostile_lines),
+		cmocka_unit_test(test_unsafe_values),
+		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_script_embedded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

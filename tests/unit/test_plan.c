@@ -511,8 +511,8 @@ static void test_gpu_values(void **state)
 	assert_string_equal(tval_lookup(v, "gpu.node_count")->str, "2");
 	assert_string_equal(tval_lookup(v, "gpu.host_driver")->str, "");
 	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
-	assert_non_null(strstr(out.buf, "#   b-2: 1x NVIDIA GeForce GTX 1080 Ti, host driver 535.154.05\n"));
-	assert_non_null(strstr(out.buf, "#   b-4: 1x NVIDIA PCI device 0x2484, host driver not working\n"));
+	assert_non_null(strstr(out.buf, "#   b-2: 1x \"NVIDIA GeForce GTX 1080 Ti\", host driver \"535.154.05\"\n"));
+	assert_non_null(strstr(out.buf, "#   b-4: 1x \"NVIDIA PCI device 0x2484\", host driver not working\n"));
 	assert_non_null(strstr(out.buf, "driver:\n  # a GPU node has no working host driver: the operator's driver container\n  enabled: true\n"));
 	assert_non_null(strstr(out.buf, "toolkit:\n  enabled: true\n"));
 	assert_non_null(strstr(out.buf, "value: /etc/containerd/conf.d/99-nvidia.toml\n"));

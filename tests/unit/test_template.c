@@ -18,6 +18,8 @@ static struct tval *vars(void)
 	tval_set_str(node, "gpu", "true");
 	tval_set_str(node, "empty", "");
 	tval_set_str(node, "quote", "say \"hi\"\\ it's\n");
+	/* a GPU model as a hostile node prints it: CR, NEL, U+2028/9, a stray byte */
+	tval_set_str(node, "model", "RTX\rx:\xc2\x85" "y\xe2\x80\xa8" "z\xe2\x80\xa9\xff \xc3\xa9");
 	gpus = tval_set(node, "gpus", tval_new_list());
 	tval_push(gpus, tval_new_str("GTX 1080 Ti"));
 	tval_push(gpus, tval_new_str("RTX 3070"));
@@ -86,6 +88,11 @@ static void test_filters(void **state)
 	expect_render("{{ node.quote | toml }}", "\"say \\\"hi\\\"\\\\ it's\\n\"");
 	expect_render("{{ node.quote | sh }}", "'say \"hi\"\\ it'\\''s\n'");
 	expect_render("{{ node.name | upper }}", "B-2");
+	/* nothing that ends a YAML line or comment, nor a byte that is not UTF-8 */
+	expect_render("# {{ node.model | yaml }}",
+		      "# \"RTX\\rx:\\x85y\\u2028z\\u2029\\ufffd \xc3\xa9\"");
+	expect_render("{{ node.model | json }}",
+		      "\"RTX\\rx:\\u0085y\\u2028z\\u2029\\ufffd \xc3\xa9\"");
 	expect_render("{{ node.name | upper | lower | json }}", "\"b-2\"");
 }
 

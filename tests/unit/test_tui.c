@@ -180,16 +180,27 @@ static void test_clean_line(void **state)
 {
 	struct strbuf sb = STRBUF_INIT;
 
-	tui_clean_line(&sb, "\x1b[1;31merror\x1b[0m: bad");
+	text_clean_line(&sb, "\x1b[1;31merror\x1b[0m: bad");
 	assert_string_equal(sb.buf, "error: bad");
-	tui_clean_line(&sb, "10%\r50%\r100% done");
+	text_clean_line(&sb, "10%\r50%\r100% done");
 	assert_string_equal(sb.buf, "100% done");
-	tui_clean_line(&sb, "a\tb");
+	text_clean_line(&sb, "a\tb");
 	assert_string_equal(sb.buf, "a       b");
-	tui_clean_line(&sb, "bell\x07 and \x1b]0;title\x07gone");
+	text_clean_line(&sb, "bell\x07 and \x1b]0;title\x07gone");
 	assert_string_equal(sb.buf, "bell? and gone");
-	tui_clean_line(&sb, "caf\xc3\xa9 \xe2\x9c\x93");
+	text_clean_line(&sb, "caf\xc3\xa9 \xe2\x9c\x93");
 	assert_string_equal(sb.buf, "caf\xc3\xa9 \xe2\x9c\x93");
+	/* C1 controls (8-bit CSI, NEL), U+2028 and bytes that are not UTF-8 */
+	text_clean_line(&sb, "a\xc2\x9b" "31mb\xc2\x85" "c\xe2\x80\xa8" "d\x9b" "e\xff");
+	assert_string_equal(sb.buf, "a?31mb?c?d?e?");
+	text_clean(&sb, "x\x1b]0;t\x07y\nz\x1b[2J\n", 15);
+	assert_string_equal(sb.buf, "xy\nz\n");
+	assert_null(text_unsafe("RTX 3070\tok \xc3\xa9", 14));
+	assert_non_null(text_unsafe("RTX 3070\rdcgm", 13));
+	assert_non_null(text_unsafe("a\xc2\x85", 3));
+	assert_non_null(text_unsafe("a\xe2\x80\xa9", 4));
+	assert_non_null(text_unsafe("a\0b", 3));
+	assert_non_null(text_unsafe("\xc0\xaf", 2));
 	strbuf_release(&sb);
 }
 
