@@ -11,6 +11,8 @@
  *       render roles/ROLE/templates/SRC for NODE of INVENTORY, with the
  *       node's facts (a facts.sh output file, or - for none) and NAME=VALUE
  *       as handed values (set.NAME); the text goes to standard output.
+ *       With FACTS, the run's GPU values (gpu.*) are those of NODE alone,
+ *       as provision makes them from the facts of the run's nodes.
  *       Handed hub_nodes/hub_node_K (roles/jupyterhub 20-capacity) give
  *       `profiles`, as in provision up.  A VALUE of @FILE is FILE's text.
  *   render list ROLES_DIR
@@ -124,6 +126,10 @@ static int cmd_template(int argc, char **argv)
 		goto out;
 	}
 	vals = plan_values(inv, n, have_facts ? &facts : NULL);
+	if (have_facts) {
+		const struct facts *fp = &facts;
+		plan_gpu_values(vals, &n, &fp, 1);
+	}
 	set = tval_map_at(vals, "set");
 	for (i = 6; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');

@@ -1,0 +1,252 @@
+#!/bin/sh
+# t0270-containerd-releases: the releases tier (tests/releases/README.md).
+# Debian's real containerd of three releases -- 1.6 (bookworm), 1.7
+# (trixie), 2.1 (sid), each from its own suite in a cached root file system
+# (tests/releases/rootfs.sh) -- reads the config.toml that roles/containerd
+# renders, plus, on a GPU node, what the GPU Operator's toolkit writes into
+# the file roles/gpu-operator's values name (CONTAINERD_CONFIG of
+# toolkit.env, edited by tests/fakes/nvidia/toolkit_containerd.py as the
+# pinned toolkit v1.16.1 edits it).  Judged by the real tools only:
+# `containerd config dump` must have runc with SystemdCgroup = true (and on
+# the GPU node the nvidia runtime with SystemdCgroup = true and its binary
+# under /usr/local/nvidia/toolkit), `ctr plugins ls` the CRI plugin(s) ok.
+# One containerd start per release and node kind; the dump excerpts and
+# the CRI plugin lines are printed as "# ..." lines (evidence).
+#
+# Templates are rendered by tests/tools/render (the code `provision up`
+# renders them with) with the values a node has at that point of `provision
+# up`: set.containerd_major from the tree's own `containerd --version` (as
+# roles/containerd 10-install hands it over), set.containerd_nvidia "none"
+# on the CPU node and "default" on the GPU node (roles/lib.sh
+# pv_nvidia_runtime once the toolkit installed its runtime, which the GPU
+# node's tree then has: stand-in binaries), and the facts of a recorded
+# machine with this containerd version.
+#
+# Knob: PROVISION_TEST_RELEASES=0 skips the tier.  The ASan pass of .ci/run
+# sets it: of provision's C code this script runs only the template renderer
+# on the two templates t0200 and t0425 render under the sanitizers too; the
+# rest is Debian's containerd, which the sanitizers do not look at.
+# Cold cache: three debootstraps (tests/releases/README.md has the times).
+# Test bodies are single-quoted: lib.sh evaluates them.
+# shellcheck disable=SC2016
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+[ "${PROVISION_TEST_RELEASES:-1}" != 0 ] || test_skip_all "PROVISION_TEST_RELEASES=0"
+test_need_root
+test_need_cmd debootstrap unshare timeout flock python3 ip chroot
+RENDER=$BUILD/tests/tools/render
+[ -x "$RENDER" ] || {
+	echo "# $RENDER is missing: run make tests"
+	exit 1
+}
+REL=$SRC_ROOT/tests/releases
+TOOLKIT=$SRC_ROOT/tests/fakes/nvidia/toolkit_containerd.py
+UPSTREAM_VALUES=$SRC_ROOT/../shared/upstream/gpu-operator-v24.6.1/values.yaml
+SUITES=${PROVISION_RELEASES_SUITES:-bookworm trixie sid}
+export REL TOOLKIT RENDER UPSTREAM_VALUES
+
+# Evidence: FILE's lines as "# LABEL: ..." in the log, passing or not.
+exec 3>&1
+note() {
+	awk -v l="$1" '{ print "# " l ": " $0 }' "$2" >&3
+}
+
+# The two nodes: a CPU control plane and a GPU worker.
+cat >"$TEST_DIR/inventory.yaml" <<'EOF'
+cluster:
+  name: releases
+  kubernetes_version: "1.30.4"
+ssh:
+  user: admin
+jupyterhub:
+  enabled: false
+nodes:
+  - name: cpu
+    address: 10.0.0.1
+    roles: [control-plane, worker]
+  - name: gpu
+    address: 10.0.0.2
+    roles: [worker]
+    gpus: 1
+EOF
+
+# facts KIND VERSION: a recorded machine of that kind with this containerd.
+facts() {
+	case $1 in
+	gpu) f=$SRC_ROOT/tests/facts/rtx3070-ubuntu2404-joined.facts ;;
+	*) f=$SRC_ROOT/tests/facts/debian12-host-nogpu.facts ;;
+	esac
+	grep -v '^containerd_version=' "$f"
+	echo "containerd_version=$2"
+}
+
+# toolkit_env VALUES: the toolkit's settings in the GPU Operator's values,
+# as NAME=VALUE lines: toolkit.env, then TOOLKIT_INSTALL_DIR
+# (toolkit.installDir, the chart's default when the values leave it out)
+# and RUNTIME_CLASS (operator.runtimeClass, which the operator writes over
+# the env's CONTAINERD_RUNTIME_CLASS; the chart's default "nvidia").
+toolkit_env() {
+	awk '
+	/^[a-zA-Z]/ { sect = $1 }
+	sect == "toolkit:" && $1 == "-" && $2 == "name:" { name = $3; next }
+	sect == "toolkit:" && name != "" && $1 == "value:" {
+		v = $0; sub(/^[^:]*: */, "", v); gsub(/^"|"$/, "", v); print name "=" v; name = ""; next }
+	sect == "toolkit:" && $1 == "installDir:" { v = $2; gsub(/"/, "", v); dir = v }
+	sect == "operator:" && $1 == "runtimeClass:" { v = $2; gsub(/"/, "", v); class = v }
+	END {
+		if (dir != "") print "TOOLKIT_INSTALL_DIR=" dir
+		if (class != "") print "RUNTIME_CLASS=" class
+	}' "$1"
+}
+
+# node SUITE KIND: render, (GPU) run the toolkit, start the tree's containerd
+# once; the results in $TEST_DIR/SUITE-KIND/.
+node() {
+	suite=$1 kind=$2 d=$TEST_DIR/$1-$2
+	root=$(cat "$TEST_DIR/$suite.root")
+	version=$(awk '{ print $3 }' "$root/.containerd-version" | sed 's/^v//; s/[~+-].*//')
+	major=${version%%.*}
+	rm -rf "$d"
+	mkdir -p "$d/upper/etc/containerd"
+	facts "$kind" "$version" >"$d/facts"
+	if [ "$kind" = gpu ]; then nv=default; else nv=none; fi
+	"$RENDER" template "$SRC_ROOT/roles" containerd config.toml.tmpl "$TEST_DIR/inventory.yaml" "$kind" \
+		"$d/facts" "containerd_major=$major" "containerd_nvidia=$nv" >"$d/upper/etc/containerd/config.toml"
+	: >"$d/prep.sh"
+	if [ "$kind" = gpu ]; then
+		"$RENDER" template "$SRC_ROOT/roles" gpu-operator values.yaml.tmpl "$TEST_DIR/inventory.yaml" \
+			"$kind" "$d/facts" >"$d/values.yaml"
+		toolkit_env "$d/values.yaml" >"$d/toolkit.env"
+		grep -q '^TOOLKIT_INSTALL_DIR=' "$d/toolkit.env" || {
+			[ -f "$UPSTREAM_VALUES" ] || {
+				echo "no toolkit.installDir in the values and no $UPSTREAM_VALUES for the chart's default"
+				return 1
+			}
+			toolkit_env "$UPSTREAM_VALUES" | grep '^TOOLKIT_INSTALL_DIR=' >>"$d/toolkit.env"
+		}
+		grep -q '^CONTAINERD_CONFIG=/' "$d/toolkit.env" || {
+			echo "the values name no CONTAINERD_CONFIG for the toolkit:"
+			cat "$d/values.yaml"
+			return 1
+		}
+		python3 - "$d/toolkit.env" "$TOOLKIT" >"$d/prep.sh" <<'PY'
+import shlex, sys
+env = dict(l.rstrip("\n").split("=", 1) for l in open(sys.argv[1]) if "=" in l)
+rdir = env.pop("TOOLKIT_INSTALL_DIR").rstrip("/") + "/toolkit"
+cls = env.pop("RUNTIME_CLASS", "nvidia")
+env["CONTAINERD_RUNTIME_CLASS"] = cls
+q = shlex.quote
+print("# the GPU Operator's toolkit on this node (sh prep.sh ROOT)")
+print("set -e")
+print("# what its installer leaves: the runtime binaries (stand-ins)")
+print("mkdir -p \"$1\"%s" % q(rdir))
+for b in ("", ".cdi", ".legacy"):
+    p = q(rdir + "/nvidia-container-runtime" + b)
+    print("printf '#!/bin/sh\\nexec runc \"$@\"\\n' >\"$1\"%s; chmod 0755 \"$1\"%s" % (p, p))
+print("# then `containerd setup %s`, its env from the values" % rdir)
+parts = ["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+for k, v in sorted(env.items()):
+    # the file is the node's: under its root as seen from here
+    parts.append('CONTAINERD_CONFIG="$1"' + q(v) if k == "CONTAINERD_CONFIG" else q(k + "=" + v))
+parts += [q(sys.executable), q(sys.argv[2]), "setup", q(rdir)]
+print(" ".join(parts))
+PY
+	fi
+	sh "$REL/node.sh" "$root" "$d" "$d/prep.sh" >"$d/node.out" 2>&1 || {
+		cat "$d/node.out"
+		return 1
+	}
+	# The evidence: the runtimes of the dump, the CRI plugin lines.
+	python3 - "$d/dump.txt" >"$d/excerpt" <<'PY'
+import re, sys
+keep = re.compile(r"^\s*(imports|runtime_type|SystemdCgroup|BinaryName|default_runtime_name)\s*=")
+inside = False
+for line in open(sys.argv[1]):
+    s = line.rstrip("\n")
+    if s.lstrip().startswith("["):
+        inside = ".runtimes." in s and not s.rstrip().endswith("]]")
+        if inside:
+            print(s.strip())
+        continue
+    if keep.match(s) and (inside or "default_runtime_name" in s or s.startswith("imports")):
+        print("  " + s.strip())
+PY
+	grep -i 'cri' "$d/plugins.txt" >"$d/cri" || true
+}
+
+# check SUITE KIND: what containerd made of it (the dump, parsed as TOML;
+# the plugin states); prints every problem.
+check() {
+	d=$TEST_DIR/$1-$2
+	status=$(cat "$d/status")
+	python3 - "$d" "$2" "$status" <<'PY'
+import sys, tomllib
+d, kind, status = sys.argv[1:4]
+bad = []
+try:
+    dump = tomllib.load(open(d + "/dump.txt", "rb"))
+except Exception as e:
+    dump = {}
+    bad.append("containerd config dump: %s (%s)" % (e, open(d + "/dump.err").read().strip()[-300:]))
+plugins = dump.get("plugins", {})
+cri = plugins.get("io.containerd.cri.v1.runtime") or plugins.get("io.containerd.grpc.v1.cri") or {}
+ctrd = cri.get("containerd", {})
+rts = ctrd.get("runtimes", {})
+dflt = ctrd.get("default_runtime_name")
+if dump and dflt not in rts:
+    bad.append("default_runtime_name = %r has no runtime (runtimes: %s)" % (dflt, sorted(rts)))
+want = ["runc"] + (["nvidia"] if kind == "gpu" else [])
+for name in want:
+    rt = rts.get(name)
+    if rt is None:
+        bad.append("no runtimes.%s in the dump (runtimes: %s)" % (name, sorted(rts) or "none"))
+        continue
+    opts = rt.get("options", {})
+    if opts.get("SystemdCgroup") is not True:
+        bad.append("runtimes.%s: SystemdCgroup = %r" % (name, opts.get("SystemdCgroup")))
+    if name == "nvidia" and not str(opts.get("BinaryName", "")).startswith("/usr/local/nvidia/toolkit/"):
+        bad.append("runtimes.nvidia: BinaryName = %r" % opts.get("BinaryName"))
+if status != "ok":
+    bad.append("daemon: " + status)
+else:
+    rows = [l.split() for l in open(d + "/plugins.txt") if "cri" in l.split()[1:2] or l.split()[:1] == ["io.containerd.cri.v1"]]
+    if not any(r[:2] == ["io.containerd.grpc.v1", "cri"] for r in rows):
+        bad.append("ctr plugins ls: no io.containerd.grpc.v1 cri")
+    for r in rows:
+        if r[-1] != "ok":
+            bad.append("ctr plugins ls: %s %s %s" % (r[0], r[1], r[-1]))
+    log = open(d + "/containerd.log").read().splitlines()
+    for l in log:
+        if "failed to load plugin" in l and "cri" in l:
+            bad.append("containerd.log: " + l[l.find("msg="):][:400])
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+PY
+}
+
+for suite in $SUITES; do
+	export suite
+	test_case "$suite: the cached tree with $suite's own containerd (tests/releases/rootfs.sh)" '
+		start=$(date +%s)
+		sh "$REL/rootfs.sh" "$suite" >"$TEST_DIR/$suite.root" 2>rootfs.err || { cat rootfs.err; exit 1; }
+		root=$(cat "$TEST_DIR/$suite.root")
+		echo "$(cat "$root/.containerd-version") ($(($(date +%s) - start)) s)" >"$TEST_DIR/$suite.version"
+		cat rootfs.err >>"$TEST_DIR/$suite.version"
+		grep -q " $suite main" "$root/etc/apt/sources.list"
+	'
+	[ -f "$TEST_DIR/$suite.version" ] && note "$suite" "$TEST_DIR/$suite.version"
+	for kind in cpu gpu; do
+		export kind
+		test_case "$suite: $kind node: containerd config dump has runc SystemdCgroup = true$([ $kind = gpu ] && echo ' and the nvidia runtime'); ctr plugins ls: CRI ok" '
+			[ -s "$TEST_DIR/$suite.root" ]
+			node "$suite" "$kind"
+			check "$suite" "$kind"
+		'
+		d=$TEST_DIR/$suite-$kind
+		[ -f "$d/excerpt" ] && note "$suite $kind dump" "$d/excerpt"
+		[ -f "$d/cri" ] && note "$suite $kind ctr plugins ls | grep cri" "$d/cri"
+	done
+done
+test_done
