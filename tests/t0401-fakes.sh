@@ -4,7 +4,10 @@
 # version like the real tool; the parts every fake shares behave as the
 # formats they copy demand (the YAML of manifests and kubeconfigs, kubectl's
 # JSONPath, label selectors, bootstrap-token JWS, the CA pin that kubeadm
-# prints equals the one the join-tokens role computes with openssl).
+# prints equals the one the join-tokens role computes with openssl); helm,
+# kubeadm and kubectl reject, with the real tools' messages and exit status,
+# the flags the real tools' tables (../shared/upstream/cli) do not give
+# their command.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 test_need_cmd python3 openssl

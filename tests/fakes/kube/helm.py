@@ -30,6 +30,9 @@
 # --wait waits (ready) and at uninstall (uninstalled); the kubelet acts out
 # the chart's images with the same file's image acts.
 # Kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config.
+# Flags: each command accepts exactly what the real helm v3.15.4 accepts
+# for it (the table build.sh embeds, see "Flags" below and
+# tests/fakes/README.md); the ones listed above are those it acts on.
 
 import gzip
 
