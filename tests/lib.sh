@@ -4,8 +4,8 @@
 # A test script calls `test_case DESCRIPTION COMMANDS` (COMMANDS run in a
 # subshell with `set -e`), `test_skip DESCRIPTION REASON`, and `test_done`
 # at the end.  Output is TAP; tests/run.sh counts it for the one summary line.
-# Helpers: test_need_root, test_need_cmd CMD (skip the whole script when
-# missing), and $PROVISION (the binary under test), $BUILD (the build tree
+# Helpers: test_need_root, test_need_cmd CMD, test_need_upstream [FILE]
+# (skip the whole script when missing), and $PROVISION (the binary under test), $BUILD (the build tree
 # it comes from: BUILD_DIR, default build/; its test tools are under
 # $BUILD/tests/tools), $TEST_DIR (this script's scratch directory, removed at
 # exit unless PROVISION_TEST_KEEP=1).
@@ -93,6 +93,18 @@ test_need_root() {
 test_need_cmd() {
 	for c in "$@"; do
 		command -v "$c" >/dev/null 2>&1 || test_skip_all "needs $c"
+	done
+}
+
+# $UPSTREAM: the real tools' and charts' definitions beside the repository
+# (../shared/upstream, its README.md says where each file comes from).
+UPSTREAM=${PROVISION_UPSTREAM:-$SRC_ROOT/../shared/upstream}
+# test_need_upstream [FILE...]: skip the whole script, saying so, when
+# $UPSTREAM (or one of those files under it) is absent.
+test_need_upstream() {
+	[ -d "$UPSTREAM" ] || test_skip_all "needs $UPSTREAM (the real tools' definitions, ../shared/upstream beside the repository)"
+	for f in "$@"; do
+		[ -e "$UPSTREAM/$f" ] || test_skip_all "needs $UPSTREAM/$f (../shared/upstream/README.md)"
 	done
 }
 

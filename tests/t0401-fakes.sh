@@ -4,30 +4,30 @@
 # version like the real tool; the parts every fake shares behave as the
 # formats they copy demand (the YAML of manifests and kubeconfigs, kubectl's
 # JSONPath, label selectors, bootstrap-token JWS, the CA pin that kubeadm
-# prints equals the one the join-tokens role computes with openssl).
+# prints equals the one the join-tokens role computes with openssl); helm,
+# kubeadm and kubectl reject, with the real tools' messages and exit status,
+# the flags the real tools' tables (../shared/upstream/cli) do not give
+# their command.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 test_need_cmd python3 openssl
+# the stand-ins of helm, kubeadm and kubectl carry the real tools' flag tables
+test_need_upstream cli/helm-flags.json cli/kubeadm-flags.json cli/kubectl-flags.json
 
-FAKES=$SRC_ROOT/tests/fakes/kube
 
 # fake TOOL ARGS...: run the fake TOOL of Kubernetes 1.30.4 as build.sh packs it.
 fake() {
 	t=$1
 	shift
-	{
-		echo 'FAKE_VERSION = "1.30.4"'
-		cat "$FAKES/fakekube.py" "$FAKES/$t.py"
-	} >"$TEST_DIR/$t"
+	[ -f "$TEST_DIR/$t" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$t" 1.30.4 "$TEST_DIR/$t"
 	python3 "$TEST_DIR/$t" "$@"
 }
 
 # pyfake TOOL: python code on stdin, with the fake's functions loaded.
 pyfake() {
+	[ -f "$TEST_DIR/$1" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$1" 1.30.4 "$TEST_DIR/$1"
 	{
-		echo 'FAKE_VERSION = "1.30.4"'
-		cat "$FAKES/fakekube.py"
-		sed 's/^if __name__ == "__main__":$/if False:/' "$FAKES/$1.py"
+		sed 's/^if __name__ == "__main__":$/if False:/' "$TEST_DIR/$1"
 		cat
 	} >"$TEST_DIR/py-$1.py"
 	python3 "$TEST_DIR/py-$1.py"
@@ -152,5 +152,75 @@ test_case "label selectors; bootstrap-token JWS; the CA pin equals the openssl p
 		assert parse_duration('15m') == 900 and format_duration(900) == '15m0s' and parse_duration('1h30m') == 5400
 	EOF
 "
+
+# rejects TOOL "ARGS" EXPECTED: the fake TOOL exits 1 with EXPECTED on
+# standard error (nothing on standard output), before any cluster contact.
+rejects() {
+	# shellcheck disable=SC2086 # ARGS: words
+	expect_status 1 fake "$1" $2 >r.out 2>r.err
+	expect_eq "" "$(cat r.out)" "$1 $2: standard output"
+	expect_eq "$3" "$(cat r.err)" "$1 $2: standard error"
+}
+
+test_case "flags per command, from the real tools' tables: what they reject, with their messages and exit status 1" "
+	export HOME=\$PWD KUBECONFIG=
+	rejects helm 'list --install' 'Error: unknown flag: --install'
+	rejects helm 'list --values v.yaml' 'Error: unknown flag: --values'
+	rejects helm 'list --wait' 'Error: unknown flag: --wait'
+	rejects helm 'upgrade --filter x' 'Error: unknown flag: --filter'
+	rejects helm 'upgrade r c --all' 'Error: unknown flag: --all'
+	rejects helm '--kubeconfig /x upgrade r c -a' \"Error: unknown shorthand flag: 'a' in -a\"
+	rejects helm 'upgrade r c --timeout 15' 'Error: invalid argument \"15\" for \"--timeout\" flag: time: missing unit in duration \"15\"'
+	rejects kubeadm 'token list --ttl 1h' 'unknown flag: --ttl
+To see the stack trace of this error execute with --v=5 or higher'
+	rejects kubeadm 'token delete --description x abcdef' 'unknown flag: --description
+To see the stack trace of this error execute with --v=5 or higher'
+	rejects kubeadm 'token list --print-join-command' 'unknown flag: --print-join-command
+To see the stack trace of this error execute with --v=5 or higher'
+	rejects kubectl 'drain --all-namespaces x' \"Error: unknown flag: --all-namespaces
+See 'kubectl drain --help' for usage.\"
+	rejects kubectl 'taint nodes x k:NoSchedule- -A' \"Error: unknown shorthand flag: 'A' in -A
+See 'kubectl taint --help' for usage.\"
+	rejects kubectl '--all-namespaces get pods' 'Error: flags cannot be placed before plugin name: --all-namespaces'
+	rejects kubectl 'drain x --timeout=300' \"Error: invalid argument \\\"300\\\" for \\\"--timeout\\\" flag: time: missing unit in duration \\\"300\\\"
+See 'kubectl drain --help' for usage.\"
+"
+
+test_case "short flags per command: helm list -f is --filter, helm upgrade -f is --values, kubectl -f is --filename" "
+	export HOME=\$PWD KUBECONFIG=
+	pyfake helm <<-'EOF'
+		flags, pos = parse('list', ['-f', '^a\$', '-a', '-o', 'json', '-n', 'ns'])
+		assert flags == {'filter': '^a\$', 'all': True, 'output': 'json', 'namespace': 'ns'}, flags
+		flags, pos = parse('upgrade', ['--install', 'r', 'c.tgz', '-f', 'a.yaml', '--values=b.yaml,c.yaml', '--wait', '--timeout', '15m', '--create-namespace', '--namespace', 'ns'])
+		assert flags['values'] == ['a.yaml', 'b.yaml', 'c.yaml'] and flags['timeout'] == '15m' and flags['install'], flags
+		assert pos == ['r', 'c.tgz'], pos
+	EOF
+	pyfake kubectl <<-'EOF'
+		COMMAND[0] = 'apply'
+		flags, pos = parse(['-f', '-', '--kubeconfig=/k', '--request-timeout=30s', '--dry-run=client'], {'filename': 'list', 'dry-run': 'str'})
+		assert flags == {'filename': ['-'], 'kubeconfig': '/k', 'request-timeout': '30s', 'dry-run': 'client'}, flags
+		COMMAND[0] = 'label'
+		flags, pos = parse(['node', 'n1', 'a=b', '--overwrite', '-lx=y'], {'overwrite': 'bool', 'selector': 'str'})
+		assert flags == {'overwrite': True, 'selector': 'x=y'} and pos == ['node', 'n1', 'a=b'], (flags, pos)
+		COMMAND[0] = 'delete'
+		flags, pos = parse(['pvc', 'c', '--ignore-not-found', '--wait=false', '--grace-period=0'], {'ignore-not-found': 'bool', 'wait': 'bool', 'grace-period': 'int'})
+		assert flags == {'ignore-not-found': True, 'wait': False, 'grace-period': 0}, flags
+	EOF
+"
+
+if command -v kubectl >/dev/null 2>&1 && kubectl version --client 2>/dev/null | grep -q '^Client Version: v1\.32\.4'; then
+	test_case "the real kubectl v1.32.4 of this machine rejects the same flags with the same text" "
+		export HOME=\$PWD KUBECONFIG=\$PWD/none
+		for args in 'drain --all-namespaces x' 'taint nodes x k:NoSchedule- -A' '--all-namespaces get pods' 'drain x --timeout=300' 'get nodes -Aq' 'cordon x --force=maybe'; do
+			# shellcheck disable=SC2086 # words
+			expect_status 1 kubectl \$args >real.out 2>&1
+			# shellcheck disable=SC2086
+			expect_status 1 fake kubectl \$args >fake.out 2>&1
+			expect_eq \"\$(cat real.out)\" \"\$(cat fake.out)\" \"kubectl \$args\"
+		done
+	"
+else
+	test_skip "the real kubectl v1.32.4 rejects the same flags with the same text" "no kubectl v1.32.4 on this machine"
+fi
 
 test_done

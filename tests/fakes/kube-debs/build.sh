@@ -53,24 +53,20 @@ set -eu
 	sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
-OUT=$1
-shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../kube" && pwd)
-for c in dpkg-deb apt-ftparchive gpg gzip python3; do
-	command -v "$c" >/dev/null || {
-		echo "build.sh: $c is missing (Debian packages dpkg, apt-utils, gnupg, python3)" >&2
-		exit 1
+# The real tools' flag tables (helm, kubeadm, kubectl), embedded in those
+# stand-ins: without them a stand-in would accept flags the real tool
+# rejects, so the build stops here (exit 3) rather than make lenient ones;
+# the tests that build skip, saying so (tests/lib.sh test_need_upstream).
+UPSTREAM=${PROVISION_UPSTREAM:-$(cd "$HERE/../../.." && pwd)/../shared/upstream}
+CLI=$UPSTREAM/cli
+for t in helm kubeadm kubectl; do
+	[ -f "$CLI/$t-flags.json" ] || {
+		echo "build.sh: $CLI/$t-flags.json is missing: the stand-ins of helm, kubeadm and kubectl take the real tools' flag tables from ../shared/upstream/cli (see ../shared/upstream/README.md); not building lenient ones" >&2
+		exit 3
 	}
 done
-ARCH=$(dpkg --print-architecture)
-HELM=3.15.4
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-STAGE=$OUT/stage
-rm -rf "$STAGE" "$OUT/repo"
-mkdir -p "$STAGE" "$OUT/repo/artifacts"
-
 # program VERSION TOOL DEST: the fake TOOL of Kubernetes VERSION, in one file.
 program() {
 	mkdir -p "$(dirname "$3")"
@@ -79,6 +75,12 @@ program() {
 		echo "# Fake $2 (Kubernetes $1) for provision's tests: tests/fakes/kube/$2.py"
 		echo "# after tests/fakes/kube/fakekube.py; see tests/fakes/README.md."
 		echo "FAKE_VERSION = \"$1\""
+		case $2 in
+		helm | kubeadm | kubectl)
+			echo "# The real $2's flags per command: $CLI/$2-flags.json"
+			python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); print("CLI_FLAGS = %r" % {"global": t["global"], "sub": t["sub"]})' "$CLI/$2-flags.json"
+			;;
+		esac
 		cat "$SRC/fakekube.py"
 		echo
 		case $2 in
@@ -100,6 +102,28 @@ program() {
 	}
 	rm -rf "$(dirname "$3")/__pycache__"
 }
+
+# build.sh --program TOOL VERSION DEST: only that one program (tests of the
+# fakes themselves, tests/t0401-fakes.sh).
+if [ "$1" = --program ] && [ $# = 4 ]; then
+	program "$3" "$2" "$4"
+	exit 0
+fi
+OUT=$1
+shift
+for c in dpkg-deb apt-ftparchive gpg gzip python3; do
+	command -v "$c" >/dev/null || {
+		echo "build.sh: $c is missing (Debian packages dpkg, apt-utils, gnupg, python3)" >&2
+		exit 1
+	}
+done
+ARCH=$(dpkg --print-architecture)
+HELM=3.15.4
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+STAGE=$OUT/stage
+rm -rf "$STAGE" "$OUT/repo"
+mkdir -p "$STAGE" "$OUT/repo/artifacts"
 
 # control DIR PACKAGE VERSION DEPENDS DESCRIPTION
 control() {

@@ -1337,6 +1337,169 @@ def field_selector_matches(sel, obj):
 # ---------------------------------------------------------------- log lines
 
 
+# ---------------------------------------------------------------- flags
+#
+# Flags are parsed as cobra and pflag parse them for the real helm, kubeadm
+# and kubectl: "--name=value", "--name value", "-s value", "-svalue",
+# "-s=value", bundled booleans "-ab", booleans with an optional "=value"
+# (Go's strconv.ParseBool), "--" ends the flags, flags and arguments
+# interleave.  WHICH flags a (sub)command accepts is not the stand-in's
+# choice: it is the real tool's table, CLI_FLAGS, that build.sh embeds in
+# front of this file from ../shared/upstream/cli/TOOL-flags.json ("global"
+# plus "sub"[COMMAND]).  A stand-in only says, for the flags it acts on,
+# what kind of value each takes (kinds) and which long name a shorthand
+# stands for in that command (shorts: helm list's -f is --filter, helm
+# upgrade's is --values); a real flag it does not act on stops it with
+# FlagNotModelled (a stand-in's limit, never a silent pass).
+
+
+class FlagError(Exception):
+    """A command line the real tool rejects while parsing its flags; the
+    text is pflag's ("unknown flag: --x", "unknown shorthand flag: 'x' in
+    -x", "flag needs an argument: --x", "invalid argument ...")."""
+
+
+class FlagNotModelled(Exception):
+    """A flag the real tool accepts here but the stand-in does not act on."""
+
+
+GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+            "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+def go_duration_error(s):
+    """None when s parses as Go's time.ParseDuration does, else its error."""
+    q = json.dumps(s)
+    if s in ("0", "+0", "-0"):
+        return None
+    body = s[1:] if s[:1] in "+-" else s
+    if not body:
+        return "time: invalid duration " + q
+    units = ("ns", "us", "\u00b5s", "\u03bcs", "ms", "s", "m", "h")
+    i = 0
+    while i < len(body):
+        m = re.match(r"([0-9]*(?:\.[0-9]*)?)", body[i:])
+        if not m.group(1) or m.group(1) == ".":
+            return "time: invalid duration " + q
+        i += len(m.group(1))
+        u = re.match(r"([^0-9.]*)", body[i:]).group(1)
+        if not u:
+            return "time: missing unit in duration " + q
+        if u not in units:
+            return "time: unknown unit %s in duration %s" % (json.dumps(u), q)
+        i += len(u)
+    return None
+
+
+def cli_names(command, own=None):
+    """The flag names ("--long", "-s") the real tool accepts for COMMAND
+    ("list", "token create", ...): its global flags and the command's own,
+    from the embedded CLI_FLAGS.  own: the stand-in's list for a command
+    the upstream table does not cover (then said in tests/fakes/README.md)."""
+    table = CLI_FLAGS["sub"].get(command)  # noqa: F821  (build.sh embeds it)
+    if table is None:
+        if own is None:
+            raise FlagNotModelled("no flag table for %s" % json.dumps(command))
+        table = own
+    return set(table) | set(CLI_FLAGS["global"])  # noqa: F821
+
+
+def pflag_parse(argv, names, kinds, shorts=None):
+    """argv as the real command's flag set parses it.  names: the real
+    flags (cli_names); kinds: long name -> 'bool' | 'str' | 'list' (repeat
+    appends) | 'csv' (repeat appends, commas split) | 'dur' (a Go
+    duration) | 'int'; shorts: letter -> long name.  Returns (flags, args):
+    flags by long name (lists for list/csv), args the positional words."""
+    shorts = shorts or {}
+    rev = {v: k for k, v in shorts.items()}
+    flags, args = {}, []
+
+    def label(name):
+        return "-%s, --%s" % (rev[name], name) if name in rev else "--" + name
+
+    def kind_of(name, shown):
+        k = kinds.get(name)
+        if k is None:
+            raise FlagNotModelled("%s is a real flag here that the stand-in does not act on" % shown)
+        return k
+
+    def put(name, kind, val):
+        if kind == "bool":
+            if val not in GO_BOOLS:
+                raise FlagError('invalid argument %s for %s flag: strconv.ParseBool: parsing %s: invalid syntax'
+                                % (json.dumps(val), json.dumps(label(name)), json.dumps(val)))
+            flags[name] = GO_BOOLS[val]
+        elif kind == "dur":
+            err = go_duration_error(val)
+            if err:
+                raise FlagError("invalid argument %s for %s flag: %s" % (json.dumps(val), json.dumps(label(name)), err))
+            flags[name] = val
+        elif kind == "int":
+            if not re.match(r"^[+-]?[0-9]+$", val):
+                raise FlagError('invalid argument %s for %s flag: strconv.ParseInt: parsing %s: invalid syntax'
+                                % (json.dumps(val), json.dumps(label(name)), json.dumps(val)))
+            flags[name] = int(val)
+        elif kind == "list":
+            flags.setdefault(name, []).append(val)
+        elif kind == "csv":
+            flags.setdefault(name, []).extend(v for v in val.split(",") if v)
+        else:
+            flags[name] = val
+
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        i += 1
+        if a == "--":
+            args.extend(argv[i:])
+            break
+        if not a.startswith("-") or a == "-":
+            args.append(a)
+            continue
+        if a.startswith("--"):
+            name, eq, val = a[2:].partition("=")
+            if "--" + name not in names:
+                raise FlagError("unknown flag: --" + name)
+            kind = kind_of(name, "--" + name)
+            if eq:
+                put(name, kind, val)
+            elif kind == "bool":
+                flags[name] = True
+            elif i < len(argv):
+                put(name, kind, argv[i])
+                i += 1
+            else:
+                raise FlagError("flag needs an argument: " + a)
+            continue
+        rest = a[1:]
+        while rest:
+            c, rest = rest[0], rest[1:]
+            if "-" + c not in names:
+                raise FlagError("unknown shorthand flag: %s in -%s" % ("'%s'" % c, c + rest))
+            name = shorts.get(c)
+            if name is None:
+                raise FlagNotModelled("-%s is a real flag here that the stand-in does not act on" % c)
+            kind = kind_of(name, "-" + c)
+            if kind == "bool":
+                if rest.startswith("="):
+                    put(name, kind, rest[1:])
+                    rest = ""
+                else:
+                    flags[name] = True
+                continue
+            if rest.startswith("="):
+                put(name, kind, rest[1:])
+            elif rest:
+                put(name, kind, rest)
+            elif i < len(argv):
+                put(name, kind, argv[i])
+                i += 1
+            else:
+                raise FlagError("flag needs an argument: %s in -%s" % ("'%s'" % c, c))
+            rest = ""
+    return flags, args
+
+
 def klog(severity, msg, **kv):
     """One structured klog line ("I0601 12:00:00.123456    4242 file.go:1]
     "msg" key="value"") on standard error."""

@@ -102,38 +102,39 @@ def warn(line):
 # ---------------------------------------------------------------- flags
 
 
-def parse_args(argv, spec):
-    """Flags as cobra/pflag take them: --flag=value, --flag value, -o json,
-    booleans without a value.  spec: name -> 'bool' | 'str' | 'list'."""
-    flags, pos = {}, []
+# Which flags each command accepts is kubeadm's table (CLI_FLAGS, from
+# ../shared/upstream/cli/kubeadm-flags.json: init, join, token
+# create/list/delete, reset, upgrade plan/apply/node, and the global
+# flags); version and token generate, which it does not cover, take
+# kubeadm's own (version: -o/--output; token generate: token's --kubeconfig
+# and --dry-run).  A flag outside the table: cobra's "unknown flag: --x",
+# which kubeadm (its root command silences cobra's own printing) prints
+# through util/error.go's CheckErr with "To see the stack trace of this
+# error execute with --v=5 or higher", exit 1.
+GLOBAL_KINDS = {"v": "str", "rootfs": "str", "log-file": "str"}
+OWN_NAMES = {"version": ["--output", "-o"], "token generate": ["--kubeconfig", "--dry-run"]}
+
+
+def parse_args(argv, command, kinds, shorts=None):
+    """argv (the words after COMMAND, e.g. "token create") as kubeadm parses
+    them: cli_names(COMMAND) says which flags exist; kinds (name -> 'bool' |
+    'str' | 'list' (comma-separated, repeatable) | 'dur') what the stand-in
+    does with them."""
+    kinds = {k: ("csv" if v == "list" else v) for k, v in dict(GLOBAL_KINDS, **kinds).items()}
+    return pflag_parse(argv, cli_names(command, OWN_NAMES.get(command)), kinds, dict(shorts or {}, v="v"))
+
+
+def split_command(argv, value_flags=("kubeconfig", "v", "rootfs", "log-file")):
+    """(first word that is not a flag or a flag's value, the other words):
+    cobra's search for the subcommand, with flags allowed in front."""
     i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            pos += argv[i + 1:]
-            break
-        if a.startswith("--") or (a.startswith("-") and len(a) == 2 and a != "-"):
-            name, eq, val = a.lstrip("-").partition("=")
-            name = {"o": "output", "f": "force", "v": "v", "h": "help"}.get(name, name)
-            kind = spec.get(name)
-            if kind is None:
-                raise Fail("unknown flag: %s" % a.split("=")[0])
-            if kind == "bool":
-                flags[name] = val.lower() not in ("false", "0") if eq else True
-            else:
-                if not eq:
-                    i += 1
-                    if i >= len(argv):
-                        raise Fail("flag needs an argument: %s" % a)
-                    val = argv[i]
-                if kind == "list":
-                    flags.setdefault(name, []).extend(v for v in val.split(",") if v)
-                else:
-                    flags[name] = val
-        else:
-            pos.append(a)
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        if "=" not in argv[i] and argv[i].lstrip("-") in value_flags:
+            i += 1
         i += 1
-    return flags, pos
+    if i >= len(argv):
+        return None, argv
+    return argv[i], argv[:i] + argv[i + 1:]
 
 
 # ---------------------------------------------------------------- configuration
@@ -922,11 +923,11 @@ def addons(c, cfg):
 
 
 def cmd_init(argv):
-    flags, _ = parse_args(argv, {"config": "str", "skip-token-print": "bool", "ignore-preflight-errors": "list",
-                                 "pod-network-cidr": "str", "apiserver-advertise-address": "str", "node-name": "str",
-                                 "kubernetes-version": "str", "service-cidr": "str", "control-plane-endpoint": "str",
-                                 "upload-certs": "bool", "skip-phases": "list", "cri-socket": "str", "v": "str",
-                                 "token-ttl": "str", "dry-run": "bool"})
+    flags, _ = parse_args(argv, "init", {"config": "str", "skip-token-print": "bool", "ignore-preflight-errors": "list",
+                                         "pod-network-cidr": "str", "apiserver-advertise-address": "str",
+                                         "node-name": "str", "kubernetes-version": "str", "service-cidr": "str",
+                                         "control-plane-endpoint": "str", "upload-certs": "bool", "skip-phases": "list",
+                                         "cri-socket": "str", "token-ttl": "dur", "dry-run": "bool"})
     cfg = InitCfg(flags)
     out("[init] Using Kubernetes version: %s" % cfg.version)
     out("[preflight] Running pre-flight checks")
@@ -1057,10 +1058,11 @@ def kubelet_conf_text(cluster, server, ca, node):
 
 
 def cmd_join(argv):
-    flags, pos = parse_args(argv, {"config": "str", "token": "str", "discovery-token": "str", "tls-bootstrap-token": "str",
-                                   "discovery-token-ca-cert-hash": "list", "discovery-token-unsafe-skip-ca-verification": "bool",
-                                   "node-name": "str", "ignore-preflight-errors": "list", "cri-socket": "str", "v": "str",
-                                   "control-plane": "bool", "certificate-key": "str", "apiserver-advertise-address": "str"})
+    flags, pos = parse_args(argv, "join", {"config": "str", "token": "str", "discovery-token": "str",
+                                           "tls-bootstrap-token": "str", "discovery-token-ca-cert-hash": "list",
+                                           "discovery-token-unsafe-skip-ca-verification": "bool", "node-name": "str",
+                                           "ignore-preflight-errors": "list", "cri-socket": "str", "control-plane": "bool",
+                                           "certificate-key": "str", "apiserver-advertise-address": "str"})
     timeout = 300.0
     extra = {}
     if flags.get("config"):
@@ -1238,11 +1240,13 @@ def cmd_token(argv):
     if not argv or argv[0] in ("-h", "--help"):
         out("This command manages bootstrap tokens. It is optional and needed only for advanced use cases.")
         return 0
-    sub, rest = argv[0], argv[1:]
-    spec = {"kubeconfig": "str", "ttl": "str", "description": "str", "usages": "list", "groups": "list",
-            "print-join-command": "bool", "output": "str", "dry-run": "bool", "v": "str", "certificate-key": "str",
-            "config": "str", "show-managed-fields": "bool"}
-    flags, pos = parse_args(rest, spec)
+    sub, rest = split_command(argv)
+    if sub not in ("create", "list", "delete", "generate"):
+        raise Fail('unknown command "%s" for "kubeadm token"' % sub)
+    kinds = {"kubeconfig": "str", "ttl": "dur", "description": "str", "usages": "list", "groups": "list",
+             "print-join-command": "bool", "output": "str", "dry-run": "bool", "certificate-key": "str",
+             "config": "str", "show-managed-fields": "bool"}
+    flags, pos = parse_args(rest, "token " + sub, kinds, {"o": "output"})
     kubeconfig = flags.get("kubeconfig", K8S + "/admin.conf")
     if sub == "generate":
         out(new_token())
@@ -1332,8 +1336,9 @@ def print_table(rows):
 
 
 def cmd_reset(argv):
-    flags, _ = parse_args(argv, {"force": "bool", "cri-socket": "str", "ignore-preflight-errors": "list", "v": "str",
-                                 "cleanup-tmp-dir": "bool", "kubeconfig": "str", "dry-run": "bool", "cert-dir": "str"})
+    flags, _ = parse_args(argv, "reset", {"force": "bool", "cri-socket": "str", "ignore-preflight-errors": "list",
+                                          "cleanup-tmp-dir": "bool", "kubeconfig": "str", "dry-run": "bool",
+                                          "cert-dir": "str"}, {"f": "force"})
     if not flags.get("force"):
         sys.stdout.write("W%s reset.go:124] [reset] Reading configuration from the cluster...\n" % time.strftime("%m%d %H:%M:%S"))
         sys.stdout.write("[reset] WARNING: Changes made to this host by 'kubeadm init' or 'kubeadm join' will be reverted.\n")
@@ -1501,9 +1506,10 @@ def cmd_upgrade(argv):
     if not argv or argv[0] not in ("plan", "apply", "node"):
         raise Fail('unknown command "%s" for "kubeadm upgrade"' % (argv[0] if argv else ""))
     sub, rest = argv[0], argv[1:]
-    flags, pos = parse_args(rest, {"yes": "bool", "y": "bool", "force": "bool", "kubeconfig": "str", "v": "str",
-                                   "dry-run": "bool", "certificate-renewal": "bool", "etcd-upgrade": "bool",
-                                   "ignore-preflight-errors": "list", "config": "str"})
+    flags, pos = parse_args(rest, "upgrade " + sub,
+                            {"yes": "bool", "force": "bool", "kubeconfig": "str", "dry-run": "bool",
+                             "certificate-renewal": "bool", "etcd-upgrade": "bool", "ignore-preflight-errors": "list",
+                             "config": "str"}, {"y": "yes", "f": "force"})
     if sub == "node":
         return upgrade_node(flags)
     c = api_admin(flags.get("kubeconfig") or K8S + "/admin.conf")
@@ -1549,7 +1555,7 @@ def cmd_upgrade(argv):
     out("[upgrade/versions] Cluster version: %s" % current)
     out("[upgrade/versions] kubeadm version: v%s" % FAKE_VERSION)
     version_policy(target, current, flags.get("force"))
-    if not (flags.get("yes") or flags.get("y")):
+    if not flags.get("yes"):
         sys.stdout.write("[upgrade/confirm] Are you sure you want to proceed with the upgrade? [y/N]: ")
         sys.stdout.flush()
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
@@ -1605,7 +1611,7 @@ def upgrade_node(flags):
 
 
 def cmd_version(argv):
-    flags, _ = parse_args(argv, {"output": "str"})
+    flags, _ = parse_args(argv, "version", {"output": "str"}, {"o": "output"})
     info = version_info()
     fmt = flags.get("output", "")
     if fmt == "short":
@@ -1633,11 +1639,18 @@ def main():
         out("")
         out("Usage:\n  kubeadm [command]\n\nAvailable Commands:\n  init  join  reset  token  upgrade  version")
         return 0
-    if argv[0] not in cmds:
-        sys.stderr.write('unknown command "%s" for "kubeadm"\nTo see the stack trace of this error execute with --v=5 or higher\n' % argv[0])
+    cmd, rest = split_command(argv)
+    if cmd not in cmds:
+        sys.stderr.write('unknown command "%s" for "kubeadm"\nTo see the stack trace of this error execute with --v=5 or higher\n' % cmd)
         return 1
     try:
-        return cmds[argv[0]](argv[1:])
+        return cmds[cmd](rest)
+    except FlagNotModelled as e:
+        sys.stderr.write("kubeadm stand-in (tests/fakes/kube/kubeadm.py): %s\n" % e)
+        return 1
+    except FlagError as e:
+        sys.stderr.write(str(e) + "\nTo see the stack trace of this error execute with --v=5 or higher\n")
+        return 1
     except Fail as e:
         sys.stderr.write(str(e) + "\nTo see the stack trace of this error execute with --v=5 or higher\n")
         return e.code

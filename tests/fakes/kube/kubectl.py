@@ -45,49 +45,28 @@ def out(s=""):
 # ---------------------------------------------------------------- flags
 
 
-GLOBAL = {"kubeconfig": "str", "namespace": "str", "all-namespaces": "bool", "context": "str",
-          "request-timeout": "str", "v": "str", "server": "str", "insecure-skip-tls-verify": "bool", "token": "str"}
+# Which flags each command accepts is kubectl v1.32.4's table (CLI_FLAGS,
+# from ../shared/upstream/cli/kubectl-flags.json, "kubectl options" and
+# "kubectl COMMAND --help" of the real binary); cluster-info, which it does
+# not cover, takes the global flags only.  A flag outside the table gets
+# what the real kubectl v1.32.4 prints on standard error, exit 1, before
+# any server contact:
+#   Error: unknown flag: --all-namespaces
+#   See 'kubectl drain --help' for usage.
+# and a flag in front of the command that is not a global one:
+#   Error: flags cannot be placed before plugin name: --all-namespaces
+GLOBAL = {"kubeconfig": "str", "namespace": "str", "context": "str", "request-timeout": "str", "v": "str",
+          "server": "str", "insecure-skip-tls-verify": "bool", "token": "str"}
+SHORTS = {"n": "namespace", "A": "all-namespaces", "o": "output", "l": "selector", "f": "filename", "w": "watch",
+          "v": "v", "s": "server"}
+OWN_NAMES = {"cluster-info": []}
+COMMAND = [None]  # the command main() runs ("get", "drain", ...)
 
 
 def parse(argv, spec):
     spec = dict(GLOBAL, **spec)
-    short = {"n": "namespace", "A": "all-namespaces", "o": "output", "l": "selector", "f": "filename", "w": "watch",
-             "v": "v", "h": "help"}
-    flags, pos = {}, []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            pos.extend(argv[i + 1:])
-            break
-        if a.startswith("-") and a != "-" and not re.match(r"^-\d", a):
-            if a.startswith("--"):
-                name, eq, val = a[2:].partition("=")
-            else:
-                name, eq, val = a[1:2], "", a[2:]
-                if val.startswith("="):
-                    val = val[1:]
-                eq = "=" if val else ""
-                name = short.get(name, name)
-            kind = spec.get(name)
-            if kind is None:
-                raise Fail("error: unknown flag: %s\nSee 'kubectl --help' for usage." % a.split("=")[0])
-            if kind == "bool":
-                flags[name] = val.lower() not in ("false", "0") if eq else True
-            else:
-                if not eq:
-                    i += 1
-                    if i >= len(argv):
-                        raise Fail("error: flag needs an argument: %s" % a)
-                    val = argv[i]
-                if kind == "list":
-                    flags.setdefault(name, []).append(val)
-                else:
-                    flags[name] = val
-        else:
-            pos.append(a)
-        i += 1
-    return flags, pos
+    spec.setdefault("all-namespaces", "bool")
+    return pflag_parse(argv, cli_names(COMMAND[0], OWN_NAMES.get(COMMAND[0])), spec, SHORTS)
 
 
 # ---------------------------------------------------------------- connection
@@ -797,7 +776,7 @@ def merge_patch_local(target, patch):
 
 def cmd_delete(argv):
     flags, pos = parse(argv, {"filename": "list", "ignore-not-found": "bool", "wait": "bool", "selector": "str",
-                              "all": "bool", "force": "bool", "grace-period": "str", "now": "bool", "timeout": "str"})
+                              "all": "bool", "force": "bool", "grace-period": "int", "now": "bool", "timeout": "dur"})
     ctx = Ctx(flags)
     items = []
     if flags.get("filename"):
@@ -923,7 +902,7 @@ def condition_status(o, cond):
 
 
 def cmd_wait(argv):
-    flags, pos = parse(argv, {"for": "str", "timeout": "str", "selector": "str", "all": "bool", "field-selector": "str",
+    flags, pos = parse(argv, {"for": "str", "timeout": "dur", "selector": "str", "all": "bool", "field-selector": "str",
                               "output": "str"})
     ctx = Ctx(flags)
     cond = flags.get("for")
@@ -1044,7 +1023,7 @@ def cmd_cordon(argv, value=True):
 
 def cmd_drain(argv):
     flags, pos = parse(argv, {"ignore-daemonsets": "bool", "delete-emptydir-data": "bool", "force": "bool",
-                              "timeout": "str", "grace-period": "str", "selector": "str", "pod-selector": "str",
+                              "timeout": "dur", "grace-period": "int", "selector": "str", "pod-selector": "str",
                               "disable-eviction": "bool", "skip-wait-for-delete-timeout": "str", "dry-run": "str"})
     ctx = Ctx(flags)
     if not pos:
@@ -1105,18 +1084,29 @@ def cmd_cluster_info(argv):
 
 def main():
     argv = sys.argv[1:]
-    # global flags may come before the command
+    # global flags may come before the command, no other flag
     pre = []
-    while argv and argv[0].startswith("-"):
-        a = argv.pop(0)
-        pre.append(a)
-        if "=" not in a and a.lstrip("-") in ("kubeconfig", "namespace", "n", "context", "request-timeout", "server", "token"):
-            if argv:
+    try:
+        while argv and argv[0].startswith("-") and argv[0] != "-":
+            a = argv.pop(0)
+            name = a.lstrip("-").split("=")[0]
+            name = SHORTS.get(name, name) if not a.startswith("--") else name
+            if ("-" + a.lstrip("-").split("=")[0] if not a.startswith("--") else "--" + name) not in CLI_FLAGS["global"]:  # noqa: F821
+                sys.stderr.write("Error: flags cannot be placed before plugin name: %s\n" % a)
+                return 1
+            pre.append(a)
+            if "=" not in a and GLOBAL.get(name) != "bool":
+                if not argv:
+                    raise FlagError("flag needs an argument: %s" % a)
                 pre.append(argv.pop(0))
+    except FlagError as e:
+        sys.stderr.write("Error: %s\nSee 'kubectl --help' for usage.\n" % e)
+        return 1
     if not argv:
         out("kubectl controls the Kubernetes cluster manager.")
         return 0
     cmd, rest = argv[0], pre + argv[1:]
+    COMMAND[0] = cmd
     table_ = {"get": cmd_get, "apply": cmd_apply, "create": lambda a: cmd_apply(a, create_only=True), "diff": cmd_diff,
               "delete": cmd_delete, "label": cmd_label, "annotate": lambda a: cmd_label(a, "annotations", "annotated"),
               "taint": cmd_taint, "wait": cmd_wait, "version": cmd_version, "cordon": cmd_cordon,
@@ -1126,6 +1116,12 @@ def main():
         return 1
     try:
         return table_[cmd](rest)
+    except FlagError as e:
+        sys.stderr.write("Error: %s\nSee 'kubectl %s --help' for usage.\n" % (e, cmd))
+        return 1
+    except FlagNotModelled as e:
+        sys.stderr.write("kubectl stand-in (tests/fakes/kube/kubectl.py): %s (kubectl %s)\n" % (e, cmd))
+        return 1
     except Fail as e:
         sys.stderr.write(str(e).rstrip("\n") + "\n")
         return 1

@@ -1,0 +1,542 @@
+#!/usr/bin/python3
+"""tests/tools/roles-flags.py: every helm, kubeadm and kubectl command line
+in the roles, and whether each flag it passes is one the real tool accepts
+for that command.
+
+    roles-flags.py ROLES UPSTREAM_CLI [-v]
+
+ROLES is roles/ (lib.sh, */steps/*.sh; */templates/* that are shell
+scripts), UPSTREAM_CLI the folder of the real tools' flag tables
+(../shared/upstream/cli: helm-flags.json, kubeadm-flags.json,
+kubectl-flags.json; "global" plus "sub"[COMMAND]).  Prints one line per
+flag that is not in the table of its command nor among the global flags
+("FILE:LINE: TOOL COMMAND: FLAG ..."), then the counts:
+
+    invocations N (helm H, kubeadm K, kubectl C); flags checked F; ...
+
+and exits 1 when a flag is not in its table (or a command has no table),
+0 otherwise.  -v lists every invocation with its flags.
+
+The scripts are read, not run: a small POSIX sh reader (comments, quotes,
+line continuations, here-documents, $(...) also inside double quotes,
+pipes and lists, if/while/case, functions) finds the simple commands.
+A command is a tool's when its first word is the tool's name, or a variable
+whose value starts with it (KC="kubectl --kubeconfig=..." then `$KC get
+nodes`: the value's words are put in front), or a variable holding a path
+to the tool (BIN=/usr/local/bin/helm; "$BIN" version), or a function whose
+body runs the tool with "$@" (kc() { kubectl ... "$@"; } then `kc get`:
+each call is an invocation).  In a function that rebuilds its arguments
+with `set -- "$@" --values "$_v"` (pv_helm_install in lib.sh), "$@" of
+the tool's command line is the flags given to `set --`.  Words the reader
+cannot know (an unquoted variable that is not one of those, e.g. the
+labels of `$KC label node "$n" $c`) are counted as opaque and listed
+with -v; they are positional in the roles.
+
+To find the command among the words the reader must know which global
+flags take a value (`kubectl -n "$NS" get ...`); the tables give names
+only, so the few boolean global flags are listed here (from `kubectl
+options` of v1.32.4 and helm v3.15.4's pkg/cli/environment.go), and the
+shorthand letters that take a value (`-ojson` is -o with "json").
+"""
+
+import json
+import os
+import re
+import sys
+
+TOOLS = ("helm", "kubeadm", "kubectl")
+BOOL_GLOBALS = {
+    "kubectl": {"--insecure-skip-tls-verify", "--match-server-version", "--disable-compression",
+                "--warnings-as-errors"},
+    "helm": {"--debug", "--kube-insecure-skip-tls-verify"},
+    "kubeadm": set(),
+}
+VALUE_SHORTS = {"kubectl": set("nolfsvLkc"), "helm": set("nolfm"), "kubeadm": set("ov")}
+# Commands the roles run that ../shared/upstream/cli has no table for, with
+# the flags the real tool registers for them (source named).
+UNCOVERED = {
+    ("helm", "version"): ({"--short", "--template", "--client", "-c"}, "helm v3.15.4 cmd/helm/version.go"),
+}
+KEYWORDS = {"if", "then", "elif", "else", "fi", "while", "until", "do", "done", "!", "{", "}", "time"}
+
+
+class Word:
+    __slots__ = ("text", "var", "at")
+
+    def __init__(self, text, var=None, at=False):
+        self.text = text  # quotes removed, expansions kept as written ($X, ${X}, $(...))
+        self.var = var  # NAME when the word is exactly an unquoted $NAME / ${NAME}
+        self.at = at  # the word is exactly "$@"
+
+    def __repr__(self):
+        return self.text
+
+
+class Ctx:
+    def __init__(self, parent=None):
+        self.raw = dict(parent.raw) if parent else {}  # NAME -> the text assigned to it
+        self.wrappers = dict(parent.wrappers) if parent else {}  # function -> words with "$@"
+        self.set_flags = {}  # function -> words given to `set --` in it
+        self.called = set()
+
+
+class Reader:
+    """POSIX sh text -> simple commands [(line, [Word...], function or None)]."""
+
+    def __init__(self, text, line=1):
+        self.s = text
+        self.i = 0
+        self.line = line
+        self.heredocs = []
+        self.out = []  # (line, words): the simple commands
+        self.sub = []  # a Reader for each $(...) and `...`
+
+    def peek(self, k=0):
+        j = self.i + k
+        return self.s[j] if j < len(self.s) else ""
+
+    def skip_heredocs(self):
+        for delim in self.heredocs:
+            while self.i < len(self.s):
+                end = self.s.find("\n", self.i)
+                end = len(self.s) if end < 0 else end
+                ln = self.s[self.i:end]
+                self.i = end + 1
+                self.line += 1
+                if ln.lstrip("\t") == delim:
+                    break
+        self.heredocs = []
+
+    def matching(self, j, open_, close):
+        """Index of the `close` that ends what starts after s[j-1] (== open_),
+        quotes and nesting respected."""
+        depth = 1
+        while j < len(self.s):
+            c = self.s[j]
+            if c == "\\":
+                j += 2
+                continue
+            if c == "'":
+                j = self.s.index("'", j + 1) + 1
+                continue
+            if c == '"':
+                j = self.dq_end(j + 1) + 1
+                continue
+            if c == "#" and (j == 0 or self.s[j - 1] in " \t\n;(") and open_ == "(":
+                j = self.s.find("\n", j)
+                continue
+            if c == open_:
+                depth += 1
+            elif c == close:
+                depth -= 1
+                if depth == 0:
+                    return j
+            j += 1
+        raise ValueError("unbalanced %s at line %d" % (open_, self.line))
+
+    def dq_end(self, j):
+        while self.s[j] != '"':
+            if self.s[j] == "\\":
+                j += 2
+                continue
+            if self.s.startswith("$(", j):
+                j = self.matching(j + 2, "(", ")") + 1
+                continue
+            if self.s[j] == "`":
+                j = self.s.index("`", j + 1) + 1
+                continue
+            j += 1
+        return j
+
+    def subst(self, body, line):
+        r = Reader(body, line)
+        r.run()
+        self.sub.append(r)
+
+    def dollar(self, quoted):
+        """At '$': returns (text, var name or None); consumes it."""
+        s, i = self.s, self.i
+        if s.startswith("$((", i):
+            self.i = s.index("))", i) + 2
+            return s[i:self.i], None
+        if s.startswith("$(", i):
+            j = self.matching(i + 2, "(", ")")
+            self.subst(s[i + 2:j], self.line)
+            self.line += s.count("\n", i, j)
+            self.i = j + 1
+            return s[i:j + 1], None
+        if s.startswith("${", i):
+            j = self.matching(i + 2, "{", "}")
+            self.i = j + 1
+            name = s[i + 2:j]
+            return s[i:j + 1], name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else None
+        m = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*|[@*#?$!0-9-])", s[i:])
+        if m:
+            self.i = i + len(m.group(0))
+            return m.group(0), m.group(1)
+        self.i = i + 1
+        return "$", None
+
+    def word(self):
+        s = self.s
+        text, parts, at = "", 0, False
+        var = None
+        while self.i < len(s):
+            c = s[self.i]
+            if c in " \t\n;&|()<>":
+                break
+            parts += 1
+            if c == "\\":
+                if self.peek(1) == "\n":
+                    self.i += 2
+                    self.line += 1
+                    continue
+                text += self.peek(1)
+                self.i += 2
+            elif c == "'":
+                j = s.index("'", self.i + 1)
+                text += s[self.i + 1:j]
+                self.line += s.count("\n", self.i, j)
+                self.i = j + 1
+            elif c == '"':
+                j = self.dq_end(self.i + 1)
+                inner_start = self.i + 1
+                self.i = inner_start
+                piece = ""
+                while self.i < j:
+                    if s[self.i] == "$":
+                        t, _ = self.dollar(True)
+                        piece += t
+                    elif s[self.i] == "\\":
+                        piece += s[self.i + 1]
+                        self.i += 2
+                    else:
+                        if s[self.i] == "\n":
+                            self.line += 1
+                        piece += s[self.i]
+                        self.i += 1
+                if piece == "$@" and text == "" and s[j + 1:j + 2] in ("", " ", "\t", "\n", ";", "|", "&", ")"):
+                    at = True
+                text += piece
+                self.i = j + 1
+            elif c == "$":
+                t, name = self.dollar(False)
+                if parts == 1 and name and (self.i >= len(s) or s[self.i] in " \t\n;&|)<>"):
+                    var = name
+                text += t
+            elif c == "`":
+                j = s.index("`", self.i + 1)
+                self.subst(s[self.i + 1:j], self.line)
+                self.i = j + 1
+                text += "$(...)"
+            else:
+                text += c
+                self.i += 1
+        return Word(text, var, at)
+
+    def run(self):
+        s = self.s
+        cur, cur_line = [], self.line
+
+        def flush():
+            nonlocal cur
+            if cur:
+                self.out.append((cur_line, cur))
+            cur = []
+
+        while self.i < len(s):
+            c = s[self.i]
+            if c in " \t":
+                self.i += 1
+                continue
+            if c == "\\" and self.peek(1) == "\n":
+                self.i += 2
+                self.line += 1
+                continue
+            if c == "#":  # at the start of a word: a comment
+                j = s.find("\n", self.i)
+                self.i = len(s) if j < 0 else j
+                continue
+            if c == "\n":
+                flush()
+                self.i += 1
+                self.line += 1
+                if self.heredocs:
+                    self.skip_heredocs()
+                continue
+            if c in ";&|":
+                flush()
+                self.i += 1
+                continue
+            if c == "(":
+                if s.startswith("()", self.i) and cur:
+                    # NAME() { ...: a function definition
+                    self.out.append((self.line, [Word("()"), cur[-1]]))
+                    cur = []
+                    self.i += 2
+                    continue
+                flush()
+                self.i += 1
+                continue
+            if c == ")":
+                flush()
+                self.i += 1
+                continue
+            m = re.match(r"[0-9]*(<<-?|>>|>&|<&|>|<)", s[self.i:])
+            if m:
+                op = m.group(1)
+                self.i += len(m.group(0))
+                while self.peek() in " \t":
+                    self.i += 1
+                w = self.word()
+                if op.startswith("<<"):
+                    self.heredocs.append(w.text)
+                continue
+            if not cur:
+                cur_line = self.line
+            cur.append(self.word())
+        flush()
+        return self
+
+
+def flatten(reader, into):
+    """Commands of a reader and of its $(...) readers, in source order
+    (a substitution's commands before the command that uses it)."""
+    for r in reader.sub:
+        flatten(r, into)
+    into.extend(reader.out)
+    return into
+
+
+def walk(text, ctx, path, found):
+    """found: list of (path, line, tool, [words])."""
+    cmds = flatten(Reader(text).run(), [])
+    cmds.sort(key=lambda c: c[0])
+    func, depth, fdepth = None, 0, None
+    for line, words in cmds:
+        if words and words[0].text == "()":
+            func, fdepth = words[1].text, None
+            continue
+        ws = list(words)
+        while ws and ws[0].text in KEYWORDS and not ws[0].var:
+            if ws[0].text == "{":
+                depth += 1
+                if func and fdepth is None:
+                    fdepth = depth
+            elif ws[0].text == "}":
+                if func and fdepth == depth:
+                    func, fdepth = None, None
+                depth -= 1
+            ws = ws[1:]
+        if ws and ws[-1].text == "}" and not ws[-1].var:
+            ws = ws[:-1]
+            if func and fdepth == depth:
+                func, fdepth = None, None
+            depth -= 1
+        if not ws or ws[0].text in ("for", "case", "in", "esac", ";;"):
+            continue
+        # assignments
+        while ws and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", ws[0].text) and not ws[0].var:
+            name, _, val = ws[0].text.partition("=")
+            ctx.raw[name] = val
+            ws = ws[1:]
+        if not ws:
+            continue
+        if ws[0].text == "set" and len(ws) > 1 and ws[1].text == "--" and func:
+            ctx.set_flags.setdefault(func, []).extend(w for w in ws[2:] if not w.at)
+            continue
+        # wrappers that run the next word
+        while ws and ws[0].text in ("command", "exec", "nice", "nohup", "timeout", "env"):
+            if ws[0].text == "command" and len(ws) > 1 and ws[1].text.startswith("-"):
+                ws = []
+                break
+            if ws[0].text == "timeout":
+                ws = ws[1:]
+                while ws and ws[0].text.startswith("-"):
+                    ws = ws[1:]
+            ws = ws[1:]
+        if not ws:
+            continue
+        tool, words0 = resolve(ws, ctx)
+        if tool is None:
+            continue
+        if any(w.at for w in words0):
+            if func and func in ctx.set_flags:
+                flags = ctx.set_flags[func]
+                words0 = [x for w in words0 for x in (flags if w.at else [w])]
+            elif func:
+                ctx.wrappers[func] = (tool, words0, path, line)
+                continue
+        found.append((path, line, tool, words0))
+    return ctx
+
+
+def resolve(ws, ctx):
+    """(tool, words) when ws runs helm, kubeadm or kubectl, else (None, None)."""
+    w0 = ws[0]
+    name = w0.text
+    if name in TOOLS:
+        return name, [Word(name)] + ws[1:]
+    if w0.var and w0.var in ctx.raw:
+        val = ctx.raw[w0.var].strip('"\'')
+        first = val.split()[0] if val.split() else ""
+        if first in TOOLS:
+            return first, [Word(x) for x in val.split()] + ws[1:]
+    m = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", name)
+    if m:
+        t = tool_of_var(m.group(1), ctx)
+        if t:
+            return t, [Word(t)] + ws[1:]
+    if name in ctx.wrappers:
+        ctx.called.add(name)
+        tool, body, _, _ = ctx.wrappers[name]
+        return tool, [x for w in body for x in (ws[1:] if w.at else [w])]
+    return None, None
+
+
+def tool_of_var(name, ctx, seen=()):
+    """The tool a variable holding a program path names: BIN=/usr/local/bin/helm,
+    or tmp=$(mktemp "$BIN.XXXXXX") beside it."""
+    val = ctx.raw.get(name)
+    if val is None or name in seen:
+        return None
+    val = val.strip('"\'')
+    base = os.path.basename(val)
+    if base in TOOLS and "/" in val:
+        return base
+    m = re.match(r"^\$\(mktemp [\"']?\$\{?([A-Za-z_][A-Za-z0-9_]*)", val)
+    if m:
+        return tool_of_var(m.group(1), ctx, seen + (name,))
+    return None
+
+
+def command_of(tool, words, table):
+    """(command, index of its words) of an invocation: the first word that is
+    neither a flag nor a global flag's value; kubeadm's two-word commands."""
+    globals_ = set(table["global"])
+    i, found = 1, []
+    while i < len(words):
+        t = words[i].text
+        if t == "--":
+            break
+        if t.startswith("--"):
+            if "=" not in t and t in globals_ and t not in BOOL_GLOBALS[tool]:
+                i += 1
+        elif t.startswith("-") and t != "-":
+            if len(t) == 2 and t[1] in VALUE_SHORTS[tool]:
+                i += 1
+        elif not words[i].var:
+            found.append(i)
+            if len(found) == 2 or tool != "kubeadm":
+                break
+        i += 1
+    if not found:
+        return None, set()
+    cmd = words[found[0]].text
+    used = {found[0]}
+    if tool == "kubeadm" and len(found) == 2 and "%s %s" % (cmd, words[found[1]].text) in table["sub"]:
+        cmd = "%s %s" % (cmd, words[found[1]].text)
+        used.add(found[1])
+    return cmd, used
+
+
+def flags_of(tool, words):
+    """The flag names an invocation passes (--long, -s), and its opaque words."""
+    out, opaque = [], []
+    for w in words[1:]:
+        t = w.text
+        if t == "--":
+            break
+        if w.var or w.at:
+            opaque.append(t)
+            continue
+        if t.startswith("--"):
+            out.append(t.split("=")[0])
+        elif t.startswith("-") and t != "-" and not re.match(r"^-[0-9]", t):
+            for c in t[1:]:
+                if c == "=":
+                    break
+                out.append("-" + c)
+                if c in VALUE_SHORTS[tool]:
+                    break
+    return out, opaque
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
+        return 2
+    roles, cli = sys.argv[1], sys.argv[2]
+    verbose = "-v" in sys.argv[3:]
+    tables = {}
+    for t in TOOLS:
+        with open(os.path.join(cli, t + "-flags.json")) as f:
+            tables[t] = json.load(f)
+    lib = os.path.join(roles, "lib.sh")
+    found = []
+    base = Ctx()
+    with open(lib) as f:
+        walk(f.read(), base, "roles/lib.sh", found)
+    files = []
+    for role in sorted(os.listdir(roles)):
+        sd = os.path.join(roles, role, "steps")
+        if os.path.isdir(sd):
+            files += [os.path.join(sd, x) for x in sorted(os.listdir(sd)) if x.endswith(".sh")]
+    templates, tmpl_sh = 0, 0
+    for role in sorted(os.listdir(roles)):
+        td = os.path.join(roles, role, "templates")
+        if os.path.isdir(td):
+            for x in sorted(os.listdir(td)):
+                templates += 1
+                p = os.path.join(td, x)
+                with open(p, errors="replace") as f:
+                    head = f.read(2)
+                if head == "#!" or re.search(r"\.sh(\.tmpl)?$", x):
+                    files.append(p)
+                    tmpl_sh += 1
+    wrappers_seen = set()
+    for p in files:
+        ctx = Ctx(base)
+        with open(p) as f:
+            walk(f.read(), ctx, os.path.relpath(p, os.path.dirname(os.path.abspath(roles))), found)
+        for name, (tool, body, path, line) in ctx.wrappers.items():
+            if name not in ctx.called and name not in base.wrappers and (path, name) not in wrappers_seen:
+                wrappers_seen.add((path, name))
+                found.append((path, line, tool, [w for w in body if not w.at]))
+    bad, checked, opaque_n, per_tool, uncovered = [], 0, 0, {t: 0 for t in TOOLS}, 0
+    for path, line, tool, words in found:
+        per_tool[tool] += 1
+        table = tables[tool]
+        cmd, used = command_of(tool, words, table)
+        rest = [w for k, w in enumerate(words) if k not in used]
+        flags, opaque = flags_of(tool, rest)
+        opaque_n += len(opaque)
+        names = table["sub"].get(cmd)
+        src = "../shared/upstream/cli/%s-flags.json" % tool
+        if names is None and (tool, cmd) in UNCOVERED:
+            names, src = UNCOVERED[(tool, cmd)]
+            uncovered += len(flags)
+        if verbose:
+            print("%s:%d: %s %s: %s%s" % (path, line, tool, cmd, " ".join(flags) or "(no flags)",
+                                          "  [opaque: %s]" % " ".join(opaque) if opaque else ""))
+        if names is None:
+            bad.append("%s:%d: %s %s: no flag table for this command in %s" % (path, line, tool, cmd, src))
+            continue
+        allowed = set(names) | set(table["global"])
+        for fl in flags:
+            checked += 1
+            if fl not in allowed:
+                bad.append("%s:%d: %s %s: %s is not a flag of the real %s %s (%s), nor a global one"
+                           % (path, line, tool, cmd, fl, tool, cmd, src))
+    for b in bad:
+        print(b)
+    print("files %d (roles/lib.sh, %d steps, %d of %d templates are shell scripts); invocations %d "
+          "(helm %d, kubeadm %d, kubectl %d); flags checked %d (%d against a source named here, not in "
+          "../shared/upstream); opaque words %d; not in the real tables %d"
+          % (1 + len(files), len(files) - tmpl_sh, tmpl_sh, templates, sum(per_tool.values()), per_tool["helm"],
+             per_tool["kubeadm"], per_tool["kubectl"], checked, uncovered, opaque_n, len(bad)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
