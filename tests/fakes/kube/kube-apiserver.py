@@ -319,6 +319,11 @@ class API:
         if res.kind not in ("ConfigMap", "Secret", "Namespace", "Node", "Event", "Lease"):
             md["generation"] = 1
         self.defaults(res, obj)
+        rcname = (obj.get("spec") or {}).get("runtimeClassName") if res.kind == "Pod" else None
+        if rcname and not self.store.get(resource_by_name("runtimeclasses"), "", rcname):
+            # the RuntimeClass admission plugin (on by default)
+            raise HTTPFail(403, "Forbidden", 'pods "%s" is forbidden: pod rejected: RuntimeClass "%s" not found'
+                           % (md["name"], rcname))
         if res.kind == "PersistentVolumeClaim" and not (obj.get("spec") or {}).get("storageClassName"):
             # the DefaultStorageClass admission plugin (on by default)
             for sc in self.store.list(resource_by_name("storageclasses")):
