@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu_pods.h"
 #include "http.h"
 #include "profiles.h"
 #include "protocol.h"
@@ -915,6 +916,8 @@ int plan_add_profiles(struct tval *v, struct error *err)
 			sel = tval_map_at(e, "node_selector");
 			tval_set_str(sel, p[i].selector_key, p[i].selector_value);
 		}
+		if (p[i].runtime_class)
+			tval_set_str(e, "runtime_class", p[i].runtime_class);
 		fmt_cores(e, "cpu_guarantee", p[i].cpu_guarantee_milli);
 		fmt_cores(e, "cpu_limit", p[i].cpu_limit_milli);
 		tval_set_strf(e, "mem_guarantee", "%lluM", (unsigned long long)p[i].mem_guarantee_mib);
@@ -1540,6 +1543,47 @@ static void addon_checks(struct run *run, struct kube_query *q, const struct fac
 			       "run 'kubectl get storageclasses' on the control plane");
 }
 
+/*
+ * "A GPU pod sees its GPU" (gpu_pods.h): pods with the hub's GPU profiles'
+ * spec, made from the Nodes of query 1, in a second pass on the control
+ * plane; when `up` ran phases without addons, not expected yet.
+ */
+static void gpu_pod_check(struct run *run, struct runner_opts *ro, struct transport **sessions,
+			  size_t cp, const struct kube_query *nodes_q)
+{
+	const struct plan_opts *o = run->o;
+	struct kube_query q[] = {{"gpu-pods", NULL, STRBUF_INIT, 0, 0}, {NULL, NULL, STRBUF_INIT, 0, 0}};
+	const struct node *pass_node[1] = {o->nodes[cp]};
+	struct transport *pass_session[1] = {sessions[cp]};
+	struct gpu_pod_plan plan;
+	struct runner_summary sum;
+	struct node_status *st = NULL;
+	struct error err = {0};
+	char *script;
+
+	if ((o->phases && !(o->phases & (1u << role_phase_index("addons")))) || nodes_q->status != 0 ||
+	    gpu_pods_plan(&plan, nodes_q->out.buf, nodes_q->out.len, o->nodes, o->nr, &err) < 0)
+		return;
+	script = gpu_pods_script(&plan, GPU_PODS_TIMEOUT_S);
+	if (script) {
+		q[0].command = script;
+		run->queries = q;
+		run->map[0] = cp;
+		sessions[cp] = NULL;
+		ro->node_fn = validate_fn;
+		ro->sessions = pass_session;
+		runner_run(ro, pass_node, 1, &sum, &st);
+		runner_status_release(st, 1);
+		sessions[cp] = pass_session[0];
+		run->queries = NULL;
+	}
+	gpu_pods_validate(&run->res->validation, &plan, q[0].rc < 0 ? NULL : q[0].out.buf,
+			  q[0].out.len, q[0].rc < 0 ? -1 : q[0].status, GPU_PODS_TIMEOUT_S);
+	strbuf_release(&q[0].out);
+	free(script);
+	gpu_pods_release(&plan);
+}
+
 static void run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions)
 {
 	const struct plan_opts *o = run->o;
@@ -1629,6 +1673,7 @@ static void run_validation(struct run *run, struct runner_opts *ro, struct trans
 			readyz_check(run, &q[3]);
 			hub_check(run, o->nodes[cp]);
 			addon_checks(run, q, facts);
+			gpu_pod_check(run, ro, sessions, cp, &q[1]);
 		}
 	}
 	free(facts);
