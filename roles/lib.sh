@@ -58,6 +58,60 @@ pv_gpu_list() {
 		sed -n 's/^\(.*[^ ]\), *\([0-9][0-9]*\)$/\1:\2/p' | paste -sd , - || :
 }
 
+# pv_containerd_package: the installed package that provides containerd,
+# the distribution's `containerd` or Docker's `containerd.io`; exit 1 when
+# neither is installed.
+pv_containerd_package() {
+	for _p in containerd containerd.io; do
+		case $(dpkg-query -W -f='${db:Status-Abbrev}' "$_p" 2>/dev/null || true) in
+		?i*)
+			echo "$_p"
+			return 0
+			;;
+		esac
+	done
+	return 1
+}
+
+# pv_containerd_version PACKAGE: the version the containerd binary reports,
+# from its package when the package's binary is the one on PATH (starting the
+# 50 MB binary costs more than a whole check): the upstream version without
+# epoch and Debian revision ("1.6.20~ds1-1+deb12u3" -> "1.6.20~ds1",
+# containerd.io "1.7.22-1" -> "1.7.22"); otherwise from `containerd --version`
+# ("containerd github.com/containerd/containerd 1.6.20~ds1 ..." -> 1.6.20~ds1).
+pv_containerd_version() {
+	if [ "$(command -v containerd)" = /usr/bin/containerd ]; then
+		_v=$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null) || _v=
+		_v=${_v#*:}
+		if [ -n "$_v" ]; then
+			echo "${_v%-*}"
+			return 0
+		fi
+	fi
+	containerd --version 2>/dev/null | awk '{ print $3 }' | sed 's/^v//'
+}
+
+# pv_nvidia_runtime: what this node's containerd config carries of the
+# NVIDIA runtimes (roles/containerd, roles/gpu-runtime): "none" on a node
+# without an NVIDIA GPU (PROVISION_GPU_NODES), "runtime" on a GPU node where
+# the GPU Operator's toolkit has not installed its runtime yet (the nvidia
+# runtimes are configured, runc stays the default: the toolkit's own pod must
+# start under runc to install it), "default" once
+# /usr/local/nvidia/toolkit/nvidia-container-runtime is there (nvidia is the
+# node's default runtime: every pod of the node, a user's own GPU pod too,
+# gets its GPUs through it).
+PV_NVIDIA_RUNTIME=/usr/local/nvidia/toolkit/nvidia-container-runtime
+pv_nvidia_runtime() {
+	case " ${PROVISION_GPU_NODES:-} " in
+	*" $PROVISION_NODE "*) ;;
+	*)
+		echo none
+		return 0
+		;;
+	esac
+	if [ -x "$PV_NVIDIA_RUNTIME" ]; then echo default; else echo runtime; fi
+}
+
 # pv_drop_stale FILE: remove the temporary copies of FILE (.NAME.provision-*
 # beside it, from pv_write or provision's upload) that a run cut off before
 # its rename (reset, power cut, kill -9) left behind.  Only the step or

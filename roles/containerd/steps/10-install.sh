@@ -1,6 +1,8 @@
 # containerd 10-install: containerd is installed, in a version this role can
 # configure, and its major version is handed over as containerd_major for
-# templates/config.toml.tmpl.
+# templates/config.toml.tmpl, with containerd_nvidia (pv_nvidia_runtime of
+# roles/lib.sh: none, runtime or default): which NVIDIA runtimes the config
+# carries and whether nvidia is the node's default runtime.
 #
 # Installed means either the distribution's `containerd` package or
 # Docker's `containerd.io` (the seed's choice; kept when present).  When
@@ -17,42 +19,13 @@ apt_get() {
 	DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 "$@"
 }
 
-package() {
-	for p in containerd containerd.io; do
-		case $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true) in
-		?i*)
-			echo "$p"
-			return 0
-			;;
-		esac
-	done
-	return 1
-}
-
-# "containerd github.com/containerd/containerd 1.6.20~ds1 ..." -> 1.6.20~ds1
-# The version the binary reports, from its package when the package's binary
-# is the one on PATH (starting the 50 MB binary costs more than this whole
-# check): the upstream version without epoch and Debian revision
-# ("1.6.20~ds1-1+deb12u3" -> "1.6.20~ds1", containerd.io "1.7.22-1" -> "1.7.22").
-version() {
-	if [ "$(command -v containerd)" = /usr/bin/containerd ]; then
-		v=$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null) || v=
-		v=${v#*:}
-		if [ -n "$v" ]; then
-			echo "${v%-*}"
-			return 0
-		fi
-	fi
-	containerd --version 2>/dev/null | awk '{ print $3 }' | sed 's/^v//'
-}
-
 case ${1:-} in
 check)
-	if ! pkg=$(package) || ! command -v containerd >/dev/null 2>&1; then
+	if ! pkg=$(pv_containerd_package) || ! command -v containerd >/dev/null 2>&1; then
 		echo "containerd is not installed"
 		exit 1
 	fi
-	v=$(version "$pkg")
+	v=$(pv_containerd_version "$pkg")
 	major=${v%%.*}
 	minor=${v#*.}
 	minor=${minor%%.*}
@@ -66,6 +39,7 @@ check)
 		;;
 	esac
 	pv_say_set containerd_major "$major"
+	pv_say_set containerd_nvidia "$(pv_nvidia_runtime)"
 	exit 0
 	;;
 apply)

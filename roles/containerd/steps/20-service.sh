@@ -1,6 +1,9 @@
 # containerd 20-service: containerd is enabled, running the config that
 # provision rendered just before this step, and that config (with its
-# imports) gives runc SystemdCgroup = true.
+# imports, as `containerd config dump` shows it) gives every runtime
+# SystemdCgroup = true, has runtimes for the default (runc; nvidia on a GPU
+# node once the GPU Operator's toolkit is installed) and, on a GPU node,
+# the NVIDIA runtimes (templates/config.toml.tmpl says why).
 #
 # A restart is needed only when the config file is newer than the running
 # daemon: its mtime against the service's ActiveEnterTimestamp.  A run
@@ -31,6 +34,74 @@ stale() {
 	fi
 	start=$(started_at) || return 0
 	[ "$(stat -c %Y "$CONFIG")" -ge "$start" ]
+}
+
+# runtimes_problems WANT < `containerd config dump`: what containerd makes of
+# the config and its imports, against what roles/containerd wrote (WANT:
+# pv_nvidia_runtime).  Every runtime must have SystemdCgroup = true, the
+# default runtime must be one of them (containerd's CRI plugin does not load
+# otherwise: "no corresponding runtime configured in containerd.runtimes"),
+# runc must be there, and a GPU node has the NVIDIA runtimes (nvidia the
+# default once the toolkit's binary is installed).  Prints one line per
+# problem, or a summary; exit 1 when there is a problem.  Both schemas:
+# [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.NAME] (1.x) and
+# [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.NAME] (2.x).
+runtimes_problems() {
+	awk -v want="$1" '
+	function flush() {
+		if (rt != "" && sc[rt] != "true") bad = bad "runtime " rt " has no SystemdCgroup = true\n"
+	}
+	/^[[:space:]]*\[/ {
+		line = $0
+		gsub(/[[:space:]"\047\[\]]/, "", line)
+		if (line ~ /(io\.containerd\.grpc\.v1\.cri|io\.containerd\.cri\.v1\.runtime)\.containerd\.runtimes\.[^.]+$/) {
+			flush()
+			rt = line
+			sub(/.*\.runtimes\./, "", rt)
+			names = names " " rt
+			cur = rt
+		} else if (line ~ /\.containerd\.runtimes\.[^.]+\.options$/) {
+			cur = line
+			sub(/.*\.runtimes\./, "", cur)
+			sub(/\.options$/, "", cur)
+		} else {
+			cur = ""
+		}
+		next
+	}
+	/^[[:space:]]*default_runtime_name[[:space:]]*=/ {
+		v = $0
+		sub(/^[^=]*=[[:space:]]*/, "", v)
+		gsub(/["\047[:space:]]/, "", v)
+		def = v
+		next
+	}
+	cur != "" && /^[[:space:]]*SystemdCgroup[[:space:]]*=/ {
+		v = $0
+		sub(/^[^=]*=[[:space:]]*/, "", v)
+		gsub(/[[:space:]]/, "", v)
+		sc[cur] = v
+	}
+	END {
+		flush()
+		if (def == "") def = "runc"
+		if ((" " names " ") !~ (" " def " ")) bad = bad "default runtime " def " is not configured (the CRI plugin cannot load)\n"
+		if ((" " names " ") !~ / runc /) bad = bad "runtime runc is not configured\n"
+		if (want == "runtime" || want == "default") {
+			n = split("nvidia nvidia-cdi nvidia-legacy", need, " ")
+			for (i = 1; i <= n; i++)
+				if ((" " names " ") !~ (" " need[i] " ")) bad = bad "GPU node without the " need[i] " runtime\n"
+		}
+		if (want == "default" && def != "nvidia") bad = bad "GPU node whose default runtime is " def ", not nvidia\n"
+		if (want == "none" && def != "runc") bad = bad "node without a GPU whose default runtime is " def ", not runc\n"
+		if (bad != "") {
+			n = split(bad, lines, "\n")
+			for (i = 1; i < n; i++)
+				print "containerd config dump: " lines[i]
+			exit 1
+		}
+		printf "containerd config dump: runtimes%s, default %s, SystemdCgroup = true for each\n", names, def
+	}'
 }
 
 systemd_cgroup_in() {
@@ -65,12 +136,12 @@ check)
 		pv_hint "containerd cannot read $CONFIG or a file it imports from /etc/containerd/conf.d"
 		exit 2
 	fi
-	if ! printf '%s\n' "$dump" | grep -Eq '^[[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*true'; then
-		echo "containerd config dump: runc does not get SystemdCgroup = true"
-		pv_hint "a drop-in in /etc/containerd/conf.d replaces the CRI plugin section without SystemdCgroup = true (containerd 1.x merges imports per plugin): add it to that drop-in"
+	if ! problems=$(printf '%s\n' "$dump" | runtimes_problems "$(pv_nvidia_runtime)"); then
+		printf '%s\n' "$problems"
+		pv_hint "a drop-in in /etc/containerd/conf.d replaces the CRI plugin section of $CONFIG (containerd 1.x merges imports per plugin): move its CRI settings out of conf.d, or remove it, then run provision again"
 		exit 2
 	fi
-	echo "containerd config dump: SystemdCgroup = true"
+	printf '%s\n' "$problems"
 	exit $rc
 	;;
 apply)

@@ -1,0 +1,1 @@
+../../containerd/steps/20-service.sh
