@@ -28,6 +28,11 @@
 #   - the DefaultStorageClass admission plugin: a PersistentVolumeClaim
 #     created without storageClassName gets the class annotated
 #     storageclass.kubernetes.io/is-default-class: "true".
+#   - the RuntimeClass admission plugin: a Pod whose runtimeClassName
+#     names no RuntimeClass (node.k8s.io/v1) is refused, 403 Forbidden
+#     'pods "NAME" is forbidden: pod rejected: RuntimeClass "X" not found'
+#     (plugin/pkg/admission/runtimeclass); overhead and scheduling are not
+#     copied.
 #   - /livez, /readyz, /healthz answer "ok" (or, with ?verbose, one
 #     [+]check line per check and "readyz check passed"); /version gives
 #     version.Info of the image's tag.
