@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu_pods.h"
 #include "http.h"
 
 struct kube_query {
@@ -192,6 +193,47 @@ static void addon_checks(struct run *run, struct kube_query *q, const struct fac
 			       "run 'kubectl get storageclasses' on the control plane");
 }
 
+/*
+ * "A GPU pod sees its GPU" (gpu_pods.h): pods with the hub's GPU profiles'
+ * spec, made from the Nodes of query 1, in a second pass on the control
+ * plane; when `up` ran phases without addons, not expected yet.
+ */
+static void gpu_pod_check(struct run *run, struct runner_opts *ro, struct transport **sessions,
+			  size_t cp, const struct kube_query *nodes_q)
+{
+	const struct plan_opts *o = run->o;
+	struct kube_query q[] = {{"gpu-pods", NULL, STRBUF_INIT, 0, 0}, {NULL, NULL, STRBUF_INIT, 0, 0}};
+	const struct node *pass_node[1] = {o->nodes[cp]};
+	struct transport *pass_session[1] = {sessions[cp]};
+	struct gpu_pod_plan plan;
+	struct runner_summary sum;
+	struct node_status *st = NULL;
+	struct error err = {0};
+	char *script;
+
+	if ((o->phases && !(o->phases & (1u << role_phase_index("addons")))) || nodes_q->status != 0 ||
+	    gpu_pods_plan(&plan, nodes_q->out.buf, nodes_q->out.len, o->nodes, o->nr, &err) < 0)
+		return;
+	script = gpu_pods_script(&plan, GPU_PODS_TIMEOUT_S);
+	if (script) {
+		q[0].command = script;
+		run->queries = q;
+		run->map[0] = cp;
+		sessions[cp] = NULL;
+		ro->node_fn = validate_fn;
+		ro->sessions = pass_session;
+		runner_run(ro, pass_node, 1, &sum, &st);
+		runner_status_release(st, 1);
+		sessions[cp] = pass_session[0];
+		run->queries = NULL;
+	}
+	gpu_pods_validate(&run->res->validation, &plan, q[0].rc < 0 ? NULL : q[0].out.buf,
+			  q[0].out.len, q[0].rc < 0 ? -1 : q[0].status, GPU_PODS_TIMEOUT_S);
+	strbuf_release(&q[0].out);
+	free(script);
+	gpu_pods_release(&plan);
+}
+
 void plan_run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions)
 {
 	const struct plan_opts *o = run->o;
@@ -281,6 +323,7 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 			readyz_check(run, &q[3]);
 			hub_check(run, o->nodes[cp]);
 			addon_checks(run, q, facts);
+			gpu_pod_check(run, ro, sessions, cp, &q[1]);
 		}
 	}
 	free(facts);

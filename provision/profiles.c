@@ -240,6 +240,7 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 
 			p = add(out, nr, &alloc);
 			p->gpus = (unsigned)k;
+			p->runtime_class = xstrdup(PROFILES_GPU_RUNTIME_CLASS);
 			for (j = i; j < nr_nodes; j++) {
 				const struct profile_node *m = &nodes[j];
 				uint64_t sc, sm;
@@ -319,6 +320,7 @@ void profiles_free(struct hub_profile *p, size_t nr)
 		free(p[i].description);
 		free(p[i].selector_key);
 		free(p[i].selector_value);
+		free(p[i].runtime_class);
 		for (k = 0; k < p[i].nr_nodes; k++)
 			free(p[i].nodes[k]);
 		free(p[i].nodes);

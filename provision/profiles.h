@@ -48,6 +48,13 @@
 
 #define PROFILES_MAX_GPUS 16
 
+/*
+ * The RuntimeClass of GPU notebooks: the GPU Operator makes it (handler
+ * nvidia, the runtime roles/containerd configures); the device plugin's
+ * GPUs reach a container only under that runtime.
+ */
+#define PROFILES_GPU_RUNTIME_CLASS "nvidia"
+
 struct profile_gpu {
 	const char *model; /* as nvidia-smi names it: "NVIDIA GeForce RTX 3070" */
 	unsigned memory_mib;
@@ -69,6 +76,7 @@ struct hub_profile {
 	char *description;  /* what it guarantees and where it runs */
 	unsigned gpus;	    /* nvidia.com/gpu limit; 0 for CPU-only */
 	char *selector_key, *selector_value; /* nodeSelector; NULL for none */
+	char *runtime_class; /* runtimeClassName (PROFILES_GPU_RUNTIME_CLASS for GPU profiles); NULL for none */
 	unsigned cpu_guarantee_milli, cpu_limit_milli;
 	uint64_t mem_guarantee_mib, mem_limit_mib;
 	char **nodes;	    /* the nodes it can land on, NULL-terminated */

@@ -8,7 +8,8 @@
 # feature discovery's labels, the device plugin's nvidia.com/gpu).
 # Checked: the file parses as YAML, one profile per GPU model (a node with
 # two models gets its own), CPU-only first and default, nodeSelectors on
-# nvidia.com/gpu.product, limits at most 1.5x guarantees and within every
+# nvidia.com/gpu.product, GPU profiles with runtimeClassName nvidia (KubeSpawner's
+# extra_pod_config), limits at most 1.5x guarantees and within every
 # node a profile can land on, the inventory's hub settings; and handed
 # text that is not what kubectl prints is an error naming it.
 # shellcheck source=tests/lib.sh
@@ -57,6 +58,9 @@ check() {
 		        a = n["status"]["allocatable"]
 		        assert o["cpu_limit"] <= cpu(a["cpu"]) and mib(o["mem_limit"]) <= mib(a["memory"]), (p["slug"], a)
 		        assert int((o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0")) <= int(a.get("nvidia.com/gpu", "0"))
+		    # a GPU notebook runs under the NVIDIA runtime; a CPU one under the node's default
+		    gpus = int((o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0"))
+		    assert (o.get("extra_pod_config") or {}).get("runtimeClassName") == ("nvidia" if gpus else None), p
 		    print("%s|%s|%s|%s" % (p["slug"], p["display_name"], (o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0"),
 		                           ",".join("%s=%s" % kv for kv in sorted(sel.items()))))
 	EOF

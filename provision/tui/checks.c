@@ -132,6 +132,7 @@ const char *tui_checks_label(const char *id)
 	    {"node-ready", "ready"},
 	    {"api-readyz", "readyz"},
 	    {"gpu-alloc", "gpu alloc"},
+	    {"gpu-pod", "gpu pod"},
 	    {"last-run", "last run"},
 	};
 	size_t k;

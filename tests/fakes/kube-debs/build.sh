@@ -212,6 +212,10 @@ for v in "$@"; do
 	for img in kube-apiserver kube-controller-manager kube-scheduler; do
 		program "$v" "$img" "$d/usr/lib/fake-kubernetes/images/$img"
 	done
+	# the container toolkit image's containerd editor (chart_gpu_operator.py runs it)
+	if [ -f "$HERE/../nvidia/toolkit_containerd.py" ]; then
+		cp "$HERE/../nvidia/toolkit_containerd.py" "$d/usr/lib/fake-kubernetes/images/nvidia-toolkit-containerd"
+	fi
 	mkdir -p "$d/usr/lib/systemd/system" "$d/etc/default" "$d/var/lib/kubelet" "$d/etc/kubernetes/manifests"
 	cp "$SRC/units/kubelet.service" "$d/usr/lib/systemd/system/kubelet.service"
 	echo "KUBELET_EXTRA_ARGS=" >"$d/etc/default/kubelet"

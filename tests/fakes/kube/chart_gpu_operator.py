@@ -18,13 +18,29 @@
 #     driver already works it loads nothing and runs (the operator marks
 #     such nodes nvidia.com/gpu.deploy.driver=pre-installed and leaves
 #     the host's driver alone);
-#   container toolkit: /run/nvidia/validations/toolkit-ready (its own
-#     validation); the containerd configuration it would write (the
-#     CONTAINERD_CONFIG of its env) is NOT written: containerd in the test
-#     nodes is Debian's real one and the runtime is not used;
+#   container toolkit (v1.16.1, nvidia-toolkit then `containerd setup`):
+#     installs the runtime binaries under toolkit.installDir/toolkit
+#     (nvidia-container-runtime, .cdi, .legacy: stand-in executables), then
+#     edits the file named by its CONTAINERD_CONFIG env exactly as the real
+#     one (the program ../nvidia/toolkit_containerd.py, installed with the
+#     kubelet as /usr/lib/fake-kubernetes/images/nvidia-toolkit-containerd,
+#     run with the container's env), then restarts containerd per
+#     CONTAINERD_RESTART_MODE: signal (the default) sends SIGHUP to the
+#     process holding CONTAINERD_SOCKET (SO_PEERCRED), which containerd
+#     does not handle, so Go's default action ends it and systemd's
+#     Restart=always starts it again with the new configuration; systemd:
+#     `systemctl restart containerd`; none: nothing; then
+#     /run/nvidia/validations/toolkit-ready; a failed setup fails the
+#     container (CrashLoopBackOff) with the tool's fatal line;
+#   RuntimeClass operator.runtimeClass (handler the same name), and the
+#     operands below (device plugin, gfd, validator) run with
+#     runtimeClassName: it, as the v24.6.1 operator makes them
+#     (controllers/object_controls.go);
 #   device plugin: asks the driver for the GPUs (nvidia-smi --query-gpu=uuid
 #     in place of NVML) and registers them with the kubelet: capacity and
-#     allocatable nvidia.com/gpu = their number; fails like the real plugin
+#     allocatable nvidia.com/gpu = their number, the UUIDs as the devices
+#     the kubelet allocates (kubelet state "devices"; envvar strategy:
+#     NVIDIA_VISIBLE_DEVICES=UUIDs); fails like the real plugin
 #     ("could not load NVML library" / "failed to initialize NVML") when
 #     the driver does not answer;
 #   gpu-feature-discovery: labels the node nvidia.com/gpu.product (the name
@@ -41,6 +57,17 @@
 #     runs ("all validations are successful").
 # helm's --wait for this chart also waits, like the real operator's
 # ClusterPolicy status "ready", until every GPU node's validator runs.
+#
+# CUDA images (nvidia/cuda, the image of the validator's CUDA workload and
+# of provision's GPU pod check): the container's command runs with the
+# node's /bin/sh, PATH a folder holding only sh and coreutils' cat, tee,
+# echo and, when the nvidia runtime injected GPUs (kubelet
+# container_gpus()), nvidia-smi: the node's stand-in restricted to the
+# allocated GPUs (what the runtime's hook mounts: the driver's nvidia-smi
+# and those GPUs' device nodes).  Without injection, `nvidia-smi` is not
+# found (exit 127), as in a container without the driver's files.  The
+# terminationMessagePath (/dev/termination-log) is a file of the kubelet's,
+# read as the terminated state's message; exit status as the command's.
 
 GPU_PRESENT = "nvidia.com/gpu.present"
 VALIDATIONS = "/run/nvidia/validations"
@@ -114,12 +141,115 @@ def act_driver(kubelet, pod, c, argv, env, mounts, log):
     kubelet.container_log(log, "Done, now waiting for signal")
 
 
+TOOLKIT_PROGRAM = "/usr/lib/fake-kubernetes/images/nvidia-toolkit-containerd"
+RUNTIME_STANDIN = ("#!/bin/sh\n# %s: stand-in installed by the fake GPU Operator toolkit (provision's\n"
+                   "# tests/fakes/kube/chart_gpu_operator.py); the fake kubelet gives GPUs to\n"
+                   "# containers of a runtime whose BinaryName is this file.\nexec runc \"$@\"\n")
+
+
+def _containerd_pid(sock):
+    """The pid of the process serving the socket (SO_PEERCRED), or None."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(sock)
+        cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        return int.from_bytes(cred[:4], "little")
+    except OSError:
+        return None
+    finally:
+        s.close()
+
+
 @image_act("nvidia/k8s/container-toolkit")
 def act_toolkit(kubelet, pod, c, argv, env, mounts, log):
     d = _validation_dir(mounts)
+    uid = pod["metadata"].get("uid", "")
+    if kubelet.state.get("toolkit-pod") == uid and os.path.exists(os.path.join(d, "toolkit-ready")):
+        return None  # the same container after a kubelet restart: it did its work
+    install = None
+    for mpath, vol in mounts.items():
+        if mpath.rstrip("/") == "/usr/local/nvidia" and vol[0] == "hostPath":
+            install = vol[1]
+    if install is None:
+        raise ContainerFailed("/usr/local/nvidia is not mounted")
+    rdir = os.path.join(install, "toolkit")
+    os.makedirs(rdir, exist_ok=True)
+    for suffix in ("", ".cdi", ".legacy"):
+        write_file(os.path.join(rdir, "nvidia-container-runtime" + suffix),
+                   RUNTIME_STANDIN % ("nvidia-container-runtime" + suffix), 0o755)
+    kubelet.container_log(log, 'level=info msg="Installing NVIDIA container toolkit to \'%s\'"' % rdir)
+    penv = dict(os.environ)
+    penv.update({k: v for k, v in env.items()})
+    try:
+        r = subprocess.run(["python3", TOOLKIT_PROGRAM, "setup", rdir], capture_output=True, text=True, check=False,
+                           timeout=60, env=penv)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ContainerFailed("containerd setup: %s" % e)
+    for ln in (r.stdout + r.stderr).splitlines():
+        kubelet.container_log(log, ln, "stderr")
+    if r.returncode != 0:
+        raise ContainerFailed("containerd setup failed: %s" % (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1])
+    mode = env.get("RUNTIME_RESTART_MODE") or env.get("CONTAINERD_RESTART_MODE") or "signal"
+    if mode == "signal":
+        pid = _containerd_pid(env.get("RUNTIME_SOCKET") or env.get("CONTAINERD_SOCKET") or "/run/containerd/containerd.sock")
+        if pid:
+            os.kill(pid, signal.SIGHUP)
+    elif mode == "systemd":
+        subprocess.run(["systemctl", "restart", "containerd"], capture_output=True, check=False, timeout=120)
+    kubelet.state["toolkit-pod"] = uid
     write_file(os.path.join(d, "toolkit-ready"), "")
-    kubelet.container_log(log, "toolkit installed in /usr/local/nvidia (acted out); RUNTIME=%s CONTAINERD_CONFIG=%s"
-                          % (env.get("RUNTIME", ""), env.get("CONTAINERD_CONFIG", "")))
+    kubelet.container_log(log, "toolkit installed in %s; containerd configured (%s); restart mode %s"
+                          % (rdir, env.get("CONTAINERD_CONFIG", "/etc/containerd/config.toml"), mode))
+    return None
+
+
+CUDA_TOOLS = ("sh", "cat", "tee", "echo")
+
+
+@image_act("nvidia/cuda")
+def act_cuda(kubelet, pod, c, argv, env, mounts, log):
+    md = pod["metadata"]
+    root = "/run/fake-kubelet/cuda/%s-%s" % (md.get("uid", "static"), c["name"])
+    shutil.rmtree(root, ignore_errors=True)
+    bindir = os.path.join(root, "bin")
+    os.makedirs(bindir)
+    for t in CUDA_TOOLS:
+        src = shutil.which(t, path="/usr/bin:/bin")
+        if src:
+            os.symlink(src, os.path.join(bindir, t))
+    gpus = kubelet.container_gpus(pod, c)
+    if gpus:
+        prof = read_file("/etc/provision-fake-gpu", "").split("\n")
+        keep = [ln for ln in prof if ln and ("|" not in ln or ln.rsplit(",", 1)[-1].strip() in gpus)]
+        write_file(os.path.join(root, "gpus"), "\n".join(keep) + "\n")
+        write_file(os.path.join(bindir, "nvidia-smi"), "#!/bin/sh\nPROVISION_FAKE_GPU=%s exec /usr/bin/nvidia-smi \"$@\"\n"
+                   % os.path.join(root, "gpus"), 0o755)
+    tpath = c.get("terminationMessagePath") or "/dev/termination-log"
+    tfile = os.path.join(root, "termination-log")
+    write_file(tfile, "")
+    cmd = [a.replace(tpath, tfile) for a in argv] or ["sh"]
+    penv = {k: v for k, v in env.items()}
+    penv["PATH"] = bindir
+    try:
+        r = subprocess.run(cmd if "/" in cmd[0] else [os.path.join(bindir, cmd[0])] + cmd[1:], capture_output=True,
+                           text=True, check=False, timeout=60, env=penv, cwd=root)
+        code, out_, err_ = r.returncode, r.stdout, r.stderr
+    except FileNotFoundError:
+        code, out_, err_ = 127, "", ('exec: "%s": executable file not found in $PATH' % cmd[0])
+    except subprocess.TimeoutExpired:
+        code, out_, err_ = 137, "", "killed after 60s"
+    for ln in out_.splitlines():
+        kubelet.container_log(log, ln)
+    for ln in err_.splitlines():
+        kubelet.container_log(log, ln, "stderr")
+    msg = read_file(tfile, "")
+    if code == 127 and not gpus and not msg and cmd and os.path.basename(cmd[0]) == "nvidia-smi":
+        # exec of a missing binary: the runtime's error, as the real one says it
+        raise ContainerExited(128, 'failed to create containerd task: failed to create shim task: OCI runtime create '
+                              'failed: runc create failed: unable to start container process: exec: "nvidia-smi": '
+                              'executable file not found in $PATH: unknown')
+    raise ContainerExited(code, msg)
 
 
 @image_act("nvidia/k8s-device-plugin")
@@ -132,8 +262,10 @@ def act_device_plugin(kubelet, pod, c, argv, env, mounts, log):
         kubelet.container_log(log, "Failed to initialize NVML: could not load NVML library.", "stderr")
         kubelet.container_log(log, "If this is a GPU node, did you set the docker default runtime to `nvidia`?", "stderr")
         raise ContainerFailed("failed to initialize NVML")
-    n = len([ln for ln in out_.split("\n") if ln.strip()])
+    uuids = [ln.strip() for ln in out_.split("\n") if ln.strip()]
+    n = len(uuids)
     kubelet.state.setdefault("extended", {})["nvidia.com/gpu"] = str(n)
+    kubelet.state.setdefault("devices", {})["nvidia.com/gpu"] = uuids
     kubelet.last_status = 0  # report the new capacity at once
     kubelet.container_log(log, "Registered device plugin for 'nvidia.com/gpu' with Kubelet (%d devices)" % n)
     return None

@@ -1201,6 +1201,7 @@ RESOURCES = [
     ("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ["sc"]),
     ("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ["pc"]),
     ("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ["pdb"]),
+    ("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False, []),
     ("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, ["netpol"]),
     ("networking.k8s.io", "v1", "Ingress", "ingresses", True, ["ing"]),
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False, ["crd", "crds"]),

@@ -28,6 +28,11 @@
 #   - the DefaultStorageClass admission plugin: a PersistentVolumeClaim
 #     created without storageClassName gets the class annotated
 #     storageclass.kubernetes.io/is-default-class: "true".
+#   - the RuntimeClass admission plugin: a Pod whose runtimeClassName
+#     names no RuntimeClass (node.k8s.io/v1) is refused, 403 Forbidden
+#     'pods "NAME" is forbidden: pod rejected: RuntimeClass "X" not found'
+#     (plugin/pkg/admission/runtimeclass); overhead and scheduling are not
+#     copied.
 #   - /livez, /readyz, /healthz answer "ok" (or, with ?verbose, one
 #     [+]check line per check and "readyz check passed"); /version gives
 #     version.Info of the image's tag.
@@ -319,6 +324,11 @@ class API:
         if res.kind not in ("ConfigMap", "Secret", "Namespace", "Node", "Event", "Lease"):
             md["generation"] = 1
         self.defaults(res, obj)
+        rcname = (obj.get("spec") or {}).get("runtimeClassName") if res.kind == "Pod" else None
+        if rcname and not self.store.get(resource_by_name("runtimeclasses"), "", rcname):
+            # the RuntimeClass admission plugin (on by default)
+            raise HTTPFail(403, "Forbidden", 'pods "%s" is forbidden: pod rejected: RuntimeClass "%s" not found'
+                           % (md["name"], rcname))
         if res.kind == "PersistentVolumeClaim" and not (obj.get("spec") or {}).get("storageClassName"):
             # the DefaultStorageClass admission plugin (on by default)
             for sc in self.store.list(resource_by_name("storageclasses")):

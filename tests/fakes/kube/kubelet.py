@@ -66,6 +66,31 @@
 #   anything else (etcd, coredns, kube-proxy, ...): a placeholder that
 #     "runs" (state kept by the kubelet).
 #
+# The container runtime (CRI) as the node's REAL containerd configures it
+# (Debian's containerd 1.6 in the test nodes), read once per containerd
+# (re)start: `containerd config dump` (the runtimes table, options.BinaryName,
+# default_runtime_name, of the version-2 grpc.v1.cri or version-3
+# cri.v1.runtime plugin) and `ctr plugins ls` (the CRI plugin ok or error):
+#   - a CRI plugin that did not load (e.g. a merged config with no runtime
+#     for default_runtime_name): the kubelet exits at start-up like the real
+#     one ("validate service connection: validate CRI v1 runtime API ...
+#     unknown service runtime.v1.RuntimeService"); while it runs, the node
+#     turns NotReady ("container runtime is down") and no container starts;
+#   - a pod's runtime handler is its runtimeClassName's RuntimeClass handler
+#     (the API server rejects a pod naming a missing RuntimeClass), else ""
+#     (containerd's default_runtime_name); a handler containerd has no
+#     runtime for, or whose options.BinaryName does not exist, fails the pod
+#     sandbox with containerd's messages (ContainerCreating);
+#   - extended resources come from device plugins (state "devices": the
+#     nvidia.com/gpu UUIDs): a container's nvidia.com/gpu limit is allocated
+#     from the free ones and handed to it as NVIDIA_VISIBLE_DEVICES (the
+#     device plugin's envvar strategy); the GPUs are really in the container
+#     (state "injected") only when it runs under a runtime whose BinaryName
+#     is an nvidia-container-runtime: runc ignores the variable;
+#   - restartPolicy Never/OnFailure: a container that exits stays terminated
+#     (with the terminationMessagePath file's content as its message) and
+#     the pod ends Succeeded or Failed.
+#
 # Test knob: /etc/fake-kubernetes/knobs/crashloop, lines "CONTAINER UP
 # DOWN": that container is killed UP seconds after each start and started
 # again DOWN seconds later (a crash loop with a fixed period).
@@ -74,6 +99,7 @@ import copy
 import http.server
 import signal
 import threading
+import tomllib
 
 
 # ---------------------------------------------------------------- the node's network, as the real components leave it
@@ -196,6 +222,54 @@ class ContainerFailed(Exception):
         self.code = code
 
 
+class ContainerExited(Exception):
+    """An acted container's process ended with exit status code (0 too);
+    message: what it wrote to its terminationMessagePath."""
+    def __init__(self, code, message=""):
+        super().__init__("exit status %d" % code)
+        self.code = code
+        self.message = message
+
+
+CRI_DEAD_START = ('failed to run Kubelet: validate service connection: validate CRI v1 runtime API for endpoint '
+                  '"unix:///var/run/containerd/containerd.sock": rpc error: code = Unimplemented desc = unknown service '
+                  'runtime.v1.RuntimeService')
+
+
+def containerd_view():
+    """What the running containerd's CRI offers: {"cri": ok|error|None,
+    "default": name, "runtimes": {name: BinaryName or ""}}, or None when it
+    cannot be read (no containerd: no runtime checks)."""
+    try:
+        dump = subprocess.run(["containerd", "config", "dump"], capture_output=True, text=True, check=False, timeout=20)
+        plug = subprocess.run(["ctr", "plugins", "ls"], capture_output=True, text=True, check=False, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if dump.returncode != 0:
+        return None
+    try:
+        tree = tomllib.loads(dump.stdout)
+    except tomllib.TOMLDecodeError:
+        return None
+    plugins = tree.get("plugins") or {}
+    cri = plugins.get("io.containerd.grpc.v1.cri")
+    ctd = (cri or {}).get("containerd") if cri is not None else (plugins.get("io.containerd.cri.v1.runtime") or {}).get("containerd")
+    ctd = ctd or {}
+    runtimes = {}
+    for name, rt in (ctd.get("runtimes") or {}).items():
+        runtimes[name] = str(((rt or {}).get("options") or {}).get("BinaryName") or "")
+    status = None
+    if plug.returncode == 0:
+        for ln in plug.stdout.splitlines():
+            f = ln.split()
+            if len(f) >= 4 and ((f[0] == "io.containerd.grpc.v1" and f[1] == "cri")
+                                or (f[0] == "io.containerd.cri.v1" and f[1] == "runtime")):
+                status = f[-1]
+    else:
+        return None  # containerd is (re)starting: look again
+    return {"cri": status, "default": ctd.get("default_runtime_name", "runc"), "runtimes": runtimes}
+
+
 class Kubelet:
     def __init__(self, flags):
         self.flags = flags
@@ -223,6 +297,9 @@ class Kubelet:
         self.cfg = {}
         self.mismatch = None
         self.driver_checked = now()
+        self.ctr_key = None   # (containerd's MainPID, its start time): the view below is of that process
+        self.ctr = None
+        self.ctr_checked = 0
 
     # ---- set-up
 
@@ -268,6 +345,92 @@ class Kubelet:
         if self.mismatch and self.mismatch != was:
             klog("W", "cgroup driver of the kubelet differs from the container runtime's; containers will be killed and re-created",
                  kubeletCgroupDriver=want, runtimeCgroupDriver=runtime)
+
+    def containerd(self):
+        """The running containerd's CRI view (containerd_view()), read again
+        only when containerd was (re)started since; None when not known."""
+        if now() - self.ctr_checked < 2 and self.ctr_key is not None:
+            return self.ctr
+        self.ctr_checked = now()
+        pid = self.systemctl("show", "-p", "MainPID", "--value", "containerd.service")
+        stat = read_file("/proc/%s/stat" % pid, "") if pid.isdigit() and pid != "0" else ""
+        key = (pid, stat.rsplit(")", 1)[-1].split()[19] if stat else "")
+        if not stat:
+            self.ctr_key, self.ctr = key, {"cri": "down", "default": "", "runtimes": {}}
+            return self.ctr
+        if key != self.ctr_key or self.ctr is None:
+            view = containerd_view()
+            if view is None:
+                self.ctr_key = None
+                return None
+            self.ctr_key, self.ctr = key, view
+            klog("I", "container runtime", cri=view["cri"], defaultRuntime=view["default"],
+                 runtimes=",".join(sorted(view["runtimes"])))
+        return self.ctr
+
+    def cri_dead(self):
+        v = self.containerd()
+        return v is not None and v["cri"] in ("error", "down")
+
+    def sandbox_runtime(self, pod):
+        """(handler, binary) the pod's sandbox runs with; raises
+        ContainerFailed(msg, 0) (ContainerCreating) when containerd cannot
+        create it."""
+        spec = pod.get("spec") or {}
+        handler = ""
+        rc = spec.get("runtimeClassName")
+        if rc:
+            obj = None
+            if self.client is not None:
+                try:
+                    obj = self.client.get(R("runtimeclasses").path(None, rc))
+                except APIError:
+                    obj = None
+                except ConnError:
+                    raise ContainerFailed('failed to lookup RuntimeClass %s: the API server is not reachable' % rc, 0)
+            if obj is None:
+                raise ContainerFailed('CreatePodSandbox for pod failed: failed to get sandbox runtime handler: '
+                                      'failed to lookup RuntimeClass %s: runtimeclass.node.k8s.io "%s" not found' % (rc, rc), 0)
+            handler = obj.get("handler", "")
+        v = self.containerd()
+        if v is None:
+            return handler, ""
+        name = handler or v["default"]
+        if name not in v["runtimes"]:
+            raise ContainerFailed('Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox '
+                                  'runtime: no runtime for "%s" is configured' % name, 0)
+        binary = v["runtimes"][name]
+        if binary and not os.access(binary, os.X_OK):
+            raise ContainerFailed('Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create containerd '
+                                  'task: failed to create shim task: OCI runtime create failed: unable to retrieve OCI runtime '
+                                  'error: exec: "%s": stat %s: no such file or directory: unknown' % (binary, binary), 0)
+        return name, binary
+
+    def allocate_devices(self, key, c):
+        """The nvidia.com/gpu UUIDs allocated to container key (a device
+        plugin's Allocate), [] when it asks for none."""
+        want = int(str(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", "0")) or 0)
+        alloc = self.state.setdefault("alloc", {})
+        if want <= 0:
+            alloc.pop(key, None)
+            return []
+        if len(alloc.get(key) or []) == want:
+            return alloc[key]
+        devs = (self.state.get("devices") or {}).get("nvidia.com/gpu") or []
+        used = {u for k, us in alloc.items() if k != key for u in us}
+        free = [u for u in devs if u not in used]
+        if len(free) < want:
+            raise ContainerFailed("Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. "
+                                  "Requested: %d, Available: %d, which is unexpected" % (want, len(free)))
+        alloc[key] = free[:want]
+        return alloc[key]
+
+    def container_gpus(self, pod, c):
+        """The GPU UUIDs really present in container c (the nvidia runtime
+        injected them), [] otherwise."""
+        md = pod["metadata"]
+        key = "%s/%s/%s/%s" % (md.get("namespace", "default"), md["name"], md.get("uid", "static"), c["name"])
+        return (self.state.get("injected") or {}).get(key) or []
 
     def save(self):
         os.makedirs(os.path.dirname(STATE), exist_ok=True)
@@ -394,6 +557,18 @@ class Kubelet:
         log = self.log_path(ns, name, uid, c["name"], st["restarts"])
         base = image_base(c.get("image", ""))
         cmd = [self.expand(x, env) for x in (c.get("command") or []) + (c.get("args") or [])]
+        if self.cri_dead():
+            raise ContainerFailed("rpc error: code = Unimplemented desc = unknown service runtime.v1.RuntimeService", 0)
+        _handler, binary = self.sandbox_runtime(pod)
+        ckey = "%s/%s/%s/%s" % (ns, name, uid, c["name"])
+        gpus = self.allocate_devices(ckey, c)
+        if gpus:
+            env["NVIDIA_VISIBLE_DEVICES"] = ",".join(gpus)
+        inj = self.state.setdefault("injected", {})
+        if gpus and os.path.basename(binary).startswith("nvidia-container-runtime"):
+            inj[ckey] = gpus
+        else:
+            inj.pop(ckey, None)
         st["id"] = secrets.token_hex(32)
         if short_base(c.get("image", "")) in PROCESS_IMAGES and kind != "init":
             unit = self.unit_name(ns, name, c["name"], st["restarts"])
@@ -629,6 +804,8 @@ class Kubelet:
             return False
 
     def runtime_ready(self):
+        if self.cri_dead():
+            return False
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(2)
         try:
@@ -695,6 +872,9 @@ class Kubelet:
         main = statuses["main"]
         running = [s for s in main if "running" in s["state"]]
         phase = "Running" if main and len(running) == len(main) else ("Running" if running else "Pending")
+        ended = [self.cstate(key0 + "/" + c["name"]).get("final") for c in spec.get("containers") or []]
+        if ended and all(ended):
+            phase = "Succeeded" if all(f["terminated"]["exitCode"] == 0 for f in ended) else "Failed"
         ready = bool(main) and all(s["ready"] for s in main)
         now_t = rfc3339()
 
@@ -746,6 +926,8 @@ class Kubelet:
         t = now()
         unit = st.get("unit")
         md = pod["metadata"]
+        if st.get("final"):
+            return st["final"]
         knob_ = self.crash_knob(c["name"])
         if st.get("running"):
             alive = True
@@ -788,8 +970,33 @@ class Kubelet:
             mounts = self.mounts_for(pod, c)
             st["startedAt"] = rfc3339()
             self.start_container(pod, c, kind, st, env, mounts)
+        except ContainerExited as e:
+            st["finishedAt"] = rfc3339()
+            term = {"exitCode": e.code, "reason": "Completed" if e.code == 0 else "Error",
+                    "startedAt": st["startedAt"], "finishedAt": st["finishedAt"], "containerID": "containerd://" + st.get("id", "")}
+            if e.message:
+                term["message"] = e.message[-4096:]
+            policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
+            if kind == "init" and e.code == 0:
+                st["done"] = True
+                return {"terminated": term}
+            if policy == "Never" or (policy == "OnFailure" and e.code == 0):
+                st["final"] = {"terminated": term}
+                return st["final"]
+            st["lastState"] = {"terminated": term}
+            st["restarts"] += 1
+            delay = min(10 * 2 ** (st["restarts"] - 1), 300)
+            st["next"] = t + delay
+            st["delay"] = delay
+            return {"waiting": {"reason": "CrashLoopBackOff",
+                                "message": "back-off %s restarting failed container=%s pod=%s_%s(%s)"
+                                % (format_duration(delay), c["name"], md["name"], md.get("namespace"), md.get("uid", ""))}}
         except ContainerFailed as e:
             if e.code == 0:
+                if str(e) and str(e) != "0":
+                    if st.get("why") != str(e):
+                        klog("E", "Error syncing pod, skipping", err=str(e), pod="%s/%s" % (md.get("namespace"), md["name"]))
+                    st["why"] = str(e)
                 return {"waiting": {"reason": "ContainerCreating"}}
             st["running"] = False
             st["exitCode"] = e.code
@@ -864,6 +1071,10 @@ class Kubelet:
         for k in list(self.ticks):
             if k.startswith(key0 + "/"):
                 self.ticks.pop(k)
+        for tbl in ("alloc", "injected"):
+            for k in list(self.state.get(tbl) or {}):
+                if k.startswith(key0 + "/"):
+                    self.state[tbl].pop(k)
         for k in list(self.state["containers"]):
             if k.startswith(key0 + "/"):
                 st = self.state["containers"].pop(k)
@@ -913,8 +1124,7 @@ class Kubelet:
         rt_ok, net_ok = self.runtime_ready(), self.cni_ready()
         now_t = rfc3339()
         if not rt_ok:
-            ready = ("False", "KubeletNotReady", "container runtime is down, PLEG is not healthy: pleg was last seen active 3m0s ago; "
-                     "threshold is 3m0s")
+            ready = ("False", "KubeletNotReady", "container runtime is down")
         elif not net_ok:
             ready = ("False", "KubeletNotReady", "container runtime network not ready: NetworkReady=false "
                      "reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
@@ -1112,6 +1322,10 @@ def main():
     kl.load_config()
     kl.check_swap()
     kl.check_cgroup_driver()
+    view = kl.containerd()
+    if view is not None and view["cri"] == "error":
+        klog("E", "command failed", err=CRI_DEAD_START)
+        return 1
     klog("I", "Starting kubelet", version="v" + FAKE_VERSION, node=kl.node_name)
     try:
         srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(kl.cfg.get("healthzPort", 10248))), Healthz)
