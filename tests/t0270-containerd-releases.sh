@@ -226,6 +226,34 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+# The toolkit stand-in against the facts of the pinned toolkit: into a
+# file that does not exist, `containerd setup` with the operator's env
+# writes exactly the drop-in the facts record (its nvidia runtime; the
+# stand-in adds nvidia-cdi and nvidia-legacy the same way, GetRuntimes);
+# a version-3 file is refused as the real one refuses it.
+SETUP_FACTS=$SRC_ROOT/../shared/upstream/nvidia-container-toolkit-v1.16.1/containerd-setup.json
+if [ -f "$SETUP_FACTS" ]; then
+	export SETUP_FACTS
+	test_case "toolkit stand-in: the drop-in the pinned toolkit writes (facts), version 3 refused" '
+		CONTAINERD_CONFIG=$PWD/d/t.toml CONTAINERD_SET_AS_DEFAULT=false CONTAINERD_RESTART_MODE=none \
+			python3 "$TOOLKIT" setup /usr/local/nvidia/toolkit 2>setup.err
+		python3 -c "
+import json, sys, tomllib
+want = json.load(open(sys.argv[1]))[\"drop_in_without_runc\"]
+got = tomllib.load(open(sys.argv[2], \"rb\"))
+rts = got[\"plugins\"][\"io.containerd.grpc.v1.cri\"][\"containerd\"][\"runtimes\"]
+assert sorted(rts) == [\"nvidia\", \"nvidia-cdi\", \"nvidia-legacy\"], sorted(rts)
+del rts[\"nvidia-cdi\"], rts[\"nvidia-legacy\"]
+assert got == want, (got, want)
+" "$SETUP_FACTS" d/t.toml
+		printf "version = 3\n" >v3.toml
+		expect_status 1 python3 "$TOOLKIT" setup --config v3.toml --restart-mode=none /usr/local/nvidia/toolkit 2>v3.err
+		expect_grep "unsupported config version: 3" v3.err
+	'
+else
+	test_skip "toolkit stand-in: the drop-in the pinned toolkit writes (facts)" "no $SETUP_FACTS"
+fi
+
 for suite in $SUITES; do
 	export suite
 	test_case "$suite: the cached tree with $suite's own containerd (tests/releases/rootfs.sh)" '
