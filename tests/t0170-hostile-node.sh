@@ -54,11 +54,9 @@ EOF
 # up_measured NAME: provision up on both nodes, state in NAME.state, plain
 # verbose output in NAME.out, peak RSS (KiB) in NAME.rss; its status.
 up_measured() {
-	set +e
+	rc=0
 	/usr/bin/time -f '%M' -o "$1.rss" "$PROVISION" up -i "$INV" --roles "$ROLES" --state "$1.state" \
-		--phases prep --no-tui -v </dev/null >"$1.out" 2>"$1.err"
-	rc=$?
-	set -e
+		--phases prep --no-tui -v </dev/null >"$1.out" 2>"$1.err" || rc=$?
 	echo "# $1: exit $rc, peak RSS $(tail -n 1 "$1.rss") KiB"
 	return $rc
 }
