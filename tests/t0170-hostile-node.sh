@@ -12,8 +12,8 @@
 #              ends: provision's peak RSS and what it records stay bounded
 #   finding 7  escape sequences and a CR from a step: not on the plain
 #              output, not in the log, not in `provision logs`
-# Set HOSTILE_BYTES=1073741824 to measure with 1 GiB; the RSS and sizes
-# are printed (PROVISION_TEST_VERBOSE=1).
+# Set HOSTILE_BYTES=1073741824 HOSTILE_TIMEOUT=600 to measure with 1 GiB;
+# the RSS and sizes are printed (PROVISION_TEST_VERBOSE=1).
 # Test bodies are single-quoted: lib.sh evaluates them.
 # shellcheck disable=SC2016
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -27,8 +27,9 @@ HOSTILE=$SRC_ROOT/tests/testbed/hostile-node.sh
 BYTES=${HOSTILE_BYTES:-67108864}
 RSS_MAX_KIB=${HOSTILE_RSS_MAX_KIB:-153600} # 150 MiB
 INV=$TEST_DIR/inventory.yaml
-sed 's/^ssh:$/ssh:\n  command_timeout: 20/' "$TB_INV" >"$INV"
-grep -q '^  command_timeout: 20$' "$INV" || { echo "# could not set command_timeout in $INV"; exit 1; }
+TIMEOUT=${HOSTILE_TIMEOUT:-20} # seconds; more for HOSTILE_BYTES=1073741824
+sed "s/^ssh:\$/ssh:\n  command_timeout: $TIMEOUT/" "$TB_INV" >"$INV"
+grep -q "^  command_timeout: $TIMEOUT\$" "$INV" || { echo "# could not set command_timeout in $INV"; exit 1; }
 
 ROLES=$TEST_DIR/roles
 mkdir -p "$ROLES/hostile/steps"
