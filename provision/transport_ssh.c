@@ -1707,6 +1707,17 @@ static int ssh_put_file(struct transport *t, const char *path, const void *data,
 		      "\nok=0; trap '[ $ok = 1 ] || rm -f \"$tmp\" \"$src\"' EXIT; set -e\n"
 		      "if [ \"$src\" != \"$tmp\" ]; then (umask 077; cat \"$src\" >\"$tmp\"); "
 		      "rm -f \"$src\"; sync \"$tmp\" 2>/dev/null || sync; fi\n");
+	/*
+	 * The upload sat in the login user's home: whoever holds that account
+	 * could swap it (or plant a symlink) before root copied it.  What root
+	 * installs is hashed again, after the copy.
+	 */
+	if (t->priv != TRANSPORT_PRIV_NONE)
+		strbuf_addf(&cmd,
+			    "[ \"$(sha256sum <\"$tmp\" | cut -d ' ' -f 1)\" = %s ] || "
+			    "{ echo \"the upload of '$dst' changed before it was installed\" >&2; "
+			    "exit 1; }\n",
+			    hash);
 	if (owner) {
 		strbuf_addstr(&cmd, "chown ");
 		sh_quote(&cmd, owner);

@@ -117,8 +117,8 @@ test_case "values files rendered from the facts: driver.enabled false, the toolk
 	tb node-1 cat /etc/provision/helm/gpu-operator.values.yaml >gpu.values
 	sed -n '/^driver:/,/^[a-z]/p' gpu.values >driver.part
 	expect_grep '^  enabled: false\$' driver.part
-	expect_grep '^#   node-2: 1x "NVIDIA GeForce GTX 1080 Ti", host driver "535.154.05"\$' gpu.values
-	expect_grep '^#   node-4: 1x "NVIDIA GeForce RTX 3070", host driver "550.107.02"\$' gpu.values
+	expect_grep '^#   node-2: 1x \"NVIDIA GeForce GTX 1080 Ti\", host driver \"535.154.05\"\$' gpu.values
+	expect_grep '^#   node-4: 1x \"NVIDIA GeForce RTX 3070\", host driver \"550.107.02\"\$' gpu.values
 	sed -n '/^toolkit:/,/^[a-z]/p' gpu.values >toolkit.part
 	expect_grep '^  enabled: true\$' toolkit.part
 	expect_grep '^      value: /etc/containerd/conf.d/99-nvidia.toml\$' toolkit.part
@@ -234,7 +234,7 @@ test_case "facts decide: with node-4's driver not loaded, plan shows driver.enab
 	'$GPU_NODE' '$TB' node-4 rtx3070 --driver-not-loaded --packages >gpu-node.out 2>&1 || { cat gpu-node.out; false; }
 	$PROVISION plan -i $INV --state $STATE --roles $ROLES --phases addons --no-tui -v >plan.out 2>&1 || true
 	expect_grep '+  enabled: true\$' plan.out
-	expect_grep '+#   node-4: 1x "NVIDIA PCI device 0x2484", host driver not working\$' plan.out
+	expect_grep '+#   node-4: 1x \"NVIDIA PCI device 0x2484\", host driver not working\$' plan.out
 "
 
 test_case "up --phases addons then: node-4 fails its preflight alone; driver.enabled true, the operator's driver container loads node-4's driver; check passes" "

@@ -49,6 +49,7 @@ MARK=pvSECRETsudo${uuid#*-}
 MARK=$(printf '%s' "$MARK" | tr -d -)
 umask 077
 printf '%s\n' "$MARK" >"$TEST_DIR/secrets.list.password"
+chmod 600 "$TEST_DIR/secrets.list.password" # provision refuses one others can read
 umask 022
 for n in $TESTBED_NODES; do
 	printf 'admin:%s\n' "$MARK" | tb "$n" chpasswd

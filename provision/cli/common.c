@@ -153,6 +153,16 @@ char *cli_sudo_password(bool ask, const char *file)
 		return xstrdup(env);
 	if (file) {
 		struct strbuf sb = STRBUF_INIT;
+		struct stat st;
+		/* As OpenSSH treats a private key: others must not read it. */
+		if (stat(file, &st) == 0 && ((st.st_mode & 077) || st.st_uid != getuid())) {
+			fprintf(stderr,
+				"provision: the sudo password file '%s' is %s (mode %04o): not used\n"
+				"  hint: chmod 600 '%s' (and own it)\n",
+				file, st.st_uid != getuid() ? "someone else's" : "readable by others",
+				(unsigned)(st.st_mode & 07777), file);
+			return ask ? ask_tty("sudo password for the nodes: ") : NULL;
+		}
 		if (read_file(file, &sb) == 0) {
 			sb.len = strcspn(sb.buf, "\r\n");
 			sb.buf[sb.len] = '\0';

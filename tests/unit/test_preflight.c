@@ -113,6 +113,24 @@ static void test_unique_nodes_pass(void **state)
 	free(text);
 }
 
+/* issue 19 finding 2: a fact with a CR is a fatal problem naming node and field */
+static void test_unsafe_fact(void **state)
+{
+	const char *macs[3] = {"52:54:00:00:00:01", "52:54:00:00:00:02\rdcgmExporter: {}",
+			       "52:54:00:00:00:03"};
+	const unsigned ids[3] = {1, 2, 3};
+	const char *keys[3] = {KEY_A, KEY_B, KEY_B "x"};
+	bool failed[3];
+	char *text;
+
+	(void)state;
+	run(macs, ids, keys, &text, failed);
+	assert_non_null(strstr(text, "w1: node 'w1': facts field 'mac' carries control characters"));
+	assert_false(failed[0] || failed[2]);
+	assert_true(failed[1]);
+	free(text);
+}
+
 static void test_cloned_host_key(void **state)
 {
 	const char *macs[3] = {"52:54:00:00:00:01", "52:54:00:00:00:02", "52:54:00:00:00:03"};
@@ -169,6 +187,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_unique_nodes_pass),
+	    cmocka_unit_test(test_unsafe_fact),
 	    cmocka_unit_test(test_cloned_host_key),
 	    cmocka_unit_test(test_cloned_ids_and_mac),
 	    cmocka_unit_test(test_fingerprint),

@@ -48,10 +48,24 @@ apply)
 		rest=${entry#*:}
 		g=${rest%%:*}
 		home=${rest#*:}
-		install -d -m 0700 -o "$u" -g "$g" "$home/.kube"
-		pv_write "$home/.kube/config" 0600 <"$ADMIN"
-		chown "$u:$g" "$home/.kube/config"
-		echo "$home/.kube/config: admin.conf for $u"
+		if [ "$u" = root ]; then
+			install -d -m 0700 "$home/.kube"
+			pv_write "$home/.kube/config" 0600 <"$ADMIN"
+		else
+			# Written by the user, not by root: root following a symlink
+			# the user planted in their home (~/.kube -> /etc) would
+			# chown or overwrite what it points to.  The old file goes to
+			# the backup folder first (pv_write's rule), read as the user.
+			if [ -f "$home/.kube/config" ] && [ ! -L "$home/.kube/config" ]; then
+				pv_backup "$home/.kube/config" 2>/dev/null || :
+			fi
+			# shellcheck disable=SC2016 # expanded by the user's shell
+			runuser -u "$u" -- sh -c 'umask 077 && mkdir -p "$1/.kube" && chmod 0700 "$1/.kube" &&
+				cat >"$1/.kube/config.provision" && mv -f "$1/.kube/config.provision" "$1/.kube/config"' \
+				sh "$home" <"$ADMIN"
+			pv_managed "$home/.kube/config"
+		fi
+		echo "$home/.kube/config: admin.conf for $u ($g)"
 	done
 	;;
 *)

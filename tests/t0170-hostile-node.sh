@@ -1,0 +1,150 @@
+#!/bin/sh
+# t0170-hostile-node: the hostile-node tier (issue 19).  Two chroot nodes;
+# node-2 runs what provision asks and misbehaves the way
+# tests/testbed/hostile-node.sh makes it (see there), node-1 is honest and
+# must finish every time.  The roles are one test role whose step's check
+# runs `provision-hostile` (nothing on an honest node).
+#   finding 2  nvidia-smi's GPU name with CR, NEL, U+2028: preflight error
+#              naming node and field (before: accepted, the values reached
+#              the GPU Operator's values)
+#   finding 5  1 GiB (HOSTILE_BYTES, 64 MiB here to keep CI lean) during
+#              facts and during a step, a 100 MB line, output that never
+#              ends: provision's peak RSS and what it records stay bounded
+#   finding 7  escape sequences and a CR from a step: not on the plain
+#              output, not in the log, not in `provision logs`
+# Set HOSTILE_BYTES=1073741824 HOSTILE_TIMEOUT=600 to measure with 1 GiB;
+# the RSS and sizes are printed (PROVISION_TEST_VERBOSE=1).
+# Test bodies are single-quoted: lib.sh evaluates them.
+# shellcheck disable=SC2016
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+. "$SRC_ROOT/tests/lib-testbed.sh"
+
+test_need_cmd git
+[ -x /usr/bin/time ] || test_skip_all "needs /usr/bin/time (GNU time) for the RSS"
+tb_up --chroot 2
+HOSTILE=$SRC_ROOT/tests/testbed/hostile-node.sh
+BYTES=${HOSTILE_BYTES:-67108864}
+RSS_MAX_KIB=${HOSTILE_RSS_MAX_KIB:-153600} # 150 MiB
+INV=$TEST_DIR/inventory.yaml
+TIMEOUT=${HOSTILE_TIMEOUT:-20} # seconds; more for HOSTILE_BYTES=1073741824
+sed "s/^ssh:\$/ssh:\n  command_timeout: $TIMEOUT/" "$TB_INV" >"$INV"
+grep -q "^  command_timeout: $TIMEOUT\$" "$INV" || { echo "# could not set command_timeout in $INV"; exit 1; }
+
+ROLES=$TEST_DIR/roles
+mkdir -p "$ROLES/hostile/steps"
+cp "$SRC_ROOT/roles/lib.sh" "$ROLES/"
+cat >"$ROLES/hostile/role.yaml" <<'EOF'
+description: runs provision-hostile (tests/testbed/hostile-node.sh) in a check
+phase: prep
+applies_to: [control-plane, worker]
+EOF
+cat >"$ROLES/hostile/steps/10-print.sh" <<'EOF'
+# test only (t0170): the node's misbehaviour, in a step's output
+case ${1:-} in
+check)
+	if command -v provision-hostile >/dev/null; then provision-hostile; fi
+	echo "step done"
+	exit 0
+	;;
+apply) exit 0 ;;
+*) exit 2 ;;
+esac
+EOF
+
+# up_measured NAME: provision up on both nodes, state in NAME.state, plain
+# verbose output in NAME.out, peak RSS (KiB) in NAME.rss; its status.
+up_measured() {
+	rc=0
+	/usr/bin/time -f '%M' -o "$1.rss" "$PROVISION" up -i "$INV" --roles "$ROLES" --state "$1.state" \
+		--phases prep --no-tui -v </dev/null >"$1.out" 2>"$1.err" || rc=$?
+	echo "# $1: exit $rc, peak RSS $(tail -n 1 "$1.rss") KiB"
+	return $rc
+}
+
+# rss_ok NAME
+rss_ok() {
+	rss=$(tail -n 1 "$1.rss")
+	[ "$rss" -le "$RSS_MAX_KIB" ] || { echo "peak RSS $rss KiB > $RSS_MAX_KIB KiB"; return 1; }
+}
+
+# recorded NAME PATH: the size of PATH in the run's commit (0 when absent).
+recorded() {
+	git --git-dir="$1.state/.git" show "HEAD:$2" 2>/dev/null | wc -c ||
+		git --git-dir="$1.state" show "HEAD:$2" 2>/dev/null | wc -c
+}
+
+honest_done() { # honest_done NAME: node-1 finished
+	expect_grep '^\[node-1\] done:' "$1.out"
+}
+
+hostile() { "$HOSTILE" "$TB" node-2 "$@"; }
+
+test_case "finding 2: CR, NEL, U+2028 in nvidia-smi's GPU name fail preflight, naming node and field" '
+	for m in smi-cr smi-nel smi-u2028 smi-esc; do
+		hostile $m
+		expect_status 1 "$PROVISION" plan -i "$INV" --roles "$ROLES" --state plan.state --no-tui </dev/null >$m.out 2>&1
+		cat $m.out
+		expect_grep "^\[node-2\] preflight: error: node .node-2.: facts field .gpu. carries control characters" $m.out
+		expect_eq 0 "$(grep -c "^\[node-1\].*error" $m.out || true)" "node-1 errors ($m)"
+		expect_eq 0 "$(grep -c "evil" $m.out || true)" "the payload shown ($m)"
+	done
+'
+
+test_case "finding 7: escapes and a CR from a step reach neither the terminal nor the logs" '
+	hostile escapes
+	up_measured esc
+	esc=$(printf "\033")
+	csi8=$(printf "\302\233")
+	for f in esc.out esc.err; do
+		expect_eq 0 "$(grep -c "$esc" $f || true)" "ESC in $f"
+		expect_eq 0 "$(grep -c "$csi8" $f || true)" "8-bit CSI in $f"
+	done
+	expect_grep "^\[node-2\] │ title  red RED clear  8bit ?31m end\$" esc.out
+	expect_grep "^\[node-2\] │ forged line\$" esc.out
+	"$PROVISION" logs -i "$INV" --state esc.state node-2 >esc.log
+	expect_grep "forged line" esc.log
+	expect_eq 0 "$(grep -c "$esc" esc.log || true)" "ESC in provision logs"
+	expect_eq 0 "$(grep -c "$esc" esc.state/logs/node-2.log || true)" "ESC in the log file"
+	honest_done esc
+'
+
+test_case "finding 5: $BYTES bytes from a step: RSS and record bounded, the cut said, node-1 done" '
+	hostile flood "$BYTES"
+	up_measured flood
+	rss_ok flood
+	expect_grep "^\[node-2\] ! … [0-9]* bytes cut" flood.out
+	expect_grep "^\[node-2\] │ .*step done\$" flood.out
+	size=$(recorded flood logs/node-2.log)
+	echo "# recorded logs/node-2.log: $size bytes"
+	[ "$size" -gt 0 ] && [ "$size" -lt 400000 ]
+	honest_done flood
+'
+
+test_case "finding 5: $BYTES bytes during facts: the node fails, nothing big recorded, node-1 done" '
+	hostile facts-flood "$BYTES"
+	expect_status 1 up_measured ffacts
+	rss_ok ffacts
+	expect_grep "^\[node-2\] .*facts are longer than 64 KiB" ffacts.out
+	size=$(recorded ffacts nodes/node-2/facts)
+	echo "# recorded nodes/node-2/facts: $size bytes, logs/node-2.log: $(recorded ffacts logs/node-2.log) bytes"
+	expect_eq 0 "$size" "recorded facts of node-2"
+	[ "$(recorded ffacts logs/node-2.log)" -lt 400000 ]
+	honest_done ffacts
+'
+
+test_case "finding 5: a 100 MB line without a newline, and output that never ends" '
+	hostile longline 104857600
+	up_measured long
+	rss_ok long
+	expect_grep "^\[node-2\] ! … [0-9]* bytes cut" long.out
+	honest_done long
+	hostile endless
+	expect_status 1 up_measured endless
+	rss_ok endless
+	expect_grep "^\[node-2\] .*time" endless.out
+	[ "$(recorded endless logs/node-2.log)" -lt 400000 ]
+	honest_done endless
+'
+
+test_done
