@@ -113,7 +113,7 @@ test_case "helm: the pinned archive's program; both releases deployed, revision 
 	expect_grep '^secret/sh.helm.release.v1.nfs-subdir-external-provisioner.v1\$' sec
 "
 
-test_case "values files rendered from the facts: driver.enabled false, the toolkit's drop-in, the inventory's NFS" "
+test_case "values files rendered from the facts: driver.enabled false, the toolkit's file outside containerd's imports, the inventory's NFS" "
 	tb node-1 cat /etc/provision/helm/gpu-operator.values.yaml >gpu.values
 	sed -n '/^driver:/,/^[a-z]/p' gpu.values >driver.part
 	expect_grep '^  enabled: false\$' driver.part
@@ -121,7 +121,8 @@ test_case "values files rendered from the facts: driver.enabled false, the toolk
 	expect_grep '^#   node-4: 1x \"NVIDIA GeForce RTX 3070\", host driver \"550.107.02\"\$' gpu.values
 	sed -n '/^toolkit:/,/^[a-z]/p' gpu.values >toolkit.part
 	expect_grep '^  enabled: true\$' toolkit.part
-	expect_grep '^      value: /etc/containerd/conf.d/99-nvidia.toml\$' toolkit.part
+	expect_grep '^      value: /var/lib/provision/nvidia-toolkit/containerd.toml\$' toolkit.part
+	expect_grep '^      value: none\$' toolkit.part
 	tb node-1 cat /etc/provision/helm/nfs-subdir-external-provisioner.values.yaml >nfs.values
 	expect_grep \"^  server: \\\"$ADDR1\\\"\$\" nfs.values
 	expect_grep '^  path: \"/nfs\"\$' nfs.values
