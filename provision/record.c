@@ -24,6 +24,7 @@ struct record_node {
 	char *log_path;
 	struct strbuf facts; /* the last facts gathering's output */
 	bool in_facts;
+	bool facts_unsafe; /* a facts line was not data (util.h text_unsafe) */
 	struct strbuf timings; /* "role\tstep\tms\tresult\n" */
 };
 
@@ -157,6 +158,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 	case EVENT_STEP_START:
 		if (ev->phase && !strcmp(ev->phase, "facts")) {
 			rn->in_facts = true;
+			rn->facts_unsafe = false;
 			strbuf_reset(&rn->facts);
 		}
 		strbuf_addf(&sb, "%s › %s: start", role ? role : "", ev->step ? ev->step : "");
@@ -164,8 +166,8 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 	case EVENT_STEP_END:
 		if (ev->phase && !strcmp(ev->phase, "facts")) {
 			rn->in_facts = false;
-			/* facts that did not parse are not kept */
-			if (ev->result == STEP_FAILED || rn->facts.truncated)
+			/* facts that did not parse, or that preflight refuses, are not kept */
+			if (ev->result == STEP_FAILED || rn->facts.truncated || rn->facts_unsafe)
 				strbuf_release(&rn->facts);
 		}
 		view_duration(dur, sizeof(dur), ev->duration_ms);
@@ -194,6 +196,8 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 			for (i = 0; volatile_facts[i]; i++)
 				skip = skip || !strncmp(ev->text, volatile_facts[i],
 							strlen(volatile_facts[i]));
+			if (text_unsafe(ev->text, strlen(ev->text)))
+				rn->facts_unsafe = true;
 			if (!skip) {
 				strbuf_addstr(&rn->facts, ev->text);
 				strbuf_addch(&rn->facts, '\n');

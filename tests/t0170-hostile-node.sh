@@ -89,6 +89,11 @@ test_case "finding 2: CR, NEL, U+2028 in nvidia-smi's GPU name fail preflight, n
 		expect_eq 0 "$(grep -c "^\[node-1\].*error" $m.out || true)" "node-1 errors ($m)"
 		expect_eq 0 "$(grep -c "evil" $m.out || true)" "the payload shown ($m)"
 	done
+	# not kept for later -l and add-node runs either (before: recorded as sent)
+	hostile smi-cr
+	expect_status 1 up_measured poisoned
+	expect_eq 0 "$(recorded poisoned nodes/node-2/facts)" "recorded facts of node-2"
+	expect_eq 0 "$(grep -c "evil" poisoned.state/logs/node-2.log || true)" "the payload in the log"
 '
 
 test_case "finding 7: escapes and a CR from a step reach neither the terminal nor the logs" '
