@@ -181,7 +181,8 @@ static void add_hub(struct tval *v, const struct inventory *inv, const struct no
 		tval_set_str(a, "ldap_bind_dn_template", h->ldap_bind_dn_template);
 }
 
-struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f)
+struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f,
+			 const struct kube_minor *kube)
 {
 	struct tval *v = tval_new_map(), *m, *list;
 	const struct node *cp = inventory_control_plane(inv);
@@ -205,6 +206,11 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 	tval_set_str(m, "pod_cidr", inv->cluster.pod_cidr);
 	tval_set_str(m, "service_cidr", inv->cluster.service_cidr);
 	tval_set_strf(m, "api_port", "%d", inv->cluster.api_port);
+	if (kube) {
+		struct tval *k = tval_map_at(v, "kube");
+		for (i = 0; i < kube->nr; i++)
+			tval_set_str(k, kube->keys[i], kube->vals[i]);
+	}
 	if (inv->cluster.apt_mirror)
 		tval_set_str(m, "apt_mirror", inv->cluster.apt_mirror);
 	if (inv->cluster.http_proxy)
@@ -424,6 +430,19 @@ static void build_env(struct strbuf *sb, struct node_ctx *nc)
 	export(sb, "PROVISION_ADDRESS", n->address);
 	export(sb, "PROVISION_CLUSTER", inv->cluster.name);
 	export(sb, "PROVISION_K8S_VERSION", inv->cluster.kubernetes_version);
+	{
+		const struct kube_minor *km =
+			kube_matrix_find(&o->roles->kube, inv->cluster.kubernetes_version);
+		char name[96];
+		size_t j, c;
+		for (j = 0; km && j < km->nr; j++) {
+			snprintf(name, sizeof(name), "PROVISION_KUBE_%s", km->keys[j]);
+			for (c = strlen("PROVISION_KUBE_"); name[c]; c++)
+				if (name[c] >= 'a' && name[c] <= 'z')
+					name[c] = (char)(name[c] - 'a' + 'A');
+			export(sb, name, km->vals[j]);
+		}
+	}
 	export(sb, "PROVISION_POD_CIDR", inv->cluster.pod_cidr);
 	export(sb, "PROVISION_SERVICE_CIDR", inv->cluster.service_cidr);
 	snprintf(num, sizeof(num), "%zu", f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci);
@@ -935,7 +954,8 @@ out:
 static struct tval *node_values(struct node_ctx *nc)
 {
 	const struct plan_opts *o = nc->run->o;
-	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts);
+	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts,
+				     kube_matrix_find(&o->roles->kube, o->inv->cluster.kubernetes_version));
 	struct tval *set = tval_map_at(v, "set");
 	size_t i;
 	char key[128];
