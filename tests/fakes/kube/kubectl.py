@@ -752,6 +752,20 @@ def normalize(o):
 
 
 def cmd_diff(argv):
+    # kubectl diff's exit status: 0 the same, 1 differences, >1 an error
+    # (kubectl diff --help): every error here exits 2.
+    try:
+        return diff_objects(argv)
+    except Fail as e:
+        sys.stderr.write(str(e).rstrip("\n") + "\n")
+    except APIError as e:
+        sys.stderr.write(api_error(e) + "\n")
+    except ConnError as e:
+        sys.stderr.write("Unable to connect to the server: %s\n" % e)
+    return 2
+
+
+def diff_objects(argv):
     import difflib
     flags, pos = parse(argv, {"filename": "list", "server-side": "bool", "force-conflicts": "bool"})
     ctx = Ctx(flags)
@@ -769,6 +783,14 @@ def cmd_diff(argv):
         if ns and res.namespaced:
             doc.setdefault("metadata", {})["namespace"] = ns
         if live is None:
+            # Like the real kubectl: a new object is created as a server-side
+            # dry run, which nothing persists -- so a Namespace of the same
+            # manifest does not exist for the objects after it, and the API
+            # server answers NotFound: namespaces "NS" not found (exit 2).
+            try:
+                ctx.call("POST", res.path(ns), json.loads(json.dumps(doc)), query={"dryRun": "All"})
+            except APIError as e:
+                raise Fail(api_error(e)) from e
             merged, before = normalize(doc), None
         else:
             prev = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST, "").strip()
