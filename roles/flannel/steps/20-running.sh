@@ -24,17 +24,14 @@ PULL_GRACE=60
 # of namespace $1 with labels $2 (the reasons of waiting containers).
 PODS='jsonpath={range .items[*]}{.spec.nodeName}{"|"}{.metadata.name}{"|"}{.status.phase}{"|"}{.status.conditions[?(@.type=="Ready")].status}{"|"}{.status.initContainerStatuses[*].state.waiting.reason}{"|"}{.status.initContainerStatuses[*].state.waiting.message}{"|"}{.status.containerStatuses[*].state.waiting.reason}{"|"}{.status.containerStatuses[*].state.waiting.message}{"\n"}{end}'
 
-# "STATE[ (MESSAGE)]" of a pod as kubectl shows it, from the fields above;
-# sets pulling=1 when an image cannot be pulled.
+# "STATE[ (MESSAGE)]" of a pod as kubectl shows it, from the fields above.
 pod_state() { # PHASE INIT_REASONS INIT_MESSAGES REASONS MESSAGES
 	for r in $2; do
 		[ "$r" = PodInitializing ] && continue
-		case $r in ErrImagePull | ImagePullBackOff | InvalidImageName | ErrImageNeverPull) pulling=1 ;; esac
 		echo "Init:$r${3:+ ($3)}"
 		return
 	done
 	for r in $4; do
-		case $r in ErrImagePull | ImagePullBackOff | InvalidImageName | ErrImageNeverPull) pulling=1 ;; esac
 		echo "$r${5:+ ($5)}"
 		return
 	done
@@ -51,7 +48,6 @@ nodes() {
 report() {
 	fl=$(pods kube-flannel app=flannel) && dn=$(pods kube-system k8s-app=kube-dns) && ns=$(nodes) || return 2
 	bad=0
-	pulling=0
 	for n in $ns; do
 		line=$(printf '%s\n' "$fl" | awk -F '|' -v n="$n" '$1 == n' | head -n 1)
 		if [ -z "$line" ]; then
@@ -80,9 +76,7 @@ report() {
 	if [ -n "$dns" ]; then
 		printf '%s\n' "$dns"
 		bad=1
-		case $dns in *ErrImagePull* | *ImagePullBackOff* | *InvalidImageName*) pulling=1 ;; esac
 	fi
-	[ "$pulling" = 0 ] || echo "#pulling"
 	return $bad
 }
 
@@ -95,8 +89,7 @@ fi
 case ${1:-} in
 check)
 	rc=0
-	out=$(report) || rc=$?
-	printf '%s\n' "$out" | grep -v '^#pulling$' || true
+	report || rc=$?
 	[ "$rc" = 0 ] && echo "Flannel running on every node ($(nodes | wc -l)); CoreDNS running"
 	[ "$rc" -le 1 ] || {
 		pv_hint "kubectl cannot reach the API server on $PROVISION_NODE: see the kubeadm-init role's result"
@@ -115,17 +108,17 @@ apply)
 		fi
 		now=$(date +%s)
 		case $last in
-		*#pulling*) pull_since=${pull_since:-$now} ;;
+		*ErrImagePull* | *ImagePullBackOff* | *InvalidImageName* | *ErrImageNeverPull*) pull_since=${pull_since:-$now} ;;
 		*) pull_since= ;;
 		esac
 		if [ -n "$pull_since" ] && [ $((now - pull_since)) -ge "$PULL_GRACE" ]; then
-			printf '%s\n' "$last" | grep -v '^#pulling$'
+			printf '%s\n' "$last"
 			echo "an image cannot be pulled (for ${PULL_GRACE}s)"
 			pv_hint "the node named above cannot pull the image in the message: 'crictl pull IMAGE' there shows why; the node needs the registry (docker.io for Flannel, registry.k8s.io for CoreDNS), through cluster.http_proxy, or a registry mirror that holds the image"
 			exit 1
 		fi
 		if [ $((now - start)) -ge "$TIMEOUT" ]; then
-			printf '%s\n' "$last" | grep -v '^#pulling$'
+			printf '%s\n' "$last"
 			echo "not running after ${TIMEOUT}s"
 			pv_hint "kubectl -n kube-flannel get pods -o wide and kubectl -n kube-flannel logs POD on $PROVISION_NODE; a Flannel pod that crashes usually cannot find the node's interface or its pod CIDR (cluster.pod_cidr)"
 			exit 1
