@@ -1366,6 +1366,12 @@ def cmd_reset(argv):
         if u.startswith("fake-ctr-"):
             subprocess.run(["systemctl", "kill", "--signal=SIGKILL", u], capture_output=True, check=False, timeout=20)
             subprocess.run(["systemctl", "stop", "--no-block", u], capture_output=True, check=False, timeout=20)
+    # the fake API server keeps its objects under /var/lib/etcd and may have
+    # written them again until it was killed (a real etcd writes only to the
+    # files it has open): the directory is empty after a reset, as with the
+    # real one
+    time.sleep(0.5)
+    shutil.rmtree("/var/lib/etcd", ignore_errors=True)
     out('[reset] Unmounting mounted directories in "%s"' % KUBELET_DIR)
     dirs = [MANIFESTS, KUBELET_DIR, PKI]
     out("[reset] Deleting contents of directories: [%s]" % " ".join(dirs))
