@@ -121,8 +121,10 @@ test_case "kubeadm init dies in wait-control-plane (kube-apiserver exits): the h
 	knob node-1 registry-offline
 	expect_status 1 $UP --phases init >fail.out 2>&1
 	expect_grep '\\[node-1\\] kubeadm-init › 30-init … failed' fail.out
-	expect_grep 'error execution phase wait-control-plane' fail.out
-	expect_grep 'kube-apiserver: exited' fail.out
+	expect_grep 'error execution phase wait-control-plane' '$LOG'
+	expect_grep 'This error is likely caused by:' '$LOG'
+	expect_grep 'kube-apiserver: exited; its last lines' '$LOG'
+	expect_grep 'Error: unknown flag: --bogus-flag' '$LOG'
 	expect_grep 'hint: the API server did not come up on node-1 (the kubelet runs)' fail.out
 	expect_no_grep 'hint: the kubelet did not come up' fail.out
 	tb node-1 test -f /etc/kubernetes/admin.conf

@@ -274,6 +274,7 @@ apply)
 		exit 1
 	fi
 	delete_init_token
+	rm -f "$FAILED"
 	mkdir -p "$PROVISION_STATE_DIR"
 	date +%s >"$GATE"
 	;;
