@@ -5,7 +5,7 @@
 # node's log and the nodes' real state:
 #   - containerd's sandbox image is kubeadm's pause image of the cluster's
 #     minor (roles/kubernetes.yaml), not containerd 1.6's built-in pause:3.6;
-#   - etcd slow to pass its startup probe (knob slow-start: 60 s) and mirror
+#   - etcd slow to pass its startup probe (knob slow-start: 150 s) and mirror
 #     pods posted late: the first up waits for the components in 50-stable,
 #     with progress lines, instead of failing 30-init after 20 s;
 #   - Flannel on a new cluster: kubectl diff cannot dry-run objects in the
@@ -52,8 +52,8 @@ test_case "containerd's sandbox image is kubeadm's of Kubernetes 1.30 (pause:3.9
 	done
 "
 
-test_case "etcd slow to start (60 s) and mirror pods late: init passes, 50-stable waits for the components with progress" "
-	knob node-1 slow-start 'etcd 60'
+test_case "etcd slow to start (150 s) and mirror pods late: init passes, 50-stable waits for the components with progress" "
+	knob node-1 slow-start 'etcd 150'
 	$UP --phases init >init.out 2>&1 || { tail -n 30 init.out; false; }
 	expect_grep '\\[node-1\\] kubeadm-init › 30-init … changed' init.out
 	expect_grep '\\[node-1\\] kubeadm-init › 50-stable … changed' init.out

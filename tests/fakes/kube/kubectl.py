@@ -772,6 +772,7 @@ def diff_objects(argv):
     if not flags.get("filename"):
         raise Fail("error: must specify one of -f and -k")
     differs = False
+    diffs = []  # printed once every object was compared: an error prints none (like kubectl's temp dirs)
     for res, ns, doc in read_manifests(flags["filename"], ctx.ns):
         name = doc["metadata"]["name"]
         try:
@@ -801,7 +802,8 @@ def diff_objects(argv):
         if a != b:
             differs = True
             label = "%s.%s.%s.%s" % (res.group + "." if res.group else "", res.version, res.kind, (ns + "." if ns else "") + name)
-            sys.stdout.writelines(difflib.unified_diff(a, b, "/tmp/LIVE/" + label, "/tmp/MERGED/" + label))
+            diffs.extend(difflib.unified_diff(a, b, "/tmp/LIVE/" + label, "/tmp/MERGED/" + label))
+    sys.stdout.writelines(diffs)
     return 1 if differs else 0
 
 
