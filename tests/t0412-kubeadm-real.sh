@@ -60,10 +60,10 @@ test_case "etcd slow to start (150 s) and mirror pods late: init passes, 50-stab
 	expect_grep 'waiting for the control plane.s components ([0-9]*s of at most 250s): not Ready yet: etcd' '$LOG'
 	expect_grep 'etcd, kube-controller-manager and kube-scheduler Ready after [0-9]*s' '$LOG'
 	expect_no_grep 'inconsistent with that used by kubeadm' '$LOG'
-	unknob node-1 slow-start
 "
 
 test_case "Flannel on a new cluster: the missing namespace is said and created first" "
+	unknob node-1 slow-start
 	knob node-1 image-pull-fail flannel-cni-plugin
 	expect_status 1 $UP --phases cni >cni.out 2>&1
 	expect_grep '\\[node-1\\] flannel › 10-apply … changed' cni.out
@@ -92,10 +92,10 @@ test_case "a Flannel init container whose image cannot be pulled: named, with th
 	else
 		false
 	fi
-	unknob node-1 image-pull-fail
 "
 
 test_case "the next up: green, Flannel running, node-2 joined and Ready" "
+	unknob node-1 image-pull-fail
 	$UP >up.out 2>&1 || { tail -n 40 up.out; false; }
 	expect_grep '^node-1  *done' up.out
 	expect_grep '^node-2  *done' up.out
