@@ -159,7 +159,8 @@ void plan_result_release(struct plan_result *res);
  * The template values for a node: node.*, facts.*, cluster.*, nodes (every
  * inventory node), nfs.*, hub.* -- a new tree the caller frees.
  */
-struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f);
+struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f,
+			 const struct kube_minor *kube);
 
 /*
  * `profiles` in template values: when a step handed the cluster's Nodes

@@ -33,6 +33,20 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 	plan_env_export(sb, "PROVISION_ADDRESS", n->address);
 	plan_env_export(sb, "PROVISION_CLUSTER", inv->cluster.name);
 	plan_env_export(sb, "PROVISION_K8S_VERSION", inv->cluster.kubernetes_version);
+	{
+		/* roles/kubernetes.yaml's row for the cluster's minor: PROVISION_KUBE_COLUMN */
+		const struct kube_minor *km =
+			kube_matrix_find(&o->roles->kube, inv->cluster.kubernetes_version);
+		char name[96];
+		size_t j, c;
+		for (j = 0; km && j < km->nr; j++) {
+			snprintf(name, sizeof(name), "PROVISION_KUBE_%s", km->keys[j]);
+			for (c = strlen("PROVISION_KUBE_"); name[c]; c++)
+				if (name[c] >= 'a' && name[c] <= 'z')
+					name[c] = (char)(name[c] - 'a' + 'A');
+			plan_env_export(sb, name, km->vals[j]);
+		}
+	}
 	plan_env_export(sb, "PROVISION_POD_CIDR", inv->cluster.pod_cidr);
 	plan_env_export(sb, "PROVISION_SERVICE_CIDR", inv->cluster.service_cidr);
 	snprintf(num, sizeof(num), "%zu", f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci);

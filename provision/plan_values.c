@@ -78,7 +78,8 @@ static void add_hub(struct tval *v, const struct inventory *inv, const struct no
 		tval_set_str(a, "ldap_bind_dn_template", h->ldap_bind_dn_template);
 }
 
-struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f)
+struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f,
+			 const struct kube_minor *kube)
 {
 	struct tval *v = tval_new_map(), *m, *list;
 	const struct node *cp = inventory_control_plane(inv);
@@ -102,6 +103,11 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 	tval_set_str(m, "pod_cidr", inv->cluster.pod_cidr);
 	tval_set_str(m, "service_cidr", inv->cluster.service_cidr);
 	tval_set_strf(m, "api_port", "%d", inv->cluster.api_port);
+	if (kube) {
+		struct tval *k = tval_map_at(v, "kube");
+		for (i = 0; i < kube->nr; i++)
+			tval_set_str(k, kube->keys[i], kube->vals[i]);
+	}
 	if (inv->cluster.apt_mirror)
 		tval_set_str(m, "apt_mirror", inv->cluster.apt_mirror);
 	if (inv->cluster.http_proxy)
@@ -371,7 +377,8 @@ out:
 struct tval *plan_node_values(struct node_ctx *nc)
 {
 	const struct plan_opts *o = nc->run->o;
-	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts);
+	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts,
+				     kube_matrix_find(&o->roles->kube, o->inv->cluster.kubernetes_version));
 	struct tval *set = tval_map_at(v, "set");
 	size_t i;
 	char key[128];

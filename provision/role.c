@@ -623,6 +623,157 @@ static void role_release(struct role *r)
 	free(r->steps);
 }
 
+/* The columns of roles/kubernetes.yaml; every row must have each. */
+static const char *const kube_columns[] = {"pause_image", NULL};
+
+const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const char *version)
+{
+	const char *dot1 = version ? strchr(version, '.') : NULL;
+	const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+	size_t len = dot2 ? (size_t)(dot2 - version) : version ? strlen(version) : 0;
+	size_t i;
+
+	for (i = 0; version && i < m->nr; i++)
+		if (strlen(m->rows[i].minor) == len && !strncmp(m->rows[i].minor, version, len))
+			return &m->rows[i];
+	return NULL;
+}
+
+char *kube_matrix_minors(const struct kube_matrix *m)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t i;
+
+	for (i = 0; i < m->nr; i++)
+		strbuf_addf(&sb, "%s%s", i ? ", " : "", m->rows[i].minor);
+	return strbuf_detach(&sb, NULL);
+}
+
+static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t *k,
+		     const yaml_node_t *v)
+{
+	const char *minor = scalar(k);
+	struct kube_minor *row;
+	yaml_node_pair_t *p;
+	size_t c, j;
+
+	if (!minor || !*minor || strspn(minor, "0123456789.") != strlen(minor) ||
+	    !strchr(minor, '.') || strchr(strchr(minor, '.') + 1, '.')) {
+		lerr(l, k, "a minor is \"MAJOR.MINOR\", e.g. \"1.30\"",
+		     "'%s' is not a Kubernetes minor", minor ? minor : "(not a string)");
+		return;
+	}
+	if (!v || v->type != YAML_MAPPING_NODE) {
+		lerr(l, v ? v : k, NULL, "minor %s: must be a mapping of columns", minor);
+		return;
+	}
+	for (j = 0; j < m->nr; j++)
+		if (!strcmp(m->rows[j].minor, minor))
+			lerr(l, k, NULL, "minor %s is listed twice", minor);
+	m->rows = xrealloc(m->rows, (m->nr + 1) * sizeof(*m->rows));
+	row = &m->rows[m->nr++];
+	memset(row, 0, sizeof(*row));
+	row->minor = xstrdup(minor);
+	for (p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+		const yaml_node_t *ck = yaml_document_get_node(l->doc, p->key);
+		const yaml_node_t *cv = yaml_document_get_node(l->doc, p->value);
+		const char *key = scalar(ck), *val;
+
+		for (c = 0; kube_columns[c] && (!key || strcmp(key, kube_columns[c])); c++)
+			;
+		if (!kube_columns[c]) {
+			lerr(l, ck, "columns: pause_image", "minor %s: unknown column '%s'", minor,
+			     key ? key : "(not a string)");
+			continue;
+		}
+		if (!(val = want_string(l, key, cv)))
+			continue;
+		strv_push(&row->keys, key);
+		strv_push(&row->vals, val);
+		row->nr++;
+	}
+	for (c = 0; kube_columns[c]; c++) {
+		for (j = 0; j < row->nr && strcmp(row->keys[j], kube_columns[c]); j++)
+			;
+		if (j == row->nr)
+			lerr(l, k, NULL, "minor %s: missing '%s'", minor, kube_columns[c]);
+	}
+}
+
+/* roles/kubernetes.yaml: `minors:` mapping "1.30" to its columns.  Absent: empty. */
+static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag_list *dl)
+{
+	struct strbuf text = STRBUF_INIT;
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root;
+	yaml_node_pair_t *p;
+	struct loader l;
+	int e;
+
+	memset(m, 0, sizeof(*m));
+	m->path = xasprintf("%s/kubernetes.yaml", dir);
+	if ((e = read_file(m->path, &text)) < 0) {
+		if (e != -ENOENT)
+			diag_add(dl, DIAG_ERROR, m->path, 0, 0, NULL, "cannot read it: %s",
+				 strerror(-e));
+		return;
+	}
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		diag_add(dl, DIAG_ERROR, m->path, (unsigned)parser.problem_mark.line + 1,
+			 (unsigned)parser.problem_mark.column + 1, NULL, "%s",
+			 parser.problem ? parser.problem : "YAML syntax error");
+		yaml_parser_delete(&parser);
+		strbuf_release(&text);
+		return;
+	}
+	l.dl = dl;
+	l.file = m->path;
+	l.doc = &doc;
+	root = yaml_document_get_root_node(&doc);
+	if (!root || root->type != YAML_MAPPING_NODE) {
+		lerr(&l, root, "minors: {\"1.30\": {pause_image: IMAGE}}", "must be a mapping");
+		goto out;
+	}
+	for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+		const yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+		yaml_node_pair_t *q;
+
+		if (!scalar(k) || strcmp(scalar(k), "minors")) {
+			lerr(&l, k, "keys: minors", "unknown key '%s'", scalar(k) ? scalar(k) : "");
+			continue;
+		}
+		if (!v || v->type != YAML_MAPPING_NODE) {
+			lerr(&l, v, NULL, "'minors' must be a mapping of minors");
+			continue;
+		}
+		for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++)
+			kube_row(&l, m, yaml_document_get_node(&doc, q->key),
+				 yaml_document_get_node(&doc, q->value));
+	}
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	strbuf_release(&text);
+}
+
+static void kube_matrix_release(struct kube_matrix *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr; i++) {
+		free(m->rows[i].minor);
+		strv_free(m->rows[i].keys);
+		strv_free(m->rows[i].vals);
+	}
+	free(m->rows);
+	free(m->path);
+	memset(m, 0, sizeof(*m));
+}
+
 void role_set_release(struct role_set *rs)
 {
 	size_t i;
@@ -633,6 +784,7 @@ void role_set_release(struct role_set *rs)
 	free(rs->dir);
 	free(rs->lib);
 	artifact_manifest_release(&rs->artifacts);
+	kube_matrix_release(&rs->kube);
 	memset(rs, 0, sizeof(*rs));
 }
 
@@ -797,6 +949,7 @@ int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl)
 	}
 	strv_free(names);
 	check_artifacts(rs, dl);
+	load_kube_matrix(&rs->kube, dir, dl);
 	order_roles(rs, dl);
 	if (dl->errors > errors_before) {
 		role_set_release(rs);

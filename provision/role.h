@@ -75,6 +75,31 @@ struct role {
 	size_t nr_steps;
 };
 
+/*
+ * roles/kubernetes.yaml: what follows from the cluster's Kubernetes minor,
+ * one row per minor ("1.30"), one column per value (pause_image: kubeadm's
+ * pause image of that minor).  Templates see a row as kube.COLUMN, steps as
+ * PROVISION_KUBE_COLUMN (upper case).  More columns (kubeadm API version,
+ * containerd range, cgroup version) are added to KUBE_COLUMNS.
+ */
+struct kube_minor {
+	char *minor;
+	char **keys; /* NULL-terminated, parallel to vals */
+	char **vals;
+	size_t nr;
+};
+
+struct kube_matrix {
+	char *path;
+	struct kube_minor *rows;
+	size_t nr;
+};
+
+/* The row of VERSION's minor ("1.30.4" -> "1.30"), or NULL. */
+const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const char *version);
+/* The minors of the table, ", "-separated; caller frees. */
+char *kube_matrix_minors(const struct kube_matrix *m);
+
 struct role_set {
 	char *dir;
 	struct role *roles; /* in run order: by phase, then dependencies, then name */
@@ -82,6 +107,7 @@ struct role_set {
 	char *lib;	    /* roles/lib.sh, sent in front of every step */
 	size_t lib_len;
 	struct artifact_manifest artifacts; /* roles/artifacts.yaml */
+	struct kube_matrix kube;	    /* roles/kubernetes.yaml (empty when absent) */
 };
 
 /* The phases of `provision up`, in order; NULL-terminated. */

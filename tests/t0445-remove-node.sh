@@ -67,6 +67,9 @@ test_case "a pod without a controller on node-3: drain fails naming it, exit 1, 
 	expect_grep '\\[node-3\\] reset-prep › wait … skipped' stuck.out
 	expect_no_grep '\\[node-3\\] reset-prep › [0-9]' stuck.out
 	expect_no_grep '\\[node-3\\] reset-verify › [0-9]' stuck.out
+	expect_grep 'node-side reset skipped: node-3 is still in the cluster, so it was left untouched' stuck.out
+	expect_no_grep 'removed: nothing (it was clean)' stuck.out
+	expect_no_grep 'verified: NOT clean' stuck.out
 	kc get node node-3 -o name | grep -qx node/node-3
 	expect_eq 'active enabled' \"\$(tb node-3 systemctl is-active kubelet) \$(tb node-3 systemctl is-enabled kubelet)\" 'node-3 kubelet'
 	tb node-3 test -f /etc/kubernetes/kubelet.conf

@@ -137,6 +137,12 @@ static int remove_after(const struct cli_plan_args *a, const struct cli_plan_don
 		printf("%s: node-side reset skipped (--force): %s not contacted; before such a "
 		       "machine joins a cluster again: provision reset -i %s -l NAME\n",
 		       a->cmd_name, strchr(removed_env, ' ') ? "they were" : "it was", a->inventory);
+	} else if (!deleted) {
+		/* The reset roles wait for remove-node: nothing was done on the nodes. */
+		printf("%s: node-side reset skipped: %s %s still in the cluster, so %s left "
+		       "untouched (not reset, not verified)\n",
+		       a->cmd_name, removed_env, strchr(removed_env, ' ') ? "are" : "is",
+		       strchr(removed_env, ' ') ? "they were" : "it was");
 	} else {
 		struct cli_plan_done sub = *d;
 		/* The report of the reset: the removed nodes only (they follow the control plane). */

@@ -78,17 +78,19 @@ int cli_reset_report(const char *cmd_name, const struct cli_plan_done *d, bool *
 		const struct plan_node *pn = &d->res->nodes[i];
 		struct strbuf removed = STRBUF_INIT;
 		struct error err = {0};
-		int verified = -1; /* -1: not reached */
-		bool ssh;
+		int verified = -1; /* -1: not reached, -2: skipped */
+		bool ssh, ran = false;
 
 		for (k = 0; k < pn->nr_steps; k++) {
 			const struct plan_step_result *s = &pn->steps[k];
 			if (s->is_file)
 				continue;
 			if (!strcmp(s->role->name, "reset-verify")) {
-				verified = s->result == STEP_UNCHANGED;
+				verified = s->result == STEP_SKIPPED ? -2 : s->result == STEP_UNCHANGED;
 				continue;
 			}
+			if (s->result != STEP_SKIPPED)
+				ran = true;
 			if (s->result == STEP_CHANGED)
 				strbuf_addf(&removed, "%s%s%s", removed.len ? ", " : "",
 					    !strcmp(s->role->name, "reset-prep") ? "prep " : "",
@@ -96,12 +98,15 @@ int cli_reset_report(const char *cmd_name, const struct cli_plan_done *d, bool *
 		}
 		ssh = reachable(d->nodes[i], d->identity_passphrase, &err);
 		strbuf_addf(&out, "%-*s  removed: %s\n", (int)w, d->nodes[i]->name,
-			    removed.len ? removed.buf : "nothing (it was clean)");
+			    removed.len ? removed.buf
+			    : ran	? "nothing (it was clean)"
+					: "nothing: the reset did not run (see the skipped lines above)");
 		strbuf_addf(&out, "%-*s  verified: %s; %s\n", (int)w, "",
 			    verified == 1
 				? "clean (ports, processes, folders, interfaces, chains, kubelet)"
-			    : verified == 0 ? "NOT clean (see the reset-verify lines above)"
-					    : "not reached (the node failed earlier)",
+			    : verified == 0  ? "NOT clean (see the reset-verify lines above)"
+			    : verified == -2 ? "not checked (the reset was skipped)"
+					     : "not reached (the node failed earlier)",
 			    ssh ? "reachable over SSH (a new session)" : "NOT reachable over SSH");
 		if (!ssh)
 			strbuf_addf(&out, "%-*s  %s\n", (int)w, "", err.msg);

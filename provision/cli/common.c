@@ -602,6 +602,18 @@ int cli_plan_run(const struct cli_plan_args *a)
 	have_roles = true;
 	print_diags(&dl);
 	diag_list_release(&dl);
+	if (rs.kube.nr && !kube_matrix_find(&rs.kube, inv->cluster.kubernetes_version)) {
+		char *minors = kube_matrix_minors(&rs.kube);
+		fprintf(stderr,
+			"provision %s: %s: cluster.kubernetes_version %s: its minor is not in %s "
+			"(minors: %s); nothing was changed\n  hint: use a Kubernetes version of one of "
+			"those minors, or add its row (kubeadm's pause image of that minor) to %s\n",
+			a->cmd_name, a->inventory, inv->cluster.kubernetes_version, rs.kube.path,
+			minors, rs.kube.path);
+		free(minors);
+		ret = EXIT_USAGE;
+		goto out;
+	}
 	if (a->add_nodes) {
 		ret = select_add_nodes(a, inv, &nodes, &nr, &node_phases);
 		if (ret)

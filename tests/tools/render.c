@@ -125,7 +125,8 @@ static int cmd_template(int argc, char **argv)
 		fprintf(stderr, "render: no %s '%s'\n", r ? "node" : "role", r ? node_name : role);
 		goto out;
 	}
-	vals = plan_values(inv, n, have_facts ? &facts : NULL);
+	vals = plan_values(inv, n, have_facts ? &facts : NULL,
+			   kube_matrix_find(&rs.kube, inv->cluster.kubernetes_version));
 	if (have_facts) {
 		const struct facts *fp = &facts;
 		plan_gpu_values(vals, &n, &fp, 1);

@@ -3,10 +3,37 @@
 #
 # `kubectl diff` decides (exit 0: the same, 1: different, more: an error),
 # `kubectl apply` makes it so; both with the cluster's admin.conf.
+#
+# The manifest's objects live in namespace kube-flannel, which the manifest
+# itself creates.  On a new cluster that namespace does not exist, and
+# `kubectl diff` (a server-side dry run, which creates nothing) fails for
+# every object in it: "Error from server (NotFound): namespaces
+# "kube-flannel" not found", exit 2.  So `check` asks for the namespace
+# first and, when it is missing, says so and leaves the rest to `apply`:
+# kubectl apply creates the objects in file order, the Namespace first.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 MANIFEST=/etc/kubernetes/provision-kube-flannel.yml
+NS=kube-flannel
 KC="kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s"
+
+# What went wrong with a kubectl call whose output is $1: a hint.
+kubectl_hint() {
+	if printf '%s\n' "$1" | grep -Eq 'Unable to connect|connection refused|i/o timeout|deadline exceeded|no route to host|TLS handshake'; then
+		pv_hint "kubectl cannot reach the API server on $PROVISION_NODE: see the kubeadm-init role's result"
+	else
+		pv_hint "kubectl $2 failed on $PROVISION_NODE: see the error above"
+	fi
+}
+
+# Exit 0: the namespace exists; 1: it does not; 2: kubectl failed ($nsout).
+namespace_state() {
+	nsout=$($KC get namespace "$NS" -o name 2>&1) && return 0
+	case $nsout in
+	*NotFound*) return 1 ;;
+	esac
+	return 2
+}
 
 # No control plane yet (kubeadm-init has not run): nothing to compare with.
 if [ ! -f /etc/kubernetes/admin.conf ]; then
@@ -17,6 +44,18 @@ fi
 case ${1:-} in
 check)
 	rc=0
+	namespace_state || rc=$?
+	case $rc in
+	1)
+		echo "namespace $NS does not exist yet: apply creates it, then the objects in it (kubectl diff cannot compare objects in a missing namespace)"
+		exit 1
+		;;
+	2)
+		printf '%s\n' "$nsout" | tail -n 5
+		kubectl_hint "$nsout" "get namespace $NS"
+		exit 2
+		;;
+	esac
 	out=$($KC diff -f "$MANIFEST" 2>&1) || rc=$?
 	case $rc in
 	0)
@@ -29,12 +68,23 @@ check)
 		;;
 	*)
 		printf '%s\n' "$out" | tail -n 5
-		pv_hint "kubectl cannot reach the API server on $PROVISION_NODE: see the kubeadm-init role's result"
+		kubectl_hint "$out" "diff -f $MANIFEST"
 		exit 2
 		;;
 	esac
 	;;
 apply)
+	rc=0
+	namespace_state || rc=$?
+	case $rc in
+	0) echo "namespace $NS exists" ;;
+	1) echo "namespace $NS does not exist: kubectl apply creates it first (the manifest's first object)" ;;
+	*)
+		printf '%s\n' "$nsout" | tail -n 5
+		kubectl_hint "$nsout" "get namespace $NS"
+		exit 1
+		;;
+	esac
 	if ! $KC apply -f "$MANIFEST"; then
 		pv_hint "kubectl apply -f $MANIFEST failed on $PROVISION_NODE: see the error above"
 		exit 1

@@ -6,13 +6,37 @@
 # network take a while), and then names the pods that are not running, with
 # their state, and where to look.  Nodes that join later get their Flannel
 # pod from the DaemonSet; kubeadm-join waits for them to be Ready.
+#
+# A pod's state is read as kubectl shows it: its init containers first
+# (Flannel's install-cni-plugin and install-cni), then its containers; a
+# waiting init container shows as Init:REASON.  An image that cannot be
+# pulled (ErrImagePull, ImagePullBackOff) is named with the kubelet's
+# message; `apply` gives up on it after PULL_GRACE=60 s (the kubelet retries
+# with a back-off, but a registry that refuses or does not know the image
+# for a minute does not change its mind).
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 KC="kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s"
 TIMEOUT=180
+PULL_GRACE=60
 
-# "node|pod|phase|ready|reason" per pod of namespace $1 with labels $2.
-PODS='jsonpath={range .items[*]}{.spec.nodeName}{"|"}{.metadata.name}{"|"}{.status.phase}{"|"}{.status.conditions[?(@.type=="Ready")].status}{"|"}{.status.containerStatuses[0].state.waiting.reason}{"\n"}{end}'
+# "node|pod|phase|ready|init reasons|init messages|reasons|messages" per pod
+# of namespace $1 with labels $2 (the reasons of waiting containers).
+PODS='jsonpath={range .items[*]}{.spec.nodeName}{"|"}{.metadata.name}{"|"}{.status.phase}{"|"}{.status.conditions[?(@.type=="Ready")].status}{"|"}{.status.initContainerStatuses[*].state.waiting.reason}{"|"}{.status.initContainerStatuses[*].state.waiting.message}{"|"}{.status.containerStatuses[*].state.waiting.reason}{"|"}{.status.containerStatuses[*].state.waiting.message}{"\n"}{end}'
+
+# "STATE[ (MESSAGE)]" of a pod as kubectl shows it, from the fields above.
+pod_state() { # PHASE INIT_REASONS INIT_MESSAGES REASONS MESSAGES
+	for r in $2; do
+		[ "$r" = PodInitializing ] && continue
+		echo "Init:$r${3:+ ($3)}"
+		return
+	done
+	for r in $4; do
+		echo "$r${5:+ ($5)}"
+		return
+	done
+	echo "$1"
+}
 pods() {
 	$KC -n "$1" get pods -l "$2" -o "$PODS"
 }
@@ -31,11 +55,11 @@ report() {
 			bad=1
 			continue
 		fi
-		IFS='|' read -r _ pod phase ready reason <<-EOT
+		IFS='|' read -r _ pod phase ready ireasons imsgs reasons msgs <<-EOT
 			$line
 		EOT
 		if [ "$phase" != Running ] || [ "$ready" != True ]; then
-			echo "$n: Flannel pod $pod ${reason:-$phase}"
+			echo "$n: Flannel pod $pod $(pod_state "$phase" "$ireasons" "$imsgs" "$reasons" "$msgs")"
 			bad=1
 		fi
 	done
@@ -43,12 +67,16 @@ report() {
 		echo "no CoreDNS pods (k8s-app=kube-dns in kube-system)"
 		bad=1
 	fi
-	printf '%s\n' "$dn" | while IFS='|' read -r node pod phase ready reason; do
+	dns=$(printf '%s\n' "$dn" | while IFS='|' read -r node pod phase ready ireasons imsgs reasons msgs; do
 		[ -n "$pod" ] || continue
 		if [ "$phase" != Running ] || [ "$ready" != True ]; then
-			echo "CoreDNS pod $pod ${reason:-$phase}${node:+ on $node}"
+			echo "CoreDNS pod $pod $(pod_state "$phase" "$ireasons" "$imsgs" "$reasons" "$msgs")${node:+ on $node}"
 		fi
-	done | grep . && bad=1
+	done)
+	if [ -n "$dns" ]; then
+		printf '%s\n' "$dns"
+		bad=1
+	fi
 	return $bad
 }
 
@@ -70,6 +98,7 @@ check)
 	;;
 apply)
 	start=$(date +%s)
+	pull_since=
 	while :; do
 		rc=0
 		last=$(report) || rc=$?
@@ -77,7 +106,18 @@ apply)
 			echo "Flannel and CoreDNS running after $(($(date +%s) - start))s"
 			exit 0
 		fi
-		if [ $(($(date +%s) - start)) -ge "$TIMEOUT" ]; then
+		now=$(date +%s)
+		case $last in
+		*ErrImagePull* | *ImagePullBackOff* | *InvalidImageName* | *ErrImageNeverPull*) pull_since=${pull_since:-$now} ;;
+		*) pull_since= ;;
+		esac
+		if [ -n "$pull_since" ] && [ $((now - pull_since)) -ge "$PULL_GRACE" ]; then
+			printf '%s\n' "$last"
+			echo "an image cannot be pulled (for ${PULL_GRACE}s)"
+			pv_hint "the node named above cannot pull the image in the message: 'crictl pull IMAGE' there shows why; the node needs the registry (docker.io for Flannel, registry.k8s.io for CoreDNS), through cluster.http_proxy, or a registry mirror that holds the image"
+			exit 1
+		fi
+		if [ $((now - start)) -ge "$TIMEOUT" ]; then
 			printf '%s\n' "$last"
 			echo "not running after ${TIMEOUT}s"
 			pv_hint "kubectl -n kube-flannel get pods -o wide and kubectl -n kube-flannel logs POD on $PROVISION_NODE; a Flannel pod that crashes usually cannot find the node's interface or its pod CIDR (cluster.pod_cidr)"

@@ -3,16 +3,32 @@
 # API answers; the cluster runs the settings the inventory asks for.
 #
 # Initialised means /etc/kubernetes/admin.conf and the API server's static
-# pod manifest exist.  Then `check` waits up to 20 s for /readyz and for the
-# control plane's other static pods (etcd, kube-controller-manager,
-# kube-scheduler) to be Ready -- the controller manager signs the join
-# tokens -- and compares the Kubernetes version
-# and the networks kept in the kubeadm-config ConfigMap with the rendered
-# file: those are fixed at init, so a difference is an error that says so,
-# never a silent re-init.  An initialised control plane that is not up gets
-# its kubelet restarted by `apply` (that starts the static pods
-# again at once, instead of after a crash-loop back-off of up to 5
-# minutes), and must pass the stability gate (50-stable) again.
+# pod manifest exist.  Then `check` waits up to 20 s for /readyz and
+# compares the Kubernetes version and the networks kept in the kubeadm-config
+# ConfigMap with the rendered file: those are fixed at init, so a difference
+# is an error that says so, never a silent re-init.  (That the other static
+# pods -- etcd, kube-controller-manager, kube-scheduler -- are Ready is
+# 50-stable's to wait for: they take longer than the API.)  An initialised
+# control plane that is not up gets its kubelet restarted by `apply` (that
+# starts the static pods again at once, instead of after a crash-loop
+# back-off of up to 5 minutes), and must pass the stability gate (50-stable)
+# again.
+#
+# A half-done init: kubeadm init writes admin.conf and the manifests before
+# it waits for the control plane (wait-control-plane) and uploads its
+# configuration (upload-config) after; an init that died in between leaves
+# the files but no kubeadm-config ConfigMap.  The cluster decides: an API
+# that answers without that ConfigMap is a half-done init; while the API
+# does not answer, the record this step leaves when kubeadm init fails
+# ($PROVISION_STATE_DIR/kubeadm-init.failed) does.  `apply` then says so,
+# runs `kubeadm reset -f` and kubeadm init again.
+#
+# When kubeadm init fails in wait-control-plane its text always lists the
+# same possible causes ("- The kubelet is not running", ...), so the hint
+# comes from what actually failed, read on the node: the kubelet service
+# (systemctl is-active), image pulls the kubelet reported (its journal:
+# the pod sandbox image first), and the etcd and kube-apiserver containers
+# (crictl ps -a: exited, with their last log lines).
 #
 # `apply` runs kubeadm init with --skip-token-print (no bootstrap token in
 # any output) and turns its failures into errors that name the check and the
@@ -27,6 +43,7 @@ CONFIG=/etc/kubernetes/provision-kubeadm.yaml
 ADMIN=/etc/kubernetes/admin.conf
 MANIFEST=/etc/kubernetes/manifests/kube-apiserver.yaml
 GATE=$PROVISION_STATE_DIR/kubeadm-init.gate
+FAILED=$PROVISION_STATE_DIR/kubeadm-init.failed
 INIT_TOKEN_DESC="made by kubeadm init; provision deletes it"
 
 kc() {
@@ -42,28 +59,11 @@ rendered() {
 	sed -n "s/^[[:space:]]*$1:[[:space:]]*//p" "$CONFIG" | head -n 1 | tr -d '"'
 }
 
-# The control-plane static pods of this node, besides the API server (which
-# /readyz covers), that are not Ready, or "".
-components_down() {
-	kc -n kube-system get pods -l tier=control-plane \
-		-o 'jsonpath={range .items[*]}{.metadata.name}{"|"}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null |
-		awk -F '|' -v n="-$PROVISION_NODE" '
-			{ ok[$1] = ($2 == "True") }
-			END {
-				split("etcd kube-controller-manager kube-scheduler", c, " ")
-				for (i = 1; i <= 3; i++) if (!ok[c[i] n]) { printf "%s%s", sep, c[i]; sep = " " }
-			}'
-}
-
-wait_readyz() { # TRIES (2 s apart): /readyz ok and every component Ready; what is not in $r
+wait_readyz() { # TRIES (2 s apart): /readyz ok; the last answer in $r
 	i=0
 	while :; do
 		r=$(readyz)
-		if [ "$r" = ok ]; then
-			down=$(components_down)
-			[ -n "$down" ] || return 0
-			r="not Ready: $down"
-		fi
+		[ "$r" != ok ] || return 0
 		i=$((i + 1))
 		[ "$i" -lt "$1" ] || return 1
 		sleep 2
@@ -74,10 +74,15 @@ initialised() {
 	[ -f "$ADMIN" ] && [ -f "$MANIFEST" ]
 }
 
-# Compare what the cluster was made with and what the inventory asks for.
+# Compare what the cluster was made with and what the inventory asks for;
+# 3 when the cluster has no kubeadm-config ConfigMap (a half-done init).
 compare() {
 	cc=$(kc -n kube-system get configmap kubeadm-config -o 'jsonpath={.data.ClusterConfiguration}' 2>&1) || {
+		case $cc in
+		*NotFound*) return 3 ;;
+		esac
 		echo "cannot read the kubeadm-config ConfigMap: $cc"
+		pv_hint "kubectl on $PROVISION_NODE cannot read kube-system/kubeadm-config: see the error above"
 		return 2
 	}
 	rc=0
@@ -117,6 +122,44 @@ preflight_hint() {
 	echo "$hints"
 }
 
+HALF_DONE="a half-done kubeadm init: admin.conf and the static pod manifests exist, but the cluster has no kubeadm-config ConfigMap (kubeadm init stopped before uploading its configuration, in wait-control-plane)"
+
+# After kubeadm init failed in wait-control-plane: the hint from what
+# actually failed on this node.
+diagnose() {
+	if [ "$(systemctl is-active kubelet 2>/dev/null || true)" != active ]; then
+		journalctl -u kubelet --no-pager -n 5 2>/dev/null || true
+		pv_hint "the kubelet is not running on $PROVISION_NODE: 'journalctl -u kubelet' there says why (swap on, a bad /var/lib/kubelet/config.yaml, a cgroup driver containerd does not use); after fixing, run provision up again: it resets the half-done init"
+		return
+	fi
+	pulls=$(journalctl -u kubelet --no-pager --since "@${SINCE:-0}" 2>/dev/null |
+		sed -n 's/.*failed to pull image \\*"\([^"\\]*\)\\*".*/\1/p' | sort -u | paste -sd ' ' -)
+	if [ -n "$pulls" ]; then
+		echo "the kubelet cannot pull: $pulls"
+		pv_hint "the kubelet on $PROVISION_NODE cannot pull $pulls; containerd's sandbox image must be kubeadm's (${PROVISION_KUBE_PAUSE_IMAGE:-see roles/kubernetes.yaml}: provision up --phases prep sets it), and the node must reach registry.k8s.io (cluster.http_proxy) or a mirror holding every image of 'kubeadm config images list'; then run provision up again: it resets the half-done init"
+		return
+	fi
+	failed=
+	for c in etcd kube-apiserver; do
+		all=$(crictl ps -a --name "^$c\$" -q 2>/dev/null | head -n 1)
+		up=$(crictl ps --name "^$c\$" -q 2>/dev/null | head -n 1)
+		if [ -z "$all" ]; then
+			echo "$c: no container (the kubelet did not start it)"
+			failed=${failed:-$c}
+		elif [ -z "$up" ]; then
+			echo "$c: exited; its last lines (crictl logs --tail 3 $all):"
+			crictl logs --tail 3 "$all" 2>&1 | sed 's/^/  /' || true
+			failed=${failed:-$c}
+		else
+			echo "$c: running"
+		fi
+	done
+	case $failed in
+	etcd) pv_hint "etcd does not run on $PROVISION_NODE: 'crictl ps -a --name etcd' and 'crictl logs' of it there (its data folder /var/lib/etcd, its certificates, port 2379); after fixing, run provision up again: it resets the half-done init" ;;
+	*) pv_hint "the API server did not come up on $PROVISION_NODE (the kubelet runs): 'crictl ps -a --name kube-apiserver' and 'crictl logs' of it there; after fixing, run provision up again: it resets the half-done init" ;;
+	esac
+}
+
 delete_init_token() {
 	kubeadm token list --kubeconfig="$ADMIN" 2>/dev/null |
 		awk -F '   +' -v d="$INIT_TOKEN_DESC" '$5 == d { split($1, t, "."); print t[1] }' |
@@ -137,28 +180,60 @@ check)
 		exit 1
 	fi
 	if ! wait_readyz 10; then
-		echo "the control plane was initialised, but it is not up: $r"
+		if [ -f "$FAILED" ]; then
+			echo "$HALF_DONE; kubeadm init failed here $(cat "$FAILED") and the API server does not answer: $r"
+		else
+			echo "the control plane was initialised, but it is not up: $r"
+		fi
 		exit 1
 	fi
-	compare || exit $?
+	rc=0
+	compare || rc=$?
+	if [ "$rc" = 3 ]; then
+		echo "$HALF_DONE"
+		exit 1
+	fi
+	[ "$rc" = 0 ] || exit $rc
 	echo "control plane up: /readyz ok, Kubernetes $(rendered kubernetesVersion), pods $(rendered podSubnet), services $(rendered serviceSubnet)"
 	;;
 apply)
+	half=
 	if initialised; then
-		# The API or a component is down (check said so): restart the
-		# kubelet, which starts the static pods again at once (a
-		# crash-looping container may otherwise wait up to 5 minutes), and
-		# prove stability anew.
-		echo "systemctl restart kubelet (the control plane is not up)"
-		systemctl restart kubelet
-		if ! wait_readyz 60; then
-			echo "the control plane is still not up after a kubelet restart: $r"
-			pv_hint "look at 'systemctl status kubelet', 'journalctl -u kubelet' and 'crictl ps -a' on $PROVISION_NODE (kube-apiserver, etcd)"
+		if [ "$(readyz)" != ok ] && [ -f "$FAILED" ]; then
+			half="kubeadm init failed here $(cat "$FAILED") and the API server does not answer"
+		else
+			if [ "$(readyz)" != ok ]; then
+				# The API is down (check said so): restart the kubelet,
+				# which starts the static pods again at once (a
+				# crash-looping container may otherwise wait up to 5
+				# minutes), and prove stability anew.
+				echo "systemctl restart kubelet (the control plane is not up)"
+				SINCE=$(date +%s)
+				systemctl restart kubelet
+				if ! wait_readyz 60; then
+					echo "the control plane is still not up after a kubelet restart: $r"
+					diagnose
+					exit 1
+				fi
+			fi
+			rc=0
+			compare >/dev/null || rc=$?
+			if [ "$rc" != 3 ]; then
+				rm -f "$FAILED"
+				mkdir -p "$PROVISION_STATE_DIR"
+				date +%s >"$GATE"
+				exit 0
+			fi
+			half="the API server answers, but the cluster has no kubeadm-config ConfigMap"
+		fi
+		echo "$PROVISION_NODE holds a half-done kubeadm init ($half): resetting it (kubeadm reset -f) and running kubeadm init again"
+		if ! kubeadm reset -f >"${TMPDIR:-/tmp}/provision-kubeadm-reset.log" 2>&1; then
+			tail -n 5 "${TMPDIR:-/tmp}/provision-kubeadm-reset.log"
+			pv_hint "kubeadm reset -f failed on $PROVISION_NODE: see its last lines above"
 			exit 1
 		fi
-		mkdir -p "$PROVISION_STATE_DIR"
-		date +%s >"$GATE"
-		exit 0
+		rm -f "$FAILED" "${TMPDIR:-/tmp}/provision-kubeadm-reset.log"
+		echo "kubeadm reset -f: the half-done init removed"
 	fi
 	addr=$(rendered advertiseAddress)
 	if ! ip -o addr show | grep -q "inet6\{0,1\} $addr/"; then
@@ -174,6 +249,7 @@ apply)
 	log=$(mktemp)
 	rcf=$(mktemp)
 	trap 'rm -f "$log" "$rcf"' EXIT
+	SINCE=$(date +%s)
 	echo "kubeadm init --config $CONFIG --skip-token-print"
 	{
 		rc=0
@@ -182,20 +258,23 @@ apply)
 	} | tee "$log"
 	rc=$(cat "$rcf")
 	if [ "$rc" != 0 ]; then
+		if initialised; then
+			mkdir -p "$PROVISION_STATE_DIR"
+			date -u '+at %Y-%m-%d %H:%M:%S UTC' >"$FAILED"
+		fi
 		if grep -q '\[ERROR ' "$log"; then
 			pv_hint "kubeadm's preflight failed: $(preflight_hint "$log")"
 		elif [ "$rc" = 3 ]; then
 			pv_hint "kubeadm rejected $CONFIG (exit 3: invalid configuration): check cluster.kubernetes_version, pod_cidr and service_cidr in the inventory"
-		elif grep -q 'kubelet is not healthy\|kubelet is not running' "$log"; then
-			pv_hint "the kubelet did not come up: 'journalctl -u kubelet' on $PROVISION_NODE (swap on, a bad /var/lib/kubelet/config.yaml); after fixing, 'kubeadm reset -f' there and run provision up again"
-		elif grep -q 'API server is not healthy\|wait-control-plane' "$log"; then
-			pv_hint "the API server did not come up: 'crictl ps -a' and 'crictl logs' of kube-apiserver and etcd on $PROVISION_NODE; after fixing, 'kubeadm reset -f' there and run provision up again"
+		elif grep -q 'wait-control-plane' "$log"; then
+			diagnose
 		else
 			pv_hint "kubeadm init failed (exit $rc): see its output above; 'kubeadm reset -f' on $PROVISION_NODE undoes a partial init"
 		fi
 		exit 1
 	fi
 	delete_init_token
+	rm -f "$FAILED"
 	mkdir -p "$PROVISION_STATE_DIR"
 	date +%s >"$GATE"
 	;;

@@ -16,8 +16,17 @@
 #   MAX_DROPS=3 drops, or DEADLINE=120 s without a full streak: failure,
 #       with the likely cause (the cgroup drivers are compared) and where to
 #       look.
-# `check` (also `provision plan`) asks /readyz once and needs the gate
-# passed since the last init.
+# Then the control plane's other static pods (etcd, kube-controller-manager,
+# kube-scheduler; the controller manager signs the join tokens) must be
+# Ready, waited for at most COMPONENTS_DEADLINE=250 s with a progress line
+# every 10 s.  Why 250 s: kubeadm's static pods have a startup probe with
+# initialDelaySeconds 10, periodSeconds 10 and failureThreshold 24, so the
+# kubelet gives a component 10 + 24 x 10 = 250 s to start before it kills
+# it; a slow lab PC (etcd replaying its log, a busy disk) needs tens of
+# seconds, and the kubelet posts their mirror pods seconds after they run.
+# Past 250 s waiting cannot help: the component crash-loops.
+# `check` (also `provision plan`) asks /readyz once, needs the components
+# Ready and the gate passed since the last init.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 ADMIN=/etc/kubernetes/admin.conf
@@ -26,9 +35,49 @@ CHECKS=10
 INTERVAL=2
 MAX_DROPS=3
 DEADLINE=120
+COMPONENTS_DEADLINE=250
 
 readyz() { # -> "ok" or the error, one line
 	kubectl --kubeconfig="$ADMIN" --request-timeout=5s get --raw /readyz 2>&1 | head -n 1
+}
+
+# The control-plane static pods of this node, besides the API server (which
+# /readyz covers), that are not Ready (with their pod's phase), or "".
+components_down() {
+	kubectl --kubeconfig="$ADMIN" --request-timeout=5s -n kube-system get pods -l tier=control-plane \
+		-o 'jsonpath={range .items[*]}{.metadata.name}{"|"}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null |
+		awk -F '|' -v n="-$PROVISION_NODE" '
+			{ ok[$1] = ($2 == "True"); seen[$1] = 1 }
+			END {
+				split("etcd kube-controller-manager kube-scheduler", c, " ")
+				for (i = 1; i <= 3; i++)
+					if (!ok[c[i] n]) { printf "%s%s%s", sep, c[i], seen[c[i] n] ? "" : " (no mirror pod yet)"; sep = ", " }
+			}'
+}
+
+# Wait until every component is Ready; exit 1 with where to look if not.
+wait_components() {
+	t0=$(date +%s)
+	next=10
+	while :; do
+		down=$(components_down)
+		t=$(($(date +%s) - t0))
+		if [ -z "$down" ]; then
+			echo "etcd, kube-controller-manager and kube-scheduler Ready after ${t}s"
+			return 0
+		fi
+		if [ "$t" -ge "$COMPONENTS_DEADLINE" ]; then
+			crictl ps -a 2>/dev/null | grep -E 'CONTAINER|etcd|kube-controller-manager|kube-scheduler' | head -n 6 || true
+			pv_hint "the kubelet kills a component whose startup probe has not passed in 250 s: 'crictl ps -a' (restarts in the ATTEMPT column), 'crictl logs' of it and 'journalctl -u kubelet' on $PROVISION_NODE"
+			echo "not Ready after ${COMPONENTS_DEADLINE}s: $down"
+			exit 1
+		fi
+		if [ "$t" -ge "$next" ]; then
+			echo "waiting for the control plane's components (${t}s of at most ${COMPONENTS_DEADLINE}s): not Ready yet: $down"
+			next=$((next + 10))
+		fi
+		sleep 2
+	done
 }
 
 # The cgroup driver of the kubelet and of containerd's runc, "kubelet runtime".
@@ -65,7 +114,12 @@ check)
 		echo "/readyz ok, but the control plane has not passed the stability gate since kubeadm init"
 		exit 1
 	fi
-	echo "/readyz ok; stability gate passed"
+	down=$(components_down)
+	if [ -n "$down" ]; then
+		echo "/readyz ok; not Ready: $down"
+		exit 1
+	fi
+	echo "/readyz ok; stability gate passed; etcd, kube-controller-manager and kube-scheduler Ready"
 	;;
 apply)
 	start=$(date +%s)
@@ -84,6 +138,7 @@ apply)
 			streak=$((streak + 1))
 			if [ "$streak" -ge "$CHECKS" ]; then
 				echo "/readyz answered ok $CHECKS times in a row over $(((CHECKS - 1) * INTERVAL))s"
+				wait_components
 				rm -f "$GATE"
 				exit 0
 			fi

@@ -115,10 +115,16 @@ def main():
         for c in cs:
             if c["id"].startswith(ids[0]):
                 d = "/var/log/pods/%s_%s_%s/%s" % (c["ns"], c["pod"], c["uid"], c["name"])
-                try:
-                    text = read_file("%s/%d.log" % (d, c["attempt"]))
-                except OSError:
-                    text = ""
+                # the container's last attempt: an exited one's log is that
+                # of the attempt before the kubelet's restart count went up
+                text = ""
+                for a in (c["attempt"], c["attempt"] - 1):
+                    try:
+                        text = read_file("%s/%d.log" % (d, a))
+                    except OSError:
+                        text = ""
+                    if text or c["running"]:
+                        break
                 for ln in text.splitlines():
                     parts = ln.split(" ", 3)
                     print(parts[3] if len(parts) == 4 else ln)

@@ -56,6 +56,23 @@ def knob(name, default=None):
         return default
 
 
+# kubeadm's pause image per minor (cmd/kubeadm/app/constants PauseVersion, as
+# `kubeadm config images list` prints it)
+KUBEADM_PAUSE = {28: "3.9", 29: "3.9", 30: "3.9", 31: "3.10", 32: "3.10", 33: "3.10", 34: "3.10.1", 35: "3.10.1"}
+
+
+def kubeadm_pause_image(minor=None):
+    return "registry.k8s.io/pause:" + KUBEADM_PAUSE.get(minor or FAKE_MINOR, "3.9")
+
+
+def sandbox_image_of(dump):
+    """containerd's sandbox image from `containerd config dump`: 1.x
+    sandbox_image (CRI plugin), 2.x pinned_images' sandbox."""
+    m = re.search(r"""^\s*sandbox_image\s*=\s*["']([^"']*)["']""", dump, re.M) or \
+        re.search(r"""^\s*sandbox\s*=\s*["']([^"']*)["']""", dump, re.M)
+    return m.group(1) if m else None
+
+
 def proc_swaps():
     """/proc/swaps, or the swap-on knob's content (a test cannot swapon in
     a container; the knob holds what /proc/swaps would list)."""

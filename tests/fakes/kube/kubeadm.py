@@ -937,6 +937,17 @@ def cmd_init(argv):
     out("[preflight] Pulling images required for setting up a Kubernetes cluster")
     out("[preflight] This might take a minute or two, depending on the speed of your internet connection")
     out("[preflight] You can also perform this action beforehand using 'kubeadm config images pull'")
+    # kubeadm compares the CRI's sandbox image with its own pause image
+    # (preflight, images): a warning only
+    r = subprocess.run(["containerd", "config", "dump"], capture_output=True, text=True, check=False)
+    sandbox = sandbox_image_of(r.stdout) if r.returncode == 0 else None
+    if sandbox and sandbox != kubeadm_pause_image():
+        klog("W", 'detected that the sandbox image "%s" of the container runtime is inconsistent with that used by kubeadm.'
+             'It is recommended to use "%s" as the CRI sandbox image.' % (sandbox, kubeadm_pause_image()))
+    # knob control-plane-timeout SECONDS: a fake clock for wait-control-plane
+    # (kubeadm waits 4m0s; tests need not)
+    if knob("control-plane-timeout"):
+        cfg.cp_timeout = float(knob("control-plane-timeout"))
     write_pki(cfg)
     write_kubeconfigs(cfg)
     write_manifests(cfg)
@@ -1360,6 +1371,12 @@ def cmd_reset(argv):
         if u.startswith("fake-ctr-"):
             subprocess.run(["systemctl", "kill", "--signal=SIGKILL", u], capture_output=True, check=False, timeout=20)
             subprocess.run(["systemctl", "stop", "--no-block", u], capture_output=True, check=False, timeout=20)
+    # the fake API server keeps its objects under /var/lib/etcd and may have
+    # written them again until it was killed (a real etcd writes only to the
+    # files it has open): the directory is empty after a reset, as with the
+    # real one
+    time.sleep(0.5)
+    shutil.rmtree("/var/lib/etcd", ignore_errors=True)
     out('[reset] Unmounting mounted directories in "%s"' % KUBELET_DIR)
     dirs = [MANIFESTS, KUBELET_DIR, PKI]
     out("[reset] Deleting contents of directories: [%s]" % " ".join(dirs))

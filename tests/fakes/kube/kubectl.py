@@ -731,12 +731,27 @@ def normalize(o):
 
 
 def cmd_diff(argv):
+    # kubectl diff's exit status: 0 the same, 1 differences, >1 an error
+    # (kubectl diff --help): every error here exits 2.
+    try:
+        return diff_objects(argv)
+    except Fail as e:
+        sys.stderr.write(str(e).rstrip("\n") + "\n")
+    except APIError as e:
+        sys.stderr.write(api_error(e) + "\n")
+    except ConnError as e:
+        sys.stderr.write("Unable to connect to the server: %s\n" % e)
+    return 2
+
+
+def diff_objects(argv):
     import difflib
     flags, pos = parse(argv, {"filename": "list", "server-side": "bool", "force-conflicts": "bool"})
     ctx = Ctx(flags)
     if not flags.get("filename"):
         raise Fail("error: must specify one of -f and -k")
     differs = False
+    diffs = []  # printed once every object was compared: an error prints none (like kubectl's temp dirs)
     for res, ns, doc in read_manifests(flags["filename"], ctx.ns):
         name = doc["metadata"]["name"]
         try:
@@ -748,6 +763,14 @@ def cmd_diff(argv):
         if ns and res.namespaced:
             doc.setdefault("metadata", {})["namespace"] = ns
         if live is None:
+            # Like the real kubectl: a new object is created as a server-side
+            # dry run, which nothing persists -- so a Namespace of the same
+            # manifest does not exist for the objects after it, and the API
+            # server answers NotFound: namespaces "NS" not found (exit 2).
+            try:
+                ctx.call("POST", res.path(ns), json.loads(json.dumps(doc)), query={"dryRun": "All"})
+            except APIError as e:
+                raise Fail(api_error(e)) from e
             merged, before = normalize(doc), None
         else:
             prev = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST, "").strip()
@@ -758,7 +781,8 @@ def cmd_diff(argv):
         if a != b:
             differs = True
             label = "%s.%s.%s.%s" % (res.group + "." if res.group else "", res.version, res.kind, (ns + "." if ns else "") + name)
-            sys.stdout.writelines(difflib.unified_diff(a, b, "/tmp/LIVE/" + label, "/tmp/MERGED/" + label))
+            diffs.extend(difflib.unified_diff(a, b, "/tmp/LIVE/" + label, "/tmp/MERGED/" + label))
+    sys.stdout.writelines(diffs)
     return 1 if differs else 0
 
 

@@ -176,6 +176,9 @@ CNI_DIR = "/etc/cni/net.d"
 PROCESS_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 MISMATCH_KILL_AFTER = 6.0
 STATUS_EVERY = 4.0
+# mirror pods of static pods: posted this long after the Node registered (the
+# real kubelet: once its informer has the Node, then its 10 s status batches)
+MIRROR_DELAY = 10.0
 
 # Files inside images that `cp` containers copy out (image -> path -> content).
 FLANNEL_PLUGIN = ("#!/bin/sh\n# flannel CNI plugin (test stand-in from provision's tests/fakes): answers\n"
@@ -296,6 +299,8 @@ class Kubelet:
         self.ticks = {}  # container key -> the loop of an image act
         self.cfg = {}
         self.mismatch = None
+        self.sandbox_image = None
+        self.registered_at = None
         self.driver_checked = now()
         self.ctr_key = None   # (containerd's MainPID, its start time): the view below is of that process
         self.ctr = None
@@ -338,6 +343,7 @@ class Kubelet:
     def check_cgroup_driver(self):
         want = self.cfg.get("cgroupDriver", "cgroupfs")
         r = subprocess.run(["containerd", "config", "dump"], capture_output=True, text=True, check=False)
+        self.sandbox_image = sandbox_image_of(r.stdout)
         m = re.search(r"SystemdCgroup\s*=\s*(true|false)", r.stdout)
         runtime = "systemd" if m and m.group(1) == "true" else "cgroupfs"
         was = self.mismatch
@@ -826,6 +832,48 @@ class Kubelet:
                 return float(p[1]), float(p[2])
         return None
 
+    def sandbox_unpullable(self):
+        """Knob registry-offline (a lab whose registry mirror holds only the
+        images `kubeadm config images list` names): containerd's sandbox
+        image cannot be pulled unless it is kubeadm's pause image.  Returns
+        the kubelet's error, or None."""
+        if knob("registry-offline") is None or not self.sandbox_image or self.sandbox_image == kubeadm_pause_image():
+            return None
+        return ('rpc error: code = Unknown desc = failed to get sandbox image "%s": failed to pull image "%s": '
+                'failed to pull and unpack image "%s": failed to resolve reference "%s": not found'
+                % ((self.sandbox_image,) * 4))
+
+    @staticmethod
+    def started(c, st):
+        """A container with a startupProbe is started (and can be Ready)
+        only once the probe succeeds: kubeadm's static pods probe first
+        initialDelaySeconds (10) after the start.  Knob slow-start, lines
+        CONTAINER SECONDS: that container's probe first succeeds SECONDS
+        after its start (a slow lab PC: etcd replaying its WAL)."""
+        probe = c.get("startupProbe")
+        need = float((probe or {}).get("initialDelaySeconds", 0)) if probe else 0.0
+        for ln in (knob("slow-start") or "").splitlines():
+            p = ln.split()
+            if len(p) == 2 and p[0] == c["name"]:
+                need = max(need, float(p[1]))
+        return now() - st.get("t_start", now()) >= need
+
+    @staticmethod
+    def fail_knob(c):
+        """Knob container-fail, lines CONTAINER MESSAGE: that container exits
+        with status 1 at each start, MESSAGE in its log (a component that
+        cannot start: a bad flag, a certificate it cannot read).  Knob
+        image-pull-fail, lines TEXT: an image whose name contains TEXT
+        cannot be pulled.  Returns ("exit", message), ("pull", image) or None."""
+        for ln in (knob("container-fail") or "").splitlines():
+            p = ln.split(None, 1)
+            if p and p[0] == c["name"]:
+                return ("exit", p[1] if len(p) > 1 else "exited")
+        for ln in (knob("image-pull-fail") or "").splitlines():
+            if ln.strip() and ln.strip() in c.get("image", ""):
+                return ("pull", c.get("image", ""))
+        return None
+
     def sync_pod(self, pod, static):
         """Drive the containers of one pod; returns its status."""
         md, spec = pod["metadata"], pod.get("spec") or {}
@@ -839,7 +887,15 @@ class Kubelet:
         else:
             pod_ip = pst.get("ip")
         waiting_sandbox = None
-        if not host_net and not self.cni_ready():
+        unpullable = self.sandbox_unpullable()
+        if unpullable:
+            # every pod needs its sandbox ("pause") container first, host
+            # network or not: the kubelet's words when its image cannot be pulled
+            waiting_sandbox = unpullable
+            if not pst.get("sandbox_logged"):
+                klog("E", "CreatePodSandbox for pod failed", pod="%s/%s" % (ns, name), err=unpullable)
+                pst["sandbox_logged"] = True
+        elif not host_net and not self.cni_ready():
             waiting_sandbox = ("network is not ready: container runtime network not ready: NetworkReady=false "
                                "reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
         if not host_net and not pod_ip and not waiting_sandbox:
@@ -852,7 +908,7 @@ class Kubelet:
                 key = key0 + "/" + c["name"]
                 st = self.cstate(key)
                 if waiting_sandbox or (kind == "main" and not all_init_done):
-                    reason = "ContainerCreating" if waiting_sandbox else "PodInitializing"
+                    reason = ("PodInitializing" if kind == "main" and not waiting_sandbox else "ContainerCreating")
                     statuses[kind].append(self.cstatus(c, st, {"waiting": {"reason": reason}}, False))
                     if kind == "init":
                         all_init_done = False
@@ -866,7 +922,7 @@ class Kubelet:
                     statuses[kind].append(self.cstatus(c, st, {"waiting": {"reason": "PodInitializing"}}, False))
                     continue
                 state = self.drive(pod, c, kind, st, host_ip, pod_ip or "", static)
-                statuses[kind].append(self.cstatus(c, st, state, "running" in state and kind == "main"))
+                statuses[kind].append(self.cstatus(c, st, state, "running" in state and kind == "main" and self.started(c, st)))
                 if kind == "init" and not st.get("done"):
                     all_init_done = False
         main = statuses["main"]
@@ -966,9 +1022,28 @@ class Kubelet:
                                 % (format_duration(st.get("delay", 10)), c["name"], md["name"], md.get("namespace"),
                                    md.get("uid", ""))}}
         env = self.container_env(pod, c, host_ip, pod_ip)
+        fk = self.fail_knob(c)
+        if fk and fk[0] == "pull":
+            # the kubelet's image pull: ErrImagePull, then ImagePullBackOff
+            # while it waits (the same back-off as crashes), then again
+            st["pulls"] = st.get("pulls", 0) + 1
+            if st["pulls"] % 4 == 1:
+                klog("E", "Error syncing pod, skipping", err='failed to "StartContainer" for "%s" with ErrImagePull: '
+                     '"failed to pull and unpack image \\"%s\\": failed to resolve reference: not found"' % (c["name"], fk[1]),
+                     pod="%s/%s" % (md.get("namespace"), md["name"]))
+                return {"waiting": {"reason": "ErrImagePull",
+                                    "message": 'failed to pull and unpack image "%s": failed to resolve reference "%s": not found'
+                                    % (fk[1], fk[1])}}
+            return {"waiting": {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "%s"' % fk[1]}}
+        st.pop("pulls", None)
         try:
             mounts = self.mounts_for(pod, c)
             st["startedAt"] = rfc3339()
+            if fk and fk[0] == "exit":
+                st["id"] = secrets.token_hex(32)
+                self.container_log(self.log_path(md.get("namespace", "default"), md["name"], md.get("uid", "static"),
+                                                 c["name"], st["restarts"]), fk[1], "stderr")
+                raise ContainerFailed(fk[1])
             self.start_container(pod, c, kind, st, env, mounts)
         except ContainerExited as e:
             st["finishedAt"] = rfc3339()
@@ -1187,6 +1262,8 @@ class Kubelet:
                     klog("E", "Unable to register node with API server", err=str(e), node=self.node_name)
                     return
             self.registered = True
+            if self.registered_at is None:
+                self.registered_at = now()
         try:
             c.patch(R("nodes").path(None, self.node_name, "status"), {"status": status})
         except APIError as e:
@@ -1250,6 +1327,11 @@ class Kubelet:
         cmp_ = json.dumps({k: v for k, v in status.items() if k != "conditions"}, sort_keys=True) + \
             json.dumps([(x["type"], x["status"]) for x in status["conditions"]])
         if self.pod_status_sent.get(key0) == cmp_:
+            return
+        if static and (self.registered_at is None or now() - self.registered_at < MIRROR_DELAY):
+            # the real kubelet makes mirror pods only once its Node is in its
+            # informer, and posts statuses in batches: seconds after the
+            # static pods run
             return
         try:
             if static:
