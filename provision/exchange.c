@@ -100,7 +100,9 @@ static void keep(struct exchange *x, const struct entry *proto, const char *valu
 		e->value = NULL;
 	}
 	entry_wipe(e);
-	e->value = xstrndup(value, len);
+	e->value = xmalloc(len + 1);
+	memcpy(e->value, value, len);
+	e->value[len] = '\0';
 	e->value_len = len;
 	e->secret = proto->secret;
 }
@@ -141,6 +143,11 @@ int exchange_hand(struct exchange *x, size_t from, const struct role *r, bool se
 	if (!h) {
 		error_set(err, -1, "'%s' is not a value role '%s' hands (role.yaml 'hands')", name,
 			  r->name);
+		goto out;
+	}
+	if (memchr(value, '\0', value_len)) {
+		/* It could not reach a step's environment whole, nor be redacted whole. */
+		error_set(err, -1, "'%s' holds a NUL byte", name);
 		goto out;
 	}
 	if (h->secret != secret) {
