@@ -240,8 +240,11 @@ static void test_role_yaml(void **state)
 	free(path);
 	diag_list_init(&dl);
 	assert_int_equal(role_set_load(&rs, dir, &dl), -1);
-	for (i = 0; i < dl.nr; i++)
-		strbuf_addf(&all, "%s\n", diag_format(&dl.items[i]));
+	for (i = 0; i < dl.nr; i++) {
+		char *d = diag_format(&dl.items[i]);
+		strbuf_addf(&all, "%s\n", d);
+		free(d);
+	}
 	diag_list_release(&dl);
 	if (getenv("DBG"))
 		fputs(all.buf, stderr);
