@@ -10,7 +10,7 @@
 #define FROM_PROVISION SIZE_MAX
 
 struct entry {
-	size_t from;		 /* node index, or FROM_PROVISION (then for node `from`... see give) */
+	size_t from;		 /* the sending node, or FROM_PROVISION (exchange_give) */
 	const struct role *role; /* NULL: given by provision */
 	enum role_hand_to to;
 	char *name;   /* without @NODE */
@@ -18,7 +18,7 @@ struct entry {
 	char *value;
 	size_t value_len;
 	bool secret, published;
-	size_t given_to; /* role NULL: the node it was given to */
+	size_t given_to; /* FROM_PROVISION: the node it was given to; else SIZE_MAX */
 };
 
 struct claim {
@@ -88,7 +88,8 @@ static void keep(struct exchange *x, const struct entry *proto, const char *valu
 		struct entry *o = &x->entries[i];
 		if (o->from == proto->from && o->role == proto->role &&
 		    o->given_to == proto->given_to && !strcmp(o->name, proto->name) &&
-		    !o->target == !proto->target && (!o->target || !strcmp(o->target, proto->target)))
+		    !o->target == !proto->target &&
+		    (!o->target || !strcmp(o->target, proto->target)))
 			e = o;
 	}
 	if (!e) {
@@ -109,8 +110,11 @@ static void keep(struct exchange *x, const struct entry *proto, const char *valu
 
 void exchange_give(struct exchange *x, size_t to, const char *name, const char *value)
 {
-	struct entry proto = {.from = FROM_PROVISION, .to = ROLE_TO_NODE, .given_to = to,
-			      .secret = true, .published = true};
+	struct entry proto = {.from = FROM_PROVISION,
+			      .to = ROLE_TO_NODE,
+			      .given_to = to,
+			      .secret = true,
+			      .published = true};
 
 	proto.name = (char *)name;
 	pthread_mutex_lock(&x->lock);
@@ -151,8 +155,9 @@ int exchange_hand(struct exchange *x, size_t from, const struct role *r, bool se
 		goto out;
 	}
 	if (h->secret != secret) {
-		error_set(err, -1, h->secret ? "'%s' is a secret: hand it with ::secret"
-					     : "'%s' is not declared secret: hand it with ::set",
+		error_set(err, -1,
+			  h->secret ? "'%s' is a secret: hand it with ::secret"
+				    : "'%s' is not declared secret: hand it with ::set",
 			  name);
 		goto out;
 	}
@@ -170,9 +175,11 @@ int exchange_hand(struct exchange *x, size_t from, const struct role *r, bool se
 	}
 	if (h->about_self) {
 		size_t n = strlen(sender);
-		if (value_len < n || memcmp(value, sender, n) || (value_len > n && value[n] != ' ')) {
-			error_set(err, -1, "'%s' from node '%s' must be about '%s' (its first word)",
-				  name, sender, sender);
+		if (value_len < n || memcmp(value, sender, n) ||
+		    (value_len > n && value[n] != ' ')) {
+			error_set(err, -1,
+				  "'%s' from node '%s' must be about '%s' (its first word)", name,
+				  sender, sender);
 			goto out;
 		}
 	}
@@ -226,7 +233,8 @@ int exchange_fetch(struct exchange *x, size_t from, const struct role *r, const 
 		    !memcmp(r->fetches[i].name, name, name_len))
 			f = &r->fetches[i];
 	if (!f)
-		return error_set(err, -1, "'%.*s' is not a file role '%s' fetches (role.yaml 'fetches')",
+		return error_set(err, -1,
+				 "'%.*s' is not a file role '%s' fetches (role.yaml 'fetches')",
 				 (int)(name_len > 64 ? 64 : name_len), name, r->name);
 	if (strlen(f->path) != path_len || memcmp(f->path, path, path_len))
 		return error_set(err, -1, "'%s' comes from '%s', not '%.*s'", f->name, f->path,

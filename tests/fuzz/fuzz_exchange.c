@@ -35,20 +35,20 @@ static const char inventory_text[] = "cluster:\n"
 				     "    roles: [worker]\n";
 
 static struct role_hand tokens_hands[] = {
-	{(char *)"join_command", true, ROLE_TO_NODE, false},
-	{(char *)"join_token", true, ROLE_TO_NODE, false},
+    {(char *)"join_command", true, ROLE_TO_NODE, false},
+    {(char *)"join_token", true, ROLE_TO_NODE, false},
 };
 static struct role_hand join_hands[] = {
-	{(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true},
-	{(char *)"node_gpus_{self}", false, ROLE_TO_CONTROL_PLANE, true},
+    {(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true},
+    {(char *)"node_gpus_{self}", false, ROLE_TO_CONTROL_PLANE, true},
 };
 static struct role_hand hub_hands[] = {
-	{(char *)"hub_cookie_secret", true, ROLE_TO_SELF, false},
-	{(char *)"hub_nodes", false, ROLE_TO_SELF, false},
-	{(char *)"hub_node_{n}", false, ROLE_TO_SELF, false},
+    {(char *)"hub_cookie_secret", true, ROLE_TO_SELF, false},
+    {(char *)"hub_nodes", false, ROLE_TO_SELF, false},
+    {(char *)"hub_node_{n}", false, ROLE_TO_SELF, false},
 };
 static struct role_fetch init_fetches[] = {
-	{(char *)"admin.conf", (char *)"/etc/kubernetes/admin.conf"},
+    {(char *)"admin.conf", (char *)"/etc/kubernetes/admin.conf"},
 };
 static char *join_deps[] = {(char *)"tokens", NULL};
 static char *labels_after[] = {(char *)"joiner", NULL};
@@ -63,7 +63,7 @@ static void init(void)
 
 	diag_list_init(&dl);
 	if (inventory_load_buffer(&inv, "fuzz.yaml", inventory_text, strlen(inventory_text), &dl) <
-		    0 ||
+		0 ||
 	    inv->nr_nodes != 3)
 		abort();
 	diag_list_release(&dl);
@@ -115,8 +115,8 @@ static void check_value(const char *name, const char *value, void *data)
 					continue;
 				if (rh->to == ROLE_TO_CONTROL_PLANE && s->to != 0)
 					continue;
-				if (rh->about_self && strncmp(value, nodes[n]->name,
-							      strlen(nodes[n]->name)))
+				if (rh->about_self &&
+				    strncmp(value, nodes[n]->name, strlen(nodes[n]->name)))
 					continue;
 				ok = true;
 				if (rh->secret && strlen(value) >= SECRETS_MIN_LEN) {
@@ -159,8 +159,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			protocol_parse(&m, p + (len ? 1 : 0), len ? len - 1 : 0);
 			if (m.kind == PROTOCOL_SET || m.kind == PROTOCOL_SECRET)
 				exchange_hand(x, node, (b & 0x80) ? NULL : r,
-					      m.kind == PROTOCOL_SECRET, m.name, m.name_len, m.value,
-					      m.value_len, &err);
+					      m.kind == PROTOCOL_SECRET, m.name, m.name_len,
+					      m.value, m.value_len, &err);
 			else if (m.kind == PROTOCOL_FETCH)
 				exchange_fetch(x, node, (b & 0x80) ? NULL : r, m.name, m.name_len,
 					       m.value, m.value_len, &err);

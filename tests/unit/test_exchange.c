@@ -30,9 +30,10 @@ static const char inventory_text[] = "cluster:\n"
 
 static struct role_hand tokens_hands[] = {{(char *)"join_command", true, ROLE_TO_NODE, false}};
 static struct role_hand join_hands[] = {
-	{(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true}};
+    {(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true}};
 static struct role_hand hub_hands[] = {{(char *)"hub_node_{n}", false, ROLE_TO_SELF, false}};
-static struct role_fetch init_fetches[] = {{(char *)"admin.conf", (char *)"/etc/kubernetes/admin.conf"}};
+static struct role_fetch init_fetches[] = {
+    {(char *)"admin.conf", (char *)"/etc/kubernetes/admin.conf"}};
 static char *join_deps[] = {(char *)"tokens", NULL};
 static char *labels_after[] = {(char *)"joiner", NULL};
 
@@ -57,10 +58,14 @@ static int setup(void **state)
 	for (int i = 0; i < 3; i++)
 		f->nodes[i] = &f->inv->nodes[i];
 	f->roles[0] = (struct role){.name = (char *)"tokens", .hands = tokens_hands, .nr_hands = 1};
-	f->roles[1] = (struct role){.name = (char *)"joiner", .hands = join_hands, .nr_hands = 1,
-				    .depends_on = join_deps, .wait_for = join_deps};
+	f->roles[1] = (struct role){.name = (char *)"joiner",
+				    .hands = join_hands,
+				    .nr_hands = 1,
+				    .depends_on = join_deps,
+				    .wait_for = join_deps};
 	f->roles[2] = (struct role){.name = (char *)"labels", .after = labels_after};
-	f->roles[3] = (struct role){.name = (char *)"init", .fetches = init_fetches, .nr_fetches = 1};
+	f->roles[3] =
+	    (struct role){.name = (char *)"init", .fetches = init_fetches, .nr_fetches = 1};
 	f->roles[4] = (struct role){.name = (char *)"hub", .hands = hub_hands, .nr_hands = 1};
 	f->secrets = secrets_new();
 	f->x = exchange_new(f->inv, f->nodes, 3, f->secrets);
@@ -135,9 +140,8 @@ static void test_declared_only(void **state)
 	assert_int_equal(hand(f, 0, 4, false, "hub_node_", "{}", &err), -1);
 	assert_int_equal(hand(f, 0, 4, false, "hub_node_1x", "{}", &err), -1);
 	/* a NUL inside a value (fuzz_exchange found its copy cut short) */
-	assert_int_equal(exchange_hand(f->x, 0, &f->roles[4], false, "hub_node_2", 10, "a\0bcdef",
-				       7, &err),
-			 -1);
+	assert_int_equal(
+	    exchange_hand(f->x, 0, &f->roles[4], false, "hub_node_2", 10, "a\0bcdef", 7, &err), -1);
 	assert_non_null(strstr(err.msg, "NUL"));
 	/* outside a role's step (facts) */
 	assert_int_equal(exchange_hand(f->x, 0, NULL, false, "x", 1, "y", 1, &err), -1);
@@ -183,8 +187,8 @@ static void test_fetch(void **state)
 	struct error err = {0};
 	const char *path = "/etc/kubernetes/admin.conf";
 
-#define FETCH(from, role, p, name)                                                             \
-	exchange_fetch(f->x, from, role < 0 ? NULL : &f->roles[role], p, strlen(p), name,       \
+#define FETCH(from, role, p, name)                                                                 \
+	exchange_fetch(f->x, from, role < 0 ? NULL : &f->roles[role], p, strlen(p), name,          \
 		       strlen(name), &err)
 	assert_int_equal(FETCH(1, 2, path, "admin.conf"), -1);
 	assert_non_null(strstr(err.msg, "not a file role 'labels' fetches"));
@@ -250,7 +254,8 @@ static void test_role_yaml(void **state)
 		fputs(all.buf, stderr);
 	assert_non_null(strstr(all.buf, "/r/role.yaml:5:12: error: 'name' must be a ::set name"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:6:19: error: unknown receiver 'everyone'"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:7:33: error: 'secret' must be true or false"));
+	assert_non_null(
+	    strstr(all.buf, "/r/role.yaml:7:33: error: 'secret' must be true or false"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:8:32: error: unknown 'about' 'other'"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:9:5: error: 'ok' is already in 'hands'"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:10:12: error: 'name' must be a ::set name"));
@@ -267,10 +272,10 @@ static void test_role_yaml(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_declared_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_who_reads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch, setup, teardown),
-		cmocka_unit_test(test_role_yaml),
+	    cmocka_unit_test_setup_teardown(test_declared_only, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_who_reads, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch, setup, teardown),
+	    cmocka_unit_test(test_role_yaml),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
