@@ -58,18 +58,17 @@ static size_t role_index(const struct run *run, const struct role *r)
 static void role_finished(struct node_ctx *nc, const struct role *r, bool failed)
 {
 	struct run *run = nc->run;
-	size_t ri = role_index(run, r), i;
+	size_t ri = role_index(run, r);
 
 	if (nc->role_done[ri])
 		return;
 	nc->role_done[ri] = true;
+	/* Before the barrier counts it: a role waiting for r then sees its values. */
+	exchange_role_done(run->exchange, nc->index, r, !failed);
 	pthread_mutex_lock(&run->lock);
 	run->barriers[ri].done++;
 	if (failed)
 		run->barriers[ri].failed++;
-	else
-		for (i = 0; i < nc->set->nr; i++)
-			tval_set(run->published, nc->set->keys[i], tval_copy(nc->set->items[i]));
 	pthread_cond_broadcast(&run->cond);
 	pthread_mutex_unlock(&run->lock);
 }
@@ -111,7 +110,7 @@ static int facts_fn(struct runner_job *job, void *data)
 	struct strbuf peers = STRBUF_INIT, cmd = STRBUF_INIT, input = STRBUF_INIT;
 	struct transport_result res = {0};
 	struct error err = {0};
-	struct node_ctx nc = {.run = run, .index = idx};
+	struct node_ctx nc = {.run = run, .index = idx, .node = o->nodes[idx]};
 	uint64_t t0 = now_ms();
 	struct event *ev;
 	size_t i;
@@ -147,8 +146,13 @@ static int facts_fn(struct runner_job *job, void *data)
 	ev->role = xstrdup("facts");
 	ev->step = xstrdup("gather");
 	ev->duration_ms = now_ms() - t0;
-	if (rc == 0 && res.exit_status == 0 &&
-	    facts_parse(&pn->facts, nc.capture.buf, nc.capture.len, &err) == 0) {
+	if (nc.protocol_error) {
+		/* A node that speaks protocol in its facts is not giving facts. */
+		ev->result = STEP_FAILED;
+		runner_job_fail(job, "facts: %s", nc.protocol_error);
+		ev->text = xstrdup(nc.protocol_error);
+	} else if (rc == 0 && res.exit_status == 0 &&
+		   facts_parse(&pn->facts, nc.capture.buf, nc.capture.len, &err) == 0) {
 		pn->have_facts = true;
 		ev->result = STEP_OK;
 	} else {
@@ -181,7 +185,6 @@ static int pipeline_fn(struct runner_job *job, void *data)
 	struct node_ctx nc = {.run = run, .index = idx, .node = o->nodes[idx]};
 	int ret = 0;
 
-	nc.set = run->sets[idx];
 	nc.role_done = &run->role_done[idx * rs->nr];
 	strbuf_init(&nc.tail, 0);
 	strbuf_init(&nc.capture, 0);
@@ -346,12 +349,11 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	}
 	pthread_mutex_init(&run.lock, NULL);
 	pthread_cond_init(&run.cond, NULL);
-	run.published = tval_new_map();
-	if (o->hub_github_secret && inventory_control_plane(o->inv)) {
-		char *key = xasprintf("hub_github_client_secret@%s", inventory_control_plane(o->inv)->name);
-		tval_set_str(run.published, key, o->hub_github_secret);
-		free(key);
-	}
+	run.exchange = exchange_new(o->inv, o->nodes, o->nr, o->secrets);
+	for (i = 0; o->hub_github_secret && inventory_control_plane(o->inv) && i < o->nr; i++)
+		if (!strcmp(o->nodes[i]->name, inventory_control_plane(o->inv)->name))
+			exchange_give(run.exchange, i, "hub_github_client_secret",
+				      o->hub_github_secret);
 	run.map = xcalloc(o->nr ? o->nr : 1, sizeof(*run.map));
 	for (i = 0; i < o->nr; i++)
 		run.map[i] = i;
@@ -407,10 +409,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		run.barriers = xcalloc(rs->nr ? rs->nr : 1, sizeof(*run.barriers));
 		run.applies = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		run.role_done = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
-		run.sets = xcalloc(o->nr ? o->nr : 1, sizeof(*run.sets));
 		for (i = 0; i < o->nr; i++) {
 			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
-			run.sets[i] = tval_new_map();
 			unsigned ph = o->phases & (o->node_phases ? o->node_phases[i] : ~0u);
 			for (ri = 0; ri < rs->nr && ok; ri++) {
 				const struct role *r = &rs->roles[ri];
@@ -458,9 +458,6 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 				pass_sessions[i] = NULL;
 			}
 		}
-		for (i = 0; i < o->nr; i++)
-			tval_free(run.sets[i]);
-		free(run.sets);
 		free(run.role_done);
 		tval_free(run.gpu);
 		run.gpu = NULL;
@@ -526,7 +523,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	free(run.applies);
 	free(run.seen_running); /* read by pass_event until the last pass */
 	free(run.map);
-	tval_free(run.published);
+	exchange_free(run.exchange);
 	pthread_cond_destroy(&run.cond);
 	pthread_mutex_destroy(&run.lock);
 	free(sessions);

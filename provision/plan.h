@@ -28,10 +28,13 @@
  * files are compared (diff on the node) instead of uploaded: nothing on a
  * node changes.
  *
- * Values handed with ::set/::secret are kept per node and, when a role
- * finishes, published run-wide (under `set.NAME`) for roles that wait for
- * it.  Secret values are registered with the run's `struct secrets` before
- * the line that carried them could reach any view.
+ * Values handed with ::set/::secret go through the run's exchange
+ * (exchange.h): kept with their sender node, role and name when the role
+ * declares them (role.yaml `hands`), read by the steps and templates they
+ * are for once the sender finished its role; anything else in protocol
+ * form fails the step as a protocol violation.  Declared secrets are
+ * registered with the run's `struct secrets` before the line that carried
+ * them could reach any view.
  *
  * Everything the views see arrives as events on the main thread, with the
  * run-wide status record of the node (struct node_status).

@@ -12,6 +12,15 @@ void plan_env_export(struct strbuf *sb, const char *name, const char *value)
 	strbuf_addch(sb, '\n');
 }
 
+/* PROVISION_SET_NAME for a value the exchange lets the step read. */
+static void export_handed(const char *name, const char *value, void *data)
+{
+	char var[160];
+
+	snprintf(var, sizeof(var), "PROVISION_SET_%s", name);
+	plan_env_export(data, var, value);
+}
+
 void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 {
 	const struct plan_opts *o = nc->run->o;
@@ -87,8 +96,5 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 			plan_env_export(sb, name, eq + 1);
 		free(name);
 	}
-	pthread_mutex_lock(&nc->run->lock);
-	exchange_export_set(sb, nc->run->published, n->name);
-	pthread_mutex_unlock(&nc->run->lock);
-	exchange_export_set(sb, nc->set, n->name);
+	exchange_each(nc->run->exchange, nc->index, nc->role, export_handed, sb);
 }

@@ -94,6 +94,26 @@ int plan_do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail)
 }
 
 
+/* A file step's commands print no protocol: any such line is a violation. */
+static void file_protocol_reset(struct node_ctx *nc, const struct role *r)
+{
+	free(nc->protocol_error);
+	nc->protocol_error = NULL;
+	nc->role = r;
+	nc->step = NULL;
+}
+
+static void file_protocol_check(struct node_ctx *nc, enum step_result *result, char **detail,
+				int *ret)
+{
+	if (!nc->protocol_error || *ret < 0)
+		return;
+	*result = STEP_FAILED;
+	free(*detail);
+	*detail = xstrdup(nc->protocol_error);
+	*ret = 1;
+}
+
 /*
  * The command of a file step's request: "set -- DEST SHA MODE OWNER", then
  * roles/lib.sh and the script (tail) that uses them, all run by the agent's
@@ -131,6 +151,7 @@ int plan_deploy_file(struct node_ctx *nc, struct runner_job *job, const struct r
 	int rc, ret = 0;
 
 	plan_post_step(job, EVENT_STEP_START, r, t->dest, STEP_NONE, 0, NULL);
+	file_protocol_reset(nc, r);
 	vals = plan_node_values(nc);
 	rc = plan_add_profiles(vals, &err);
 	if (rc < 0) {
@@ -208,6 +229,7 @@ int plan_deploy_file(struct node_ctx *nc, struct runner_job *job, const struct r
 		}
 	}
 done:
+	file_protocol_check(nc, &result, &detail, &ret);
 	plan_post_step(job, EVENT_STEP_END, r, t->dest, result, now_ms() - t0, detail);
 	plan_record(nc, r, t->dest, true, result, now_ms() - t0, detail);
 	plan_record_file(nc, sha[0] ? sha : NULL, t->mode, t->owner, t->src, false, &content, drift);
@@ -238,6 +260,7 @@ int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const stru
 	int rc, ret = 0;
 
 	plan_post_step(job, EVENT_STEP_START, r, ra->dest, STEP_NONE, 0, NULL);
+	file_protocol_reset(nc, r);
 	if (!a || !a->sha256) {
 		result = STEP_FAILED;
 		detail = xasprintf("artifact '%s' has no pinned sha256", ra->name);
@@ -282,6 +305,7 @@ int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const stru
 		}
 	}
 done:
+	file_protocol_check(nc, &result, &detail, &ret);
 	plan_post_step(job, EVENT_STEP_END, r, ra->dest, result, now_ms() - t0, detail);
 	plan_record(nc, r, ra->dest, true, result, now_ms() - t0, detail);
 	plan_record_file(nc, a ? a->sha256 : NULL, ra->mode, ra->owner, ra->name, true, NULL, NULL);

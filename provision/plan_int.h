@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 
+#include "exchange.h"
 #include "plan.h"
 #include "template.h"
 #include "util.h"
@@ -42,14 +43,13 @@ struct run {
 	size_t seg_begin, seg_end; /* the roles of the current pipeline pass */
 	bool *seen_running;	   /* per node: NODE_RUNNING already shown */
 	bool validating;	   /* nodes have their final state: passes only add to it */
-	struct tval **sets;	   /* per node: values handed on it, across passes */
 	bool *role_done;	   /* [node * nr_roles + role] */
 	struct kube_query *queries; /* the validation pass */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct barrier *barriers; /* per role */
 	bool *applies;		  /* [node * nr_roles + role] */
-	struct tval *published;	  /* handed values of finished roles, run-wide */
+	struct exchange *exchange; /* values handed between steps, roles and nodes */
 	/*
 	 * plan_run_gpu_values() of the pipeline, made once before its first pass and
 	 * read-only from then on: steps and templates run only in the pipeline,
@@ -65,7 +65,8 @@ struct node_ctx {
 	struct run *run;
 	size_t index; /* into o->nodes */
 	const struct node *node;
-	struct tval *set; /* values handed on this node */
+	const struct role *role; /* the role at work on the node; NULL: none (facts) */
+	const char *step;	 /* the step whose output this is; NULL: not a step */
 	bool *role_done;
 	struct strbuf tail, capture;
 	bool capturing;
@@ -126,16 +127,6 @@ int plan_deploy_file(struct node_ctx *nc, struct runner_job *job, const struct r
 /* One artifact from the cache to the node; returns as plan_run_step(). */
 int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const struct role *r,
 			 const struct role_artifact *ra);
-
-/* ---- exchange.c ---- */
-
-/*
- * The name under which a handed value reaches `node`, or NULL when it is
- * not for it: "NAME@NODE" values go to NODE only, as NAME.
- */
-const char *exchange_value_for(const char *key, const char *node, char *buf, size_t size);
-/* `export PROVISION_SET_NAME=...` for every value of set that reaches node. */
-void exchange_export_set(struct strbuf *sb, const struct tval *set, const char *node);
 
 /* ---- plan_validate.c ---- */
 

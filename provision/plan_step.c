@@ -22,10 +22,30 @@ static void tail_add(struct strbuf *tail, const char *line, size_t len)
 	}
 }
 
+/*
+ * A line in protocol form that the exchange (or the parser) refused: the
+ * step fails with the first such line, naming the node and the step; the
+ * line itself reaches no view (it is protocol, not output).
+ */
+static void violation(struct node_ctx *nc, const char *why)
+{
+	if (nc->protocol_error)
+		return;
+	if (nc->role && nc->step)
+		nc->protocol_error = xasprintf("protocol violation by node '%s' in %s › %s: %s",
+					       nc->node->name, nc->role->name, nc->step, why);
+	else
+		nc->protocol_error = xasprintf("protocol violation by node '%s' (%s): %s",
+					       nc->node->name, nc->role ? nc->role->name : "facts",
+					       why);
+}
+
 bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char *line, size_t len)
 {
 	struct node_ctx *nc = ctx;
 	struct protocol_msg m;
+	struct error err = {0};
+	const struct role *r;
 
 	if (stream == TRANSPORT_STDOUT)
 		protocol_parse(&m, line, len);
@@ -33,31 +53,24 @@ bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char 
 		m.kind = PROTOCOL_NONE;
 	if (m.kind != PROTOCOL_NONE && nc->swallow)
 		m.kind = PROTOCOL_NONE; /* a fetched file is content, not protocol */
+	/* Protocol comes from a role's step, nowhere else (facts, file checks). */
+	if (m.kind != PROTOCOL_NONE && m.kind != PROTOCOL_MALFORMED && !nc->step) {
+		violation(nc, "a protocol line outside a role's step");
+		return true;
+	}
+	r = nc->step ? nc->role : NULL;
 	switch (m.kind) {
 	case PROTOCOL_NONE:
 		break;
 	case PROTOCOL_MALFORMED:
-		free(nc->protocol_error);
-		nc->protocol_error = xstrdup(m.error);
+		violation(nc, m.error);
 		return true;
 	case PROTOCOL_SET:
-	case PROTOCOL_SECRET: {
-		char *name = xstrndup(m.name, m.name_len);
-		char *value = xstrndup(m.value, m.value_len);
-		if (m.kind == PROTOCOL_SECRET &&
-		    secrets_add(nc->run->o->secrets, value, strlen(value)) < 0) {
-			free(nc->protocol_error);
-			nc->protocol_error = xasprintf(
-				"secret '%s' is shorter than %d characters: too short to redact safely",
-				name, SECRETS_MIN_LEN);
-		} else {
-			tval_set_str(nc->set, name, value);
-		}
-		explicit_bzero(value, strlen(value));
-		free(value);
-		free(name);
+	case PROTOCOL_SECRET:
+		if (exchange_hand(nc->run->exchange, nc->index, r, m.kind == PROTOCOL_SECRET,
+				  m.name, m.name_len, m.value, m.value_len, &err) < 0)
+			violation(nc, err.msg);
 		return true;
-	}
 	case PROTOCOL_SKIP:
 		free(nc->skip_reason);
 		nc->skip_reason = xstrndup(m.value, m.value_len);
@@ -67,6 +80,11 @@ bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char 
 		nc->hint = xstrndup(m.value, m.value_len);
 		return true;
 	case PROTOCOL_FETCH:
+		if (exchange_fetch(nc->run->exchange, nc->index, r, m.name, m.name_len, m.value,
+				   m.value_len, &err) < 0) {
+			violation(nc, err.msg);
+			return true;
+		}
 		nc->fetches = xrealloc(nc->fetches, (nc->nr_fetches + 1) * sizeof(*nc->fetches));
 		nc->fetches[nc->nr_fetches++] = xasprintf("%.*s\n%.*s", (int)m.name_len, m.name,
 							  (int)m.value_len, m.value);
@@ -213,6 +231,8 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 	free(nc->protocol_error);
 	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
 	plan_clear_fetches(nc);
+	nc->role = r;
+	nc->step = s->name;
 	plan_post_step(job, EVENT_STEP_START, r, s->name, STEP_NONE, 0, NULL);
 
 	rc = call_step(nc, job, r, s, "check", &status, &err);
@@ -260,8 +280,15 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 			}
 		}
 	}
+	if (nc->protocol_error) {
+		/* Whatever the step's exit said: a node that broke the protocol failed it. */
+		result = STEP_FAILED;
+		free(detail);
+		detail = xstrdup(nc->protocol_error);
+	}
+	/* plan changes nothing, on this machine either: no fetched file replaced. */
 	if ((result == STEP_CHANGED || result == STEP_UNCHANGED) && nc->nr_fetches &&
-	    plan_do_fetches(nc, job, &detail))
+	    !check_only && plan_do_fetches(nc, job, &detail))
 		result = STEP_FAILED;
 	goto done;
 lost:
@@ -269,6 +296,7 @@ lost:
 	detail = xstrdup(err.msg);
 	ret = -1;
 done:
+	nc->step = NULL;
 	plan_clear_fetches(nc);
 	if (result == STEP_FAILED && ret == 0)
 		ret = 1;

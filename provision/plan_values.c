@@ -374,25 +374,20 @@ out:
 	return ret;
 }
 
+/* set.NAME for a value the exchange lets the role read. */
+static void set_handed(const char *name, const char *value, void *data)
+{
+	tval_set_str(data, name, value);
+}
+
 struct tval *plan_node_values(struct node_ctx *nc)
 {
 	const struct plan_opts *o = nc->run->o;
 	struct tval *v = plan_values(o->inv, nc->node, &nc->run->res->nodes[nc->index].facts,
 				     kube_matrix_find(&o->roles->kube, o->inv->cluster.kubernetes_version));
 	struct tval *set = tval_map_at(v, "set");
-	size_t i;
-	char key[128];
-	const char *k;
 
 	tval_set(v, "gpu", tval_copy(tval_lookup(nc->run->gpu, "gpu")));
-
-	pthread_mutex_lock(&nc->run->lock);
-	for (i = 0; i < nc->run->published->nr; i++)
-		if ((k = exchange_value_for(nc->run->published->keys[i], nc->node->name, key, sizeof(key))))
-			tval_set(set, k, tval_copy(nc->run->published->items[i]));
-	pthread_mutex_unlock(&nc->run->lock);
-	for (i = 0; i < nc->set->nr; i++)
-		if ((k = exchange_value_for(nc->set->keys[i], nc->node->name, key, sizeof(key))))
-			tval_set(set, k, tval_copy(nc->set->items[i]));
+	exchange_each(nc->run->exchange, nc->index, nc->role, set_handed, set);
 	return v;
 }

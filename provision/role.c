@@ -1,6 +1,7 @@
 /* role: see role.h and roles/README.md. */
 #include "role.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -133,7 +134,8 @@ static void unknown_key(struct loader *l, const yaml_node_t *k, const char *key,
 
 static const char *const role_keys[] = {"description", "phase",     "applies_to", "when",
 					"depends_on",  "wait_for",  "after",	   "vars",
-					"templates",   "artifacts", NULL};
+					"templates",   "artifacts", "hands",	   "fetches",
+					NULL};
 static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before", NULL};
 static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", "hub", NULL};
 
@@ -292,6 +294,166 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 	r->artifacts[r->nr_artifacts++] = a;
 }
 
+static const char *const hand_keys[] = {"name", "secret", "to", "about", NULL};
+static const char *const fetch_keys[] = {"name", "path", NULL};
+
+/* NAME of a `hands` entry: a ::set name, with at most one {self} or {n}. */
+static bool valid_hand_name(const char *s)
+{
+	size_t i, len = strlen(s), holes = 0;
+
+	if (!len || len > 64 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (i = 0; i < len; i++) {
+		if (!strncmp(s + i, "{self}", 6) || !strncmp(s + i, "{n}", 3)) {
+			i += s[i + 1] == 's' ? 5 : 2;
+			holes++;
+		} else if (!isalnum((unsigned char)s[i]) && s[i] != '_') {
+			return false;
+		}
+	}
+	return holes <= 1;
+}
+
+static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+{
+	struct role_hand h = {0};
+	yaml_node_pair_t *p;
+	bool ok = true;
+	size_t i;
+
+	if (m->type != YAML_MAPPING_NODE) {
+		lerr(l, m, "each entry is a mapping: {name: NAME, to: self|control-plane|node}",
+		     "a 'hands' entry must be a mapping");
+		return;
+	}
+	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
+		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+		const char *key = scalar(k) ? scalar(k) : "";
+		const char *s = scalar(v);
+
+		if (!strcmp(key, "name")) {
+			if (!s || !valid_hand_name(s)) {
+				lerr(l, v,
+				     "letters, digits and _, not starting with a digit, at most 64, "
+				     "with at most one {self} or {n}",
+				     "'name' must be a ::set name");
+				ok = false;
+			} else {
+				free(h.name);
+				h.name = xstrdup(s);
+			}
+		} else if (!strcmp(key, "secret")) {
+			if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
+				h.secret = !strcmp(s, "true");
+			} else {
+				lerr(l, v, NULL, "'secret' must be true or false");
+				ok = false;
+			}
+		} else if (!strcmp(key, "to")) {
+			if (s && !strcmp(s, "self")) {
+				h.to = ROLE_TO_SELF;
+			} else if (s && !strcmp(s, "control-plane")) {
+				h.to = ROLE_TO_CONTROL_PLANE;
+			} else if (s && !strcmp(s, "node")) {
+				h.to = ROLE_TO_NODE;
+			} else {
+				lerr(l, v, "to: self, control-plane or node (the NODE of NAME@NODE)",
+				     "unknown receiver '%s'", s ? s : "");
+				ok = false;
+			}
+		} else if (!strcmp(key, "about")) {
+			if (s && !strcmp(s, "self")) {
+				h.about_self = true;
+			} else {
+				lerr(l, v, "about: self (the value's first word is the sender's name)",
+				     "unknown 'about' '%s'", s ? s : "");
+				ok = false;
+			}
+		} else {
+			unknown_key(l, k, key, hand_keys);
+			ok = false;
+		}
+	}
+	if (ok && (!h.name || !h.to)) {
+		lerr(l, m, NULL, "a 'hands' entry needs both 'name' and 'to'");
+		ok = false;
+	}
+	for (i = 0; ok && i < r->nr_hands; i++)
+		if (!strcmp(r->hands[i].name, h.name)) {
+			lerr(l, m, NULL, "'%s' is already in 'hands'", h.name);
+			ok = false;
+		}
+	if (!ok) {
+		free(h.name);
+		return;
+	}
+	r->hands = xrealloc(r->hands, (r->nr_hands + 1) * sizeof(*r->hands));
+	r->hands[r->nr_hands++] = h;
+}
+
+static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+{
+	struct role_fetch f = {0};
+	yaml_node_pair_t *p;
+	bool ok = true;
+	size_t i;
+
+	if (m->type != YAML_MAPPING_NODE) {
+		lerr(l, m, "each entry is a mapping: {name: NAME, path: /PATH}",
+		     "a 'fetches' entry must be a mapping");
+		return;
+	}
+	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
+		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+		const char *key = scalar(k) ? scalar(k) : "";
+		const char *s = scalar(v);
+
+		if (!strcmp(key, "name")) {
+			bool good = s && *s && *s != '.' && strlen(s) <= 64;
+			for (i = 0; good && s[i]; i++)
+				good = isalnum((unsigned char)s[i]) || strchr("._-", s[i]);
+			if (!good) {
+				lerr(l, v, "letters, digits, '.', '_' and '-', not starting with '.'",
+				     "'name' must be a file name");
+				ok = false;
+			} else {
+				free(f.name);
+				f.name = xstrdup(s);
+			}
+		} else if (!strcmp(key, "path")) {
+			if (!s || s[0] != '/') {
+				lerr(l, v, NULL, "'path' must be an absolute path");
+				ok = false;
+			} else {
+				free(f.path);
+				f.path = xstrdup(s);
+			}
+		} else {
+			unknown_key(l, k, key, fetch_keys);
+			ok = false;
+		}
+	}
+	if (ok && (!f.name || !f.path)) {
+		lerr(l, m, NULL, "a 'fetches' entry needs both 'name' and 'path'");
+		ok = false;
+	}
+	for (i = 0; ok && i < r->nr_fetches; i++)
+		if (!strcmp(r->fetches[i].name, f.name)) {
+			lerr(l, m, NULL, "'%s' is already in 'fetches'", f.name);
+			ok = false;
+		}
+	if (!ok) {
+		free(f.name);
+		free(f.path);
+		return;
+	}
+	r->fetches = xrealloc(r->fetches, (r->nr_fetches + 1) * sizeof(*r->fetches));
+	r->fetches[r->nr_fetches++] = f;
+}
+
 static void load_role_yaml(struct role *r, const char *path, struct diag_list *dl)
 {
 	struct strbuf text = STRBUF_INIT;
@@ -385,6 +547,21 @@ static void load_role_yaml(struct role *r, const char *path, struct diag_list *d
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
 				load_template_entry(&l, r, yaml_document_get_node(&doc, *it));
+		} else if (!strcmp(key, "hands") || !strcmp(key, "fetches")) {
+			yaml_node_item_t *it;
+			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
+				continue;
+			if (v->type != YAML_SEQUENCE_NODE) {
+				lerr(&l, v, NULL, "'%s' must be a list", key);
+				continue;
+			}
+			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+				const yaml_node_t *entry = yaml_document_get_node(&doc, *it);
+				if (key[0] == 'h')
+					load_hand_entry(&l, r, entry);
+				else
+					load_fetch_entry(&l, r, entry);
+			}
 		} else if (!strcmp(key, "artifacts")) {
 			yaml_node_item_t *it;
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
@@ -437,6 +614,32 @@ static void check_artifacts(struct role_set *rs, struct diag_list *dl)
 		free(yaml);
 	}
 	free(path);
+}
+
+/*
+ * A private file has one source: two roles fetching the same NAME could
+ * overwrite each other's (admin.conf from anywhere but kubeadm-init).
+ */
+static void check_fetches(struct role_set *rs, struct diag_list *dl)
+{
+	size_t i, j, a, b;
+
+	for (i = 0; i < rs->nr; i++)
+		for (a = 0; a < rs->roles[i].nr_fetches; a++)
+			for (j = 0; j < i; j++)
+				for (b = 0; b < rs->roles[j].nr_fetches; b++) {
+					char *yaml;
+					if (strcmp(rs->roles[i].fetches[a].name,
+						   rs->roles[j].fetches[b].name))
+						continue;
+					yaml = xasprintf("%s/role.yaml", rs->roles[i].dir);
+					diag_add(dl, DIAG_ERROR, yaml, 0, 0,
+						 "give each fetched file one role",
+						 "roles '%s' and '%s' both fetch '%s'",
+						 rs->roles[j].name, rs->roles[i].name,
+						 rs->roles[i].fetches[a].name);
+					free(yaml);
+				}
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -615,6 +818,14 @@ static void role_release(struct role *r)
 		free(r->artifacts[i].before);
 	}
 	free(r->artifacts);
+	for (i = 0; i < r->nr_hands; i++)
+		free(r->hands[i].name);
+	free(r->hands);
+	for (i = 0; i < r->nr_fetches; i++) {
+		free(r->fetches[i].name);
+		free(r->fetches[i].path);
+	}
+	free(r->fetches);
 	for (i = 0; i < r->nr_steps; i++) {
 		free(r->steps[i].name);
 		free(r->steps[i].path);
@@ -950,6 +1161,7 @@ int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl)
 	strv_free(names);
 	check_artifacts(rs, dl);
 	load_kube_matrix(&rs->kube, dir, dl);
+	check_fetches(rs, dl);
 	order_roles(rs, dl);
 	if (dl->errors > errors_before) {
 		role_set_release(rs);
@@ -974,4 +1186,58 @@ bool role_applies(const struct role *r, const struct inventory *inv, const struc
 	if ((r->when & ROLE_WHEN_HUB) && !inv->hub.enabled)
 		return false;
 	return true;
+}
+
+static void sanitized(char *out, size_t size, const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < size; i++)
+		out[i] = isalnum((unsigned char)s[i]) || s[i] == '_' ? s[i] : '_';
+	out[i] = '\0';
+}
+
+bool role_hand_match(const struct role_hand *h, const char *name, size_t len, const char *sender)
+{
+	const char *open = strchr(h->name, '{');
+	size_t pre, post, i;
+	const char *tail;
+
+	if (!open)
+		return strlen(h->name) == len && !memcmp(h->name, name, len);
+	pre = (size_t)(open - h->name);
+	tail = strchr(open, '}') + 1;
+	post = strlen(tail);
+	if (len < pre + post || memcmp(name, h->name, pre) ||
+	    memcmp(name + len - post, tail, post))
+		return false;
+	name += pre;
+	len -= pre + post;
+	if (open[1] == 's') {
+		char self[128];
+		sanitized(self, sizeof(self), sender);
+		return strlen(self) == len && !memcmp(self, name, len);
+	}
+	if (!len)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isdigit((unsigned char)name[i]))
+			return false;
+	return true;
+}
+
+static bool listed(char **v, const char *name)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		if (!strcmp(v[i], name))
+			return true;
+	return false;
+}
+
+bool role_reads_from(const struct role *r, const struct role *p)
+{
+	return r == p || listed(r->depends_on, p->name) || listed(r->wait_for, p->name) ||
+	       listed(r->after, p->name);
 }

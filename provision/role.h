@@ -49,6 +49,31 @@ struct role_artifact {
 	char *before; /* as for templates */
 };
 
+/* Whom a handed value reaches (role.yaml `hands`, `to:`). */
+enum role_hand_to {
+	ROLE_TO_SELF = 1,      /* the node that handed it */
+	ROLE_TO_CONTROL_PLANE, /* nodes with the control-plane role */
+	ROLE_TO_NODE,	       /* the node named in the key: NAME@NODE */
+};
+
+/*
+ * A value the role's steps may hand with ::set or ::secret (role.yaml
+ * `hands`; roles/README.md, "Handing values").  Nothing else a step prints
+ * in protocol form is accepted.
+ */
+struct role_hand {
+	char *name;  /* literal, or with one {self} or {n} (see role_hand_match()) */
+	bool secret; /* handed with ::secret (and only so), registered for redaction */
+	enum role_hand_to to;
+	bool about_self; /* `about: self`: the value's first word is the sender's name */
+};
+
+/* A file the role's steps may ask for with ::fetch (role.yaml `fetches`). */
+struct role_fetch {
+	char *name; /* STATE/private/NAME */
+	char *path; /* the only path on the node it may come from */
+};
+
 struct role_step {
 	char *name; /* "10-modules" (the file name without .sh) */
 	char *path;
@@ -71,6 +96,10 @@ struct role {
 	size_t nr_templates;
 	struct role_artifact *artifacts; /* uploaded before the templates of the same step */
 	size_t nr_artifacts;
+	struct role_hand *hands;
+	size_t nr_hands;
+	struct role_fetch *fetches;
+	size_t nr_fetches;
 	struct role_step *steps; /* sorted by name */
 	size_t nr_steps;
 };
@@ -134,6 +163,17 @@ const struct role *role_set_find(const struct role_set *rs, const char *name);
  * whether the node has a GPU (facts, or the inventory's gpus when facts are
  * not known yet).
  */
+/*
+ * Whether NAME (len bytes, the key of a ::set/::secret line without its
+ * @NODE) is h's name handed by node `sender`: `{self}` stands for the
+ * sender's name with every character but letters, digits and `_` as `_`
+ * (node-1 -> node_1), `{n}` for one or more decimal digits.
+ */
+bool role_hand_match(const struct role_hand *h, const char *name, size_t len, const char *sender);
+
+/* Whether role r reads what role p hands: p is r, or r depends on, waits for or comes after p. */
+bool role_reads_from(const struct role *r, const struct role *p);
+
 bool role_applies(const struct role *r, const struct inventory *inv, const struct node *n,
 		  bool has_gpu);
 

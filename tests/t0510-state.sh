@@ -122,6 +122,10 @@ templates:
     dest: /etc/provision-probe.conf
     mode: "0600"
     before: 20-use
+hands:
+  - {name: probe_token, secret: true, to: self}
+fetches:
+  - {name: probe.key, path: /root/probe-private}
 EOF
 cat >"$ROLES/probe/templates/probe.conf.tmpl" <<'EOF'
 # t0510 probe on {{ node.name }}

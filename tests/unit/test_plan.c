@@ -30,7 +30,13 @@ struct fake_node {
 	char name[32];
 	bool unreachable;
 	bool fail_apply;   /* step maybe-fail: apply exits 1 */
-	bool desired[8];   /* per fake step kind */
+	bool desired[16];  /* per fake step kind */
+	/*
+	 * A hostile node (issue 19): lines it adds to the output of its facts,
+	 * of its gossip step and of its joiner step, '\n'-separated.
+	 */
+	const char *evil_facts, *evil_gossip, *evil_joiner;
+	char seen[1024]; /* joiner: the join command it read; labels: the labels handed to it */
 	char files[4][128];
 	char shas[4][65];
 	unsigned nr_files;
@@ -41,7 +47,9 @@ static struct fake_node fake_nodes[8];
 static size_t nr_fake_nodes;
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *const step_kinds[] = {"plain", "secret", "maybe-fail", "after", "ordered", NULL};
+static const char *const step_kinds[] = {"plain",  "secret", "maybe-fail", "after",
+					 "ordered", "tokens", "fetch",	    "gossip",
+					 "joiner",  "labels", NULL};
 
 struct transport {
 	struct fake_node *node;
@@ -73,6 +81,37 @@ static void say(const struct transport_exec *req, const char *line)
 	req->on_line(req->ctx, TRANSPORT_STDOUT, line, strlen(line));
 }
 
+/* Say each '\n'-separated line of lines. */
+static void say_lines(const struct transport_exec *req, const char *lines)
+{
+	while (lines && *lines) {
+		const char *nl = strchr(lines, '\n');
+		size_t len = nl ? (size_t)(nl - lines) : strlen(lines);
+		req->on_line(req->ctx, TRANSPORT_STDOUT, lines, len);
+		lines += len + (nl ? 1 : 0);
+	}
+}
+
+/* The values of every `export PROVISION_SET_<prefix>...` line of a step's input, in out. */
+static void seen_exports(char *out, size_t size, const char *in, const char *prefix)
+{
+	char pat[96];
+	const char *p = in;
+	size_t used = 0;
+
+	snprintf(pat, sizeof(pat), "export PROVISION_SET_%s", prefix);
+	out[0] = '\0';
+	while ((p = strstr(p, pat))) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%.*s\n",
+					 (int)len - 7, p + 7);
+		if (used >= size)
+			break;
+		p += len;
+	}
+}
+
 static int fake_exec(struct transport *t, const struct transport_exec *req,
 		     struct transport_result *res, struct error *err)
 {
@@ -90,6 +129,14 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		say(req, "cpus=4");
 		say(req, "mem_kib=8000000");
 		snprintf(line, sizeof(line), "machine_id=%032zx", (size_t)(n - fake_nodes) + 1);
+		say(req, line);
+		say_lines(req, n->evil_facts);
+		return 0;
+	}
+	if (!strncmp(req->command, "cat -- '", 8)) { /* a ::fetch */
+		char line[256];
+		snprintf(line, sizeof(line), "content of %.*s on %s",
+			 (int)strcspn(req->command + 8, "'"), req->command + 8, n->name);
 		say(req, line);
 		return 0;
 	}
@@ -155,6 +202,33 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		else
 			n->checks++;
 		pthread_mutex_unlock(&fake_lock);
+		if (!strcmp(kind, "tokens"))
+			say(req, "::secret join_command@w-3=kubeadm join 198.18.0.10:6443 --token good.token0000");
+		if (!strcmp(kind, "fetch")) {
+			say(req, "::fetch /etc/kubernetes/admin.conf admin.conf");
+			res->exit_status = 0;
+			return 0;
+		}
+		if (!strcmp(kind, "gossip")) {
+			say_lines(req, n->evil_gossip);
+			res->exit_status = 0;
+			return 0;
+		}
+		if (!strcmp(kind, "joiner")) {
+			char line[128];
+			seen_exports(n->seen, sizeof(n->seen), in, "join_command=");
+			snprintf(line, sizeof(line), "::set node_labels_%c_%c=%s honest", n->name[0],
+				 n->name[2], n->name);
+			say(req, line);
+			say_lines(req, n->evil_joiner);
+			res->exit_status = 0;
+			return 0;
+		}
+		if (!strcmp(kind, "labels")) {
+			seen_exports(n->seen, sizeof(n->seen), in, "node_labels_");
+			res->exit_status = 0;
+			return 0;
+		}
 		if (!strcmp(kind, "secret")) {
 			say(req, "::secret token=" SECRET_VALUE);
 			say(req, "the token is " SECRET_VALUE " (a careless step)");
@@ -247,19 +321,21 @@ struct fixture {
 	struct role_set rs;
 	const struct node *nodes[8];
 	size_t nr;
+	const char *state_dir; /* NULL: none */
+	char state_buf[32];
 };
 
-static int setup(void **state)
+static int setup_roles(void **state, const char *name)
 {
 	struct fixture *f = xcalloc(1, sizeof(*f));
 	struct diag_list dl;
 	const char *dir = getenv("PROVISION_TEST_DATA");
-	char *roles = xasprintf("%s/../tests/unit/data/roles", dir ? dir : "tests");
+	char *roles = xasprintf("%s/../tests/unit/data/%s", dir ? dir : "tests", name);
 	size_t i;
 
 	if (!dir) {
 		free(roles);
-		roles = xstrdup("tests/unit/data/roles");
+		roles = xasprintf("tests/unit/data/%s", name);
 	}
 	diag_list_init(&dl);
 	if (inventory_load_buffer(&f->inv, "unit.yaml", inventory_text, strlen(inventory_text),
@@ -280,10 +356,37 @@ static int setup(void **state)
 	return 0;
 }
 
+static int setup(void **state)
+{
+	return setup_roles(state, "roles");
+}
+
+/* The roles of tests/unit/data/roles-exchange: hand-overs between nodes (issue 19). */
+static int setup_exchange(void **state)
+{
+	struct fixture *f;
+
+	setup_roles(state, "roles-exchange");
+	f = *state;
+	snprintf(f->state_buf, sizeof(f->state_buf), "/tmp/test_plan.XXXXXX");
+	assert_non_null(mkdtemp(f->state_buf));
+	f->state_dir = f->state_buf;
+	return 0;
+}
+
+static void remove_state(const char *dir)
+{
+	char *cmd = xasprintf("rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
+	if (f->state_dir)
+		remove_state(f->state_dir);
 	role_set_release(&f->rs);
 	inventory_free(f->inv);
 	free(f);
@@ -302,6 +405,7 @@ static void execute(struct fixture *f, bool check_only, struct secrets *sec, str
 		.check_only = check_only,
 		.forks = 2, /* fewer workers than nodes: the window must not deadlock on barriers */
 		.secrets = sec,
+		.state_dir = f->state_dir,
 		.ops = &fake_ops,
 		.on_event = collect,
 		.data = c,
@@ -561,6 +665,176 @@ static void test_secrets_redact(void **state)
 	secrets_free(s);
 }
 
+
+/* ---- a hostile node (issue 19): each test failed on the code before the exchange ---- */
+
+static size_t node_index(const struct fixture *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->nr; i++)
+		if (!strcmp(f->nodes[i]->name, name))
+			return i;
+	fail_msg("no node %s", name);
+	return 0;
+}
+
+/*
+ * Finding 1: a worker hands a join command for another worker.  Before: the
+ * last writer won run-wide and w-3 read w-2's command.  Now: w-2's step
+ * fails with a protocol violation, w-3 reads the control plane's command.
+ */
+static void test_hostile_join_command(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct collected c = {STRBUF_INIT, {0}};
+	struct plan_result res;
+
+	fake_find("w-2")->evil_gossip =
+		"::secret join_command@w-3=kubeadm join 6.6.6.6:6443 --token evil.token0000";
+	execute(f, false, sec, &c, &res);
+	assert_string_equal(fake_find("w-3")->seen,
+			    "PROVISION_SET_join_command='kubeadm join 198.18.0.10:6443 --token "
+			    "good.token0000'\n");
+	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_FAILED);
+	assert_int_equal(res.status[node_index(f, "w-3")].state, NODE_DONE);
+	assert_non_null(strstr(c.all.buf, "protocol violation by node 'w-2' in gossip › 10-gossip: "
+					  "'join_command' is not a value role 'gossip' hands"));
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+/*
+ * Finding 1: a worker hands labels for another node (under its own name
+ * and under one of its choosing).  Before: the control plane's labels step
+ * read them.  Now: only each node's own labels reach it.
+ */
+static void test_hostile_labels(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct collected c = {STRBUF_INIT, {0}};
+	struct plan_result res;
+
+	fake_find("w-2")->evil_joiner =
+		"::set node_labels_pwn=cp provision.dev/pwned=by-w-2\n"
+		"::set node_labels_w_2=cp node-role.kubernetes.io/control-plane-\n"
+		"::set node_labels_w_1=w-1 provision.dev/pwned=by-w-2";
+	execute(f, false, sec, &c, &res);
+	assert_string_equal(fake_find("cp")->seen, "PROVISION_SET_node_labels_w_1='w-1 honest'\n"
+						   "PROVISION_SET_node_labels_w_3='w-3 honest'\n");
+	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_FAILED);
+	assert_int_equal(res.status[node_index(f, "cp")].state, NODE_DONE);
+	assert_non_null(strstr(c.all.buf, "protocol violation by node 'w-2' in joiner › 10-join"));
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+/*
+ * Finding 3: a ::set line in a node's facts.  Before: a NULL dereference
+ * (provision exited 139).  Now: that node's facts fail, the others go on.
+ */
+static void test_hostile_facts_protocol(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct collected c = {STRBUF_INIT, {0}};
+	struct plan_result res;
+
+	fake_find("w-1")->evil_facts = "::set node_labels_w_1=cp pwned\n::fetch /etc/shadow admin.conf";
+	execute(f, false, sec, &c, &res);
+	assert_int_equal(res.status[node_index(f, "w-1")].state, NODE_FAILED);
+	assert_false(res.nodes[node_index(f, "w-1")].have_facts);
+	assert_int_equal(res.status[node_index(f, "w-3")].state, NODE_DONE);
+	assert_non_null(strstr(c.all.buf, "protocol violation by node 'w-1' (facts): a protocol "
+					  "line outside a role's step"));
+	assert_null(strstr(fake_find("cp")->seen, "pwned"));
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+static char *read_private(const char *dir, const char *name)
+{
+	char *path = xasprintf("%s/private/%s", dir, name);
+	struct strbuf sb = STRBUF_INIT;
+	char *s = NULL;
+
+	if (read_file(path, &sb) == 0)
+		s = strbuf_detach(&sb, NULL);
+	strbuf_release(&sb);
+	free(path);
+	return s;
+}
+
+/*
+ * Finding 4: a worker ::fetch'es its own file as admin.conf, and `plan`
+ * fetched too.  Before: private/admin.conf was the worker's, and plan
+ * wrote it.  Now: the worker's step fails, admin.conf is the control
+ * plane's, and plan writes nothing.
+ */
+static void test_hostile_fetch(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct collected c = {STRBUF_INIT, {0}};
+	struct plan_result res;
+	const char *dir = f->state_dir;
+	char *got;
+
+	execute(f, true, sec, &c, &res); /* provision plan */
+	assert_null(read_private(dir, "admin.conf"));
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+
+	fake_find("w-2")->evil_gossip = "::fetch /etc/evil admin.conf";
+	fake_find("w-3")->evil_gossip = "::fetch /etc/kubernetes/admin.conf admin.conf";
+	execute(f, false, sec, &c, &res);
+	got = read_private(dir, "admin.conf");
+	assert_non_null(got);
+	assert_string_equal(got, "content of /etc/kubernetes/admin.conf on cp\n");
+	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_FAILED);
+	assert_int_equal(res.status[node_index(f, "w-3")].state, NODE_FAILED);
+	assert_non_null(strstr(c.all.buf, "protocol violation by node 'w-2' in gossip › 10-gossip: "
+					  "'admin.conf' is not a file role 'gossip' fetches"));
+	free(got);
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+/*
+ * Finding 6: a worker sends a common phrase as a ::secret.  Before: it was
+ * redacted in every log.  Now: it is refused and never registered; the
+ * control plane's declared secret still is.
+ */
+static void test_hostile_secret(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct collected c = {STRBUF_INIT, {0}};
+	struct plan_result res;
+	struct strbuf line = STRBUF_INIT;
+
+	fake_find("w-2")->evil_gossip = "::secret hide=kubeadm join";
+	execute(f, false, sec, &c, &res);
+	strbuf_addstr(&line, "kubeadm join 198.18.0.12:6443 --token good.token0000");
+	secrets_redact(sec, &line);
+	assert_string_equal(line.buf, "kubeadm join 198.18.0.12:6443 --token good.token0000");
+	strbuf_reset(&line);
+	strbuf_addstr(&line, "ran kubeadm join 198.18.0.10:6443 --token good.token0000");
+	secrets_redact(sec, &line);
+	assert_string_equal(line.buf, "ran [secret]");
+	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_FAILED);
+	strbuf_release(&line);
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -573,6 +847,11 @@ int main(void)
 		cmocka_unit_test(test_phases),
 		cmocka_unit_test(test_gpu_values),
 		cmocka_unit_test(test_secrets_redact),
+		cmocka_unit_test_setup_teardown(test_hostile_join_command, setup_exchange, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_labels, setup_exchange, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_facts_protocol, setup_exchange, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_fetch, setup_exchange, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_secret, setup_exchange, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

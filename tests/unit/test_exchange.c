@@ -1,0 +1,281 @@
+/*
+ * Unit tests for exchange.c (who may hand what to whom) and for the
+ * `hands`/`fetches` keys of role.yaml that feed it (role.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "exchange.h"
+#include "inventory.h"
+#include "role.h"
+#include "secrets.h"
+
+static const char inventory_text[] = "cluster:\n"
+				     "  name: unit\n"
+				     "  kubernetes_version: \"1.30.4\"\n"
+				     "nodes:\n"
+				     "  - name: cp\n"
+				     "    address: 198.18.0.10\n"
+				     "    roles: [control-plane]\n"
+				     "  - name: w-[1-2]\n"
+				     "    address: 198.18.0.[11-12]\n"
+				     "    roles: [worker]\n";
+
+static struct role_hand tokens_hands[] = {{(char *)"join_command", true, ROLE_TO_NODE, false}};
+static struct role_hand join_hands[] = {
+    {(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true}};
+static struct role_hand hub_hands[] = {{(char *)"hub_node_{n}", false, ROLE_TO_SELF, false}};
+static struct role_fetch init_fetches[] = {
+    {(char *)"admin.conf", (char *)"/etc/kubernetes/admin.conf"}};
+static char *join_deps[] = {(char *)"tokens", NULL};
+static char *labels_after[] = {(char *)"joiner", NULL};
+
+struct fixture {
+	struct inventory *inv;
+	const struct node *nodes[3];
+	struct role roles[5]; /* tokens, joiner, labels, init, hub */
+	struct secrets *secrets;
+	struct exchange *x;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct diag_list dl;
+
+	diag_list_init(&dl);
+	assert_int_equal(inventory_load_buffer(&f->inv, "unit.yaml", inventory_text,
+					       strlen(inventory_text), &dl),
+			 0);
+	diag_list_release(&dl);
+	for (int i = 0; i < 3; i++)
+		f->nodes[i] = &f->inv->nodes[i];
+	f->roles[0] = (struct role){.name = (char *)"tokens", .hands = tokens_hands, .nr_hands = 1};
+	f->roles[1] = (struct role){.name = (char *)"joiner",
+				    .hands = join_hands,
+				    .nr_hands = 1,
+				    .depends_on = join_deps,
+				    .wait_for = join_deps};
+	f->roles[2] = (struct role){.name = (char *)"labels", .after = labels_after};
+	f->roles[3] =
+	    (struct role){.name = (char *)"init", .fetches = init_fetches, .nr_fetches = 1};
+	f->roles[4] = (struct role){.name = (char *)"hub", .hands = hub_hands, .nr_hands = 1};
+	f->secrets = secrets_new();
+	f->x = exchange_new(f->inv, f->nodes, 3, f->secrets);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	exchange_free(f->x);
+	secrets_free(f->secrets);
+	inventory_free(f->inv);
+	free(f);
+	return 0;
+}
+
+static int hand(struct fixture *f, size_t from, int role, bool secret, const char *key,
+		const char *value, struct error *err)
+{
+	memset(err, 0, sizeof(*err));
+	return exchange_hand(f->x, from, &f->roles[role], secret, key, strlen(key), value,
+			     strlen(value), err);
+}
+
+static void collect(const char *name, const char *value, void *data)
+{
+	struct strbuf *sb = data;
+	strbuf_addf(sb, "%s=%s\n", name, value);
+}
+
+/* What node `to` reads while running role `role` (-1: none), as NAME=VALUE lines. */
+static char *seen(struct fixture *f, size_t to, int role)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	exchange_each(f->x, to, role < 0 ? NULL : &f->roles[role], collect, &sb);
+	return strbuf_detach(&sb, NULL);
+}
+
+static void expect_seen(struct fixture *f, size_t to, int role, const char *want)
+{
+	char *got = seen(f, to, role);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_declared_only(void **state)
+{
+	struct fixture *f = *state;
+	struct error err;
+
+	assert_int_equal(hand(f, 1, 1, false, "join_command@w-2", "kubeadm join evil", &err), -1);
+	assert_non_null(strstr(err.msg, "'join_command' is not a value role 'joiner' hands"));
+	assert_int_equal(hand(f, 0, 0, false, "join_command@w-2", "kubeadm join ok", &err), -1);
+	assert_non_null(strstr(err.msg, "is a secret: hand it with ::secret"));
+	assert_int_equal(hand(f, 0, 0, true, "join_command", "kubeadm join ok", &err), -1);
+	assert_non_null(strstr(err.msg, "hand it as join_command@NODE"));
+	assert_int_equal(hand(f, 0, 0, true, "join_command@nobody", "kubeadm join ok", &err), -1);
+	assert_non_null(strstr(err.msg, "no node 'nobody' in the inventory"));
+	assert_int_equal(hand(f, 1, 1, true, "node_labels_w_1", "w-1 a=b", &err), -1);
+	assert_non_null(strstr(err.msg, "is not declared secret"));
+	/* {self} is the sender's own name, and about: self its first word */
+	assert_int_equal(hand(f, 1, 1, false, "node_labels_w_2", "w-2 a=b", &err), -1);
+	assert_int_equal(hand(f, 1, 1, false, "node_labels_w_1", "cp a=b", &err), -1);
+	assert_non_null(strstr(err.msg, "must be about 'w-1'"));
+	assert_int_equal(hand(f, 1, 1, false, "node_labels_w_1", "w-10 a=b", &err), -1);
+	assert_int_equal(hand(f, 1, 1, false, "node_labels_w_1", "w-1 a=b", &err), 0);
+	/* {n}: digits only */
+	assert_int_equal(hand(f, 0, 4, false, "hub_node_12", "{}", &err), 0);
+	assert_int_equal(hand(f, 0, 4, false, "hub_node_", "{}", &err), -1);
+	assert_int_equal(hand(f, 0, 4, false, "hub_node_1x", "{}", &err), -1);
+	/* a NUL inside a value (fuzz_exchange found its copy cut short) */
+	assert_int_equal(
+	    exchange_hand(f->x, 0, &f->roles[4], false, "hub_node_2", 10, "a\0bcdef", 7, &err), -1);
+	assert_non_null(strstr(err.msg, "NUL"));
+	/* outside a role's step (facts) */
+	assert_int_equal(exchange_hand(f->x, 0, NULL, false, "x", 1, "y", 1, &err), -1);
+	assert_int_equal(secrets_count(f->secrets), 0);
+}
+
+static void test_who_reads(void **state)
+{
+	struct fixture *f = *state;
+	struct error err;
+
+	assert_int_equal(hand(f, 0, 0, true, "join_command@w-2", "kubeadm join for-w-2", &err), 0);
+	assert_int_equal(secrets_count(f->secrets), 1);
+	/* not before tokens finished on cp, then only w-2, only in roles that read from tokens */
+	expect_seen(f, 2, 1, "");
+	exchange_role_done(f->x, 0, &f->roles[0], true);
+	expect_seen(f, 2, 1, "join_command=kubeadm join for-w-2\n");
+	expect_seen(f, 1, 1, "");
+	expect_seen(f, 2, 2, "");
+	expect_seen(f, 2, -1, "");
+
+	assert_int_equal(hand(f, 1, 1, false, "node_labels_w_1", "w-1 a=b", &err), 0);
+	assert_int_equal(hand(f, 2, 1, false, "node_labels_w_2", "w-2 c=d", &err), 0);
+	exchange_role_done(f->x, 1, &f->roles[1], true);
+	exchange_role_done(f->x, 2, &f->roles[1], false); /* failed: never published */
+	expect_seen(f, 0, 2, "node_labels_w_1=w-1 a=b\n");
+	expect_seen(f, 1, 2, ""); /* to: control-plane */
+
+	/* own earlier steps: at once, and only on the same node */
+	assert_int_equal(hand(f, 0, 4, false, "hub_node_1", "{}", &err), 0);
+	expect_seen(f, 0, 4, "hub_node_1={}\n");
+	expect_seen(f, 1, 4, "");
+
+	/* what provision gives reaches every role of its node */
+	exchange_give(f->x, 0, "hub_github_client_secret", "client-secret-42");
+	expect_seen(f, 0, -1, "hub_github_client_secret=client-secret-42\n");
+	expect_seen(f, 1, -1, "");
+}
+
+static void test_fetch(void **state)
+{
+	struct fixture *f = *state;
+	struct error err = {0};
+	const char *path = "/etc/kubernetes/admin.conf";
+
+#define FETCH(from, role, p, name)                                                                 \
+	exchange_fetch(f->x, from, role < 0 ? NULL : &f->roles[role], p, strlen(p), name,          \
+		       strlen(name), &err)
+	assert_int_equal(FETCH(1, 2, path, "admin.conf"), -1);
+	assert_non_null(strstr(err.msg, "not a file role 'labels' fetches"));
+	assert_int_equal(FETCH(0, 3, "/etc/shadow", "admin.conf"), -1);
+	assert_non_null(strstr(err.msg, "comes from '/etc/kubernetes/admin.conf'"));
+	assert_int_equal(FETCH(0, -1, path, "admin.conf"), -1);
+	assert_int_equal(FETCH(0, 3, path, "admin.conf"), 0);
+	assert_int_equal(FETCH(0, 3, path, "admin.conf"), 0);
+	assert_int_equal(FETCH(1, 3, path, "admin.conf"), -1); /* a worker running init's role */
+	assert_non_null(strstr(err.msg, "fetched from node 'cp' in this run already"));
+#undef FETCH
+}
+
+/* role.yaml `hands` and `fetches`: every mistake with its file:line:col. */
+static void test_role_yaml(void **state)
+{
+	char dir[] = "/tmp/test_exchange.XXXXXX";
+	struct role_set rs;
+	struct diag_list dl;
+	struct strbuf all = STRBUF_INIT;
+	char *path, *cmd;
+	FILE *fp;
+	size_t i;
+
+	assert_non_null(mkdtemp(dir));
+	path = xasprintf("%s/lib.sh", dir);
+	fp = fopen(path, "w");
+	fputs("# helpers\n", fp);
+	fclose(fp);
+	free(path);
+	path = xasprintf("%s/r", dir);
+	mkdir(path, 0755);
+	free(path);
+	path = xasprintf("%s/r/role.yaml", dir);
+	fp = fopen(path, "w");
+	fputs("description: hands badly\n"
+	      "phase: prep\n"
+	      "hands:\n"
+	      "  - {name: ok, to: self}\n"
+	      "  - {name: \"bad-name\", to: self}\n"
+	      "  - {name: x, to: everyone}\n"
+	      "  - {name: y, to: self, secret: maybe}\n"
+	      "  - {name: z, to: self, about: other}\n"
+	      "  - {name: ok, to: self}\n"
+	      "  - {name: \"a_{self}_{n}\", to: self}\n"
+	      "  - {name: w, to: self, from: cp}\n"
+	      "  - {name: v}\n"
+	      "fetches:\n"
+	      "  - {name: .hidden, path: /etc/x}\n"
+	      "  - {name: admin.conf, path: etc/kubernetes/admin.conf}\n",
+	      fp);
+	fclose(fp);
+	free(path);
+	diag_list_init(&dl);
+	assert_int_equal(role_set_load(&rs, dir, &dl), -1);
+	for (i = 0; i < dl.nr; i++) {
+		char *d = diag_format(&dl.items[i]);
+		strbuf_addf(&all, "%s\n", d);
+		free(d);
+	}
+	diag_list_release(&dl);
+	if (getenv("DBG"))
+		fputs(all.buf, stderr);
+	assert_non_null(strstr(all.buf, "/r/role.yaml:5:12: error: 'name' must be a ::set name"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:6:19: error: unknown receiver 'everyone'"));
+	assert_non_null(
+	    strstr(all.buf, "/r/role.yaml:7:33: error: 'secret' must be true or false"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:8:32: error: unknown 'about' 'other'"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:9:5: error: 'ok' is already in 'hands'"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:10:12: error: 'name' must be a ::set name"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:11:25: error: unknown key 'from'"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:12:5: error: a 'hands' entry needs both"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:14:12: error: 'name' must be a file name"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:15:30: error: 'path' must be an absolute"));
+	strbuf_release(&all);
+	cmd = xasprintf("rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_declared_only, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_who_reads, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch, setup, teardown),
+	    cmocka_unit_test(test_role_yaml),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
