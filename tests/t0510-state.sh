@@ -97,7 +97,7 @@ printf 'not a PEM key, just %s\n' "$PRIVATE" | tb node-1 sh -c 'umask 077; cat >
 
 # The roles: the node-preparation roles of the tree, and a probe role.
 mkdir -p "$ROLES"
-for r in lib.sh swap-off kernel containerd nvidia kube-packages nfs-server nfs-client; do
+for r in lib.sh kubernetes.yaml swap-off kernel containerd nvidia kube-packages nfs-server nfs-client; do
 	cp -R "$SRC_ROOT/roles/$r" "$ROLES/"
 done
 mkdir -p "$ROLES/probe/steps" "$ROLES/probe/templates"
