@@ -244,7 +244,7 @@ test_case "show-logs: a run and a node log" '
 	expect_grep "^run 3 " show.out
 	expect_grep "^  result: ok" show.out
 	expect_grep "^node-3:" show.out
-	expect_grep "kernel › /etc/sysctl.d/99-provision-k8s.conf	changed" show.out
+	expect_grep "kernel › /etc/sysctl.d/99-provision-k8s.conf[[:space:]]*changed" show.out
 	$PROVISION logs -i "$INV" node-3 >log3
 	expect_grep "kernel › /etc/sysctl.d/99-provision-k8s.conf: changed" log3
 	expect_grep "kernel › /etc/sysctl.d/99-provision-k8s.conf | -# a local note" log3
