@@ -71,15 +71,7 @@ int gpu_pods_plan(struct gpu_pod_plan *plan, const char *nodes_json, size_t len,
 	memset(plan, 0, sizeof(*plan));
 	if (profiles_nodes_from_json(&pn, &nr_pn, nodes_json, len, err) < 0)
 		return -1;
-	/* As plan_add_profiles(): room for the add-ons' DaemonSet pods on every node. */
-	for (i = 0; i < nr_pn; i++) {
-		pn[i].cpu_milli = pn[i].cpu_milli > PROFILES_ADDONS_CPU_MILLI
-				      ? pn[i].cpu_milli - PROFILES_ADDONS_CPU_MILLI
-				      : 0;
-		pn[i].mem_mib = pn[i].mem_mib > PROFILES_ADDONS_MEM_MIB
-				    ? pn[i].mem_mib - PROFILES_ADDONS_MEM_MIB
-				    : 0;
-	}
+	profiles_reserve_addons(pn, nr_pn);
 	profiles_generate(&p, &nr_p, pn, nr_pn);
 	rounds = xcalloc(nr_pn ? nr_pn : 1, sizeof(*rounds));
 	for (i = 0; i < nr_p; i++) {

@@ -333,15 +333,7 @@ int plan_add_profiles(struct tval *v, struct error *err)
 		ret = -1;
 		goto out;
 	}
-	/* The kubelet's allocatable leaves the add-ons' DaemonSet pods out: keep room for them. */
-	for (i = 0; i < nr_nodes; i++) {
-		nodes[i].cpu_milli = nodes[i].cpu_milli > PROFILES_ADDONS_CPU_MILLI
-					     ? nodes[i].cpu_milli - PROFILES_ADDONS_CPU_MILLI
-					     : 0;
-		nodes[i].mem_mib = nodes[i].mem_mib > PROFILES_ADDONS_MEM_MIB
-					   ? nodes[i].mem_mib - PROFILES_ADDONS_MEM_MIB
-					   : 0;
-	}
+	profiles_reserve_addons(nodes, nr_nodes);
 	profiles_generate(&p, &nr, nodes, nr_nodes);
 	list = tval_set(v, "profiles", tval_new_list());
 	for (i = 0; i < nr; i++) {

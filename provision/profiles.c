@@ -517,3 +517,17 @@ void profiles_nodes_free(struct profile_node *nodes, size_t nr)
 	}
 	free(nodes);
 }
+
+void profiles_reserve_addons(struct profile_node *nodes, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		nodes[i].cpu_milli = nodes[i].cpu_milli > PROFILES_ADDONS_CPU_MILLI
+					     ? nodes[i].cpu_milli - PROFILES_ADDONS_CPU_MILLI
+					     : 0;
+		nodes[i].mem_mib = nodes[i].mem_mib > PROFILES_ADDONS_MEM_MIB
+					   ? nodes[i].mem_mib - PROFILES_ADDONS_MEM_MIB
+					   : 0;
+	}
+}

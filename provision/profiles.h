@@ -46,6 +46,7 @@
 #define PROFILES_ADDONS_CPU_MILLI 500
 #define PROFILES_ADDONS_MEM_MIB 1024
 
+
 #define PROFILES_MAX_GPUS 16
 
 /*
@@ -119,5 +120,12 @@ char *profiles_gpu_label(const char *model);
 void profiles_generate(struct hub_profile **out, size_t *nr, const struct profile_node *nodes,
 		       size_t nr_nodes);
 void profiles_free(struct hub_profile *p, size_t nr);
+
+/*
+ * Keep room for the add-ons' DaemonSet pods on every node: the kubelet's
+ * allocatable leaves them out.  Takes PROFILES_ADDONS_* off each node (not
+ * below 0); plan_add_profiles() and the GPU-pod check both call it.
+ */
+void profiles_reserve_addons(struct profile_node *nodes, size_t nr);
 
 #endif
