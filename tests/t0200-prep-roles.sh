@@ -151,10 +151,8 @@ host_forward=$(cat /proc/sys/net/ipv4/ip_forward)
 # snapshot NODE: every file provision or its roles could touch, hashed.
 snapshot() {
 	# shellcheck disable=SC2016 # expanded by the node's shell
-	tb "$1" sh -c 'find /etc /var/lib/provision /var/lib/dpkg /var/lib/apt/extended_states /srv /usr/local /root \
-		-xdev \( -type f -o -type l \) 2>/dev/null | LC_ALL=C sort | while IFS= read -r f; do
-		if [ -L "$f" ]; then echo "$f -> $(readlink "$f")"; else echo "$f $(sha256sum <"$f" | cut -c1-64)"; fi
-		done'
+	tb "$1" sh -c '{ find /etc /var/lib/provision /var/lib/dpkg /var/lib/apt/extended_states /srv /usr/local /root -xdev -type l -printf "%p -> %l\\n"
+		find /etc /var/lib/provision /var/lib/dpkg /var/lib/apt/extended_states /srv /usr/local /root -xdev -type f -print0 | xargs -0 -r sha256sum; } 2>/dev/null | LC_ALL=C sort'
 }
 snapshot_all() { # DIR
 	mkdir -p "$1"

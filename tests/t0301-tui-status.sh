@@ -20,10 +20,8 @@ snapshot() {
 	mkdir -p "$1"
 	for n in node-1 node-2 node-3; do
 		# shellcheck disable=SC2016 # expanded by the node's shell
-		tb exec "$TB" "$n" sh -c 'find /etc /var/lib/provision /var/lib/dpkg /srv /usr/local /root \
-			-xdev \( -type f -o -type l \) 2>/dev/null | LC_ALL=C sort | while IFS= read -r f; do
-			if [ -L "$f" ]; then echo "$f -> $(readlink "$f")"; else echo "$f $(sha256sum <"$f" | cut -c1-64)"; fi
-			done' >"$1/$n"
+		tb exec "$TB" "$n" sh -c '{ find /etc /var/lib/provision /var/lib/dpkg /srv /usr/local /root -xdev -type l -printf "%p -> %l\\n"
+			find /etc /var/lib/provision /var/lib/dpkg /srv /usr/local /root -xdev -type f -print0 | xargs -0 -r sha256sum; } 2>/dev/null | LC_ALL=C sort' >"$1/$n"
 	done
 }
 snapshot "$TEST_DIR/before"
