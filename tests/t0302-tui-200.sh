@@ -1,14 +1,23 @@
 #!/bin/sh
 # t0302-tui-200: the live view with 200 nodes (chroot testbed nodes).
 #
-# `provision plan --phases prep` on 200 nodes runs four times in a 120x40
-# tmux pane, alternating: in the TUI, with --no-tui, with --no-tui, in the
-# TUI.  During the first, the grid must scroll and answer keys while the
-# runner works (End, Home, v), within a bounded time.  Then the runner's
-# own time (the summary line: plan_execute from the first connection to the
-# last result) in the TUI must be no worse than with --no-tui, within the
-# noise of a shared machine (15 % + 3 s).  The figures are printed as TAP
-# comments (# ...) for the record.
+# `provision plan --phases prep` on 200 nodes runs twice in a 120x40 tmux
+# pane: in the TUI, then with --no-tui.  During the first, the grid must
+# scroll and answer keys while the runner works (End, Home, v), within a
+# bounded time (beyond what the harness itself takes, measured on an echo
+# pane at the same moment).  Then the runner's own time (the summary line: plan_execute
+# from the first connection to the last result) in the TUI must be no worse
+# than with --no-tui, within the noise of a shared machine (15 % + 3 s; in
+# CI's runs the four-run version of this test saw 113-118 s, TUI and
+# --no-tui alike, so one run of each is enough).  The figures are printed
+# as TAP comments (# ...) for the record.
+#
+# The 200 nodes share this machine's 2 cores with provision; on a lab they
+# are 200 other machines.  So the nodes run under SCHED_IDLE (TB_IDLE):
+# their sshd, agents and steps still take all the CPU left, but they no
+# longer starve the controller's key handling (in CI, at load 70 with the
+# nodes at nice 0, a key took up to 2.3 s; here at nice 10, 2.1 s: some
+# 90 runnable node processes outweigh one provision even at nice 10).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/lib-testbed.sh
@@ -17,7 +26,7 @@
 . "$(dirname "$0")/lib-tui.sh"
 
 test_need_cmd tmux python3
-tb_up --chroot 200 --timeout 60
+TB_IDLE=1 tb_up --chroot 200 --timeout 60
 INV=$TB_INV
 
 # seconds NAME: the runner's time from the pane's summary line
@@ -46,27 +55,40 @@ wall() { # wall NAME: seconds from start to end of provision
 latency() { # latency NAME KEY REGEX: seconds from the key to the screen showing REGEX
 	t0=$(date +%s.%N)
 	keys "$1" "$2"
-	wait_for "$1" "$3" 10 >/dev/null || return 1
+	wait_for "$1" "$3" 30 >/dev/null || { echo "$1: key $2: no '$3' on the screen after 30 s" >&2; return 1; }
 	python3 -c "print('%.2f' % ($(date +%s.%N) - $t0))"
 }
 
 run tui1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$SRC_ROOT/roles" --phases prep
 
+# The same measurement on a pane that only echoes (cat on a tty: the
+# kernel's echo), taken just before each key: what this harness and tmux
+# themselves take on the loaded machine (a fork of tmux, python and date
+# per poll).  A key must be answered within 1.5 s of that.
+tm new-session -d -s echo -x 40 -y 5 cat
+echo_base() { # echo_base N: the echo pane's latency for the marker kN
+	latency echo "k$1" "k$1"
+}
+# within NAME SECONDS BASE: prints the figures; true when SECONDS - BASE < 1.5
+within() {
+	echo "# $1 after $2 s (the echo pane: $3 s)" >>latency.txt
+	python3 -c "import sys; sys.exit(not $2 - $3 < 1.5)" ||
+		{ echo "$1: $2 s, $3 s more than the echo pane's, 1.5 s at most"; return 1; }
+}
+
 test_case "200 nodes: the grid scrolls and answers keys while the runner works" "
 	wait_for tui1 '200 nodes │ .* running' 120 &&
 	expect_grep '^ 1-[0-9]*/200' tui1.screen &&
-	end=\$(latency tui1 End '^▶node-200 ') &&
-	echo \"# End: node-200 selected and shown after \$end s\" >>latency.txt &&
+	b=\$(echo_base 1) && end=\$(latency tui1 End '^▶node-200 ') &&
+	within 'End: node-200 selected and shown' \$end \$b &&
 	expect_grep '^ [0-9]*-200/200' tui1.screen &&
-	[ ! -s tui1.rc ] &&
-	home=\$(latency tui1 Home '^▶node-1 ') &&
-	echo \"# Home: node-1 after \$home s\" >>latency.txt &&
-	v=\$(latency tui1 v ' reach ') &&
-	echo \"# v: the matrix after \$v s\" >>latency.txt &&
-	back=\$(latency tui1 v 'PROGRESS') &&
-	echo \"# v again: the grid after \$back s\" >>latency.txt &&
-	python3 -c \"import sys; sys.exit(not max(\$end, \$home, \$v, \$back) < 1.5)\" ||
-		{ echo \"a key took 1.5 s or more: \$end \$home \$v \$back\"; exit 1; }
+	{ [ ! -s tui1.rc ] || { echo 'the run ended before the keys were tried'; false; }; } &&
+	b=\$(echo_base 2) && home=\$(latency tui1 Home '^▶node-1 ') &&
+	within 'Home: node-1' \$home \$b &&
+	b=\$(echo_base 3) && v=\$(latency tui1 v ' reach ') &&
+	within 'v: the matrix' \$v \$b &&
+	b=\$(echo_base 4) && back=\$(latency tui1 v 'PROGRESS') &&
+	within 'v again: the grid' \$back \$b
 "
 
 cat "$TEST_DIR/latency.txt" 2>/dev/null
@@ -79,20 +101,16 @@ test_case "200 nodes in the TUI: the run ends by itself, terminal sane, summary 
 
 run plain1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$SRC_ROOT/roles" --phases prep --no-tui
 rc_plain1=$(wait_rc plain1 900)
-run plain2 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$SRC_ROOT/roles" --phases prep --no-tui
-rc_plain2=$(wait_rc plain2 900)
-run tui2 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$SRC_ROOT/roles" --phases prep
-rc_tui2=$(wait_rc tui2 900)
 
-A1=$(seconds tui1) A2=$(seconds tui2) B1=$(seconds plain1) B2=$(seconds plain2)
-for r in tui1 plain1 plain2 tui2; do
+A1=$(seconds tui1) B1=$(seconds plain1)
+for r in tui1 plain1; do
 	echo "# $r: runner $(seconds "$r") s, provision wall $(wall "$r") s, CPU (user+sys) $(cpu "$r") s"
 done
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 
-test_case "the runner in the TUI is no slower than with --no-tui (TUI $A1 s, $A2 s; --no-tui $B1 s, $B2 s)" "
-	expect_eq '0 0 0' '$rc_plain1 $rc_plain2 $rc_tui2' 'exit statuses' &&
-	python3 -c 'import sys; a = ($A1 + $A2) / 2; b = ($B1 + $B2) / 2; print(\"# mean: TUI %.1f s, --no-tui %.1f s\" % (a, b)); sys.exit(not a <= b * 1.15 + 3)'
+test_case "the runner in the TUI is no slower than with --no-tui (TUI $A1 s; --no-tui $B1 s)" "
+	expect_eq 0 '$rc_plain1' 'exit status' &&
+	python3 -c 'import sys; sys.exit(not $A1 <= $B1 * 1.15 + 3)'
 "
 
 test_done
