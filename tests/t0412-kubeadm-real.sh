@@ -1,13 +1,15 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # t0412-kubeadm-real: what the real kubeadm, kubelet and kubectl do with the
 # roles (issue 18), on two nspawn testbed nodes with the stand-ins of
 # tests/fakes taught those behaviours, judged by provision's output, the
 # node's log and the nodes' real state:
 #   - containerd's sandbox image is kubeadm's pause image of the cluster's
 #     minor (roles/kubernetes.yaml), not containerd 1.6's built-in pause:3.6;
-#   - etcd slow to pass its startup probe (knob slow-start: 150 s) and mirror
-#     pods posted late: the first up waits for the components in 50-stable,
-#     with progress lines, instead of failing 30-init after 20 s;
+#   - etcd slow to pass its startup probe (knob slow-start: 60 s, three
+#     times the old bound) and mirror pods posted late: the first up waits
+#     for the components in 50-stable, with progress lines, instead of
+#     failing 30-init after 20 s;
 #   - Flannel on a new cluster: kubectl diff cannot dry-run objects in the
 #     missing kube-flannel namespace (NotFound, exit 2); 10-apply says so and
 #     apply creates the namespace first;
@@ -52,8 +54,8 @@ test_case "containerd's sandbox image is kubeadm's of Kubernetes 1.30 (pause:3.9
 	done
 "
 
-test_case "etcd slow to start (150 s) and mirror pods late: init passes, 50-stable waits for the components with progress" "
-	knob node-1 slow-start 'etcd 150'
+test_case "etcd slow to start (60 s) and mirror pods late: init passes, 50-stable waits for the components with progress" "
+	knob node-1 slow-start 'etcd 60'
 	$UP --phases init >init.out 2>&1 || { tail -n 30 init.out; false; }
 	expect_grep '\\[node-1\\] kubeadm-init › 30-init … changed' init.out
 	expect_grep '\\[node-1\\] kubeadm-init › 50-stable … changed' init.out
