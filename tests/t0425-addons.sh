@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # t0425-addons: `provision up` through the addons phase on a testbed that
 # mirrors seed lab B's GPU workers: node-1 the control plane and the NFS
 # server, node-2 a GTX 1080 Ti, node-3 an RTX 2080 Ti, node-4 an RTX 3070
@@ -20,6 +21,28 @@
 # container load it; no token, certificate key or
 # CA key in any file the runs wrote or the nodes logged.
 #
+# "A GPU pod sees its GPU" (issue 17; this was t0426, folded in here to
+# save CI a cluster): containerd is Debian's real one, the GPU Operator's
+# stand-in does what toolkit v1.16.1 does on a GPU node
+# (tests/fakes/kube/chart_gpu_operator.py) and the kubelet's stand-in gives
+# a container its GPUs only under the nvidia runtime of the node's real
+# containerd (tests/fakes/kube/kubelet.py).
+#   - the validation's gpu-pod check passes on each GPU node with its model
+#     listed by nvidia-smi -L; `check --junit` has a testcase per node;
+#   - what the stand-ins show of the real cluster: RuntimeClass nvidia
+#     (handler nvidia), the operands under it, the toolkit's binaries, its
+#     copy of the containerd config written where containerd never reads
+#     it, containerd's own config with runc (SystemdCgroup) and nvidia,
+#     the CRI plugin ok; a pod naming a missing RuntimeClass is rejected
+#     with the API server's message; a pod holding nvidia.com/gpu under
+#     plain runc finds no nvidia-smi (issue 17's bug 2);
+#   - at the end, the nvidia runtime's binary taken away on node-3: check
+#     fails gpu-pod there (the pod never gets a sandbox), node-2 still
+#     passes; the old layout (the toolkit editing a drop-in containerd 1.6
+#     imports, then its default restart: SIGHUP) on node-3: the real
+#     containerd loses its CRI plugin, node-3 turns NotReady ("container
+#     runtime is down") and check fails there (issue 17's bug 1).
+#
 # Helm and the charts are the stand-ins of tests/fakes (kube-debs/build.sh:
 # Helm's release archive with the fake helm, chart archives), fetched,
 # verified and pushed by provision from the artifact manifest of $ROLES.
@@ -29,7 +52,7 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="gpu-nodes up validation helm values gpu-state storage own-claim second-up limit driver-facts driver-container no-secrets"
+CASES="gpu-nodes up validation junit stand-ins runc-pod helm values gpu-state storage own-claim second-up limit driver-facts driver-container runtime-gone old-layout no-secrets"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -60,6 +83,8 @@ knob node-1 record-tokens
 
 tb() { "$TESTBED" exec "$TB" "$@"; }
 kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
+CHECK="$PROVISION check -i $INV --state $STATE"
+TK=/usr/local/nvidia/toolkit
 
 test_case "GPU nodes: node-2 GTX 1080 Ti, node-3 RTX 2080 Ti, node-4 RTX 3070, drivers loaded" "
 	'$GPU_NODE' '$TB' node-2 gtx1080ti --packages
@@ -90,6 +115,60 @@ test_case "validation: every check passes at the end of up and in check, the add
 	expect_grep '^default-storageclass  *(cluster)  *pass  *nfs\$' check.out
 	expect_grep '^nfs-claim-binds  *(cluster)  *pass  *trial claim bound in [0-9]*s to pvc-' check.out
 	expect_grep '^validation: [0-9]* passed, 0 failed, 0 skipped' check.out
+"
+
+test_case "check --junit: gpu-pod passes on each GPU node with its model listed, a testcase per node" "
+	kc get pods -A -l provision.dev/check=gpu-pod -o name >left
+	expect_eq '' \"\$(cat left)\" 'check pods left behind by up'
+	$CHECK --junit junit.xml >check-junit.out 2>&1 || { tail -n 40 check-junit.out; false; }
+	expect_grep '^gpu-pod  *node-2  *pass  *1× GeForce GTX 1080 Ti (11 GiB): nvidia-smi -L lists 1× NVIDIA GeForce GTX 1080 Ti\$' check-junit.out
+	expect_grep '^gpu-pod  *node-3  *pass  *1× GeForce RTX 2080 Ti (11 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX 2080 Ti\$' check-junit.out
+	expect_grep '^gpu-pod  *node-4  *pass  *1× GeForce RTX 3070 (8 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX 3070\$' check-junit.out
+	expect_no_grep '^gpu-pod  *node-1 ' check-junit.out
+	grep -o '<testcase [^>]*gpu-pod[^>]*>' junit.xml >cases
+	expect_eq 3 \"\$(wc -l <cases)\" 'gpu-pod testcases'
+	for n in node-2 node-3 node-4; do expect_grep \$n cases; done
+	expect_no_grep '<failure' junit.xml
+	kc get pods -A -l provision.dev/check=gpu-pod -o name >left2
+	expect_eq '' \"\$(cat left2)\" 'check pods left behind by check'
+"
+
+test_case "stand-ins: RuntimeClass nvidia, operands under it, the toolkit's binaries and its own file, containerd's runtimes, CRI ok" "
+	expect_eq nvidia \"\$(kc get runtimeclass nvidia -o jsonpath='{.handler}')\" 'RuntimeClass handler'
+	expect_eq nvidia \"\$(kc -n gpu-operator get ds nvidia-device-plugin-daemonset -o jsonpath='{.spec.template.spec.runtimeClassName}')\" 'device plugin runtimeClassName'
+	for f in nvidia-container-runtime nvidia-container-runtime.cdi nvidia-container-runtime.legacy; do
+		tb node-2 test -x $TK/\$f
+	done
+	tb node-2 cat /var/lib/provision/nvidia-toolkit/containerd.toml >toolkit.toml
+	expect_grep 'BinaryName = \"$TK/nvidia-container-runtime\"' toolkit.toml
+	tb node-2 containerd config dump >dump
+	python3 - dump <<-'EOF'
+		import sys, tomllib
+		cri = tomllib.load(open(sys.argv[1], 'rb'))['plugins']['io.containerd.grpc.v1.cri']['containerd']
+		rt = cri['runtimes']
+		assert rt['runc']['options']['SystemdCgroup'] is True, rt['runc']
+		assert rt['nvidia']['options']['BinaryName'] == '/usr/local/nvidia/toolkit/nvidia-container-runtime', rt['nvidia']
+		assert cri['default_runtime_name'] == 'nvidia', cri['default_runtime_name']
+	EOF
+	tb node-2 ctr plugins ls >plugins
+	expect_grep '^io.containerd.grpc.v1  *cri  .* ok *\$' plugins
+	printf '%s\n' '{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"nope\"},\"spec\":{\"runtimeClassName\":\"nope\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}' >nope.json
+	if tb node-1 sh -c 'kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f -' <nope.json >nope.out 2>&1; then false; fi
+	expect_grep 'pods \"nope\" is forbidden: pod rejected: RuntimeClass \"nope\" not found' nope.out
+"
+
+test_case "a pod holding nvidia.com/gpu under plain runc finds no nvidia-smi" "
+	printf '%s\n' '{\"apiVersion\":\"node.k8s.io/v1\",\"kind\":\"RuntimeClass\",\"metadata\":{\"name\":\"plain\"},\"handler\":\"runc\"}' >rc.json
+	tb node-1 sh -c 'kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f -' <rc.json
+	printf '%s\n' '{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"runc-gpu\"},\"spec\":{\"restartPolicy\":\"Never\",\"runtimeClassName\":\"plain\",\"nodeSelector\":{\"kubernetes.io/hostname\":\"node-2\"},\"containers\":[{\"name\":\"cuda\",\"image\":\"nvcr.io/nvidia/cuda:12.5.1-base-ubi8\",\"command\":[\"sh\",\"-c\",\"nvidia-smi -L\"],\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}' >pod.json
+	tb node-1 sh -c 'kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f -' <pod.json
+	i=0
+	until [ \"\$(kc get pod runc-gpu -o jsonpath='{.status.phase}')\" = Failed ]; do
+		i=\$((i + 1)); [ \$i -lt 30 ] || { kc get pod runc-gpu -o yaml; false; }; sleep 2
+	done
+	expect_eq 127 \"\$(kc get pod runc-gpu -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}')\" 'exit status'
+	kc delete pod runc-gpu
+	kc delete runtimeclass plain
 "
 
 test_case "helm: the pinned archive's program; both releases deployed, revision 1, as Secrets" "
@@ -254,6 +333,35 @@ test_case "up --phases addons then: node-4 fails its preflight alone; driver.ena
 	expect_grep '\"revision\":\"2\"' r4.json
 	$PROVISION check -i $INV --state $STATE >check4.out 2>&1 || { tail -n 40 check4.out; false; }
 	expect_grep '^gpu-operator-validated  *node-4  *pass ' check4.out
+"
+
+test_case "the nvidia runtime's binary taken away on node-3: gpu-pod fails there, node-2 still passes" "
+	tb node-3 mv $TK/nvidia-container-runtime $TK/nvidia-container-runtime.away
+	if $CHECK >check5.out 2>&1; then cat check5.out; false; fi
+	tb node-3 mv $TK/nvidia-container-runtime.away $TK/nvidia-container-runtime
+	expect_grep '^gpu-pod  *node-3  *fail  *1× GeForce RTX 2080 Ti (11 GiB): still Pending after 90s: ContainerCreating' check5.out
+	expect_grep '^gpu-pod  *node-2  *pass ' check5.out
+"
+
+test_case "the old layout (toolkit edits a conf.d drop-in, SIGHUP) breaks node-3: CRI error, NotReady, check fails" "
+	tb node-3 env CONTAINERD_CONFIG=/etc/containerd/conf.d/99-nvidia.toml CONTAINERD_SET_AS_DEFAULT=false \
+		python3 /usr/lib/fake-kubernetes/images/nvidia-toolkit-containerd setup $TK
+	tb node-3 sh -c 'kill -HUP \$(systemctl show -p MainPID --value containerd)'
+	i=0
+	until tb node-3 ctr plugins ls >plugins3 2>&1 && grep -q '^io.containerd.grpc.v1  *cri  .* error *\$' plugins3; do
+		i=\$((i + 1)); [ \$i -lt 30 ] || { cat plugins3; false; }; sleep 1
+	done
+	tb node-3 containerd config dump >dump3
+	expect_no_grep 'SystemdCgroup' dump3
+	i=0
+	until kc get node node-3 -o json >ready3 && grep -q '\"message\": \"container runtime is down\"' ready3; do
+		i=\$((i + 1)); [ \$i -lt 30 ] || { cat ready3; false; }; sleep 2
+	done
+	if $CHECK >check6.out 2>&1; then cat check6.out; false; fi
+	expect_grep '^node-ready  *node-3  *fail ' check6.out
+	expect_grep '^gpu-pod  *node-3  *skip  *no GPU profile lands on this node' check6.out
+	tb node-3 rm /etc/containerd/conf.d/99-nvidia.toml
+	tb node-3 systemctl restart containerd
 "
 
 test_case "no token, certificate key or CA private key in any file the runs wrote or the nodes logged" "
