@@ -6,6 +6,15 @@
 # PROVISION_TESTS="t0001 t0003" runs only the named scripts;
 # PROVISION_TESTS_SKIP="t0412" leaves the named ones out (counted as skipped).
 # Exits non-zero on any failure, or when no test ran at all.
+#
+# A script whose header has the line "# run.sh: beside others" may run
+# beside other such scripts, PROVISION_TEST_JOBS at a time (default 2): the
+# cluster scripts (t04NN), most of whose time is their stand-ins' and
+# nodes' waiting, not this machine's CPU; each has its own scratch folder,
+# testbed subnet, bridge and ports.  Every other script runs alone (the TUI
+# scripts time keys and cells, the VM tier's QEMU/TCG guests want every
+# core, others time their own timeouts).  Results are printed as scripts
+# finish.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 3
@@ -16,27 +25,27 @@ pass=0 fail=0 skip=0
 failed_names=
 
 count() { # count NAME LOGFILE EXIT_STATUS
-	name=$1 log=$2 rc=$3
-	p=$(grep -cE '^ok [0-9]+' "$log" | head -n1)
-	s=$(grep -cE '^ok [0-9]+.*# *(skip|SKIP)' "$log" | head -n1)
-	f=$(grep -cE '^not ok [0-9]+' "$log" | head -n1)
+	c_name=$1 c_log=$2 c_rc=$3
+	p=$(grep -cE '^ok [0-9]+' "$c_log" | head -n1)
+	s=$(grep -cE '^ok [0-9]+.*# *(skip|SKIP)' "$c_log" | head -n1)
+	f=$(grep -cE '^not ok [0-9]+' "$c_log" | head -n1)
 	# A script that skipped itself entirely.
 	p=$((p - s))
 	# A script that skipped itself entirely (TAP "1..0 # skip").
-	if grep -qE '^1\.\.0 # skip' "$log"; then
+	if grep -qE '^1\.\.0 # skip' "$c_log"; then
 		s=$((s + 1))
 	fi
 	# A crash or non-zero exit without a "not ok" is still a failure.
-	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+	if [ "$c_rc" != 0 ] && [ "$f" = 0 ]; then
 		f=1
-		echo "# $name exited with status $rc"
+		echo "# $c_name exited with status $c_rc"
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	if [ "$f" != 0 ]; then
-		failed_names="$failed_names $name"
-		grep -E '^not ok|^#' "$log" | head -n 60
+		failed_names="$failed_names $c_name"
+		grep -E '^not ok|^#' "$c_log" | head -n 60
 	fi
-	printf '%-36s %3d passed, %d failed, %d skipped\n' "$name" "$p" "$f" "$s"
+	printf '%-36s %3d passed, %d failed, %d skipped\n' "$c_name" "$p" "$f" "$s"
 }
 
 for bin in "$build"/tests/test_*; do
@@ -47,6 +56,46 @@ for bin in "$build"/tests/test_*; do
 	count "$name" "$log" $?
 done
 
+jobs=${PROVISION_TEST_JOBS:-2}
+case $jobs in '' | *[!0-9]* | 0) echo "PROVISION_TEST_JOBS: expected a number >= 1, got '$jobs'" >&2; exit 2 ;; esac
+running= # names of the scripts running in the background
+
+# reap: count every background script that has finished.
+reap() {
+	still=
+	for r in $running; do
+		if [ -f "$log_dir/$r.rc" ]; then
+			read -r r_rc r_secs <"$log_dir/$r.rc"
+			rm -f "$log_dir/$r.rc"
+			count "$r (${r_secs}s)" "$log_dir/$r.log" "$r_rc"
+		else
+			still="$still $r"
+		fi
+	done
+	running=$still
+}
+# wait_slots N: until at most N scripts run in the background.
+wait_slots() {
+	while :; do
+		reap
+		n=0
+		for r in $running; do n=$((n + 1)); done
+		[ "$n" -gt "$1" ] || return 0
+		sleep 1
+	done
+}
+# start SCRIPT NAME: run it in the background; NAME.rc gets "STATUS SECONDS".
+start() {
+	rm -f "$log_dir/$2.rc"
+	(
+		t0=$(date +%s)
+		sh "$1" >"$log_dir/$2.log" 2>&1
+		rc=$?
+		echo "$rc $(($(date +%s) - t0))" >"$log_dir/$2.rc.tmp" && mv "$log_dir/$2.rc.tmp" "$log_dir/$2.rc"
+	) &
+	running="$running $2"
+}
+
 if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
 	for t in tests/t[0-9][0-9][0-9][0-9]-*.sh; do
 		[ -f "$t" ] || continue
@@ -54,7 +103,7 @@ if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
 		if [ -n "${PROVISION_TESTS:-}" ]; then
 			case " $PROVISION_TESTS " in *" ${name%%-*} "*) ;; *) continue ;; esac
 		fi
-		# PROVISION_TESTS_SKIP="t0412 t0426": left out, counted as skipped.
+		# PROVISION_TESTS_SKIP="t0412 t0450": left out, counted as skipped.
 		case " ${PROVISION_TESTS_SKIP:-} " in
 		*" ${name%%-*} "*)
 			skip=$((skip + 1))
@@ -62,12 +111,17 @@ if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
 			continue
 			;;
 		esac
-		log="$log_dir/$name.log"
-		start=$(date +%s)
-		sh "$t" >"$log" 2>&1
-		rc=$?
-		count "$name ($(( $(date +%s) - start ))s)" "$log" $rc
+		if grep -q '^# run.sh: beside others' "$t"; then
+			wait_slots $((jobs - 1))
+			start "$t" "$name"
+		else
+			wait_slots 0
+			start "$t" "$name"
+			wait_slots 0
+		fi
 	done
+	wait_slots 0
+	wait
 fi
 
 # Every test ends every process it starts: whatever still names this tree's

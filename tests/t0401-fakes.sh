@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # t0401-fakes: the Kubernetes stand-ins of tests/fakes on their own, without
 # nodes (no root): the packages build and every fake compiles and answers its
 # version like the real tool; the parts every fake shares behave as the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # t0410-cluster-failures: what `provision up` does when the cluster phases
 # go wrong, on four nspawn testbed nodes with the Kubernetes stand-ins of
 # tests/fakes, judged by provision's report and the nodes' real state:

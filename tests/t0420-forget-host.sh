@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # t0420-forget-host: a testbed node is rebuilt (`testbed.sh rekey`: a new
 # SSH host key, real OpenSSH sshd); strict host-key checking then refuses
 # it, and `provision forget-host` shows the known and the offered

@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # t0440-secrets: no secret in any file, log, output or on the screen after a
 # whole cluster's life on three nspawn testbed nodes with the Kubernetes
 # stand-ins (tests/fakes): `up` of node-1 (control plane) and node-2 in

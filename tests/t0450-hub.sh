@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # t0450-hub: JupyterHub on a lab-A-like testbed, and `provision add-node`
 # of a GPU model the cluster did not have.
 #

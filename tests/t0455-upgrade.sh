@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # t0455-upgrade: `provision upgrade` from Kubernetes 1.30.4 to 1.31.2 on a
 # three-node testbed cluster (node-1 the control plane, node-2 and node-3
 # workers), with the fake packages of both minors in the apt repository
