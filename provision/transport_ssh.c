@@ -65,6 +65,7 @@ struct transport {
 	enum transport_host_keys host_keys;
 	enum transport_priv priv;
 	char *sudo_password;
+	bool sudo_wants_password; /* the last sudo -n said "a password is required" */
 	int timeout_ms;
 	int keepalive_s;
 	bool nodelay_off;
@@ -889,7 +890,8 @@ static int sudo_error(struct transport *t, const char *text, struct error *err)
 	char *line;
 	int rc;
 
-	if (strstr(text, "password is required"))
+	t->sudo_wants_password = strstr(text, "password is required") != NULL;
+	if (t->sudo_wants_password)
 		rc = error_set(err, TRANSPORT_ERR_SUDO, "sudo on '%s' needs a password for '%s'",
 			       t->label, user);
 	else if (strstr(text, "incorrect password") || strstr(text, "Sorry, try again"))
@@ -1407,10 +1409,25 @@ static int ssh_connect_fn(struct transport **out, const struct transport_target 
 	t->last_io_ms = now_ms();
 	t->connect_us = now_us() - start;
 
+	/*
+	 * The sudo password only where it is needed: first `sudo -n`, which
+	 * sends nothing; the password (on stdin, with sudo -S) only when the
+	 * node's sudo answers that it needs one.  A node whose sudo works
+	 * without it never receives it.  (A node that lies about needing it
+	 * gets it: the password is the admin's to give to the nodes that ask.)
+	 */
+	if (t->priv == TRANSPORT_PRIV_SUDO_PASSWORD)
+		t->priv = TRANSPORT_PRIV_SUDO;
 	if (target->per_command_channels) {
 		t->agent_broken = true;
 	} else {
 		rc = agent_start(t, err);
+		if (rc == TRANSPORT_ERR_SUDO && t->sudo_wants_password && t->sudo_password &&
+		    t->priv == TRANSPORT_PRIV_SUDO && session_alive(t)) {
+			error_clear(err);
+			t->priv = TRANSPORT_PRIV_SUDO_PASSWORD;
+			rc = agent_start(t, err);
+		}
 		if (rc == TRANSPORT_ERR_SUDO || (rc < 0 && !session_alive(t)))
 			goto fail;
 		if (rc < 0)
@@ -1422,6 +1439,15 @@ static int ssh_connect_fn(struct transport **out, const struct transport_target 
 		rc = exec_capture(t, "id -u", &c, &status, err);
 		if (rc == 0 && status != 0)
 			rc = sudo_error(t, c.err.buf, err);
+		if (rc == TRANSPORT_ERR_SUDO && t->sudo_wants_password && t->sudo_password &&
+		    t->priv == TRANSPORT_PRIV_SUDO) {
+			capture_release(&c);
+			error_clear(err);
+			t->priv = TRANSPORT_PRIV_SUDO_PASSWORD;
+			rc = exec_capture(t, "id -u", &c, &status, err);
+			if (rc == 0 && status != 0)
+				rc = sudo_error(t, c.err.buf, err);
+		}
 		if (rc == 0 && status != 0) {
 			char *why = first_line(c.err.buf);
 			rc = error_set(err, TRANSPORT_ERR_GENERIC,

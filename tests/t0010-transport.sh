@@ -397,8 +397,19 @@ for mode in agent channel; do
 		expect_eq 'content
 0' \"\$(cat out)\" output
 		expect_grep '^-S -p  /bin/sh -c ' sudo.argv
+		expect_eq '-n' \"\$(head -n 1 sudo.argv | cut -d ' ' -f 1)\" 'first try: sudo -n, without the password'
 		expect_no_grep s3cr3t sudo.argv
 		expect_no_grep s3cr3t out
+	"
+
+	test_case "sudo ($mode): a node whose sudo needs no password never gets the password" "
+		echo nopasswd >sudo.mode
+		: >sudo.argv
+		PROVISION_SUDO_PASSWORD='s3cr3t pass' tcli s $flag -s always 127.0.0.1 exec -f sfile 'cat; id -u' >out
+		expect_eq 'content
+0' \"\$(cat out)\" output
+		expect_grep '^-n /bin/sh -c ' sudo.argv
+		expect_no_grep '^-S' sudo.argv
 	"
 
 	test_case "sudo ($mode): refusals are sudo errors" "
