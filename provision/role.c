@@ -454,7 +454,10 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 	r->fetches[r->nr_fetches++] = f;
 }
 
-static void load_role_yaml(struct role *r, const char *path, struct diag_list *dl)
+static void check_kube_var(struct loader *l, const struct kube_matrix *m, const yaml_node_t *item);
+
+static void load_role_yaml(struct role *r, const char *path, const struct kube_matrix *kube,
+			   struct diag_list *dl)
 {
 	struct strbuf text = STRBUF_INIT;
 	yaml_parser_t parser;
@@ -539,6 +542,13 @@ static void load_role_yaml(struct role *r, const char *path, struct diag_list *d
 			want_list(&l, key, v, &r->after);
 		} else if (!strcmp(key, "vars")) {
 			want_list(&l, key, v, &r->vars);
+			if (v->type == YAML_SEQUENCE_NODE) {
+				yaml_node_item_t *it;
+				for (it = v->data.sequence.items.start;
+				     it < v->data.sequence.items.top; it++)
+					check_kube_var(&l, kube,
+						       yaml_document_get_node(&doc, *it));
+			}
 		} else if (!strcmp(key, "templates")) {
 			yaml_node_item_t *it;
 			if (v->type != YAML_SEQUENCE_NODE) {
@@ -836,6 +846,38 @@ static void role_release(struct role *r)
 
 /* The columns of roles/kubernetes.yaml; every row must have each. */
 static const char *const kube_columns[] = {"pause_image", NULL};
+
+/*
+ * A role that declares kube.COLUMN in `vars` needs the roles folder's
+ * kubernetes.yaml, and COLUMN among its columns: said at load time, at the
+ * declaration, not as an undefined value when a template is rendered on a
+ * node.
+ */
+static void check_kube_var(struct loader *l, const struct kube_matrix *m, const yaml_node_t *item)
+{
+	const char *s = item ? scalar(item) : NULL;
+	size_t c;
+
+	if (!s || strncmp(s, "kube", 4) || (s[4] != '.' && s[4]))
+		return;
+	if (!m->nr) {
+		lerr(l, item,
+		     "put the table of Kubernetes minors in the roles folder (provision's own "
+		     "roles/kubernetes.yaml; roles/README.md)",
+		     "'%s' comes from %s, which is missing or has no minors", s, m->path);
+		return;
+	}
+	if (!s[4]) {
+		lerr(l, item, "name the column: kube.pause_image",
+		     "'kube' alone: declare the columns the role uses");
+		return;
+	}
+	for (c = 0; kube_columns[c] && strcmp(s + 5, kube_columns[c]); c++)
+		;
+	if (!kube_columns[c])
+		lerr(l, item, "columns: pause_image", "'%s': %s has no column '%s'", s, m->path,
+		     s + 5);
+}
 
 const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const char *version)
 {
@@ -1138,6 +1180,8 @@ int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl)
 			 strerror(-e));
 	rs->lib = strbuf_detach(&lib, &rs->lib_len);
 	free(lib_path);
+	/* Before the roles: their `vars` are checked against its columns. */
+	load_kube_matrix(&rs->kube, dir, dl);
 	for (i = 0; names && names[i]; i++) {
 		char *rdir = xasprintf("%s/%s", dir, names[i]);
 		char *yaml;
@@ -1153,14 +1197,13 @@ int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl)
 		r->name = xstrdup(names[i]);
 		r->dir = rdir;
 		yaml = xasprintf("%s/role.yaml", rdir);
-		load_role_yaml(r, yaml, dl);
+		load_role_yaml(r, yaml, &rs->kube, dl);
 		free(yaml);
 		load_steps(r, dl);
 		load_templates(r, dl);
 	}
 	strv_free(names);
 	check_artifacts(rs, dl);
-	load_kube_matrix(&rs->kube, dir, dl);
 	check_fetches(rs, dl);
 	order_roles(rs, dl);
 	if (dl->errors > errors_before) {

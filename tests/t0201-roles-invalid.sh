@@ -64,6 +64,33 @@ test_case "a missing step file, a dependency cycle and an unknown phase are all 
 	no_new_logins "$b1" "$b2"
 '
 
+test_case "a roles folder without kubernetes.yaml, or a kube column it lacks: the declaration named, exit 2, no login" '
+	b1=$(tb_logins node-1) b2=$(tb_logins node-2)
+	broken_roles r
+	rm r/kubernetes.yaml
+	expect_status 2 "$PROVISION" plan -i "$TB_INV" --roles r 2>err
+	line=$(grep -n "^vars:.*kube.pause_image" r/containerd/role.yaml | cut -d : -f 1)
+	expect_grep "^r/containerd/role.yaml:$line:[0-9]*: error: .kube.pause_image. comes from r/kubernetes.yaml, which is missing or has no minors" err
+	expect_grep "nothing was changed" err
+	broken_roles r
+	sed -i "s/kube.pause_image\]/kube.sandbox_image]/" r/containerd/role.yaml
+	expect_status 2 "$PROVISION" plan -i "$TB_INV" --roles r 2>err
+	expect_grep "^r/containerd/role.yaml:$line:[0-9]*: error: .kube.sandbox_image.: r/kubernetes.yaml has no column .sandbox_image." err
+	no_new_logins "$b1" "$b2"
+'
+
+test_case "a Kubernetes version whose minor is not in roles/kubernetes.yaml: the inventory line named, exit 2, no login" '
+	b1=$(tb_logins node-1) b2=$(tb_logins node-2)
+	sed "s/^  kubernetes_version: .*/  kubernetes_version: \"1.27.3\"/" "$TB_INV" >inv127.yaml
+	line=$(grep -n "^  kubernetes_version: \"1.27.3\"" inv127.yaml | cut -d : -f 1)
+	[ -n "$line" ]
+	expect_status 2 "$PROVISION" up -i inv127.yaml 2>err
+	expect_grep "^inv127.yaml:$line:23: error: cluster.kubernetes_version 1.27.3: its minor is not in .*/kubernetes.yaml (minors: 1.28, " err
+	expect_grep "hint: use a Kubernetes version of one of those minors" err
+	expect_grep "nothing was changed" err
+	no_new_logins "$b1" "$b2"
+'
+
 test_case "the real roles load, and a good run does log in (the check above can fail)" '
 	b1=$(tb_logins node-1)
 	"$PROVISION" plan -i "$TB_INV" --phases prep >out 2>err

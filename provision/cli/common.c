@@ -605,11 +605,13 @@ int cli_plan_run(const struct cli_plan_args *a)
 	if (rs.kube.nr && !kube_matrix_find(&rs.kube, inv->cluster.kubernetes_version)) {
 		char *minors = kube_matrix_minors(&rs.kube);
 		fprintf(stderr,
-			"provision %s: %s: cluster.kubernetes_version %s: its minor is not in %s "
-			"(minors: %s); nothing was changed\n  hint: use a Kubernetes version of one of "
-			"those minors, or add its row (kubeadm's pause image of that minor) to %s\n",
-			a->cmd_name, a->inventory, inv->cluster.kubernetes_version, rs.kube.path,
-			minors, rs.kube.path);
+			"%s:%u:%u: error: cluster.kubernetes_version %s: its minor is not in %s "
+			"(minors: %s)\n  hint: use a Kubernetes version of one of those minors, or "
+			"add its row (kubeadm's pause image of that minor) to %s\n"
+			"provision %s: nothing was changed\n",
+			a->inventory, inv->cluster.kubernetes_version_pos.line,
+			inv->cluster.kubernetes_version_pos.col, inv->cluster.kubernetes_version,
+			rs.kube.path, minors, rs.kube.path, a->cmd_name);
 		free(minors);
 		ret = EXIT_USAGE;
 		goto out;
