@@ -11,9 +11,7 @@ tb_up() {
 	test_need_cmd ip unshare nsenter ssh-keygen
 	TB=$TEST_DIR/tb
 	test_at_exit "'$TESTBED' down '$TB'"
-	# TB_IDLE=1: the nodes' daemons (and so everything a node runs) under
-	# SCHED_IDLE, standing in for machines with their own CPUs (t0302).
-	if ! ${TB_IDLE:+chrt --idle 0} "$TESTBED" up "$TB" "$@" >"$TEST_DIR/testbed-up.log" 2>&1; then
+	if ! "$TESTBED" up "$TB" "$@" >"$TEST_DIR/testbed-up.log" 2>&1; then
 		echo "# testbed up failed:"
 		sed 's/^/#   /' "$TEST_DIR/testbed-up.log"
 		exit 1
