@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
@@ -54,7 +55,7 @@ void diag_list_release(struct diag_list *dl)
 
 static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
 		      unsigned col, const char *hint, const char *fmt, va_list ap)
-	PRINTF_LIKE(7, 0);
+    PRINTF_LIKE(7, 0);
 static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
 		      unsigned col, const char *hint, const char *fmt, va_list ap)
 {
@@ -915,6 +916,41 @@ static bool url_ok(const char *v)
 	return *rest && *rest != '/' && !strpbrk(v, " \t");
 }
 
+/*
+ * An OpenPGP v4 fingerprint: 40 hexadecimal digits, in groups or not (as
+ * `gpg --show-keys` prints it); kept upper case without blanks.
+ */
+static bool get_fingerprint(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
+{
+	const char *v = get_text(p, n, key), *s;
+	char out[41];
+	size_t k = 0;
+
+	if (!v)
+		return false;
+	for (s = v; *s; s++) {
+		if (*s == ' ')
+			continue;
+		if (!isxdigit((unsigned char)*s) || k == 40) {
+			k = 41;
+			break;
+		}
+		out[k++] = (char)toupper((unsigned char)*s);
+	}
+	if (k != 40) {
+		err_at(p, n,
+		       "the 40 hexadecimal digits of the mirror's signing key, as 'gpg --show-keys "
+		       "KEYFILE' prints them",
+		       "'%s' must be an OpenPGP fingerprint (40 hexadecimal digits), not '%s'", key,
+		       v);
+		return false;
+	}
+	out[40] = 0;
+	free(*dst);
+	*dst = xstrdup(out);
+	return true;
+}
+
 static bool get_url(struct parser *p, const yaml_node_t *n, const char *key, const char *example,
 		    char **dst)
 {
@@ -1229,8 +1265,8 @@ static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_setting
 }
 
 static const char *const cluster_keys[] = {
-    "name",	"kubernetes_version", "pod_cidr",   "service_cidr",
-    "api_port", "apt_mirror",	      "http_proxy", "no_proxy",
+    "name",	  "kubernetes_version", "pod_cidr", "service_cidr",	   "api_port",
+    "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint",
 };
 enum {
 	CL_NAME,
@@ -1241,6 +1277,7 @@ enum {
 	CL_APT_MIRROR,
 	CL_HTTP_PROXY,
 	CL_NO_PROXY,
+	CL_APT_KEY_FINGERPRINT,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1333,6 +1370,8 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 		get_url(p, y, "http_proxy", "http://proxy.example.ac.jp:8080", &c->http_proxy);
 	if ((y = f.val[CL_NO_PROXY]))
 		get_str_list(p, y, "no_proxy", &c->no_proxy);
+	if ((y = f.val[CL_APT_KEY_FINGERPRINT]))
+		get_fingerprint(p, y, "apt_key_fingerprint", &c->apt_key_fingerprint);
 }
 
 /* Nodes ---------------------------------------------------------------------- */
@@ -1541,10 +1580,11 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 	if (f.val[N_NAME] && (names = expand(p, f.val[N_NAME], "name", &nr_names))) {
 		p->expanded += nr_names;
 		if (p->expanded > INVENTORY_MAX_NODES) {
-			err_at(p, f.val[N_NAME],
-			       "Kubernetes supports at most 5000 nodes in one cluster: split the lab "
-			       "into clusters",
-			       "the inventory has more than %d nodes", INVENTORY_MAX_NODES);
+			err_at(
+			    p, f.val[N_NAME],
+			    "Kubernetes supports at most 5000 nodes in one cluster: split the lab "
+			    "into clusters",
+			    "the inventory has more than %d nodes", INVENTORY_MAX_NODES);
 			hostlist_free(names);
 			names = NULL;
 			p->nodes_incomplete = true;
@@ -1600,7 +1640,8 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 	}
 	if (inv->nr_nodes + nr_names > INVENTORY_MAX_NODES) {
 		err_at(p, f.val[N_NAME],
-		       "Kubernetes supports at most 5000 nodes in one cluster: split the lab into clusters",
+		       "Kubernetes supports at most 5000 nodes in one cluster: split the lab into "
+		       "clusters",
 		       "the inventory has more than %d nodes", INVENTORY_MAX_NODES);
 		p->nodes_incomplete = true;
 		goto out;
@@ -1730,11 +1771,10 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 		else if (t[0] == '/' && !strcmp(norm, "/"))
 			err_at(p, y, "export a directory such as /nfs",
 			       "'path' must not be '/' ('%s' is '/')", t);
-		else if (t[0] == '/' && strcmp(norm, t) &&
-			 (strstr(t, "/.") || strstr(t, "//")))
+		else if (t[0] == '/' && strcmp(norm, t) && (strstr(t, "/.") || strstr(t, "//")))
 			err_at(p, y, "write the directory as the server resolves it",
-			       "'path' must not have '.' or '..' components or '//' ('%s' is '%s')", t,
-			       norm);
+			       "'path' must not have '.' or '..' components or '//' ('%s' is '%s')",
+			       t, norm);
 		else if (!export_path_ok(t))
 			err_at(p, y, "such as /nfs or /srv/nfs/lab",
 			       "'path' must be an absolute path of letters, digits and /._-+@, not "
@@ -2511,6 +2551,7 @@ void inventory_free(struct inventory *inv)
 	free(inv->cluster.pod_cidr);
 	free(inv->cluster.service_cidr);
 	free(inv->cluster.apt_mirror);
+	free(inv->cluster.apt_key_fingerprint);
 	free(inv->cluster.http_proxy);
 	strv_free(inv->cluster.no_proxy);
 	ssh_release(&inv->ssh);

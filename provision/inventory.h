@@ -105,14 +105,15 @@ struct hub_settings {
 };
 
 struct cluster_settings {
-	char *name;		  /* DNS label */
-	char *kubernetes_version; /* exact X.Y.Z */
-	char *pod_cidr;		  /* default 10.244.0.0/16 */
-	char *service_cidr;	  /* default 10.96.0.0/12 */
-	int api_port;		  /* default 6443 */
-	char *apt_mirror;	  /* NULL: upstream pkgs.k8s.io */
-	char *http_proxy;	  /* NULL: none */
-	char **no_proxy;	  /* extra NO_PROXY entries, NULL-terminated (maybe empty) */
+	char *name;		   /* DNS label */
+	char *kubernetes_version;  /* exact X.Y.Z */
+	char *pod_cidr;		   /* default 10.244.0.0/16 */
+	char *service_cidr;	   /* default 10.96.0.0/12 */
+	int api_port;		   /* default 6443 */
+	char *apt_mirror;	   /* NULL: upstream pkgs.k8s.io */
+	char *apt_key_fingerprint; /* NULL: pkgs.k8s.io's (roles/kubernetes.yaml) */
+	char *http_proxy;	   /* NULL: none */
+	char **no_proxy;	   /* extra NO_PROXY entries, NULL-terminated (maybe empty) */
 	struct source_pos kubernetes_version_pos; /* where it is written (provision upgrade) */
 };
 

@@ -45,7 +45,7 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 	{
 		/* roles/kubernetes.yaml's row for the cluster's minor: PROVISION_KUBE_COLUMN */
 		const struct kube_minor *km =
-			kube_matrix_find(&o->roles->kube, inv->cluster.kubernetes_version);
+		    kube_matrix_find(&o->roles->kube, inv->cluster.kubernetes_version);
 		char name[96];
 		size_t j, c;
 		for (j = 0; km && j < km->nr; j++) {
@@ -58,7 +58,8 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 	}
 	plan_env_export(sb, "PROVISION_POD_CIDR", inv->cluster.pod_cidr);
 	plan_env_export(sb, "PROVISION_SERVICE_CIDR", inv->cluster.service_cidr);
-	snprintf(num, sizeof(num), "%zu", f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci);
+	snprintf(num, sizeof(num), "%zu",
+		 f->nr_gpus > f->nr_nvidia_pci ? f->nr_gpus : f->nr_nvidia_pci);
 	plan_env_export(sb, "PROVISION_GPUS", num);
 	if (n->gpus >= 0) {
 		snprintf(num, sizeof(num), "%d", n->gpus);
@@ -67,6 +68,7 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 	plan_env_export(sb, "PROVISION_OS_ID", f->os_id);
 	plan_env_export(sb, "PROVISION_OS_VERSION", f->os_version);
 	plan_env_export(sb, "PROVISION_APT_MIRROR", inv->cluster.apt_mirror);
+	plan_env_export(sb, "PROVISION_APT_KEY_FINGERPRINT", inv->cluster.apt_key_fingerprint);
 	plan_env_export(sb, "PROVISION_HTTP_PROXY", inv->cluster.http_proxy);
 	{
 		struct strbuf np = STRBUF_INIT;
@@ -88,7 +90,8 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 		plan_env_export(sb, "PROVISION_HUB_CHART_VERSION", inv->hub.chart_version);
 	plan_env_export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
 	plan_env_export(sb, "PROVISION_GPU_NODES", tval_lookup(nc->run->gpu, "gpu.names")->str);
-	plan_env_export(sb, "PROVISION_GPU_HOST_DRIVER", tval_lookup(nc->run->gpu, "gpu.host_driver")->str);
+	plan_env_export(sb, "PROVISION_GPU_HOST_DRIVER",
+			tval_lookup(nc->run->gpu, "gpu.host_driver")->str);
 	for (i = 0; o->env && o->env[i]; i++) {
 		const char *eq = strchr(o->env[i], '=');
 		char *name = eq ? xstrndup(o->env[i], (size_t)(eq - o->env[i])) : NULL;

@@ -14,12 +14,14 @@
 #include "util.h"
 
 /* The phases of `up` first (ROLE_UP_PHASES of them), then those of the lifecycle commands. */
-const char *const role_phases[] = {"prep", "kube-packages", "nfs", "init", "cni", "join", "addons", "validate",
-				   "remove", "reset", "reset-prep", "reset-verify", "upgrade",
-				   "upgrade-workers", NULL};
+const char *const role_phases[] = {
+    "prep",    "kube-packages",	  "nfs",    "init",  "cni",	   "join",
+    "addons",  "validate",	  "remove", "reset", "reset-prep", "reset-verify",
+    "upgrade", "upgrade-workers", NULL};
 
 /* Names a template may use without declaring them in `vars`. */
-static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes", "gpu", "set", NULL};
+static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes",
+					     "gpu",  "set",   NULL};
 
 int role_phase_index(const char *phase)
 {
@@ -58,7 +60,7 @@ struct loader {
 };
 
 static void lerr(struct loader *l, const yaml_node_t *n, const char *hint, const char *fmt, ...)
-	PRINTF_LIKE(4, 5);
+    PRINTF_LIKE(4, 5);
 static void lerr(struct loader *l, const yaml_node_t *n, const char *hint, const char *fmt, ...)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -132,10 +134,9 @@ static void unknown_key(struct loader *l, const yaml_node_t *k, const char *key,
 	lerr(l, k, near ? hint : NULL, "unknown key '%s'", key);
 }
 
-static const char *const role_keys[] = {"description", "phase",     "applies_to", "when",
-					"depends_on",  "wait_for",  "after",	   "vars",
-					"templates",   "artifacts", "hands",	   "fetches",
-					NULL};
+static const char *const role_keys[] = {
+    "description", "phase",	"applies_to", "when",  "depends_on", "wait_for", "after",
+    "vars",	   "templates", "artifacts",  "hands", "fetches",    NULL};
 static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before", NULL};
 static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", "hub", NULL};
 
@@ -180,7 +181,8 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 		} else if (!strcmp(key, "dest")) {
 			if ((s = want_string(l, key, v))) {
 				if (s[0] != '/') {
-					lerr(l, v, NULL, "'dest' must be an absolute path, not '%s'", s);
+					lerr(l, v, NULL,
+					     "'dest' must be an absolute path, not '%s'", s);
 					ok = false;
 				}
 				free(t.dest);
@@ -188,7 +190,8 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 			}
 		} else if (!strcmp(key, "mode")) {
 			if (!parse_mode(scalar(v), &t.mode)) {
-				lerr(l, v, "write the mode as a quoted octal string such as \"0644\"",
+				lerr(l, v,
+				     "write the mode as a quoted octal string such as \"0644\"",
 				     "'mode' must be an octal mode");
 				ok = false;
 			}
@@ -247,7 +250,8 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 
 		if (!strcmp(key, "mode")) {
 			if (!parse_mode(scalar(v), &a.mode)) {
-				lerr(l, v, "write the mode as a quoted octal string such as \"0644\"",
+				lerr(l, v,
+				     "write the mode as a quoted octal string such as \"0644\"",
 				     "'mode' must be an octal mode");
 				ok = false;
 			}
@@ -335,10 +339,11 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 
 		if (!strcmp(key, "name")) {
 			if (!s || !valid_hand_name(s)) {
-				lerr(l, v,
-				     "letters, digits and _, not starting with a digit, at most 64, "
-				     "with at most one {self} or {n}",
-				     "'name' must be a ::set name");
+				lerr(
+				    l, v,
+				    "letters, digits and _, not starting with a digit, at most 64, "
+				    "with at most one {self} or {n}",
+				    "'name' must be a ::set name");
 				ok = false;
 			} else {
 				free(h.name);
@@ -359,7 +364,8 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 			} else if (s && !strcmp(s, "node")) {
 				h.to = ROLE_TO_NODE;
 			} else {
-				lerr(l, v, "to: self, control-plane or node (the NODE of NAME@NODE)",
+				lerr(l, v,
+				     "to: self, control-plane or node (the NODE of NAME@NODE)",
 				     "unknown receiver '%s'", s ? s : "");
 				ok = false;
 			}
@@ -367,7 +373,8 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 			if (s && !strcmp(s, "self")) {
 				h.about_self = true;
 			} else {
-				lerr(l, v, "about: self (the value's first word is the sender's name)",
+				lerr(l, v,
+				     "about: self (the value's first word is the sender's name)",
 				     "unknown 'about' '%s'", s ? s : "");
 				ok = false;
 			}
@@ -416,7 +423,8 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 			for (i = 0; good && s[i]; i++)
 				good = isalnum((unsigned char)s[i]) || strchr("._-", s[i]);
 			if (!good) {
-				lerr(l, v, "letters, digits, '.', '_' and '-', not starting with '.'",
+				lerr(l, v,
+				     "letters, digits, '.', '_' and '-', not starting with '.'",
 				     "'name' must be a file name");
 				ok = false;
 			} else {
@@ -469,7 +477,8 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 	int e;
 
 	if ((e = read_file(path, &text)) < 0) {
-		diag_add(dl, DIAG_ERROR, path, 0, 0, "every role needs a role.yaml (see roles/README.md)",
+		diag_add(dl, DIAG_ERROR, path, 0, 0,
+			 "every role needs a role.yaml (see roles/README.md)",
 			 "cannot read role: %s", strerror(-e));
 		return;
 	}
@@ -530,7 +539,8 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				if (when_words[w])
 					r->when |= 1u << w;
 				else
-					lerr(&l, v, "conditions: gpu, no-gpu, nfs, not-nfs-server, hub",
+					lerr(&l, v,
+					     "conditions: gpu, no-gpu, nfs, not-nfs-server, hub",
 					     "unknown condition '%s'", words[i]);
 			}
 			strv_free(words);
@@ -546,8 +556,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				yaml_node_item_t *it;
 				for (it = v->data.sequence.items.start;
 				     it < v->data.sequence.items.top; it++)
-					check_kube_var(&l, kube,
-						       yaml_document_get_node(&doc, *it));
+					check_kube_var(&l, kube, yaml_document_get_node(&doc, *it));
 			}
 		} else if (!strcmp(key, "templates")) {
 			yaml_node_item_t *it;
@@ -555,7 +564,8 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				lerr(&l, v, NULL, "'templates' must be a list");
 				continue;
 			}
-			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
+			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+			     it++)
 				load_template_entry(&l, r, yaml_document_get_node(&doc, *it));
 		} else if (!strcmp(key, "hands") || !strcmp(key, "fetches")) {
 			yaml_node_item_t *it;
@@ -565,7 +575,8 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				lerr(&l, v, NULL, "'%s' must be a list", key);
 				continue;
 			}
-			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+			     it++) {
 				const yaml_node_t *entry = yaml_document_get_node(&doc, *it);
 				if (key[0] == 'h')
 					load_hand_entry(&l, r, entry);
@@ -580,7 +591,8 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				lerr(&l, v, NULL, "'artifacts' must be a list");
 				continue;
 			}
-			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
+			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+			     it++)
 				load_artifact_entry(&l, r, yaml_document_get_node(&doc, *it));
 		} else {
 			unknown_key(&l, k, key, role_keys);
@@ -610,10 +622,11 @@ static void check_artifacts(struct role_set *rs, struct diag_list *dl)
 			const struct role_artifact *a = &r->artifacts[j];
 			bool found = !a->before;
 			if (!artifact_find(&rs->artifacts, a->name))
-				diag_add(dl, DIAG_ERROR, yaml, 0, 0,
-					 "declare it (url, sha256) in the artifact manifest",
-					 "role '%s' needs artifact '%s', which '%s' does not declare",
-					 r->name, a->name, path);
+				diag_add(
+				    dl, DIAG_ERROR, yaml, 0, 0,
+				    "declare it (url, sha256) in the artifact manifest",
+				    "role '%s' needs artifact '%s', which '%s' does not declare",
+				    r->name, a->name, path);
 			for (k = 0; k < r->nr_steps && !found; k++)
 				found = !strcmp(r->steps[k].name, a->before);
 			if (!found)
@@ -845,7 +858,7 @@ static void role_release(struct role *r)
 }
 
 /* The columns of roles/kubernetes.yaml; every row must have each. */
-static const char *const kube_columns[] = {"pause_image", NULL};
+static const char *const kube_columns[] = {"pause_image", "apt_key_fingerprint", NULL};
 
 /*
  * A role that declares kube.COLUMN in `vars` needs the roles folder's
@@ -875,8 +888,8 @@ static void check_kube_var(struct loader *l, const struct kube_matrix *m, const 
 	for (c = 0; kube_columns[c] && strcmp(s + 5, kube_columns[c]); c++)
 		;
 	if (!kube_columns[c])
-		lerr(l, item, "columns: pause_image", "'%s': %s has no column '%s'", s, m->path,
-		     s + 5);
+		lerr(l, item, "columns: pause_image, apt_key_fingerprint",
+		     "'%s': %s has no column '%s'", s, m->path, s + 5);
 }
 
 const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const char *version)
@@ -935,8 +948,8 @@ static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t 
 		for (c = 0; kube_columns[c] && (!key || strcmp(key, kube_columns[c])); c++)
 			;
 		if (!kube_columns[c]) {
-			lerr(l, ck, "columns: pause_image", "minor %s: unknown column '%s'", minor,
-			     key ? key : "(not a string)");
+			lerr(l, ck, "columns: pause_image, apt_key_fingerprint",
+			     "minor %s: unknown column '%s'", minor, key ? key : "(not a string)");
 			continue;
 		}
 		if (!(val = want_string(l, key, cv)))
@@ -1063,12 +1076,12 @@ static void check_barrier(const struct role_set *rs, const struct role *r, const
 	const struct role *w = role_set_find(rs, name);
 
 	if (!w)
-		diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL, "role '%s' %s '%s', which does not exist",
-			 r->name, verb, name);
+		diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+			 "role '%s' %s '%s', which does not exist", r->name, verb, name);
 	else if (w->phase && r->phase && role_phase_index(w->phase) > role_phase_index(r->phase))
 		diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
-			 "role '%s' (phase %s) %s '%s' of the later phase %s", r->name, r->phase, verb,
-			 w->name, w->phase);
+			 "role '%s' (phase %s) %s '%s' of the later phase %s", r->name, r->phase,
+			 verb, w->name, w->phase);
 }
 
 static void order_roles(struct role_set *rs, struct diag_list *dl)
@@ -1090,9 +1103,10 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 					 r->depends_on[j]);
 			else if (d->phase && r->phase &&
 				 role_phase_index(d->phase) > role_phase_index(r->phase))
-				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
-					 "role '%s' (phase %s) depends on '%s' of the later phase %s",
-					 r->name, r->phase, d->name, d->phase);
+				diag_add(
+				    dl, DIAG_ERROR, yaml, 0, 0, NULL,
+				    "role '%s' (phase %s) depends on '%s' of the later phase %s",
+				    r->name, r->phase, d->name, d->phase);
 		}
 		for (j = 0; r->wait_for && r->wait_for[j]; j++)
 			check_barrier(rs, r, "waits for", r->wait_for[j], yaml, dl);
@@ -1112,7 +1126,8 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 			while (depth) {
 				struct role *r = &rs->roles[stack[depth - 1]];
 				size_t j, next = (size_t)-1, nd = 0, nw = 0, na = 0;
-				/* A role comes after what it depends on, waits for or comes after. */
+				/* A role comes after what it depends on, waits for or comes after.
+				 */
 				while (r->depends_on && r->depends_on[nd])
 					nd++;
 				while (r->wait_for && r->wait_for[nw])
@@ -1120,7 +1135,7 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 				while (r->after && r->after[na])
 					na++;
 				for (j = 0; j < nd + nw + na; j++) {
-					const char *dn = j < nd		 ? r->depends_on[j]
+					const char *dn = j < nd	       ? r->depends_on[j]
 							 : j < nd + nw ? r->wait_for[j - nd]
 								       : r->after[j - nd - nw];
 					const struct role *d = role_set_find(rs, dn);
@@ -1131,7 +1146,8 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 					if (mark[di] == 1) {
 						char *yaml = xasprintf("%s/role.yaml", r->dir);
 						diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
-							 "dependency cycle: '%s' and '%s' depend on each other",
+							 "dependency cycle: '%s' and '%s' depend "
+							 "on each other",
 							 r->name, d->name);
 						free(yaml);
 					} else if (!mark[di]) {
@@ -1251,8 +1267,7 @@ bool role_hand_match(const struct role_hand *h, const char *name, size_t len, co
 	pre = (size_t)(open - h->name);
 	tail = strchr(open, '}') + 1;
 	post = strlen(tail);
-	if (len < pre + post || memcmp(name, h->name, pre) ||
-	    memcmp(name + len - post, tail, post))
+	if (len < pre + post || memcmp(name, h->name, pre) || memcmp(name + len - post, tail, post))
 		return false;
 	name += pre;
 	len -= pre + post;

@@ -430,3 +430,57 @@ deb [signed-by=$pv_keyring] $pv_repo /"
 	# shellcheck disable=SC2046
 	apt-mark hold $(printf '%s\n' "$@" | cut -d = -f 1)
 }
+
+# pv_pgp_fingerprint FILE: the fingerprint (40 upper-case hex digits) of the
+# first key of an ASCII-armoured OpenPGP public key file, with coreutils only
+# (no gpg on a fresh node).  A v4 key's fingerprint is the SHA-1 of 0x99, the
+# public-key packet's length in two bytes and the packet's body (RFC 4880
+# 12.2); anything else (no armour, another first packet, another version)
+# fails.
+pv_pgp_fingerprint() {
+	_pg_bin=$(mktemp) || return 1
+	awk '/^-----BEGIN PGP PUBLIC KEY BLOCK-----/ { s = 1; next }
+		s == 1 && /^[ \t\r]*$/ { s = 2; next }
+		s == 1 && /: / { next }
+		s == 1 { s = 2 }
+		s == 2 && (/^=/ || /^-----END/) { exit }
+		s == 2 { gsub(/[ \t\r]/, ""); print }' "$1" | base64 -d >"$_pg_bin" 2>/dev/null || {
+		rm -f "$_pg_bin"
+		return 1
+	}
+	# shellcheck disable=SC2046 # the first bytes, one word each
+	set -- $(od -An -tu1 -N6 "$_pg_bin")
+	_pg_tag='' _pg_len='' _pg_hdr=''
+	if [ $# -ge 3 ] && [ $(($1 & 128)) -ne 0 ]; then
+		if [ $(($1 & 64)) -ne 0 ]; then
+			_pg_tag=$(($1 & 63))
+			if [ "$2" -lt 192 ]; then
+				_pg_len=$2 _pg_hdr=2
+			elif [ "$2" -lt 224 ]; then
+				_pg_len=$(((($2 - 192) << 8) + $3 + 192)) _pg_hdr=3
+			elif [ "$2" -eq 255 ] && [ $# -ge 6 ]; then
+				_pg_len=$((($3 << 24) | ($4 << 16) | ($5 << 8) | $6)) _pg_hdr=6
+			fi
+		else
+			_pg_tag=$((($1 >> 2) & 15))
+			case $(($1 & 3)) in
+			0) _pg_len=$2 _pg_hdr=2 ;;
+			1) _pg_len=$((($2 << 8) | $3)) _pg_hdr=3 ;;
+			2) [ $# -ge 5 ] && _pg_len=$((($2 << 24) | ($3 << 16) | ($4 << 8) | $5)) _pg_hdr=5 ;;
+			esac
+		fi
+	fi
+	if [ "$_pg_tag" != 6 ] || [ -z "$_pg_len" ] || [ "$_pg_len" -ge 65536 ] ||
+		[ "$(od -An -tu1 -j "$_pg_hdr" -N1 "$_pg_bin" | tr -d ' ')" != 4 ] ||
+		[ "$(wc -c <"$_pg_bin")" -lt $((_pg_hdr + _pg_len)) ]; then
+		rm -f "$_pg_bin"
+		return 1
+	fi
+	{
+		printf '\231'
+		# shellcheck disable=SC2059 # octal escapes made here
+		printf "\\$(printf %03o $((_pg_len >> 8)))\\$(printf %03o $((_pg_len & 255)))"
+		tail -c +$((_pg_hdr + 1)) "$_pg_bin" | head -c "$_pg_len"
+	} | sha1sum | cut -c 1-40 | tr a-f A-F
+	rm -f "$_pg_bin"
+}

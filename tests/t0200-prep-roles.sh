@@ -128,10 +128,14 @@ until port=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/h
 done
 MIRROR=http://$TESTBED_HOST_ADDR:$port
 
-# The testbed's inventory, plus the mirror and NFS on node-1.
+# The testbed's inventory, plus the mirror (which signs with its own key,
+# named by apt_key_fingerprint) and NFS on node-1.  INV_NOPIN: the same
+# without the fingerprint (what a mirror or a man in the middle handing out
+# a key of its own looks like to roles pinned to pkgs.k8s.io's key).
 sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: $MIRROR|" \
-	-e 's/roles: \[control-plane\]/roles: [control-plane, nfs-server]/' "$TB/inventory.yaml" >"$INV"
-printf 'storage:\n  nfs:\n    server: node-1\n    path: /srv/nfs\n' >>"$INV"
+	-e 's/roles: \[control-plane\]/roles: [control-plane, nfs-server]/' "$TB/inventory.yaml" >"$INV.nopin"
+printf 'storage:\n  nfs:\n    server: node-1\n    path: /srv/nfs\n' >>"$INV.nopin"
+sed -e "s|^  apt_mirror: .*|&\n  apt_key_fingerprint: $(cat "$TEST_DIR/kube/key.fpr")|" "$INV.nopin" >"$INV"
 
 # What the nodes hold before: swap in fstab (by type; the word elsewhere
 # must stay), an admin's swap unit file, a containerd drop-in.
@@ -170,6 +174,17 @@ test_case "plan on fresh nodes: lists the work and changes no file" "
 	expect_grep '~ swap-off › 20-fstab' plan.out
 	expect_grep '~ kernel › /etc/sysctl.d/99-provision-k8s.conf' plan.out
 	expect_grep '~ kube-packages › 20-packages' plan.out
+"
+
+test_case "a mirror whose key is not the pinned one: kube-packages refuses it, names both keys, installs nothing" "
+	expect_status 1 $PROVISION up -i $INV.nopin --roles $SRC_ROOT/roles --phases kube-packages --no-tui >nopin.out 2>&1
+	expect_grep \"\\[node-2\\] kube-packages › 10-repository … failed\" nopin.out
+	expect_grep \"Release.key is not the repository's signing key: it is \$(cat kube/key.fpr), the pinned key is DE15B14486CD377B9E876E1A234654DA9A296436\" nopin.out
+	expect_grep 'hint: pkgs.k8s.io signs with DE15B14486CD377B9E876E1A234654DA9A296436; a mirror that signs with its own key needs cluster.apt_key_fingerprint' nopin.out
+	for n in $TESTBED_NODES; do
+		tb \$n test ! -e /etc/apt/keyrings/kubernetes-apt-keyring.asc
+		tb \$n test ! -e /etc/apt/sources.list.d/kubernetes.list
+	done
 "
 
 test_case "up: exit 0, every node done, and the skips say why" "

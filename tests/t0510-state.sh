@@ -157,7 +157,7 @@ esac
 EOF
 
 # The admin inventory (sudo; a password on node-3), the mirror and NFS on node-1.
-sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$apt_port|" \
+sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$apt_port\n  apt_key_fingerprint: $(cat "$TEST_DIR/kube/key.fpr")|" \
 	-e 's/roles: \[control-plane\]/roles: [control-plane, nfs-server]/' "$TB/inventory-admin.yaml" >"$INV"
 printf 'storage:\n  nfs:\n    server: node-1\n    path: /srv/nfs\n' >>"$INV"
 

@@ -74,6 +74,8 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 	strbuf_addf(sb, FIELD "%s\n", "service network", c->service_cidr);
 	strbuf_addf(sb, FIELD "%s\n", "packages from",
 		    c->apt_mirror ? c->apt_mirror : "pkgs.k8s.io");
+	if (c->apt_key_fingerprint)
+		strbuf_addf(sb, FIELD "%s\n", "signed by", c->apt_key_fingerprint);
 	strbuf_addf(sb, FIELD "%s\n", "http proxy", c->http_proxy ? c->http_proxy : "none");
 	if (c->http_proxy)
 		text_list(sb, "no proxy for", c->no_proxy, "the cluster's own networks only");
@@ -308,6 +310,7 @@ static void print_json(const struct inventory *inv)
 	json_object_set_new(cl, "api_port", json_integer(c->api_port));
 	json_object_set_new(cl, "control_plane", json_string(cp->name));
 	json_object_set_new(cl, "apt_mirror", jstr(c->apt_mirror));
+	json_object_set_new(cl, "apt_key_fingerprint", jstr(c->apt_key_fingerprint));
 	json_object_set_new(cl, "http_proxy", jstr(c->http_proxy));
 	json_object_set_new(cl, "no_proxy", jstrv(c->no_proxy));
 

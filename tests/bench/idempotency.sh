@@ -67,7 +67,7 @@ while [ $r -lt "$rounds" ]; do
 			i=$((i + 1)); [ $i -lt 50 ] || exit 1; sleep 0.1
 		done
 	fi
-	sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$port|" \
+	sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$port\n  apt_key_fingerprint: $(cat "$work/kube/key.fpr")|" \
 		-e 's/roles: \[control-plane\]/roles: [control-plane, nfs-server]/' "$tb/inventory.yaml" >"$work/inv.yaml"
 	printf 'storage:\n  nfs:\n    server: node-1\n    path: /srv/nfs\n' >>"$work/inv.yaml"
 	listeners=$(listeners)

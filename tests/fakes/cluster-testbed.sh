@@ -79,7 +79,7 @@ cluster_testbed() {
 		sleep 0.1
 	done
 	for f in inventory inventory-admin; do
-		sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$port|" "$TB/$f.yaml" >"$TEST_DIR/$f.yaml"
+		sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$port\n  apt_key_fingerprint: $(cat "$TEST_DIR/kube/key.fpr")|" "$TB/$f.yaml" >"$TEST_DIR/$f.yaml"
 	done
 	ROLES=$TEST_DIR/roles
 	CACHE=$TEST_DIR/cache

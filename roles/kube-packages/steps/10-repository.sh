@@ -6,7 +6,11 @@
 # ASCII-armoured as .asc (apt >= 1.4 reads that directly, see apt-key(8)),
 # so no gpg is needed on the node; and it is fetched with apt's own
 # downloader (apt-helper), so no curl is needed and apt's proxy settings
-# apply.
+# apply.  The key is installed only when its fingerprint is the pinned one
+# (roles/kubernetes.yaml's apt_key_fingerprint: pkgs.k8s.io's key; or the
+# inventory's cluster.apt_key_fingerprint, for a mirror that signs with its
+# own): a mirror over plain http, or whoever sits between it and the node,
+# cannot hand the node a key of its own and then any package it likes.
 set -eu
 KEYRING=/etc/apt/keyrings/kubernetes-apt-keyring.asc
 LIST=/etc/apt/sources.list.d/kubernetes.list
@@ -14,6 +18,12 @@ MINOR=$(printf '%s' "$PROVISION_K8S_VERSION" | cut -d . -f 1-2)
 BASE=${PROVISION_APT_MIRROR:-https://pkgs.k8s.io}
 BASE=${BASE%/}
 REPO=$BASE/core:/stable:/v$MINOR/deb/
+PIN=$(printf '%s' "${PROVISION_APT_KEY_FINGERPRINT:-${PROVISION_KUBE_APT_KEY_FINGERPRINT:-}}" | tr -d ' ' | tr a-f A-F)
+if [ -z "$PIN" ]; then
+	echo "no signing-key fingerprint for the Kubernetes $MINOR repository"
+	pv_hint "roles/kubernetes.yaml gives each minor's apt_key_fingerprint; cluster.apt_key_fingerprint names a mirror's own key"
+	exit 2
+fi
 
 desired_list() {
 	echo "# Kubernetes $MINOR packages; written by provision (roles/kube-packages)."
@@ -55,8 +65,11 @@ check)
 	if ! grep -q 'BEGIN PGP PUBLIC KEY BLOCK' "$KEYRING" 2>/dev/null; then
 		echo "$KEYRING: missing"
 		rc=1
+	elif [ "$(pv_pgp_fingerprint "$KEYRING" || true)" != "$PIN" ]; then
+		echo "$KEYRING: want the key $PIN, have $(pv_pgp_fingerprint "$KEYRING" || echo 'no OpenPGP key')"
+		rc=1
 	fi
-	[ "$rc" = 1 ] || echo "$LIST: $REPO, key $KEYRING"
+	[ "$rc" = 1 ] || echo "$LIST: $REPO, key $KEYRING ($PIN)"
 	exit $rc
 	;;
 apply)
@@ -76,6 +89,17 @@ apply)
 		pv_hint "is $BASE a mirror of pkgs.k8s.io with the same layout (core:/stable:/v$MINOR/deb/Release.key)?"
 		exit 1
 	fi
+	got=$(pv_pgp_fingerprint "$key" || echo 'not a readable OpenPGP v4 key')
+	if [ "$got" != "$PIN" ]; then
+		echo "${REPO}Release.key is not the repository's signing key: it is $got, the pinned key is $PIN"
+		if [ -n "${PROVISION_APT_KEY_FINGERPRINT:-}" ]; then
+			pv_hint "cluster.apt_key_fingerprint names the key $PIN: check that $BASE signs with it, or correct the inventory"
+		else
+			pv_hint "pkgs.k8s.io signs with $PIN; a mirror that signs with its own key needs cluster.apt_key_fingerprint in the inventory; otherwise something between this node and $BASE serves another key"
+		fi
+		exit 1
+	fi
+	echo "key $got: the pinned one"
 	pv_write "$KEYRING" 0644 <"$key"
 	desired_list | pv_write "$LIST" 0644
 	cat "$LIST"

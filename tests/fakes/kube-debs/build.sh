@@ -19,7 +19,9 @@
 #   NAME-VERSION.tgz                      each chart of ../charts/NAME (a chart
 #                                         archive: NAME/Chart.yaml, values.yaml,
 #                                         templates/), VERSION from its Chart.yaml
-# and OUT/gnupg (the throwaway key).
+# and OUT/gnupg (the throwaway key), OUT/key.fpr (its fingerprint, for the
+# inventory's cluster.apt_key_fingerprint: like a lab mirror that signs with
+# its own key).
 # Serve OUT/repo over HTTP and give its URL as the inventory's
 # cluster.apt_mirror: the roles then find MIRROR/core:/stable:/vX.Y/deb/;
 # ../cluster-testbed.sh points a copy of roles/artifacts.yaml at
@@ -280,4 +282,6 @@ for repo in "$OUT"/repo/core:/stable:/*/deb; do
 	)
 	echo "$repo"
 done
+gpg --batch --quiet --homedir "$key_home" --with-colons --fingerprint |
+	awk -F: '$1 == "fpr" { print $10; exit }' >"$OUT/key.fpr"
 rm -rf "$STAGE"
