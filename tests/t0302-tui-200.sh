@@ -21,7 +21,10 @@
 # matrix, "v checks" on the grid), which shows whether or not any check
 # has come in yet (tried: waiting for the matrix's ' reach ' column timed
 # out in a CI dry run while the 200 nodes' facts were still coming).  The
-# nodes keep their normal priority (tried: SCHED_IDLE).
+# keys are tried as soon as the grid shows its 200 nodes: on a loaded
+# machine each poll of the harness takes seconds, and a run of ~100 s had
+# ended by the third key when they waited for "running".  The nodes keep
+# their normal priority (tried: SCHED_IDLE).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/lib-testbed.sh
@@ -81,7 +84,7 @@ within() {
 }
 
 test_case "200 nodes: the grid scrolls and answers keys while the runner works" "
-	wait_for tui1 '200 nodes │ .* running' 120 &&
+	wait_for tui1 '200 nodes │ ' 120 &&
 	expect_grep '^ 1-[0-9]*/200' tui1.screen &&
 	b=\$(echo_base 1) && end=\$(latency tui1 End '^▶node-200 ') &&
 	within 'End: node-200 selected and shown' \$end \$b &&
