@@ -15,7 +15,7 @@
 # The 200 nodes share this machine's 2 cores with provision and with this
 # harness (load 70 and more): what a key costs the harness itself (a fork
 # of tmux, python and date per poll) is measured on an echo pane just
-# before each key, and provision must answer within 1.5 s of that (in CI
+# before each key, and provision must answer within 2 s of that (in CI
 # the harness alone took 3.5 s once, provision 0.2 s more).  `v` is judged
 # by the footer of the screen it switches to ("v/Esc grid" on the checks
 # matrix, "v checks" on the grid), which shows whether or not any check
@@ -76,11 +76,14 @@ tm new-session -d -s echo -x 40 -y 5 cat
 echo_base() { # echo_base N: the echo pane's latency for the marker kN
 	latency echo "k$1" "k$1"
 }
-# within NAME SECONDS BASE: prints the figures; true when SECONDS - BASE < 1.5
+# within NAME SECONDS BASE: prints the figures; true when SECONDS - BASE < 2.
+# Two separate round trips at load 70 each vary by about a second (the echo
+# pane alone took 1.39 to 3.52 s in the same run), so provision's own share
+# -- 0.5 to 0.9 s in CI's runs of the four-key version, alone -- gets 2 s.
 within() {
 	echo "# $1 after $2 s (the echo pane: $3 s)" >>latency.txt
-	python3 -c "import sys; sys.exit(not $2 - $3 < 1.5)" ||
-		{ echo "$1: $2 s against the echo pane's $3 s: more than 1.5 s slower"; return 1; }
+	python3 -c "import sys; sys.exit(not $2 - $3 < 2)" ||
+		{ echo "$1: $2 s against the echo pane's $3 s: more than 2 s slower"; return 1; }
 }
 
 test_case "200 nodes: the grid scrolls and answers keys while the runner works" "
