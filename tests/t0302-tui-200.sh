@@ -71,7 +71,7 @@ run tui1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$SRC_ROOT/roles" --phase
 # The same measurement on a pane that only echoes (cat on a tty: the
 # kernel's echo), taken just before each key: what this harness and tmux
 # themselves take on the loaded machine (a fork of tmux, python and date
-# per poll).  A key must be answered within 1.5 s of that.
+# per poll).  A key must be answered within 2 s of that.
 tm new-session -d -s echo -x 40 -y 5 cat
 echo_base() { # echo_base N: the echo pane's latency for the marker kN
 	latency echo "k$1" "k$1"
