@@ -15,8 +15,8 @@
 # The 200 nodes share this machine's 2 cores with provision and with this
 # harness (load 70 and more): what a key costs the harness itself (a fork
 # of tmux, python and date per poll) is measured on an echo pane just
-# before each key, and provision must answer within 2 s of that (in CI
-# the harness alone took 3.5 s once, provision 0.2 s more).  `v` is judged
+# before each key, and provision must answer within 2 s of that (at load
+# 70 here the harness alone took 3.5 s once, provision 0.2 s more).  `v` is judged
 # by the footer of the screen it switches to ("v/Esc grid" on the checks
 # matrix, "v checks" on the grid), which shows whether or not any check
 # has come in yet (tried: waiting for the matrix's ' reach ' column timed
