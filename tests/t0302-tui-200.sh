@@ -79,7 +79,7 @@ echo_base() { # echo_base N: the echo pane's latency for the marker kN
 # within NAME SECONDS BASE: prints the figures; true when SECONDS - BASE < 2.
 # Two separate round trips at load 70 each vary by about a second (the echo
 # pane alone took 1.39 to 3.52 s in the same run), so provision's own share
-# -- 0.5 to 0.9 s in CI's runs of the four-key version, alone -- gets 2 s.
+# -- under a second in CI's runs of the four-key version -- gets 2 s.
 within() {
 	echo "# $1 after $2 s (the echo pane: $3 s)" >>latency.txt
 	python3 -c "import sys; sys.exit(not $2 - $3 < 2)" ||
