@@ -66,7 +66,19 @@ latency() { # latency NAME KEY REGEX: seconds from the key to the screen showing
 	python3 -c "print('%.2f' % ($(date +%s.%N) - $t0))"
 }
 
-run tui1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$SRC_ROOT/roles" --phases prep
+# The roles, plus one whose check takes 60 s on every node (a slow mirror,
+# say): the run then lasts long enough for every key to be tried while it
+# works, whatever the load (without it a run of ~110 s had ended before the
+# third key on a loaded machine).
+cp -R "$SRC_ROOT/roles" "$TEST_DIR/roles"
+mkdir -p "$TEST_DIR/roles/slow-check/steps"
+printf '%s\n' 'description: a check that takes 60 s (t0302)' 'phase: prep' 'applies_to: [control-plane, worker]' \
+	>"$TEST_DIR/roles/slow-check/role.yaml"
+printf '%s\n' 'case ${1:-} in check) sleep 60; exit 0 ;; apply) exit 0 ;; esac' 'exit 2' \
+	>"$TEST_DIR/roles/slow-check/steps/10-wait.sh"
+ROLES=$TEST_DIR/roles
+
+run tui1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$ROLES" --phases prep
 
 # The same measurement on a pane that only echoes (cat on a tty: the
 # kernel's echo), taken just before each key: what this harness and tmux
@@ -113,7 +125,7 @@ test_case "200 nodes in the TUI: the run ends by itself, terminal sane, summary 
 	expect_sane_terminal tui1
 "
 
-run plain1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$SRC_ROOT/roles" --phases prep --no-tui
+run plain1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$ROLES" --phases prep --no-tui
 rc_plain1=$(wait_rc plain1 900)
 
 A1=$(seconds tui1) B1=$(seconds plain1)
