@@ -860,6 +860,16 @@ static void role_release(struct role *r)
 /* The columns of roles/kubernetes.yaml; every row must have each. */
 static const char *const kube_columns[] = {"pause_image", "apt_key_fingerprint", NULL};
 
+static bool kube_column_known(const char *name)
+{
+	size_t c;
+
+	for (c = 0; kube_columns[c]; c++)
+		if (!strcmp(name, kube_columns[c]))
+			return true;
+	return false;
+}
+
 /*
  * A role that declares kube.COLUMN in `vars` needs the roles folder's
  * kubernetes.yaml, and COLUMN among its columns: said at load time, at the
@@ -869,7 +879,6 @@ static const char *const kube_columns[] = {"pause_image", "apt_key_fingerprint",
 static void check_kube_var(struct loader *l, const struct kube_matrix *m, const yaml_node_t *item)
 {
 	const char *s = item ? scalar(item) : NULL;
-	size_t c;
 
 	if (!s || strncmp(s, "kube", 4) || (s[4] != '.' && s[4]))
 		return;
@@ -885,9 +894,7 @@ static void check_kube_var(struct loader *l, const struct kube_matrix *m, const 
 		     "'kube' alone: declare the columns the role uses");
 		return;
 	}
-	for (c = 0; kube_columns[c] && strcmp(s + 5, kube_columns[c]); c++)
-		;
-	if (!kube_columns[c])
+	if (!kube_column_known(s + 5))
 		lerr(l, item, "columns: pause_image, apt_key_fingerprint",
 		     "'%s': %s has no column '%s'", s, m->path, s + 5);
 }
@@ -945,9 +952,7 @@ static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t 
 		const yaml_node_t *cv = yaml_document_get_node(l->doc, p->value);
 		const char *key = scalar(ck), *val;
 
-		for (c = 0; kube_columns[c] && (!key || strcmp(key, kube_columns[c])); c++)
-			;
-		if (!kube_columns[c]) {
+		if (!key || !kube_column_known(key)) {
 			lerr(l, ck, "columns: pause_image, apt_key_fingerprint",
 			     "minor %s: unknown column '%s'", minor, key ? key : "(not a string)");
 			continue;

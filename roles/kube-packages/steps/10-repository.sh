@@ -65,9 +65,12 @@ check)
 	if ! grep -q 'BEGIN PGP PUBLIC KEY BLOCK' "$KEYRING" 2>/dev/null; then
 		echo "$KEYRING: missing"
 		rc=1
-	elif [ "$(pv_pgp_fingerprint "$KEYRING" || true)" != "$PIN" ]; then
-		echo "$KEYRING: want the key $PIN, have $(pv_pgp_fingerprint "$KEYRING" || echo 'no OpenPGP key')"
-		rc=1
+	else
+		have=$(pv_pgp_fingerprint "$KEYRING" || echo 'no OpenPGP key')
+		if [ "$have" != "$PIN" ]; then
+			echo "$KEYRING: want the key $PIN, have $have"
+			rc=1
+		fi
 	fi
 	[ "$rc" = 1 ] || echo "$LIST: $REPO, key $KEYRING ($PIN)"
 	exit $rc
