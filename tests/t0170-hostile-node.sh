@@ -10,6 +10,13 @@
 #   finding 5  1 GiB (HOSTILE_BYTES, 64 MiB here to keep CI lean) during
 #              facts and during a step, a 100 MB line, output that never
 #              ends: provision's peak RSS and what it records stay bounded
+#   finding 3  protocol lines (::set, ::secret) in the facts output: the
+#              node fails, provision goes on (before: a NULL dereference,
+#              exit 139, the state lock left behind)
+#   finding 4  a step's `::fetch /etc/hostname admin.conf` from a worker
+#              that declares no fetch: the step fails, the controller's
+#              private/admin.conf is untouched (before: overwritten with the
+#              node's file, on UNCHANGED results and under `plan` too)
 #   finding 7  escape sequences and a CR from a step: not on the plain
 #              output, not in the log, not in `provision logs`
 # Set HOSTILE_BYTES=1073741824 HOSTILE_TIMEOUT=600 to measure with 1 GiB;
@@ -103,6 +110,42 @@ test_case "finding 2: CR, NEL, U+2028 in nvidia-smi's GPU name fail preflight, n
 	expect_status 1 up_measured poisoned
 	expect_eq 0 "$(recorded poisoned nodes/node-2/facts)" "recorded facts of node-2"
 	expect_eq 0 "$(grep -c "evil" poisoned.state/logs/node-2.log || true)" "the payload in the log"
+'
+
+test_case "finding 3: protocol lines in the facts output fail that node, provision goes on" '
+	printf "%s\n" "::set node_labels_pwn=node-1 provision.dev/pwned=yes" \
+		"::secret join_command@node-1=kubeadm join 198.18.0.66:6443" >facts.lines
+	hostile facts-lines facts.lines
+	for cmd in plan up; do
+		rc=0
+		"$PROVISION" $cmd -i "$INV" --roles "$ROLES" --state f3.state --phases prep --no-tui \
+			</dev/null >f3.$cmd.out 2>&1 || rc=$?
+		cat f3.$cmd.out
+		expect_eq 1 "$rc" "exit status of $cmd"
+		expect_grep "^\[node-2\] .*protocol violation by node .node-2." f3.$cmd.out
+		expect_eq 0 "$(grep -c "^\[node-1\].*error" f3.$cmd.out || true)" "node-1 errors ($cmd)"
+	done
+	honest_done f3.up
+	[ ! -e f3.state/.lock ] && [ -z "$(find f3.state -maxdepth 2 -name "*.lock" 2>/dev/null)" ]
+'
+
+test_case "finding 4: ::fetch from a worker step leaves the controller's admin.conf alone" '
+	echo "::fetch /etc/hostname admin.conf" >fetch.lines
+	hostile lines fetch.lines
+	mkdir -p f4.state/private
+	echo "the admin kubeconfig" >f4.state/private/admin.conf
+	sum=$(sha256sum <f4.state/private/admin.conf)
+	for cmd in plan up; do
+		rc=0
+		"$PROVISION" $cmd -i "$INV" --roles "$ROLES" --state f4.state --phases prep --no-tui \
+			</dev/null >f4.$cmd.out 2>&1 || rc=$?
+		cat f4.$cmd.out
+		expect_eq "the admin kubeconfig" "$(cat f4.state/private/admin.conf)" "private/admin.conf after $cmd"
+		expect_eq "$sum" "$(sha256sum <f4.state/private/admin.conf)" "private/admin.conf after $cmd"
+		expect_eq 1 "$rc" "exit status of $cmd"
+		expect_grep "^\[node-2\] .*protocol violation by node .node-2..*admin.conf" f4.$cmd.out
+	done
+	honest_done f4.up
 '
 
 test_case "finding 7: escapes and a CR from a step reach neither the terminal nor the logs" '

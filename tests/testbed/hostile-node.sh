@@ -34,6 +34,8 @@
 #   lines FILE      FILE's lines verbatim, in a step (e.g. protocol lines that
 #                   name other nodes: `::set NAME@node-3=...`); FILE is read
 #                   on this machine and copied to the node
+#   facts-lines FILE
+#                   the same, written into the facts script's output
 # The stand-ins are shell: nothing on the node is built.
 set -eu
 
@@ -55,8 +57,8 @@ case $MODE in
 smi-cr | smi-nel | smi-u2028 | smi-esc | smi-nul | escapes) ;;
 facts-flood | facts-longline | facts-endless | flood | longline | endless)
 	[ -z "$ARG" ] || bytes=$ARG ;;
-lines)
-	[ -f "$ARG" ] || die "lines needs a file"
+lines | facts-lines)
+	[ -f "$ARG" ] || die "$MODE needs a file"
 	tb sh -c 'cat >/etc/provision-hostile.lines' <"$ARG" ;;
 *) die "unknown mode '$MODE'" ;;
 esac
@@ -76,7 +78,7 @@ endless | facts-endless) yes "$line" ;;
 escapes)
 	printf 'title \033]0;pwned\007 red \033[31mRED\033[0m clear \033[2J 8bit \302\23331m end\n'
 	printf 'honest line\rforged line\n' ;;
-lines) cat /etc/provision-hostile.lines ;;
+lines | facts-lines) cat /etc/provision-hostile.lines ;;
 esac
 exit 0
 EOF
