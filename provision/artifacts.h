@@ -1,21 +1,22 @@
 /*
- * artifacts: everything a role needs from outside the lab (the Flannel
- * manifest, the Helm release archive, chart archives, apt repository
- * keys...), declared once in a manifest under version control
+ * artifacts: everything a role needs from outside the lab (the Helm
+ * release archive, chart archives...), declared once in a manifest under version control
  * (roles/artifacts.yaml) with its URL and SHA-256, fetched once into a
  * cache on this machine, verified, and pushed to the nodes over SSH by
  * the roles that name them: nodes never need the internet.
  *
  * Manifest (roles/artifacts.yaml): a mapping of names to entries,
  *
- *   flannel-manifest:
- *     url: https://github.com/flannel-io/flannel/releases/download/v0.25.6/kube-flannel.yml
- *     sha256: pending          # 64 hex digits, or `pending` until recorded
- *     description: Flannel's manifest for `kubectl apply`
+ *   helm-linux-amd64:
+ *     url: https://get.helm.sh/helm-v3.15.4-linux-amd64.tar.gz
+ *     sha256: 11400fec...       # 64 hex digits, or `pending` until recorded
+ *     description: Helm's release archive
  *
- * A `pending` hash is filled in by `provision fetch --record` on a machine
- * that can reach the URL (an administrator then reviews the change);
- * `provision up` refuses to push an artifact whose hash is pending.
+ * The shipped manifest carries the digests the projects publish.  A
+ * `pending` hash (a version an administrator chose) is filled in by
+ * `provision fetch --record` on a machine that can reach the URL, which
+ * trusts that download and says so; `provision up` refuses to push an
+ * artifact whose hash is pending.
  *
  * Cache: CACHE/sha256/HEX holds verified artifacts by content, so a file is
  * fetched once whatever its name or cluster; CACHE/partial/NAME is a

@@ -152,6 +152,7 @@ test_case "a pending hash: up refuses before any node; fetch --record writes the
 	expect_grep \"artifact 'probe' ($URL/good.bin) has no pinned sha256\" err
 	fetch --record >out 2>err
 	expect_grep \"^recorded probe: sha256 $GOOD_SHA\" err
+	expect_grep \"warning: this hash trusts whatever $URL/good.bin sent\" err
 	diff before.yaml '$ROLES/artifacts.yaml' >d || true
 	expect_eq '< sha256: pending
 ---

@@ -165,10 +165,12 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 				failed++;
 				continue;
 			}
-			fprintf(
-			    stderr,
-			    "recorded %s: sha256 %s (%s) in '%s'; review it before you commit it\n",
-			    a->name, res.sha256, size, m->path);
+			/* Nothing vouches for these bytes but the server that sent them. */
+			fprintf(stderr,
+				"recorded %s: sha256 %s (%s) in '%s'\n"
+				"  warning: this hash trusts whatever %s sent; compare it with the "
+				"checksum the project publishes before you commit it\n",
+				a->name, res.sha256, size, m->path, a->url);
 			continue;
 		}
 		if (res.attempts > 1)
