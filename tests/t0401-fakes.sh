@@ -161,6 +161,7 @@ rejects() {
 	expect_status 1 fake "$1" $2 >r.out 2>r.err
 	expect_eq "" "$(cat r.out)" "$1 $2: standard output"
 	expect_eq "$3" "$(cat r.err)" "$1 $2: standard error"
+	echo "$1 $2: exit 1, $(head -n 1 r.err)"
 }
 
 test_case "flags per command, from the real tools' tables: what they reject, with their messages and exit status 1" "
