@@ -7,6 +7,7 @@
 
 #include "profiles.h"
 
+/* provision-gpu-pod-NODE-xGPUS; -x0 is the CPU-only profile's pod on a GPU node. */
 static char *pod_name(const char *node, unsigned gpus)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -25,14 +26,16 @@ static char *pod_name(const char *node, unsigned gpus)
 
 static char *manifest(const char *name, const struct hub_profile *p, const char *node)
 {
-	json_t *sel = json_object(), *limits = json_object(), *pod;
+	json_t *sel = json_object(), *limits = json_object(), *pod, *c;
 	char gpus[16], *text;
 
 	if (p->selector_key)
 		json_object_set_new(sel, p->selector_key, json_string(p->selector_value));
 	json_object_set_new(sel, "kubernetes.io/hostname", json_string(node));
-	snprintf(gpus, sizeof(gpus), "%u", p->gpus);
-	json_object_set_new(limits, "nvidia.com/gpu", json_string(gpus));
+	if (p->gpus) {
+		snprintf(gpus, sizeof(gpus), "%u", p->gpus);
+		json_object_set_new(limits, "nvidia.com/gpu", json_string(gpus));
+	}
 	pod = json_pack(
 	    "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:{s:s, s:o, s:[{s:s, s:s, s:[s, s, s], "
 	    "s:{s:o}}]}}",
@@ -42,6 +45,11 @@ static char *manifest(const char *name, const struct hub_profile *p, const char 
 	    "containers", "name", "cuda", "image", GPU_PODS_IMAGE, "command", "sh", "-c",
 	    "nvidia-smi -L >/dev/termination-log 2>&1; s=$?; cat /dev/termination-log; exit $s",
 	    "resources", "limits", limits);
+	c = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+	if (p->visible_devices)
+		json_object_set_new(c, "env",
+				    json_pack("[{s:s, s:s}]", "name", "NVIDIA_VISIBLE_DEVICES",
+					      "value", p->visible_devices));
 	if (p->runtime_class)
 		json_object_set_new(json_object_get(pod, "spec"), "runtimeClassName",
 				    json_string(p->runtime_class));
@@ -65,7 +73,7 @@ int gpu_pods_plan(struct gpu_pod_plan *plan, const char *nodes_json, size_t len,
 {
 	struct profile_node *pn = NULL;
 	struct hub_profile *p = NULL;
-	size_t nr_pn = 0, nr_p = 0, alloc = 0, i, k, j, g;
+	size_t nr_pn = 0, nr_p = 0, alloc = 0, i, k, j, g, pass;
 	unsigned *rounds;
 
 	memset(plan, 0, sizeof(*plan));
@@ -74,8 +82,10 @@ int gpu_pods_plan(struct gpu_pod_plan *plan, const char *nodes_json, size_t len,
 	profiles_reserve_addons(pn, nr_pn);
 	profiles_generate(&p, &nr_p, pn, nr_pn);
 	rounds = xcalloc(nr_pn ? nr_pn : 1, sizeof(*rounds));
-	for (i = 0; i < nr_p; i++) {
-		if (!p[i].gpus)
+	/* The GPU profiles first, then those without a GPU (on the GPU nodes only). */
+	for (pass = 0; pass < 2 * nr_p; pass++) {
+		i = pass % nr_p;
+		if ((pass < nr_p) != (p[i].gpus > 0))
 			continue;
 		for (k = 0; k < p[i].nr_nodes; k++) {
 			const struct profile_node *n = NULL;
@@ -85,7 +95,9 @@ int gpu_pods_plan(struct gpu_pod_plan *plan, const char *nodes_json, size_t len,
 			for (j = 0; j < nr_pn; j++)
 				if (!strcmp(pn[j].name, p[i].nodes[k]))
 					n = &pn[at = j];
-			if (!n)
+			/* A profile without GPUs is tried on the GPU nodes only: it must see none
+			 * there. */
+			if (!n || (!p[i].gpus && !n->nr_gpus))
 				continue;
 			ALLOC_GROW(plan->pods, plan->nr + 1, alloc);
 			gp = &plan->pods[plan->nr++];
@@ -286,6 +298,27 @@ static bool pod_result(const struct gpu_pod *gp, const char *out, size_t len, un
 	state = json_object_get(cs, "state");
 	term = json_object_get(state, "terminated");
 	wait = json_object_get(state, "waiting");
+	if (term && !gp->gpus) {
+		msg = json_string_value(json_object_get(term, "message"));
+		n = listed_gpus(gp, msg ? msg : "", &models_ok);
+		line = first_line(msg ? msg : "");
+		if (!n) {
+			*observed = xasprintf(
+			    "%s: no GPU listed (exit %lld)", gp->profile,
+			    (long long)json_integer_value(json_object_get(term, "exitCode")));
+			ok = true;
+			goto out;
+		}
+		*observed = xasprintf("%s: nvidia-smi -L lists %u GPU(s) without a GPU request: %s",
+				      gp->profile, n, line);
+		*fix = xasprintf(
+		    "a notebook without a GPU sees %s's GPUs: its default runtime is nvidia and "
+		    "the CUDA image sets NVIDIA_VISIBLE_DEVICES=all; the hub's profiles without "
+		    "a GPU set NVIDIA_VISIBLE_DEVICES=" PROFILES_NO_GPU_DEVICES
+		    " (roles/jupyterhub): run 'provision up'",
+		    gp->node);
+		goto out;
+	}
 	if (term) {
 		msg = json_string_value(json_object_get(term, "message"));
 		n = listed_gpus(gp, msg ? msg : "", &models_ok);
@@ -355,7 +388,8 @@ void gpu_pods_validate(struct validation *v, const struct gpu_pod_plan *plan, co
 			break;
 		strbuf_addstr(&exp, "a pod of each GPU profile landing here (runtimeClassName "
 				    "nvidia, nvidia.com/gpu limit, the profile's nodeSelector) "
-				    "lists its GPUs with nvidia-smi -L:");
+				    "lists its GPUs with nvidia-smi -L, a pod of the CPU-only "
+				    "profile none:");
 		for (j = i; j < plan->nr; j++) {
 			char *o = NULL, *f = NULL;
 			if (done[j] || strcmp(plan->pods[j].node, plan->pods[i].node))

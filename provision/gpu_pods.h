@@ -7,7 +7,11 @@
  * node -- runs `nvidia-smi -L` in a CUDA image and must list the node's
  * model, once per GPU it asked for.  A pod that holds nvidia.com/gpu but
  * runs without the NVIDIA runtime finds no nvidia-smi: the failure the
- * allocatable count and the operator's own validator cannot see.
+ * allocatable count and the operator's own validator cannot see.  And a
+ * pod of each profile without a GPU (CPU only: no limit, its
+ * NVIDIA_VISIBLE_DEVICES) pinned to each GPU node must list none: nvidia is
+ * those nodes' default runtime and the CUDA image asks for every GPU
+ * (profiles.h, PROFILES_NO_GPU_DEVICES).
  *
  * Three pure steps, so that they are tested without a cluster:
  * gpu_pods_plan() (the pods, from `kubectl get nodes -o json`),
@@ -40,7 +44,7 @@ struct gpu_pod {
 	char *node;	/* the Node it is pinned to */
 	size_t index;	/* into the inventory nodes given; (size_t)-1 when not there */
 	char *profile;	/* the profile's display name */
-	unsigned gpus;	/* its nvidia.com/gpu limit */
+	unsigned gpus;	/* its nvidia.com/gpu limit; 0: a profile without GPUs, must see none */
 	char **models;	/* the node's GPU models (nvidia-smi's names), NULL-terminated */
 	unsigned round; /* pods of one node run one after the other: 0, 1, ... */
 	char *manifest; /* the Pod as JSON */

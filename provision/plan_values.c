@@ -349,6 +349,8 @@ int plan_add_profiles(struct tval *v, struct error *err)
 		}
 		if (p[i].runtime_class)
 			tval_set_str(e, "runtime_class", p[i].runtime_class);
+		if (p[i].visible_devices)
+			tval_set_str(e, "visible_devices", p[i].visible_devices);
 		fmt_cores(e, "cpu_guarantee", p[i].cpu_guarantee_milli);
 		fmt_cores(e, "cpu_limit", p[i].cpu_limit_milli);
 		tval_set_strf(e, "mem_guarantee", "%lluM", (unsigned long long)p[i].mem_guarantee_mib);

@@ -189,6 +189,7 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 				p = add(out, nr, &alloc);
 				p->slug = xstrdup("cpu");
 				p->display_name = xstrdup("CPU only");
+				p->visible_devices = PROFILES_NO_GPU_DEVICES;
 			}
 			add_node(p, nodes[i].name);
 			if (!smallest || nodes[i].cpu_milli < smallest->cpu_milli ||

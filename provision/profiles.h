@@ -56,6 +56,18 @@
  */
 #define PROFILES_GPU_RUNTIME_CLASS "nvidia"
 
+/*
+ * NVIDIA_VISIBLE_DEVICES of a notebook without a GPU.  nvidia is the
+ * default runtime of GPU nodes (roles/gpu-runtime), and CUDA images --
+ * the hub's pytorch-notebook:cuda12 among them -- set
+ * NVIDIA_VISIBLE_DEVICES=all in their environment: a CPU notebook landing
+ * on a GPU node would get every GPU of the node behind the scheduler's
+ * back.  "void" makes the NVIDIA runtime act as plain runc (the toolkit's
+ * documented value); the device plugin sets the variable itself for a
+ * container that was given GPUs.
+ */
+#define PROFILES_NO_GPU_DEVICES "void"
+
 struct profile_gpu {
 	const char *model; /* as nvidia-smi names it: "NVIDIA GeForce RTX 3070" */
 	unsigned memory_mib;
@@ -78,6 +90,7 @@ struct hub_profile {
 	unsigned gpus;	    /* nvidia.com/gpu limit; 0 for CPU-only */
 	char *selector_key, *selector_value; /* nodeSelector; NULL for none */
 	char *runtime_class; /* runtimeClassName (PROFILES_GPU_RUNTIME_CLASS for GPU profiles); NULL for none */
+	const char *visible_devices; /* NVIDIA_VISIBLE_DEVICES to set (PROFILES_NO_GPU_DEVICES without GPUs); NULL for none */
 	unsigned cpu_guarantee_milli, cpu_limit_milli;
 	uint64_t mem_guarantee_mib, mem_limit_mib;
 	char **nodes;	    /* the nodes it can land on, NULL-terminated */

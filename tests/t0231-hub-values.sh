@@ -9,7 +9,8 @@
 # Checked: the file parses as YAML, one profile per GPU model (a node with
 # two models gets its own), CPU-only first and default, nodeSelectors on
 # nvidia.com/gpu.product, GPU profiles with runtimeClassName nvidia (KubeSpawner's
-# extra_pod_config), limits at most 1.5x guarantees and within every
+# extra_pod_config), the CPU-only one with NVIDIA_VISIBLE_DEVICES=void (its
+# environment), limits at most 1.5x guarantees and within every
 # node a profile can land on, the inventory's hub settings; and handed
 # text that is not what kubectl prints is an error naming it.
 # shellcheck source=tests/lib.sh
@@ -61,6 +62,9 @@ check() {
 		    # a GPU notebook runs under the NVIDIA runtime; a CPU one under the node's default
 		    gpus = int((o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0"))
 		    assert (o.get("extra_pod_config") or {}).get("runtimeClassName") == ("nvidia" if gpus else None), p
+		    # and a CPU one on a GPU node (nvidia its default runtime) does not take
+		    # every GPU its CUDA image asks for with NVIDIA_VISIBLE_DEVICES=all
+		    assert (o.get("environment") or {}).get("NVIDIA_VISIBLE_DEVICES") == (None if gpus else "void"), p
 		    print("%s|%s|%s|%s" % (p["slug"], p["display_name"], (o.get("extra_resource_limits") or {}).get("nvidia.com/gpu", "0"),
 		                           ",".join("%s=%s" % kv for kv in sorted(sel.items()))))
 	EOF

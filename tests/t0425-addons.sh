@@ -121,9 +121,9 @@ test_case "check --junit: gpu-pod passes on each GPU node with its model listed,
 	kc get pods -A -l provision.dev/check=gpu-pod -o name >left
 	expect_eq '' \"\$(cat left)\" 'check pods left behind by up'
 	$CHECK --junit junit.xml >check-junit.out 2>&1 || { tail -n 40 check-junit.out; false; }
-	expect_grep '^gpu-pod  *node-2  *pass  *1× GeForce GTX 1080 Ti (11 GiB): nvidia-smi -L lists 1× NVIDIA GeForce GTX 1080 Ti\$' check-junit.out
-	expect_grep '^gpu-pod  *node-3  *pass  *1× GeForce RTX 2080 Ti (11 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX 2080 Ti\$' check-junit.out
-	expect_grep '^gpu-pod  *node-4  *pass  *1× GeForce RTX 3070 (8 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX 3070\$' check-junit.out
+	expect_grep '^gpu-pod  *node-2  *pass  *1× GeForce GTX 1080 Ti (11 GiB): nvidia-smi -L lists 1× NVIDIA GeForce GTX 1080 Ti; CPU only: no GPU listed (exit 127)\$' check-junit.out
+	expect_grep '^gpu-pod  *node-3  *pass  *1× GeForce RTX 2080 Ti (11 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX 2080 Ti; CPU only: no GPU listed (exit 127)\$' check-junit.out
+	expect_grep '^gpu-pod  *node-4  *pass  *1× GeForce RTX 3070 (8 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX 3070; CPU only: no GPU listed (exit 127)\$' check-junit.out
 	expect_no_grep '^gpu-pod  *node-1 ' check-junit.out
 	grep -o '<testcase [^>]*gpu-pod[^>]*>' junit.xml >cases
 	expect_eq 3 \"\$(wc -l <cases)\" 'gpu-pod testcases'
@@ -169,6 +169,28 @@ test_case "a pod holding nvidia.com/gpu under plain runc finds no nvidia-smi" "
 	expect_eq 127 \"\$(kc get pod runc-gpu -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}')\" 'exit status'
 	kc delete pod runc-gpu
 	kc delete runtimeclass plain
+"
+
+# cuda_pod NAME ENV-JSON: a pod of the CUDA image on node-2, no GPU request,
+# under the node's default runtime (nvidia), running nvidia-smi -L; its exit status.
+cuda_pod() {
+	printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"restartPolicy":"Never","nodeSelector":{"kubernetes.io/hostname":"node-2"},"containers":[{"name":"cuda","image":"nvcr.io/nvidia/cuda:12.5.1-base-ubi8","command":["sh","-c","nvidia-smi -L"],"env":%s}]}}\n' \
+		"$1" "$2" | tb node-1 sh -c 'kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f -' >/dev/null
+	i=0
+	until ph=$(kc get pod "$1" -o jsonpath='{.status.phase}') && { [ "$ph" = Succeeded ] || [ "$ph" = Failed ]; }; do
+		i=$((i + 1))
+		[ $i -lt 30 ] || { kc get pod "$1" -o yaml; return 1; }
+		sleep 2
+	done
+	kc get pod "$1" -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}'
+	kc delete pod "$1" >/dev/null
+}
+
+# (The hub's CPU-only profile sets void: t0231 and the demo show it; gpu-pod
+# above runs its spec on every GPU node.)
+test_case "no GPU request on a GPU node: the CUDA image's NVIDIA_VISIBLE_DEVICES=all gets every GPU, the CPU profile's void none" "
+	expect_eq 0 \"\$(cuda_pod cuda-all '[]')\" 'nvidia-smi -L without a GPU request (the leak the CPU profile closes)'
+	expect_eq 127 \"\$(cuda_pod cuda-void '[{\"name\":\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"void\"}]')\" 'nvidia-smi -L with NVIDIA_VISIBLE_DEVICES=void'
 "
 
 test_case "helm: the pinned archive's program; both releases deployed, revision 1, as Secrets" "

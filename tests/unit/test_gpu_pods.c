@@ -3,7 +3,8 @@
  * NodeList (each GPU profile on each node it lands on, one pod per node at
  * a time), the script (POSIX sh: `sh -n`), and the checks from its output
  * (listed GPUs pass; nvidia-smi missing, a rejected pod, a pod still
- * waiting, a wrong model fail; an unschedulable GPU node is skipped).
+ * waiting, a wrong model fail; an unschedulable GPU node is skipped); the
+ * CPU-only profile's pod on each GPU node, which must see no GPU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,12 +106,28 @@ static void test_plan(void **state)
 	struct fixture *f = *state;
 	const struct gpu_pod *a1 = pod(&f->plan, "gpu-a", 1), *a2 = pod(&f->plan, "gpu-a", 2);
 	const struct gpu_pod *b1 = pod(&f->plan, "gpu-b", 1);
+	const struct gpu_pod *a0 = pod(&f->plan, "gpu-a", 0), *b0 = pod(&f->plan, "gpu-b", 0);
+	size_t i;
 
-	/* 1× and 2× RTX 3070 on gpu-a, one after the other; 1× GTX 1080 Ti on gpu-b. */
-	assert_int_equal(f->plan.nr, 3);
-	assert_int_equal(f->plan.rounds, 2);
+	/* 1× and 2× RTX 3070 on gpu-a, one after the other; 1× GTX 1080 Ti on gpu-b;
+	 * then the CPU-only profile on each GPU node (not on cpu-1) */
+	assert_int_equal(f->plan.nr, 5);
+	assert_int_equal(f->plan.rounds, 3);
 	assert_int_not_equal(a1->round, a2->round);
 	assert_int_equal(b1->round, 0);
+	assert_int_equal(a0->round, 2);
+	assert_int_equal(b0->round, 1);
+	for (i = 0; i < f->plan.nr; i++)
+		assert_string_not_equal(f->plan.pods[i].node, "cpu-1");
+	assert_string_equal(a0->name, "provision-gpu-pod-gpu-a-x0");
+	assert_string_equal(a0->profile, "CPU only");
+	/* its spec: no GPU limit, no runtime class, NVIDIA_VISIBLE_DEVICES=void */
+	assert_null(strstr(a0->manifest, "nvidia.com/gpu\""));
+	assert_null(strstr(a0->manifest, "runtimeClassName"));
+	assert_non_null(strstr(a0->manifest, "\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\","
+					     "\"value\":\"" PROFILES_NO_GPU_DEVICES "\"}]"));
+	assert_non_null(strstr(a0->manifest, "\"kubernetes.io/hostname\":\"gpu-a\""));
+	assert_null(strstr(a2->manifest, "NVIDIA_VISIBLE_DEVICES"));
 	assert_int_equal(a1->index, 1);
 	assert_int_equal(b1->index, 2);
 	assert_string_equal(a1->models[0], "NVIDIA GeForce RTX 3070");
@@ -148,10 +165,13 @@ static void test_hub_profiles_have_the_runtime(void **state)
 	profiles_generate(&p, &nr, n, 2);
 	assert_int_equal(nr, 2);
 	for (i = 0; i < nr; i++) {
-		if (p[i].gpus)
+		if (p[i].gpus) {
 			assert_string_equal(p[i].runtime_class, PROFILES_GPU_RUNTIME_CLASS);
-		else
+			assert_null(p[i].visible_devices);
+		} else {
 			assert_null(p[i].runtime_class);
+			assert_string_equal(p[i].visible_devices, PROFILES_NO_GPU_DEVICES);
+		}
 	}
 	profiles_free(p, nr);
 }
@@ -168,7 +188,7 @@ static void test_script(void **state)
 	assert_non_null(s);
 	for (p = s; (p = strstr(p, "\ngp_finish\n")); p++)
 		finishes++;
-	assert_int_equal(finishes, 2);
+	assert_int_equal(finishes, 3);
 	assert_non_null(strstr(s, "gp_create provision-gpu-pod-gpu-a-x1 <<'PROVISION_GPU_POD'\n{"));
 	assert_non_null(strstr(s, "NS=default T=90"));
 	/* the round of gpu-a x2 comes after the first gp_finish */
@@ -215,6 +235,8 @@ static void test_validate_pass(void **state)
 	    "(UUID: GPU-9)\"}}}]}}\n",
 	    GPU_PODS_END);
 	strbuf_addf(&out, "%sprovision-gpu-pod-gpu-a-x2\n%s%s\n", BEGIN, pod_ok_a2, GPU_PODS_END);
+	strbuf_addf(&out, "%sprovision-gpu-pod-gpu-a-x0\n%s%s\n", BEGIN, pod_no_smi, GPU_PODS_END);
+	strbuf_addf(&out, "%sprovision-gpu-pod-gpu-b-x0\n%s%s\n", BEGIN, pod_no_smi, GPU_PODS_END);
 	gpu_pods_validate(&v, &f->plan, out.buf, out.len, 0, 90);
 	assert_int_equal(v.nr, 3);
 	assert_string_equal(v.items[0].id, "gpu-pod");
@@ -224,7 +246,7 @@ static void test_validate_pass(void **state)
 	    v.items[0].observed,
 	    "1× GeForce RTX 3070 (8 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX "
 	    "3070; 2× GeForce RTX 3070 (8 GiB): nvidia-smi -L lists 2× NVIDIA "
-	    "GeForce RTX 3070");
+	    "GeForce RTX 3070; CPU only: no GPU listed (exit 127)");
 	assert_int_equal(v.items[1].node, 2);
 	if (v.items[1].status != CHECK_PASS)
 		fail_msg("%s", v.items[1].observed);
@@ -251,6 +273,9 @@ static void test_validate_failures(void **state)
 	    "error when creating \"STDIN\": pods \"provision-gpu-pod-gpu-b-x1\" is forbidden: "
 	    "pod rejected: RuntimeClass \"nvidia\" not found\n%s\n",
 	    BEGIN, GPU_PODS_END);
+	/* gpu-a's CPU-only pod got every GPU of the node (a CUDA image's
+	 * NVIDIA_VISIBLE_DEVICES=all under the default nvidia runtime) */
+	strbuf_addf(&out, "%sprovision-gpu-pod-gpu-a-x0\n%s%s\n", BEGIN, pod_ok_a2, GPU_PODS_END);
 	gpu_pods_validate(&v, &f->plan, out.buf, out.len, 0, 90);
 	assert_int_equal(validation_failures(&v), 2);
 	assert_int_equal(v.items[0].status, CHECK_FAIL);
@@ -258,7 +283,8 @@ static void test_validate_failures(void **state)
 	    v.items[0].observed,
 	    "1× GeForce RTX 3070 (8 GiB): exit 127, 0 GPU(s) listed: sh: 1: nvidia-smi: "
 	    "not found; 2× GeForce RTX 3070 (8 GiB): still Pending after 90s: "
-	    "ContainerCreating");
+	    "ContainerCreating; CPU only: nvidia-smi -L lists 2 GPU(s) without a GPU request: "
+	    "GPU 0: NVIDIA GeForce RTX 3070 (UUID: GPU-1)");
 	assert_non_null(strstr(v.items[0].fix, "NVIDIA runtime"));
 	assert_non_null(strstr(v.items[0].fix, "on gpu-a"));
 	assert_int_equal(v.items[1].status, CHECK_FAIL);
@@ -277,6 +303,32 @@ static void test_validate_failures(void **state)
 	validation_release(&v);
 	gpu_pods_validate(&v, &f->plan, NULL, 0, -1, 90);
 	assert_int_equal(validation_failures(&v), 2);
+	validation_release(&v);
+	strbuf_release(&out);
+}
+
+/* Only the CPU-only pod is wrong: it saw gpu-b's GPU without asking for one. */
+static void test_validate_cpu_leak(void **state)
+{
+	struct fixture *f = *state;
+	struct validation v = {0};
+	struct strbuf out = STRBUF_INIT;
+	static const char pod_1080[] =
+	    "{\"status\":{\"phase\":\"Succeeded\",\"containerStatuses\":[{\"state\":{"
+	    "\"terminated\":{\"exitCode\":0,\"message\":\"GPU 0: NVIDIA GeForce GTX 1080 Ti "
+	    "(UUID: GPU-9)\"}}}]}}\n";
+
+	strbuf_addf(&out, "%sprovision-gpu-pod-gpu-b-x1\n%s%s\n", BEGIN, pod_1080, GPU_PODS_END);
+	strbuf_addf(&out, "%sprovision-gpu-pod-gpu-b-x0\n%s%s\n", BEGIN, pod_1080, GPU_PODS_END);
+	gpu_pods_validate(&v, &f->plan, out.buf, out.len, 0, 90);
+	assert_int_equal(v.items[1].node, 2);
+	assert_int_equal(v.items[1].status, CHECK_FAIL);
+	assert_non_null(strstr(v.items[1].observed,
+			       "1× GeForce GTX 1080 Ti (11 GiB): nvidia-smi "
+			       "-L lists 1× NVIDIA GeForce GTX 1080 Ti; CPU only: "
+			       "nvidia-smi -L lists 1 GPU(s) without a GPU request"));
+	assert_non_null(strstr(v.items[1].fix, "NVIDIA_VISIBLE_DEVICES=" PROFILES_NO_GPU_DEVICES));
+	assert_non_null(strstr(v.items[1].fix, "gpu-b"));
 	validation_release(&v);
 	strbuf_release(&out);
 }
@@ -307,6 +359,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_script, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_validate_pass, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_validate_failures, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_validate_cpu_leak, setup, teardown),
 	    cmocka_unit_test(test_no_gpu_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -86,7 +86,11 @@
 #     from the free ones and handed to it as NVIDIA_VISIBLE_DEVICES (the
 #     device plugin's envvar strategy); the GPUs are really in the container
 #     (state "injected") only when it runs under a runtime whose BinaryName
-#     is an nvidia-container-runtime: runc ignores the variable;
+#     is an nvidia-container-runtime: runc ignores the variable.  That
+#     runtime reads the variable from the container's whole environment,
+#     the image's included: a CUDA image's NVIDIA_VISIBLE_DEVICES=all
+#     (image_env) gives a container without a GPU limit every GPU of the
+#     node, "void"/"none" none;
 #   - restartPolicy Never/OnFailure: a container that exits stays terminated
 #     (with the terminationMessagePath file's content as its message) and
 #     the pod ends Succeeded or Failed.
@@ -187,6 +191,21 @@ FLANNEL_PLUGIN = ("#!/bin/sh\n# flannel CNI plugin (test stand-in from provision
                   '  echo \'{"cniVersion":"1.0.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0"]}\'\n'
                   "  exit 0\nfi\necho '{\"code\":4,\"msg\":\"the flannel stand-in only answers VERSION\"}'\nexit 1\n")
 IMAGE_FILES = {"flannel/flannel-cni-plugin": {"/flannel": FLANNEL_PLUGIN}}
+
+# The environment images set (their Dockerfiles' ENV), where it matters:
+# NVIDIA's CUDA images and the Jupyter docker-stacks CUDA notebooks
+# (images/pytorch-notebook/cuda12/Dockerfile: NVIDIA_VISIBLE_DEVICES="all",
+# NVIDIA_DRIVER_CAPABILITIES="compute,utility") ask the NVIDIA runtime for
+# every GPU of the node.  A pod's own env overrides them.
+CUDA_ENV = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
+
+
+def image_env(image):
+    """The environment image sets (a copy)."""
+    base, tag = image_base(image), image.split("@")[0].rsplit("/", 1)[-1].partition(":")[2]
+    if base in ("nvidia/cuda", "nvidia/k8s/cuda-sample") or (base.startswith("jupyter/") and tag.startswith("cuda")):
+        return dict(CUDA_ENV)
+    return {}
 
 
 def image_base(image):
@@ -431,6 +450,22 @@ class Kubelet:
         alloc[key] = free[:want]
         return alloc[key]
 
+    def visible_gpus(self, value):
+        """The node's GPU UUIDs an NVIDIA_VISIBLE_DEVICES value names."""
+        devs = (self.state.get("devices") or {}).get("nvidia.com/gpu") or []
+        if value is None or value.strip() in ("", "void", "none"):
+            return []
+        if value.strip() == "all":
+            return list(devs)
+        out = []
+        for w in value.split(","):
+            w = w.strip()
+            if w in devs:
+                out.append(w)
+            elif w.isdigit() and int(w) < len(devs):
+                out.append(devs[int(w)])
+        return out
+
     def container_gpus(self, pod, c):
         """The GPU UUIDs really present in container c (the nvidia runtime
         injected them), [] otherwise."""
@@ -570,9 +605,15 @@ class Kubelet:
         gpus = self.allocate_devices(ckey, c)
         if gpus:
             env["NVIDIA_VISIBLE_DEVICES"] = ",".join(gpus)
+        # What the NVIDIA runtime hands the container: NVIDIA_VISIBLE_DEVICES
+        # of its final environment (the image's, then the pod's, then the
+        # device plugin's), read by the runtime whatever the scheduler gave
+        # it: "all" is every GPU of the node, "void", "none" or empty none
+        # (nvidia-container-toolkit's documented values); runc reads nothing.
+        visible = self.visible_gpus({**image_env(c.get("image", "")), **env}.get("NVIDIA_VISIBLE_DEVICES"))
         inj = self.state.setdefault("injected", {})
-        if gpus and os.path.basename(binary).startswith("nvidia-container-runtime"):
-            inj[ckey] = gpus
+        if visible and os.path.basename(binary).startswith("nvidia-container-runtime"):
+            inj[ckey] = visible
         else:
             inj.pop(ckey, None)
         st["id"] = secrets.token_hex(32)
