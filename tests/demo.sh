@@ -89,7 +89,7 @@ step "provision check: every validation"
 "$PROVISION" check -i "$inv" --state "$TEST_DIR/state"
 
 step "the hub's profiles, generated from what the cluster reports"
-"$PROVISION" run -i "$inv" -l node-1 -- "sed -n '/profileList:/,\$p' /etc/provision/jupyterhub/values.yaml | grep -E 'display_name|description|cpu_|mem_|gpu|runtimeClassName'"
+"$PROVISION" run -i "$inv" -l node-1 -- "sed -n '/profileList:/,\$p' /etc/provision/jupyterhub/values.yaml | grep -E 'display_name|description|cpu_|mem_|gpu|runtimeClassName|NVIDIA_VISIBLE_DEVICES'"
 echo "JupyterHub: http://$(addr node-1):30080/ (users sign up, lab-admin approves them)"
 
 step "provision up again: nothing changes"
