@@ -68,12 +68,51 @@ static size_t inventory_index(const struct node *const *nodes, size_t nr, const 
 	return (size_t)-1;
 }
 
+/*
+ * The pods of profile p, one per node it lands on (a profile without GPUs:
+ * on the GPU nodes only, where it must see none); rounds[] counts each
+ * node's pods so far.
+ */
+static void add_pods(struct gpu_pod_plan *plan, size_t *alloc, unsigned *rounds,
+		     const struct hub_profile *p, const struct profile_node *pn, size_t nr_pn,
+		     const struct node *const *nodes, size_t nr)
+{
+	size_t k, j, g;
+
+	for (k = 0; k < p->nr_nodes; k++) {
+		const struct profile_node *n = NULL;
+		struct gpu_pod *gp;
+		size_t at = 0;
+
+		for (j = 0; j < nr_pn; j++)
+			if (!strcmp(pn[j].name, p->nodes[k]))
+				n = &pn[at = j];
+		if (!n || (!p->gpus && !n->nr_gpus))
+			continue;
+		ALLOC_GROW(plan->pods, plan->nr + 1, *alloc);
+		gp = &plan->pods[plan->nr++];
+		memset(gp, 0, sizeof(*gp));
+		gp->node = xstrdup(n->name);
+		gp->name = pod_name(n->name, p->gpus);
+		gp->index = inventory_index(nodes, nr, n->name);
+		gp->profile = xstrdup(p->display_name);
+		gp->gpus = p->gpus;
+		gp->models = xcalloc(n->nr_gpus + 1, sizeof(*gp->models));
+		for (g = 0; g < n->nr_gpus; g++)
+			gp->models[g] = xstrdup(n->gpus[g].model);
+		gp->round = rounds[at]++;
+		if (gp->round + 1 > plan->rounds)
+			plan->rounds = gp->round + 1;
+		gp->manifest = manifest(gp->name, p, n->name);
+	}
+}
+
 int gpu_pods_plan(struct gpu_pod_plan *plan, const char *nodes_json, size_t len,
 		  const struct node *const *nodes, size_t nr, struct error *err)
 {
 	struct profile_node *pn = NULL;
 	struct hub_profile *p = NULL;
-	size_t nr_pn = 0, nr_p = 0, alloc = 0, i, k, j, g, pass;
+	size_t nr_pn = 0, nr_p = 0, alloc = 0, i, k, j;
 	unsigned *rounds;
 
 	memset(plan, 0, sizeof(*plan));
@@ -82,40 +121,13 @@ int gpu_pods_plan(struct gpu_pod_plan *plan, const char *nodes_json, size_t len,
 	profiles_reserve_addons(pn, nr_pn);
 	profiles_generate(&p, &nr_p, pn, nr_pn);
 	rounds = xcalloc(nr_pn ? nr_pn : 1, sizeof(*rounds));
-	/* The GPU profiles first, then those without a GPU (on the GPU nodes only). */
-	for (pass = 0; pass < 2 * nr_p; pass++) {
-		i = pass % nr_p;
-		if ((pass < nr_p) != (p[i].gpus > 0))
-			continue;
-		for (k = 0; k < p[i].nr_nodes; k++) {
-			const struct profile_node *n = NULL;
-			struct gpu_pod *gp;
-			size_t at = 0;
-
-			for (j = 0; j < nr_pn; j++)
-				if (!strcmp(pn[j].name, p[i].nodes[k]))
-					n = &pn[at = j];
-			/* A profile without GPUs is tried on the GPU nodes only: it must see none
-			 * there. */
-			if (!n || (!p[i].gpus && !n->nr_gpus))
-				continue;
-			ALLOC_GROW(plan->pods, plan->nr + 1, alloc);
-			gp = &plan->pods[plan->nr++];
-			memset(gp, 0, sizeof(*gp));
-			gp->node = xstrdup(n->name);
-			gp->name = pod_name(n->name, p[i].gpus);
-			gp->index = inventory_index(nodes, nr, n->name);
-			gp->profile = xstrdup(p[i].display_name);
-			gp->gpus = p[i].gpus;
-			gp->models = xcalloc(n->nr_gpus + 1, sizeof(*gp->models));
-			for (g = 0; g < n->nr_gpus; g++)
-				gp->models[g] = xstrdup(n->gpus[g].model);
-			gp->round = rounds[at]++;
-			if (gp->round + 1 > plan->rounds)
-				plan->rounds = gp->round + 1;
-			gp->manifest = manifest(gp->name, &p[i], n->name);
-		}
-	}
+	/* The GPU profiles' pods first, then those of the profiles without a GPU. */
+	for (i = 0; i < nr_p; i++)
+		if (p[i].gpus)
+			add_pods(plan, &alloc, rounds, &p[i], pn, nr_pn, nodes, nr);
+	for (i = 0; i < nr_p; i++)
+		if (!p[i].gpus)
+			add_pods(plan, &alloc, rounds, &p[i], pn, nr_pn, nodes, nr);
 	/* GPU nodes that no profile lands on (NotReady, cordoned, tainted). */
 	for (j = 0; j < nr_pn; j++) {
 		if (!pn[j].nr_gpus || rounds[j])
@@ -298,41 +310,39 @@ static bool pod_result(const struct gpu_pod *gp, const char *out, size_t len, un
 	state = json_object_get(cs, "state");
 	term = json_object_get(state, "terminated");
 	wait = json_object_get(state, "waiting");
-	if (term && !gp->gpus) {
+	if (term) {
+		long long code = (long long)json_integer_value(json_object_get(term, "exitCode"));
+
 		msg = json_string_value(json_object_get(term, "message"));
 		n = listed_gpus(gp, msg ? msg : "", &models_ok);
 		line = first_line(msg ? msg : "");
-		if (!n) {
-			*observed = xasprintf(
-			    "%s: no GPU listed (exit %lld)", gp->profile,
-			    (long long)json_integer_value(json_object_get(term, "exitCode")));
-			ok = true;
+		if (!gp->gpus) { /* the CPU-only profile: it must see none */
+			ok = !n;
+			if (ok) {
+				*observed =
+				    xasprintf("%s: no GPU listed (exit %lld)", gp->profile, code);
+				goto out;
+			}
+			*observed =
+			    xasprintf("%s: nvidia-smi -L lists %u GPU(s) without a GPU request: %s",
+				      gp->profile, n, line);
+			*fix = xasprintf(
+			    "a notebook without a GPU sees %s's GPUs: its default runtime is "
+			    "nvidia and the CUDA image sets NVIDIA_VISIBLE_DEVICES=all; the hub's "
+			    "profiles without a GPU set "
+			    "NVIDIA_VISIBLE_DEVICES=" PROFILES_NO_GPU_DEVICES
+			    " (roles/jupyterhub): run 'provision up'",
+			    gp->node);
 			goto out;
 		}
-		*observed = xasprintf("%s: nvidia-smi -L lists %u GPU(s) without a GPU request: %s",
-				      gp->profile, n, line);
-		*fix = xasprintf(
-		    "a notebook without a GPU sees %s's GPUs: its default runtime is nvidia and "
-		    "the CUDA image sets NVIDIA_VISIBLE_DEVICES=all; the hub's profiles without "
-		    "a GPU set NVIDIA_VISIBLE_DEVICES=" PROFILES_NO_GPU_DEVICES
-		    " (roles/jupyterhub): run 'provision up'",
-		    gp->node);
-		goto out;
-	}
-	if (term) {
-		msg = json_string_value(json_object_get(term, "message"));
-		n = listed_gpus(gp, msg ? msg : "", &models_ok);
-		if (json_integer_value(json_object_get(term, "exitCode")) == 0 && n == gp->gpus &&
-		    models_ok) {
+		if (code == 0 && n == gp->gpus && models_ok) {
 			*observed = xasprintf("%s: nvidia-smi -L lists %u× %s", gp->profile, n,
 					      gp->models[0] ? gp->models[0] : "?");
 			ok = true;
 			goto out;
 		}
-		line = first_line(msg ? msg : "");
-		*observed = xasprintf(
-		    "%s: exit %lld, %u GPU(s) listed: %s", gp->profile,
-		    (long long)json_integer_value(json_object_get(term, "exitCode")), n, line);
+		*observed =
+		    xasprintf("%s: exit %lld, %u GPU(s) listed: %s", gp->profile, code, n, line);
 		*fix = xasprintf(
 		    "the pod got nvidia.com/gpu but not the GPU: it must run under the "
 		    "NVIDIA runtime (RuntimeClass nvidia, handler nvidia; in "
