@@ -383,7 +383,9 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	for (i = 0; i < o->nr; i++)
 		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
 	if (!o->skip_preflight)
-		preflight_run(&res->preflight, o->inv, o->nodes, facts, o->nr);
+		preflight_run(&res->preflight, o->inv,
+			      kube_matrix_find(&o->roles->kube, o->inv->cluster.kubernetes_version),
+			      o->nodes, facts, o->nr);
 	for (i = 0; i < res->preflight.nr; i++) {
 		const struct preflight_problem *p = &res->preflight.items[i];
 		struct event *ev = event_new(EVENT_MESSAGE, p->node);

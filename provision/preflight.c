@@ -59,19 +59,91 @@ bool node_has_gpu(const struct node *n, const struct facts *f)
 	return n->gpus > 0;
 }
 
-static const char *const supported_os[][2] = {
-	{"ubuntu", "20.04"}, {"ubuntu", "22.04"}, {"ubuntu", "24.04"}, {"debian", "12"}};
+/*
+ * The operating systems provision covers, with what follows from each for
+ * the Kubernetes matrix (roles/kubernetes.yaml): the containerd its
+ * distribution ships (roles/containerd installs that package when the node
+ * has none) and how to boot it with cgroup v2.  "run": the roles were run
+ * on it here (Debian, in the testbed); the others are covered from their
+ * documentation and recorded facts only (doc/provision.1, OPERATING SYSTEMS).
+ */
+static const struct os_row {
+	const char *id, *version, *pretty;
+	const char *containerd; /* the distribution's containerd package, major.minor */
+	bool cgroup_v2;		/* boots with cgroup v2 by default */
+	bool run;
+} os_table[] = {
+    {"ubuntu", "20.04", "Ubuntu 20.04", "1.7", false, false},
+    {"ubuntu", "22.04", "Ubuntu 22.04", "1.7", true, false},
+    {"ubuntu", "24.04", "Ubuntu 24.04", "1.7", true, false},
+    {"debian", "12", "Debian 12", "1.6", true, true},
+    {"debian", "13", "Debian 13", "1.7", true, true},
+};
 
-static bool os_supported(const struct facts *f)
+static const struct os_row *os_find(const struct facts *f)
 {
 	size_t i;
 
 	if (!f->os_id || !f->os_version)
-		return false;
-	for (i = 0; i < ARRAY_SIZE(supported_os); i++)
-		if (!strcmp(f->os_id, supported_os[i][0]) && !strcmp(f->os_version, supported_os[i][1]))
-			return true;
-	return false;
+		return NULL;
+	for (i = 0; i < ARRAY_SIZE(os_table); i++)
+		if (!strcmp(f->os_id, os_table[i].id) && !strcmp(f->os_version, os_table[i].version))
+			return &os_table[i];
+	return NULL;
+}
+
+/* "1.6.20" against "2.0": <0, 0, >0 on major.minor; 0 when either does not parse. */
+static int cmp_major_minor(const char *a, const char *b)
+{
+	unsigned am, an, bm, bn;
+
+	if (!a || !b || sscanf(a, "%u.%u", &am, &an) != 2 || sscanf(b, "%u.%u", &bm, &bn) != 2)
+		return 0;
+	if (am != bm)
+		return am < bm ? -1 : 1;
+	return an < bn ? -1 : an > bn;
+}
+
+/*
+ * What the cluster's Kubernetes minor needs of a node that runs a kubelet:
+ * the cgroup version and the containerd (roles/kubernetes.yaml, cgroup and
+ * containerd_min).
+ */
+static void check_kube_minor(struct preflight *pf, size_t i, const struct node *n,
+			     const struct facts *f, const struct os_row *os,
+			     const struct kube_minor *kube, const char *version)
+{
+	const char *cg = kube_minor_get(kube, "cgroup");
+	const char *cmin = kube_minor_get(kube, "containerd_min");
+	const char *have;
+
+	if (!(n->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER)))
+		return;
+	if (cg && !strcmp(cg, "2") && f->cgroup == 1) {
+		char *hint = xasprintf(
+		    "boot %s with cgroup v2: in /etc/default/grub add systemd.unified_cgroup_hierarchy=1 "
+		    "to GRUB_CMDLINE_LINUX (and remove any systemd.unified_cgroup_hierarchy=0 or "
+		    "cgroup_no_v1), run update-grub, reboot; 'stat -fc %%T /sys/fs/cgroup' then "
+		    "prints cgroup2fs.%s  Or stay on Kubernetes 1.34 (past its end of life)",
+		    os ? os->pretty : "the node",
+		    os && !os->cgroup_v2 ? " (Ubuntu 20.04 boots with cgroup v1 unless told so.)" : "");
+		add(pf, i, true, hint,
+		    "the node runs cgroup v1, and the kubelet of Kubernetes %s refuses to start on "
+		    "cgroup v1 (failCgroupV1)",
+		    version);
+		free(hint);
+	}
+	have = f->containerd_version ? f->containerd_version : os ? os->containerd : NULL;
+	if (cmin && have && cmp_major_minor(have, cmin) < 0) {
+		char *hint = xasprintf(
+		    "Kubernetes %s needs containerd %s or later, which provision does not install "
+		    "yet (containerd's release archive is not among the artifacts): use "
+		    "kubernetes_version 1.35.x, or install containerd %s on the node first",
+		    version, cmin, cmin);
+		add(pf, i, true, hint, "containerd %s%s is older than %s, the oldest Kubernetes %s runs on",
+		    have, f->containerd_version ? "" : " (the distribution's package)", cmin, version);
+		free(hint);
+	}
 }
 
 /* Report every pair of nodes sharing a value that must be unique. */
@@ -99,8 +171,8 @@ static bool is_ipv4(const char *s)
 	return inet_pton(AF_INET, s, &a) == 1;
 }
 
-void preflight_run(struct preflight *pf, const struct inventory *inv, const struct node *const *nodes,
-		   const struct facts *const *facts, size_t nr)
+void preflight_run(struct preflight *pf, const struct inventory *inv, const struct kube_minor *kube,
+		   const struct node *const *nodes, const struct facts *const *facts, size_t nr)
 {
 	const char **vals = xcalloc(nr ? nr : 1, sizeof(*vals));
 	size_t i, j, k;
@@ -108,6 +180,7 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 	for (i = 0; i < nr; i++) {
 		const struct node *n = nodes[i];
 		const struct facts *f = facts[i];
+		const struct os_row *os;
 		size_t found;
 
 		if (!f)
@@ -119,11 +192,13 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 			    "node '%s': facts field '%s' carries control characters or line breaks "
 			    "(CR, NEL, U+2028/U+2029) or is not UTF-8",
 			    n->name, f->unsafe_field);
-		if (!os_supported(f))
+		os = os_find(f);
+		if (!os)
 			add(pf, i, true,
-			    "provision supports Ubuntu 20.04, 22.04, 24.04 and Debian 12",
+			    "provision supports Ubuntu 20.04, 22.04, 24.04 and Debian 12, 13",
 			    "unsupported OS '%s %s'", f->os_id ? f->os_id : "unknown",
 			    f->os_version ? f->os_version : "");
+		check_kube_minor(pf, i, n, f, os, kube, inv->cluster.kubernetes_version);
 		found = f->nr_nvidia_pci > f->nr_gpus ? f->nr_nvidia_pci : f->nr_gpus;
 		if (n->gpus >= 0 && (size_t)n->gpus != found)
 			add(pf, i, true,

@@ -13,6 +13,7 @@
 
 #include "facts.h"
 #include "inventory.h"
+#include "role.h"
 
 struct preflight_problem {
 	size_t node; /* index into the nodes given */
@@ -28,10 +29,12 @@ struct preflight {
 
 /*
  * Check nodes[i] against facts[i] (NULL when the node gave no facts: it is
- * skipped).  Problems are appended to pf in node order.
+ * skipped), and the nodes that run a kubelet against kube, the row of
+ * roles/kubernetes.yaml for the cluster's minor (NULL: not checked).
+ * Problems are appended to pf in node order.
  */
-void preflight_run(struct preflight *pf, const struct inventory *inv, const struct node *const *nodes,
-		   const struct facts *const *facts, size_t nr);
+void preflight_run(struct preflight *pf, const struct inventory *inv, const struct kube_minor *kube,
+		   const struct node *const *nodes, const struct facts *const *facts, size_t nr);
 void preflight_release(struct preflight *pf);
 /* Whether node i has a fatal problem. */
 bool preflight_node_failed(const struct preflight *pf, size_t i);

@@ -858,7 +858,12 @@ static void role_release(struct role *r)
 }
 
 /* The columns of roles/kubernetes.yaml; every row must have each. */
-static const char *const kube_columns[] = {"pause_image", "apt_key_fingerprint", NULL};
+static const char *const kube_columns[] = {"pause_image",    "apt_key_fingerprint", "kubeadm_api",
+					   "containerd_min", "cgroup",		    "patch",
+					   "end_of_life",    NULL};
+#define KUBE_COLUMNS_HINT                                                                          \
+	"columns: pause_image, apt_key_fingerprint, kubeadm_api, containerd_min, cgroup, patch, "  \
+	"end_of_life"
 
 static bool kube_column_known(const char *name)
 {
@@ -895,8 +900,7 @@ static void check_kube_var(struct loader *l, const struct kube_matrix *m, const 
 		return;
 	}
 	if (!kube_column_known(s + 5))
-		lerr(l, item, "columns: pause_image, apt_key_fingerprint",
-		     "'%s': %s has no column '%s'", s, m->path, s + 5);
+		lerr(l, item, KUBE_COLUMNS_HINT, "'%s': %s has no column '%s'", s, m->path, s + 5);
 }
 
 const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const char *version)
@@ -909,6 +913,16 @@ const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const cha
 	for (i = 0; version && i < m->nr; i++)
 		if (strlen(m->rows[i].minor) == len && !strncmp(m->rows[i].minor, version, len))
 			return &m->rows[i];
+	return NULL;
+}
+
+const char *kube_minor_get(const struct kube_minor *row, const char *name)
+{
+	size_t j;
+
+	for (j = 0; row && j < row->nr; j++)
+		if (!strcmp(row->keys[j], name))
+			return row->vals[j];
 	return NULL;
 }
 
@@ -953,8 +967,8 @@ static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t 
 		const char *key = scalar(ck), *val;
 
 		if (!key || !kube_column_known(key)) {
-			lerr(l, ck, "columns: pause_image, apt_key_fingerprint",
-			     "minor %s: unknown column '%s'", minor, key ? key : "(not a string)");
+			lerr(l, ck, KUBE_COLUMNS_HINT, "minor %s: unknown column '%s'", minor,
+			     key ? key : "(not a string)");
 			continue;
 		}
 		if (!(val = want_string(l, key, cv)))
@@ -1013,8 +1027,17 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 		const yaml_node_t *v = yaml_document_get_node(&doc, p->value);
 		yaml_node_pair_t *q;
 
+		if (scalar(k) && !strcmp(scalar(k), "default")) {
+			const char *d = want_string(&l, "default", v);
+			if (d) {
+				free(m->default_version);
+				m->default_version = xstrdup(d);
+			}
+			continue;
+		}
 		if (!scalar(k) || strcmp(scalar(k), "minors")) {
-			lerr(&l, k, "keys: minors", "unknown key '%s'", scalar(k) ? scalar(k) : "");
+			lerr(&l, k, "keys: default, minors", "unknown key '%s'",
+			     scalar(k) ? scalar(k) : "");
 			continue;
 		}
 		if (!v || v->type != YAML_MAPPING_NODE) {
@@ -1025,6 +1048,9 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 			kube_row(&l, m, yaml_document_get_node(&doc, q->key),
 				 yaml_document_get_node(&doc, q->value));
 	}
+	if (m->default_version && m->nr && !kube_matrix_find(m, m->default_version))
+		diag_add(dl, DIAG_ERROR, m->path, 0, 0, "give default a version of a minor in the table",
+			 "default %s: its minor is not in the table", m->default_version);
 out:
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
@@ -1042,6 +1068,7 @@ static void kube_matrix_release(struct kube_matrix *m)
 	}
 	free(m->rows);
 	free(m->path);
+	free(m->default_version);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -108,8 +108,9 @@ struct role {
  * roles/kubernetes.yaml: what follows from the cluster's Kubernetes minor,
  * one row per minor ("1.30"), one column per value (pause_image: kubeadm's
  * pause image of that minor).  Templates see a row as kube.COLUMN, steps as
- * PROVISION_KUBE_COLUMN (upper case).  More columns (kubeadm API version,
- * containerd range, cgroup version) are added to KUBE_COLUMNS.
+ * PROVISION_KUBE_COLUMN (upper case).  The columns are role.c's
+ * kube_columns: pause_image, apt_key_fingerprint, kubeadm_api,
+ * containerd_min, cgroup, patch, end_of_life.
  */
 struct kube_minor {
 	char *minor;
@@ -120,12 +121,15 @@ struct kube_minor {
 
 struct kube_matrix {
 	char *path;
+	char *default_version; /* `default:`, the version the examples use; NULL when absent */
 	struct kube_minor *rows;
 	size_t nr;
 };
 
 /* The row of VERSION's minor ("1.30.4" -> "1.30"), or NULL. */
 const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const char *version);
+/* Column NAME of a row, or NULL (row NULL too). */
+const char *kube_minor_get(const struct kube_minor *row, const char *name);
 /* The minors of the table, ", "-separated; caller frees. */
 char *kube_matrix_minors(const struct kube_matrix *m);
 

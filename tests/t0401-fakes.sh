@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 test_need_cmd python3 openssl
 # the stand-ins of helm, kubeadm and kubectl carry the real tools' flag tables
-test_need_upstream cli/helm-flags.json cli/kubeadm-flags.json cli/kubectl-flags.json
+test_need_upstream cli/helm-flags.json cli/kubeadm-flags.json cli/kubectl-flags.json kubeadm/v1beta3-fields.json
 
 
 # fake TOOL ARGS...: run the fake TOOL of Kubernetes 1.30.4 as build.sh packs it.
@@ -24,14 +24,16 @@ fake() {
 	python3 "$TEST_DIR/$t" "$@"
 }
 
-# pyfake TOOL: python code on stdin, with the fake's functions loaded.
+# pyfake TOOL [VERSION]: python code on stdin, with the functions of the fake
+# TOOL of Kubernetes VERSION (default 1.30.4) loaded.
 pyfake() {
-	[ -f "$TEST_DIR/$1" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$1" 1.30.4 "$TEST_DIR/$1"
+	_v=${2:-1.30.4}
+	[ -f "$TEST_DIR/$1-$_v" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$1" "$_v" "$TEST_DIR/$1-$_v"
 	{
-		sed 's/^if __name__ == "__main__":$/if False:/' "$TEST_DIR/$1"
+		sed 's/^if __name__ == "__main__":$/if False:/' "$TEST_DIR/$1-$_v"
 		cat
-	} >"$TEST_DIR/py-$1.py"
-	python3 "$TEST_DIR/py-$1.py"
+	} >"$TEST_DIR/py-$1-$_v.py"
+	python3 "$TEST_DIR/py-$1-$_v.py"
 }
 
 if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2>&1 && command -v gpg >/dev/null 2>&1; then
@@ -208,6 +210,102 @@ test_case "short flags per command: helm list -f is --filter, helm upgrade -f is
 		flags, pos = parse(['pvc', 'c', '--ignore-not-found', '--wait=false', '--grace-period=0'], {'ignore-not-found': 'bool', 'wait': 'bool', 'grace-period': 'int'})
 		assert flags == {'ignore-not-found': True, 'wait': False, 'grace-period': 0}, flags
 	EOF
+"
+
+# kubeadm_reads VERSION FILE KIND: what the fake kubeadm of VERSION makes of a
+# config file, as `kubeadm init|join --config FILE` reads it: "ok KINDS" or
+# "error: MESSAGE" on stdout, its warnings on stderr.
+kubeadm_reads() {
+	CONF=$2 WANT=$3 pyfake kubeadm "$1" <<-'EOF'
+		import os
+		try:
+		    print("ok", " ".join(sorted(load_config(os.environ["CONF"], os.environ["WANT"]))))
+		except Fail as e:
+		    print("error:", e)
+	EOF
+}
+
+test_case "kubeadm's config API per minor: the roles' config read without a warning by 1.30, 1.31, 1.35 and 1.36; v1beta3 deprecated from 1.31 and gone in 1.36; v1beta4 fields and shapes" "
+	for v in 1.30.4 1.31.14 1.35.2 1.36.1; do
+		cat >inv-\$v.yaml <<-EOF
+			cluster: {name: t, kubernetes_version: \"\$v\"}
+			ssh: {user: admin}
+			jupyterhub: {enabled: false}
+			nodes:
+			  - {name: cp, address: 198.18.0.10, roles: [control-plane]}
+		EOF
+		'$BUILD/tests/tools/render' template '$SRC_ROOT/roles' kubeadm-init kubeadm-config.yaml.tmpl inv-\$v.yaml cp - >init-\$v.yaml
+		kubeadm_reads \$v init-\$v.yaml init >r 2>w
+		expect_eq 'ok ClusterConfiguration InitConfiguration KubeletConfiguration' \"\$(cat r)\" \"kubeadm \$v reads the rendered config\"
+		expect_eq '' \"\$(cat w)\" \"kubeadm \$v warnings\"
+		case \$v in
+		1.30.*) expect_grep '^apiVersion: kubeadm.k8s.io/v1beta3\$' init-\$v.yaml ;;
+		*) expect_grep '^apiVersion: kubeadm.k8s.io/v1beta4\$' init-\$v.yaml
+		   expect_grep '^  - name: node-ip\$' init-\$v.yaml ;;
+		esac
+	done
+	sed 's/v1beta4/v1beta3/' init-1.31.14.yaml >v3-shape4.yaml
+	cp init-1.30.4.yaml v3.yaml
+	kubeadm_reads 1.31.14 v3.yaml init >r 2>w
+	expect_eq 'ok ClusterConfiguration InitConfiguration KubeletConfiguration' \"\$(cat r)\" 'kubeadm 1.31 reads v1beta3'
+	expect_grep 'your configuration file uses a deprecated API spec: \"kubeadm.k8s.io/v1beta3\" (kind: \"InitConfiguration\")' w
+	kubeadm_reads 1.36.1 v3.yaml init >r 2>w
+	expect_eq 'error: your configuration file uses an old API spec: \"kubeadm.k8s.io/v1beta3\" (kind: \"InitConfiguration\"). Please use kubeadm v1.35 instead and run '\"'\"'kubeadm config migrate --old-config old.yaml --new-config new.yaml'\"'\"', which will write the new, similar spec using a newer API version.' \"\$(cat r)\" 'kubeadm 1.36 and v1beta3'
+	kubeadm_reads 1.30.4 init-1.31.14.yaml init >r 2>w
+	expect_eq 'error: no kind \"InitConfiguration\" is registered for version \"kubeadm.k8s.io/v1beta4\" in scheme \"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31\"' \"\$(cat r)\" 'kubeadm 1.30 and v1beta4'
+	kubeadm_reads 1.31.14 v3-shape4.yaml init >r 2>w
+	expect_eq 'error: json: cannot unmarshal array into Go struct field InitConfiguration.nodeRegistration.kubeletExtraArgs of type map[string]string' \"\$(cat r)\" 'a v1beta4 list in v1beta3'
+	sed 's/v1beta3/v1beta4/' init-1.30.4.yaml >v4-shape3.yaml
+	kubeadm_reads 1.35.2 v4-shape3.yaml init >r 2>w
+	expect_eq 'error: json: cannot unmarshal object into Go struct field InitConfiguration.nodeRegistration.kubeletExtraArgs of type []v1beta4.Arg' \"\$(cat r)\" 'a v1beta3 map in v1beta4'
+	printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta4' 'kind: JoinConfiguration' 'discovery:' '  timeout: 1m0s' '  bootstrapToken: {token: abcdef.0123456789abcdef, apiServerEndpoint: \"198.18.0.10:6443\"}' >join4.yaml
+	kubeadm_reads 1.35.2 join4.yaml join >r 2>w
+	expect_eq 'ok JoinConfiguration' \"\$(cat r)\" 'v1beta4 join'
+	expect_grep 'strict decoding error: unknown field \"discovery.timeout\"' w
+	# the fake's v1beta3 field table is the real one (json tags of types.go)
+	UP='$UPSTREAM' pyfake kubeadm 1.31.14 <<-'EOF' >cmp 2>&1 || { cat cmp; false; }
+		import json, os
+		up = json.load(open(os.environ['UP'] + '/kubeadm/v1beta3-fields.json'))
+		mine = KUBEADM_SCHEMA[V1BETA3]
+		bad = []
+		for typ, fields in up.items():
+		    if typ.startswith('_') or typ == 'ImageMeta':
+		        continue
+		    want = {k for k in fields if k not in ('apiVersion', 'kind')}
+		    if set(mine.get(typ, {})) != want:
+		        bad.append('%s: fake %s, real %s' % (typ, sorted(mine.get(typ, {})), sorted(want)))
+		    for k, ty in fields.items():
+		        if ty == 'map' and mine.get(typ, {}).get(k) != 'map':
+		            bad.append('%s.%s: a map in the real API' % (typ, k))
+		assert not bad, bad
+		print('v1beta3: %d types compared' % sum(1 for t in up if not t.startswith('_')))
+	EOF
+	cat cmp
+"
+
+test_case "the kubelet of 1.35 refuses a cgroup v1 host unless failCgroupV1 is false; 1.34's runs there" "
+	if [ \"\$(stat -fc %T /sys/fs/cgroup)\" = cgroup2fs ]; then want_v1=no; else want_v1=yes; fi
+	for v in 1.34.5 1.35.2; do
+		pyfake kubelet \$v <<-'EOF' >out-\$v 2>&1
+			import types
+			for cfg in ({}, {'failCgroupV1': False}):
+			    try:
+			        Kubelet.check_cgroup_v1(types.SimpleNamespace(cfg=cfg))
+			        print('runs', cfg)
+			    except SystemExit as e:
+			        print('exit', e.code, cfg)
+		EOF
+	done
+	cat out-1.35.2
+	expect_eq \"runs {}
+runs {'failCgroupV1': False}\" \"\$(cat out-1.34.5)\" 'kubelet 1.34'
+	if [ \$want_v1 = yes ]; then
+		expect_grep '^exit 1 {}\$' out-1.35.2
+		expect_grep 'kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported' out-1.35.2
+		expect_grep \"^runs {'failCgroupV1': False}\\\$\" out-1.35.2
+	else
+		expect_grep '^runs {}\$' out-1.35.2
+	fi
 "
 
 if command -v kubectl >/dev/null 2>&1 && kubectl version --client 2>/dev/null | grep -q '^Client Version: v1\.32\.4'; then

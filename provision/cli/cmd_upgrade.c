@@ -2,14 +2,18 @@
  * provision upgrade: the cluster to the inventory's kubernetes_version, one
  * minor at a time, as kubeadm's upgrade guide has it.  Before anything
  * changes, the control plane is asked for the version it runs and every
- * node's kubelet version: a target that goes down or skips a minor is
- * refused (exit 2, the inventory's file:line:col).  Then one run for the
- * control plane (roles/upgrade-control-plane), and one run per batch of
- * workers (--parallel N, default 1: roles/upgrade-drain on the control
- * plane, upgrade-worker on the batch, upgrade-uncordon on the control
- * plane); the first run that fails stops the upgrade, and the workers not
- * reached are not touched.  Each run is recorded; the steps print the
- * versions before and after, so the records hold them.
+ * node's kubelet version: a target that goes down is refused (exit 2, the
+ * inventory's file:line:col).  A target several minors up is reached minor
+ * by minor, through the patch release roles/kubernetes.yaml names for each
+ * minor in between (its `patch` column; a minor without a row is refused,
+ * exit 2).  Each stage is one run for the control plane
+ * (roles/upgrade-control-plane), and one run per batch of workers
+ * (--parallel N, default 1: roles/upgrade-drain on the control plane,
+ * upgrade-worker on the batch, upgrade-uncordon on the control plane);
+ * each run checks its nodes first (preflight: the cgroup and containerd
+ * the stage's minor needs).  The first run that fails stops the upgrade,
+ * and the nodes not reached are not touched.  Each run is recorded; the
+ * steps print the versions before and after, so the records hold them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +29,14 @@
 #include "common.h"
 
 static int parallel = 1, drain_timeout = 300;
+static size_t last_nr_workers;
 static struct cli_plan_args args = {.cmd_name = "upgrade", .forks = 64, .output = "text"};
 static char *env_nodes, *env_timeout;
 static const char *env[3];
 static const struct node **batch;
 static size_t nr_batch;
+
+#define MAX_STAGES 64
 
 static const struct opt upgrade_options[] = {
 	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
@@ -185,6 +192,86 @@ static void print_versions(const char *when, const char *lines)
 	fflush(stdout);
 }
 
+/*
+ * One stage: the control plane, then the workers whose kubelet is not at
+ * TARGET yet (from LINES, cluster_versions()' output), in inventory order.
+ */
+static int upgrade_stage(const struct inventory *inv, const struct node *cp, const char *target,
+			 const char *lines)
+{
+	const struct node **todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
+	size_t nr_todo = 0, i;
+	int ret;
+
+	for (i = 0; i < inv->nr_nodes; i++) {
+		char buf[64];
+		const char *v;
+		const struct node *n = &inv->nodes[i];
+		if (n == cp || !(n->roles & NODE_ROLE_WORKER))
+			continue;
+		v = node_version(lines, n->name, buf, sizeof(buf));
+		if (!v) {
+			printf("upgrade: %s is not in the cluster: skipped (provision add-node joins it)\n",
+			       n->name);
+			continue;
+		}
+		if (strcmp(v + (*v == 'v'), target))
+			todo[nr_todo++] = n;
+	}
+	env[0] = env_timeout;
+	env[1] = NULL;
+	args.env = env;
+	args.kubernetes_version = target;
+	args.phase_bits = 1u << role_phase_index("upgrade");
+	args.select = select_cp;
+	printf("upgrade: the control plane %s to %s\n", cp->name, target);
+	fflush(stdout);
+	ret = cli_plan_run(&args);
+	if (ret) {
+		printf("upgrade: stopped: the control plane did not upgrade to %s; no worker was "
+		       "touched\n",
+		       target);
+		free(todo);
+		return ret;
+	}
+	args.phase_bits = 1u << role_phase_index("upgrade-workers");
+	args.select = select_batch;
+	for (i = 0; i < nr_todo; i += nr_batch) {
+		struct strbuf names = STRBUF_INIT;
+		size_t k;
+		batch = todo + i;
+		nr_batch = nr_todo - i < (size_t)parallel ? nr_todo - i : (size_t)parallel;
+		for (k = 0; k < nr_batch; k++)
+			strbuf_addf(&names, "%s%s", k ? " " : "", batch[k]->name);
+		free(env_nodes);
+		env_nodes = xasprintf("PROVISION_UPGRADE_NODES=%s", names.buf);
+		env[1] = env_nodes;
+		env[2] = NULL;
+		printf("\nupgrade: worker%s %s to %s (%zu of %zu)\n", nr_batch == 1 ? "" : "s",
+		       names.buf, target, i + nr_batch, nr_todo);
+		fflush(stdout);
+		ret = cli_plan_run(&args);
+		if (ret) {
+			printf("upgrade: stopped at %s; ", names.buf);
+			if (i + nr_batch < nr_todo) {
+				printf("not touched:");
+				for (k = i + nr_batch; k < nr_todo; k++)
+					printf(" %s", todo[k]->name);
+				printf("\n");
+			} else {
+				printf("no other worker was left\n");
+			}
+			strbuf_release(&names);
+			free(todo);
+			return ret;
+		}
+		strbuf_release(&names);
+	}
+	last_nr_workers = nr_todo;
+	free(todo);
+	return 0;
+}
+
 static int upgrade_exec(int nr_pos, char **pos)
 {
 	struct inventory *inv = NULL;
@@ -192,8 +279,10 @@ static int upgrade_exec(int nr_pos, char **pos)
 	struct strbuf before = STRBUF_INIT, after = STRBUF_INIT;
 	struct error err = {0};
 	char *password = NULL, *passphrase = NULL, cur[64];
-	const struct node **todo = NULL;
-	size_t nr_todo = 0, i;
+	const char *stages[MAX_STAGES];
+	size_t nr_stages = 0, i, st;
+	struct role_set rs;
+	bool have_rs = false;
 	long want[3], have[3];
 	int ret;
 
@@ -241,90 +330,88 @@ static int upgrade_exec(int nr_pos, char **pos)
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	if (want[1] > have[1] + 1) {
-		fprintf(stderr,
-			"%s:%u:%u: error: kubernetes_version %s skips %ld.%ld: the cluster runs %s and "
-			"kubeadm upgrades one minor version at a time; nothing was changed\n"
-			"  hint: set kubernetes_version to the latest %ld.%ld.z, run provision upgrade, "
-			"then set %s and run it again\n",
-			args.inventory, inv->cluster.kubernetes_version_pos.line,
-			inv->cluster.kubernetes_version_pos.col, inv->cluster.kubernetes_version,
-			have[0], have[1] + 1, cur, have[0], have[1] + 1,
-			inv->cluster.kubernetes_version);
+	/* The stages: the patch of each minor in between, then the target. */
+	if (want[0] != have[0]) {
+		fprintf(stderr, "provision upgrade: cannot upgrade from %s to another major version (%s)\n",
+			cur, inv->cluster.kubernetes_version);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	/* The workers whose kubelet is not at the target yet, in inventory order. */
-	todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
-	for (i = 0; i < inv->nr_nodes; i++) {
-		char buf[64];
-		const char *v;
-		const struct node *n = &inv->nodes[i];
-		if (n == cp || !(n->roles & NODE_ROLE_WORKER))
-			continue;
-		v = node_version(before.buf, n->name, buf, sizeof(buf));
-		if (!v) {
-			printf("upgrade: %s is not in the cluster: skipped (provision add-node joins it)\n",
-			       n->name);
-			continue;
-		}
-		if (strcmp(v + (*v == 'v'), inv->cluster.kubernetes_version))
-			todo[nr_todo++] = n;
-	}
+	if (want[1] > have[1] + 1) {
+		struct diag_list dl;
+		long m;
 
-	env_timeout = xasprintf("PROVISION_DRAIN_TIMEOUT=%d", drain_timeout);
-	env[0] = env_timeout;
-	env[1] = NULL;
-	args.env = env;
-	args.skip_preflight = true;
-	args.phase_bits = 1u << role_phase_index("upgrade");
-	args.select = select_cp;
-	printf("upgrade: the control plane %s to %s\n", cp->name, inv->cluster.kubernetes_version);
-	fflush(stdout);
-	ret = cli_plan_run(&args);
-	if (ret) {
-		printf("upgrade: stopped: the control plane did not upgrade; no worker was touched\n");
-		goto out;
-	}
-	args.phase_bits = 1u << role_phase_index("upgrade-workers");
-	args.select = select_batch;
-	for (i = 0; i < nr_todo; i += nr_batch) {
-		struct strbuf names = STRBUF_INIT;
-		size_t k;
-		batch = todo + i;
-		nr_batch = nr_todo - i < (size_t)parallel ? nr_todo - i : (size_t)parallel;
-		for (k = 0; k < nr_batch; k++)
-			strbuf_addf(&names, "%s%s", k ? " " : "", batch[k]->name);
-		free(env_nodes);
-		env_nodes = xasprintf("PROVISION_UPGRADE_NODES=%s", names.buf);
-		env[1] = env_nodes;
-		env[2] = NULL;
-		printf("\nupgrade: worker%s %s (%zu of %zu)\n", nr_batch == 1 ? "" : "s", names.buf,
-		       i + nr_batch, nr_todo);
-		fflush(stdout);
-		ret = cli_plan_run(&args);
-		if (ret) {
-			printf("upgrade: stopped at %s; ", names.buf);
-			if (i + nr_batch < nr_todo) {
-				printf("not touched:");
-				for (k = i + nr_batch; k < nr_todo; k++)
-					printf(" %s", todo[k]->name);
-				printf("\n");
-			} else {
-				printf("no other worker was left\n");
-			}
-			strbuf_release(&names);
+		diag_list_init(&dl);
+		if (role_set_load(&rs, cli_roles_dir(args.roles), &dl) < 0) {
+			diag_list_release(&dl);
+			fprintf(stderr, "provision upgrade: the roles do not load ('provision plan' "
+					"names the errors); nothing was changed\n");
+			ret = EXIT_USAGE;
 			goto out;
 		}
-		strbuf_release(&names);
+		diag_list_release(&dl);
+		have_rs = true;
+		for (m = have[1] + 1; m < want[1] && nr_stages < MAX_STAGES - 1; m++) {
+			char minor[32];
+			const struct kube_minor *row;
+			const char *patch;
+
+			snprintf(minor, sizeof(minor), "%ld.%ld", want[0], m);
+			row = kube_matrix_find(&rs.kube, minor);
+			patch = kube_minor_get(row, "patch");
+			if (!patch) {
+				fprintf(stderr,
+					"%s:%u:%u: error: kubernetes_version %s skips %s: the cluster runs %s, "
+					"kubeadm upgrades one minor version at a time, and %s names no patch "
+					"release of %s to pass through; nothing was changed\n"
+					"  hint: set kubernetes_version to the latest %s.z, run provision "
+					"upgrade, then set %s and run it again (or add %s's row to %s)\n",
+					args.inventory, inv->cluster.kubernetes_version_pos.line,
+					inv->cluster.kubernetes_version_pos.col, inv->cluster.kubernetes_version,
+					minor, cur, rs.kube.path, minor, minor,
+					inv->cluster.kubernetes_version, minor, rs.kube.path);
+				ret = EXIT_USAGE;
+				goto out;
+			}
+			stages[nr_stages++] = patch;
+		}
+	}
+	stages[nr_stages++] = inv->cluster.kubernetes_version;
+	if (nr_stages > 1) {
+		printf("upgrade: %s to %s, one minor at a time:", cur, inv->cluster.kubernetes_version);
+		for (i = 0; i < nr_stages; i++)
+			printf(" %s%s", stages[i], i + 1 < nr_stages ? "," : "");
+		printf("\n");
+		fflush(stdout);
+	}
+	env_timeout = xasprintf("PROVISION_DRAIN_TIMEOUT=%d", drain_timeout);
+	for (st = 0; st < nr_stages; st++) {
+		const char *target = stages[st];
+
+		if (st > 0) {
+			strbuf_reset(&before);
+			if (cluster_versions(inv, cp, password, passphrase, &before, &err) < 0) {
+				fprintf(stderr, "provision upgrade: %s: %s; stopped before %s\n", cp->name,
+					err.msg, target);
+				ret = EXIT_NODE_FAILED;
+				goto out;
+			}
+			printf("\nupgrade: stage %zu of %zu: %s\n", st + 1, nr_stages, target);
+			fflush(stdout);
+		}
+		ret = upgrade_stage(inv, cp, target, before.buf);
+		if (ret)
+			goto out;
 	}
 	if (cluster_versions(inv, cp, password, passphrase, &after, &err) == 0)
 		print_versions("after", after.buf);
 	printf("upgrade %s: done: the control plane and %zu worker%s upgraded to %s\n",
-	       inv->cluster.name, nr_todo, nr_todo == 1 ? "" : "s", inv->cluster.kubernetes_version);
+	       inv->cluster.name, last_nr_workers, last_nr_workers == 1 ? "" : "s",
+	       inv->cluster.kubernetes_version);
 	ret = EXIT_OK;
 out:
-	free(todo);
+	if (have_rs)
+		role_set_release(&rs);
 	free(env_timeout);
 	free(env_nodes);
 	env_timeout = env_nodes = NULL;

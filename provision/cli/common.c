@@ -589,6 +589,10 @@ int cli_plan_run(const struct cli_plan_args *a)
 	ret = cli_load_inventory(a->cmd_name, a->inventory, &inv);
 	if (ret)
 		return ret;
+	if (a->kubernetes_version) {
+		free(inv->cluster.kubernetes_version);
+		inv->cluster.kubernetes_version = xstrdup(a->kubernetes_version);
+	}
 	/* Every role and template is checked before any node is touched. */
 	diag_list_init(&dl);
 	if (role_set_load(&rs, cli_roles_dir(a->roles), &dl) < 0) {

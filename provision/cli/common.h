@@ -79,6 +79,9 @@ struct cli_plan_args {
 	/* Lifecycle commands (reset, remove-node): these phases instead of up's. */
 	unsigned phase_bits;
 	bool skip_preflight;
+	/* provision upgrade's stage on its way to the inventory's version: this
+	 * version replaces cluster.kubernetes_version for the run; NULL otherwise. */
+	const char *kubernetes_version;
 	const char *const *env; /* plan_opts.env */
 	/* After -l: the command's own choice of nodes (it may replace the array). */
 	int (*select)(const struct cli_plan_args *a, const struct inventory *inv,

@@ -1,7 +1,8 @@
 /*
  * Unit tests for preflight.c: the checks across nodes (cloned images share
  * a machine-id, product_uuid, MAC address or SSH host key), a node with a
- * unique identity passing, and the host key fingerprint as OpenSSH prints it.
+ * unique identity passing, the host key fingerprint as OpenSSH prints it, and
+ * the Kubernetes matrix's cgroup and containerd needs on recorded facts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,7 +88,7 @@ static void run(const char *macs[3], const unsigned ids[3], const char *keys[3],
 		fp[i] = &f[i];
 		np[i] = &inv->nodes[i];
 	}
-	preflight_run(&pf, inv, np, fp, 3);
+	preflight_run(&pf, inv, NULL, np, fp, 3);
 	*text = problems(&pf, inv);
 	for (i = 0; i < 3; i++) {
 		failed[i] = preflight_node_failed(&pf, i);
@@ -183,6 +184,110 @@ static void test_fingerprint(void **state)
 	assert_int_equal(-1, transport_key_fingerprint(fp, ""));
 }
 
+/*
+ * The Kubernetes matrix (roles/kubernetes.yaml) against recorded facts
+ * (tests/facts): the cgroup and containerd a minor needs, per OS.  One
+ * worker node; its problems, "fatal: MSG" a line.
+ */
+static char *matrix_problems(const char *facts_file, const char *version, const char *cgroup,
+			     const char *containerd_min)
+{
+	static const char yaml_fmt[] = "cluster:\n  name: t\n  kubernetes_version: \"%s\"\n"
+				       "ssh:\n  user: admin\njupyterhub:\n  enabled: false\n"
+				       "nodes:\n  - name: w\n    address: 198.18.0.11\n"
+				       "    roles: [control-plane, worker]\n";
+	const char *dir = getenv("PROVISION_TEST_DATA");
+	char *keys[] = {"cgroup", "containerd_min", NULL}, *vals[3];
+	struct kube_minor row = {.minor = "1.x", .keys = keys, .vals = vals, .nr = 2};
+	struct strbuf path = STRBUF_INIT, text = STRBUF_INIT, yaml = STRBUF_INIT, out = STRBUF_INIT;
+	struct inventory *inv = NULL;
+	struct error err = {0};
+	struct diag_list dl;
+	struct facts f;
+	const struct facts *fp[1] = {&f};
+	const struct node *np[1];
+	struct preflight pf = {0};
+	size_t i;
+
+	vals[0] = (char *)cgroup;
+	vals[1] = (char *)containerd_min;
+	vals[2] = NULL;
+	strbuf_addf(&path, "%s/facts/%s", dir ? dir : "tests", facts_file);
+	if (read_file(path.buf, &text) < 0)
+		fail_msg("cannot read %s", path.buf);
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(0, facts_parse(&f, text.buf, text.len, &err));
+	strbuf_addf(&yaml, yaml_fmt, version);
+	diag_list_init(&dl);
+	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml.buf, yaml.len, &dl));
+	diag_list_release(&dl);
+	np[0] = &inv->nodes[0];
+	preflight_run(&pf, inv, &row, np, fp, 1);
+	for (i = 0; i < pf.nr; i++)
+		if (strstr(pf.items[i].msg, "cgroup") || strstr(pf.items[i].msg, "containerd") ||
+		    strstr(pf.items[i].msg, "OS"))
+			strbuf_addf(&out, "%s: %s (hint: %s)\n", pf.items[i].fatal ? "fatal" : "warning",
+				    pf.items[i].msg, pf.items[i].hint ? pf.items[i].hint : "");
+	preflight_release(&pf);
+	inventory_free(inv);
+	facts_release(&f);
+	strbuf_release(&path);
+	strbuf_release(&text);
+	strbuf_release(&yaml);
+	return strbuf_detach(&out, NULL);
+}
+
+/* 1.35's kubelet refuses cgroup v1: Ubuntu 20.04 (cgroup v1 by default) is refused, with
+ * the kernel parameter; on 1.34 it is allowed.  Ubuntu 22.04 (cgroup v2) passes both. */
+static void test_matrix_cgroup(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = matrix_problems("rtx2060-rtx3060-ubuntu2004.facts", "1.35.2", "2", "1.6");
+	assert_non_null(strstr(s, "fatal: the node runs cgroup v1, and the kubelet of Kubernetes "
+				  "1.35.2 refuses to start on cgroup v1 (failCgroupV1)"));
+	assert_non_null(strstr(s, "systemd.unified_cgroup_hierarchy=1"));
+	assert_non_null(strstr(s, "Ubuntu 20.04 boots with cgroup v1"));
+	free(s);
+	s = matrix_problems("rtx2060-rtx3060-ubuntu2004.facts", "1.34.5", "1", "1.6");
+	assert_string_equal("", s);
+	free(s);
+	s = matrix_problems("nogpu-ubuntu2204.facts", "1.35.2", "2", "1.6");
+	assert_string_equal("", s);
+	free(s);
+	/* Debian 13 recorded in a chroot on this cgroup v1 host */
+	s = matrix_problems("debian13-containerd17-cgroupv1.facts", "1.35.2", "2", "1.6");
+	assert_non_null(strstr(s, "fatal: the node runs cgroup v1"));
+	assert_non_null(strstr(s, "boot Debian 13 with cgroup v2"));
+	assert_null(strstr(s, "unsupported OS"));
+	free(s);
+}
+
+/* 1.36 needs containerd 2.0: the installed 1.7.24 is refused, and so is a node without
+ * containerd whose distribution ships 1.6 (Debian 12); 1.35 takes both. */
+static void test_matrix_containerd(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = matrix_problems("debian13-containerd17-cgroupv1.facts", "1.36.1", "2", "2.0");
+	assert_non_null(strstr(s, "fatal: containerd 1.7.24~ds1 is older than 2.0, the oldest "
+				  "Kubernetes 1.36.1 runs on"));
+	free(s);
+	s = matrix_problems("debian12-host-nogpu.facts", "1.36.1", "1", "2.0");
+	assert_string_equal("fatal: containerd 1.6 (the distribution's package) is older than 2.0, the "
+			    "oldest Kubernetes 1.36.1 runs on (hint: Kubernetes 1.36.1 needs containerd "
+			    "2.0 or later, which provision does not install yet (containerd's release "
+			    "archive is not among the artifacts): use kubernetes_version 1.35.x, or "
+			    "install containerd 2.0 on the node first)\n",
+			    s);
+	free(s);
+	s = matrix_problems("debian12-host-nogpu.facts", "1.35.2", "1", "1.6");
+	assert_string_equal("", s);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +296,8 @@ int main(void)
 	    cmocka_unit_test(test_cloned_host_key),
 	    cmocka_unit_test(test_cloned_ids_and_mac),
 	    cmocka_unit_test(test_fingerprint),
+	    cmocka_unit_test(test_matrix_cgroup),
+	    cmocka_unit_test(test_matrix_containerd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,20 +122,32 @@ apply)
 	log=$(mktemp)
 	rcf=$(mktemp)
 	trap 'rm -f "$conf" "$log" "$rcf"' EXIT
+	api=${PROVISION_KUBE_KUBEADM_API:-kubeadm.k8s.io/v1beta3}
+	# v1beta3 and v1beta4 differ in the timeout and kubeletExtraArgs
+	# (roles/kubernetes.yaml, kubeadm_api)
+	if [ "$api" = kubeadm.k8s.io/v1beta3 ]; then
+		timeout="  timeout: $DISCOVERY_TIMEOUT" args="    node-ip: \"$PROVISION_ADDRESS\""
+		tail=
+	else
+		timeout=
+		args=$(printf '  - name: node-ip\n    value: "%s"' "$PROVISION_ADDRESS")
+		tail=$(printf 'timeouts:\n  discovery: %s' "$DISCOVERY_TIMEOUT")
+	fi
 	cat >"$conf" <<-EOF
-		apiVersion: kubeadm.k8s.io/v1beta3
+		apiVersion: $api
 		kind: JoinConfiguration
 		discovery:
 		  bootstrapToken:
 		    apiServerEndpoint: "$endpoint"
 		    token: "$token"
 		    caCertHashes: ["$hash"]
-		  timeout: $DISCOVERY_TIMEOUT
+		$timeout
 		nodeRegistration:
 		  name: "$PROVISION_NODE"
 		  criSocket: unix:///var/run/containerd/containerd.sock
 		  kubeletExtraArgs:
-		    node-ip: "$PROVISION_ADDRESS"
+		$args
+		$tail
 	EOF
 	echo "kubeadm join $endpoint (discovery timeout $DISCOVERY_TIMEOUT)"
 	{

@@ -73,6 +73,23 @@ def sandbox_image_of(dump):
     return m.group(1) if m else None
 
 
+def cgroup2_unified():
+    """Whether /sys/fs/cgroup is a cgroup2 mount (what the kubelet's
+    IsCgroup2UnifiedMode() asks statfs): the last mount there, from
+    /proc/self/mountinfo (the filesystem type follows " - ")."""
+    fstype = None
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            for line in f:
+                pre, _, post = line.partition(" - ")
+                fields = pre.split()
+                if len(fields) > 4 and fields[4] == "/sys/fs/cgroup" and post:
+                    fstype = post.split()[0]
+    except OSError:
+        return False
+    return fstype == "cgroup2"
+
+
 def proc_swaps():
     """/proc/swaps, or the swap-on knob's content (a test cannot swapon in
     a container; the knob holds what /proc/swaps would list)."""

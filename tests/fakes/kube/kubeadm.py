@@ -144,24 +144,140 @@ V1BETA4 = "kubeadm.k8s.io/v1beta4"
 
 
 def supported_kubeadm_apis():
+    """The kubeadm API versions this minor reads: v1beta3 from 1.22 until
+    1.35 (kubeadm 1.36 removed it: kubernetes/kubernetes#136016), v1beta4
+    from 1.31."""
     apis = []
-    if FAKE_MINOR >= 22:
+    if 22 <= FAKE_MINOR <= 35:
         apis.append(V1BETA3)
     if FAKE_MINOR >= 31:
         apis.append(V1BETA4)
     return apis
 
 
-KNOWN_FIELDS = {
-    "InitConfiguration": {"apiVersion", "kind", "bootstrapTokens", "nodeRegistration", "localAPIEndpoint",
-                          "certificateKey", "skipPhases", "patches", "dryRun", "timeouts"},
-    "ClusterConfiguration": {"apiVersion", "kind", "etcd", "networking", "kubernetesVersion", "controlPlaneEndpoint",
-                             "apiServer", "controllerManager", "scheduler", "dns", "certificatesDir", "imageRepository",
-                             "featureGates", "clusterName", "encryptionAlgorithm", "proxy", "certificateValidityPeriod",
-                             "caCertificateValidityPeriod"},
-    "JoinConfiguration": {"apiVersion", "kind", "nodeRegistration", "caCertPath", "discovery", "controlPlane",
-                          "skipPhases", "patches", "dryRun", "timeouts"},
-}
+# validateSupportedVersion's oldKnownAPIVersions (cmd/kubeadm/app/util/config/
+# common.go): the kubeadm that last read each removed version.
+OLD_KNOWN_APIS = {"kubeadm.k8s.io/v1alpha1": "v1.11", "kubeadm.k8s.io/v1alpha2": "v1.12",
+                  "kubeadm.k8s.io/v1alpha3": "v1.14", "kubeadm.k8s.io/v1beta1": "v1.15",
+                  "kubeadm.k8s.io/v1beta2": "v1.22"}
+if FAKE_MINOR >= 36:
+    OLD_KNOWN_APIS[V1BETA3] = "v1.35"
+
+
+def _v1beta3_schema():
+    """The json fields of each v1beta3 type (v1beta3/types.go; the same table
+    as ../shared/upstream/kubeadm/v1beta3-fields.json, which t0401 compares
+    with this one).  "map": map[string]string; "Type"/"[]Type": a struct of
+    this table or a list of it; anything else a scalar or a plain list."""
+    return {
+        "InitConfiguration": {"bootstrapTokens": "[]BootstrapToken", "nodeRegistration": "NodeRegistrationOptions",
+                              "localAPIEndpoint": "APIEndpoint", "certificateKey": "string", "skipPhases": "list",
+                              "patches": "Patches"},
+        "ClusterConfiguration": {"etcd": "Etcd", "networking": "Networking", "kubernetesVersion": "string",
+                                 "controlPlaneEndpoint": "string", "apiServer": "APIServer",
+                                 "controllerManager": "ControlPlaneComponent", "scheduler": "ControlPlaneComponent",
+                                 "dns": "DNS", "certificatesDir": "string", "imageRepository": "string",
+                                 "featureGates": "map", "clusterName": "string"},
+        "JoinConfiguration": {"nodeRegistration": "NodeRegistrationOptions", "caCertPath": "string",
+                              "discovery": "Discovery", "controlPlane": "JoinControlPlane", "skipPhases": "list",
+                              "patches": "Patches"},
+        "ControlPlaneComponent": {"extraArgs": "map", "extraVolumes": "[]HostPathMount"},
+        "APIServer": {"extraArgs": "map", "extraVolumes": "[]HostPathMount", "certSANs": "list",
+                      "timeoutForControlPlane": "duration"},
+        "DNS": {"imageRepository": "string", "imageTag": "string"},
+        "APIEndpoint": {"advertiseAddress": "string", "bindPort": "int"},
+        "NodeRegistrationOptions": {"name": "string", "criSocket": "string", "taints": "any",
+                                    "kubeletExtraArgs": "map", "ignorePreflightErrors": "list",
+                                    "imagePullPolicy": "string"},
+        "Networking": {"serviceSubnet": "string", "podSubnet": "string", "dnsDomain": "string"},
+        "Etcd": {"local": "LocalEtcd", "external": "ExternalEtcd"},
+        "LocalEtcd": {"imageRepository": "string", "imageTag": "string", "dataDir": "string", "extraArgs": "map",
+                      "serverCertSANs": "list", "peerCertSANs": "list"},
+        "ExternalEtcd": {"endpoints": "list", "caFile": "string", "certFile": "string", "keyFile": "string"},
+        "JoinControlPlane": {"localAPIEndpoint": "APIEndpoint", "certificateKey": "string"},
+        "Discovery": {"bootstrapToken": "BootstrapTokenDiscovery", "file": "FileDiscovery",
+                      "tlsBootstrapToken": "string", "timeout": "duration"},
+        "BootstrapTokenDiscovery": {"token": "string", "apiServerEndpoint": "string", "caCertHashes": "list",
+                                    "unsafeSkipCAVerification": "bool"},
+        "FileDiscovery": {"kubeConfigPath": "string"},
+        "HostPathMount": {"name": "string", "hostPath": "string", "mountPath": "string", "readOnly": "bool",
+                          "pathType": "string"},
+        "Patches": {"directory": "string"},
+        "BootstrapToken": {"token": "string", "description": "string", "ttl": "duration", "expires": "string",
+                           "usages": "list", "groups": "list"},
+    }
+
+
+def _v1beta4_schema():
+    """v1beta3 with v1beta4's changes (v1beta4/doc.go; kubernetes/kubernetes
+    #125029): extraArgs and kubeletExtraArgs lists of {name, value};
+    discovery.timeout and apiServer.timeoutForControlPlane gone, replaced by
+    timeouts.*; dryRun; extraEnvs; encryptionAlgorithm, the certificate
+    validity periods, proxy and upgrade in ClusterConfiguration;
+    imagePullSerial."""
+    s = {k: dict(v) for k, v in _v1beta3_schema().items()}
+    for typ in ("InitConfiguration", "JoinConfiguration"):
+        s[typ].update({"dryRun": "bool", "timeouts": "Timeouts"})
+    s["ClusterConfiguration"].update({"encryptionAlgorithm": "string", "certificateValidityPeriod": "duration",
+                                      "caCertificateValidityPeriod": "duration", "proxy": "any", "upgrade": "any"})
+    for typ in ("ControlPlaneComponent", "APIServer", "LocalEtcd"):
+        s[typ].update({"extraArgs": "[]Arg", "extraEnvs": "list"})
+    del s["APIServer"]["timeoutForControlPlane"]
+    del s["Discovery"]["timeout"]
+    s["NodeRegistrationOptions"].update({"kubeletExtraArgs": "[]Arg", "imagePullSerial": "bool"})
+    s["Arg"] = {"name": "string", "value": "string"}
+    s["Timeouts"] = {k: "duration" for k in ("controlPlaneComponentHealthCheck", "kubeletHealthCheck",
+                                             "kubernetesAPICall", "etcdAPICall", "tlsBootstrap", "discovery",
+                                             "upgradeManifests")}
+    return s
+
+
+KUBEADM_SCHEMA = {V1BETA3: _v1beta3_schema(), V1BETA4: _v1beta4_schema()}
+
+
+def json_kind(v):
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    return "string"
+
+
+def check_fields(doc, kind, typ, version, path, unknown):
+    """Decode doc (of type typ, in a document of kind) as kubeadm does: a
+    field of the wrong shape is an error (Go's encoding/json
+    UnmarshalTypeError: "Go struct field KIND.PATH of type T"), an unknown
+    field a strict-decoding warning, and dropped."""
+    schema = KUBEADM_SCHEMA[version]
+    short = version.rsplit("/", 1)[1]
+    for k in list(doc):
+        if not path and k in ("apiVersion", "kind"):
+            continue
+        field = path + k
+        if k not in schema[typ]:
+            unknown.append(field)
+            del doc[k]
+            continue
+        ft, v = schema[typ][k], doc[k]
+        if v is None:
+            continue
+        where = "Go struct field %s.%s" % (kind, field)
+        if ft == "map" and not isinstance(v, dict):
+            raise Fail("json: cannot unmarshal %s into %s of type map[string]string" % (json_kind(v), where))
+        if ft.startswith("[]") and not isinstance(v, list):
+            raise Fail("json: cannot unmarshal %s into %s of type []%s.%s" % (json_kind(v), where, short, ft[2:]))
+        if ft.startswith("[]") and ft[2:] in schema:
+            for item in v:
+                if isinstance(item, dict):
+                    check_fields(item, kind, ft[2:], version, field + ".", unknown)
+        elif ft in schema:
+            if not isinstance(v, dict):
+                raise Fail("json: cannot unmarshal %s into %s of type %s.%s" % (json_kind(v), where, short, ft))
+            check_fields(v, kind, ft, version, field + ".", unknown)
 
 
 def load_config(path, want):
@@ -180,19 +296,23 @@ def load_config(path, want):
             raise Fail("couldn't interpret the config file %s: not a mapping" % path)
         av, kind = d.get("apiVersion", ""), d.get("kind", "")
         if av.startswith("kubeadm.k8s.io/"):
-            if av not in supported_kubeadm_apis():
-                if av in ("kubeadm.k8s.io/v1beta1", "kubeadm.k8s.io/v1beta2"):
-                    raise Fail("your configuration file uses an old API spec: %s. Please use kubeadm v1.21 instead and run "
-                               "'kubeadm config migrate --old-config old.yaml --new-config new.yaml', which will write the "
-                               "new, similar spec using a newer API version." % json.dumps(av))
+            if av in OLD_KNOWN_APIS:
+                raise Fail("your configuration file uses an old API spec: %s (kind: %s). Please use kubeadm %s instead "
+                           "and run 'kubeadm config migrate --old-config old.yaml --new-config new.yaml', which will "
+                           "write the new, similar spec using a newer API version." %
+                           (json.dumps(av), json.dumps(kind), OLD_KNOWN_APIS[av]))
+            if av not in supported_kubeadm_apis() or kind not in ("InitConfiguration", "ClusterConfiguration",
+                                                                  "JoinConfiguration"):
                 raise Fail('no kind "%s" is registered for version "%s" in scheme '
                            '"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31"' % (kind, av))
-            if kind not in KNOWN_FIELDS:
-                raise Fail('no kind "%s" is registered for version "%s" in scheme '
-                           '"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31"' % (kind, av))
-            for k in d:
-                if k not in KNOWN_FIELDS[kind]:
-                    warn('W%s strict decoding error: unknown field "%s"' % (time.strftime("%m%d %H:%M:%S"), k))
+            if av == V1BETA3 and FAKE_MINOR >= 31:
+                warn("W%s your configuration file uses a deprecated API spec: %s (kind: %s). Please use 'kubeadm "
+                     "config migrate --old-config old.yaml --new-config new.yaml', which will write the new, similar "
+                     "spec using a newer API version." % (time.strftime("%m%d %H:%M:%S"), json.dumps(av), json.dumps(kind)))
+            unknown = []
+            check_fields(d, kind, kind, av, "", unknown)
+            for f in unknown:
+                warn('W%s strict decoding error: unknown field "%s"' % (time.strftime("%m%d %H:%M:%S"), f))
         elif av == "kubelet.config.k8s.io/v1beta1" and kind == "KubeletConfiguration":
             pass
         elif av == "kubeproxy.config.k8s.io/v1alpha1" and kind == "KubeProxyConfiguration":
@@ -322,9 +442,14 @@ class InitCfg:
 
     def cluster_configuration(self):
         """ClusterConfiguration as kubeadm stores it in the kubeadm-config ConfigMap."""
+        # 1.31 and later store v1beta4 whatever the file was written in
+        # (kubernetes/kubernetes#125029), with extraArgs as a list
+        v4 = FAKE_MINOR >= 31
+        api_server = {"extraArgs": [{"name": "authorization-mode", "value": "Node,RBAC"}]} if v4 else \
+            {"extraArgs": {"authorization-mode": "Node,RBAC"}, "timeoutForControlPlane": format_duration(self.cp_timeout)}
         cc = {
-            "apiServer": {"extraArgs": {"authorization-mode": "Node,RBAC"}, "timeoutForControlPlane": format_duration(self.cp_timeout)},
-            "apiVersion": self.api_version,
+            "apiServer": api_server,
+            "apiVersion": V1BETA4 if v4 else V1BETA3,
             "certificatesDir": self.cert_dir,
             "clusterName": self.cluster_name,
             "controllerManager": {},
@@ -437,6 +562,17 @@ def preflight(kind, cri, ignore, cp=True):
             err(name, "%s does not exist" % path)
         elif v != "1":
             err(name, "%s contents are not set to 1" % path)
+    # SystemVerification (kubernetes/system-validators, cgroup_validator_linux.go):
+    # cgroup v1 a warning from 1.31 (maintenance mode), an error from 1.35
+    # (kubernetes/system-validators#59)
+    if not cgroup2_unified():
+        if FAKE_MINOR >= 35:
+            err("SystemVerification", "cgroups v1 support is deprecated and will be removed in a future release. Please "
+                "migrate to cgroups v2. To explicitly enable cgroups v1 support, you must set the kubelet configuration "
+                "option 'FailCgroupV1' to 'false'. For more information see "
+                "https://git.k8s.io/enhancements/keps/sig-node/5573-cgroup-v1-unsupported")
+        elif FAKE_MINOR >= 31:
+            warnings.append(("SystemVerification", "cgroups v1 support is in maintenance mode, please migrate to cgroups v2"))
     swaps = proc_swaps().strip().splitlines()
     if len(swaps) > 1:
         msg = ("swap is supported for cgroup v2 only; the NodeSwap feature gate of the kubelet is beta but disabled by default"
@@ -1580,6 +1716,14 @@ def cmd_upgrade(argv):
     out("[upgrade/apply] Upgrading your Static Pod-hosted control plane to version \"%s\" (timeout: 5m0s)..." % target)
     upgrade_manifests(target, c)
     cc["kubernetesVersion"] = target
+    if FAKE_MINOR >= 31 and cc.get("apiVersion") == V1BETA3:
+        # stored again in the newest version (extraArgs lists, no timeoutForControlPlane)
+        cc["apiVersion"] = V1BETA4
+        for comp in ("apiServer", "controllerManager", "scheduler"):
+            c = cc.get(comp) or {}
+            c.pop("timeoutForControlPlane", None)
+            if isinstance(c.get("extraArgs"), dict):
+                c["extraArgs"] = [{"name": k, "value": v} for k, v in sorted(c["extraArgs"].items())]
     cm["data"]["ClusterConfiguration"] = yaml_dump(cc)
     out('[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace')
     c.put(R("configmaps").path("kube-system", "kubeadm-config"), cm)

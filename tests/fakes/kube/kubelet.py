@@ -15,6 +15,10 @@
 #     missing (systemd restarts it every 10 s: the crash loop of a node
 #     before kubeadm init/join), and when swap is on while failSwapOn is
 #     true (the default).
+#   - from 1.35, exits 1 on a cgroup v1 host (/sys/fs/cgroup not cgroup2fs)
+#     with the real "kubelet is configured to not run on a host using
+#     cgroup v1" unless the config sets failCgroupV1: false (KEP 5573;
+#     kubernetes/node-problem-detector#1161 quotes the message).
 #   - healthz on 127.0.0.1:10248.
 #   - static pods from staticPodPath, started as soon as the kubelet runs,
 #     with mirror pods in the API once it answers; TLS bootstrap with
@@ -358,6 +362,19 @@ class Kubelet:
             klog("E", "command failed", err="failed to run Kubelet: running with swap on is not supported, please disable swap! "
                  "or set --fail-swap-on flag to false. /proc/swaps contained: [%s]" % " ".join(swaps))
             sys.exit(1)
+
+    def check_cgroup_v1(self):
+        """1.35 and later: failCgroupV1 defaults to true, and on a cgroup v1 host
+        (/sys/fs/cgroup not cgroup2fs) the kubelet's configuration fails to
+        validate (KEP 5573, "cgroup v1 unsupported")."""
+        if FAKE_MINOR < 35 or cgroup2_unified():
+            return
+        if self.cfg.get("failCgroupV1", True):
+            klog("E", "command failed", err="failed to validate kubelet configuration, error: kubelet is configured to not "
+                 "run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release, "
+                 "path: &TypeMeta{Kind:,APIVersion:,}")
+            sys.exit(1)
+        klog("W", "cgroup v1 support is unsupported and will be removed in a future release")
 
     def check_cgroup_driver(self):
         want = self.cfg.get("cgroupDriver", "cgroupfs")
@@ -1444,6 +1461,7 @@ def main():
     kl = Kubelet(flags)
     kl.load_config()
     kl.check_swap()
+    kl.check_cgroup_v1()
     kl.check_cgroup_driver()
     view = kl.containerd()
     if view is not None and view["cri"] == "error":
