@@ -19,6 +19,11 @@
 # so the kernel role's sysctl step skips there; the test sets
 # net.ipv4.ip_forward=1 in each node's network namespace from the host, as
 # that step does on a real node (kubeadm's preflight needs it).
+#
+# The cluster runs the default of roles/kubernetes.yaml (1.35.2: kubeadm's
+# v1beta4 API, cgroup v2 nodes); PROVISION_TEST_K8S=X.Y.Z runs the same
+# cases at another version of the table (the matrix of doc/provision.1):
+#   for v in 1.28.15 1.29.15 ... ; do PROVISION_TEST_K8S=$v sh tests/t0400-cluster.sh; done
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -31,7 +36,7 @@ skip_all_cases() {
 	test_done
 	exit $?
 }
-K8S=1.30.4
+K8S=${PROVISION_TEST_K8S:-1.35.2}
 cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
 UP="$PROVISION up -i $INV --state $STATE --roles $ROLES --no-tui"
 
@@ -80,7 +85,7 @@ test_case "the cluster: every node Ready with its own pod CIDR, Flannel and Core
 		    assert ready['status'] == 'True', (n['metadata']['name'], ready)
 		    ip = [a['address'] for a in n['status']['addresses'] if a['type'] == 'InternalIP'][0]
 		    assert ip.startswith('198.18.'), ip
-		    assert n['status']['nodeInfo']['kubeletVersion'] == 'v1.30.4'
+		    assert n['status']['nodeInfo']['kubeletVersion'] == 'v$K8S'
 		    assert int(n['status']['allocatable']['pods']) == 110
 		    cidrs.add(n['spec']['podCIDR'])
 		assert len(cidrs) == 4 and all(c.startswith('10.244.') and c.endswith('/24') for c in cidrs), cidrs
@@ -116,7 +121,20 @@ test_case "the cluster: every node Ready with its own pod CIDR, Flannel and Core
 
 test_case "the control plane's files: rendered kubeadm config, PKI, manifests, kubeconfigs" "
 	tb node-1 cat /etc/kubernetes/provision-kubeadm.yaml >kubeadm.yaml
-	expect_grep '^kubernetesVersion: v1.30.4\$' kubeadm.yaml
+	expect_grep '^kubernetesVersion: v$K8S\$' kubeadm.yaml
+	# the kubeadm API of the minor (roles/kubernetes.yaml kubeadm_api)
+	case $K8S in
+	1.2[0-9].* | 1.30.*) api=v1beta3 ;;
+	*) api=v1beta4 ;;
+	esac
+	expect_eq 2 \"\$(grep -c \"^apiVersion: kubeadm.k8s.io/\$api\\\$\" kubeadm.yaml)\" \"InitConfiguration and ClusterConfiguration in \$api\"
+	[ \$api = v1beta3 ] || expect_grep '^  - name: node-ip\$' kubeadm.yaml
+	# kubeadm read the configs (init's, and the JoinConfiguration the join step writes) without a warning
+	for n in node-1 node-2; do
+		'$PROVISION' logs -i '$INV' --state '$STATE' \$n >kubeadm-\$n.log 2>&1
+		expect_no_grep 'strict decoding error\\|deprecated API spec\\|Ignored YAML document' kubeadm-\$n.log
+	done
+	expect_grep 'kubeadm join .* (discovery timeout 1m0s)' kubeadm-node-2.log
 	expect_grep '^  podSubnet: \"10.244.0.0/16\"\$' kubeadm.yaml
 	addr1=\$(awk '\$1 == \"node-1\" { print \$2 }' '$TB/nodes.txt')
 	expect_grep \"^  advertiseAddress: \\\"\$addr1\\\"\$\" kubeadm.yaml
@@ -125,7 +143,7 @@ test_case "the control plane's files: rendered kubeadm config, PKI, manifests, k
 	expect_eq 600 \"\$(tb node-1 stat -c %a /etc/kubernetes/provision-kubeadm.yaml)\" 'mode of the kubeadm config'
 	kc -n kube-system get configmap kubeadm-config -o 'jsonpath={.data.ClusterConfiguration}' >cc.yaml
 	expect_grep '^  podSubnet: 10.244.0.0/16\$' cc.yaml
-	expect_grep '^kubernetesVersion: v1.30.4\$' cc.yaml
+	expect_grep '^kubernetesVersion: v$K8S\$' cc.yaml
 	for f in etcd kube-apiserver kube-controller-manager kube-scheduler; do tb node-1 test -s /etc/kubernetes/manifests/\$f.yaml; done
 	tb node-1 openssl verify -CAfile /etc/kubernetes/pki/ca.crt /etc/kubernetes/pki/apiserver.crt >verify
 	expect_grep ': OK\$' verify

@@ -1720,10 +1720,10 @@ def cmd_upgrade(argv):
         # stored again in the newest version (extraArgs lists, no timeoutForControlPlane)
         cc["apiVersion"] = V1BETA4
         for comp in ("apiServer", "controllerManager", "scheduler"):
-            c = cc.get(comp) or {}
-            c.pop("timeoutForControlPlane", None)
-            if isinstance(c.get("extraArgs"), dict):
-                c["extraArgs"] = [{"name": k, "value": v} for k, v in sorted(c["extraArgs"].items())]
+            part = cc.get(comp) or {}
+            part.pop("timeoutForControlPlane", None)
+            if isinstance(part.get("extraArgs"), dict):
+                part["extraArgs"] = [{"name": k, "value": v} for k, v in sorted(part["extraArgs"].items())]
     cm["data"]["ClusterConfiguration"] = yaml_dump(cc)
     out('[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace')
     c.put(R("configmaps").path("kube-system", "kubeadm-config"), cm)
