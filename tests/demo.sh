@@ -27,7 +27,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PROVISION=${PROVISION:-$top/build/provision}
-K8S=1.30.4
+K8S=${DEMO_K8S:-1.35.2}
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 

@@ -330,7 +330,26 @@ static int upgrade_exec(int nr_pos, char **pos)
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	/* The stages: the patch of each minor in between, then the target. */
+	/*
+	 * The stages: the cluster's own version first when a worker is not at it
+	 * yet (an upgrade that stopped half-way: its workers catch up before
+	 * the control plane moves on), the patch of each minor in between, then
+	 * the target.
+	 */
+	if (cmp_version(want, have) > 0) {
+		for (i = 0; i < inv->nr_nodes; i++) {
+			char buf[64];
+			const char *v;
+			const struct node *n = &inv->nodes[i];
+			if (n == cp || !(n->roles & NODE_ROLE_WORKER))
+				continue;
+			v = node_version(before.buf, n->name, buf, sizeof(buf));
+			if (v && strcmp(v + (*v == 'v'), cur)) {
+				stages[nr_stages++] = cur;
+				break;
+			}
+		}
+	}
 	if (want[0] != have[0]) {
 		fprintf(stderr, "provision upgrade: cannot upgrade from %s to another major version (%s)\n",
 			cur, inv->cluster.kubernetes_version);
