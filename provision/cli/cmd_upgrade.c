@@ -193,15 +193,14 @@ static void print_versions(const char *when, const char *lines)
 }
 
 /*
- * One stage: the control plane, then the workers whose kubelet is not at
- * TARGET yet (from LINES, cluster_versions()' output), in inventory order.
+ * The workers in the cluster whose kubelet (in LINES, cluster_versions()'
+ * output) is not at VERSION, in inventory order, into OUT (may be NULL);
+ * with SAY, the workers not in the cluster are named.  Returns how many.
  */
-static int upgrade_stage(const struct inventory *inv, const struct node *cp, const char *target,
-			 const char *lines)
+static size_t workers_not_at(const struct inventory *inv, const struct node *cp, const char *lines,
+			     const char *version, const struct node **out, bool say)
 {
-	const struct node **todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
-	size_t nr_todo = 0, i;
-	int ret;
+	size_t i, nr = 0;
 
 	for (i = 0; i < inv->nr_nodes; i++) {
 		char buf[64];
@@ -211,13 +210,32 @@ static int upgrade_stage(const struct inventory *inv, const struct node *cp, con
 			continue;
 		v = node_version(lines, n->name, buf, sizeof(buf));
 		if (!v) {
-			printf("upgrade: %s is not in the cluster: skipped (provision add-node joins it)\n",
-			       n->name);
+			if (say)
+				printf("upgrade: %s is not in the cluster: skipped (provision add-node "
+				       "joins it)\n",
+				       n->name);
 			continue;
 		}
-		if (strcmp(v + (*v == 'v'), target))
-			todo[nr_todo++] = n;
+		if (strcmp(v + (*v == 'v'), version)) {
+			if (out)
+				out[nr] = n;
+			nr++;
+		}
 	}
+	return nr;
+}
+
+/*
+ * One stage: the control plane, then the workers whose kubelet is not at
+ * TARGET yet (from LINES, cluster_versions()' output), in inventory order.
+ */
+static int upgrade_stage(const struct inventory *inv, const struct node *cp, const char *target,
+			 const char *lines)
+{
+	const struct node **todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
+	size_t nr_todo = workers_not_at(inv, cp, lines, target, todo, true), i;
+	int ret;
+
 	env[0] = env_timeout;
 	env[1] = NULL;
 	args.env = env;
@@ -336,26 +354,8 @@ static int upgrade_exec(int nr_pos, char **pos)
 	 * the control plane moves on), the patch of each minor in between, then
 	 * the target.
 	 */
-	if (cmp_version(want, have) > 0) {
-		for (i = 0; i < inv->nr_nodes; i++) {
-			char buf[64];
-			const char *v;
-			const struct node *n = &inv->nodes[i];
-			if (n == cp || !(n->roles & NODE_ROLE_WORKER))
-				continue;
-			v = node_version(before.buf, n->name, buf, sizeof(buf));
-			if (v && strcmp(v + (*v == 'v'), cur)) {
-				stages[nr_stages++] = cur;
-				break;
-			}
-		}
-	}
-	if (want[0] != have[0]) {
-		fprintf(stderr, "provision upgrade: cannot upgrade from %s to another major version (%s)\n",
-			cur, inv->cluster.kubernetes_version);
-		ret = EXIT_USAGE;
-		goto out;
-	}
+	if (cmp_version(want, have) > 0 && workers_not_at(inv, cp, before.buf, cur, NULL, false))
+		stages[nr_stages++] = cur;
 	if (want[1] > have[1] + 1) {
 		struct diag_list dl;
 		long m;
