@@ -87,8 +87,14 @@ check_path() {
 
 # ---------------------------------------------------------------- rootfs
 
+# The recipe's SHA-256; a suite other than bookworm (PROVISION_TESTBED_SUITE)
+# is part of the key too, so each release has its own cached tree (and the
+# bookworm key is the recipe's alone, as it always was).
 rootfs_hash() {
-	sha256sum "$TESTBED_SRC/rootfs-recipe.sh" | cut -c1-16
+	{
+		cat "$TESTBED_SRC/rootfs-recipe.sh"
+		[ "${PROVISION_TESTBED_SUITE:-bookworm}" = bookworm ] || echo "suite=$PROVISION_TESTBED_SUITE"
+	} | sha256sum | cut -c1-16
 }
 
 rootfs_path() {
@@ -117,6 +123,9 @@ cmd_rootfs() {
 	fi
 	# shellcheck source=rootfs-recipe.sh
 	. "$TESTBED_SRC/rootfs-recipe.sh"
+	# PROVISION_TESTBED_SUITE=trixie: Debian 13 nodes, the same recipe
+	# (trixie has every package: containerd 1.7, jupyterhub 5.2)
+	ROOTFS_SUITE=${PROVISION_TESTBED_SUITE:-$ROOTFS_SUITE}
 	tmp=$dest.tmp
 	rm -rf "$tmp"
 	say "building $dest (debootstrap $ROOTFS_SUITE from $MIRROR; log: $dest.log)"
