@@ -1,0 +1,143 @@
+#!/bin/sh
+# t0232-chart-values-schema: the values provision renders for the charts it
+# pins (roles/artifacts.yaml: the version in each chart's URL), for seed labs
+# A and B (inventory/lab-a.yaml, lab-b.yaml), checked against the real
+# charts of those versions in ../shared/upstream (skipped, saying so, when a
+# chart's folder is absent):
+#   - jupyterhub: the chart's own values.schema.json (JSON Schema; Helm
+#     refuses values that fail it), over the chart's defaults as Helm
+#     coalesces them, every error listed;
+#   - gpu-operator and nfs-subdir-external-provisioner, which ship no
+#     schema: every key the values set exists in the chart's values.yaml
+#     (Helm ignores an unknown key without a word: a misspelt setting does
+#     nothing).
+# Each check is shown to fail on values with one wrong key.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+RENDER=$BUILD/tests/tools/render
+DATA=$SRC_ROOT/tests/roles/hub
+test_need_cmd python3
+python3 -c 'import yaml, jsonschema' 2>/dev/null || test_skip_all "needs python3 with yaml and jsonschema"
+
+# pinned NAME: the chart version roles/artifacts.yaml pins for artifact NAME
+pinned() {
+	sed -n "/^$1:/,/^\$/s|^  url: .*/[a-z-]*-\(v*[0-9][0-9.]*\)\.tgz\$|\1|p" "$SRC_ROOT/roles/artifacts.yaml"
+}
+Z2JH=$(pinned jupyterhub-chart)
+GPUOP=$(pinned gpu-operator-chart)
+NFS=$(pinned nfs-subdir-external-provisioner-chart)
+
+# hub LAB CONTROL-PLANE OUT: the jupyterhub role's values, with the lab's Nodes handed
+hub() {
+	set -- "$1" "$2" "$3"
+	k=0
+	args=
+	for f in "$DATA/$1"-*.json; do
+		k=$((k + 1))
+		args="$args hub_node_$k=@$f"
+	done
+	# shellcheck disable=SC2086 # one NAME=@FILE a word
+	"$RENDER" template "$SRC_ROOT/roles" jupyterhub values.yaml.tmpl "$SRC_ROOT/inventory/$1.yaml" "$2" - hub_nodes=$k $args >"$3"
+}
+
+# schema VALUES CHART-DIR: every JSON Schema error of VALUES over the chart's
+# defaults (CHART-DIR/values.yaml, coalesced as Helm does: maps merged, a
+# null removes the key, anything else replaces), against
+# CHART-DIR/values.schema.json, one a line; exit 1 when any.
+schema() {
+	python3 - "$1" "$2" <<-'PY'
+		import json, sys, yaml, jsonschema
+		def coalesce(base, over):
+		    out = dict(base)
+		    for k, v in over.items():
+		        if v is None:
+		            out.pop(k, None)
+		        elif isinstance(v, dict) and isinstance(out.get(k), dict):
+		            out[k] = coalesce(out[k], v)
+		        else:
+		            out[k] = v
+		    return out
+		v = coalesce(yaml.safe_load(open(sys.argv[2] + "/values.yaml")) or {}, yaml.safe_load(open(sys.argv[1])) or {})
+		s = json.load(open(sys.argv[2] + "/values.schema.json"))
+		errs = sorted(jsonschema.validators.validator_for(s)(s).iter_errors(v), key=lambda e: list(e.absolute_path))
+		for e in errs:
+		    print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
+		sys.exit(1 if errs else 0)
+	PY
+}
+
+# keys VALUES CHART-VALUES: every key path VALUES sets that CHART-VALUES does not
+# have (below a key whose default is an empty map or null, anything goes:
+# nodeSelector, annotations); exit 1 when any.
+keys() {
+	python3 - "$1" "$2" <<-'PY'
+		import sys, yaml
+		mine = yaml.safe_load(open(sys.argv[1])) or {}
+		theirs = yaml.safe_load(open(sys.argv[2])) or {}
+		bad = []
+		def walk(m, t, path):
+		    for k, v in m.items():
+		        p = path + [str(k)]
+		        if not isinstance(t, dict) or k not in t:
+		            bad.append(".".join(p))
+		        elif isinstance(v, dict) and isinstance(t[k], dict) and t[k]:
+		            walk(v, t[k], p)
+		walk(mine, theirs, [])
+		for b in bad:
+		    print("unknown key: " + b)
+		sys.exit(1 if bad else 0)
+	PY
+}
+
+if [ -f "$UPSTREAM/z2jh-$Z2JH/values.schema.json" ] && [ -f "$UPSTREAM/z2jh-$Z2JH/values.yaml" ]; then
+	test_case "jupyterhub $Z2JH: lab A's and lab B's hub values are valid against the chart's values.schema.json" "
+		hub lab-a a-01 a.yaml
+		hub lab-b b-0 b.yaml
+		for v in a.yaml b.yaml; do
+			schema \$v '$UPSTREAM/z2jh-$Z2JH' >\$v.errors || { cat \$v.errors; false; }
+		done
+		# the check fails on a wrong key (the schema forbids unknown ones under hub)
+		sed 's/^hub:\$/hub:\n  konfig: {}/' b.yaml >bad.yaml
+		grep -q '^  konfig:' bad.yaml
+		expect_status 1 schema bad.yaml '$UPSTREAM/z2jh-$Z2JH' >bad.errors
+		cat bad.errors
+		expect_grep \"^hub: Additional properties are not allowed ('konfig' was unexpected)\" bad.errors
+	"
+else
+	test_skip "jupyterhub $Z2JH values against its schema" "no $UPSTREAM/z2jh-$Z2JH/values.schema.json"
+fi
+
+if [ -f "$UPSTREAM/gpu-operator-$GPUOP/values.yaml" ]; then
+	test_case "gpu-operator $GPUOP: the values for lab B's GPU nodes (host drivers) and for a node without a driver set only keys the chart has" "
+		'$RENDER' template '$SRC_ROOT/roles' gpu-operator values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-2 '$SRC_ROOT/tests/facts/gtx1080ti-ubuntu2204.facts' >g1.yaml
+		'$RENDER' template '$SRC_ROOT/roles' gpu-operator values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-2 '$SRC_ROOT/tests/facts/gpu-nodriver-nouveau.facts' >g2.yaml
+		for v in g1.yaml g2.yaml; do
+			keys \$v '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >\$v.errors || { cat \$v.errors; false; }
+		done
+		grep -q '^driver:' g1.yaml
+		sed 's/^driver:\$/driver:\n  enabeld: true/' g1.yaml >bad.yaml
+		expect_status 1 keys bad.yaml '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >bad.errors
+		expect_eq 'unknown key: driver.enabeld' \"\$(cat bad.errors)\" 'a misspelt key'
+	"
+else
+	test_skip "gpu-operator $GPUOP values against its chart" "no $UPSTREAM/gpu-operator-$GPUOP/values.yaml"
+fi
+
+if [ -f "$UPSTREAM/nfs-subdir-external-provisioner-$NFS/values.yaml" ]; then
+	test_case "nfs-subdir-external-provisioner $NFS: lab A's and lab B's values set only keys the chart has" "
+		'$RENDER' template '$SRC_ROOT/roles' nfs-provisioner values.yaml.tmpl '$SRC_ROOT/inventory/lab-a.yaml' a-01 - >na.yaml
+		'$RENDER' template '$SRC_ROOT/roles' nfs-provisioner values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - >nb.yaml
+		for v in na.yaml nb.yaml; do
+			keys \$v '$UPSTREAM/nfs-subdir-external-provisioner-$NFS/values.yaml' >\$v.errors || { cat \$v.errors; false; }
+		done
+		grep -q '^storageClass:' nb.yaml
+		sed 's/^storageClass:\$/storageClass:\n  defualtClass: true/' nb.yaml >bad.yaml
+		expect_status 1 keys bad.yaml '$UPSTREAM/nfs-subdir-external-provisioner-$NFS/values.yaml' >bad.errors
+		expect_eq 'unknown key: storageClass.defualtClass' \"\$(cat bad.errors)\" 'a misspelt key'
+	"
+else
+	test_skip "nfs-subdir-external-provisioner $NFS values against its chart" "no $UPSTREAM/nfs-subdir-external-provisioner-$NFS/values.yaml"
+fi
+
+test_done
