@@ -63,10 +63,11 @@ bool node_has_gpu(const struct node *n, const struct facts *f)
  * The operating systems provision covers, with what follows from each for
  * the Kubernetes matrix (roles/kubernetes.yaml): the containerd its
  * distribution ships (roles/containerd installs that package when the node
- * has none) and whether it boots with cgroup v2.  Run: roles were run on
- * it here (Debian 12: all of them in the testbed; Debian 13: the containerd
- * roles, tests/t0270); the others are covered from their documentation and
- * recorded facts only (doc/provision.1, KUBERNETES VERSIONS).
+ * has none) and whether it boots with cgroup v2.  Run: every role was run
+ * on it here, in the testbed (Debian 12: the cluster tests; Debian 13:
+ * tests/t0400 and the demo with PROVISION_TESTBED_SUITE=trixie); the others
+ * are covered from their documentation and recorded facts only
+ * (doc/provision.1, KUBERNETES VERSIONS).
  */
 static const struct os_row {
 	const char *id, *version, *pretty;

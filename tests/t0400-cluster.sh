@@ -21,8 +21,11 @@
 # that step does on a real node (kubeadm's preflight needs it).
 #
 # The cluster runs the default of roles/kubernetes.yaml (1.35.2: kubeadm's
-# v1beta4 API, cgroup v2 nodes); PROVISION_TEST_K8S=X.Y.Z runs the same
-# cases at another version of the table (the matrix of doc/provision.1):
+# v1beta4 API, cgroup v2 nodes) on Debian 13 nodes (the other cluster tests
+# run Debian 12 ones: so the roles run on both releases in every test run;
+# PROVISION_TESTBED_SUITE=bookworm for Debian 12 here too).
+# PROVISION_TEST_K8S=X.Y.Z runs the same cases at another version of the
+# table (the matrix of doc/provision.1):
 #   for v in 1.28.15 1.29.15 ... ; do PROVISION_TEST_K8S=$v sh tests/t0400-cluster.sh; done
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -37,6 +40,8 @@ skip_all_cases() {
 	exit $?
 }
 K8S=${PROVISION_TEST_K8S:-1.35.2}
+PROVISION_TESTBED_SUITE=${PROVISION_TESTBED_SUITE:-trixie}
+export PROVISION_TESTBED_SUITE
 cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
 UP="$PROVISION up -i $INV --state $STATE --roles $ROLES --no-tui"
 
@@ -64,6 +69,16 @@ test_case "up: exit 0, every node done, the cluster phases ran on the right node
 	expect_grep '\\[node-1\\] node-labels › 10-labels … changed' up1.out
 	expect_no_grep '\\[node-1\\] kubeadm-join' up1.out
 	expect_no_grep '\\[node-[234]\\] kubeadm-init' up1.out
+	# the nodes' release, and the containerd it ships (trixie: 1.7, bookworm: 1.6)
+	case $PROVISION_TESTBED_SUITE in
+	trixie) want_os=13 want_ctr=1.7 ;;
+	*) want_os=12 want_ctr=1.6 ;;
+	esac
+	for n in $TESTBED_NODES; do
+		expect_eq \$want_os \"\$(tb \$n sh -c '. /etc/os-release; echo \$VERSION_ID')\" \"\$n: Debian release\"
+		tb \$n dpkg-query -W -f '\${Version}' containerd | cut -d . -f 1-2 >ctr
+		expect_eq \$want_ctr \"\$(cat ctr)\" \"\$n: containerd\"
+	done
 "
 
 test_case "validation at the end of up: every check passes" "
