@@ -384,7 +384,10 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
 	if (!o->skip_preflight)
 		preflight_run(&res->preflight, o->inv,
-			      kube_matrix_find(&o->roles->kube, o->inv->cluster.kubernetes_version),
+			      /* status runs without roles: no matrix row to check against */
+			      o->roles ? kube_matrix_find(&o->roles->kube,
+							  o->inv->cluster.kubernetes_version)
+				       : NULL,
 			      o->nodes, facts, o->nr);
 	for (i = 0; i < res->preflight.nr; i++) {
 		const struct preflight_problem *p = &res->preflight.items[i];
