@@ -338,14 +338,16 @@ int profiles_parse_cpu(const char *q, unsigned *milli)
 	if (!q || !*q)
 		return -1;
 	v = strtod(q, &end);
-	if (end == q || v < 0 || v > 1e7)
+	if (end == q || !(v >= 0))
 		return -1;
-	if (!strcmp(end, "m"))
-		*milli = (unsigned)v;
-	else if (!*end)
-		*milli = (unsigned)(v * 1000.0 + 0.5);
-	else
+	if (!*end)
+		v = v * 1000.0 + 0.5;
+	else if (strcmp(end, "m"))
 		return -1;
+	/* in millicores, at most 1e9 (a million CPUs): it fits an unsigned */
+	if (v > 1e9)
+		return -1;
+	*milli = (unsigned)v;
 	return 0;
 }
 
@@ -364,11 +366,15 @@ int profiles_parse_mem(const char *q, uint64_t *mib)
 	if (!q || !*q)
 		return -1;
 	v = strtod(q, &end);
-	if (end == q || v < 0 || v > 1e18)
+	if (end == q || !(v >= 0))
 		return -1;
 	for (i = 0; i < ARRAY_SIZE(units); i++) {
 		if (!strcmp(end, units[i].suffix)) {
-			*mib = (uint64_t)(v * units[i].factor / 1048576.0);
+			/* at most 1e15 MiB (an exabyte, a thousand times over): it fits a uint64_t */
+			double m = v * units[i].factor / 1048576.0;
+			if (!(m <= 1e15))
+				return -1;
+			*mib = (uint64_t)m;
 			return 0;
 		}
 	}

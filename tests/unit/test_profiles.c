@@ -292,6 +292,15 @@ static void test_quantities(void **state)
 	assert_int_equal(profiles_parse_cpu("1.5", &c), 0);
 	assert_int_equal(c, 1500);
 	assert_int_equal(profiles_parse_cpu("x", &c), -1);
+	/* what a node reports is untrusted: beyond an unsigned in millicores, or NaN, is refused
+	 * (fuzz_profiles found 6.57611e+09 converted to unsigned: undefined behaviour) */
+	assert_int_equal(profiles_parse_cpu("6576110", &c), -1);
+	assert_int_equal(profiles_parse_cpu("5000000000m", &c), -1);
+	assert_int_equal(profiles_parse_cpu("nan", &c), -1);
+	assert_int_equal(profiles_parse_cpu("999999", &c), 0);
+	assert_int_equal(c, 999999000u);
+	assert_int_equal(profiles_parse_mem("1e18Ti", &m), -1);
+	assert_int_equal(profiles_parse_mem("nan", &m), -1);
 	assert_int_equal(profiles_parse_mem("16212104Ki", &m), 0);
 	assert_int_equal(m, 15832);
 	assert_int_equal(profiles_parse_mem("64Gi", &m), 0);
