@@ -21,19 +21,8 @@ DATA=$SRC_ROOT/tests/roles/hub
 test_need_cmd python3
 python3 -c 'import yaml' 2>/dev/null || test_skip_all "needs python3-yaml"
 
-# render LAB CONTROL-PLANE OUT
-render() {
-	set -- "$1" "$2" "$3"
-	lab=$1 cp=$2 out=$3
-	k=0
-	args=
-	for f in "$DATA/$lab"-*.json; do
-		k=$((k + 1))
-		args="$args hub_node_$k=@$f"
-	done
-	# shellcheck disable=SC2086 # one NAME=@FILE a word
-	"$RENDER" template "$SRC_ROOT/roles" jupyterhub values.yaml.tmpl "$SRC_ROOT/inventory/$lab.yaml" "$cp" - hub_nodes=$k $args >"$out"
-}
+# shellcheck source=tests/lib-hub.sh
+. "$SRC_ROOT/tests/lib-hub.sh"
 
 # check VALUES NODE-JSON...: parses; 1.5x; every profile fits every node it selects.
 check() {
@@ -71,7 +60,7 @@ check() {
 }
 
 test_case "lab B: CPU-only, GTX 1080 Ti, RTX 2080 Ti, RTX 3070, each on its GPU product label" "
-	render lab-b b-0 b.yaml
+	hub_values lab-b b-0 b.yaml
 	check b.yaml '$DATA'/lab-b-*.json >b.profiles
 	cat b.profiles
 	expect_eq 4 \"\$(wc -l <b.profiles | tr -d ' ')\" 'profiles'
@@ -93,7 +82,7 @@ test_case "lab B: CPU-only, GTX 1080 Ti, RTX 2080 Ti, RTX 3070, each on its GPU 
 "
 
 test_case "lab A: a-2's RTX 4080 + A2 by hostname (1 and 2 GPUs), GTX 1080 Ti by label, allowed users, 2Gi /dev/shm" "
-	render lab-a a-01 a.yaml
+	hub_values lab-a a-01 a.yaml
 	check a.yaml '$DATA'/lab-a-*.json >a.profiles
 	cat a.profiles
 	expect_eq 4 \"\$(wc -l <a.profiles | tr -d ' ')\" 'profiles'

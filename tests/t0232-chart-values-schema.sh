@@ -16,7 +16,6 @@
 . "$(dirname "$0")/lib.sh"
 
 RENDER=$BUILD/tests/tools/render
-DATA=$SRC_ROOT/tests/roles/hub
 test_need_cmd python3
 python3 -c 'import yaml, jsonschema' 2>/dev/null || test_skip_all "needs python3 with yaml and jsonschema"
 
@@ -28,18 +27,8 @@ Z2JH=$(pinned jupyterhub-chart)
 GPUOP=$(pinned gpu-operator-chart)
 NFS=$(pinned nfs-subdir-external-provisioner-chart)
 
-# hub LAB CONTROL-PLANE OUT: the jupyterhub role's values, with the lab's Nodes handed
-hub() {
-	set -- "$1" "$2" "$3"
-	k=0
-	args=
-	for f in "$DATA/$1"-*.json; do
-		k=$((k + 1))
-		args="$args hub_node_$k=@$f"
-	done
-	# shellcheck disable=SC2086 # one NAME=@FILE a word
-	"$RENDER" template "$SRC_ROOT/roles" jupyterhub values.yaml.tmpl "$SRC_ROOT/inventory/$1.yaml" "$2" - hub_nodes=$k $args >"$3"
-}
+# shellcheck source=tests/lib-hub.sh
+. "$SRC_ROOT/tests/lib-hub.sh"
 
 # schema VALUES CHART-DIR: every JSON Schema error of VALUES over the chart's
 # defaults (CHART-DIR/values.yaml, coalesced as Helm does: maps merged, a
@@ -92,8 +81,8 @@ keys() {
 
 if [ -f "$UPSTREAM/z2jh-$Z2JH/values.schema.json" ] && [ -f "$UPSTREAM/z2jh-$Z2JH/values.yaml" ]; then
 	test_case "jupyterhub $Z2JH: lab A's and lab B's hub values are valid against the chart's values.schema.json" "
-		hub lab-a a-01 a.yaml
-		hub lab-b b-0 b.yaml
+		hub_values lab-a a-01 a.yaml
+		hub_values lab-b b-0 b.yaml
 		for v in a.yaml b.yaml; do
 			schema \$v '$UPSTREAM/z2jh-$Z2JH' >\$v.errors || { cat \$v.errors; false; }
 		done
