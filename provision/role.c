@@ -977,12 +977,9 @@ static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t 
 		strv_push(&row->vals, val);
 		row->nr++;
 	}
-	for (c = 0; kube_columns[c]; c++) {
-		for (j = 0; j < row->nr && strcmp(row->keys[j], kube_columns[c]); j++)
-			;
-		if (j == row->nr)
+	for (c = 0; kube_columns[c]; c++)
+		if (!kube_minor_get(row, kube_columns[c]))
 			lerr(l, k, NULL, "minor %s: missing '%s'", minor, kube_columns[c]);
-	}
 }
 
 /* roles/kubernetes.yaml: `minors:` mapping "1.30" to its columns.  Absent: empty. */

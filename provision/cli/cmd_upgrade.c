@@ -29,7 +29,6 @@
 #include "common.h"
 
 static int parallel = 1, drain_timeout = 300;
-static size_t last_nr_workers;
 static struct cli_plan_args args = {.cmd_name = "upgrade", .forks = 64, .output = "text"};
 static char *env_nodes, *env_timeout;
 static const char *env[3];
@@ -227,10 +226,11 @@ static size_t workers_not_at(const struct inventory *inv, const struct node *cp,
 
 /*
  * One stage: the control plane, then the workers whose kubelet is not at
- * TARGET yet (from LINES, cluster_versions()' output), in inventory order.
+ * TARGET yet (from LINES, cluster_versions()' output), in inventory order;
+ * *nr_workers is how many were upgraded.
  */
 static int upgrade_stage(const struct inventory *inv, const struct node *cp, const char *target,
-			 const char *lines)
+			 const char *lines, size_t *nr_workers)
 {
 	const struct node **todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
 	size_t nr_todo = workers_not_at(inv, cp, lines, target, todo, true), i;
@@ -285,7 +285,7 @@ static int upgrade_stage(const struct inventory *inv, const struct node *cp, con
 		}
 		strbuf_release(&names);
 	}
-	last_nr_workers = nr_todo;
+	*nr_workers = nr_todo;
 	free(todo);
 	return 0;
 }
@@ -298,7 +298,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 	struct error err = {0};
 	char *password = NULL, *passphrase = NULL, cur[64];
 	const char *stages[MAX_STAGES];
-	size_t nr_stages = 0, i, st;
+	size_t nr_stages = 0, nr_workers = 0, i, st;
 	struct role_set rs;
 	bool have_rs = false;
 	long want[3], have[3];
@@ -418,14 +418,14 @@ static int upgrade_exec(int nr_pos, char **pos)
 			printf("\nupgrade: stage %zu of %zu: %s\n", st + 1, nr_stages, target);
 			fflush(stdout);
 		}
-		ret = upgrade_stage(inv, cp, target, before.buf);
+		ret = upgrade_stage(inv, cp, target, before.buf, &nr_workers);
 		if (ret)
 			goto out;
 	}
 	if (cluster_versions(inv, cp, password, passphrase, &after, &err) == 0)
 		print_versions("after", after.buf);
 	printf("upgrade %s: done: the control plane and %zu worker%s upgraded to %s\n",
-	       inv->cluster.name, last_nr_workers, last_nr_workers == 1 ? "" : "s",
+	       inv->cluster.name, nr_workers, nr_workers == 1 ? "" : "s",
 	       inv->cluster.kubernetes_version);
 	ret = EXIT_OK;
 out:
