@@ -118,6 +118,7 @@ static void check_kube_minor(struct preflight *pf, size_t i, const struct node *
 {
 	const char *cg = kube_minor_get(kube, "cgroup");
 	const char *cmin = kube_minor_get(kube, "containerd_min");
+	const char *cpref = kube_minor_get(kube, "containerd_preferred");
 	const char *have;
 
 	if (!(n->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER)))
@@ -145,6 +146,19 @@ static void check_kube_minor(struct preflight *pf, size_t i, const struct node *
 		    version, cmin, cmin);
 		add(pf, i, true, hint, "containerd %s%s is older than %s, the oldest Kubernetes %s runs on",
 		    have, f->containerd_version ? "" : " (the distribution's package)", cmin, version);
+		free(hint);
+	} else if (cpref && have && cmp_major_minor(have, cpref) < 0) {
+		char *hint = xasprintf(
+		    "containerd %s answers the kubelet's RuntimeConfig question (its cgroup driver); "
+		    "containerd %s does not, and the kubelet falls back to its own setting, a "
+		    "fallback Kubernetes plans to drop in 1.38.  Nothing to do for %s; install "
+		    "containerd %s or later on the node before upgrading past 1.37",
+		    cpref, have, version, cpref);
+		add(pf, i, false, hint,
+		    "containerd %s%s is older than %s: kubeadm %s warns (preflight "
+		    "ContainerRuntimeVersion)",
+		    have, f->containerd_version ? "" : " (the distribution's package)", cpref,
+		    version);
 		free(hint);
 	}
 }

@@ -858,12 +858,12 @@ static void role_release(struct role *r)
 }
 
 /* The columns of roles/kubernetes.yaml; every row must have each. */
-static const char *const kube_columns[] = {"pause_image",    "apt_key_fingerprint", "kubeadm_api",
-					   "containerd_min", "cgroup",		    "patch",
-					   "end_of_life",    NULL};
+static const char *const kube_columns[] = {
+    "pause_image", "apt_key_fingerprint", "kubeadm_api", "containerd_min", "containerd_preferred",
+    "cgroup",	   "patch",		  "end_of_life", NULL};
 #define KUBE_COLUMNS_HINT                                                                          \
-	"columns: pause_image, apt_key_fingerprint, kubeadm_api, containerd_min, cgroup, patch, "  \
-	"end_of_life"
+	"columns: pause_image, apt_key_fingerprint, kubeadm_api, containerd_min, "                  \
+	"containerd_preferred, cgroup, patch, end_of_life"
 
 static bool kube_column_known(const char *name)
 {

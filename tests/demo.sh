@@ -27,7 +27,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PROVISION=${PROVISION:-$top/build/provision}
-K8S=${DEMO_K8S:-1.35.2}
+K8S=${DEMO_K8S:-1.36.4}
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 

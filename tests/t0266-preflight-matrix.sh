@@ -4,8 +4,10 @@
 # cgroup v2 hierarchy), node-2 a chroot node (this host's cgroup v1 tree);
 # both have Debian 12's containerd 1.6.  For 1.35 the kubelet refuses cgroup
 # v1, so node-2 fails with the kernel parameter in the hint while node-1
-# goes on; for 1.34 both pass; for 1.36 (containerd 2.0 or later) both
-# fail.  `provision plan` only: nothing on the nodes changes.
+# goes on; for 1.34 both pass; for 1.36 node-1 goes on with a warning
+# (kubeadm warns about containerd 1.x from 1.35, kubernetes/kubernetes#134906)
+# and node-2 fails on cgroup v1.  `provision plan` only: nothing on the
+# nodes changes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-testbed.sh"
 
@@ -36,26 +38,28 @@ test_case "the nodes: node-1 on cgroup v2, node-2 on cgroup v1, containerd 1.6 o
 	expect_grep '^1\\.6\\.' cv
 "
 
-test_case "1.35.2: node-2 (cgroup v1) refused with the kernel parameter; node-1 goes on" "
-	plan_result 1.35.2 >result.out
+test_case "1.35.8: node-2 (cgroup v1) refused with the kernel parameter; node-1 goes on" "
+	plan_result 1.35.8 >result.out
 	cat result.out
 	expect_grep '^node-1=done node-2=failed\$' result.out
-	expect_grep '^node-2 error the node runs cgroup v1, and the kubelet of Kubernetes 1.35.2 refuses to start on cgroup v1 (failCgroupV1) (hint: boot Debian 12 with cgroup v2: in /etc/default/grub add systemd.unified_cgroup_hierarchy=1 to GRUB_CMDLINE_LINUX' result.out
+	expect_grep '^node-2 error the node runs cgroup v1, and the kubelet of Kubernetes 1.35.8 refuses to start on cgroup v1 (failCgroupV1) (hint: boot Debian 12 with cgroup v2: in /etc/default/grub add systemd.unified_cgroup_hierarchy=1 to GRUB_CMDLINE_LINUX' result.out
 	expect_no_grep '^node-1 error' result.out
 "
 
-test_case "1.34.5: both nodes pass (cgroup v1 is still allowed)" "
-	plan_result 1.34.5 >result.out
+test_case "1.34.11: both nodes pass (cgroup v1 is still allowed)" "
+	plan_result 1.34.11 >result.out
 	cat result.out
 	expect_grep '^node-1=done node-2=done\$' result.out
 	expect_no_grep 'cgroup' result.out
 "
 
-test_case "1.36.1: containerd 1.6.20 is older than 2.0 on both nodes: both refused" "
-	plan_result 1.36.1 >result.out
+test_case "1.36.4: node-1 goes on, warned that containerd 1.6.20 is older than 2.0; node-2 refused (cgroup v1)" "
+	plan_result 1.36.4 >result.out
 	cat result.out
-	expect_grep '^node-1=failed node-2=failed\$' result.out
-	expect_grep '^node-1 error containerd 1.6.20.* is older than 2.0, the oldest Kubernetes 1.36.1 runs on' result.out
+	expect_grep '^node-1=done node-2=failed\$' result.out
+	expect_grep '^node-1 warning containerd 1.6.20.* is older than 2.0: kubeadm 1.36.4 warns (preflight ContainerRuntimeVersion) (hint: containerd 2.0 answers the kubelet' result.out
+	expect_grep '^node-2 error the node runs cgroup v1, and the kubelet of Kubernetes 1.36.4 refuses' result.out
+	expect_no_grep 'is older than 1.6' result.out
 "
 
 test_done

@@ -226,7 +226,7 @@ kubeadm_reads() {
 }
 
 test_case "kubeadm's config API per minor: the roles' config read without a warning by 1.30, 1.31, 1.35 and 1.36; v1beta3 deprecated from 1.31 and gone in 1.36; v1beta4 fields and shapes" "
-	for v in 1.30.4 1.31.14 1.35.2 1.36.1; do
+	for v in 1.30.4 1.31.14 1.35.8 1.36.4; do
 		cat >inv-\$v.yaml <<-EOF
 			cluster: {name: t, kubernetes_version: \"\$v\"}
 			ssh: {user: admin}
@@ -249,17 +249,17 @@ test_case "kubeadm's config API per minor: the roles' config read without a warn
 	kubeadm_reads 1.31.14 v3.yaml init >r 2>w
 	expect_eq 'ok ClusterConfiguration InitConfiguration KubeletConfiguration' \"\$(cat r)\" 'kubeadm 1.31 reads v1beta3'
 	expect_grep 'your configuration file uses a deprecated API spec: \"kubeadm.k8s.io/v1beta3\" (kind: \"InitConfiguration\")' w
-	kubeadm_reads 1.36.1 v3.yaml init >r 2>w
+	kubeadm_reads 1.36.4 v3.yaml init >r 2>w
 	expect_eq 'error: your configuration file uses an old API spec: \"kubeadm.k8s.io/v1beta3\" (kind: \"InitConfiguration\"). Please use kubeadm v1.35 instead and run '\"'\"'kubeadm config migrate --old-config old.yaml --new-config new.yaml'\"'\"', which will write the new, similar spec using a newer API version.' \"\$(cat r)\" 'kubeadm 1.36 and v1beta3'
 	kubeadm_reads 1.30.4 init-1.31.14.yaml init >r 2>w
 	expect_eq 'error: no kind \"InitConfiguration\" is registered for version \"kubeadm.k8s.io/v1beta4\" in scheme \"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31\"' \"\$(cat r)\" 'kubeadm 1.30 and v1beta4'
 	kubeadm_reads 1.31.14 v3-shape4.yaml init >r 2>w
 	expect_eq 'error: json: cannot unmarshal array into Go struct field InitConfiguration.nodeRegistration.kubeletExtraArgs of type map[string]string' \"\$(cat r)\" 'a v1beta4 list in v1beta3'
 	sed 's/v1beta3/v1beta4/' init-1.30.4.yaml >v4-shape3.yaml
-	kubeadm_reads 1.35.2 v4-shape3.yaml init >r 2>w
+	kubeadm_reads 1.35.8 v4-shape3.yaml init >r 2>w
 	expect_eq 'error: json: cannot unmarshal object into Go struct field InitConfiguration.nodeRegistration.kubeletExtraArgs of type []v1beta4.Arg' \"\$(cat r)\" 'a v1beta3 map in v1beta4'
 	printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta4' 'kind: JoinConfiguration' 'discovery:' '  timeout: 1m0s' '  bootstrapToken: {token: abcdef.0123456789abcdef, apiServerEndpoint: \"198.18.0.10:6443\"}' >join4.yaml
-	kubeadm_reads 1.35.2 join4.yaml join >r 2>w
+	kubeadm_reads 1.35.8 join4.yaml join >r 2>w
 	expect_eq 'ok JoinConfiguration' \"\$(cat r)\" 'v1beta4 join'
 	expect_grep 'strict decoding error: unknown field \"discovery.timeout\"' w
 	# the fake's v1beta3 field table is the real one (json tags of types.go)
@@ -285,7 +285,7 @@ test_case "kubeadm's config API per minor: the roles' config read without a warn
 
 test_case "the kubelet of 1.35 refuses a cgroup v1 host unless failCgroupV1 is false; 1.34's runs there" "
 	if [ \"\$(stat -fc %T /sys/fs/cgroup)\" = cgroup2fs ]; then want_v1=no; else want_v1=yes; fi
-	for v in 1.34.5 1.35.2; do
+	for v in 1.34.11 1.35.8; do
 		pyfake kubelet \$v <<-'EOF' >out-\$v 2>&1
 			import types
 			for cfg in ({}, {'failCgroupV1': False}):
@@ -296,15 +296,15 @@ test_case "the kubelet of 1.35 refuses a cgroup v1 host unless failCgroupV1 is f
 			        print('exit', e.code, cfg)
 		EOF
 	done
-	cat out-1.35.2
+	cat out-1.35.8
 	expect_eq \"runs {}
-runs {'failCgroupV1': False}\" \"\$(cat out-1.34.5)\" 'kubelet 1.34'
+runs {'failCgroupV1': False}\" \"\$(cat out-1.34.11)\" 'kubelet 1.34'
 	if [ \$want_v1 = yes ]; then
-		expect_grep '^exit 1 {}\$' out-1.35.2
-		expect_grep 'kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported' out-1.35.2
-		expect_grep \"^runs {'failCgroupV1': False}\\\$\" out-1.35.2
+		expect_grep '^exit 1 {}\$' out-1.35.8
+		expect_grep 'kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported' out-1.35.8
+		expect_grep \"^runs {'failCgroupV1': False}\\\$\" out-1.35.8
 	else
-		expect_grep '^runs {}\$' out-1.35.2
+		expect_grep '^runs {}\$' out-1.35.8
 	fi
 "
 

@@ -1,11 +1,11 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
-# t0455-upgrade: `provision upgrade` from Kubernetes 1.30.4 to 1.35.2 (the
+# t0455-upgrade: `provision upgrade` from Kubernetes 1.30.4 to 1.36.4 (the
 # default of roles/kubernetes.yaml) on a three-node testbed cluster (node-1
 # the control plane, node-2 and node-3 workers), minor by minor through the
-# table's patch releases 1.31.14, 1.32.10, 1.33.9 and 1.34.5, with the fake
+# table's patch releases 1.31.14, 1.32.10, 1.33.9, 1.34.11 and 1.35.8, with the fake
 # packages of every one in the apt repository (pkgs.k8s.io's layout:
-# core:/stable:/v1.30 ... v1.35), judged by the cluster's and the nodes'
+# core:/stable:/v1.30 ... v1.36), judged by the cluster's and the nodes'
 # real state:
 #   - refusals before anything changes (exit 2, the inventory's
 #     file:line:col): 1.40.0 skips minors the table has no patch for,
@@ -17,8 +17,8 @@
 #     (kubelet, kubeadm package, schedulable);
 #   - once the pod is gone, the same command (workers two at a time)
 #     finishes: every stage listed, the API server and every kubelet report
-#     v1.35.2, kubeadm/kubelet/kubectl are 1.35.2 and held on every node,
-#     the kubeadm-config ConfigMap says v1.35.2 in kubeadm.k8s.io/v1beta4
+#     v1.36.4, kubeadm/kubelet/kubectl are 1.36.4 and held on every node,
+#     the kubeadm-config ConfigMap says v1.36.4 in kubeadm.k8s.io/v1beta4
 #     (the stand-in stores it so from 1.31, like kubeadm), every node is
 #     Ready and schedulable;
 #   - the versions before and after are in the output and in the recorded
@@ -35,7 +35,7 @@ skip_all_cases() {
 	test_done
 	exit $?
 }
-CLUSTER_MORE_VERSIONS="1.31.14 1.32.10 1.33.9 1.34.5 1.35.2"
+CLUSTER_MORE_VERSIONS="1.31.14 1.32.10 1.33.9 1.34.11 1.35.8 1.36.4"
 cluster_testbed 3 1.30.4 || skip_all_cases "$CLUSTER_SKIP"
 P="--state $STATE --roles $ROLES --no-tui"
 
@@ -72,9 +72,9 @@ test_case "a pod without a controller on node-2: control plane upgraded, node-2 
 	printf '%s\n' 'apiVersion: v1' 'kind: Pod' 'metadata:' '  name: lonely' '  namespace: default' 'spec:' \
 		'  nodeName: node-2' '  containers:' '  - name: c' '    image: registry.example/lonely:1' |
 		tb node-1 sh -c 'cat >/tmp/lonely.yaml && kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f /tmp/lonely.yaml'
-	with_version 1.35.2 new.yaml
+	with_version 1.36.4 new.yaml
 	expect_status 1 '$PROVISION' upgrade -i new.yaml $P >stop.out 2>&1
-	expect_grep '^upgrade: 1.30.4 to 1.35.2, one minor at a time: 1.31.14, 1.32.10, 1.33.9, 1.34.5, 1.35.2\$' stop.out
+	expect_grep '^upgrade: 1.30.4 to 1.36.4, one minor at a time: 1.31.14, 1.32.10, 1.33.9, 1.34.11, 1.35.8, 1.36.4\$' stop.out
 	expect_grep '^upgrade: worker node-2 to 1.31.14 (1 of 2)' stop.out
 	expect_grep 'pods that would not leave node-2: default/lonely' stop.out
 	expect_grep '^upgrade: stopped at node-2; not touched: node-3' stop.out
@@ -86,32 +86,32 @@ test_case "a pod without a controller on node-2: control plane upgraded, node-2 
 	expect_eq '' \"\$(kc get node node-3 -o 'jsonpath={.spec.unschedulable}')\" 'node-3 schedulable'
 "
 
-test_case "the pod gone, the same command finishes, minor by minor: every component and package at 1.35.2, held, Ready, schedulable; kubeadm-config in v1beta4" "
+test_case "the pod gone, the same command finishes, minor by minor: every component and package at 1.36.4, held, Ready, schedulable; kubeadm-config in v1beta4" "
 	kc delete pod lonely
 	'$PROVISION' upgrade -i new.yaml $P --parallel 2 >up2.out 2>&1 || { tail -n 60 up2.out; false; }
 	grep '^upgrade: ' up2.out
 	kubelets >v3
-	expect_eq 3 \"\$(grep -c ' v1.35.2\$' v3)\" 'kubelets at v1.35.2'
-	expect_eq v1.35.2 \"\$(kc version -o json | sed -n 's/.*\"gitVersion\": *\"\\(v[^\"]*\\)\".*/\\1/p' | tail -n 1)\" 'API server'
+	expect_eq 3 \"\$(grep -c ' v1.36.4\$' v3)\" 'kubelets at v1.36.4'
+	expect_eq v1.36.4 \"\$(kc version -o json | sed -n 's/.*\"gitVersion\": *\"\\(v[^\"]*\\)\".*/\\1/p' | tail -n 1)\" 'API server'
 	kc -n kube-system get configmap kubeadm-config -o 'jsonpath={.data.ClusterConfiguration}' >cc.yaml
-	expect_grep '^kubernetesVersion: v1.35.2' cc.yaml
+	expect_grep '^kubernetesVersion: v1.36.4' cc.yaml
 	expect_grep '^apiVersion: kubeadm.k8s.io/v1beta4' cc.yaml
 	for n in node-1 node-2 node-3; do
 		for p in kubeadm kubelet kubectl; do
-			expect_eq 1.35.2 \"\$(tb \$n dpkg-query -W -f '\${Version}' \$p | cut -d - -f 1)\" \"\$p on \$n\"
+			expect_eq 1.36.4 \"\$(tb \$n dpkg-query -W -f '\${Version}' \$p | cut -d - -f 1)\" \"\$p on \$n\"
 		done
 		expect_eq 'kubeadm kubectl kubelet' \"\$(tb \$n apt-mark showhold | sort | paste -sd ' ' -)\" \"held on \$n\"
 		expect_eq True \"\$(kc get node \$n -o 'jsonpath={.status.conditions[?(@.type==\"Ready\")].status}')\" \"\$n Ready\"
 		expect_eq '' \"\$(kc get node \$n -o 'jsonpath={.spec.unschedulable}')\" \"\$n schedulable\"
 	done
 	# every stage in order, the workers of each after its control plane
-	for v in 1.31.14 1.32.10 1.33.9 1.34.5 1.35.2; do
+	for v in 1.31.14 1.32.10 1.33.9 1.34.11 1.35.8 1.36.4; do
 		expect_grep \"^upgrade: the control plane node-1 to \$v\\\$\" up2.out
 		expect_grep \"^upgrade: workers node-2 node-3 to \$v (2 of 2)\" up2.out
 	done
 	grep -o '^upgrade: the control plane node-1 to [0-9.]*' up2.out | awk '{print \$NF}' | paste -sd ' ' - >order
-	expect_eq '1.31.14 1.32.10 1.33.9 1.34.5 1.35.2' \"\$(cat order)\" 'stages in order'
-	expect_grep 'upgrade: versions after: control plane v1.35.2; kubelets: node-1 v1.35.2, node-2 v1.35.2, node-3 v1.35.2' up2.out
+	expect_eq '1.31.14 1.32.10 1.33.9 1.34.11 1.35.8 1.36.4' \"\$(cat order)\" 'stages in order'
+	expect_grep 'upgrade: versions after: control plane v1.36.4; kubelets: node-1 v1.36.4, node-2 v1.36.4, node-3 v1.36.4' up2.out
 "
 
 test_case "the versions before and after are in the output and in the recorded logs" "
@@ -125,13 +125,13 @@ test_case "the versions before and after are in the output and in the recorded l
 	done
 	expect_grep 'versions before: control plane v1.30.4' recorded.log
 	expect_grep 'versions after: control plane v1.31.14' recorded.log
-	expect_grep 'versions after: control plane v1.35.2' recorded.log
-	expect_grep 'versions after: node-3 kubelet v1.35.2' recorded.log
+	expect_grep 'versions after: control plane v1.36.4' recorded.log
+	expect_grep 'versions after: node-3 kubelet v1.36.4' recorded.log
 "
 
 test_case "a second upgrade changes nothing" "
 	'$PROVISION' upgrade -i new.yaml $P >up3.out 2>&1 || { tail -n 40 up3.out; false; }
-	expect_grep 'done: the control plane and 0 workers upgraded to 1.35.2' up3.out
+	expect_grep 'done: the control plane and 0 workers upgraded to 1.36.4' up3.out
 	expect_grep '^upgrade .*: 1 node, 0 changed' up3.out
 "
 
