@@ -1266,7 +1266,7 @@ static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_setting
 
 static const char *const cluster_keys[] = {
     "name",	  "kubernetes_version", "pod_cidr", "service_cidr",	   "api_port",
-    "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint",
+    "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint", "containerd",
 };
 enum {
 	CL_NAME,
@@ -1278,6 +1278,7 @@ enum {
 	CL_HTTP_PROXY,
 	CL_NO_PROXY,
 	CL_APT_KEY_FINGERPRINT,
+	CL_CONTAINERD,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1372,6 +1373,15 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 		get_str_list(p, y, "no_proxy", &c->no_proxy);
 	if ((y = f.val[CL_APT_KEY_FINGERPRINT]))
 		get_fingerprint(p, y, "apt_key_fingerprint", &c->apt_key_fingerprint);
+	if ((y = f.val[CL_CONTAINERD]) && (t = get_text(p, y, "containerd"))) {
+		if (!strcmp(t, "release"))
+			c->containerd_release = true;
+		else if (strcmp(t, "distribution"))
+			err_at(p, y,
+			       "write 'distribution' (the node's containerd package, the default) or "
+			       "'release' (containerd 2.x from its release archive)",
+			       "'containerd' must be distribution or release, not '%s'", t);
+	}
 }
 
 /* Nodes ---------------------------------------------------------------------- */
@@ -1545,8 +1555,9 @@ static char **expand(struct parser *p, const yaml_node_t *n, const char *key, si
 	return list;
 }
 
-static const char *const node_keys[] = {"name", "address", "roles", "gpus", "ssh", "labels"};
-enum { N_NAME, N_ADDRESS, N_ROLES, N_GPUS, N_SSH, N_LABELS };
+static const char *const node_keys[] = {"name", "address", "roles", "gpus",
+					"ssh",	"labels",  "arch"};
+enum { N_NAME, N_ADDRESS, N_ROLES, N_GPUS, N_SSH, N_LABELS, N_ARCH };
 
 static void parse_node(struct parser *p, const yaml_node_t *item)
 {
@@ -1559,6 +1570,7 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 	size_t nr_names = 0, nr_addrs = 0, i;
 	unsigned roles = 0;
 	int gpus = -1;
+	const char *arch = "amd64", *t;
 	bool roles_ok = false;
 	char buf[64];
 
@@ -1630,6 +1642,15 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		parse_ssh(p, f.val[N_SSH], &ssh);
 	if (f.val[N_LABELS])
 		parse_labels(p, f.val[N_LABELS], &labels);
+	if (f.val[N_ARCH] && (t = get_text(p, f.val[N_ARCH], "arch"))) {
+		if (!strcmp(t, "arm64"))
+			arch = "arm64";
+		else if (strcmp(t, "amd64"))
+			err_at(p, f.val[N_ARCH],
+			       "write amd64 (x86_64, the default) or arm64 (aarch64: Jetson, Grace), "
+			       "the names of the release archives",
+			       "'arch' must be amd64 or arm64, not '%s'", t);
+	}
 	if (!roles_ok)
 		p->roles_incomplete = true;
 	if (!names)
@@ -1654,12 +1675,14 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		    .address = xstrdup(addrs[i]),
 		    .roles = roles,
 		    .gpus = gpus,
+		    .arch = arch,
 		    .labels = strv_dup(labels),
 		    .pos = where,
 		    .name_pos = pos_of(f.val[N_NAME]),
 		    .address_pos = pos_of(f.val[N_ADDRESS]),
 		    .roles_pos = f.val[N_ROLES] ? pos_of(f.val[N_ROLES]) : where,
 		    .gpus_pos = f.val[N_GPUS] ? pos_of(f.val[N_GPUS]) : (struct source_pos){0},
+		    .arch_pos = f.val[N_ARCH] ? pos_of(f.val[N_ARCH]) : (struct source_pos){0},
 		};
 		ssh_copy(&nd->ssh, &ssh);
 	}

@@ -65,11 +65,12 @@ struct node {
 	char *address;	/* host name or IPv4/IPv6 literal, as written or expanded */
 	unsigned roles; /* enum node_role bits */
 	int gpus;	/* expected GPU count; -1 when not declared */
+	const char *arch; /* "amd64" (default) or "arm64": which release archives it gets */
 	struct ssh_settings ssh;
 	char **labels;	       /* "key=value" Kubernetes labels to add, NULL-terminated */
 	struct source_pos pos; /* the node's entry (the `- name:` mapping) */
 	/* Where its values were written (shared by the nodes of one range). */
-	struct source_pos name_pos, address_pos, roles_pos, gpus_pos;
+	struct source_pos name_pos, address_pos, roles_pos, gpus_pos, arch_pos;
 };
 
 struct nfs_settings {
@@ -114,6 +115,7 @@ struct cluster_settings {
 	char *apt_key_fingerprint; /* NULL: pkgs.k8s.io's (roles/kubernetes.yaml) */
 	char *http_proxy;	   /* NULL: none */
 	char **no_proxy;	   /* extra NO_PROXY entries, NULL-terminated (maybe empty) */
+	bool containerd_release;   /* containerd: release (roles/containerd-release) */
 	struct source_pos kubernetes_version_pos; /* where it is written (provision upgrade) */
 };
 

@@ -96,6 +96,9 @@ static const struct os_row *os_find(const struct facts *f)
 }
 
 /* "1.6.20" against "2.0": <0, 0, >0 on major.minor; 0 when either does not parse. */
+/* The containerd of roles/artifacts.yaml's release archive (containerd-linux-*). */
+#define CONTAINERD_RELEASE "2.3.4"
+
 static int cmp_major_minor(const char *a, const char *b)
 {
 	unsigned am, an, bm, bn;
@@ -114,8 +117,9 @@ static int cmp_major_minor(const char *a, const char *b)
  */
 static void check_kube_minor(struct preflight *pf, size_t i, const struct node *n,
 			     const struct facts *f, const struct os_row *os,
-			     const struct kube_minor *kube, const char *version)
+			     const struct kube_minor *kube, const struct inventory *inv)
 {
+	const char *version = inv->cluster.kubernetes_version;
 	const char *cg = kube_minor_get(kube, "cgroup");
 	const char *cmin = kube_minor_get(kube, "containerd_min");
 	const char *cpref = kube_minor_get(kube, "containerd_preferred");
@@ -137,13 +141,16 @@ static void check_kube_minor(struct preflight *pf, size_t i, const struct node *
 		    version);
 		free(hint);
 	}
-	have = f->containerd_version ? f->containerd_version : os ? os->containerd : NULL;
+	/* containerd: release installs CONTAINERD_RELEASE (roles/containerd-release) */
+	have = inv->cluster.containerd_release ? CONTAINERD_RELEASE
+	       : f->containerd_version		? f->containerd_version
+	       : os				? os->containerd
+						: NULL;
 	if (cmin && have && cmp_major_minor(have, cmin) < 0) {
 		char *hint = xasprintf(
-		    "Kubernetes %s needs containerd %s or later, which provision does not install "
-		    "yet (containerd's release archive is not among the artifacts): use "
-		    "kubernetes_version 1.35.x, or install containerd %s on the node first",
-		    version, cmin, cmin);
+		    "set 'containerd: release' under cluster in the inventory: provision then "
+		    "installs containerd %s from its release archive on every Kubernetes node",
+		    CONTAINERD_RELEASE);
 		add(pf, i, true, hint, "containerd %s%s is older than %s, the oldest Kubernetes %s runs on",
 		    have, f->containerd_version ? "" : " (the distribution's package)", cmin, version);
 		free(hint);
@@ -151,9 +158,9 @@ static void check_kube_minor(struct preflight *pf, size_t i, const struct node *
 		char *hint = xasprintf(
 		    "containerd %s answers the kubelet's RuntimeConfig question (its cgroup driver); "
 		    "containerd %s does not, and the kubelet falls back to its own setting, a "
-		    "fallback Kubernetes plans to drop in 1.38.  Nothing to do for %s; install "
-		    "containerd %s or later on the node before upgrading past 1.37",
-		    cpref, have, version, cpref);
+		    "fallback Kubernetes plans to drop in 1.38.  It works with %s; to move to "
+		    "containerd %s now, set 'containerd: release' under cluster in the inventory",
+		    cpref, have, version, CONTAINERD_RELEASE);
 		add(pf, i, false, hint,
 		    "containerd %s%s is older than %s: kubeadm %s warns (preflight "
 		    "ContainerRuntimeVersion)",
@@ -161,6 +168,31 @@ static void check_kube_minor(struct preflight *pf, size_t i, const struct node *
 		    version);
 		free(hint);
 	}
+}
+
+/* The release archives a node gets follow its inventory arch: it must be the machine's. */
+static void check_arch(struct preflight *pf, size_t i, const struct node *n,
+		       const struct facts *f)
+{
+	const char *want = n->arch ? n->arch : "amd64";
+	const char *have = !f->arch ? NULL
+			   : !strcmp(f->arch, "x86_64") ? "amd64"
+			   : !strcmp(f->arch, "aarch64") ? "arm64"
+							 : f->arch;
+
+	if (!have || !strcmp(have, want))
+		return;
+	if (strcmp(have, "amd64") && strcmp(have, "arm64")) {
+		add(pf, i, true,
+		    "provision covers x86_64 (amd64) and aarch64 (arm64) machines: their release "
+		    "archives are the ones pinned in roles/artifacts.yaml",
+		    "the node is a %s machine", have);
+		return;
+	}
+	char *hint = xasprintf("write 'arch: %s' in the node's entry of the inventory", have);
+	add(pf, i, true, hint, "the node is an %s machine, but the inventory says arch %s%s", have,
+	    want, n->arch_pos.line ? "" : " (the default)");
+	free(hint);
 }
 
 /* Report every pair of nodes sharing a value that must be unique. */
@@ -215,7 +247,8 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 			    "provision supports Ubuntu 20.04, 22.04, 24.04 and Debian 12, 13",
 			    "unsupported OS '%s %s'", f->os_id ? f->os_id : "unknown",
 			    f->os_version ? f->os_version : "");
-		check_kube_minor(pf, i, n, f, os, kube, inv->cluster.kubernetes_version);
+		check_arch(pf, i, n, f);
+		check_kube_minor(pf, i, n, f, os, kube, inv);
 		found = f->nr_nvidia_pci > f->nr_gpus ? f->nr_nvidia_pci : f->nr_gpus;
 		if (n->gpus >= 0 && (size_t)n->gpus != found)
 			add(pf, i, true,

@@ -138,7 +138,8 @@ static const char *const role_keys[] = {
     "description", "phase",	"applies_to", "when",  "depends_on", "wait_for", "after",
     "vars",	   "templates", "artifacts",  "hands", "fetches",    NULL};
 static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before", NULL};
-static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", "hub", NULL};
+static const char *const when_words[] = {"gpu",	    "no-gpu",		  "nfs",
+					 "not-nfs-server", "hub", "containerd-release", NULL};
 
 static bool parse_mode(const char *s, unsigned *mode)
 {
@@ -228,7 +229,7 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 	r->templates[r->nr_templates++] = t;
 }
 
-static const char *const artifact_keys[] = {"name", "dest", "mode", "owner", "before", NULL};
+static const char *const artifact_keys[] = {"name", "dest", "mode", "owner", "before", "arch", NULL};
 
 static void load_artifact_entry(struct loader *l, struct role *r, const yaml_node_t *m)
 {
@@ -265,6 +266,8 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 			slot = &a.owner;
 		else if (!strcmp(key, "before"))
 			slot = &a.before;
+		else if (!strcmp(key, "arch"))
+			slot = &a.arch;
 		if (!slot) {
 			unknown_key(l, k, key, artifact_keys);
 			ok = false;
@@ -285,11 +288,17 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 		lerr(l, m, NULL, "an artifact needs both 'name' and 'dest'");
 		ok = false;
 	}
+	if (a.arch && strcmp(a.arch, "amd64") && strcmp(a.arch, "arm64")) {
+		lerr(l, m, "write amd64 or arm64, the node arch names of the inventory",
+		     "'arch' must be amd64 or arm64, not '%s'", a.arch);
+		ok = false;
+	}
 	if (!ok) {
 		free(a.name);
 		free(a.dest);
 		free(a.owner);
 		free(a.before);
+		free(a.arch);
 		return;
 	}
 	if (!a.owner)
@@ -839,6 +848,7 @@ static void role_release(struct role *r)
 		free(r->artifacts[i].dest);
 		free(r->artifacts[i].owner);
 		free(r->artifacts[i].before);
+		free(r->artifacts[i].arch);
 	}
 	free(r->artifacts);
 	for (i = 0; i < r->nr_hands; i++)
@@ -1273,7 +1283,14 @@ bool role_applies(const struct role *r, const struct inventory *inv, const struc
 		return false;
 	if ((r->when & ROLE_WHEN_HUB) && !inv->hub.enabled)
 		return false;
+	if ((r->when & ROLE_WHEN_CONTAINERD_RELEASE) && !inv->cluster.containerd_release)
+		return false;
 	return true;
+}
+
+bool role_artifact_for(const struct role_artifact *a, const struct node *n)
+{
+	return !a->arch || !strcmp(a->arch, n->arch ? n->arch : "amd64");
 }
 
 static void sanitized(char *out, size_t size, const char *s)

@@ -28,6 +28,7 @@ enum role_when {
 	ROLE_WHEN_NFS = 1u << 2,
 	ROLE_WHEN_NOT_NFS_SERVER = 1u << 3,
 	ROLE_WHEN_HUB = 1u << 4, /* the inventory's jupyterhub is enabled */
+	ROLE_WHEN_CONTAINERD_RELEASE = 1u << 5, /* cluster.containerd: release */
 };
 
 struct role_template {
@@ -47,7 +48,11 @@ struct role_artifact {
 	unsigned mode;
 	char *owner;
 	char *before; /* as for templates */
+	char *arch;   /* "amd64" or "arm64": only nodes of that arch get it; NULL: every node */
 };
+
+/* Whether node N gets artifact A (its arch). */
+bool role_artifact_for(const struct role_artifact *a, const struct node *n);
 
 /* Whom a handed value reaches (role.yaml `hands`, `to:`). */
 enum role_hand_to {

@@ -58,10 +58,16 @@ pv_gpu_list() {
 		sed -n 's/^\(.*[^ ]\), *\([0-9][0-9]*\)$/\1:\2/p' | paste -sd , - || :
 }
 
-# pv_containerd_package: the installed package that provides containerd,
-# the distribution's `containerd` or Docker's `containerd.io`; exit 1 when
-# neither is installed.
+# pv_containerd_package: what provides the containerd on PATH: "release"
+# when it is the one roles/containerd-release installed from containerd's
+# release archive, else the installed package, the distribution's
+# `containerd` or Docker's `containerd.io`; exit 1 when there is none.
 pv_containerd_package() {
+	if [ "$(command -v containerd)" = /usr/local/bin/containerd ] &&
+		[ -f "$PROVISION_STATE_DIR/containerd-release.sha256" ]; then
+		echo release
+		return 0
+	fi
 	for _p in containerd containerd.io; do
 		case $(dpkg-query -W -f='${db:Status-Abbrev}' "$_p" 2>/dev/null || true) in
 		?i*)

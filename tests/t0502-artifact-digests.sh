@@ -8,6 +8,14 @@
 # another URL is another file), Helm's for that version and architecture.
 # Each entry's comment must name the source it was taken from.  A fetch
 # that does not match the pin is refused: t0500.
+#
+# containerd's and runc's archives (roles/containerd-release) have their
+# digests from kubespray's checksums.yml, of which ../shared/upstream has no
+# copy: they are compared with it when a clone of kubernetes-sigs/kubespray
+# is at hand (PROVISION_TEST_KUBESPRAY=GIT_DIR, or the tool library's
+# mirror beside the checkout), at the commit their comment names; without
+# one the test says so and checks only that the comment names that commit
+# and that provision/preflight.c's CONTAINERD_RELEASE is the pinned version.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 test_need_cmd python3
@@ -15,10 +23,20 @@ test_need_upstream indexes/helm-archives.json indexes/jupyterhub.json \
 	indexes/gpu-operator.json indexes/nfs-subdir-external-provisioner.json
 python3 -c 'import yaml' 2>/dev/null || test_skip_all "needs python3-yaml"
 
+KUBESPRAY=${PROVISION_TEST_KUBESPRAY:-$SRC_ROOT/../.mirror/kubernetes-sigs+kubespray/repo}
+KS_COMMIT=46dbdd3994b32640bcd806b0097f50e8fdf1d514
+KS_FILE=$TEST_DIR/kubespray-checksums.yml
+if git --git-dir="$KUBESPRAY" show "$KS_COMMIT:roles/kubespray_defaults/vars/main/checksums.yml" >"$KS_FILE" 2>/dev/null; then
+	echo "# containerd/runc digests compared with kubespray $KS_COMMIT ($KUBESPRAY)"
+else
+	: >"$KS_FILE"
+	echo "# no kubespray clone at $KUBESPRAY: containerd/runc digests checked for their named source only"
+fi
+
 test_case "roles/artifacts.yaml: no pending hash, each the digest its project publishes" "
-	python3 - '$SRC_ROOT/roles/artifacts.yaml' '$UPSTREAM/indexes' <<-'PY'
+	python3 - '$SRC_ROOT/roles/artifacts.yaml' '$UPSTREAM/indexes' '$KS_FILE' '$KS_COMMIT' '$SRC_ROOT/provision/preflight.c' <<-'PY'
 		import json, os, re, sys, yaml
-		manifest, idx = sys.argv[1], sys.argv[2]
+		manifest, idx, ks_file, ks_commit, preflight = sys.argv[1:6]
 		m = yaml.safe_load(open(manifest))
 		text = open(manifest).read()
 		published = {}
@@ -35,6 +53,22 @@ test_case "roles/artifacts.yaml: no pending hash, each the digest its project pu
 		    for e in d['entries']:
 		        for url in e['urls']:
 		            published[url] = (e['digest'], d['_source'])
+		ks = yaml.safe_load(open(ks_file)) if os.path.getsize(ks_file) else None
+		release = re.search(r'#define CONTAINERD_RELEASE \"([0-9.]+)\"', open(preflight).read()).group(1)
+		pat = {'containerd_archive_checksums': r'https://github.com/containerd/containerd/releases/download/v([0-9.]+)/containerd-\\1-linux-(amd64|arm64).tar.gz',
+		       'runc_checksums': r'https://github.com/opencontainers/runc/releases/download/v([0-9.]+)/runc.(amd64|arm64)'}
+		for key, rx in pat.items():
+		    for name, a in m.items():
+		        mm = re.fullmatch(rx, a['url'])
+		        if not mm:
+		            continue
+		        if key.startswith('containerd'):
+		            assert mm.group(1) == release, '%s: %s, CONTAINERD_RELEASE %s' % (name, mm.group(1), release)
+		        if ks:
+		            want = ks[key][mm.group(2)][mm.group(1)]
+		            published[a['url']] = (want.split(':')[-1], 'kubespray ' + ks_commit)
+		        else:
+		            published[a['url']] = (str(a['sha256']), 'kubespray ' + ks_commit + ' (not compared: no clone)')
 		assert m, 'empty manifest'
 		for name, a in m.items():
 		    h = str(a['sha256'])

@@ -75,13 +75,16 @@ static void on_progress(void *ctx, const struct artifact *a, uint64_t have, uint
 	strbuf_release(&sb);
 }
 
-static bool role_may_apply(const struct role *r, const struct inventory *inv,
-			   const struct node *const *nodes, size_t nr)
+/* Whether artifact A of role R may reach one of the nodes (its arch among theirs). */
+static bool artifact_may_apply(const struct role *r, const struct role_artifact *a,
+			       const struct inventory *inv, const struct node *const *nodes,
+			       size_t nr)
 {
 	size_t i;
 
 	for (i = 0; i < nr; i++)
-		if (role_applies(r, inv, nodes[i], true) || role_applies(r, inv, nodes[i], false))
+		if ((role_applies(r, inv, nodes[i], true) || role_applies(r, inv, nodes[i], false)) &&
+		    role_artifact_for(a, nodes[i]))
 			return true;
 	return false;
 }
@@ -99,12 +102,11 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 		need[i] = all;
 	for (i = 0; i < rs->nr && !all; i++) {
 		const struct role *r = &rs->roles[i];
-		if (!r->nr_artifacts || !(phases & (1u << role_phase_index(r->phase))) ||
-		    !role_may_apply(r, inv, nodes, nr))
+		if (!r->nr_artifacts || !(phases & (1u << role_phase_index(r->phase))))
 			continue;
 		for (k = 0; k < r->nr_artifacts; k++) {
 			const struct artifact *a = artifact_find(m, r->artifacts[k].name);
-			if (a)
+			if (a && artifact_may_apply(r, &r->artifacts[k], inv, nodes, nr))
 				need[a - m->items] = true;
 		}
 	}
