@@ -59,6 +59,7 @@ PROVISION_CACHE=$CACHE
 export PROVISION_CACHE
 sed 's/^  kubernetes_version: .*/&\n  containerd: release/' "$TB_INV" >"$TEST_DIR/inv.yaml"
 grep -q "^  containerd: release$" "$TEST_DIR/inv.yaml" || { echo "# cannot write the inventory"; exit 1; }
+# shellcheck disable=SC2034 # used in the single-quoted test bodies
 P="--roles $ROLES --no-tui"
 
 test_case "up --phases prep: containerd from the release archive, running under provision's unit" '
