@@ -79,6 +79,9 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 	strbuf_addf(sb, FIELD "%s\n", "http proxy", c->http_proxy ? c->http_proxy : "none");
 	if (c->http_proxy)
 		text_list(sb, "no proxy for", c->no_proxy, "the cluster's own networks only");
+	strbuf_addf(sb, FIELD "%s\n", "containerd",
+		    c->containerd_release ? "2.x from its release archive (containerd: release)"
+					  : "the distribution's package");
 
 	strbuf_addstr(sb, "\nstorage\n");
 	if (inv->nfs.server)
@@ -284,6 +287,7 @@ static json_t *json_node(const struct node *nd)
 	json_object_set_new(o, "user", json_string(nd->ssh.user));
 	json_object_set_new(o, "roles", roles);
 	json_object_set_new(o, "gpus", nd->gpus < 0 ? json_null() : json_integer(nd->gpus));
+	json_object_set_new(o, "arch", json_string(nd->arch ? nd->arch : "amd64"));
 	json_object_set_new(o, "sudo", json_string(sudo_names[nd->ssh.sudo]));
 	json_object_set_new(o, "host_keys", json_string(host_keys_names[nd->ssh.host_keys]));
 	json_object_set_new(o, "ssh", json_ssh(&nd->ssh));
@@ -313,6 +317,8 @@ static void print_json(const struct inventory *inv)
 	json_object_set_new(cl, "apt_key_fingerprint", jstr(c->apt_key_fingerprint));
 	json_object_set_new(cl, "http_proxy", jstr(c->http_proxy));
 	json_object_set_new(cl, "no_proxy", jstrv(c->no_proxy));
+	json_object_set_new(cl, "containerd",
+			    json_string(c->containerd_release ? "release" : "distribution"));
 
 	if (inv->nfs.server) {
 		nfs = json_object();
