@@ -77,10 +77,23 @@ static const struct os_row {
     /* run here */
     {"debian", "12", "Debian 12", "1.6", true},
     {"debian", "13", "Debian 13", "1.7", true},
-    /* from documentation and recorded facts */
+    /*
+     * From documentation and recorded facts.  The containerd is what
+     * `apt-get install containerd` gets from the -updates pocket (source
+     * package containerd-app, kept at upstream's stable releases by
+     * Ubuntu's DockerUpdates exception, wiki.ubuntu.com/DockerUpdates):
+     * jammy-updates 2.2.1-0ubuntu1~22.04.2 and noble-updates
+     * 2.2.1-0ubuntu1~24.04.3 on packages.ubuntu.com (the releases
+     * themselves shipped 1.5.9 and 1.7.12).  focal left standard support
+     * in May 2025 and packages.ubuntu.com no longer lists it; its last
+     * containerd updates were 1.7.x, not checked against the archive here.
+     * cgroup: Ubuntu boots the unified (v2) hierarchy from 21.10 on
+     * (ubuntu-devel, 2021-08-17, "systemd enabling cgroup v2 by default");
+     * 20.04's systemd 245 boots the hybrid (v1) one.
+     */
     {"ubuntu", "20.04", "Ubuntu 20.04", "1.7", false},
-    {"ubuntu", "22.04", "Ubuntu 22.04", "1.7", true},
-    {"ubuntu", "24.04", "Ubuntu 24.04", "1.7", true},
+    {"ubuntu", "22.04", "Ubuntu 22.04", "2.2", true},
+    {"ubuntu", "24.04", "Ubuntu 24.04", "2.2", true},
 };
 
 static const struct os_row *os_find(const struct facts *f)

@@ -16,6 +16,7 @@
 #include "facts.h"
 #include "inventory.h"
 #include "preflight.h"
+#include "role.h"
 #include "transport.h"
 #include "util.h"
 
@@ -189,16 +190,13 @@ static void test_fingerprint(void **state)
  * (tests/facts): the cgroup and containerd a minor needs, per OS.  One
  * worker node; its problems, "fatal: MSG" a line.
  */
-static char *matrix_problems(const char *facts_file, const char *version, const char *cgroup,
-			     const char *containerd_min)
+static char *row_problems(const char *facts_file, const char *version, const struct kube_minor *row)
 {
 	static const char yaml_fmt[] = "cluster:\n  name: t\n  kubernetes_version: \"%s\"\n"
 				       "ssh:\n  user: admin\njupyterhub:\n  enabled: false\n"
 				       "nodes:\n  - name: w\n    address: 198.18.0.11\n"
 				       "    roles: [control-plane, worker]\n";
 	const char *dir = getenv("PROVISION_TEST_DATA");
-	char *keys[] = {"cgroup", "containerd_min", NULL}, *vals[3];
-	struct kube_minor row = {.minor = "1.x", .keys = keys, .vals = vals, .nr = 2};
 	struct strbuf path = STRBUF_INIT, text = STRBUF_INIT, yaml = STRBUF_INIT, out = STRBUF_INIT;
 	struct inventory *inv = NULL;
 	struct error err = {0};
@@ -209,9 +207,6 @@ static char *matrix_problems(const char *facts_file, const char *version, const 
 	struct preflight pf = {0};
 	size_t i;
 
-	vals[0] = (char *)cgroup;
-	vals[1] = (char *)containerd_min;
-	vals[2] = NULL;
 	strbuf_addf(&path, "%s/facts/%s", dir ? dir : "tests", facts_file);
 	if (read_file(path.buf, &text) < 0)
 		fail_msg("cannot read %s", path.buf);
@@ -222,7 +217,7 @@ static char *matrix_problems(const char *facts_file, const char *version, const 
 	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml.buf, yaml.len, &dl));
 	diag_list_release(&dl);
 	np[0] = &inv->nodes[0];
-	preflight_run(&pf, inv, &row, np, fp, 1);
+	preflight_run(&pf, inv, row, np, fp, 1);
 	for (i = 0; i < pf.nr; i++)
 		if (strstr(pf.items[i].msg, "cgroup") || strstr(pf.items[i].msg, "containerd") ||
 		    strstr(pf.items[i].msg, "OS"))
@@ -235,6 +230,17 @@ static char *matrix_problems(const char *facts_file, const char *version, const 
 	strbuf_release(&text);
 	strbuf_release(&yaml);
 	return strbuf_detach(&out, NULL);
+}
+
+/* The same with a row of only the cgroup and containerd_min columns. */
+static char *matrix_problems(const char *facts_file, const char *version, const char *cgroup,
+			     const char *containerd_min)
+{
+	char *keys[] = {"cgroup", "containerd_min", NULL}, *vals[] = {(char *)cgroup,
+								      (char *)containerd_min, NULL};
+	struct kube_minor row = {.minor = "1.x", .keys = keys, .vals = vals, .nr = 2};
+
+	return row_problems(facts_file, version, &row);
 }
 
 /* 1.35's kubelet refuses cgroup v1: Ubuntu 20.04 (cgroup v1 by default) is refused, with
@@ -288,6 +294,69 @@ static void test_matrix_containerd(void **state)
 	free(s);
 }
 
+/*
+ * Ubuntu nodes as documented (tests/facts/ubuntu*-documented.facts, written
+ * from documentation: no Ubuntu machine ran here), per minor of
+ * roles/kubernetes.yaml (its cgroup and containerd_min columns).  20.04
+ * boots cgroup v1: refused from 1.35 with the kernel parameter, allowed
+ * before.  22.04 and 24.04 boot cgroup v2 and their containerd package is
+ * 2.2 (jammy-updates, noble-updates): 1.36 (containerd 2.0 or later) takes
+ * them although they have no containerd yet; 20.04's is 1.7 and is refused.
+ */
+static void test_matrix_ubuntu(void **state)
+{
+	const char *dir = getenv("PROVISION_TEST_DATA");
+	struct strbuf roles = STRBUF_INIT;
+	struct role_set rs;
+	struct diag_list dl;
+	size_t i;
+	char *s;
+
+	(void)state;
+	/* PROVISION_TEST_DATA is tests/: the roles are beside it */
+	strbuf_addf(&roles, "%s/../roles", dir ? dir : "tests");
+	diag_list_init(&dl);
+	assert_int_equal(0, role_set_load(&rs, roles.buf, &dl));
+	diag_list_release(&dl);
+	assert_true(rs.kube.nr >= 9);
+	for (i = 0; i < rs.kube.nr; i++) {
+		const struct kube_minor *row = &rs.kube.rows[i];
+		const char *version = kube_minor_get(row, "patch");
+		bool v1_ok = !strcmp(kube_minor_get(row, "cgroup"), "1");
+		bool needs_2 = !strcmp(kube_minor_get(row, "containerd_min"), "2.0");
+
+		assert_non_null(version);
+		s = row_problems("ubuntu2204-documented.facts", version, row);
+		if (*s)
+			fail_msg("Ubuntu 22.04 at %s: %s", version, s);
+		free(s);
+		s = row_problems("ubuntu2404-documented.facts", version, row);
+		if (*s)
+			fail_msg("Ubuntu 24.04 at %s: %s", version, s);
+		free(s);
+		s = row_problems("ubuntu2004-documented.facts", version, row);
+		if (v1_ok && !needs_2 && *s)
+			fail_msg("Ubuntu 20.04 at %s: %s", version, s);
+		if (!v1_ok) {
+			assert_non_null(strstr(s, "fatal: the node runs cgroup v1, and the kubelet of "
+						  "Kubernetes"));
+			assert_non_null(strstr(s, "(hint: boot Ubuntu 20.04 with cgroup v2: in "
+						  "/etc/default/grub add systemd.unified_cgroup_hierarchy=1 "
+						  "to GRUB_CMDLINE_LINUX"));
+			assert_non_null(strstr(s, "run update-grub, reboot"));
+			assert_non_null(strstr(s, "Ubuntu 20.04 boots with cgroup v1 unless told so"));
+		}
+		if (needs_2)
+			assert_non_null(strstr(s, "fatal: containerd 1.7 (the distribution's package) is "
+						  "older than 2.0"));
+		else
+			assert_null(strstr(s, "containerd"));
+		free(s);
+	}
+	role_set_release(&rs);
+	strbuf_release(&roles);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +367,7 @@ int main(void)
 	    cmocka_unit_test(test_fingerprint),
 	    cmocka_unit_test(test_matrix_cgroup),
 	    cmocka_unit_test(test_matrix_containerd),
+	    cmocka_unit_test(test_matrix_ubuntu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
