@@ -215,6 +215,15 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 			    "unsupported OS '%s %s'", f->os_id ? f->os_id : "unknown",
 			    f->os_version ? f->os_version : "");
 		check_kube_minor(pf, i, n, f, os, kube, inv->cluster.kubernetes_version);
+		if ((n->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER)) && facts_pod_dns_loopback(f))
+			add(pf, i, false,
+			    "give /etc/resolv.conf the lab's real DNS servers, or run systemd-resolved "
+			    "(provision then hands the kubelet /run/systemd/resolve/resolv.conf); "
+			    "CoreDNS forwards to these servers and stops on a loop "
+			    "(coredns.io/plugins/loop)",
+			    "/etc/resolv.conf lists only servers on the node itself (%s), which pods "
+			    "cannot reach",
+			    f->nameservers[0]);
 		found = f->nr_nvidia_pci > f->nr_gpus ? f->nr_nvidia_pci : f->nr_gpus;
 		if (n->gpus >= 0 && (size_t)n->gpus != found)
 			add(pf, i, true,
