@@ -27,6 +27,7 @@
 tb_up --chroot 1
 RENDER=$BUILD/tests/tools/render
 [ -x "$RENDER" ] || { echo "# $RENDER is missing: run make tests"; exit 1; }
+# shellcheck disable=SC2034 # read by the single-quoted test bodies
 STEPS=$SRC_ROOT/tests/roles/steps.sh
 ROLES=${ROLES:-$SRC_ROOT/roles}
 export ROLES
@@ -40,6 +41,7 @@ printf '%s\n' "$FSTAB" | x sh -c 'cat >/etc/fstab'
 # a swap file's first page with the signature at its end (mkswap's layout),
 # as the installer leaves it; its bytes must survive
 x sh -c 'head -c 4086 /dev/zero >/swap.img && printf SWAPSPACE2 >>/swap.img && head -c 61440 /dev/urandom >>/swap.img && chmod 0600 /swap.img'
+# shellcheck disable=SC2034 # read by the single-quoted test bodies
 swap_sum=$(x sha256sum /swap.img)
 
 test_case "swap-off on /swap.img: the fstab line commented, the file and the original kept" '
