@@ -191,6 +191,12 @@ static void parse_line(struct facts *f, const char *key, const char *v, struct s
 		set(&f->cuda_version, v);
 	else if (!strcmp(key, "secure_boot"))
 		set(&f->secure_boot, v);
+	else if (!strcmp(key, "nameserver"))
+		push_str(&f->nameservers, &f->nr_nameservers, v);
+	else if (!strcmp(key, "resolved_nameserver"))
+		push_str(&f->resolved_nameservers, &f->nr_resolved_nameservers, v);
+	else if (!strcmp(key, "resolved"))
+		set(&f->resolved, v);
 	else if (!strcmp(key, "kubelet_conf"))
 		f->kubelet_conf = !strcmp(v, "present");
 	else if (!strcmp(key, "machine_id"))
@@ -310,6 +316,9 @@ void facts_release(struct facts *f)
 		free(f->swaps[i].path);
 	free(f->swaps);
 	free_strs(f->fstab_swap, f->nr_fstab_swap);
+	free_strs(f->nameservers, f->nr_nameservers);
+	free_strs(f->resolved_nameservers, f->nr_resolved_nameservers);
+	free(f->resolved);
 	free_strs(f->swap_units, f->nr_swap_units);
 	free(f->swap_target);
 	free_strs(f->modules, f->nr_modules);
@@ -403,4 +412,40 @@ const char *gpu_short_model(const char *model)
 	if (!strncmp(model, "NVIDIA ", 7))
 		return model + 7;
 	return model;
+}
+
+/* 127.0.0.0/8 and ::1: a server on the node itself, which a pod's own
+ * network namespace does not reach. */
+static bool loopback_server(const char *a)
+{
+	return !strncmp(a, "127.", 4) || !strcmp(a, "::1");
+}
+
+/* Whether a list of nameservers has one that is not on loopback. */
+static bool has_real_server(char *const *list, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (!loopback_server(list[i]))
+			return true;
+	return false;
+}
+
+const char *facts_kubelet_resolv_conf(const struct facts *f)
+{
+	bool active = f->resolved && !strcmp(f->resolved, "active");
+
+	if (has_real_server(f->resolved_nameservers, f->nr_resolved_nameservers) &&
+	    (active || !has_real_server(f->nameservers, f->nr_nameservers)))
+		return "/run/systemd/resolve/resolv.conf";
+	return "/etc/resolv.conf";
+}
+
+bool facts_pod_dns_loopback(const struct facts *f)
+{
+	if (!strcmp(facts_kubelet_resolv_conf(f), "/run/systemd/resolve/resolv.conf"))
+		return false;
+	/* no nameserver line at all: facts of an older facts.sh, not known */
+	return f->nr_nameservers > 0 && !has_real_server(f->nameservers, f->nr_nameservers);
 }

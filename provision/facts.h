@@ -83,6 +83,18 @@ struct facts {
 	char *cuda_version;
 	char *secure_boot; /* "on", "off", "legacy", "unknown" */
 
+	/*
+	 * DNS: the nameservers of /etc/resolv.conf, of systemd-resolved's
+	 * /run/systemd/resolve/resolv.conf (its upstream servers), and
+	 * `systemctl is-active systemd-resolved` ("active", ...; NULL without
+	 * systemd).
+	 */
+	char **nameservers;
+	size_t nr_nameservers;
+	char **resolved_nameservers;
+	size_t nr_resolved_nameservers;
+	char *resolved;
+
 	bool kubelet_conf; /* /etc/kubernetes/kubelet.conf exists: kube already set up */
 	char *machine_id, *product_uuid;
 	char **host_keys; /* "ssh-ed25519 AAAA...", from /etc/ssh/ssh_host_*_key.pub */
@@ -130,6 +142,19 @@ bool facts_port_busy(const struct facts *f, int port);
 const char *facts_package(const struct facts *f, const char *name);
 /* The sysctl's value as reported, or NULL. */
 const char *facts_sysctl(const struct facts *f, const char *key);
+/*
+ * The resolver file this node's kubelet hands pods as their host DNS
+ * (KubeletConfiguration resolvConf): systemd-resolved's
+ * /run/systemd/resolve/resolv.conf when it lists a server and either
+ * systemd-resolved is active (kubeadm's own test) or /etc/resolv.conf names
+ * only loopback servers (the stub 127.0.0.53, unreachable from a pod);
+ * otherwise /etc/resolv.conf, the kubelet's default.
+ */
+const char *facts_kubelet_resolv_conf(const struct facts *f);
+/* Whether /etc/resolv.conf lists only loopback servers and is the file
+ * facts_kubelet_resolv_conf() names: pods would get no DNS (and CoreDNS,
+ * forwarding to it, a loop).  False when the facts list no nameserver. */
+bool facts_pod_dns_loopback(const struct facts *f);
 /* The address this node uses to reach peer (from `route`), or NULL. */
 const struct route *facts_route_to(const struct facts *f, const char *peer);
 /* True when the GPU model names an NVIDIA GPU without the "NVIDIA " prefix older drivers omit. */

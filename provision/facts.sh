@@ -51,14 +51,18 @@ say arch "${v:-$(uname -m)}"
 # One awk over the files it can read: CPUs online, memory, active swap
 # (files, partitions, zram: TYPE SIZE_KIB PATH), fstab swap entries (found by
 # their type field, not by the word), whether containerd's config sets
-# SystemdCgroup = true, free disk (df on stdin) and which of
+# SystemdCgroup = true, the nameservers of /etc/resolv.conf and of
+# systemd-resolved's /run/systemd/resolve/resolv.conf (the upstream servers
+# it found; /etc/resolv.conf is then usually its stub 127.0.0.53, which
+# pods cannot reach), free disk (df on stdin) and which of
 # the TCP ports in PROVISION_PORTS something listens on: from `ss -ltn` on
 # stdin after df, or else from /proc/net/tcp and tcp6.  ss asks the kernel
 # for listening sockets only; reading /proc/net/tcp walks every socket of
 # the machine (all network namespaces' established hash: the dearest part
 # of facts on a host with many nodes or connections).
 set --
-for f in /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /etc/fstab /etc/containerd/config.toml; do
+for f in /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /etc/fstab /etc/containerd/config.toml \
+	/etc/resolv.conf /run/systemd/resolve/resolv.conf; do
 	[ -r "$f" ] && set -- "$@" "$f"
 done
 if ! have ss; then
@@ -98,6 +102,8 @@ fi
 	FILENAME == "/etc/containerd/config.toml" {
 		if ($0 ~ /^[ \t]*SystemdCgroup[ \t]*=[ \t]*true/ && !cg++) print "containerd_systemd_cgroup=true"
 		next }
+	FILENAME == "/etc/resolv.conf" { if ($1 == "nameserver" && NF >= 2) print "nameserver=" $2; next }
+	FILENAME == "/run/systemd/resolve/resolv.conf" { if ($1 == "nameserver" && NF >= 2) print "resolved_nameserver=" $2; next }
 	FNR > 1 && $4 == "0A" { split($2, a, ":"); if (hex(a[2]) in want) busy[hex(a[2])] = 1 }
 	END {
 		if (!cpus) { while ((getline l < "/proc/cpuinfo") > 0) if (l ~ /^processor/) cpus++ }
@@ -108,6 +114,9 @@ if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	systemctl list-units --type=swap --all --no-legend --plain 2>/dev/null |
 		awk 'NF >= 3 { print "swap_unit=" $1 " " $2 " " $3 }'
 	say swap_target "$(systemctl is-enabled swap.target 2>/dev/null || true)"
+	# kubeadm's own test for a resolver stub (its kubelet defaulting):
+	# systemd-resolved active
+	say resolved "$(systemctl is-active systemd-resolved 2>/dev/null || true)"
 fi
 
 for m in overlay br_netfilter nouveau nvidia; do

@@ -162,6 +162,7 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 			tval_set_str(m, "cuda_version", f->cuda_version);
 		if (f->default_iface)
 			tval_set_str(m, "default_iface", f->default_iface);
+		tval_set_str(m, "kubelet_resolv_conf", facts_kubelet_resolv_conf(f));
 		list = tval_set(m, "gpus", tval_new_list());
 		for (i = 0; i < f->nr_gpus; i++) {
 			struct tval *g = tval_push(list, tval_new_map());

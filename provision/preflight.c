@@ -77,10 +77,23 @@ static const struct os_row {
     /* run here */
     {"debian", "12", "Debian 12", "1.6", true},
     {"debian", "13", "Debian 13", "1.7", true},
-    /* from documentation and recorded facts */
+    /*
+     * From documentation and recorded facts.  The containerd is what
+     * `apt-get install containerd` gets from the -updates pocket (source
+     * package containerd-app, kept at upstream's stable releases by
+     * Ubuntu's DockerUpdates exception, wiki.ubuntu.com/DockerUpdates):
+     * jammy-updates 2.2.1-0ubuntu1~22.04.2 and noble-updates
+     * 2.2.1-0ubuntu1~24.04.3 on packages.ubuntu.com (the releases
+     * themselves shipped 1.5.9 and 1.7.12).  focal left standard support
+     * in May 2025 and packages.ubuntu.com no longer lists it; its last
+     * containerd updates were 1.7.x, not checked against the archive here.
+     * cgroup: Ubuntu boots the unified (v2) hierarchy from 21.10 on
+     * (ubuntu-devel, 2021-08-17, "systemd enabling cgroup v2 by default");
+     * 20.04's systemd 245 boots the hybrid (v1) one.
+     */
     {"ubuntu", "20.04", "Ubuntu 20.04", "1.7", false},
-    {"ubuntu", "22.04", "Ubuntu 22.04", "1.7", true},
-    {"ubuntu", "24.04", "Ubuntu 24.04", "1.7", true},
+    {"ubuntu", "22.04", "Ubuntu 22.04", "2.2", true},
+    {"ubuntu", "24.04", "Ubuntu 24.04", "2.2", true},
 };
 
 static const struct os_row *os_find(const struct facts *f)
@@ -249,6 +262,15 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 			    f->os_version ? f->os_version : "");
 		check_arch(pf, i, n, f);
 		check_kube_minor(pf, i, n, f, os, kube, inv);
+		if ((n->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER)) && facts_pod_dns_loopback(f))
+			add(pf, i, false,
+			    "give /etc/resolv.conf the lab's real DNS servers, or run systemd-resolved "
+			    "(provision then hands the kubelet /run/systemd/resolve/resolv.conf); "
+			    "CoreDNS forwards to these servers and stops on a loop "
+			    "(coredns.io/plugins/loop)",
+			    "/etc/resolv.conf lists only servers on the node itself (%s), which pods "
+			    "cannot reach",
+			    f->nameservers[0]);
 		found = f->nr_nvidia_pci > f->nr_gpus ? f->nr_nvidia_pci : f->nr_gpus;
 		if (n->gpus >= 0 && (size_t)n->gpus != found)
 			add(pf, i, true,

@@ -244,6 +244,76 @@ static void test_script_embedded(void **state)
 	assert_non_null(strstr(facts_script, "facts_version"));
 }
 
+/* Parse facts from a string (a situation no recorded file shows). */
+static void parse_text(struct facts *f, const char *text)
+{
+	struct error err = {0};
+
+	if (facts_parse(f, text, strlen(text), &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+/*
+ * DNS on an Ubuntu node as documented (tests/facts/ubuntu*-documented.facts):
+ * systemd-resolved active, /etc/resolv.conf its stub 127.0.0.53, the real
+ * servers in /run/systemd/resolve/resolv.conf.  The kubelet must hand pods
+ * the latter.  Debian 12's recorded facts (no nameserver lines: facts.sh
+ * before it printed them) keep /etc/resolv.conf and no warning.
+ */
+static void test_resolv_conf(void **state)
+{
+	static const char *const ubuntu[] = {"ubuntu2004-documented.facts",
+					     "ubuntu2204-documented.facts",
+					     "ubuntu2404-documented.facts"};
+	struct facts f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(ubuntu); i++) {
+		load(&f, ubuntu[i]);
+		assert_int_equal(f.nr_nameservers, 1);
+		assert_string_equal(f.nameservers[0], "127.0.0.53");
+		assert_int_equal(f.nr_resolved_nameservers, 1);
+		assert_string_equal(f.resolved_nameservers[0], "192.0.2.53");
+		assert_string_equal(f.resolved, "active");
+		assert_string_equal(facts_kubelet_resolv_conf(&f), "/run/systemd/resolve/resolv.conf");
+		assert_false(facts_pod_dns_loopback(&f));
+		assert_int_equal(f.nr_fstab_swap, 1);
+		assert_string_equal(f.fstab_swap[0], "/swap.img\tnone\tswap\tsw\t0\t0");
+		facts_release(&f);
+	}
+	load(&f, "debian12-host-nogpu.facts");
+	assert_string_equal(facts_kubelet_resolv_conf(&f), "/etc/resolv.conf");
+	assert_false(facts_pod_dns_loopback(&f));
+	facts_release(&f);
+
+	/* the stub, resolved not (yet) reported active (no systemd: a chroot) */
+	parse_text(&f, "facts_version=1\nnameserver=127.0.0.53\nresolved_nameserver=192.0.2.53\n");
+	assert_string_equal(facts_kubelet_resolv_conf(&f), "/run/systemd/resolve/resolv.conf");
+	facts_release(&f);
+	/* resolved running, /etc/resolv.conf the admin's own real servers: kubeadm's choice */
+	parse_text(&f, "facts_version=1\nnameserver=10.1.2.3\nresolved_nameserver=192.0.2.53\n"
+		       "resolved=active\n");
+	assert_string_equal(facts_kubelet_resolv_conf(&f), "/run/systemd/resolve/resolv.conf");
+	facts_release(&f);
+	/* resolved stopped, its file left behind, a real server in /etc/resolv.conf */
+	parse_text(&f, "facts_version=1\nnameserver=10.1.2.3\nresolved_nameserver=192.0.2.53\n"
+		       "resolved=inactive\n");
+	assert_string_equal(facts_kubelet_resolv_conf(&f), "/etc/resolv.conf");
+	assert_false(facts_pod_dns_loopback(&f));
+	facts_release(&f);
+	/* resolved active without upstream servers: its file names none, never chosen */
+	parse_text(&f, "facts_version=1\nnameserver=127.0.0.53\nresolved=active\n");
+	assert_string_equal(facts_kubelet_resolv_conf(&f), "/etc/resolv.conf");
+	assert_true(facts_pod_dns_loopback(&f));
+	facts_release(&f);
+	/* a local cache (dnsmasq) on 127.0.0.1 and ::1 only: pods would get no DNS */
+	parse_text(&f, "facts_version=1\nnameserver=127.0.0.1\nnameserver=::1\n");
+	assert_string_equal(facts_kubelet_resolv_conf(&f), "/etc/resolv.conf");
+	assert_true(facts_pod_dns_loopback(&f));
+	facts_release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_unsafe_values),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_script_embedded),
+		cmocka_unit_test(test_resolv_conf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

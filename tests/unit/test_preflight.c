@@ -16,6 +16,7 @@
 #include "facts.h"
 #include "inventory.h"
 #include "preflight.h"
+#include "role.h"
 #include "transport.h"
 #include "util.h"
 
@@ -189,17 +190,13 @@ static void test_fingerprint(void **state)
  * (tests/facts): the cgroup and containerd a minor needs, per OS.  One
  * worker node; its problems, "fatal: MSG" a line.
  */
-static char *matrix_problems_pref(const char *facts_file, const char *version,
-				  const char *cgroup, const char *containerd_min,
-				  const char *containerd_preferred)
+static char *row_problems(const char *facts_file, const char *version, const struct kube_minor *row)
 {
 	static const char yaml_fmt[] = "cluster:\n  name: t\n  kubernetes_version: \"%s\"\n"
 				       "ssh:\n  user: admin\njupyterhub:\n  enabled: false\n"
 				       "nodes:\n  - name: w\n    address: 198.18.0.11\n"
 				       "    roles: [control-plane, worker]\n";
 	const char *dir = getenv("PROVISION_TEST_DATA");
-	char *keys[] = {"cgroup", "containerd_min", "containerd_preferred", NULL}, *vals[4];
-	struct kube_minor row = {.minor = "1.x", .keys = keys, .vals = vals, .nr = 3};
 	struct strbuf path = STRBUF_INIT, text = STRBUF_INIT, yaml = STRBUF_INIT, out = STRBUF_INIT;
 	struct inventory *inv = NULL;
 	struct error err = {0};
@@ -210,10 +207,6 @@ static char *matrix_problems_pref(const char *facts_file, const char *version,
 	struct preflight pf = {0};
 	size_t i;
 
-	vals[0] = (char *)cgroup;
-	vals[1] = (char *)containerd_min;
-	vals[2] = (char *)containerd_preferred;
-	vals[3] = NULL;
 	strbuf_addf(&path, "%s/facts/%s", dir ? dir : "tests", facts_file);
 	if (read_file(path.buf, &text) < 0)
 		fail_msg("cannot read %s", path.buf);
@@ -224,7 +217,7 @@ static char *matrix_problems_pref(const char *facts_file, const char *version,
 	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml.buf, yaml.len, &dl));
 	diag_list_release(&dl);
 	np[0] = &inv->nodes[0];
-	preflight_run(&pf, inv, &row, np, fp, 1);
+	preflight_run(&pf, inv, row, np, fp, 1);
 	for (i = 0; i < pf.nr; i++)
 		if (strstr(pf.items[i].msg, "cgroup") || strstr(pf.items[i].msg, "containerd") ||
 		    strstr(pf.items[i].msg, "OS"))
@@ -239,10 +232,27 @@ static char *matrix_problems_pref(const char *facts_file, const char *version,
 	return strbuf_detach(&out, NULL);
 }
 
+/* The same with a row of only the cgroup and containerd_min columns. */
 static char *matrix_problems(const char *facts_file, const char *version, const char *cgroup,
 			     const char *containerd_min)
 {
-	return matrix_problems_pref(facts_file, version, cgroup, containerd_min, containerd_min);
+	char *keys[] = {"cgroup", "containerd_min", NULL}, *vals[] = {(char *)cgroup,
+								      (char *)containerd_min, NULL};
+	struct kube_minor row = {.minor = "1.x", .keys = keys, .vals = vals, .nr = 2};
+
+	return row_problems(facts_file, version, &row);
+}
+
+/* The same with containerd_preferred too. */
+static char *matrix_problems_pref(const char *facts_file, const char *version,
+				  const char *cgroup, const char *containerd_min,
+				  const char *containerd_preferred)
+{
+	char *keys[] = {"cgroup", "containerd_min", "containerd_preferred", NULL};
+	char *vals[] = {(char *)cgroup, (char *)containerd_min, (char *)containerd_preferred, NULL};
+	struct kube_minor row = {.minor = "1.x", .keys = keys, .vals = vals, .nr = 3};
+
+	return row_problems(facts_file, version, &row);
 }
 
 /* 1.35's kubelet refuses cgroup v1: Ubuntu 20.04 (cgroup v1 by default) is refused, with
@@ -299,14 +309,81 @@ static void test_matrix_containerd(void **state)
 			    "kubeadm 1.36.4 warns (preflight ContainerRuntimeVersion) (hint: "
 			    "containerd 2.0 answers the kubelet's RuntimeConfig question (its cgroup "
 			    "driver); containerd 1.6 does not, and the kubelet falls back to its own "
-			    "setting, a fallback Kubernetes plans to drop in 1.38.  Nothing to do for "
-			    "1.36.4; install containerd 2.0 or later on the node before upgrading past "
-			    "1.37)\n",
+			    "setting, a fallback Kubernetes plans to drop in 1.38.  It works with 1.36.4; "
+			    "to move to containerd 2.3.4 now, set 'containerd: release' under cluster in "
+			    "the inventory)\n",
 			    s);
 	free(s);
 	s = matrix_problems_pref("debian12-host-nogpu.facts", "1.36.4", "1", "1.6", "1.6");
 	assert_string_equal("", s);
 	free(s);
+}
+
+/*
+ * Ubuntu nodes as documented (tests/facts/ubuntu*-documented.facts, written
+ * from documentation: no Ubuntu machine ran here), per minor of
+ * roles/kubernetes.yaml (its cgroup and containerd_min columns).  20.04
+ * boots cgroup v1: refused from 1.35 with the kernel parameter, allowed
+ * before.  22.04 and 24.04 boot cgroup v2 and their containerd package is
+ * 2.2 (jammy-updates, noble-updates): 1.36 (containerd 2.0 or later) takes
+ * them although they have no containerd yet; 20.04's is 1.7 and is refused.
+ */
+static void test_matrix_ubuntu(void **state)
+{
+	const char *dir = getenv("PROVISION_TEST_DATA");
+	struct strbuf roles = STRBUF_INIT;
+	struct role_set rs;
+	struct diag_list dl;
+	size_t i;
+	char *s;
+
+	(void)state;
+	/* PROVISION_TEST_DATA is tests/: the roles are beside it */
+	strbuf_addf(&roles, "%s/../roles", dir ? dir : "tests");
+	diag_list_init(&dl);
+	assert_int_equal(0, role_set_load(&rs, roles.buf, &dl));
+	diag_list_release(&dl);
+	assert_true(rs.kube.nr >= 9);
+	for (i = 0; i < rs.kube.nr; i++) {
+		const struct kube_minor *row = &rs.kube.rows[i];
+		const char *version = kube_minor_get(row, "patch");
+		bool v1_ok = !strcmp(kube_minor_get(row, "cgroup"), "1");
+		bool needs_2 = !strcmp(kube_minor_get(row, "containerd_min"), "2.0");
+		bool prefers_2 = !strcmp(kube_minor_get(row, "containerd_preferred"), "2.0");
+
+		assert_non_null(version);
+		s = row_problems("ubuntu2204-documented.facts", version, row);
+		if (*s)
+			fail_msg("Ubuntu 22.04 at %s: %s", version, s);
+		free(s);
+		s = row_problems("ubuntu2404-documented.facts", version, row);
+		if (*s)
+			fail_msg("Ubuntu 24.04 at %s: %s", version, s);
+		free(s);
+		s = row_problems("ubuntu2004-documented.facts", version, row);
+		if (v1_ok && !needs_2 && *s)
+			fail_msg("Ubuntu 20.04 at %s: %s", version, s);
+		if (!v1_ok) {
+			assert_non_null(strstr(s, "fatal: the node runs cgroup v1, and the kubelet of "
+						  "Kubernetes"));
+			assert_non_null(strstr(s, "(hint: boot Ubuntu 20.04 with cgroup v2: in "
+						  "/etc/default/grub add systemd.unified_cgroup_hierarchy=1 "
+						  "to GRUB_CMDLINE_LINUX"));
+			assert_non_null(strstr(s, "run update-grub, reboot"));
+			assert_non_null(strstr(s, "Ubuntu 20.04 boots with cgroup v1 unless told so"));
+		}
+		if (needs_2)
+			assert_non_null(strstr(s, "fatal: containerd 1.7 (the distribution's package) is "
+						  "older than 2.0"));
+		else if (prefers_2)
+			assert_non_null(strstr(s, "warning: containerd 1.7 (the distribution's package) "
+						  "is older than 2.0: kubeadm"));
+		else
+			assert_null(strstr(s, "containerd"));
+		free(s);
+	}
+	role_set_release(&rs);
+	strbuf_release(&roles);
 }
 
 int main(void)
@@ -319,6 +396,7 @@ int main(void)
 	    cmocka_unit_test(test_fingerprint),
 	    cmocka_unit_test(test_matrix_cgroup),
 	    cmocka_unit_test(test_matrix_containerd),
+	    cmocka_unit_test(test_matrix_ubuntu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,10 @@
 # `apply` takes the join command roles/join-tokens handed to this node
 # (PROVISION_SET_join_command, a secret), writes the JoinConfiguration to
 # /run (mode 0600, removed at exit), undoes a failed earlier join with
-# `kubeadm reset -f`, and runs `kubeadm join --config`.  Its failures are
+# `kubeadm reset -f`, and runs `kubeadm join --config`.  The
+# JoinConfiguration names /etc/kubernetes/provision-patches (patches.directory):
+# this node's own kubelet settings, uploaded by the role
+# (templates/kubelet-patch.yaml.tmpl: resolvConf from its facts).  Its failures are
 # explained: an expired or deleted token, a CA that is not the pinned one,
 # an unreachable API server, kubeadm's preflight ([ERROR Name] lines), a
 # Ready Node of the same name.
@@ -147,6 +150,8 @@ apply)
 		  criSocket: unix:///var/run/containerd/containerd.sock
 		  kubeletExtraArgs:
 		$args
+		patches:
+		  directory: /etc/kubernetes/provision-patches
 		$tail
 	EOF
 	echo "kubeadm join $endpoint (discovery timeout $DISCOVERY_TIMEOUT)"

@@ -23,8 +23,12 @@ apply)
 		pv_hint "kubeadm upgrade plan refused $V: see its output above; nothing was changed"
 		exit 1
 	fi
-	echo "kubeadm upgrade apply $V -y"
-	if ! kubeadm upgrade apply "$V" -y 2>&1; then
+	# the node's own kubelet settings (roles/kubeadm-init's kubeadm patch:
+	# resolvConf) again: kubeadm rewrites the kubelet's config.yaml
+	set --
+	[ ! -d /etc/kubernetes/provision-patches ] || set -- --patches /etc/kubernetes/provision-patches
+	echo "kubeadm upgrade apply $V -y${1:+ $*}"
+	if ! kubeadm upgrade apply "$V" -y "$@" 2>&1; then
 		pv_hint "kubeadm upgrade apply failed: see its output above (kubeadm rolls the static pods back itself); fix the cause and run provision upgrade again"
 		exit 1
 	fi

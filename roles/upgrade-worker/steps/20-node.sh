@@ -13,8 +13,14 @@ check)
 	exit 1
 	;;
 apply)
-	echo "kubeadm upgrade node"
-	if ! kubeadm upgrade node 2>&1; then
+	# kubeadm upgrade node rewrites /var/lib/kubelet/config.yaml from the
+	# cluster's kubelet-config ConfigMap: this node's own settings (the
+	# kubeadm patch roles/kubeadm-join uploaded: resolvConf) only survive
+	# when it is handed the patches again
+	set --
+	[ ! -d /etc/kubernetes/provision-patches ] || set -- --patches /etc/kubernetes/provision-patches
+	echo "kubeadm upgrade node${1:+ $*}"
+	if ! kubeadm upgrade node "$@" 2>&1; then
 		pv_hint "kubeadm upgrade node failed: see its output above; the node stays cordoned"
 		exit 1
 	fi

@@ -54,6 +54,28 @@
 #     sha256:..." command (`--token <value withheld>` with
 #     --skip-token-print); `token create --print-join-command` prints the
 #     command on one line with the real trailing space.
+#   - the kubelet's resolvConf as componentconfigs/kubelet.go's Default()
+#     sets it: where systemd-resolved is active (`systemctl is-active
+#     systemd-resolved`) on the node running kubeadm, a configuration
+#     without resolvConf gets /run/systemd/resolve/resolv.conf, one with
+#     another value keeps it and kubeadm warns "The recommended value for
+#     "resolvConf" in "KubeletConfiguration" is: ...".  init defaults the
+#     configuration it also stores in the kubelet-config ConfigMap (the
+#     control plane's choice reaches every joining node:
+#     kubernetes/kubeadm#3034; kubeadm from 2026-09, kubernetes PR 141337,
+#     keeps it out of the ConfigMap, the releases copied here do not);
+#     join and upgrade node default the ConfigMap's configuration again on
+#     their own node.
+#   - patches (kubeadm's util/patches; "Customizing components with the
+#     kubeadm API"): patches.directory of the Init/JoinConfiguration, or
+#     --patches of join and upgrade node/apply: files named
+#     TARGET[SUFFIX][+TYPE].yaml|json, TYPE strategic (the default), merge
+#     or json, in name order; the stand-in applies target
+#     kubeletconfiguration (strategic and merge as an RFC 7386 merge, json
+#     as RFC 6902 add/replace/remove) to /var/lib/kubelet/config.yaml only,
+#     never to the ConfigMap, printing "[patches] Applied patch of type
+#     "application/merge-patch+json" to target "kubeletconfiguration"";
+#     files for the control-plane components' targets are ignored.
 #   - join discovery as token.go does it: cluster-info fetched without
 #     trust every 5 s until the discovery timeout (JoinConfiguration
 #     discovery.timeout, default 5m0s), its JWS signature for the token id
@@ -403,6 +425,7 @@ class InitCfg:
             self.cp_timeout = parse_duration(timeouts["controlPlaneComponentHealthCheck"])
         self.tokens = ic.get("bootstrapTokens")
         self.skip_phases = set(flags.get("skip-phases") or []) | set(ic.get("skipPhases") or [])
+        self.patches = (ic.get("patches") or {}).get("directory")
         # validation (field errors are aggregated: exit 3)
         if not version_ok(self.version):
             errs.append('kubernetesVersion: Invalid value: "%s": must be a semantic version' % self.version)
@@ -814,6 +837,85 @@ def write_manifests(cfg):
         requests_cpu="100m"), 0o600)
 
 
+RESOLVED_RESOLV_CONF = "/run/systemd/resolve/resolv.conf"
+
+
+def resolved_active():
+    r = subprocess.run(["systemctl", "is-active", "systemd-resolved"], capture_output=True, text=True, check=False)
+    return r.stdout.strip() == "active"
+
+
+def default_resolv_conf(kc):
+    """Default()'s resolvConf on this node: only where systemd-resolved is active."""
+    if not resolved_active():
+        return kc
+    if not kc.get("resolvConf"):
+        kc["resolvConf"] = RESOLVED_RESOLV_CONF
+    elif kc["resolvConf"] != RESOLVED_RESOLV_CONF:
+        warn('W%s The recommended value for "resolvConf" in "KubeletConfiguration" is: %s; the provided value is: %s'
+             % (time.strftime("%m%d %H:%M:%S"), RESOLVED_RESOLV_CONF, kc["resolvConf"]))
+    return kc
+
+
+PATCH_TYPES = {"strategic": "application/strategic-merge-patch+json", "merge": "application/merge-patch+json",
+               "json": "application/json-patch+json"}
+PATCH_TARGETS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubeletconfiguration",
+                 "corednsdeployment")
+
+
+def merge_patch(doc, patch):
+    """RFC 7386: objects merge key by key, null removes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    doc = dict(doc) if isinstance(doc, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            doc.pop(k, None)
+        else:
+            doc[k] = merge_patch(doc.get(k), v)
+    return doc
+
+
+def json_patch(doc, ops):
+    """RFC 6902's add, replace and remove on object members."""
+    for op in ops or []:
+        keys = [k.replace("~1", "/").replace("~0", "~") for k in op.get("path", "").split("/")[1:]]
+        parent = doc
+        for k in keys[:-1]:
+            parent = parent.setdefault(k, {})
+        if op.get("op") in ("add", "replace"):
+            parent[keys[-1]] = op.get("value")
+        elif op.get("op") == "remove":
+            parent.pop(keys[-1], None)
+        else:
+            raise Fail("the patch operation %s is not supported by this stand-in" % json.dumps(op.get("op")))
+    return doc
+
+
+def apply_kubelet_patches(kubelet_yaml, directory):
+    """The KubeletConfiguration text with the kubeletconfiguration patches of
+    DIRECTORY applied, in file name order."""
+    if not directory:
+        return kubelet_yaml
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as e:
+        raise Fail("could not list patch files for path %s: %s" % (json.dumps(directory), e.strerror)) from e
+    doc = None
+    for name in names:
+        m = re.match(r"^(%s)[^+.]*(?:\+(strategic|merge|json))?\.(yaml|json)$" % "|".join(PATCH_TARGETS), name)
+        if not m or m.group(1) != "kubeletconfiguration":
+            continue
+        text = read_file(os.path.join(directory, name), "")
+        patch = yaml_load(text)
+        if doc is None:
+            doc = yaml_load(kubelet_yaml) or {}
+        ptype = m.group(2) or "strategic"
+        doc = json_patch(doc, patch) if ptype == "json" else merge_patch(doc, patch or {})
+        out('[patches] Applied patch of type "%s" to target "kubeletconfiguration"' % PATCH_TYPES[ptype])
+    return kubelet_yaml if doc is None else yaml_dump(doc)
+
+
 def kubelet_configuration(user_cfg, cluster_dns, dns_domain):
     """KubeletConfiguration as kubeadm writes it: its defaults, then what
     the user gave."""
@@ -851,10 +953,10 @@ def kubelet_configuration(user_cfg, cluster_dns, dns_domain):
     for k, v in (user_cfg or {}).items():
         if k not in ("apiVersion", "kind"):
             kc[k] = v
-    return kc
+    return default_resolv_conf(kc)
 
 
-def write_kubelet_files(kubelet_yaml, hostname_override=None, extra=None):
+def write_kubelet_files(kubelet_yaml, hostname_override=None, extra=None, patches=None):
     out('[kubelet-start] Writing kubelet environment file with flags to file "%s/kubeadm-flags.env"' % KUBELET_DIR)
     args = ["--container-runtime-endpoint=" + CRI_SOCKET]
     if FAKE_MINOR <= 30:
@@ -864,6 +966,7 @@ def write_kubelet_files(kubelet_yaml, hostname_override=None, extra=None):
     for k, v in sorted((extra or {}).items()):
         args.append("--%s=%s" % (k, v))
     write_file(KUBELET_DIR + "/kubeadm-flags.env", 'KUBELET_KUBEADM_ARGS="%s"\n' % " ".join(args), 0o644)
+    kubelet_yaml = apply_kubelet_patches(kubelet_yaml, patches)
     out('[kubelet-start] Writing kubelet configuration to file "%s/config.yaml"' % KUBELET_DIR)
     write_file(KUBELET_DIR + "/config.yaml", kubelet_yaml, 0o644)
 
@@ -1091,7 +1194,7 @@ def cmd_init(argv):
     kcfg = kubelet_configuration(cfg.kubelet_cfg, dns_ip, cfg.dns_domain)
     kubelet_yaml = yaml_dump(kcfg)
     write_kubelet_files(kubelet_yaml, hostname_override=cfg.node_name if cfg.node_name != socket.gethostname().lower() else None,
-                        extra=cfg.kubelet_extra)
+                        extra=cfg.kubelet_extra, patches=cfg.patches)
     start_kubelet()
     out('[wait-control-plane] Waiting for the kubelet to boot up the control plane as static Pods from directory "%s"' % MANIFESTS)
     wait_kubelet(cfg.cp_timeout)
@@ -1209,9 +1312,11 @@ def cmd_join(argv):
                                            "tls-bootstrap-token": "str", "discovery-token-ca-cert-hash": "list",
                                            "discovery-token-unsafe-skip-ca-verification": "bool", "node-name": "str",
                                            "ignore-preflight-errors": "list", "cri-socket": "str", "control-plane": "bool",
-                                           "certificate-key": "str", "apiserver-advertise-address": "str"})
+                                           "certificate-key": "str", "apiserver-advertise-address": "str",
+                                           "patches": "str"})
     timeout = 300.0
     extra = {}
+    patches = flags.get("patches")
     if flags.get("config"):
         for f in ("token", "discovery-token", "discovery-token-ca-cert-hash", "node-name", "cri-socket"):
             if f in flags:
@@ -1239,6 +1344,7 @@ def cmd_join(argv):
         if isinstance(extra, list):
             extra = {a.get("name"): a.get("value") for a in extra}
         ignore = list(nr.get("ignorePreflightErrors") or []) + flags.get("ignore-preflight-errors", [])
+        patches = patches or (jc.get("patches") or {}).get("directory")
     else:
         endpoint = pos[0] if pos else ""
         token = flags.get("discovery-token") or flags.get("token") or ""
@@ -1340,8 +1446,10 @@ def cmd_join(argv):
     cluster = cc.get("clusterName") or "kubernetes"
     write_file(K8S + "/bootstrap-kubelet.conf",
                kubeconfig_text(cluster, "https://" + endpoint, ca_pem, "tls-bootstrap-token-user", token=token), 0o600)
-    write_kubelet_files(kubelet_cm["data"]["kubelet"],
-                        hostname_override=node if node != socket.gethostname().lower() else None, extra=extra)
+    # the cluster's configuration, defaulted again on this node (resolvConf)
+    kubelet_yaml = yaml_dump(default_resolv_conf(yaml_load(kubelet_cm["data"]["kubelet"]) or {}))
+    write_kubelet_files(kubelet_yaml, hostname_override=node if node != socket.gethostname().lower() else None,
+                        extra=extra, patches=patches)
     start_kubelet()
     wait_kubelet(240)
     out("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
@@ -1644,15 +1752,16 @@ def upgrade_manifests(target, c):
         out('[upgrade/staticpods] Component "%s" upgraded successfully!' % comp)
 
 
-def kubelet_config_from_cluster(c, backup_dir):
+def kubelet_config_from_cluster(c, backup_dir, patches=None):
     cm = c.get(R("configmaps").path("kube-system", "kubelet-config"))
+    text = apply_kubelet_patches(yaml_dump(default_resolv_conf(yaml_load(cm["data"]["kubelet"]) or {})), patches)
     path = KUBELET_DIR + "/config.yaml"
     if os.path.exists(path):
         os.makedirs(backup_dir, exist_ok=True)
         shutil.copy2(path, backup_dir + "/config.yaml")
         out("[upgrade] Backing up kubelet config file to %s/config.yaml" % backup_dir)
     out('[kubelet-start] Writing kubelet configuration to file "%s"' % path)
-    write_file(path, cm["data"]["kubelet"], 0o644)
+    write_file(path, text, 0o644)
 
 
 def cmd_upgrade(argv):
@@ -1662,7 +1771,7 @@ def cmd_upgrade(argv):
     flags, pos = parse_args(rest, "upgrade " + sub,
                             {"yes": "bool", "force": "bool", "kubeconfig": "str", "dry-run": "bool",
                              "certificate-renewal": "bool", "etcd-upgrade": "bool", "ignore-preflight-errors": "list",
-                             "config": "str"}, {"y": "yes", "f": "force"})
+                             "config": "str", "patches": "str"}, {"y": "yes", "f": "force"})
     if sub == "node":
         return upgrade_node(flags)
     c = api_admin(flags.get("kubeconfig") or K8S + "/admin.conf")
@@ -1728,7 +1837,8 @@ def cmd_upgrade(argv):
     out('[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace')
     c.put(R("configmaps").path("kube-system", "kubeadm-config"), cm)
     out('[kubelet] Creating a ConfigMap "kubelet-config" in namespace kube-system with the configuration for the kubelets in the cluster')
-    kubelet_config_from_cluster(c, "%s/tmp/kubeadm-kubelet-config-%s" % (K8S, time.strftime("%Y-%m-%d-%H-%M-%S")))
+    kubelet_config_from_cluster(c, "%s/tmp/kubeadm-kubelet-config-%s" % (K8S, time.strftime("%Y-%m-%d-%H-%M-%S")),
+                                flags.get("patches"))
     try:
         ds = c.get(R("daemonsets").path("kube-system", "kube-proxy"))
         for ctr in ds["spec"]["template"]["spec"]["containers"]:
@@ -1762,7 +1872,8 @@ def upgrade_node(flags):
     else:
         out("[preflight] Skipping prepull. Not a control plane node.")
         out("[upgrade] Skipping phase. Not a control plane node.")
-    kubelet_config_from_cluster(c, "%s/tmp/kubeadm-kubelet-config-%s" % (K8S, time.strftime("%Y-%m-%d-%H-%M-%S")))
+    kubelet_config_from_cluster(c, "%s/tmp/kubeadm-kubelet-config-%s" % (K8S, time.strftime("%Y-%m-%d-%H-%M-%S")),
+                                flags.get("patches"))
     out("[upgrade] The configuration for this node was successfully updated!")
     out("[upgrade] Now you should go ahead and upgrade the kubelet package using your package manager.")
     return 0
