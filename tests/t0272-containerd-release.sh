@@ -8,10 +8,9 @@
 # SystemdCgroup = true), `ctr plugins ls` (the CRI plugins ok).
 #
 # The archive: containerd's real archive cannot be downloaded here, so one
-# in its layout (bin/containerd, bin/containerd-shim-runc-v2, bin/ctr) is
-# made from Debian sid's containerd 2.1 (the releases tier's cached tree,
-# tests/releases/rootfs.sh; its binaries need glibc 2.34, which Debian 12
-# has), with the node's own runc as runc.amd64.  The test's copy of roles/
+# in its layout is made from Debian sid's containerd 2.1
+# (tests/releases/containerd-archive.sh), with the node's own runc as
+# runc.amd64.  The test's copy of roles/
 # pins their SHA-256 in artifacts.yaml, and the artifact cache holds them,
 # as `provision fetch` leaves it.  Also: the Debian package stays installed
 # (nothing a user had is lost), a second run changes nothing, a binary
@@ -29,10 +28,6 @@
 [ "${PROVISION_TEST_RELEASES:-1}" != 0 ] || test_skip_all "PROVISION_TEST_RELEASES=0"
 test_need_root
 test_need_cmd python3 debootstrap flock tar
-SID=$(sh "$SRC_ROOT/tests/releases/rootfs.sh" sid 2>"$TEST_DIR/rootfs.err") || {
-	cat "$TEST_DIR/rootfs.err"
-	test_skip_all "no Debian sid tree for containerd 2.x (tests/releases/rootfs.sh sid failed)"
-}
 tb_up --nspawn 1 --chroot 0
 x() { "$TESTBED" exec "$TB" node-1 "$@"; }
 export TB TESTBED
@@ -41,12 +36,15 @@ export TB TESTBED
 FILES=$TEST_DIR/files
 CACHE=$TEST_DIR/cache
 ROLES=$TEST_DIR/roles
-mkdir -p "$FILES/bin" "$CACHE/sha256"
-cp "$SID/usr/bin/containerd" "$SID/usr/bin/containerd-shim-runc-v2" "$SID/usr/bin/ctr" "$FILES/bin/"
-tar -czf "$FILES/containerd.tar.gz" -C "$FILES" bin
-x cat /usr/sbin/runc >"$FILES/runc.amd64"
+mkdir -p "$FILES" "$CACHE/sha256"
+x cat /usr/sbin/runc >"$TEST_DIR/node-runc"
+sh "$SRC_ROOT/tests/releases/containerd-archive.sh" "$FILES" "$TEST_DIR/node-runc" 2>"$TEST_DIR/archive.err" || {
+	cat "$TEST_DIR/archive.err"
+	exit 1
+}
+tar -xzf "$FILES/containerd-2.3.4-linux-amd64.tar.gz" -C "$FILES" bin/ctr
 cp -R "$SRC_ROOT/roles" "$ROLES"
-for f in containerd.tar.gz runc.amd64; do
+for f in containerd-2.3.4-linux-amd64.tar.gz runc.amd64; do
 	h=$(sha256sum <"$FILES/$f" | cut -c1-64)
 	cp "$FILES/$f" "$CACHE/sha256/$h"
 	case $f in

@@ -24,6 +24,9 @@
 # v1beta4 API, cgroup v2 nodes) on Debian 13 nodes (the other cluster tests
 # run Debian 12 ones: so the roles run on both releases in every test run;
 # PROVISION_TESTBED_SUITE=bookworm for Debian 12 here too).
+# Near the end the running cluster is moved to `containerd: release`
+# (roles/containerd-release) with an archive made of Debian sid's real
+# containerd 2.1 (tests/releases/containerd-archive.sh).
 # PROVISION_TEST_K8S=X.Y.Z runs the same cases at another version of the
 # table (the matrix of doc/provision.1):
 #   for v in 1.28.15 1.29.15 ... ; do PROVISION_TEST_K8S=$v sh tests/t0400-cluster.sh; done
@@ -227,6 +230,27 @@ test_case "provision check passes on its own (exit 0), and says what it checked"
 # Every file the runs wrote, and what the nodes logged: no token, no secret
 # part of one, no private key material of the cluster's CAs or the
 # service-account key.
+test_case "containerd: release on the running cluster: every node moves to containerd 2 from the archive (config version 3), the cluster stays Ready, check passes, the next up changes nothing" "
+	tb node-1 cat /usr/sbin/runc >node-runc
+	sh '$SRC_ROOT/tests/releases/containerd-archive.sh' '$TEST_DIR/kube/repo/artifacts' node-runc
+	test_roles '$ROLES' 'http://$TESTBED_HOST_ADDR:$port/artifacts' '$TEST_DIR/kube/repo/artifacts'
+	sed 's/^  kubernetes_version: .*/&\\n  containerd: release/' '$INV' >inv-release.yaml
+	grep -q '^  containerd: release\$' inv-release.yaml
+	UPR=\"$PROVISION up -i inv-release.yaml --state $STATE --roles $ROLES --no-tui\"
+	\$UPR >up-release.out 2>&1 || { tail -n 60 up-release.out; false; }
+	for n in $TESTBED_NODES; do
+		expect_grep \"\\\\[\$n\\\\] containerd-release › 20-service … changed\" up-release.out
+		expect_eq /usr/local/bin/containerd \"\$(tb \$n sh -c 'readlink /proc/\$(systemctl show -p MainPID --value containerd)/exe')\" \"containerd on \$n\"
+		expect_eq 'version = 3' \"\$(tb \$n sed -n '/^version/p' /etc/containerd/config.toml)\" \"config.toml on \$n\"
+	done
+	kc get nodes --no-headers >nodes
+	cat nodes
+	expect_eq 4 \"\$(awk '\$2 == \"Ready\"' nodes | wc -l)\" 'Ready nodes'
+	$PROVISION check -i inv-release.yaml --state $STATE --roles $ROLES --no-tui >check-release.out 2>&1 || { cat check-release.out; false; }
+	\$UPR >up-release2.out 2>&1 || { tail -n 30 up-release2.out; false; }
+	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *0 changed\" up-release2.out; done
+"
+
 test_case "no token, certificate key or CA private key in any file the runs wrote or the nodes logged" "
 	collect_node_logs collected
 	secrets_collected secrets.list
