@@ -32,13 +32,14 @@ LOG=$STATE/logs/node-1.log
 # pod labels app=flannel,k8s-app=flannel, on the images it pinned then.
 OLD=$TEST_DIR/old-roles
 cp -R "$ROLES" "$OLD"
+# (whether the template has k8s-app there already or not)
 awk '
 	/^  selector:$/ { sel = 1 }
-	sel && /^      k8s-app: flannel$/ { next }
-	sel && /^        k8s-app: flannel$/ { next }
+	lab && !/^        / { lab = 0; sel = 0 }
+	(sel || lab) && /^ *k8s-app: flannel$/ { next }
 	{ print }
 	sel && /^    matchLabels:$/ { print "      k8s-app: flannel" }
-	sel && /^      labels:$/ { print "        k8s-app: flannel"; sel = 0 }
+	sel && /^      labels:$/ { print "        k8s-app: flannel"; lab = 1 }
 ' "$ROLES/flannel/templates/kube-flannel.yml.tmpl" |
 	sed 's|ghcr.io/flannel-io/flannel-cni-plugin:v[^ ]*|docker.io/flannel/flannel-cni-plugin:v1.5.1-flannel2|
 		s|ghcr.io/flannel-io/flannel:v[^ ]*|docker.io/flannel/flannel:v0.25.6|
