@@ -8,7 +8,9 @@
 # prints equals the one the join-tokens role computes with openssl); helm,
 # kubeadm and kubectl reject, with the real tools' messages and exit status,
 # the flags the real tools' tables (../shared/upstream/cli) do not give
-# their command.
+# their command; the API server refuses a change of a DaemonSet's selector
+# and kubectl prints it as the real ones do, delete --cascade=orphan keeps
+# the pods.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 test_need_cmd python3 openssl
@@ -306,6 +308,47 @@ runs {'failCgroupV1': False}\" \"\$(cat out-1.34.11)\" 'kubelet 1.34'
 	else
 		expect_grep '^runs {}\$' out-1.35.8
 	fi
+"
+
+test_case "the API server refuses a DaemonSet's changed selector (field is immutable), kubectl prints it as the real one; delete --cascade=orphan leaves the pods without an owner" "
+	pyfake kube-apiserver <<-'EOF' >api.out 2>&1 || { cat api.out; false; }
+		STATE = os.path.abspath('state.json')
+		api = API({})
+		ds, pods, ns = resource_by_name('daemonsets'), resource_by_name('pods'), resource_by_name('namespaces')
+		api.create(ns, None, {'metadata': {'name': 'kube-flannel'}})
+		old = {'matchLabels': {'app': 'flannel', 'k8s-app': 'flannel'}}
+		d = api.create(ds, 'kube-flannel', {'metadata': {'name': 'kube-flannel-ds'}, 'spec': {'selector': old,
+		               'template': {'metadata': {'labels': {'app': 'flannel', 'k8s-app': 'flannel'}}}}})
+		for dry in (True, False):
+		    try:
+		        api.replace(ds, 'kube-flannel', 'kube-flannel-ds', None, patch={'spec': {'selector': {'matchLabels': {'k8s-app': None}}}}, dry=dry)
+		        raise AssertionError('the changed selector was accepted (dry run %s)' % dry)
+		    except HTTPFail as e:
+		        assert e.code == 422 and e.body['reason'] == 'Invalid', e.body
+		        print(e.body['message'])
+		        print(json.dumps(e.body['details'], sort_keys=True))
+		api.replace(ds, 'kube-flannel', 'kube-flannel-ds', None, patch={'spec': {'selector': {'matchExpressions': []}}})
+		p = api.create(pods, 'kube-flannel', {'metadata': {'name': 'p1', 'labels': {'app': 'flannel'}, 'ownerReferences': [
+		               {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'name': 'kube-flannel-ds', 'uid': d['metadata']['uid'], 'controller': True}]},
+		               'spec': {'containers': [{'name': 'c', 'image': 'x'}]}})
+		api.delete(ds, 'kube-flannel', 'kube-flannel-ds', 'Orphan')
+		assert api.store.get(ds, 'kube-flannel', 'kube-flannel-ds') is None
+		left = api.store.get(pods, 'kube-flannel', 'p1')
+		assert left and not left['metadata'].get('ownerReferences'), left
+		print('orphaned: p1 kept, no owner')
+	EOF
+	cat api.out
+	expect_eq 'DaemonSet.apps \"kube-flannel-ds\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"flannel\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable' \"\$(sed -n 1p api.out)\" 'the Status message'
+	expect_eq \"\$(sed -n 1,2p api.out)\" \"\$(sed -n 3,4p api.out)\" 'a dry run refused alike'
+	sed -n 2p api.out >details
+	pyfake kubectl <<-'EOF' >kc.out
+		st = {'reason': 'Invalid', 'message': 'x', 'details': json.load(open('details'))}
+		print(api_error(APIError(422, st)))
+	EOF
+	expect_eq 'The DaemonSet \"kube-flannel-ds\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"flannel\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable' \"\$(cat kc.out)\" 'kubectl'
+	expect_grep '^orphaned: p1 kept, no owner\$' api.out
+	export HOME=\$PWD KUBECONFIG=
+	rejects kubectl 'delete ds x --cascade=sideways' 'error: invalid cascade value (sideways). Must be \"background\", \"foreground\", or \"orphan\"'
 "
 
 if command -v kubectl >/dev/null 2>&1 && kubectl version --client 2>/dev/null | grep -q '^Client Version: v1\.32\.4'; then
