@@ -195,8 +195,8 @@ test_case "no GPU request on a GPU node: the CUDA image's NVIDIA_VISIBLE_DEVICES
 
 test_case "helm: the pinned archive's program; both releases deployed, revision 1, as Secrets" "
 	tb node-1 /usr/local/bin/helm version --short >hv
-	expect_grep '^v3.15.4+g' hv
-	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
+	expect_grep '^v3.18.4+g' hv
+	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
 	expect_eq \"\$(cat want)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm binary'
 	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -A -o json >releases.json
 	python3 - releases.json <<-'EOF'
