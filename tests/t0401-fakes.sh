@@ -59,7 +59,7 @@ if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2
 		tar -xzOf kd/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz linux-amd64/helm >helm.bin
 		python3 helm.bin version --short >hs
 		expect_grep '^v3.18.4+gd80839c\$' hs
-		for c in gpu-operator-v24.6.1 nfs-subdir-external-provisioner-4.0.18; do
+		for c in gpu-operator-v26.7.0 nfs-subdir-external-provisioner-4.0.18; do
 			tar -tzf kd/repo/artifacts/\$c.tgz >c.list
 			expect_grep '/Chart.yaml\$' c.list
 		done
