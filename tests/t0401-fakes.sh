@@ -56,12 +56,12 @@ if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2
 		gpg --batch --homedir kd/gnupg --verify \"\$r/Release.gpg\" \"\$r/Release\" 2>gpg.out || { cat gpg.out; false; }
 		gpgconf --homedir kd/gnupg --kill gpg-agent 2>/dev/null || true
 		grep -q 'BEGIN PGP SIGNED MESSAGE' \"\$r/InRelease\"
-		tar -tzf kd/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz >helm.list
+		tar -tzf kd/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz >helm.list
 		expect_grep '^linux-amd64/helm\$' helm.list
-		tar -xzOf kd/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz linux-amd64/helm >helm.bin
+		tar -xzOf kd/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz linux-amd64/helm >helm.bin
 		python3 helm.bin version --short >hs
-		expect_grep '^v3.15.4+g' hs
-		for c in gpu-operator-v24.6.1 nfs-subdir-external-provisioner-4.0.18; do
+		expect_grep '^v3.18.4+gd80839c\$' hs
+		for c in gpu-operator-v26.7.0 nfs-subdir-external-provisioner-4.0.18; do
 			tar -tzf kd/repo/artifacts/\$c.tgz >c.list
 			expect_grep '/Chart.yaml\$' c.list
 		done
@@ -78,7 +78,7 @@ test_case "versions in the real tools' shapes" "
 Kustomize Version: v5.0.4-0.20230601165947-6ce0bf390ce3' \"\$(fake kubectl version --client)\" 'kubectl version --client'
 	expect_eq 'Kubernetes v1.30.4' \"\$(fake kubelet --version)\" 'kubelet --version'
 	fake helm version >hv
-	expect_grep '^version.BuildInfo{Version:\"v3.15.4\", GitCommit:\"[0-9a-f]\\{40\\}\", GitTreeState:\"clean\", GoVersion:\"go1.22.6\"}\$' hv
+	expect_grep '^version.BuildInfo{Version:\"v3.18.4\", GitCommit:\"d80839cf37d860c8aa9a0503fe463278f26cd5e2\", GitTreeState:\"clean\", GoVersion:\"go1.24.4\"}\$' hv
 	fake kubeadm token generate >tok
 	expect_grep '^[a-z0-9]\\{6\\}\\.[a-z0-9]\\{16\\}\$' tok
 "
