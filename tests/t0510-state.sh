@@ -97,7 +97,7 @@ printf 'not a PEM key, just %s\n' "$PRIVATE" | tb node-1 sh -c 'umask 077; cat >
 
 # The roles: the node-preparation roles of the tree, and a probe role.
 mkdir -p "$ROLES"
-for r in lib.sh kubernetes.yaml swap-off kernel containerd nvidia kube-packages nfs-server nfs-client; do
+for r in lib.sh kubernetes.yaml swap-off kernel containerd-release containerd nvidia kube-packages nfs-server nfs-client; do
 	cp -R "$SRC_ROOT/roles/$r" "$ROLES/"
 done
 mkdir -p "$ROLES/probe/steps" "$ROLES/probe/templates"
@@ -108,6 +108,9 @@ probe-archive:
   sha256: $PROBE_SHA
   description: an archive a role needs from outside
 EOF
+# containerd-release's archives (it applies only with containerd: release,
+# which this inventory does not say: never fetched here)
+sed -n '/^containerd-linux-amd64:$/,$p' "$SRC_ROOT/roles/artifacts.yaml" >>"$ROLES/artifacts.yaml"
 cat >"$ROLES/probe/role.yaml" <<'EOF'
 description: t0510 probe - a secret, a file that holds it, a fetched private file, an artifact
 phase: prep

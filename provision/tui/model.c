@@ -270,6 +270,22 @@ size_t tui_model_column(struct tui_model *m, const char *name)
 	return c;
 }
 
+/*
+ * Whether role R may apply to one of the nodes, GPU or not (facts decide that
+ * later): a role the inventory rules out everywhere (containerd-release
+ * without containerd: release, the hub's without a hub) gets no column.
+ */
+static bool role_for_any(const struct role *r, const struct inventory *inv,
+			 const struct node *const *nodes, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (role_applies(r, inv, nodes[i], true) || role_applies(r, inv, nodes[i], false))
+			return true;
+	return false;
+}
+
 void tui_model_init(struct tui_model *m, const struct inventory *inv, const struct role_set *rs,
 		    unsigned phases, bool check_only, bool validate,
 		    const struct node *const *nodes, size_t nr, uint64_t now)
@@ -306,7 +322,7 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 	tui_model_column(m, "preflight");
 	for (i = 0; rs && i < rs->nr; i++) {
 		int ph = role_phase_index(rs->roles[i].phase);
-		if (ph >= 0 && (phases & (1u << ph)))
+		if (ph >= 0 && (phases & (1u << ph)) && role_for_any(&rs->roles[i], inv, nodes, nr))
 			tui_model_column(m, rs->roles[i].name);
 	}
 	if (validate) {
