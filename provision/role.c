@@ -1288,6 +1288,11 @@ bool role_applies(const struct role *r, const struct inventory *inv, const struc
 	return true;
 }
 
+bool role_may_apply(const struct role *r, const struct inventory *inv, const struct node *n)
+{
+	return role_applies(r, inv, n, true) || role_applies(r, inv, n, false);
+}
+
 bool role_artifact_for(const struct role_artifact *a, const struct node *n)
 {
 	return !a->arch || !strcmp(a->arch, n->arch ? n->arch : "amd64");

@@ -186,4 +186,7 @@ bool role_reads_from(const struct role *r, const struct role *p);
 bool role_applies(const struct role *r, const struct inventory *inv, const struct node *n,
 		  bool has_gpu);
 
+/* Whether role R may apply to node N before its facts say whether it has a GPU. */
+bool role_may_apply(const struct role *r, const struct inventory *inv, const struct node *n);
+
 #endif

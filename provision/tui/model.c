@@ -281,7 +281,7 @@ static bool role_for_any(const struct role *r, const struct inventory *inv,
 	size_t i;
 
 	for (i = 0; i < nr; i++)
-		if (role_applies(r, inv, nodes[i], true) || role_applies(r, inv, nodes[i], false))
+		if (role_may_apply(r, inv, nodes[i]))
 			return true;
 	return false;
 }
