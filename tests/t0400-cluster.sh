@@ -221,7 +221,7 @@ test_case "a second up changes nothing" "
 "
 
 test_case "provision check passes on its own (exit 0), and says what it checked" "
-	$PROVISION check -i $INV --state $STATE >check.out 2>&1 || { cat check.out; false; }
+	$PROVISION check -i $INV --state $STATE --roles $ROLES >check.out 2>&1 || { cat check.out; false; }
 	expect_grep 'node-ready' check.out
 	expect_grep 'api-readyz' check.out
 	expect_no_grep ' fail ' check.out
