@@ -333,15 +333,15 @@ test_case "a second up changes nothing; the releases stay at revision 1" "
 # Drift (issue 21): what the next up would change on a cluster up left as
 # the inventory says, reported by check (a drift row per differing step),
 # shown by plan, put back by up.  The GPU nodes' nvidia runtimes are in
-# provision's own config.toml (the toolkit writes its copy elsewhere): never
-# drift.
+# provision's own config.toml (the toolkit writes its drop-in outside
+# containerd's imports, conf.d/99-nvidia.toml as v1.20.0 does): never drift.
 NFS_REL="nfs-subdir-external-provisioner -n nfs-provisioner"
 HELM1="helm --kubeconfig /etc/kubernetes/admin.conf"
 test_case "drift: none after up; the GPU nodes' nvidia runtimes and the toolkit's own file are not drift; helm get values as Helm 3 prints it" "
 	$CHECK >drift0.out 2>&1 || { tail -n 40 drift0.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^drift  *\$n  *pass  *as provision left it ([0-9]* steps checked)\\\$\" drift0.out; done
 	expect_eq 3 \"\$(tb node-2 grep -c '^    BinaryName = \"$TK/' /etc/containerd/config.toml)\" 'nvidia runtimes in node-2 config.toml'
-	tb node-2 test -s /var/lib/provision/nvidia-toolkit/containerd.toml
+	tb node-2 test -s /var/lib/provision/nvidia-toolkit/conf.d/99-nvidia.toml || { echo 'node-2: no toolkit drop-in'; false; }
 	tb node-1 $HELM1 get values $NFS_REL >gv.table
 	expect_eq 'USER-SUPPLIED VALUES:' \"\$(head -n 1 gv.table)\" 'table header'
 	expect_grep '^  defaultClass: true\$' gv.table
