@@ -397,7 +397,11 @@ test_case "facts decide: with node-4's driver not loaded, plan shows driver.enab
 	expect_grep '+#   node-4: 1x \"NVIDIA PCI device 0x2484\", host driver not working\$' plan.out
 "
 
-test_case "up --phases addons then: node-4 fails its preflight alone; driver.enabled true, the operator's driver container loads node-4's driver; check passes" "
+# check after that up: node-4 validated; and drift, because the next up
+# would change two things: the values it would render now (node-4's driver
+# works, loaded by the driver container: driver.enabled false again) and
+# node-4's new driver packages, which no nvidia role has held yet.
+test_case "up --phases addons then: node-4 fails its preflight alone; driver.enabled true, the operator's driver container loads node-4's driver; check: node-4 validated, drift: the values up would render now and node-4's unheld driver packages, nothing else fails" "
 	expect_status 1 $UP --phases addons >up4.out 2>&1
 	expect_grep '^\\[node-4\\] preflight: error: nvidia-smi fails (exit 9)' up4.out
 	expect_grep '\\[node-1\\] gpu-operator › 10-release … changed' up4.out
@@ -411,8 +415,11 @@ test_case "up --phases addons then: node-4 fails its preflight alone; driver.ena
 	expect_eq 'NVIDIA GeForce RTX 3070' \"\$(tb node-4 nvidia-smi --query-gpu=name --format=csv,noheader)\"
 	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -n gpu-operator -o json >r4.json
 	expect_grep '\"revision\":\"2\"' r4.json
-	$CHECK >check4.out 2>&1 || { tail -n 40 check4.out; false; }
+	expect_status 1 $CHECK >check4.out 2>&1
 	expect_grep '^gpu-operator-validated  *node-4  *pass ' check4.out
+	expect_grep '^drift  *node-1  *fail  *gpu-operator › /etc/provision/helm/gpu-operator.values.yaml: .*-  enabled: true; +  # every GPU node has a working host driver: no driver container; +  enabled: false (' check4.out
+	expect_grep '^drift  *node-4  *fail  *nvidia › 20-hold: not held: libnvidia-compute-550 nvidia-driver-550 (' check4.out
+	expect_eq 2 \"\$(grep -c '^[a-z-]*  *[^ ]*  *fail ' check4.out)\" 'failed checks (the two drifts)'
 "
 
 test_case "the nvidia runtime's binary taken away on node-3: gpu-pod fails there, node-2 still passes" "
