@@ -413,13 +413,14 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	}
 
 	/* 3. the pipeline, one pass per segment of roles (see plan_segments) */
-	if (o->phases && !res->interrupted) {
+	if ((o->phases || o->drift) && !res->interrupted) {
+		unsigned run_phases = o->drift ? plan_all_phases() : o->phases;
 		run.barriers = xcalloc(rs->nr ? rs->nr : 1, sizeof(*run.barriers));
 		run.applies = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		run.role_done = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		for (i = 0; i < o->nr; i++) {
 			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
-			unsigned ph = o->phases & (o->node_phases ? o->node_phases[i] : ~0u);
+			unsigned ph = run_phases & (o->node_phases ? o->node_phases[i] : ~0u);
 			for (ri = 0; ri < rs->nr && ok; ri++) {
 				const struct role *r = &rs->roles[ri];
 				if (!(ph & (1u << role_phase_index(r->phase))))
@@ -505,6 +506,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 				pass_sessions[i] = NULL;
 			}
 		}
+		if (o->drift)
+			plan_drift_checks(&run);
 		plan_run_validation(&run, &ro, sessions);
 	}
 	runner_sessions_close(ops, sessions, o->nr);

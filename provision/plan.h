@@ -74,6 +74,12 @@ struct plan_opts {
 	const unsigned *node_phases;
 	bool check_only;  /* provision plan */
 	/*
+	 * provision check: with check_only and no phases, every step of up's
+	 * phases is checked as plan checks it, and each one that `up` would
+	 * change becomes a "drift" check of the validation (plan_drift.c).
+	 */
+	bool drift;
+	/*
 	 * reset, remove-node, upgrade: no preflight (it judges whether a
 	 * machine can become a node; these act on nodes that already are one).
 	 */

@@ -132,5 +132,7 @@ int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const stru
 
 /* The validation checks (o->validate), on the control plane and from this machine. */
 void plan_run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions);
+/* provision check (plan_opts.drift): one "drift" check per step up would change, or a pass per node. */
+void plan_drift_checks(struct run *run);
 
 #endif

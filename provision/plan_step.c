@@ -252,7 +252,11 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 		result = STEP_FAILED;
 		detail = plan_failure_text(nc, what);
 	} else if (check_only) {
+		/* What the check said is why it would change (plan shows it, check's drift too). */
 		result = STEP_WOULD_CHANGE;
+		strbuf_rtrim(&nc->tail);
+		if (nc->tail.len)
+			detail = xstrdup(nc->tail.buf);
 	} else {
 		strbuf_reset(&nc->tail);
 		rc = call_step(nc, job, r, s, "apply", &status, &err);

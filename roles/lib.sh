@@ -206,12 +206,128 @@ pv_installed() {
 # that succeeded.
 PV_HELM="helm --kubeconfig /etc/kubernetes/admin.conf"
 
+# pv_yaml_paths < YAML: one line per scalar of a YAML document as `helm get
+# values -o yaml` writes it (keys sorted, two spaces a level, a sequence's
+# "- " at its key's indentation, multi-line strings as | blocks):
+# PATH<TAB>VALUE, PATH the keys joined with "." and [N] for the Nth item of a
+# sequence (toolkit.env[0].name).  Empty maps and sequences are values ({},
+# []); a block scalar's lines are joined with \n.
+pv_yaml_paths() {
+	awk '
+	function path(n,   i, p) {
+		p = ""
+		for (i = 1; i <= n; i++)
+			p = p (k[i] ~ /^\[/ || p == "" ? "" : ".") k[i]
+		return p
+	}
+	function keyline(body, ind,   key, val) {
+		while (top > 0 && ki[top] >= ind) top--
+		if (body ~ /^"/) {
+			key = body
+			sub(/^"/, "", key)
+			sub(/":( .*)?$/, "", key)
+			val = body
+			sub(/^"[^"]*":[ ]?/, "", val)
+		} else {
+			key = body
+			sub(/:( .*)?$/, "", key)
+			val = substr(body, length(key) + 2)
+			sub(/^ /, "", val)
+		}
+		k[++top] = key
+		ki[top] = ind
+		if (val == "") return
+		if (val ~ /^[|>][-+]?$/) {
+			blk = path(top)
+			bind = ind
+			bval = ""
+			top--
+			return
+		}
+		print path(top) "\t" val
+		top--
+	}
+	{
+		line = $0
+		match(line, /^ */)
+		ind = RLENGTH
+		body = substr(line, ind + 1)
+		if (blk != "") {
+			if (ind > bind || body == "") {
+				bval = bval (bval == "" ? "" : "\\n") body
+				next
+			}
+			print blk "\t" bval
+			blk = ""
+		}
+		if (body == "" || body ~ /^#/) next
+		if (body ~ /^- / || body == "-") {
+			while (top > 0 && ki[top] > ind) top--
+			p = path(top)
+			n = cnt[p]++
+			k[++top] = "[" n "]"
+			ki[top] = ind + 1
+			body = substr(body, 3)
+			if (body == "") next
+			if (body ~ /^("[^"]*"|[^ "][^:]*):( |$)/) {
+				keyline(body, ind + 2)
+				next
+			}
+			print path(top) "\t" body
+			top--
+			next
+		}
+		keyline(body, ind)
+	}
+	END { if (blk != "") print blk "\t" bval }'
+}
+
+# pv_values_diff RECORDED < CURRENT: both PATH<TAB>VALUE lines
+# (pv_yaml_paths); one line per key that differs, "  KEY: OLD -> NEW"
+# ("(not set)" for a missing one), at most 20 and then how many more.  The
+# values of keys named like a secret (secret, token, password, key) are
+# never shown: "(secret)".
+pv_values_diff() {
+	awk -F '\t' -v rec="$1" '
+	function shown(key, v) {
+		if (v == "\001") return "(not set)"
+		if (tolower(key) ~ /(secret|token|password|passwd|key)[^.]*$/) return "(secret)"
+		if (length(v) > 80) v = substr(v, 1, 80) "..."
+		return v
+	}
+	BEGIN {
+		while ((getline l < rec) > 0) {
+			i = index(l, "\t")
+			old[substr(l, 1, i - 1)] = substr(l, i + 1)
+		}
+	}
+	{
+		i = index($0, "\t")
+		key = substr($0, 1, i - 1)
+		v = substr($0, i + 1)
+		seen[key] = 1
+		if (!(key in old)) out("  " key ": " shown(key, "\001") " -> " shown(key, v))
+		else if (old[key] != v) out("  " key ": " shown(key, old[key]) " -> " shown(key, v))
+	}
+	END {
+		for (key in old)
+			if (!(key in seen)) out("  " key ": " shown(key, old[key]) " -> " shown(key, "\001"))
+		if (n > 20) print "  ... and " n - 20 " more"
+	}
+	function out(s) { if (++n <= 20) print s }' | sort
+}
+
 # pv_helm_state RELEASE NAMESPACE CHART.tgz VALUES [VALUES...]: exit 0 when
 # RELEASE is deployed in NAMESPACE from that chart (name and version) with
-# exactly that chart archive and values files; 1, saying what differs,
-# otherwise; 2 when helm cannot answer.  (A second values file: one the
-# node made itself, such as the hub's secrets, roles/jupyterhub.)
+# exactly that chart archive and values files, and with the values Helm
+# keeps for it (`helm get values`) those it kept after provision's last
+# install of those files (recorded then, NS.RELEASE.values, 0600: a hand
+# `helm upgrade --set` shows here, its keys listed, secrets masked); 1,
+# saying what differs, otherwise; 2 when helm cannot answer.  (A second
+# values file: one the node made itself, such as the hub's secrets,
+# roles/jupyterhub.)
 pv_helm_state() {
+	_rel=$1 _ns=$2
 	# not there yet (provision plan before the first up): it would change
 	if [ ! -f /etc/kubernetes/admin.conf ]; then
 		echo "release $1: no cluster yet (/etc/kubernetes/admin.conf is missing)"
@@ -247,7 +363,7 @@ pv_helm_state() {
 		return 1
 	fi
 	if [ "$_have" != "$_chart" ]; then
-		echo "release $1 (namespace $2): chart $_have, want $_chart"
+		echo "release $1 (namespace $2): chart $_have deployed, pinned $_chart ($3)"
 		return 1
 	fi
 	_stamp=$PROVISION_STATE_DIR/helm/$2.$1
@@ -265,6 +381,21 @@ pv_helm_state() {
 	if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
 		echo "$_what: $* or $_chart_file changed since the last install"
 		return 1
+	fi
+	# Installed by a provision before the values were recorded: the next
+	# install records them.
+	if [ -f "$_stamp.values" ]; then
+		_now=$($PV_HELM get values "$_rel" -n "$_ns" -o yaml 2>&1) || {
+			printf '%s\n' "$_now" | tail -n 3
+			return 2
+		}
+		_diff=$(printf '%s\n' "$_now" | pv_yaml_paths | pv_values_diff "$_stamp.values")
+		_now=
+		if [ -n "$_diff" ]; then
+			echo "$_what: its values (helm get values $_rel -n $_ns) are not those of $*; changed by hand:"
+			printf '%s\n' "$_diff"
+			return 1
+		fi
 	fi
 	echo "$_what: $_chart deployed with $*"
 	return 0
@@ -291,6 +422,11 @@ pv_helm_install() {
 		return 1
 	fi
 	mkdir -p "$PROVISION_STATE_DIR/helm"
+	# What Helm keeps of these files: pv_helm_state compares it with what it
+	# keeps later.  0600: the hub's secrets are among them.
+	_kept=$($PV_HELM get values "$_rel" -n "$_ns" -o yaml) || return 1
+	printf '%s\n' "$_kept" | pv_yaml_paths | pv_write "$PROVISION_STATE_DIR/helm/$_ns.$_rel.values" 0600 || return 1
+	_kept=
 	printf '%s\n' "$_want" | pv_write "$PROVISION_STATE_DIR/helm/$_ns.$_rel" 0644
 }
 

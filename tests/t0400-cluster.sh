@@ -221,7 +221,7 @@ test_case "a second up changes nothing" "
 "
 
 test_case "provision check passes on its own (exit 0), and says what it checked" "
-	$PROVISION check -i $INV --state $STATE >check.out 2>&1 || { cat check.out; false; }
+	$PROVISION check -i $INV --state $STATE --roles $ROLES >check.out 2>&1 || { cat check.out; false; }
 	expect_grep 'node-ready' check.out
 	expect_grep 'api-readyz' check.out
 	expect_no_grep ' fail ' check.out
@@ -247,7 +247,7 @@ test_case "$RELEASE_CASE" "
 	kc get nodes --no-headers >nodes
 	cat nodes
 	expect_eq 4 \"\$(awk '\$2 == \"Ready\"' nodes | wc -l)\" 'Ready nodes'
-	$PROVISION check -i inv-release.yaml --state $STATE >check-release.out 2>&1 || { cat check-release.out; false; }
+	$PROVISION check -i inv-release.yaml --state $STATE --roles $ROLES >check-release.out 2>&1 || { cat check-release.out; false; }
 	\$UPR >up-release2.out 2>&1 || { tail -n 30 up-release2.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *0 changed\" up-release2.out; done
 "

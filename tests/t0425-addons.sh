@@ -54,7 +54,7 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="gpu-nodes up validation junit stand-ins runc-pod helm values gpu-state storage own-claim second-up limit driver-facts driver-container runtime-gone old-layout no-secrets"
+CASES="gpu-nodes up validation junit stand-ins runc-pod helm values gpu-state storage own-claim second-up drift-none drift-report drift-repair limit driver-facts driver-container runtime-gone old-layout no-secrets"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -85,7 +85,7 @@ knob node-1 record-tokens
 
 tb() { "$TESTBED" exec "$TB" "$@"; }
 kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
-CHECK="$PROVISION check -i $INV --state $STATE"
+CHECK="$PROVISION check -i $INV --state $STATE --roles $ROLES"
 TK=/usr/local/nvidia/toolkit
 
 test_case "GPU nodes: node-2 GTX 1080 Ti, node-3 RTX 2080 Ti, node-4 RTX 3070, drivers loaded" "
@@ -108,7 +108,7 @@ test_case "up: exit 0; helm, the GPU Operator and the NFS provisioner installed 
 test_case "validation: every check passes at the end of up and in check, the add-on checks among them" "
 	expect_grep '^validation: [0-9]* passed, 0 failed' up1.out
 	expect_no_grep ' fail  ' up1.out
-	$PROVISION check -i $INV --state $STATE >check.out 2>&1 || { tail -n 40 check.out; false; }
+	$CHECK >check.out 2>&1 || { tail -n 40 check.out; false; }
 	for n in node-2 node-3 node-4; do
 		expect_grep \"^gpu-allocatable  *\$n  *pass  *1\\\$\" check.out
 		expect_grep \"^gpu-operator-validated  *\$n  *pass  *Running, driver, toolkit, cuda and plugin validations completed\\\$\" check.out
@@ -330,6 +330,59 @@ test_case "a second up changes nothing; the releases stay at revision 1" "
 	expect_grep '^validation: [0-9]* passed, 0 failed' up2.out
 "
 
+# Drift (issue 21): what the next up would change on a cluster up left as
+# the inventory says, reported by check (a drift row per differing step),
+# shown by plan, put back by up.  The GPU nodes' nvidia runtimes are in
+# provision's own config.toml (the toolkit writes its drop-in outside
+# containerd's imports, conf.d/99-nvidia.toml as v1.20.0 does): never drift.
+NFS_REL="nfs-subdir-external-provisioner -n nfs-provisioner"
+HELM1="helm --kubeconfig /etc/kubernetes/admin.conf"
+test_case "drift: none after up; the GPU nodes' nvidia runtimes and the toolkit's own file are not drift; helm get values as Helm 3 prints it" "
+	$CHECK >drift0.out 2>&1 || { tail -n 40 drift0.out; false; }
+	for n in $TESTBED_NODES; do expect_grep \"^drift  *\$n  *pass  *as provision left it ([0-9]* steps checked)\\\$\" drift0.out; done
+	expect_eq 3 \"\$(tb node-2 grep -c '^    BinaryName = \"$TK/' /etc/containerd/config.toml)\" 'nvidia runtimes in node-2 config.toml'
+	tb node-2 test -s /var/lib/provision/nvidia-toolkit/conf.d/99-nvidia.toml || { echo 'node-2: no toolkit drop-in'; false; }
+	tb node-1 $HELM1 get values $NFS_REL >gv.table
+	expect_eq 'USER-SUPPLIED VALUES:' \"\$(head -n 1 gv.table)\" 'table header'
+	expect_grep '^  defaultClass: true\$' gv.table
+	tb node-1 $HELM1 get values $NFS_REL -o json >gv.json
+	python3 -c 'import json,sys; v=json.load(open(\"gv.json\")); assert v[\"storageClass\"][\"name\"] == \"nfs\" and \"replicaCount\" not in v, v'
+	tb node-1 $HELM1 get values $NFS_REL --all -o yaml >gv.all
+	expect_grep '^replicaCount: ' gv.all
+	expect_status 1 tb node-1 $HELM1 get values $NFS_REL --bogus >gv.err 2>&1
+	expect_grep '^Error: unknown flag: --bogus\$' gv.err
+"
+
+test_case "drift: helm upgrade --set by hand, config.toml edited by hand on node-3, kubelet unheld on node-4: check fails with the keys (secret masked), lines and package" "
+	tb node-1 $HELM1 upgrade $NFS_REL /var/lib/provision/charts/nfs-subdir-external-provisioner.tgz \
+		--reuse-values --set storageClass.archiveOnDelete=false --set extra.apiToken=t0425-drift-s3cret >hand.out 2>&1 || { cat hand.out; false; }
+	tb node-3 sed -i 's|^  sandbox_image = .*|  sandbox_image = \"registry.k8s.io/pause:3.6\"|' /etc/containerd/config.toml
+	tb node-4 apt-mark unhold kubelet
+	expect_status 1 $CHECK >drift1.out 2>&1
+	cat drift1.out
+	expect_grep '^drift  *node-1  *fail  *nfs-provisioner › 10-release: .*changed by hand:;   extra.apiToken: (not set) -> (secret);   storageClass.archiveOnDelete: true -> false' drift1.out
+	expect_grep '^drift  *node-3  *fail  *containerd › /etc/containerd/config.toml: -  sandbox_image = \"registry.k8s.io/pause:3.6\"; +  sandbox_image = \"registry.k8s.io/pause:3.9\"' drift1.out
+	expect_grep '^drift  *node-4  *fail  *kube-packages › 20-packages: .*kubelet: 1.30.4-[^ ]*, not held' drift1.out
+	expect_grep '^drift  *node-2  *pass ' drift1.out
+	expect_no_grep 't0425-drift-s3cret' drift1.out
+"
+
+test_case "drift: plan shows the keys, the lines and the package; up puts all three back; check clean" "
+	$PROVISION plan -i $INV --state $STATE --roles $ROLES --no-tui >drift-plan.out 2>&1 || true
+	expect_grep '^  ~ nfs-provisioner › 10-release\$' drift-plan.out
+	expect_grep '^        storageClass.archiveOnDelete: true -> false\$' drift-plan.out
+	expect_grep '^      +  sandbox_image = \"registry.k8s.io/pause:3.9\"\$' drift-plan.out
+	expect_grep '^      kubelet: 1.30.4-[^ ]*, not held\$' drift-plan.out
+	$UP >drift-up.out 2>&1 || { tail -n 40 drift-up.out; false; }
+	expect_grep '\\[node-1\\] nfs-provisioner › 10-release … changed' drift-up.out
+	expect_grep '\\[node-3\\] containerd › /etc/containerd/config.toml … changed' drift-up.out
+	expect_grep '\\[node-4\\] kube-packages › 20-packages … changed' drift-up.out
+	expect_eq hi \"\$(tb node-4 dpkg-query -W -f='\${db:Status-Abbrev}' kubelet | cut -c1-2)\" 'kubelet held again'
+	$CHECK >drift2.out 2>&1 || { tail -n 40 drift2.out; false; }
+	for n in $TESTBED_NODES; do expect_grep \"^drift  *\$n  *pass \" drift2.out; done
+	for f in drift0.out drift1.out drift-plan.out drift-up.out drift2.out; do expect_no_grep 't0425-drift-s3cret' \$f; done
+"
+
 test_case "up -l node-1 (GPU nodes left out): their recorded facts keep the GPU Operator's values; nothing changes" "
 	$UP -l node-1 >up3.out 2>&1 || { tail -n 40 up3.out; false; }
 	expect_grep '^node-1  *done  *0 changed' up3.out
@@ -344,7 +397,11 @@ test_case "facts decide: with node-4's driver not loaded, plan shows driver.enab
 	expect_grep '+#   node-4: 1x \"NVIDIA PCI device 0x2484\", host driver not working\$' plan.out
 "
 
-test_case "up --phases addons then: node-4 fails its preflight alone; driver.enabled true, the operator's driver container loads node-4's driver; check passes" "
+# check after that up: node-4 validated; and drift, because the next up
+# would change two things: the values it would render now (node-4's driver
+# works, loaded by the driver container: driver.enabled false again) and
+# node-4's new driver packages, which no nvidia role has held yet.
+test_case "up --phases addons then: node-4 fails its preflight alone; driver.enabled true, the operator's driver container loads node-4's driver; check: node-4 validated, drift: the values up would render now and node-4's unheld driver packages, nothing else fails" "
 	expect_status 1 $UP --phases addons >up4.out 2>&1
 	expect_grep '^\\[node-4\\] preflight: error: nvidia-smi fails (exit 9)' up4.out
 	expect_grep '\\[node-1\\] gpu-operator › 10-release … changed' up4.out
@@ -358,8 +415,11 @@ test_case "up --phases addons then: node-4 fails its preflight alone; driver.ena
 	expect_eq 'NVIDIA GeForce RTX 3070' \"\$(tb node-4 nvidia-smi --query-gpu=name --format=csv,noheader)\"
 	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -n gpu-operator -o json >r4.json
 	expect_grep '\"revision\":\"2\"' r4.json
-	$PROVISION check -i $INV --state $STATE >check4.out 2>&1 || { tail -n 40 check4.out; false; }
+	expect_status 1 $CHECK >check4.out 2>&1
 	expect_grep '^gpu-operator-validated  *node-4  *pass ' check4.out
+	expect_grep '^drift  *node-1  *fail  *gpu-operator › /etc/provision/helm/gpu-operator.values.yaml: .*-  enabled: true; +  # every GPU node has a working host driver: no driver container; +  enabled: false (' check4.out
+	expect_grep '^drift  *node-4  *fail  *nvidia › 20-hold: not held: libnvidia-compute-550 nvidia-driver-550 (' check4.out
+	expect_eq 2 \"\$(grep -c '^[a-z-]*  *[^ ]*  *fail ' check4.out)\" 'failed checks (the two drifts)'
 "
 
 test_case "the nvidia runtime's binary taken away on node-3: gpu-pod fails there, node-2 still passes" "

@@ -133,8 +133,8 @@ test_case "show, logs, bundle of the add-node run (the bundle extracted), then c
 	$PV bundle -i $FULL --state $STATE -o bundle.tar >bundle.out 2>&1 &&
 	mkdir bundle && tar -xf bundle.tar -C bundle &&
 	find bundle -type f | grep -q . &&
-	$PV check -i $FULL --state $STATE >check.out 2>&1 &&
-	$PV check -i $FULL --state $STATE -o json >check.json 2>check.err &&
+	$PV check -i $FULL --state $STATE --roles $ROLES >check.out 2>&1 &&
+	$PV check -i $FULL --state $STATE --roles $ROLES -o json >check.json 2>check.err &&
 	$PV history -i $FULL --state $STATE >history.out 2>&1
 "
 

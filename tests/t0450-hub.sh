@@ -160,7 +160,7 @@ test_case "up: every phase, exit 0, the hub installed on node-1, every validatio
 	expect_no_grep '\\[node-[23]\\] jupyterhub' up1.out
 	expect_grep '^validation: [0-9]* passed, 0 failed' up1.out
 	expect_no_grep ' fail  ' up1.out
-	$PROVISION check -i $HUB_INV --state $STATE >check.out 2>&1 || { cat check.out; false; }
+	$PROVISION check -i $HUB_INV --state $STATE --roles $ROLES >check.out 2>&1 || { cat check.out; false; }
 	expect_grep '^hub-health  *[^ ]*  *pass  *HTTP 200 from http://$(addr node-1):$PORT/hub/health\$' check.out
 	expect_grep '^gpu-allocatable ' check.out
 	expect_grep '^default-storageclass ' check.out

@@ -47,7 +47,7 @@ _provision() {
 	add-node)
 		opts="--inventory -i --phases -p --forks -f --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	check)
-		opts="--inventory -i --limit -l --forks -f --no-tui --output -o --junit --state --ask-sudo-password -K --help" ;;
+		opts="--inventory -i --limit -l --forks -f --no-tui --output -o --junit --state --roles --verbose -v --ask-sudo-password -K --help" ;;
 	upgrade)
 		opts="--inventory -i --parallel --drain-timeout --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	remove-node)

@@ -16,6 +16,9 @@ static const struct opt check_options[] = {
 	OPT_STRING(0, "junit", &args.junit, "FILE", "also write the results as JUnit XML to FILE"),
 	OPT_STRING(0, "state", &args.state, "DIR",
 		   "this cluster's state folder (default: beside the inventory, NAME.state)"),
+	OPT_STRING(0, "roles", &args.roles, "DIR",
+		   "the roles whose checks tell drift (default: the installed roles)"),
+	OPT_BOOL('v', "verbose", &args.verbose, "also every step checked and its output"),
 	OPT_BOOL('K', "ask-sudo-password", &args.ask_sudo,
 		 "ask once for the sudo password (or set PROVISION_SUDO_PASSWORD)"),
 	OPT_END,
@@ -34,6 +37,10 @@ const struct cmd cmd_check = {
 		"Gather every node's facts and check what the inventory promises: nodes\n"
 		"reachable, swap off now and at boot, containerd active with SystemdCgroup,\n"
 		"every node a Ready Node, CoreDNS and Flannel Running, the API's /readyz ok.\n"
+		"Drift: every step of up's roles is checked as 'provision plan' checks it;\n"
+		"what 'up' would change (a file edited by hand, a Helm release upgraded by\n"
+		"hand, a held package unheld) fails that node's drift check, with the\n"
+		"differing lines, keys (secret values masked) or packages.\n"
 		"Each result says what was expected, what was observed and how to fix it.\n"
 		"Exit status 0 when every check passes, 1 otherwise.",
 	.options = check_options,

@@ -311,12 +311,13 @@ static void print_plan(const struct plan_result *res, const struct node *const *
 			const struct plan_step_result *s = &pn->steps[k];
 			if (s->result != STEP_WOULD_CHANGE)
 				continue;
-			if (s->is_file) {
-				strbuf_addf(&out, "  ~ %s › %s\n", s->role->name, s->step);
-				if (s->detail)
-					indent_lines(&out, s->detail, "      ");
-			} else {
-				strbuf_addf(&out, "  ~ %s › %s\n", s->role->name, s->step);
+			/* A file's diff, or what a step's check said (node text: cleaned). */
+			strbuf_addf(&out, "  ~ %s › %s\n", s->role->name, s->step);
+			if (s->detail) {
+				struct strbuf clean = STRBUF_INIT;
+				text_clean(&clean, s->detail, strlen(s->detail));
+				indent_lines(&out, clean.buf, "      ");
+				strbuf_release(&clean);
 			}
 		}
 	}
@@ -727,7 +728,8 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.nr = nr,
 			.phases = phases,
 			.node_phases = node_phases,
-			.check_only = a->check_only,
+			.check_only = a->check_only || a->check,
+			.drift = a->check,
 			.skip_preflight = a->skip_preflight,
 			.env = a->env,
 			.validate = a->check || (!a->check_only && (phases & (1u << role_phase_index("validate")))),

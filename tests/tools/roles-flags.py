@@ -57,7 +57,11 @@ VALUE_SHORTS = {"kubectl": set("nolfsvLkc"), "helm": set("nolfm"), "kubeadm": se
 # the flags the real tool registers for them (source named).
 UNCOVERED = {
     ("helm", "version"): ({"--short", "--template", "--client", "-c"}, "helm v3.15.4 cmd/helm/version.go (the same in v3.18.4)"),
+    ("helm", "get values"): ({"--revision", "--all", "-a", "--output", "-o"},
+                             "helm v3.15.4 cmd/helm/get_values.go (bindOutputFlag)"),
 }
+# Two-word commands: kubeadm's in its table, helm's get subcommands.
+TWO_WORDS = {"kubeadm", "helm"}
 KEYWORDS = {"if", "then", "elif", "else", "fi", "while", "until", "do", "done", "!", "{", "}", "time"}
 
 
@@ -413,7 +417,8 @@ def tool_of_var(name, ctx, seen=()):
 
 def command_of(tool, words, table):
     """(command, index of its words) of an invocation: the first word that is
-    neither a flag nor a global flag's value; kubeadm's two-word commands."""
+    neither a flag nor a global flag's value; two-word commands (kubeadm's
+    of its table, helm get values)."""
     globals_ = set(table["global"])
     i, found = 1, []
     while i < len(words):
@@ -428,14 +433,15 @@ def command_of(tool, words, table):
                 i += 1
         elif not words[i].var:
             found.append(i)
-            if len(found) == 2 or tool != "kubeadm":
+            if len(found) == 2 or tool not in TWO_WORDS:
                 break
         i += 1
     if not found:
         return None, set()
     cmd = words[found[0]].text
     used = {found[0]}
-    if tool == "kubeadm" and len(found) == 2 and "%s %s" % (cmd, words[found[1]].text) in table["sub"]:
+    two = "%s %s" % (cmd, words[found[1]].text) if len(found) == 2 else None
+    if two and (two in table["sub"] or (tool, two) in UNCOVERED):
         cmd = "%s %s" % (cmd, words[found[1]].text)
         used.add(found[1])
     return cmd, used

@@ -15,6 +15,7 @@
 #        [--version V] [--atomic]
 #   helm list [-n NS | -A] [-a] [--filter REGEX] [-o table|json|yaml]
 #   helm status NAME [-n NS] [-o json]
+#   helm get values NAME [-n NS] [-a/--all] [--revision N] [-o table|json|yaml]
 #   helm uninstall NAME [-n NS]
 # CHART is a chart directory or a .tgz of one.  Templates are rendered with
 # the small subset of Go templates charts use for plain values ({{ .Values.a.b
@@ -81,12 +82,16 @@ KINDS = {
     "version": ({"short": "bool", "template": "str"}, {}),
     "status": ({"output": "str"}, {"o": "output"}),
     "uninstall": ({"wait": "bool", "timeout": "dur"}, {}),
+    "get values": ({"all": "bool", "revision": "int", "output": "str"}, {"a": "all", "o": "output"}),
 }
 OWN_NAMES = {
     "version": ["--short", "--template", "--client", "-c"],
     "status": ["--revision", "--show-desc", "--show-resources", "--output", "-o"],
     "uninstall": ["--dry-run", "--no-hooks", "--ignore-not-found", "--keep-history", "--wait", "--cascade",
                   "--timeout", "--description"],
+    # cmd/helm/get_values.go of v3.15.4: --revision, -a/--all, and
+    # bindOutputFlag's -o/--output (table, json, yaml)
+    "get values": ["--revision", "--all", "-a", "--output", "-o"],
 }
 ALIASES = {"ls": "list", "delete": "uninstall", "un": "uninstall", "del": "uninstall"}
 
@@ -322,17 +327,30 @@ def cmd_upgrade(flags, pos):
     meta, files = load_chart(chart)
     if flags.get("version") and str(meta.get("version")) != flags["version"]:
         raise Fail('chart "%s" matching %s not found' % (meta.get("name"), flags["version"]))
-    vals = yaml_load(files.get("values.yaml", "")) or {}
+    # The user-supplied values (what the release keeps as its config and
+    # `helm get values` prints): the -f files in order, then --set; the
+    # chart's own values.yaml is coalesced under them only to render.
+    user = {}
     for f in flags.get("values", []):
         try:
-            vals = deep_merge(vals, yaml_load(read_file(f)) or {})
+            user = deep_merge(user, yaml_load(read_file(f)) or {})
         except OSError as e:
             raise Fail("open %s: no such file or directory" % f) from e
     for s in flags.get("set", []):
-        set_value(vals, s)
+        set_value(user, s)
     prev = latest(c, ns, name)
     if prev is None and not flags.get("install"):
         raise Fail('UPGRADE FAILED: "%s" has no deployed releases' % name)
+    # pkg/action/upgrade.go reuseValues: --reset-values takes only the new
+    # values; --reuse-values merges the new ones over the last release's
+    # config; neither, and no new values at all: the last config again.
+    if prev is not None and not flags.get("reset-values"):
+        if flags.get("reuse-values"):
+            user = deep_merge(prev.get("config") or {}, user)
+        elif not user:
+            user = prev.get("config") or {}
+    chart_vals = yaml_load(files.get("values.yaml", "")) or {}
+    vals = deep_merge(chart_vals, user)
     try:
         c.get(R("namespaces").path(None, ns))
     except APIError as e:
@@ -352,8 +370,8 @@ def cmd_upgrade(flags, pos):
     manifest = "\n".join(manifest)
     if prev is None:
         print('Release "%s" does not exist. Installing it now.' % name)
-    rel = {"name": name, "namespace": ns, "version": rev, "config": vals, "manifest": manifest,
-           "chart": {"metadata": meta}, "info": {"status": "pending-install" if prev is None else "pending-upgrade",
+    rel = {"name": name, "namespace": ns, "version": rev, "config": user, "manifest": manifest,
+           "chart": {"metadata": meta, "values": chart_vals}, "info": {"status": "pending-install" if prev is None else "pending-upgrade",
                                                  "first_deployed": prev["info"]["first_deployed"] if prev else now(),
                                                  "last_deployed": now(), "description": ""}}
     verb = "INSTALLATION" if prev is None else "UPGRADE"
@@ -418,6 +436,38 @@ def cmd_list(flags, pos):
     return 0
 
 
+def cmd_get_values(flags, pos):
+    """cmd/helm/get_values.go and pkg/action/get_values.go of v3.15.4: the
+    release's user-supplied values (its config), or with --all the chart's
+    values coalesced under them; table output is YAML under a header line,
+    yaml and json the values alone (output.EncodeYAML: keys sorted;
+    output.EncodeJSON: one line)."""
+    if len(pos) != 1:
+        raise Fail('"helm get values" requires 1 argument\n\nUsage:  helm get values RELEASE_NAME [flags]')
+    fmt = flags.get("output", "table")
+    if fmt not in ("table", "json", "yaml"):
+        raise FlagError('invalid argument %s for "-o, --output" flag: invalid format type' % json.dumps(fmt))
+    c = client(flags)
+    ns = flags.get("namespace", "default")
+    rev = int(flags.get("revision") or 0)
+    if rev:
+        rel = next((r for r in releases(c, ns) if r["name"] == pos[0] and r["version"] == rev), None)
+    else:
+        rel = latest(c, ns, pos[0])
+    if rel is None:
+        raise Fail("release: not found")
+    vals = rel.get("config") or {}
+    if flags.get("all"):
+        vals = deep_merge((rel.get("chart") or {}).get("values") or {}, vals)
+    if fmt == "json":
+        print(json.dumps(vals, sort_keys=True, separators=(",", ":")))
+        return 0
+    if fmt == "table":
+        print("COMPUTED VALUES:" if flags.get("all") else "USER-SUPPLIED VALUES:")
+    sys.stdout.write(yaml_dump(vals))
+    return 0
+
+
 def main():
     argv = sys.argv[1:]
     # the command is the first word that is not a flag or a global flag's
@@ -433,6 +483,19 @@ def main():
         return 0
     cmd, rest = argv[i], argv[:i] + argv[i + 1:]
     cmd = ALIASES.get(cmd, cmd)
+    if cmd == "get":
+        # helm get's subcommands: values is the one modelled (all, hooks,
+        # manifest, metadata, notes are real and refused as not modelled)
+        j = next((k for k, a in enumerate(rest) if not a.startswith("-") and (k == 0 or not rest[k - 1].startswith("-")
+                                                                               or "=" in rest[k - 1])), None)
+        sub = rest[j] if j is not None else None
+        if sub in ("all", "hooks", "manifest", "metadata", "notes"):
+            sys.stderr.write("helm stand-in (tests/fakes/kube/helm.py): helm get %s is a real command that the stand-in does not act on\n" % sub)
+            return 1
+        if sub != "values":
+            print("This command consists of multiple subcommands which can be used to get extended information about the release")
+            return 0
+        cmd, rest = "get values", rest[:j] + rest[j + 1:]
     if cmd not in KINDS:
         sys.stderr.write('Error: unknown command "%s" for "helm"\n' % cmd)
         return 1
@@ -451,6 +514,8 @@ def main():
             return cmd_upgrade(flags, pos)
         if cmd == "list":
             return cmd_list(flags, pos)
+        if cmd == "get values":
+            return cmd_get_values(flags, pos)
         if cmd == "status":
             if not pos:
                 raise Fail('"helm status" requires 1 argument')
