@@ -23,7 +23,6 @@ check)
 		echo "$ADMIN is missing: no cluster here (provision up)"
 		exit 1
 	fi
-	echo "::fetch $ADMIN admin.conf"
 	rc=0
 	for entry in $(homes | tr ' ' ':'); do
 		u=${entry%%:*}
