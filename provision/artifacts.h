@@ -8,8 +8,8 @@
  * Manifest (roles/artifacts.yaml): a mapping of names to entries,
  *
  *   helm-linux-amd64:
- *     url: https://get.helm.sh/helm-v3.15.4-linux-amd64.tar.gz
- *     sha256: 11400fec...       # 64 hex digits, or `pending` until recorded
+ *     url: https://get.helm.sh/helm-v3.18.4-linux-amd64.tar.gz
+ *     sha256: f8180838...       # 64 hex digits, or `pending` until recorded
  *     description: Helm's release archive
  *
  * The shipped manifest carries the digests the projects publish.  A

@@ -33,7 +33,7 @@
 
 #define GPU_PODS_NAMESPACE "default"
 #define GPU_PODS_LABEL	   "provision.dev/check" /* = gpu-pod on every check pod */
-/* The CUDA image of the GPU Operator v24.6.1's own workloads (operator.initContainer). */
+/* The CUDA image of the GPU Operator v24.6.1's own workloads (operator.initContainer; v26.7.0 has no such value). */
 #define GPU_PODS_IMAGE	   "nvcr.io/nvidia/cuda:12.5.1-base-ubi8"
 #define GPU_PODS_TIMEOUT_S 90 /* per round: scheduling, image pull, the run */
 #define GPU_PODS_BEGIN	   "=== provision gpu-pod "

@@ -130,7 +130,8 @@ static int facts_fn(struct runner_job *job, void *data)
 	 */
 	strbuf_addstr(&input, "PROVISION_PEERS=");
 	strbuf_add_sh_quoted(&input, peers.buf);
-	strbuf_addf(&input, "\nPROVISION_PORTS='%d 10250'\n", o->inv->cluster.api_port);
+	strbuf_addf(&input, "\nPROVISION_PORTS='%d 10250 %d'\n", o->inv->cluster.api_port,
+		    FLANNEL_HEALTHZ_PORT);
 	strbuf_add(&input, facts_script, facts_script_len);
 	strbuf_addstr(&cmd, ". /dev/stdin");
 	ev = event_new(EVENT_STEP_START, 0);

@@ -320,6 +320,12 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 		if (facts_port_busy(f, 10250) && !f->kubelet_conf)
 			add(pf, i, true, "stop what listens there ('ss -ltnp' shows it)",
 			    "port 10250 (the kubelet) is already in use");
+		if (facts_port_busy(f, FLANNEL_HEALTHZ_PORT) && !f->kubelet_conf &&
+		    (n->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER)))
+			add(pf, i, true,
+			    "stop what listens there ('ss -ltnp' shows it): flanneld's health "
+			    "endpoint needs it (roles/flannel, --healthz-port)",
+			    "port %d (Flannel's health check) is already in use", FLANNEL_HEALTHZ_PORT);
 		/* The inventory address must be the one this node uses to reach the others. */
 		if (is_ipv4(n->address)) {
 			for (k = 0; k < f->nr_routes; k++) {

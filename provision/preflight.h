@@ -8,6 +8,9 @@
 #ifndef PROVISION_PREFLIGHT_H
 #define PROVISION_PREFLIGHT_H
 
+/* flanneld --healthz-port of roles/flannel (Flannel v0.28.9: 8081), on every node. */
+#define FLANNEL_HEALTHZ_PORT 8081
+
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -108,6 +108,12 @@ if [ -f "$UPSTREAM/gpu-operator-$GPUOP/values.yaml" ]; then
 		sed 's/^driver:\$/driver:\n  enabeld: true/' g1.yaml >bad.yaml
 		expect_status 1 keys bad.yaml '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >bad.errors
 		expect_eq 'unknown key: driver.enabeld' \"\$(cat bad.errors)\" 'a misspelt key'
+		# and on a key an older chart had: v24.6.1's operator.defaultRuntime
+		# is gone from v26 (the operator reads the runtime from the node)
+		sed 's/^operator:\$/operator:\n  defaultRuntime: containerd/' g1.yaml >old.yaml
+		grep -q '^  defaultRuntime: containerd\$' old.yaml
+		expect_status 1 keys old.yaml '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >old.errors
+		expect_eq 'unknown key: operator.defaultRuntime' \"\$(cat old.errors)\" 'a key of the old chart'
 	"
 else
 	test_skip "gpu-operator $GPUOP values against its chart" "no $UPSTREAM/gpu-operator-$GPUOP/values.yaml"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # t0265: preflight fails a node where something already listens on a port
 # Kubernetes needs: the API server's (the inventory's api_port, 6443 unless
-# set) on the control plane, the kubelet's 10250 on every node.  Listeners
+# set) on the control plane, the kubelet's 10250 and flanneld's health
+# endpoint 8081 on every node.  Listeners
 # are real sockets in the nodes' network namespaces (IPv4 on loopback and
 # IPv6 on any address: facts see both), started here and gone after 300 s
 # at most.  The others go on; with api_port 8443 the 6443 listener no
@@ -29,7 +30,7 @@ time.sleep(300)
 	for i in 1 2 3 4 5 6 7 8 9 10; do grep -q listening /tmp/listen-$4.log && exit 0; sleep 0.2; done
 	cat /tmp/listen-$4.log; exit 1"
 }
-test_at_exit "'$TESTBED' exec '$TB' node-1 pkill -f 'time.sleep.300' 2>/dev/null; '$TESTBED' exec '$TB' node-2 pkill -f 'time.sleep.300' 2>/dev/null; true"
+test_at_exit "'$TESTBED' exec '$TB' node-1 pkill -f 'time.sleep.300' 2>/dev/null; '$TESTBED' exec '$TB' node-2 pkill -f 'time.sleep.300' 2>/dev/null; '$TESTBED' exec '$TB' node-3 pkill -f 'time.sleep.300' 2>/dev/null; true"
 
 # plan_result INVENTORY: each node's final state and its preflight failures.
 plan_result() {
@@ -59,6 +60,14 @@ test_case "6443 on node-1 (IPv4 loopback), 10250 on node-2 (IPv6 any): both fail
 	expect_grep '^node-1=failed node-2=failed node-3=done\$' result.out
 	expect_grep '^node-1 preflight port 6443 (the Kubernetes API) is already in use' result.out
 	expect_grep '^node-2 preflight port 10250 (the kubelet) is already in use' result.out
+"
+
+test_case "8081 (flanneld's health endpoint, Flannel v0.28.9) on node-3: it fails too" "
+	listen node-3 '' 0.0.0.0 8081
+	plan_result '$TB_INV' >result.out
+	cat result.out
+	expect_grep '^node-1=failed node-2=failed node-3=failed\$' result.out
+	expect_grep '^node-3 preflight port 8081 (Flannel.s health check) is already in use' result.out
 "
 
 test_case "api_port 8443: node-1's 6443 no longer matters, an 8443 listener does" "

@@ -19,7 +19,7 @@ x() { "$TESTBED" exec "$TB" "$@"; }
 # plan_result VERSION: each node's final state and its preflight failures at VERSION.
 plan_result() {
 	sed "s/^  kubernetes_version: .*/  kubernetes_version: \"$1\"/" "$TB_INV" >"inv-$1.yaml"
-	"$PROVISION" plan -i "inv-$1.yaml" --roles "$SRC_ROOT/roles" --phases prep --no-tui -o json >"plan-$1.json" || true
+	"$PROVISION" plan -i "inv-$1.yaml" --roles "$SRC_ROOT/roles" --phases prep --no-tui -o json >"plan-$1.json" 2>"plan-$1.err" || true
 	python3 - "plan-$1.json" <<-'PY'
 		import json, sys
 		ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -46,9 +46,11 @@ test_case "1.35.8: node-2 (cgroup v1) refused with the kernel parameter; node-1 
 	expect_no_grep '^node-1 error' result.out
 "
 
-test_case "1.34.11: both nodes pass (cgroup v1 is still allowed)" "
+test_case "1.34.11: both nodes pass (cgroup v1 is still allowed); the minor's end of life (2026-10-27) is a warning at the inventory's line" "
 	plan_result 1.34.11 >result.out
-	cat result.out
+	cat result.out plan-1.34.11.err
+	expect_grep '^inv-1.34.11.yaml:[0-9]*:[0-9]*: warning: Kubernetes 1.34 reached its end of life on 2026-10-27: it gets no more security fixes' plan-1.34.11.err
+	expect_grep 'hint: raise kubernetes_version (1.36.4 is the newest provision pins)' plan-1.34.11.err
 	expect_grep '^node-1=done node-2=done\$' result.out
 	expect_no_grep 'cgroup' result.out
 "
@@ -60,6 +62,7 @@ test_case "1.36.4: node-1 goes on, warned that containerd 1.6.20 is older than 2
 	expect_grep '^node-1 warning containerd 1.6.20.* is older than 2.0: kubeadm 1.36.4 warns (preflight ContainerRuntimeVersion) (hint: containerd 2.0 answers the kubelet' result.out
 	expect_grep '^node-2 error the node runs cgroup v1, and the kubelet of Kubernetes 1.36.4 refuses' result.out
 	expect_no_grep 'is older than 1.6' result.out
+	if [ \"\$(date -u +%Y%m%d)\" -lt 20270629 ]; then expect_no_grep 'end of life' plan-1.36.4.err; fi
 "
 
 test_done

@@ -5,8 +5,12 @@
 # (tests/releases/rootfs.sh) -- reads the config.toml that roles/containerd
 # renders, plus, on a GPU node, what the GPU Operator's toolkit writes into
 # the file roles/gpu-operator's values name (CONTAINERD_CONFIG of
-# toolkit.env, edited by tests/fakes/nvidia/toolkit_containerd.py as the
-# pinned toolkit v1.16.1 edits it).  Judged by the real tools only:
+# toolkit.env; the pinned toolkit v1.20.0 writes its runtimes into the
+# drop-in of RUNTIME_DROP_IN_CONFIG, default /etc/containerd/conf.d/99-nvidia.toml;
+# what goes into it is written here by tests/fakes/nvidia/toolkit_containerd.py
+# as toolkit v1.16.1 wrote it: the stand-in has not moved to v1.20.0, which
+# starts the drop-in from the whole CRI section of `containerd config
+# dump`).  Judged by the real tools only:
 # `containerd config dump` must have runc with SystemdCgroup = true (and on
 # the GPU node the nvidia runtime with SystemdCgroup = true and its binary
 # under /usr/local/nvidia/toolkit), `ctr plugins ls` the CRI plugin(s) ok.
@@ -42,7 +46,9 @@ RENDER=$BUILD/tests/tools/render
 }
 REL=$SRC_ROOT/tests/releases
 TOOLKIT=$SRC_ROOT/tests/fakes/nvidia/toolkit_containerd.py
-UPSTREAM_VALUES=$SRC_ROOT/../shared/upstream/gpu-operator-v24.6.1/values.yaml
+# the values.yaml of the chart version roles/artifacts.yaml pins
+GPUOP=$(sed -n '/^gpu-operator-chart:/,/^$/s|^  url: .*/gpu-operator-\(v[0-9][0-9.]*\)\.tgz$|\1|p' "$SRC_ROOT/roles/artifacts.yaml")
+UPSTREAM_VALUES=$SRC_ROOT/../shared/upstream/gpu-operator-$GPUOP/values.yaml
 SUITES=${PROVISION_RELEASES_SUITES:-bookworm trixie sid}
 export REL TOOLKIT RENDER UPSTREAM_VALUES
 
@@ -149,7 +155,10 @@ parts = ["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
 for k, v in sorted(env.items()):
     # the file is the node's: under its root as seen from here
     parts.append('CONTAINERD_CONFIG="$1"' + q(v) if k == "CONTAINERD_CONFIG" else q(k + "=" + v))
-parts += [q(sys.executable), q(sys.argv[2]), "setup", q(rdir)]
+# v1.20.0 writes the runtimes into the drop-in (RUNTIME_DROP_IN_CONFIG, by
+# default in containerd's conf.d), not into CONTAINERD_CONFIG
+drop = env.get("RUNTIME_DROP_IN_CONFIG", "/etc/containerd/conf.d/99-nvidia.toml")
+parts += [q(sys.executable), q(sys.argv[2]), "setup", "--config", '"$1"' + q(drop), q(rdir)]
 print(" ".join(parts))
 PY
 	fi
@@ -226,7 +235,8 @@ sys.exit(1 if bad else 0)
 PY
 }
 
-# The toolkit stand-in against the facts of the pinned toolkit: into a
+# The toolkit stand-in against the facts of the toolkit it copies (v1.16.1,
+# gpu-operator v24.6.1's; the pinned v26.7.0 runs v1.20.0): into a
 # file that does not exist, `containerd setup` with the operator's env
 # writes exactly the drop-in the facts record (its nvidia runtime; the
 # stand-in adds nvidia-cdi and nvidia-legacy the same way, GetRuntimes);
@@ -234,7 +244,7 @@ PY
 SETUP_FACTS=$SRC_ROOT/../shared/upstream/nvidia-container-toolkit-v1.16.1/containerd-setup.json
 if [ -f "$SETUP_FACTS" ]; then
 	export SETUP_FACTS
-	test_case "toolkit stand-in: the drop-in the pinned toolkit writes (facts), version 3 refused" '
+	test_case "toolkit stand-in: the drop-in toolkit v1.16.1 writes (facts), version 3 refused" '
 		CONTAINERD_CONFIG=$PWD/d/t.toml CONTAINERD_SET_AS_DEFAULT=false CONTAINERD_RESTART_MODE=none \
 			python3 "$TOOLKIT" setup /usr/local/nvidia/toolkit 2>setup.err
 		python3 -c "
@@ -251,7 +261,7 @@ assert got == want, (got, want)
 		expect_grep "unsupported config version: 3" v3.err
 	'
 else
-	test_skip "toolkit stand-in: the drop-in the pinned toolkit writes (facts)" "no $SETUP_FACTS"
+	test_skip "toolkit stand-in: the drop-in toolkit v1.16.1 writes (facts)" "no $SETUP_FACTS"
 fi
 
 for suite in $SUITES; do

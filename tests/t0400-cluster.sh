@@ -246,7 +246,7 @@ test_case "containerd: release on the running cluster: every node moves to conta
 	kc get nodes --no-headers >nodes
 	cat nodes
 	expect_eq 4 \"\$(awk '\$2 == \"Ready\"' nodes | wc -l)\" 'Ready nodes'
-	$PROVISION check -i inv-release.yaml --state $STATE --roles $ROLES --no-tui >check-release.out 2>&1 || { cat check-release.out; false; }
+	$PROVISION check -i inv-release.yaml --state $STATE >check-release.out 2>&1 || { cat check-release.out; false; }
 	\$UPR >up-release2.out 2>&1 || { tail -n 30 up-release2.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *0 changed\" up-release2.out; done
 "

@@ -8,7 +8,9 @@
 # prints equals the one the join-tokens role computes with openssl); helm,
 # kubeadm and kubectl reject, with the real tools' messages and exit status,
 # the flags the real tools' tables (../shared/upstream/cli) do not give
-# their command.
+# their command; the API server refuses a change of a DaemonSet's selector
+# and kubectl prints it as the real ones do, delete --cascade=orphan keeps
+# the pods.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 test_need_cmd python3 openssl
@@ -54,12 +56,12 @@ if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2
 		gpg --batch --homedir kd/gnupg --verify \"\$r/Release.gpg\" \"\$r/Release\" 2>gpg.out || { cat gpg.out; false; }
 		gpgconf --homedir kd/gnupg --kill gpg-agent 2>/dev/null || true
 		grep -q 'BEGIN PGP SIGNED MESSAGE' \"\$r/InRelease\"
-		tar -tzf kd/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz >helm.list
+		tar -tzf kd/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz >helm.list
 		expect_grep '^linux-amd64/helm\$' helm.list
-		tar -xzOf kd/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz linux-amd64/helm >helm.bin
+		tar -xzOf kd/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz linux-amd64/helm >helm.bin
 		python3 helm.bin version --short >hs
-		expect_grep '^v3.15.4+g' hs
-		for c in gpu-operator-v24.6.1 nfs-subdir-external-provisioner-4.0.18; do
+		expect_grep '^v3.18.4+gd80839c\$' hs
+		for c in gpu-operator-v26.7.0 nfs-subdir-external-provisioner-4.0.18; do
 			tar -tzf kd/repo/artifacts/\$c.tgz >c.list
 			expect_grep '/Chart.yaml\$' c.list
 		done
@@ -76,7 +78,7 @@ test_case "versions in the real tools' shapes" "
 Kustomize Version: v5.0.4-0.20230601165947-6ce0bf390ce3' \"\$(fake kubectl version --client)\" 'kubectl version --client'
 	expect_eq 'Kubernetes v1.30.4' \"\$(fake kubelet --version)\" 'kubelet --version'
 	fake helm version >hv
-	expect_grep '^version.BuildInfo{Version:\"v3.15.4\", GitCommit:\"[0-9a-f]\\{40\\}\", GitTreeState:\"clean\", GoVersion:\"go1.22.6\"}\$' hv
+	expect_grep '^version.BuildInfo{Version:\"v3.18.4\", GitCommit:\"d80839cf37d860c8aa9a0503fe463278f26cd5e2\", GitTreeState:\"clean\", GoVersion:\"go1.24.4\"}\$' hv
 	fake kubeadm token generate >tok
 	expect_grep '^[a-z0-9]\\{6\\}\\.[a-z0-9]\\{16\\}\$' tok
 "
@@ -306,6 +308,47 @@ runs {'failCgroupV1': False}\" \"\$(cat out-1.34.11)\" 'kubelet 1.34'
 	else
 		expect_grep '^runs {}\$' out-1.35.8
 	fi
+"
+
+test_case "the API server refuses a DaemonSet's changed selector (field is immutable), kubectl prints it as the real one; delete --cascade=orphan leaves the pods without an owner" "
+	pyfake kube-apiserver <<-'EOF' >api.out 2>&1 || { cat api.out; false; }
+		STATE = os.path.abspath('state.json')
+		api = API({})
+		ds, pods, ns = resource_by_name('daemonsets'), resource_by_name('pods'), resource_by_name('namespaces')
+		api.create(ns, None, {'metadata': {'name': 'kube-flannel'}})
+		old = {'matchLabels': {'app': 'flannel', 'k8s-app': 'flannel'}}
+		d = api.create(ds, 'kube-flannel', {'metadata': {'name': 'kube-flannel-ds'}, 'spec': {'selector': old,
+		               'template': {'metadata': {'labels': {'app': 'flannel', 'k8s-app': 'flannel'}}}}})
+		for dry in (True, False):
+		    try:
+		        api.replace(ds, 'kube-flannel', 'kube-flannel-ds', None, patch={'spec': {'selector': {'matchLabels': {'k8s-app': None}}}}, dry=dry)
+		        raise AssertionError('the changed selector was accepted (dry run %s)' % dry)
+		    except HTTPFail as e:
+		        assert e.code == 422 and e.body['reason'] == 'Invalid', e.body
+		        print(e.body['message'])
+		        print(json.dumps(e.body['details'], sort_keys=True))
+		api.replace(ds, 'kube-flannel', 'kube-flannel-ds', None, patch={'spec': {'selector': {'matchExpressions': []}}})
+		p = api.create(pods, 'kube-flannel', {'metadata': {'name': 'p1', 'labels': {'app': 'flannel'}, 'ownerReferences': [
+		               {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'name': 'kube-flannel-ds', 'uid': d['metadata']['uid'], 'controller': True}]},
+		               'spec': {'containers': [{'name': 'c', 'image': 'x'}]}})
+		api.delete(ds, 'kube-flannel', 'kube-flannel-ds', 'Orphan')
+		assert api.store.get(ds, 'kube-flannel', 'kube-flannel-ds') is None
+		left = api.store.get(pods, 'kube-flannel', 'p1')
+		assert left and not left['metadata'].get('ownerReferences'), left
+		print('orphaned: p1 kept, no owner')
+	EOF
+	cat api.out
+	expect_eq 'DaemonSet.apps \"kube-flannel-ds\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"flannel\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable' \"\$(sed -n 1p api.out)\" 'the Status message'
+	expect_eq \"\$(sed -n 1,2p api.out)\" \"\$(sed -n 3,4p api.out)\" 'a dry run refused alike'
+	sed -n 2p api.out >details
+	pyfake kubectl <<-'EOF' >kc.out
+		st = {'reason': 'Invalid', 'message': 'x', 'details': json.load(open('details'))}
+		print(api_error(APIError(422, st)))
+	EOF
+	expect_eq 'The DaemonSet \"kube-flannel-ds\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"flannel\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable' \"\$(cat kc.out)\" 'kubectl'
+	expect_grep '^orphaned: p1 kept, no owner\$' api.out
+	export HOME=\$PWD KUBECONFIG=
+	rejects kubectl 'delete ds x --cascade=sideways' 'error: invalid cascade value (sideways). Must be \"background\", \"foreground\", or \"orphan\"'
 "
 
 if command -v kubectl >/dev/null 2>&1 && kubectl version --client 2>/dev/null | grep -q '^Client Version: v1\.32\.4'; then

@@ -3,8 +3,9 @@
 # t0402-roles-flags: every flag the roles pass to helm, kubeadm and kubectl
 # (roles/lib.sh, roles/*/steps/*.sh, templates that are shell scripts) is
 # one the real tool accepts for that command: the tables of
-# ../shared/upstream/cli (helm v3.15.4's sources, kubectl v1.32.4's help,
-# kubeadm's sources).  Read, not run (tests/tools/roles-flags.py): no nodes,
+# ../shared/upstream/cli (helm v3.15.4's sources: the pinned v3.18.4 only
+# added upgrade flags the roles do not pass, tests/fakes/README.md; kubectl
+# v1.32.4's help; kubeadm's sources).  Read, not run (tests/tools/roles-flags.py): no nodes,
 # a second or two.  Prints the counts of invocations and flags checked.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"

@@ -23,7 +23,9 @@
 #
 # "A GPU pod sees its GPU" (issue 17; this was t0426, folded in here to
 # save CI a cluster): containerd is Debian's real one, the GPU Operator's
-# stand-in does what toolkit v1.16.1 does on a GPU node
+# stand-in writes where the pinned toolkit v1.20.0 writes on a GPU node
+# (the drop-in of RUNTIME_DROP_IN_CONFIG) what toolkit v1.16.1 wrote there,
+# restarting containerd per RUNTIME_RESTART_MODE only
 # (tests/fakes/kube/chart_gpu_operator.py) and the kubelet's stand-in gives
 # a container its GPUs only under the nvidia runtime of the node's real
 # containerd (tests/fakes/kube/kubelet.py).
@@ -139,7 +141,8 @@ test_case "stand-ins: RuntimeClass nvidia, operands under it, the toolkit's bina
 	for f in nvidia-container-runtime nvidia-container-runtime.cdi nvidia-container-runtime.legacy; do
 		tb node-2 test -x $TK/\$f
 	done
-	tb node-2 cat /var/lib/provision/nvidia-toolkit/containerd.toml >toolkit.toml
+	tb node-2 cat /var/lib/provision/nvidia-toolkit/conf.d/99-nvidia.toml >toolkit.toml
+	tb node-2 test ! -e /etc/containerd/conf.d/99-nvidia.toml
 	expect_grep 'BinaryName = \"$TK/nvidia-container-runtime\"' toolkit.toml
 	tb node-2 containerd config dump >dump
 	python3 - dump <<-'EOF'
@@ -195,15 +198,15 @@ test_case "no GPU request on a GPU node: the CUDA image's NVIDIA_VISIBLE_DEVICES
 
 test_case "helm: the pinned archive's program; both releases deployed, revision 1, as Secrets" "
 	tb node-1 /usr/local/bin/helm version --short >hv
-	expect_grep '^v3.15.4+g' hv
-	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.15.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
+	expect_grep '^v3.18.4+g' hv
+	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
 	expect_eq \"\$(cat want)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm binary'
 	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -A -o json >releases.json
 	python3 - releases.json <<-'EOF'
 		import json, sys
 		rs = {r['name']: r for r in json.load(open(sys.argv[1]))}
 		assert sorted(rs) == ['gpu-operator', 'nfs-subdir-external-provisioner'], sorted(rs)
-		assert rs['gpu-operator']['chart'] == 'gpu-operator-v24.6.1' and rs['gpu-operator']['namespace'] == 'gpu-operator', rs
+		assert rs['gpu-operator']['chart'] == 'gpu-operator-v26.7.0' and rs['gpu-operator']['namespace'] == 'gpu-operator', rs
 		assert rs['nfs-subdir-external-provisioner']['chart'] == 'nfs-subdir-external-provisioner-4.0.18', rs
 		assert rs['nfs-subdir-external-provisioner']['namespace'] == 'nfs-provisioner', rs
 		assert all(r['status'] == 'deployed' and r['revision'] == '1' for r in rs.values()), rs
@@ -223,7 +226,9 @@ test_case "values files rendered from the facts: driver.enabled false, the toolk
 	sed -n '/^toolkit:/,/^[a-z]/p' gpu.values >toolkit.part
 	expect_grep '^  enabled: true\$' toolkit.part
 	expect_grep '^      value: /var/lib/provision/nvidia-toolkit/containerd.toml\$' toolkit.part
-	expect_grep '^      value: none\$' toolkit.part
+	expect_grep '^      value: /var/lib/provision/nvidia-toolkit/conf.d/99-nvidia.toml\$' toolkit.part
+	grep -A1 '^    - name: RUNTIME_RESTART_MODE\$' toolkit.part >restart.part
+	expect_grep '^      value: none\$' restart.part
 	tb node-1 cat /etc/provision/helm/nfs-subdir-external-provisioner.values.yaml >nfs.values
 	expect_grep \"^  server: \\\"$ADDR1\\\"\$\" nfs.values
 	expect_grep '^  path: \"/nfs\"\$' nfs.values

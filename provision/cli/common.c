@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -600,6 +601,32 @@ static int hub_secret(const char *cmd, const struct inventory *inv, struct secre
 	return 0;
 }
 
+/*
+ * A warning (not an error: the cluster may be on its way out of it) when the
+ * inventory's Kubernetes minor is past the end of life its row names; not
+ * for the stages of an upgrade, which pass through old minors on purpose.
+ */
+static void warn_end_of_life(const struct cli_plan_args *a, const struct inventory *inv,
+			     const struct kube_matrix *m)
+{
+	const struct kube_minor *row = kube_matrix_find(m, inv->cluster.kubernetes_version);
+	const char *eol = row ? kube_minor_get(row, "end_of_life") : NULL;
+	char today[16];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (!eol || !gmtime_r(&now, &tm) || !strftime(today, sizeof(today), "%Y-%m-%d", &tm) ||
+	    strcmp(today, eol) <= 0)
+		return;
+	fprintf(stderr,
+		"%s:%u:%u: warning: Kubernetes %s reached its end of life on %s: it gets no more "
+		"security fixes\n  hint: raise kubernetes_version (%s is the newest provision pins) "
+		"and run 'provision upgrade'\n",
+		a->inventory, inv->cluster.kubernetes_version_pos.line,
+		inv->cluster.kubernetes_version_pos.col, row->minor, eol,
+		m->default_version ? m->default_version : "roles/kubernetes.yaml");
+}
+
 int cli_plan_run(const struct cli_plan_args *a)
 {
 	struct inventory *inv = NULL;
@@ -658,6 +685,8 @@ int cli_plan_run(const struct cli_plan_args *a)
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	if (!a->kubernetes_version)
+		warn_end_of_life(a, inv, &rs.kube);
 	if (a->add_nodes) {
 		ret = select_add_nodes(a, inv, &nodes, &nr, &node_phases);
 		if (ret)

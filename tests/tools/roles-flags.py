@@ -35,7 +35,8 @@ with -v; they are positional in the roles.
 To find the command among the words the reader must know which global
 flags take a value (`kubectl -n "$NS" get ...`); the tables give names
 only, so the few boolean global flags are listed here (from `kubectl
-options` of v1.32.4 and helm v3.15.4's pkg/cli/environment.go), and the
+options` of v1.32.4 and helm v3.15.4's pkg/cli/environment.go, unchanged
+in the pinned v3.18.4), and the
 shorthand letters that take a value (`-ojson` is -o with "json").
 """
 
@@ -55,7 +56,7 @@ VALUE_SHORTS = {"kubectl": set("nolfsvLkc"), "helm": set("nolfm"), "kubeadm": se
 # Commands the roles run that ../shared/upstream/cli has no table for, with
 # the flags the real tool registers for them (source named).
 UNCOVERED = {
-    ("helm", "version"): ({"--short", "--template", "--client", "-c"}, "helm v3.15.4 cmd/helm/version.go"),
+    ("helm", "version"): ({"--short", "--template", "--client", "-c"}, "helm v3.15.4 cmd/helm/version.go (the same in v3.18.4)"),
 }
 KEYWORDS = {"if", "then", "elif", "else", "fi", "while", "until", "do", "done", "!", "{", "}", "time"}
 

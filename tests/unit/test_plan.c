@@ -594,6 +594,7 @@ static void test_gpu_values(void **state)
 	struct strbuf tmpl = STRBUF_INIT, out = STRBUF_INIT;
 	struct error err = {0};
 	struct tval *v;
+	const char *cdi;
 
 	(void)state;
 	n[0].name = (char *)"b-0";
@@ -621,7 +622,16 @@ static void test_gpu_values(void **state)
 	assert_non_null(strstr(out.buf, "toolkit:\n  enabled: true\n"));
 	/* the toolkit edits a file containerd never reads, and never restarts it */
 	assert_non_null(strstr(out.buf, "value: /var/lib/provision/nvidia-toolkit/containerd.toml\n"));
-	assert_non_null(strstr(out.buf, "- name: CONTAINERD_RESTART_MODE\n      value: none\n"));
+	assert_non_null(strstr(out.buf, "value: /var/lib/provision/nvidia-toolkit/conf.d/99-nvidia.toml\n"));
+	/* toolkit v1.17 and later read RUNTIME_RESTART_MODE only */
+	assert_non_null(strstr(out.buf, "- name: RUNTIME_RESTART_MODE\n      value: none\n"));
+	assert_null(strstr(out.buf, "- name: CONTAINERD_RESTART_MODE\n"));
+	assert_null(strstr(out.buf, "  defaultRuntime:"));
+	/* CDI (the v26 default) off: GPUs in NVIDIA_VISIBLE_DEVICES, under the nvidia runtime */
+	cdi = strstr(out.buf, "\ncdi:\n");
+	assert_non_null(cdi);
+	assert_non_null(strstr(cdi, "  enabled: "));
+	assert_int_equal(strncmp(strstr(cdi, "  enabled: "), "  enabled: false\n", 17), 0);
 	assert_non_null(strstr(out.buf, "  runtimeClass: nvidia\n"));
 	assert_null(strstr(out.buf, "/etc/containerd/conf.d"));
 	tval_free(v);

@@ -11,10 +11,22 @@
 # "kube-flannel" not found", exit 2.  So `check` asks for the namespace
 # first and, when it is missing, says so and leaves the rest to `apply`:
 # kubectl apply creates the objects in file order, the Namespace first.
+#
+# A DaemonSet's selector cannot change once it exists (the API server
+# refuses the update: "spec.selector: ... field is immutable"), and
+# provision before Flannel v0.28.9 made kube-flannel-ds with the selector
+# app=flannel,k8s-app=flannel where Flannel's own manifest has app=flannel.
+# So the step compares the live DaemonSet's selector with the manifest's
+# first; when they differ, `check` says so and `apply` deletes the
+# DaemonSet with --cascade=orphan before applying: its pods keep running
+# (and with them the node's pod network), the new DaemonSet adopts them,
+# as they carry its labels, and replaces them with pods of its template.
+# A second run finds the selectors equal and does nothing of this.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 MANIFEST=/etc/kubernetes/provision-kube-flannel.yml
 NS=kube-flannel
+DS=kube-flannel-ds
 KC="kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s"
 
 # What went wrong with a kubectl call whose output is $1: a hint.
@@ -33,6 +45,29 @@ namespace_state() {
 	*NotFound*) return 1 ;;
 	esac
 	return 2
+}
+
+# The selector of the manifest's DaemonSet as kubectl's jsonpath prints
+# .spec.selector (JSON, keys sorted): {"matchLabels":{"app":"flannel"}}.
+# The manifest is provision's own template, matchLabels only.
+manifest_selector() {
+	awk '
+		/^---/ { ds = 0; sel = 0; ml = 0 }
+		/^kind: / { ds = ($2 == "DaemonSet") }
+		ds && /^  selector:$/ { sel = 1; next }
+		sel && /^    matchLabels:$/ { ml = 1; next }
+		sel && ml && /^      [^ ]/ { k = $1; sub(/:$/, "", k); v = $2; gsub(/"/, "", v); print k "=" v; next }
+		sel && /^  [^ ]/ { sel = 0; ml = 0 }
+	' "$MANIFEST" | sort | awk -F = '
+		{ s = s (NR > 1 ? "," : "") "\"" $1 "\":\"" $2 "\"" }
+		END { print "{\"matchLabels\":{" s "}}" }
+	'
+}
+
+# The live DaemonSet's selector in $live (empty: no DaemonSet); exit 2 when
+# kubectl failed ($live is then its output).
+live_selector() {
+	live=$($KC -n "$NS" get daemonset "$DS" --ignore-not-found -o 'jsonpath={.spec.selector}' 2>&1) || return 2
 }
 
 # No control plane yet (kubeadm-init has not run): nothing to compare with.
@@ -56,6 +91,17 @@ check)
 		exit 2
 		;;
 	esac
+	want=$(manifest_selector)
+	live_selector || {
+		printf '%s\n' "$live" | tail -n 5
+		kubectl_hint "$live" "get daemonset $DS"
+		exit 2
+	}
+	if [ -n "$live" ] && [ "$live" != "$want" ]; then
+		echo "daemonset $DS selects its pods by $live, $MANIFEST by $want"
+		echo "a DaemonSet's selector cannot change: apply deletes $DS with --cascade=orphan (its pods keep running) and creates it anew, which adopts and replaces them"
+		exit 1
+	fi
 	out=$($KC diff -f "$MANIFEST" 2>&1) || rc=$?
 	case $rc in
 	0)
@@ -85,6 +131,21 @@ apply)
 		exit 1
 		;;
 	esac
+	if [ "$rc" = 0 ]; then
+		want=$(manifest_selector)
+		live_selector || {
+			printf '%s\n' "$live" | tail -n 5
+			kubectl_hint "$live" "get daemonset $DS"
+			exit 1
+		}
+		if [ -n "$live" ] && [ "$live" != "$want" ]; then
+			echo "daemonset $DS selects its pods by $live, $MANIFEST by $want: replacing it, its pods left running"
+			if ! $KC -n "$NS" delete daemonset "$DS" --cascade=orphan; then
+				pv_hint "kubectl delete daemonset $DS --cascade=orphan failed on $PROVISION_NODE: see the error above; nothing was changed"
+				exit 1
+			fi
+		fi
+	fi
 	if ! $KC apply -f "$MANIFEST"; then
 		pv_hint "kubectl apply -f $MANIFEST failed on $PROVISION_NODE: see the error above"
 		exit 1

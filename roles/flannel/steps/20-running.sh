@@ -114,7 +114,7 @@ apply)
 		if [ -n "$pull_since" ] && [ $((now - pull_since)) -ge "$PULL_GRACE" ]; then
 			printf '%s\n' "$last"
 			echo "an image cannot be pulled (for ${PULL_GRACE}s)"
-			pv_hint "the node named above cannot pull the image in the message: 'crictl pull IMAGE' there shows why; the node needs the registry (docker.io for Flannel, registry.k8s.io for CoreDNS), through cluster.http_proxy, or a registry mirror that holds the image"
+			pv_hint "the node named above cannot pull the image in the message: 'crictl pull IMAGE' there shows why; the node needs the registry (ghcr.io for Flannel, registry.k8s.io for CoreDNS), through cluster.http_proxy, or a registry mirror that holds the image"
 			exit 1
 		fi
 		if [ $((now - start)) -ge "$TIMEOUT" ]; then

@@ -2,9 +2,15 @@
 # release archive (the same bytes), executable, and answers `helm version`.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-ARCHIVE=/var/lib/provision/artifacts/helm-linux-amd64.tar.gz
-MEMBER=linux-amd64/helm
+ARCHIVE=/var/lib/provision/artifacts/helm-linux.tar.gz
 BIN=/usr/local/bin/helm
+# The archive pushed is the one of the node's inventory arch (role.yaml);
+# its member is named after the architecture.
+case $(uname -m) in
+x86_64) MEMBER=linux-amd64/helm ;;
+aarch64) MEMBER=linux-arm64/helm ;;
+*) MEMBER= ;;
+esac
 
 want() {
 	tar -xzOf "$ARCHIVE" "$MEMBER" | sha256sum | cut -c1-64
@@ -12,8 +18,8 @@ want() {
 
 case ${1:-} in
 check)
-	if [ "$(uname -m)" != x86_64 ]; then
-		echo "this node is $(uname -m); the pinned Helm archive is for x86_64 (linux-amd64)"
+	if [ -z "$MEMBER" ]; then
+		echo "this node is $(uname -m); Helm archives are pinned for x86_64 and aarch64"
 		pv_hint "add the archive for this architecture to roles/artifacts.yaml and name it in roles/helm/role.yaml"
 		exit 2
 	fi
@@ -22,7 +28,7 @@ check)
 		exit 1
 	fi
 	w=$(want) || {
-		pv_hint "$ARCHIVE has no $MEMBER: is roles/artifacts.yaml's helm-linux-amd64 Helm's release archive?"
+		pv_hint "$ARCHIVE has no $MEMBER: is roles/artifacts.yaml's helm-linux-* archive for this node's arch Helm's release archive?"
 		exit 2
 	}
 	if [ ! -x "$BIN" ]; then

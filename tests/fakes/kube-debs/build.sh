@@ -13,7 +13,7 @@
 #                                             cri-tools and kubernetes-cni of that minor
 # and, in OUT/repo/artifacts/, what roles/artifacts.yaml names, under the
 # file names of the real URLs:
-#   helm-v3.15.4-linux-amd64.tar.gz       Helm's release archive layout
+#   helm-v3.18.4-linux-amd64.tar.gz       Helm's release archive layout
 #                                         (linux-amd64/helm, LICENSE, README.md)
 #                                         with the fake helm
 #   NAME-VERSION.tgz                      each chart of ../charts/NAME (a chart
@@ -120,7 +120,7 @@ for c in dpkg-deb apt-ftparchive gpg gzip python3; do
 	}
 done
 ARCH=$(dpkg --print-architecture)
-HELM=3.15.4
+HELM=3.18.4
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 STAGE=$OUT/stage

@@ -1,5 +1,5 @@
 # Stand-in for what the NVIDIA GPU Operator's programs (chart
-# nvidia/gpu-operator v24.6.1) do on the nodes, acted out by the kubelet of
+# nvidia/gpu-operator v26.7.0) do on the nodes, acted out by the kubelet of
 # each node for the images of ../charts/gpu-operator.  From NVIDIA's GPU
 # Operator documentation ("Verification: Running Sample GPU Applications",
 # "GPU Feature Discovery" labels, "Troubleshooting": the validator's
@@ -18,23 +18,33 @@
 #     driver already works it loads nothing and runs (the operator marks
 #     such nodes nvidia.com/gpu.deploy.driver=pre-installed and leaves
 #     the host's driver alone);
-#   container toolkit (v1.16.1, nvidia-toolkit then `containerd setup`):
+#   container toolkit (the chart pins v1.20.0, nvidia-ctk-installer):
 #     installs the runtime binaries under toolkit.installDir/toolkit
 #     (nvidia-container-runtime, .cdi, .legacy: stand-in executables), then
-#     edits the file named by its CONTAINERD_CONFIG env exactly as the real
-#     one (the program ../nvidia/toolkit_containerd.py, installed with the
-#     kubelet as /usr/lib/fake-kubernetes/images/nvidia-toolkit-containerd,
-#     run with the container's env), then restarts containerd per
-#     CONTAINERD_RESTART_MODE: signal (the default) sends SIGHUP to the
+#     writes the runtimes where v1.20.0 writes them, the drop-in file of
+#     RUNTIME_DROP_IN_CONFIG (default /etc/containerd/conf.d/99-nvidia.toml,
+#     which containerd imports), but with what v1.16.1 writes there: the
+#     program ../nvidia/toolkit_containerd.py (v1.16.1's `containerd
+#     setup`, installed with the kubelet as
+#     /usr/lib/fake-kubernetes/images/nvidia-toolkit-containerd, run with
+#     the container's env and --config DROP-IN), a CRI section with only
+#     the runtimes.  v1.20.0 starts the drop-in from the whole CRI section
+#     of `containerd config dump` instead, reads version-3 files, and adds
+#     an imports line to the top-level CONTAINERD_CONFIG: not acted out
+#     (the breakage t0425 and t0270 measured in conf.d is v1.16.1's);
+#     then restarts containerd per RUNTIME_RESTART_MODE (v1.17 on no
+#     longer reads CONTAINERD_RESTART_MODE): signal (the default) sends SIGHUP to the
 #     process holding CONTAINERD_SOCKET (SO_PEERCRED), which containerd
 #     does not handle, so Go's default action ends it and systemd's
 #     Restart=always starts it again with the new configuration; systemd:
 #     `systemctl restart containerd`; none: nothing; then
 #     /run/nvidia/validations/toolkit-ready; a failed setup fails the
-#     container (CrashLoopBackOff) with the tool's fatal line;
+#     container (CrashLoopBackOff) with the tool's fatal line; CDI mode
+#     (cdi.enabled, the v26 default: CDI_ENABLED=true) fails it too, as
+#     not acted out;
 #   RuntimeClass operator.runtimeClass (handler the same name), and the
 #     operands below (device plugin, gfd, validator) run with
-#     runtimeClassName: it, as the v24.6.1 operator makes them
+#     runtimeClassName: it, as the operator makes them (v24.6.1 and v26.7.0)
 #     (controllers/object_controls.go);
 #   device plugin: asks the driver for the GPUs (nvidia-smi --query-gpu=uuid
 #     in place of NVML) and registers them with the kubelet: capacity and
@@ -173,6 +183,8 @@ def act_toolkit(kubelet, pod, c, argv, env, mounts, log):
             install = vol[1]
     if install is None:
         raise ContainerFailed("/usr/local/nvidia is not mounted")
+    if env.get("CDI_ENABLED") == "true":
+        raise ContainerFailed("stand-in: CDI mode (cdi.enabled) is not acted out; only the NVIDIA_VISIBLE_DEVICES path is")
     rdir = os.path.join(install, "toolkit")
     os.makedirs(rdir, exist_ok=True)
     for suffix in ("", ".cdi", ".legacy"):
@@ -181,8 +193,13 @@ def act_toolkit(kubelet, pod, c, argv, env, mounts, log):
     kubelet.container_log(log, 'level=info msg="Installing NVIDIA container toolkit to \'%s\'"' % rdir)
     penv = dict(os.environ)
     penv.update({k: v for k, v in env.items()})
+    # v1.20 writes the runtimes into the drop-in file, not the top-level
+    # config CONTAINERD_CONFIG names (it only gets an imports line for it,
+    # left out here); what goes into it is v1.16.1's (see the header)
+    drop_in = env.get("RUNTIME_DROP_IN_CONFIG") or "/etc/containerd/conf.d/99-nvidia.toml"
     try:
-        r = subprocess.run(["python3", TOOLKIT_PROGRAM, "setup", rdir], capture_output=True, text=True, check=False,
+        r = subprocess.run(["python3", TOOLKIT_PROGRAM, "setup", "--config", drop_in, rdir], capture_output=True,
+                           text=True, check=False,
                            timeout=60, env=penv)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise ContainerFailed("containerd setup: %s" % e)
@@ -190,7 +207,7 @@ def act_toolkit(kubelet, pod, c, argv, env, mounts, log):
         kubelet.container_log(log, ln, "stderr")
     if r.returncode != 0:
         raise ContainerFailed("containerd setup failed: %s" % (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1])
-    mode = env.get("RUNTIME_RESTART_MODE") or env.get("CONTAINERD_RESTART_MODE") or "signal"
+    mode = env.get("RUNTIME_RESTART_MODE") or "signal"  # v1.17 on: CONTAINERD_RESTART_MODE is not read
     if mode == "signal":
         pid = _containerd_pid(env.get("RUNTIME_SOCKET") or env.get("CONTAINERD_SOCKET") or "/run/containerd/containerd.sock")
         if pid:
@@ -200,7 +217,7 @@ def act_toolkit(kubelet, pod, c, argv, env, mounts, log):
     kubelet.state["toolkit-pod"] = uid
     write_file(os.path.join(d, "toolkit-ready"), "")
     kubelet.container_log(log, "toolkit installed in %s; containerd configured (%s); restart mode %s"
-                          % (rdir, env.get("CONTAINERD_CONFIG", "/etc/containerd/config.toml"), mode))
+                          % (rdir, drop_in, mode))
     return None
 
 
@@ -294,8 +311,12 @@ def _gfd(kubelet, log):
     return tick
 
 
-@image_act("nvidia/cloud-native/gpu-operator-validator")
+@image_act("nvidia/gpu-operator")
 def act_validator(kubelet, pod, c, argv, env, mounts, log):
+    # v26: the validator is the operator's image (nvcr.io/nvidia/gpu-operator)
+    if c["name"] == "gpu-operator":
+        kubelet.container_log(log, "gpu-operator: its work is acted out by the chart's stand-in")
+        return None
     comp = env.get("COMPONENT")
     if c["name"] == "nvidia-operator-validator" or not comp:
         kubelet.container_log(log, "all validations are successful")

@@ -1349,6 +1349,19 @@ def selector_matches(sel, labels):
     return True
 
 
+def label_selector_matches(sel, labels):
+    """A LabelSelector object (matchLabels, matchExpressions with In,
+    NotIn, Exists, DoesNotExist) against labels; an empty one matches
+    everything, as metav1.LabelSelectorAsSelector makes it."""
+    terms = [(k, "=", [v]) for k, v in ((sel or {}).get("matchLabels") or {}).items()]
+    ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+    for e in (sel or {}).get("matchExpressions") or []:
+        terms.append((e.get("key"), ops.get(e.get("operator"), "?"), e.get("values") or []))
+    if any(op == "?" for _, op, _ in terms):
+        return False
+    return selector_matches(terms, labels)
+
+
 def get_path(obj, dotted):
     """metadata.name -> obj["metadata"]["name"] (None when absent)."""
     for part in dotted.split("."):
@@ -1443,7 +1456,8 @@ def pflag_parse(argv, names, kinds, shorts=None):
     """argv as the real command's flag set parses it.  names: the real
     flags (cli_names); kinds: long name -> 'bool' | 'str' | 'list' (repeat
     appends) | 'csv' (repeat appends, commas split) | 'dur' (a Go
-    duration) | 'int'; shorts: letter -> long name.  Returns (flags, args):
+    duration) | 'int' | 'opt:DEFAULT' (a string whose bare --name means
+    DEFAULT, pflag's NoOptDefVal: a value only after '='); shorts: letter -> long name.  Returns (flags, args):
     flags by long name (lists for list/csv), args the positional words."""
     shorts = shorts or {}
     rev = {v: k for k, v in shorts.items()}
@@ -1500,6 +1514,8 @@ def pflag_parse(argv, names, kinds, shorts=None):
                 put(name, kind, val)
             elif kind == "bool":
                 flags[name] = True
+            elif kind.startswith("opt:"):
+                flags[name] = kind[4:]
             elif i < len(argv):
                 put(name, kind, argv[i])
                 i += 1

@@ -30,15 +30,20 @@
 # --wait waits (ready) and at uninstall (uninstalled); the kubelet acts out
 # the chart's images with the same file's image acts.
 # Kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config.
-# Flags: each command accepts exactly what the real helm v3.15.4 accepts
-# for it (the table build.sh embeds, see "Flags" below and
-# tests/fakes/README.md); the ones listed above are those it acts on.
+# Flags: each command accepts what the real helm v3.15.4 accepts for it
+# (the table build.sh embeds, see "Flags" below and tests/fakes/README.md;
+# v3.18.4, the version it reports, only added upgrade flags provision does
+# not pass); the ones listed above are those it acts on.
 
 import gzip
 
 import tarfile
 
-HELM_VERSION = "v3.15.4"
+HELM_VERSION = "v3.18.4"
+# helm/helm tag v3.18.4's commit, and the Go of its release build (`helm
+# version` of the release archive prints both).
+HELM_GIT_COMMIT = "d80839cf37d860c8aa9a0503fe463278f26cd5e2"
+HELM_GO_VERSION = "go1.24.4"
 R = resource_by_name
 
 
@@ -59,6 +64,9 @@ def client(flags):
 # from ../shared/upstream/cli/helm-flags.json: upgrade, list and the global
 # flags); version, status and uninstall, which that table does not cover,
 # take the flags their files in cmd/helm of v3.15.4 register (OWN_NAMES).
+# Up to v3.18.4 those files changed only by three new upgrade flags
+# (--hide-notes, --skip-schema-validation, --take-ownership), which the
+# roles do not pass: refusing them is stricter than 3.18.4, never laxer.
 # A flag outside the table: "Error: unknown flag: --x" on standard error
 # and exit 1, as cobra prints it for helm (SilenceUsage, no usage text) and
 # helm's main exits.
@@ -432,12 +440,12 @@ def main():
         flags, pos = parse(cmd, rest)
         if cmd == "version":
             if flags.get("short"):
-                print("%s+g%s" % (HELM_VERSION, GIT_COMMIT[:7]))
+                print("%s+g%s" % (HELM_VERSION, HELM_GIT_COMMIT[:7]))
             elif flags.get("template"):
                 print(flags["template"].replace("{{.Version}}", HELM_VERSION).replace("{{ .Version }}", HELM_VERSION))
             else:
-                print('version.BuildInfo{Version:"%s", GitCommit:"%s", GitTreeState:"clean", GoVersion:"go1.22.6"}'
-                      % (HELM_VERSION, hashlib.sha1(HELM_VERSION.encode()).hexdigest()))
+                print('version.BuildInfo{Version:"%s", GitCommit:"%s", GitTreeState:"clean", GoVersion:"%s"}'
+                      % (HELM_VERSION, HELM_GIT_COMMIT, HELM_GO_VERSION))
             return 0
         if cmd == "upgrade":
             return cmd_upgrade(flags, pos)

@@ -43,6 +43,22 @@
 #     uid, creationTimestamp, resourceVersion and generation kept as the
 #     API does; defaults the API applies to pods and services; namespaces
 #     must exist and must not be terminating for namespaced creates.
+#   - the selector of a DaemonSet or a Deployment (apps/v1) cannot change
+#     once created: an update or patch (dry runs too) that changes
+#     spec.selector gets 422 Invalid, 'DaemonSet.apps "NAME" is invalid:
+#     spec.selector: Invalid value: v1.LabelSelector{...}: field is
+#     immutable', the new selector printed as Go's %#v prints it, with the
+#     cause in details (pkg/registry/apps/daemonset/strategy.go
+#     ValidateUpdate, apimachinery's ValidateImmutableField; the text as
+#     users have recorded it).  An empty and a missing matchLabels or
+#     matchExpressions are the same (apiequality.Semantic).
+#   - delete takes DeleteOptions' propagationPolicy (Orphan, Background,
+#     Foreground; another value: 422, in words of the fake's): Orphan takes the object's uid out of
+#     every ownerReferences in its namespace, so its pods stay and belong
+#     to nobody (the real API server leaves that to the garbage collector
+#     behind an "orphan" finalizer, which `kubectl delete` waits for); the
+#     others leave dependents to the garbage collector
+#     (kube-controller-manager), Foreground without waiting for them.
 # Not copied: watch, server-side apply, admission webhooks, field
 # validation, etcd (objects are kept in one JSON file in etcd's data
 # directory, /var/lib/etcd, so `kubeadm reset` removes them as it removes
@@ -82,6 +98,47 @@ class HTTPFail(Exception):
 def not_found(res, name):
     return HTTPFail(404, "NotFound", '%s "%s" not found' % (res.plural if not res.group else res.plural + "." + res.group, name),
                     {"name": name, "group": res.group, "kind": res.plural} if res.group else {"name": name, "kind": res.plural})
+
+
+# Kinds of apps/v1 whose spec.selector is immutable.
+IMMUTABLE_SELECTOR = ("DaemonSet", "Deployment")
+
+
+def go_string(s):
+    return json.dumps(s, ensure_ascii=False)
+
+
+def go_label_selector(sel):
+    """A LabelSelector as Go's %#v prints a metav1.LabelSelector."""
+    if sel is None:
+        return "null"
+    ml = sel.get("matchLabels")
+    if ml:
+        labels = "map[string]string{%s}" % ", ".join("%s:%s" % (go_string(k), go_string(str(ml[k]))) for k in sorted(ml))
+    else:
+        labels = "map[string]string(nil)"
+    exprs = sel.get("matchExpressions")
+    if exprs:
+        parts = []
+        for e in exprs:
+            vals = e.get("values")
+            v = "[]string{%s}" % ", ".join(go_string(str(x)) for x in vals) if vals else "[]string(nil)"
+            parts.append("v1.LabelSelectorRequirement{Key:%s, Operator:%s, Values:%s}"
+                         % (go_string(e.get("key", "")), go_string(e.get("operator", "")), v))
+        ex = "[]v1.LabelSelectorRequirement{%s}" % ", ".join(parts)
+    else:
+        ex = "[]v1.LabelSelectorRequirement(nil)"
+    return "v1.LabelSelector{MatchLabels:%s, MatchExpressions:%s}" % (labels, ex)
+
+
+def same_selector(a, b):
+    """apiequality.Semantic.DeepEqual of two LabelSelectors: an empty map
+    or list is the same as none."""
+    def norm(x):
+        if x is None:
+            return None
+        return {k: v for k, v in x.items() if k in ("matchLabels", "matchExpressions") and v}
+    return norm(a) == norm(b)
 
 
 def merge_patch(target, patch):
@@ -440,6 +497,13 @@ class API:
         if "deletionTimestamp" in cur["metadata"]:
             md["deletionTimestamp"] = cur["metadata"]["deletionTimestamp"]
         out["apiVersion"], out["kind"] = res.api_version, res.kind
+        if sub is None and res.group == "apps" and res.kind in IMMUTABLE_SELECTOR:
+            old_sel, new_sel = (cur.get("spec") or {}).get("selector"), (out.get("spec") or {}).get("selector")
+            if not same_selector(old_sel, new_sel):
+                body = "Invalid value: %s: field is immutable" % go_label_selector(new_sel)
+                raise HTTPFail(422, "Invalid", '%s.%s "%s" is invalid: spec.selector: %s' % (res.kind, res.group, name, body),
+                               {"name": name, "group": res.group, "kind": res.kind,
+                                "causes": [{"reason": "FieldValueInvalid", "message": body, "field": "spec.selector"}]})
         if "generation" in cur["metadata"]:
             changed = json.dumps(cur.get("spec"), sort_keys=True) != json.dumps(out.get("spec"), sort_keys=True)
             md["generation"] = cur["metadata"]["generation"] + (1 if changed and sub is None else 0)
@@ -458,11 +522,28 @@ class API:
         self.store.save()
         return out
 
-    def delete(self, res, ns, name):
+    def delete(self, res, ns, name, propagation=None):
         ns = ns if res.namespaced else ""
+        if propagation not in (None, "Orphan", "Background", "Foreground"):
+            raise HTTPFail(422, "Invalid", 'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: %s: '
+                           'supported values: "Foreground", "Background", "Orphan"' % go_string(propagation))
         cur = self.store.get(res, ns, name)
         if not cur:
             raise not_found(res, name)
+        if propagation == "Orphan" and res.kind != "Namespace":
+            uid = cur["metadata"]["uid"]
+            for r in RESOURCE_LIST:
+                if r.namespaced != res.namespaced:
+                    continue
+                for o in self.store.list(r, ns if res.namespaced else None):
+                    refs = o["metadata"].get("ownerReferences") or []
+                    keep = [x for x in refs if x.get("uid") != uid]
+                    if len(keep) != len(refs):
+                        if keep:
+                            o["metadata"]["ownerReferences"] = keep
+                        else:
+                            o["metadata"].pop("ownerReferences", None)
+                        o["metadata"]["resourceVersion"] = self.store.next_rv()
         if res.kind == "Namespace":
             if name in ("default", "kube-system", "kube-public", "kube-node-lease"):
                 raise HTTPFail(403, "Forbidden", 'namespaces "%s" is forbidden: this namespace may not be deleted' % name)
@@ -699,7 +780,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if method == "DELETE":
                 if not name:
                     raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-                return self.send(200, api.delete(res, ns, name))
+                opts = self.body() or {}
+                prop = opts.get("propagationPolicy") or (query.get("propagationPolicy") or [None])[0]
+                return self.send(200, api.delete(res, ns, name, prop))
         raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
 

@@ -24,6 +24,14 @@
 #   daemonset         one pod per eligible node (nodeSelector, required
 #                     node affinity, tolerations against NoSchedule taints),
 #                     bound to the node; a changed template replaces pods;
+#                     pods of its namespace that match its selector and
+#                     have no controller (a DaemonSet deleted with
+#                     --cascade=orphan left them) are adopted: it becomes
+#                     their controller owner, then replaces them when their
+#                     controller-revision-hash is not its template's (the
+#                     controller's ClaimPods; "Replacing pods" of a
+#                     DaemonSet's docs).  Not copied: maxUnavailable
+#                     (stale pods are replaced all at once);
 #   deployment        a ReplicaSet per template and its pods (left to the
 #                     scheduler); status replicas/ready/available;
 #   garbagecollector  pods whose owner is gone are deleted;
@@ -258,6 +266,19 @@ class CM:
             tmpl = (ds.get("spec") or {}).get("template") or {}
             h = template_hash(tmpl)
             mine = [p for p in pods if any(o.get("uid") == ds["metadata"]["uid"] for o in p["metadata"].get("ownerReferences") or [])]
+            for p in pods:
+                pm = p["metadata"]
+                if pm.get("namespace") != ns or pm.get("deletionTimestamp") or \
+                        any(o.get("controller") for o in pm.get("ownerReferences") or []) or \
+                        not label_selector_matches((ds.get("spec") or {}).get("selector"), pm.get("labels")):
+                    continue
+                ref = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": ds["metadata"]["uid"],
+                       "controller": True, "blockOwnerDeletion": True}
+                try:
+                    mine.append(self.c.patch(R("pods").path(ns, pm["name"]),
+                                             {"metadata": {"ownerReferences": (pm.get("ownerReferences") or []) + [ref]}}))
+                except APIError:
+                    pass
             by_node = {}
             for p in mine:
                 by_node.setdefault(p["spec"].get("nodeName"), []).append(p)

@@ -18,8 +18,9 @@
 #     sorted keys, as kubectl does.
 #   - apply -f FILE|DIR|- (client-side: last-applied-configuration
 #     annotation; "created", "configured", "unchanged"; --dry-run=client),
-#     diff -f (exit 0 same, 1 different), create -f / create namespace,
-#     delete, label/annotate (--overwrite, KEY- removes), taint (KEY[=V]:EFFECT,
+#     diff -f (exit 0 same, 1 different, 2 an error: a change the API
+#     server's dry run refuses), create -f / create namespace,
+#     delete (--cascade=background|foreground|orphan), label/annotate (--overwrite, KEY- removes), taint (KEY[=V]:EFFECT,
 #     trailing - removes), wait (--for=condition=C[=V], --for=delete,
 #     --for=jsonpath='{...}'=V, --timeout), version (--client, -o json|yaml),
 #     cordon, uncordon, drain (--ignore-daemonsets, --delete-emptydir-data,
@@ -120,7 +121,19 @@ def conn_message(client, e):
 
 
 def api_error(e):
+    # An Invalid Status with details is printed from its details, as
+    # kubectl's cmdutil.CheckErr does: 'The KIND "NAME" is invalid: FIELD:
+    # MESSAGE' for one cause, the causes as "* " lines for more.
     reason = e.reason or "Unknown"
+    det = e.status.get("details") or {}
+    if reason == "Invalid" and (det.get("kind") or det.get("name")):
+        head = 'The %s "%s" is invalid' % (det.get("kind", ""), det.get("name", ""))
+        causes = ["%s: %s" % (c.get("field", ""), c.get("message", "")) for c in det.get("causes") or []]
+        if len(causes) == 1:
+            return "%s: %s" % (head, causes[0])
+        if causes:
+            return "%s: \n%s" % (head, "\n".join("* " + c for c in causes))
+        return head
     return "Error from server (%s): %s" % (reason, e)
 
 
@@ -774,7 +787,15 @@ def diff_objects(argv):
             merged, before = normalize(doc), None
         else:
             prev = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST, "").strip()
-            merged = normalize(merge_patch_local(live, three_way(json.loads(prev) if prev else {}, doc, live)))
+            patch = three_way(json.loads(prev) if prev else {}, doc, live)
+            # the real kubectl diff patches the live object as a server-side
+            # dry run: what the API server refuses (an immutable field) is
+            # an error, exit 2, not a difference
+            try:
+                ctx.call("PATCH", res.path(ns, name), patch, "application/merge-patch+json", query={"dryRun": "All"})
+            except APIError as e:
+                raise Fail(api_error(e)) from e
+            merged = normalize(merge_patch_local(live, patch))
             before = normalize(live)
         a = yaml_dump(before).splitlines(True) if before is not None else []
         b = yaml_dump(merged).splitlines(True)
@@ -800,7 +821,17 @@ def merge_patch_local(target, patch):
 
 def cmd_delete(argv):
     flags, pos = parse(argv, {"filename": "list", "ignore-not-found": "bool", "wait": "bool", "selector": "str",
-                              "all": "bool", "force": "bool", "grace-period": "int", "now": "bool", "timeout": "dur"})
+                              "all": "bool", "force": "bool", "grace-period": "int", "now": "bool", "timeout": "dur",
+                              "cascade": "opt:background"})
+    # --cascade (kubectl's GetCascadingStrategy): background (the default),
+    # foreground, orphan, or a deprecated boolean (true: background,
+    # false: orphan); sent as DeleteOptions.propagationPolicy
+    cascade = flags.get("cascade", "background")
+    if cascade in GO_BOOLS:
+        cascade = "background" if GO_BOOLS[cascade] else "orphan"
+    if cascade not in ("background", "foreground", "orphan"):
+        raise Fail('error: invalid cascade value (%s). Must be "background", "foreground", or "orphan"' % cascade)
+    opts = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": cascade.capitalize()}
     ctx = Ctx(flags)
     items = []
     if flags.get("filename"):
@@ -817,7 +848,7 @@ def cmd_delete(argv):
     rc = 0
     for res, ns, name in items:
         try:
-            ctx.call("DELETE", res.path(ns, name))
+            ctx.call("DELETE", res.path(ns, name), opts)
             out('%s "%s" deleted' % (res.qualified, name))
         except APIError as e:
             if e.code == 404 and flags.get("ignore-not-found"):

@@ -52,15 +52,21 @@
 #     programs of that name, each a transient systemd unit
 #     fake-ctr-POD-CONTAINER.service in kubepods.slice (so that, like real
 #     containers, they outlive a kubelet restart);
-#   flannel/flannel running /opt/bin/flanneld: flanneld's start-up (the
+#   Flannel's images, under both of their names: docker.io/flannel/* in
+#     Flannel's manifests up to v0.26.3, ghcr.io/flannel-io/* from v0.26.4:
+#   flannel running /opt/bin/flanneld: flanneld's start-up (the
 #     interface from --iface (a name or an address), else the default
 #     route's; the node's podCIDR; /run/flannel/subnet.env; the node's
 #     flannel annotations), failing like flanneld when no interface matches
 #     or the node has no podCIDR;
+#   flannel running /opt/bin/install-conf SRC DEST (the image has it from
+#     v0.28.6; older ones fail to start the container like containerd does
+#     for a missing executable): the copy of SRC to DEST, as cp below,
+#     "usage: ..." unless given exactly two paths;
 #   any container whose command is `cp`: the copy, from the image's files
 #     (flannel-cni-plugin's /flannel) or a mounted volume to a mounted
-#     hostPath: this is how Flannel's install-cni container writes
-#     /etc/cni/net.d/10-flannel.conflist from its ConfigMap;
+#     hostPath: this is how Flannel's install-cni container wrote
+#     /etc/cni/net.d/10-flannel.conflist from its ConfigMap before v0.28.6;
 #   the images of add-on charts (GPU Operator, NFS provisioner, ...): the
 #     image acts of tests/fakes/kube/chart_*.py (fakekube.py, "charts"),
 #     which may add extended resources to the node (a device plugin's
@@ -194,7 +200,10 @@ FLANNEL_PLUGIN = ("#!/bin/sh\n# flannel CNI plugin (test stand-in from provision
                   'if [ "${CNI_COMMAND:-}" = VERSION ]; then\n'
                   '  echo \'{"cniVersion":"1.0.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0"]}\'\n'
                   "  exit 0\nfi\necho '{\"code\":4,\"msg\":\"the flannel stand-in only answers VERSION\"}'\nexit 1\n")
-IMAGE_FILES = {"flannel/flannel-cni-plugin": {"/flannel": FLANNEL_PLUGIN}}
+IMAGE_FILES = {"flannel/flannel-cni-plugin": {"/flannel": FLANNEL_PLUGIN},
+               "flannel-io/flannel-cni-plugin": {"/flannel": FLANNEL_PLUGIN}}
+# Flannel's flanneld image under its old and its new name.
+FLANNEL_IMAGES = ("flannel/flannel", "flannel-io/flannel")
 
 # The environment images set (their Dockerfiles' ENV), where it matters:
 # NVIDIA's CUDA images and the Jupyter docker-stacks CUDA notebooks
@@ -658,7 +667,10 @@ class Kubelet:
         if cmd and os.path.basename(cmd[0]) == "cp":
             self.act_cp(cmd[1:], c, pod, mounts, log)
             return
-        if base == "flannel/flannel" and cmd and cmd[0].endswith("flanneld"):
+        if base in FLANNEL_IMAGES and cmd and cmd[0] == "/opt/bin/install-conf":
+            self.act_install_conf(cmd[1:], c, pod, mounts, log)
+            return
+        if base in FLANNEL_IMAGES and cmd and cmd[0].endswith("flanneld"):
             self.act_flanneld(cmd[1:], pod, mounts, log)
             return
         if base == "kube-proxy":
@@ -719,6 +731,25 @@ class Kubelet:
             # a path only inside the container: copied into nothing that lasts
             return
         write_file(target, data, 0o755 if "/bin/" in target else 0o644)
+
+    def act_install_conf(self, args, c, pod, mounts, log):
+        tag = c.get("image", "").split("@")[0].rsplit("/", 1)[-1].partition(":")[2]
+        m = re.match(r"^v(\d+)\.(\d+)\.(\d+)", tag)
+        if m and tuple(int(x) for x in m.groups()) < (0, 28, 6):
+            raise ContainerFailed('failed to create containerd task: failed to create shim task: OCI runtime create failed: '
+                                  'runc create failed: unable to start container process: exec: "/opt/bin/install-conf": '
+                                  'stat /opt/bin/install-conf: no such file or directory: unknown', 128)
+        if len(args) != 2:
+            self.container_log(log, "usage: /opt/bin/install-conf <src> <dest>", "stderr")
+            raise ContainerFailed("usage: /opt/bin/install-conf <src> <dest>")
+        data = self.resolve_source(args[0], c, mounts)
+        if data is None:
+            msg = 'error installing "%s": open %s: no such file or directory' % (args[0], args[0])
+            self.container_log(log, msg, "stderr")
+            raise ContainerFailed(msg)
+        target = self.host_target(args[1], mounts)
+        if target is not None:
+            write_file(target, data, 0o644)
 
     def act_flanneld(self, args, pod, mounts, log):
         def fail(msg):
@@ -917,6 +948,15 @@ class Kubelet:
         return now() - st.get("t_start", now()) >= need
 
     @staticmethod
+    def probed_ready(c, st):
+        """A container with a readinessProbe is Ready only from its first
+        probe, initialDelaySeconds after its start ("Configure Liveness,
+        Readiness and Startup Probes"); the fake's probes then succeed."""
+        probe = c.get("readinessProbe")
+        need = float((probe or {}).get("initialDelaySeconds", 0)) if probe else 0.0
+        return now() - st.get("t_start", now()) >= need
+
+    @staticmethod
     def fail_knob(c):
         """Knob container-fail, lines CONTAINER MESSAGE: that container exits
         with status 1 at each start, MESSAGE in its log (a component that
@@ -980,7 +1020,8 @@ class Kubelet:
                     statuses[kind].append(self.cstatus(c, st, {"waiting": {"reason": "PodInitializing"}}, False))
                     continue
                 state = self.drive(pod, c, kind, st, host_ip, pod_ip or "", static)
-                statuses[kind].append(self.cstatus(c, st, state, "running" in state and kind == "main" and self.started(c, st)))
+                statuses[kind].append(self.cstatus(c, st, state, "running" in state and kind == "main" and self.started(c, st)
+                                                and self.probed_ready(c, st)))
                 if kind == "init" and not st.get("done"):
                     all_init_done = False
         main = statuses["main"]
