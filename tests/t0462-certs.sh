@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0460: certificate expiry and renewal on a testbed cluster (2 nodes):
+# t0462: certificate expiry and renewal on a testbed cluster (2 nodes):
 # check reads kubeadm certs check-expiration (the stand-in's real X.509
 # files) and the kubelets' client certificates; certificates re-signed to
 # end in 10 days make check warn with the days left per certificate and up
@@ -21,6 +21,7 @@ skip_all_cases() {
 }
 cluster_testbed 2 1.36.4 || skip_all_cases "$CLUSTER_SKIP"
 P="--state $STATE --roles $ROLES --no-tui"
+C="--state $STATE --no-tui" # check takes no --roles
 tb() { "$TESTBED" exec "$TB" "$@"; }
 CP=$(sed -n '/name: node-1/,/address:/s/.*address: *\([0-9.]*\).*/\1/p' "$INV" | head -n 1)
 
@@ -64,7 +65,7 @@ gap() { awk '$2 != "ok" { if (!s) s = $1; g = $1 - s + 1; if (g > m) m = g; next
 
 test_case "up on two nodes; check clean, the certificate checks among them" "
 	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { tail -n 40 up.out; false; }
-	'$PROVISION' check -i '$INV' $P >check.out 2>&1 || { cat check.out; false; }
+	'$PROVISION' check -i '$INV' $C >check.out 2>&1 || { cat check.out; false; }
 	expect_grep '^certificates  *node-1  *pass  *11 certificates and 3 CAs; the first to expire: .* (36[45] days left)' check.out
 	expect_grep '^kubelet-client-cert  *node-2  *pass  *expires ' check.out
 	expect_no_grep 'renew-certs' up.out
@@ -72,13 +73,13 @@ test_case "up on two nodes; check clean, the certificate checks among them" "
 
 test_case "certificates ending in 10 days: check warns with the days left of each, JSON and JUnit say so, up offers renew-certs in one line" "
 	resign \"\$(date -u -d '-1 day' +%Y%m%d%H%M%SZ)\" \"\$(date -u -d '+10 days +1 hour' +%Y%m%d%H%M%SZ)\"
-	'$PROVISION' check -i '$INV' $P --junit junit.xml >warn.out 2>&1 || { cat warn.out; false; }
+	'$PROVISION' check -i '$INV' $C --junit junit.xml >warn.out 2>&1 || { cat warn.out; false; }
 	cat warn.out | grep -E '^(certificates|validation)'
 	expect_grep '^certificates  *node-1  *warn  *less than 30 days: admin.conf 10 days left, apiserver 10 days left, apiserver-etcd-client 10 days left, .*super-admin.conf 10 days left (expected: ' warn.out
 	expect_grep \"fix: run 'provision renew-certs\" warn.out
 	expect_grep '^validation: [0-9]* passed, 0 failed, 0 skipped, 1 warning' warn.out
 	expect_grep '<system-out>warning: less than 30 days: admin.conf 10 days left' junit.xml
-	'$PROVISION' check -i '$INV' $P -o json >warn.json 2>&1 || true
+	'$PROVISION' check -i '$INV' $C -o json >warn.json 2>&1 || true
 	expect_grep '\"step\":\"certificates\",\"result\":\"warning\"' warn.json
 	'$PROVISION' up -i '$INV' $P >up2.out 2>&1 || { tail -n 40 up2.out; false; }
 	expect_eq 1 \"\$(grep -c \"^certificates: some expire within the warning period; renew them with 'provision renew-certs -i $INV'\\\$\" up2.out)\" 'one line offering renew-certs'
@@ -98,7 +99,7 @@ test_case "renew-certs: renewed, pods restarted one at a time with /readyz polle
 	tb node-1 cat /etc/kubernetes/admin.conf >admin.after
 	! cmp -s admin.before admin.after
 	tb node-1 cmp /etc/kubernetes/admin.conf /root/.kube/config
-	'$PROVISION' check -i '$INV' $P >check2.out 2>&1 || { cat check2.out; false; }
+	'$PROVISION' check -i '$INV' $C >check2.out 2>&1 || { cat check2.out; false; }
 	expect_grep '^certificates  *node-1  *pass  *11 certificates and 3 CAs; the first to expire: .* (36[45] days left)' check2.out
 	expect_grep '^validation: [0-9]* passed, 0 failed, 0 skipped\$' check2.out
 "
@@ -112,11 +113,11 @@ test_case "renew-certs again: nothing due, nothing changed, the cluster answers"
 
 test_case "expired certificates: check fails naming renew-certs; renew-certs brings the cluster back" "
 	resign \"\$(date -u -d '-400 days' +%Y%m%d%H%M%SZ)\" \"\$(date -u -d '-1 day' +%Y%m%d%H%M%SZ)\"
-	expect_status 1 '$PROVISION' check -i '$INV' $P >exp.out 2>&1
+	expect_status 1 '$PROVISION' check -i '$INV' $C >exp.out 2>&1
 	expect_grep '^certificates  *node-1  *fail  *admin.conf expired on .*apiserver expired on ' exp.out
 	expect_grep \"fix: run 'provision renew-certs\" exp.out
 	'$PROVISION' renew-certs -i '$INV' $P >renew2.out 2>&1 || { cat renew2.out; false; }
-	'$PROVISION' check -i '$INV' $P >check3.out 2>&1 || { cat check3.out; false; }
+	'$PROVISION' check -i '$INV' $C >check3.out 2>&1 || { cat check3.out; false; }
 	expect_grep '^certificates  *node-1  *pass' check3.out
 "
 
