@@ -106,7 +106,8 @@ test_case "renew-certs: renewed, pods restarted one at a time with /readyz polle
 
 test_case "renew-certs again: nothing due, nothing changed, the cluster answers" "
 	'$PROVISION' renew-certs -i '$INV' $P >again.out 2>&1 || { cat again.out; false; }
-	expect_no_grep ' changed' again.out
+	expect_no_grep ' … changed' again.out
+	expect_grep '^node-1  *done  *0 changed  *3 unchanged' again.out
 	tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf get --raw /readyz >r
 	expect_eq ok \"\$(cat r)\" '/readyz'
 "
