@@ -3,8 +3,8 @@
  * (roles/renew-certs, phase renew-certs): `kubeadm certs renew all` when any
  * certificate kubeadm manages has less than cluster.cert_warning_days left,
  * the control-plane static pods restarted one at a time with /readyz awaited
- * after each, the admin kubeconfigs refreshed (the users' ~/.kube/config and
- * this machine's private/admin.conf).  Recorded like every run; a second run
+ * after each, the users' ~/.kube/config refreshed (this machine's
+ * private/admin.conf is not: kubeadm-init alone fetches it; the next `up` does).  Recorded like every run; a second run
  * finds nothing to renew and changes nothing.
  */
 #include <stdlib.h>
@@ -54,10 +54,11 @@ const struct cmd cmd_renew_certs = {
 		"one at a time (each manifest moved out of /etc/kubernetes/manifests and\n"
 		"back, as kubeadm's certificate guide says), /readyz awaited after each,\n"
 		"and the renewed admin.conf copied to root's and the login user's\n"
-		"~/.kube/config and to the state folder's private/admin.conf.  The CAs and\n"
-		"the kubelets' client certificates are not renewed (kubeadm does not; the\n"
-		"kubelet rotates its own).  Recorded like every run; run again, it finds\n"
-		"nothing due and changes nothing.  'provision check' shows the expiry.",
+		"~/.kube/config (the state folder's private/admin.conf is refreshed by the\n"
+		"next 'provision up').  The CAs and the kubelets' client certificates are\n"
+		"not renewed (kubeadm does not; the kubelet rotates its own).  Recorded\n"
+		"like every run; run again, it finds nothing due and changes nothing.\n"
+		"'provision check' shows the expiry.",
 	.options = renew_options,
 	.exec = renew_exec,
 	.min_pos = 0,

@@ -1,6 +1,6 @@
 # renew-certs 30-kubeconfig: the renewed admin.conf is again root's and the
-# login user's ~/.kube/config, mode 0600, and this machine's copy in the
-# cluster's state folder (private/admin.conf) is fetched again: the same
+# login user's ~/.kube/config, mode 0600 (this machine's copy in the state
+# folder, private/admin.conf, is not fetched: see role.yaml): the same
 # step as roles/kubeadm-init 40-kubeconfig (a copy: roles share no steps).
 # The login user is the one provision's sudo came from (SUDO_USER).  A
 # kubeconfig that was there before is kept in the backup folder first
