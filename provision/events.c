@@ -163,6 +163,8 @@ const char *step_result_name(enum step_result r)
 		return "ok";
 	case STEP_WOULD_CHANGE:
 		return "would change";
+	case STEP_WARNED:
+		return "warning";
 	}
 	return "unknown";
 }

@@ -49,6 +49,7 @@ enum step_result {
 	STEP_SKIPPED,
 	STEP_OK,	   /* ad-hoc command that exited 0 */
 	STEP_WOULD_CHANGE, /* provision plan: check says apply is needed */
+	STEP_WARNED,	   /* a validation check that passes with a warning */
 };
 
 struct event {

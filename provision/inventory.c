@@ -1267,6 +1267,7 @@ static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_setting
 static const char *const cluster_keys[] = {
     "name",	  "kubernetes_version", "pod_cidr", "service_cidr",	   "api_port",
     "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint", "containerd",
+    "cert_warning_days",
 };
 enum {
 	CL_NAME,
@@ -1279,6 +1280,7 @@ enum {
 	CL_NO_PROXY,
 	CL_APT_KEY_FINGERPRINT,
 	CL_CONTAINERD,
+	CL_CERT_WARNING_DAYS,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1364,6 +1366,9 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	}
 	if ((y = f.val[CL_API_PORT]))
 		get_int(p, y, "api_port", 1, 65535, &c->api_port);
+	/* kubeadm's certificates live a year (365 days): a longer warning is always on */
+	if ((y = f.val[CL_CERT_WARNING_DAYS]))
+		get_int(p, y, "cert_warning_days", 1, 364, &c->cert_warning_days);
 	if ((y = f.val[CL_APT_MIRROR]))
 		get_url(p, y, "apt_mirror", "https://mirror.example.ac.jp/kubernetes",
 			&c->apt_mirror);
@@ -2318,6 +2323,7 @@ static struct inventory *inventory_new(const char *path)
 	    .pod_cidr = xstrdup("10.244.0.0/16"),
 	    .service_cidr = xstrdup("10.96.0.0/12"),
 	    .api_port = 6443,
+	    .cert_warning_days = 30,
 	    .no_proxy = strv_new(),
 	};
 	ssh_defaults(&inv->ssh);

@@ -116,6 +116,7 @@ struct cluster_settings {
 	char *http_proxy;	   /* NULL: none */
 	char **no_proxy;	   /* extra NO_PROXY entries, NULL-terminated (maybe empty) */
 	bool containerd_release;   /* containerd: release (roles/containerd-release) */
+	int cert_warning_days;	   /* check warns below this many days left, default 30 */
 	struct source_pos kubernetes_version_pos; /* where it is written (provision upgrade) */
 };
 

@@ -56,6 +56,11 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 			plan_env_export(sb, name, km->vals[j]);
 		}
 	}
+	{
+		char days[16];
+		snprintf(days, sizeof(days), "%d", inv->cluster.cert_warning_days);
+		plan_env_export(sb, "PROVISION_CERT_WARNING_DAYS", days);
+	}
 	plan_env_export(sb, "PROVISION_POD_CIDR", inv->cluster.pod_cidr);
 	plan_env_export(sb, "PROVISION_SERVICE_CIDR", inv->cluster.service_cidr);
 	snprintf(num, sizeof(num), "%zu",

@@ -45,6 +45,7 @@ struct run {
 	bool validating;	   /* nodes have their final state: passes only add to it */
 	bool *role_done;	   /* [node * nr_roles + role] */
 	struct kube_query *queries; /* the validation pass */
+	struct certs_query *certs;  /* the certificates pass (plan_certs.c), per node */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct barrier *barriers; /* per role */
@@ -127,6 +128,16 @@ int plan_deploy_file(struct node_ctx *nc, struct runner_job *job, const struct r
 /* One artifact from the cache to the node; returns as plan_run_step(). */
 int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const struct role *r,
 			 const struct role_artifact *ra);
+
+/* ---- plan_certs.c ---- */
+
+/*
+ * The certificate checks (certs.h) of the selected nodes that are in the
+ * cluster: kubeadm's list on the control plane cp, the kubelet's client
+ * certificate on each; a pass of its own over the kept sessions.
+ */
+void plan_run_certs(struct run *run, struct runner_opts *ro, struct transport **sessions,
+		    size_t cp);
 
 /* ---- plan_validate.c ---- */
 

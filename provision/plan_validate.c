@@ -64,6 +64,7 @@ static void post_checks(struct run *run, size_t from, size_t cluster_row)
 		ev->step = xstrdup(c->id);
 		ev->result = c->status == CHECK_PASS	? STEP_OK
 			     : c->status == CHECK_FAIL ? STEP_FAILED
+			     : c->status == CHECK_WARN ? STEP_WARNED
 						       : STEP_SKIPPED;
 		ev->expected = xstrdup(c->expected);
 		ev->observed = xstrdup(c->observed);
@@ -324,6 +325,7 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 			hub_check(run, o->nodes[cp]);
 			addon_checks(run, q, facts);
 			gpu_pod_check(run, ro, sessions, cp, &q[1]);
+			plan_run_certs(run, ro, sessions, cp);
 		}
 	}
 	free(facts);

@@ -52,6 +52,8 @@ const char *check_status_name(enum check_status s)
 		return "fail";
 	case CHECK_SKIP:
 		return "skip";
+	case CHECK_WARN:
+		return "warn";
 	}
 	return "unknown";
 }

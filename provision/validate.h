@@ -22,7 +22,12 @@
 
 #define CHECK_CLUSTER ((size_t)-1) /* a check about the cluster, not one node */
 
-enum check_status { CHECK_PASS, CHECK_FAIL, CHECK_SKIP };
+enum check_status {
+	CHECK_PASS,
+	CHECK_FAIL,
+	CHECK_SKIP,
+	CHECK_WARN, /* passes now, but will not for long (a certificate close to expiry) */
+};
 
 struct check {
 	char *id;	/* "node-ready", "swap-off", ... */

@@ -17,6 +17,7 @@ const struct cmd *const cmd_table[] = {
 	&cmd_check,
 	&cmd_add_node,
 	&cmd_upgrade,
+	&cmd_renew_certs,
 	&cmd_remove_node,
 	&cmd_reset,
 	&cmd_forget_host,

@@ -42,6 +42,7 @@ extern const struct cmd cmd_forget_host;
 extern const struct cmd cmd_reset;
 extern const struct cmd cmd_remove_node;
 extern const struct cmd cmd_upgrade;
+extern const struct cmd cmd_renew_certs;
 extern const struct cmd cmd_history;
 extern const struct cmd cmd_diff;
 extern const struct cmd cmd_show;

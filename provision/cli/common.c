@@ -428,6 +428,15 @@ static int write_junit(const char *path, const struct inventory *inv, const stru
 			strbuf_addstr(&x, "\n      <skipped message=\"");
 			xml_escaped(&x, c->observed);
 			strbuf_addstr(&x, "\"/>\n    ");
+		} else if (c->status == CHECK_WARN) {
+			/* JUnit has no warning: a passed test case that says so */
+			strbuf_addstr(&x, "\n      <system-out>warning: ");
+			xml_escaped(&x, c->observed);
+			if (c->fix) {
+				strbuf_addstr(&x, "\nfix: ");
+				xml_escaped(&x, c->fix);
+			}
+			strbuf_addstr(&x, "</system-out>\n    ");
 		}
 		strbuf_addstr(&x, "</testcase>\n");
 	}
@@ -444,7 +453,7 @@ static void print_validation(const struct validation *v, const struct node *cons
 			     bool failures_only)
 {
 	struct strbuf out = STRBUF_INIT;
-	size_t i, w = 9, pass = 0, fail = 0, skip = 0;
+	size_t i, w = 9, pass = 0, fail = 0, skip = 0, warn = 0;
 
 	for (i = 0; i < v->nr; i++)
 		if (strlen(check_node_name(&v->items[i], nodes)) > w)
@@ -458,7 +467,8 @@ static void print_validation(const struct validation *v, const struct node *cons
 		pass += c->status == CHECK_PASS;
 		fail += c->status == CHECK_FAIL;
 		skip += c->status == CHECK_SKIP;
-		if (failures_only && c->status != CHECK_FAIL)
+		warn += c->status == CHECK_WARN;
+		if (failures_only && c->status != CHECK_FAIL && c->status != CHECK_WARN)
 			continue;
 		strbuf_addf(&out, "%-26s %-*s %-6s %s", c->id, (int)w, check_node_name(c, nodes),
 			    check_status_name(c->status), c->observed);
@@ -468,9 +478,37 @@ static void print_validation(const struct validation *v, const struct node *cons
 		if (c->fix && c->status != CHECK_PASS)
 			strbuf_addf(&out, "%-26s %-*s        fix: %s\n", "", (int)w, "", c->fix);
 	}
-	strbuf_addf(&out, "validation: %zu passed, %zu failed, %zu skipped\n", pass, fail, skip);
+	strbuf_addf(&out, "validation: %zu passed, %zu failed, %zu skipped", pass, fail, skip);
+	if (warn) /* only when there are: the line stays as it was for a clean cluster */
+		strbuf_addf(&out, ", %zu warning%s", warn, warn == 1 ? "" : "s");
+	strbuf_addch(&out, '\n');
 	(void)write_all(STDOUT_FILENO, out.buf, out.len);
 	strbuf_release(&out);
+}
+
+/*
+ * up: one line (never a question: nothing asks on standard input) offering
+ * renew-certs when the control plane's certificates are close to expiry or
+ * expired (the check's warning or failure says which).
+ */
+static void offer_renew_certs(const struct validation *v, const char *inventory)
+{
+	size_t i;
+
+	for (i = 0; i < v->nr; i++) {
+		const struct check *c = &v->items[i];
+		char *line;
+
+		if (strcmp(c->id, "certificates") || (c->status != CHECK_WARN && c->status != CHECK_FAIL))
+			continue;
+		line = xasprintf("certificates: %s; renew them with 'provision renew-certs -i %s'\n",
+				 c->status == CHECK_FAIL ? "some have expired or are missing"
+							 : "some expire within the warning period",
+				 inventory);
+		(void)write_all(STDOUT_FILENO, line, strlen(line));
+		free(line);
+		return;
+	}
 }
 
 /*
@@ -788,6 +826,8 @@ int cli_plan_run(const struct cli_plan_args *a)
 			print_validation(&res.validation, nodes, !a->check);
 		if (!a->check)
 			print_summary(a, inv, &res, nodes);
+		if (!a->check && !a->check_only)
+			offer_renew_certs(&res.validation, a->inventory);
 	}
 	if (a->junit && write_junit(a->junit, inv, &res.validation, nodes) < 0) {
 		fprintf(stderr, "provision %s: cannot write '%s': %s\n", a->cmd_name, a->junit,

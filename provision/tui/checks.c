@@ -131,6 +131,8 @@ const char *tui_checks_label(const char *id)
 	    {"kube-packages", "kube pkgs"},
 	    {"node-ready", "ready"},
 	    {"api-readyz", "readyz"},
+	    {"certificates", "certs"},
+	    {"kubelet-client-cert", "kubelet cert"},
 	    {"gpu-alloc", "gpu alloc"},
 	    {"gpu-pod", "gpu pod"},
 	    {"last-run", "last run"},

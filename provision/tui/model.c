@@ -557,6 +557,7 @@ static void check_event(struct tui_model *m, size_t i, const struct event *ev)
 				 : xstrdup(step_result_name(ev->result));
 	enum tui_check_state st = ev->result == STEP_FAILED    ? TUI_CHECK_FAILED
 				  : ev->result == STEP_SKIPPED ? TUI_CHECK_NA
+				  : ev->result == STEP_WARNED  ? TUI_CHECK_WARN
 							       : TUI_CHECK_OK;
 
 	tui_checks_set(&m->checks, ev->step ? ev->step : "?", i, st,

@@ -1902,14 +1902,227 @@ def cmd_version(argv):
     return 0
 
 
+# ---------------------------------------------------------------- certs
+#
+# check-expiration and renew as cmd/kubeadm/app/cmd/certs.go and
+# phases/certs/renewal/manager.go do them: the certificates kubeadm
+# manages (certsphase's default list plus the client certificates
+# embedded in admin.conf, super-admin.conf (1.29+), controller-manager.conf
+# and scheduler.conf; never kubelet.conf, whose certificate is the
+# kubelet's), sorted by name; renewal signs a new key and certificate with
+# the same subject, SANs and usages by the same CA, valid one year.
+
+# name -> (file under the cert dir, CA name, CA base, long name)
+CERT_HANDLERS = {
+    "apiserver": ("apiserver", "ca", "ca", "certificate for serving the Kubernetes API"),
+    "apiserver-kubelet-client": ("apiserver-kubelet-client", "ca", "ca",
+                                 "certificate for the API server to connect to kubelet"),
+    "front-proxy-client": ("front-proxy-client", "front-proxy-ca", "front-proxy-ca",
+                           "certificate for the front proxy client"),
+    "etcd-server": ("etcd/server", "etcd-ca", "etcd/ca", "certificate for serving etcd"),
+    "etcd-peer": ("etcd/peer", "etcd-ca", "etcd/ca", "certificate for etcd nodes to communicate with each other"),
+    "etcd-healthcheck-client": ("etcd/healthcheck-client", "etcd-ca", "etcd/ca",
+                                "certificate for liveness probes to healthcheck etcd"),
+    "apiserver-etcd-client": ("apiserver-etcd-client", "etcd-ca", "etcd/ca",
+                              "certificate the apiserver uses to access etcd"),
+    "admin.conf": (None, "ca", "ca",
+                   "certificate embedded in the kubeconfig file for the admin to use and for kubeadm itself"),
+    "controller-manager.conf": (None, "ca", "ca",
+                                "certificate embedded in the kubeconfig file for the controller manager to use"),
+    "scheduler.conf": (None, "ca", "ca", "certificate embedded in the kubeconfig file for the scheduler manager to use"),
+}
+if FAKE_MINOR >= 29:
+    CERT_HANDLERS["super-admin.conf"] = (None, "ca", "ca",
+                                         "certificate embedded in the kubeconfig file for the super-admin")
+CA_HANDLERS = {"ca": "ca", "etcd-ca": "etcd/ca", "front-proxy-ca": "front-proxy-ca"}
+CERTS_OWN_FLAGS = {
+    "certs check-expiration": ["--allow-missing-template-keys", "--cert-dir", "--config", "--kubeconfig", "--output",
+                               "-o", "--show-managed-fields"],
+    "certs renew": ["--cert-dir", "--config", "--kubeconfig"],
+}
+
+
+def _cert_pem(name, cert_dir):
+    """The PEM of certificate NAME, or None when it does not exist."""
+    fname = CERT_HANDLERS[name][0]
+    if fname is None:
+        try:
+            return load_kubeconfig(K8S + "/" + name).get("cert")
+        except KubeconfigError:
+            return None
+    return read_file("%s/%s.crt" % (cert_dir, fname))
+
+
+def _not_after(pem):
+    import calendar
+    return calendar.timegm(time.strptime(cert_not_after(pem), "%b %d %H:%M:%S %Y %Z"))
+
+
+def short_human_duration(sec):
+    """Go's apimachinery duration.ShortHumanDuration."""
+    s = int(sec)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 60:
+        return "%ds" % s
+    if s < 3600:
+        return "%dm" % (s // 60)
+    h = s // 3600
+    if h < 24:
+        return "%dh" % h
+    if h < 24 * 365:
+        return "%dd" % (h // 24)
+    return "%dy" % (h // 24 // 365)
+
+
+def tabwrite(rows):
+    """text/tabwriter with minwidth 10, padding 3, ' ' (certs.go): every
+    cell but a row's last is padded to its column's widest cell + 3."""
+    widths = {}
+    for r in rows:
+        for i, c in enumerate(r[:-1]):
+            widths[i] = max(widths.get(i, 10), len(c) + 3)
+    for r in rows:
+        out("".join(c.ljust(widths[i]) for i, c in enumerate(r[:-1])) + r[-1])
+
+
+def certs_config(flags, prefix):
+    """getInternalCfg: the kubeadm-config ConfigMap when the cluster answers,
+    kubeadm's defaults otherwise (renewal must work on a broken cluster)."""
+    kubeconfig = flags.get("kubeconfig", K8S + "/admin.conf")
+    if not flags.get("config"):
+        try:
+            c = api_admin(kubeconfig)
+            c.timeout = 5.0
+            c.get(R("configmaps").path("kube-system", "kubeadm-config"))
+            out('[%s] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...' % prefix)
+            out("[%s] Use 'kubeadm init phase upload-config --config your-config-file' to re-upload it." % prefix)
+            out()
+            return
+        except Exception:  # noqa: BLE001  (any failure: kubeadm falls back)
+            out("[%s] Error reading configuration from the Cluster. Falling back to default configuration" % prefix)
+            out()
+
+
+def _sans(pem):
+    text = openssl("x509", "-noout", "-ext", "subjectAltName", data=pem.encode()).decode()
+    dns, ips = [], []
+    for part in re.split(r",\s*", " ".join(text.splitlines()[1:]).strip()):
+        if part.startswith("DNS:"):
+            dns.append(part[4:])
+        elif part.startswith("IP Address:"):
+            ips.append(part[11:])
+    return dns, ips
+
+
+def _usage(pem):
+    text = openssl("x509", "-noout", "-ext", "extendedKeyUsage", data=pem.encode()).decode()
+    server, client = "Server Authentication" in text, "Client Authentication" in text
+    return "both" if server and client else "server" if server else "client"
+
+
+def renew_cert(name, cert_dir):
+    fname, _, ca_base, long_name = CERT_HANDLERS[name]
+    pem = _cert_pem(name, cert_dir)
+    if pem is None:
+        out("MISSING! %s" % long_name)
+        return
+    ca_crt, ca_key = "%s/%s.crt" % (cert_dir, ca_base), "%s/%s.key" % (cert_dir, ca_base)
+    if not os.path.exists(ca_key):
+        out("Detected external %s, %s can't be renewed" % (ca_base, long_name))
+        return
+    cn, orgs = cert_subject(pem)
+    dns, ips = _sans(pem)
+    usage = _usage(pem)
+    if fname is not None:
+        make_leaf(ca_crt, ca_key, "%s/%s.key" % (cert_dir, fname), "%s/%s.crt" % (cert_dir, fname), cn, orgs=orgs,
+                  dns=dns, ips=ips, usage=usage)
+    else:
+        path = K8S + "/" + name
+        kc = load_kubeconfig(path)
+        with tempfile.TemporaryDirectory() as tmp:
+            key = os.path.join(tmp, "k")
+            cert = make_leaf(ca_crt, ca_key, key, os.path.join(tmp, "c"), cn, orgs=orgs, usage=usage)
+            write_file(path, kubeconfig_text(kc["cluster"], kc["server"], kc["ca"], kc["user"], cert, read_file(key)),
+                       0o600)
+    out("%s renewed" % long_name)
+
+
+def cmd_certs(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        out("Commands related to handling kubernetes certificates")
+        return 0
+    sub, rest = split_command(argv)
+    if sub == "check-expiration":
+        flags, pos = pflag_parse(rest, set(CERTS_OWN_FLAGS["certs check-expiration"]) | set(CLI_FLAGS["global"]),  # noqa: F821
+                                 dict(GLOBAL_KINDS, **{"cert-dir": "str", "config": "str", "kubeconfig": "str",
+                                                       "output": "str", "allow-missing-template-keys": "bool",
+                                                       "show-managed-fields": "bool"}), {"o": "output", "v": "v"})
+        if pos:
+            raise Fail('unknown command "%s" for "kubeadm certs check-expiration"' % pos[0])
+        if flags.get("output", "text") != "text":
+            raise FlagNotModelled("certs check-expiration -o %s: only the text output is modelled" % flags["output"])
+        certs_config(flags, "check-expiration")
+        d = flags.get("cert-dir", PKI)
+        now = time.time()
+        rows = [["CERTIFICATE", "EXPIRES", "RESIDUAL TIME", "CERTIFICATE AUTHORITY", "EXTERNALLY MANAGED"]]
+        for name in sorted(CERT_HANDLERS):
+            pem = _cert_pem(name, d)
+            if pem is None:
+                rows.append(["!MISSING! " + name, "", "", "", ""])
+                continue
+            t = _not_after(pem)
+            ext = CERT_HANDLERS[name][2] != "etcd/ca" and not os.path.exists("%s/%s.key" % (d, CERT_HANDLERS[name][2]))
+            rows.append([name, time.strftime("%b %d, %Y %H:%M UTC", time.gmtime(t)), short_human_duration(t - now),
+                         CERT_HANDLERS[name][1], "%-8s" % ("yes" if ext else "no")])
+        tabwrite(rows)
+        out()
+        rows = [["CERTIFICATE AUTHORITY", "EXPIRES", "RESIDUAL TIME", "EXTERNALLY MANAGED"]]
+        for name in sorted(CA_HANDLERS):
+            pem = read_file("%s/%s.crt" % (d, CA_HANDLERS[name]))
+            if pem is None:
+                rows.append(["!MISSING! " + name, "", "", ""])
+                continue
+            t = _not_after(pem)
+            ext = name != "etcd-ca" and not os.path.exists("%s/%s.key" % (d, CA_HANDLERS[name]))
+            rows.append([name, time.strftime("%b %d, %Y %H:%M UTC", time.gmtime(t)), short_human_duration(t - now),
+                         "%-8s" % ("yes" if ext else "no")])
+        tabwrite(rows)
+        return 0
+    if sub == "renew":
+        flags, pos = pflag_parse(rest, set(CERTS_OWN_FLAGS["certs renew"]) | set(CLI_FLAGS["global"]),  # noqa: F821
+                                 dict(GLOBAL_KINDS, **{"cert-dir": "str", "config": "str", "kubeconfig": "str"}),
+                                 {"v": "v"})
+        if not pos:
+            out("This command is not meant to be run on its own. See list of available subcommands.")
+            return 0
+        what = pos[0]
+        if what != "all" and what not in CERT_HANDLERS:
+            raise Fail('unknown command "%s" for "kubeadm certs renew"' % what)
+        if len(pos) > 1:
+            raise Fail('unknown command "%s" for "kubeadm certs renew %s"' % (pos[1], what))
+        certs_config(flags, "renew")
+        d = flags.get("cert-dir", PKI)
+        for name in sorted(CERT_HANDLERS) if what == "all" else [what]:
+            renew_cert(name, d)
+        if what == "all":
+            out()
+            out("Done renewing certificates. You must restart the kube-apiserver, kube-controller-manager, "
+                "kube-scheduler and etcd, so that they can use the new certificates.")
+        return 0
+    raise Fail('unknown command "%s" for "kubeadm certs"' % sub)
+
+
 def main():
     argv = sys.argv[1:]
     cmds = {"init": cmd_init, "join": cmd_join, "token": cmd_token, "reset": cmd_reset, "version": cmd_version,
-            "upgrade": cmd_upgrade}
+            "upgrade": cmd_upgrade, "certs": cmd_certs}
     if not argv or argv[0] in ("-h", "--help", "help"):
         out("kubeadm: easily bootstrap a secure Kubernetes cluster")
         out("")
-        out("Usage:\n  kubeadm [command]\n\nAvailable Commands:\n  init  join  reset  token  upgrade  version")
+        out("Usage:\n  kubeadm [command]\n\nAvailable Commands:\n  certs  init  join  reset  token  upgrade  version")
         return 0
     cmd, rest = split_command(argv)
     if cmd not in cmds:

@@ -1,0 +1,125 @@
+#!/bin/sh
+# t0462: certificate expiry and renewal on a testbed cluster (2 nodes):
+# check reads kubeadm certs check-expiration (the stand-in's real X.509
+# files) and the kubelets' client certificates; certificates re-signed to
+# end in 10 days make check warn with the days left per certificate and up
+# print one line offering renew-certs; renew-certs renews them and restarts
+# the control-plane pods one at a time while /readyz is polled once a second
+# from this machine (the longest gap is printed); then check is clean;
+# renew-certs again changes nothing; certificates that ended yesterday make
+# check fail with a hint naming renew-certs, and renew-certs brings the
+# cluster back.
+. "$(dirname "$0")/lib.sh"
+
+. "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
+
+CASES="up ten-days renew again expired"
+skip_all_cases() {
+	for c in $CASES; do test_skip "$c" "$1"; done
+	test_done
+	exit $?
+}
+cluster_testbed 2 1.36.4 || skip_all_cases "$CLUSTER_SKIP"
+P="--state $STATE --roles $ROLES --no-tui"
+C="--state $STATE --roles $ROLES --no-tui" # check runs up's roles (drift): the test's roles
+tb() { "$TESTBED" exec "$TB" "$@"; }
+CP=$(sed -n '/name: node-1/,/address:/s/.*address: *\([0-9.]*\).*/\1/p' "$INV" | head -n 1)
+
+# resign START END: every leaf certificate kubeadm manages on node-1 (the PKI
+# files and the client certificates embedded in the kubeconfigs) signed
+# again by its CA with the same key, subject and extensions, valid from
+# START to END (openssl ca dates, YYYYMMDDHHMMSSZ): real X.509 files with
+# chosen lifetimes.
+resign() {
+	tb node-1 sh -eu -c '
+		S=$1 E=$2
+		cd /etc/kubernetes/pki
+		w=$(mktemp -d)
+		trap "rm -rf $w" EXIT
+		printf "%s\n" "[ca]" "default_ca=d" "[d]" "database=$w/index" "new_certs_dir=$w" \
+			"serial=$w/serial" "default_md=sha256" "policy=p" "copy_extensions=copyall" \
+			"unique_subject=no" "[p]" "commonName=supplied" "organizationName=optional" >$w/cnf
+		one() { # CERT KEY CA-BASE OUT
+			: >$w/index
+			echo 01 >$w/serial
+			openssl x509 -x509toreq -in "$1" -signkey "$2" -copy_extensions copyall -out $w/csr 2>/dev/null
+			openssl ca -config $w/cnf -batch -notext -preserveDN -in $w/csr -cert "$3.crt" -keyfile "$3.key" \
+				-startdate "$S" -enddate "$E" -out "$4" 2>/dev/null
+		}
+		for c in apiserver apiserver-kubelet-client; do one $c.crt $c.key ca $c.crt ; done
+		one front-proxy-client.crt front-proxy-client.key front-proxy-ca front-proxy-client.crt
+		one apiserver-etcd-client.crt apiserver-etcd-client.key etcd/ca apiserver-etcd-client.crt
+		for c in server peer healthcheck-client; do one etcd/$c.crt etcd/$c.key etcd/ca etcd/$c.crt ; done
+		for k in admin super-admin controller-manager scheduler; do
+			f=/etc/kubernetes/$k.conf
+			sed -n "s/^ *client-certificate-data: *//p" $f | base64 -d >$w/c
+			sed -n "s/^ *client-key-data: *//p" $f | base64 -d >$w/k
+			one $w/c $w/k ca $w/n
+			n=$(base64 -w0 <$w/n)
+			sed -i "s|^\( *client-certificate-data: *\).*|\1$n|" $f
+		done
+	' resign "$1" "$2"
+}
+# the longest run of seconds without "ok" in a readyz log ("EPOCH ANSWER" lines)
+gap() { awk '$2 != "ok" { if (!s) s = $1; g = $1 - s + 1; if (g > m) m = g; next } { s = 0 } END { print m + 0 }' "$1"; }
+
+test_case "up on two nodes; check clean, the certificate checks among them" "
+	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { tail -n 40 up.out; false; }
+	'$PROVISION' check -i '$INV' $C >check.out 2>&1 || { cat check.out; false; }
+	expect_grep '^certificates  *node-1  *pass  *11 certificates and 3 CAs; the first to expire: .* (36[45] days left)' check.out
+	expect_grep '^kubelet-client-cert  *node-2  *pass  *expires ' check.out
+	expect_no_grep 'renew-certs' up.out
+"
+
+test_case "certificates ending in 10 days: check warns with the days left of each, JSON and JUnit say so, up offers renew-certs in one line" "
+	resign \"\$(date -u -d '-1 day' +%Y%m%d%H%M%SZ)\" \"\$(date -u -d '+10 days +1 hour' +%Y%m%d%H%M%SZ)\"
+	'$PROVISION' check -i '$INV' $C --junit junit.xml >warn.out 2>&1 || { cat warn.out; false; }
+	cat warn.out | grep -E '^(certificates|validation)'
+	expect_grep '^certificates  *node-1  *warn  *less than 30 days: admin.conf 10 days left, apiserver 10 days left, apiserver-etcd-client 10 days left, .*super-admin.conf 10 days left (expected: ' warn.out
+	expect_grep \"fix: run 'provision renew-certs\" warn.out
+	expect_grep '^validation: [0-9]* passed, 0 failed, 0 skipped, 1 warning' warn.out
+	expect_grep '<system-out>warning: less than 30 days: admin.conf 10 days left' junit.xml
+	'$PROVISION' check -i '$INV' $C -o json >warn.json 2>&1 || true
+	expect_grep '\"step\":\"certificates\",\"result\":\"warning\"' warn.json
+	'$PROVISION' up -i '$INV' $P >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	expect_eq 1 \"\$(grep -c \"^certificates: some expire within the warning period; renew them with 'provision renew-certs -i $INV'\\\$\" up2.out)\" 'one line offering renew-certs'
+"
+
+test_case "renew-certs: renewed, pods restarted one at a time with /readyz polled every second, kubeconfigs refreshed; check clean" "
+	tb node-1 cat /etc/kubernetes/admin.conf >admin.before
+	cp '$STATE/private/admin.conf' local.before
+	rm -f stop
+	( while [ ! -e stop ]; do printf '%s %s\n' \"\$(date +%s)\" \"\$(curl -sk --max-time 1 https://$CP:6443/readyz || echo down)\"; sleep 1; done ) >readyz.log &
+	'$PROVISION' renew-certs -i '$INV' $P >renew.out 2>&1 || { touch stop; cat renew.out; false; }
+	touch stop
+	wait
+	echo \"# /readyz: \$(wc -l <readyz.log) polls, \$(grep -vc ' ok\$' readyz.log) without ok, longest gap \$(gap readyz.log) s\"
+	expect_grep 'renew-certs › 10-renew … changed' renew.out
+	expect_grep 'renew-certs › 20-restart … changed' renew.out
+	tb node-1 cat /etc/kubernetes/admin.conf >admin.after
+	! cmp -s admin.before admin.after
+	tb node-1 cmp /etc/kubernetes/admin.conf /root/.kube/config
+	'$PROVISION' check -i '$INV' $C >check2.out 2>&1 || { cat check2.out; false; }
+	expect_grep '^certificates  *node-1  *pass  *11 certificates and 3 CAs; the first to expire: .* (36[45] days left)' check2.out
+	expect_grep '^validation: [0-9]* passed, 0 failed, 0 skipped\$' check2.out
+"
+
+test_case "renew-certs again: nothing due, nothing changed, the cluster answers" "
+	'$PROVISION' renew-certs -i '$INV' $P >again.out 2>&1 || { cat again.out; false; }
+	expect_no_grep ' … changed' again.out
+	expect_grep '^node-1  *done  *0 changed  *3 unchanged' again.out
+	tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf get --raw /readyz >r
+	expect_eq ok \"\$(cat r)\" '/readyz'
+"
+
+test_case "expired certificates: check fails naming renew-certs; renew-certs brings the cluster back" "
+	resign \"\$(date -u -d '-400 days' +%Y%m%d%H%M%SZ)\" \"\$(date -u -d '-1 day' +%Y%m%d%H%M%SZ)\"
+	expect_status 1 '$PROVISION' check -i '$INV' $C >exp.out 2>&1
+	expect_grep '^certificates  *node-1  *fail  *admin.conf expired on .*apiserver expired on ' exp.out
+	expect_grep \"fix: run 'provision renew-certs\" exp.out
+	'$PROVISION' renew-certs -i '$INV' $P >renew2.out 2>&1 || { cat renew2.out; false; }
+	'$PROVISION' check -i '$INV' $C >check3.out 2>&1 || { cat check3.out; false; }
+	expect_grep '^certificates  *node-1  *pass' check3.out
+"
+
+test_done
