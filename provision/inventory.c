@@ -1267,6 +1267,7 @@ static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_setting
 static const char *const cluster_keys[] = {
     "name",	  "kubernetes_version", "pod_cidr", "service_cidr",	   "api_port",
     "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint", "containerd",
+    "backups_keep",
 };
 enum {
 	CL_NAME,
@@ -1279,6 +1280,7 @@ enum {
 	CL_NO_PROXY,
 	CL_APT_KEY_FINGERPRINT,
 	CL_CONTAINERD,
+	CL_BACKUPS_KEEP,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1373,6 +1375,8 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 		get_str_list(p, y, "no_proxy", &c->no_proxy);
 	if ((y = f.val[CL_APT_KEY_FINGERPRINT]))
 		get_fingerprint(p, y, "apt_key_fingerprint", &c->apt_key_fingerprint);
+	if ((y = f.val[CL_BACKUPS_KEEP]))
+		get_int(p, y, "backups_keep", 1, 1000, &c->backups_keep);
 	if ((y = f.val[CL_CONTAINERD]) && (t = get_text(p, y, "containerd"))) {
 		if (!strcmp(t, "release"))
 			c->containerd_release = true;
@@ -2318,6 +2322,7 @@ static struct inventory *inventory_new(const char *path)
 	    .pod_cidr = xstrdup("10.244.0.0/16"),
 	    .service_cidr = xstrdup("10.96.0.0/12"),
 	    .api_port = 6443,
+	    .backups_keep = 5,
 	    .no_proxy = strv_new(),
 	};
 	ssh_defaults(&inv->ssh);
