@@ -5,7 +5,7 @@ _provision() {
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="up plan check add-node upgrade remove-node reset forget-host inventory run status history diff show logs bundle fetch"
+	local commands="up plan check add-node upgrade backup restore remove-node reset forget-host inventory run status history diff show logs bundle fetch"
 
 	cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -49,7 +49,11 @@ _provision() {
 	check)
 		opts="--inventory -i --limit -l --forks -f --no-tui --output -o --junit --state --ask-sudo-password -K --help" ;;
 	upgrade)
-		opts="--inventory -i --parallel --drain-timeout --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
+		opts="--inventory -i --parallel --drain-timeout --no-backup --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
+	backup)
+		opts="--inventory -i --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
+	restore)
+		opts="--inventory -i --yes -y --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	remove-node)
 		opts="--inventory -i --drain-timeout --force --keep-prep --yes -y --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	reset)

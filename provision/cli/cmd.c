@@ -17,6 +17,8 @@ const struct cmd *const cmd_table[] = {
 	&cmd_check,
 	&cmd_add_node,
 	&cmd_upgrade,
+	&cmd_backup,
+	&cmd_restore,
 	&cmd_remove_node,
 	&cmd_reset,
 	&cmd_forget_host,
