@@ -214,7 +214,7 @@ static void download_line(void *ctx, enum transport_stream stream, const char *l
 	if (stream != TRANSPORT_STDOUT || dl->bad)
 		return;
 	if (dl->lines == 0) {
-		if (len != 64)
+		if (len != 64 || strspn(line, "0123456789abcdef") < 64)
 			dl->bad = true;
 		else
 			memcpy(dl->sha, line, 64);
