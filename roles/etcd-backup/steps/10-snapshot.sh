@@ -64,7 +64,7 @@ apply)
 	}
 	# etcdctl's snapshot save waits for a connection until its command
 	# timeout: a down etcd is found first, in seconds, with etcd's words.
-	if ! out=$(ec --command-timeout=15s endpoint health 2>&1); then
+	if ! out=$(ec --command-timeout=10s endpoint health 2>&1); then
 		pv_hint "is etcd running on $PROVISION_NODE? 'crictl ps -a --name etcd' and its logs there; port 2379"
 		echo "etcd at $ENDPOINT does not answer: $(printf '%s\n' "$out" | grep -v '^{' | head -n 2 | tr '\n' ' ')"
 		exit 1
