@@ -613,7 +613,10 @@ static int restore_exec(int nr_pos, char **pos)
 	}
 	state = cli_state_dir(restore_args.state, restore_args.inventory);
 	if (nr_pos && strchr(pos[0], '/')) {
-		dir = xstrdup(pos[0]);
+		size_t n = strlen(pos[0]);
+		while (n > 1 && pos[0][n - 1] == '/')
+			n--;
+		dir = xstrndup(pos[0], n);
 	} else {
 		char *bdir = xasprintf("%s/private/backups", state);
 		ids = list_backups(bdir, &nr_ids, false);
