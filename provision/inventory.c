@@ -1268,6 +1268,7 @@ static const char *const cluster_keys[] = {
     "name",	  "kubernetes_version", "pod_cidr", "service_cidr",	   "api_port",
     "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint", "containerd",
     "cert_warning_days",
+    "backups_keep",
 };
 enum {
 	CL_NAME,
@@ -1281,6 +1282,7 @@ enum {
 	CL_APT_KEY_FINGERPRINT,
 	CL_CONTAINERD,
 	CL_CERT_WARNING_DAYS,
+	CL_BACKUPS_KEEP,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1378,6 +1380,8 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 		get_str_list(p, y, "no_proxy", &c->no_proxy);
 	if ((y = f.val[CL_APT_KEY_FINGERPRINT]))
 		get_fingerprint(p, y, "apt_key_fingerprint", &c->apt_key_fingerprint);
+	if ((y = f.val[CL_BACKUPS_KEEP]))
+		get_int(p, y, "backups_keep", 1, 1000, &c->backups_keep);
 	if ((y = f.val[CL_CONTAINERD]) && (t = get_text(p, y, "containerd"))) {
 		if (!strcmp(t, "release"))
 			c->containerd_release = true;
@@ -2324,6 +2328,7 @@ static struct inventory *inventory_new(const char *path)
 	    .service_cidr = xstrdup("10.96.0.0/12"),
 	    .api_port = 6443,
 	    .cert_warning_days = 30,
+	    .backups_keep = 5,
 	    .no_proxy = strv_new(),
 	};
 	ssh_defaults(&inv->ssh);

@@ -404,6 +404,9 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 	strbuf_reset(&sb);
 	summary_file(&sb, r, res, end, nodes_changed, steps_changed, elapsed);
 	state_files_add(&files, "summary", sb.buf, sb.len);
+	for (i = 0; end->extra && i < end->extra->nr; i++)
+		state_files_add(&files, end->extra->items[i].path, end->extra->items[i].data,
+				end->extra->items[i].len);
 
 	view_duration(dur, sizeof(dur), elapsed);
 	strbuf_addf(&msg, "%s %s: %zu node%s, %u changed, %zu failed, %s%s\n\n%s", r->o.command,

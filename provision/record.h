@@ -53,6 +53,8 @@ struct record_end {
 	int exit_status;
 	bool interrupted;
 	int64_t eta_ms; /* the estimate made at the start; -1 none */
+	/* The command's own files for the run (provision backup's note), or NULL. */
+	const struct state_files *extra;
 };
 
 /* Commit the run; its id in id (41 bytes) when non-NULL. */

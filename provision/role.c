@@ -17,7 +17,7 @@
 const char *const role_phases[] = {
     "prep",    "kube-packages",	  "nfs",    "init",  "cni",	   "join",
     "addons",  "validate",	  "remove", "reset", "reset-prep", "reset-verify",
-    "upgrade", "upgrade-workers", "renew-certs", NULL};
+    "upgrade", "upgrade-workers", "renew-certs", "backup", "restore", NULL};
 
 /* Names a template may use without declaring them in `vars`. */
 static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes",

@@ -154,7 +154,8 @@ struct role_set {
 #define ROLE_UP_PHASES 8
 #define ROLE_LIFECYCLE_PHASE_LIST                                                          \
 	"remove (provision remove-node), reset, reset-prep, reset-verify (provision reset), "  \
-	"upgrade, upgrade-workers (provision upgrade)"
+	"upgrade, upgrade-workers (provision upgrade), backup (provision backup), "               \
+	"restore (provision restore)"
 extern const char *const role_phases[];
 /* Index of a phase in role_phases, or -1. */
 int role_phase_index(const char *phase);

@@ -37,7 +37,9 @@ skip_all_cases() {
 }
 CLUSTER_MORE_VERSIONS="1.31.14 1.32.10 1.33.9 1.34.11 1.35.8 1.36.4"
 cluster_testbed 3 1.30.4 || skip_all_cases "$CLUSTER_SKIP"
-P="--state $STATE --roles $ROLES --no-tui"
+# --no-backup: the fake cluster runs no etcd (the backup before an upgrade,
+# on a real etcd, is t0460's).
+P="--state $STATE --roles $ROLES --no-tui --no-backup"
 
 tb() { "$TESTBED" exec "$TB" "$@"; }
 kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }

@@ -5,7 +5,7 @@ _provision() {
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="up plan check add-node upgrade renew-certs remove-node reset forget-host inventory run status history diff show logs bundle fetch"
+	local commands="up plan check add-node upgrade renew-certs backup restore remove-node reset forget-host inventory run status history diff show logs bundle fetch"
 
 	cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -51,7 +51,11 @@ _provision() {
 	renew-certs)
 		opts="--inventory -i --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	upgrade)
-		opts="--inventory -i --parallel --drain-timeout --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
+		opts="--inventory -i --parallel --drain-timeout --no-backup --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
+	backup)
+		opts="--inventory -i --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
+	restore)
+		opts="--inventory -i --yes -y --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	remove-node)
 		opts="--inventory -i --drain-timeout --force --keep-prep --yes -y --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	reset)

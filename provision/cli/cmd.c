@@ -18,6 +18,8 @@ const struct cmd *const cmd_table[] = {
 	&cmd_add_node,
 	&cmd_upgrade,
 	&cmd_renew_certs,
+	&cmd_backup,
+	&cmd_restore,
 	&cmd_remove_node,
 	&cmd_reset,
 	&cmd_forget_host,

@@ -49,6 +49,8 @@ extern const struct cmd cmd_show;
 extern const struct cmd cmd_logs;
 extern const struct cmd cmd_bundle;
 extern const struct cmd cmd_fetch;
+extern const struct cmd cmd_backup;
+extern const struct cmd cmd_restore;
 
 const struct cmd *cmd_lookup(const char *name);
 /* The exit-status section shared by every --help. */

@@ -14,6 +14,8 @@
  * the stage's minor needs).  The first run that fails stops the upgrade,
  * and the nodes not reached are not touched.  Each run is recorded; the
  * steps print the versions before and after, so the records hold them.
+ * Before the first stage, an etcd backup (provision backup, cmd_backup.c);
+ * when it fails nothing is upgraded (--no-backup skips it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +29,10 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "backup.h"
 
 static int parallel = 1, drain_timeout = 300;
+static bool no_backup;
 static struct cli_plan_args args = {.cmd_name = "upgrade", .forks = 64, .output = "text"};
 static char *env_nodes, *env_timeout;
 static const char *env[3];
@@ -43,6 +47,8 @@ static const struct opt upgrade_options[] = {
 		"upgrade N workers at a time (default 1: one after the other)"),
 	OPT_INT(0, "drain-timeout", &drain_timeout, "SECONDS", 1, 86400,
 		"give up draining a node after this long (default 300)"),
+	OPT_BOOL(0, "no-backup", &no_backup,
+		 "do not take an etcd backup first (provision backup) before the first stage"),
 	CLI_RUN_VIEW_OPTIONS(args),
 	OPT_END,
 };
@@ -403,6 +409,16 @@ static int upgrade_exec(int nr_pos, char **pos)
 		printf("\n");
 		fflush(stdout);
 	}
+	if (!no_backup) {
+		printf("upgrade: an etcd backup first (provision backup; --no-backup skips it)\n");
+		fflush(stdout);
+		ret = cli_backup_run(&args);
+		if (ret) {
+			printf("upgrade: stopped: the backup before the upgrade failed; nothing was "
+			       "upgraded\n");
+			goto out;
+		}
+	}
 	env_timeout = xasprintf("PROVISION_DRAIN_TIMEOUT=%d", drain_timeout);
 	for (st = 0; st < nr_stages; st++) {
 		const char *target = stages[st];
@@ -445,10 +461,11 @@ out:
 const struct cmd cmd_upgrade = {
 	.name = "upgrade",
 	.summary = "upgrade the cluster to the inventory's kubernetes_version, one node at a time",
-	.usage = "-i FILE [--parallel N] [--drain-timeout SECONDS] [--no-tui] [-o json]",
+	.usage = "-i FILE [--parallel N] [--drain-timeout SECONDS] [--no-backup] [--no-tui] [-o json]",
 	.description =
 		"After cluster.kubernetes_version was raised in the inventory: refuse a\n"
-		"version that goes down or skips a minor (exit 2, nothing changed); then the\n"
+		"version that goes down or skips a minor (exit 2, nothing changed); take an\n"
+		"etcd backup (provision backup; --no-backup skips it); then the\n"
 		"control plane (kubeadm at the new version, kubeadm upgrade plan and upgrade\n"
 		"apply, the node drained, kubelet and kubectl upgraded and held, kubelet\n"
 		"restarted, uncordoned), then the workers one at a time (--parallel N for\n"

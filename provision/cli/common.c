@@ -849,6 +849,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.identity_passphrase = passphrase,
 			.state_dir = state_dir,
 			.ret = ret,
+			.record = &cr.extra,
 		};
 		ret = a->after(a, &d);
 	}

@@ -63,6 +63,7 @@ char *cli_state_dir(const char *opt, const char *inventory_path);
 
 struct plan_result;
 struct cli_plan_done;
+struct state_files;
 
 /* What `up` and `plan` share. */
 struct cli_plan_args {
@@ -108,6 +109,8 @@ struct cli_plan_done {
 	const char *identity_passphrase;
 	const char *state_dir;
 	int ret; /* the exit status so far */
+	/* Files `after` adds to the run's record (committed with it). */
+	struct state_files *record;
 };
 
 /*

@@ -326,7 +326,7 @@ int cli_run_end(struct cli_run *cr, const struct plan_result *res, int exit_stat
 	char id[41] = "", dur[32], eta[32];
 
 	if (cr->rec) {
-		struct record_end end = {exit_status, res->interrupted, cr->eta_ms};
+		struct record_end end = {exit_status, res->interrupted, cr->eta_ms, &cr->extra};
 		if (record_commit(cr->rec, cr->state, res, &end, id, &err) < 0) {
 			fprintf(stderr, "provision %s: cannot record the run in '%s': %s\n",
 				cr->b.cmd_name, cr->b.state_dir, err.msg);
@@ -357,6 +357,7 @@ int cli_run_end(struct cli_run *cr, const struct plan_result *res, int exit_stat
 void cli_run_release(struct cli_run *cr)
 {
 	record_free(cr->rec);
+	state_files_release(&cr->extra);
 	state_eta_free(cr->eta);
 	state_free(cr->state); /* unlocks */
 	free(cr->cache);

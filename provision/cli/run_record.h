@@ -51,6 +51,8 @@ struct cli_run {
 	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
 	void (*on_tick)(void *data);
 	void *data;
+	/* Files the command adds to the run's record (cli_plan_done.record). */
+	struct state_files extra;
 };
 
 /* Lock, fetch, estimate, start the record.  0, or an EXIT_* status after printing why. */

@@ -1,0 +1,41 @@
+/*
+ * backup: etcd backups of the control plane (provision backup, restore,
+ * and upgrade's backup first).  The node's work is roles/etcd-backup and
+ * roles/etcd-restore, run by the same engine as up; this module moves the
+ * snapshot and the PKI between the node and this machine's state folder:
+ *
+ *   STATE/private/backups/ID/snapshot.db   etcdctl's snapshot (mode 0600)
+ *   STATE/private/backups/ID/pki.tar       /etc/kubernetes/pki (0600)
+ *   STATE/private/backups/ID/manifest      id, node, SHA-256 and size of both
+ *
+ * ID is the UTC time of the backup (20261127T101500Z), so names sort by
+ * age.  A backup is written as ID.tmp and renamed when complete; the last
+ * cluster.backups_keep are kept.  private/ never enters the run record: the
+ * record gets a `backup` file with the id and the hashes and sizes only.
+ * Main thread only.
+ */
+#ifndef PROVISION_CLI_BACKUP_H
+#define PROVISION_CLI_BACKUP_H
+
+#include <stddef.h>
+
+#include "../util.h"
+
+/* common.h's (include it first: part of it has no include guard). */
+struct cli_plan_args;
+
+/*
+ * Take a backup with the view options of `view` (inventory, roles, state,
+ * output, no_tui, verbose, ask_sudo; its other fields are ignored).
+ * Returns an enum exit_status; prints what it did.
+ */
+int cli_backup_run(const struct cli_plan_args *view);
+
+/*
+ * Whether data is a whole etcd snapshot as `etcdctl snapshot save` writes
+ * it: a bbolt database (magic 0xED0CDAED, whole pages) followed by the
+ * SHA-256 of the database.  0, or -1 with the reason in err.
+ */
+int backup_snapshot_verify(const unsigned char *data, size_t len, struct error *err);
+
+#endif

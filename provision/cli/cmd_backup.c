@@ -1,0 +1,741 @@
+/*
+ * provision backup and provision restore: etcd snapshots of the control
+ * plane and its PKI, kept in this machine's state folder (backup.h).
+ *
+ * backup: roles/etcd-backup makes and verifies the snapshot on the control
+ * plane (one recorded run); then, before the run is committed, the
+ * snapshot and the PKI archive are read from the node over a new SSH
+ * session (base64 on the wire, the node's sha256sum and size first, every
+ * byte bounded), checked against those and against etcd's own appended
+ * hash, written as ID.tmp and renamed; the node's copy is removed and the
+ * oldest backups beyond cluster.backups_keep are deleted.
+ *
+ * restore: the backup is checked here first (a snapshot that is short,
+ * not whole pages, or whose hash does not match is refused, exit 2,
+ * before any node is reached), confirmed (what it replaces is said; not
+ * on a terminal --yes is required), uploaded to the control plane, and
+ * roles/etcd-restore puts the PKI in place and restores etcd's data.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../http.h"
+#include "../inventory.h"
+#include "../role.h"
+#include "../runner.h"
+#include "../state.h"
+#include "../transport.h"
+#include "../util.h"
+#include "cmd.h"
+#include "common.h"
+#include "backup.h"
+
+/* What a node may send: etcd's largest quota is 8 GiB; a PKI is a few KiB. */
+#define SNAPSHOT_MAX ((size_t)8 << 30)
+#define PKI_MAX ((size_t)16 << 20)
+#define BACKUP_ID_LEN 16 /* 20261127T101500Z */
+#define NODE_DIR "/var/lib/provision/etcd-backup"
+#define RESTORE_DIR "/var/lib/provision/etcd-restore"
+
+static char backup_id[BACKUP_ID_LEN + 1];
+static char *env_id;
+static const char *env[2];
+static struct cli_plan_args backup_args = {.cmd_name = "backup", .forks = 1, .output = "text"};
+static struct cli_plan_args restore_args = {.cmd_name = "restore", .forks = 1, .output = "text"};
+
+static const struct opt backup_options[] = {
+	OPT_STRING('i', "inventory", &backup_args.inventory, "FILE",
+		   "the inventory file (required)"),
+	CLI_RUN_VIEW_OPTIONS(backup_args),
+	OPT_END,
+};
+
+static const struct opt restore_options[] = {
+	OPT_STRING('i', "inventory", &restore_args.inventory, "FILE",
+		   "the inventory file (required)"),
+	OPT_BOOL('y', "yes", &restore_args.yes, "do not ask (required when not on a terminal)"),
+	CLI_RUN_VIEW_OPTIONS(restore_args),
+	OPT_END,
+};
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int backup_snapshot_verify(const unsigned char *data, size_t len, struct error *err)
+{
+	unsigned char md[32];
+	uint32_t page;
+	size_t db;
+
+	/* bbolt's first page: a 16-byte page header, then the meta: magic, version, page size. */
+	if (len < 2 * 512 + 32)
+		return error_set(err, -1, "%zu bytes is too short for an etcd snapshot", len);
+	if (le32(data + 16) != 0xED0CDAEDu)
+		return error_set(err, -1, "not an etcd snapshot: no bbolt database at its start");
+	page = le32(data + 24);
+	db = len - 32;
+	if (page < 512 || page > 65536 || (page & (page - 1)))
+		return error_set(err, -1, "not an etcd snapshot: page size %u", (unsigned)page);
+	if (db % page)
+		return error_set(err, -1,
+				 "truncated or padded: %zu bytes is not whole %u-byte pages and "
+				 "etcd's 32-byte hash",
+				 len, (unsigned)page);
+	transport_sha256(md, data, db);
+	if (memcmp(md, data + db, 32))
+		return error_set(err, -1,
+				 "corrupt or truncated: the SHA-256 etcd appended does not match "
+				 "the database");
+	return 0;
+}
+
+/* ---- this machine's side: files written whole or not at all ---- */
+
+static int write_file_0600(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), e = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, 0600) < 0 || (e = write_all(fd, data, len)) < 0 || fsync(fd) < 0)
+		e = e ? e : -errno;
+	close(fd);
+	return e;
+}
+
+static void fsync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+/* Remove a backup folder (files of our own naming, one level). */
+static void remove_backup_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+
+	if (d) {
+		while ((de = readdir(d))) {
+			char *p;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			p = xasprintf("%s/%s", path, de->d_name);
+			(void)unlink(p);
+			free(p);
+		}
+		closedir(d);
+	}
+	(void)rmdir(path);
+}
+
+static bool is_backup_id(const char *s)
+{
+	size_t i;
+
+	if (strlen(s) != BACKUP_ID_LEN || s[8] != 'T' || s[15] != 'Z')
+		return false;
+	for (i = 0; i < BACKUP_ID_LEN; i++)
+		if (i != 8 && i != 15 && (s[i] < '0' || s[i] > '9'))
+			return false;
+	return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The backup ids in dir, oldest first; with `tmp`, the leftover ID.tmp folders removed. */
+static char **list_backups(const char *dir, size_t *nr, bool tmp)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **ids = NULL;
+	size_t alloc = 0;
+
+	*nr = 0;
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (tmp && n == BACKUP_ID_LEN + 4 && !strcmp(de->d_name + BACKUP_ID_LEN, ".tmp")) {
+			char *p = xasprintf("%s/%s", dir, de->d_name);
+			remove_backup_dir(p);
+			free(p);
+			continue;
+		}
+		if (!is_backup_id(de->d_name))
+			continue;
+		ids = xgrow(ids, *nr + 1, &alloc, sizeof(*ids));
+		ids[(*nr)++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	if (*nr)
+		qsort(ids, *nr, sizeof(*ids), cmp_str);
+	return ids;
+}
+
+static void free_ids(char **ids, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+/* ---- the node's side ---- */
+
+struct download {
+	struct strbuf data;
+	char sha[65];
+	unsigned long long size;
+	unsigned lines;
+	bool bad;
+};
+
+static void download_line(void *ctx, enum transport_stream stream, const char *line, size_t len)
+{
+	struct download *dl = ctx;
+
+	if (stream != TRANSPORT_STDOUT || dl->bad)
+		return;
+	if (dl->lines == 0) {
+		if (len != 64 || strspn(line, "0123456789abcdef") < 64)
+			dl->bad = true;
+		else
+			memcpy(dl->sha, line, 64);
+	} else if (dl->lines == 1) {
+		char buf[32], *end;
+		if (len == 0 || len >= sizeof(buf)) {
+			dl->bad = true;
+		} else {
+			memcpy(buf, line, len);
+			buf[len] = '\0';
+			dl->size = strtoull(buf, &end, 10);
+			dl->bad = *end != '\0';
+		}
+	} else if (len > 76 || http_base64_decode(line, len, &dl->data) < 0 ||
+		   dl->data.truncated) {
+		dl->bad = true;
+	}
+	dl->lines++;
+}
+
+/* A session as root to the node (the runner's target and the inventory's sudo). */
+static int node_connect(struct transport **t, const struct inventory *inv, const struct node *n,
+			const char *passphrase, struct error *err)
+{
+	char *password = cli_sudo_password(false, inv->ssh.sudo_password_file);
+	struct runner_opts ro = {.use_sudo = true,
+				 .sudo_password = password,
+				 .identity_passphrase = passphrase,
+				 .passphrase_identity = inv->ssh.identity};
+	struct transport_target target;
+	int rc;
+
+	runner_target_from_node(&target, n, &ro);
+	rc = transport_ssh_ops.connect(t, &target, err);
+	cli_free_secret(password);
+	return rc;
+}
+
+static int node_run(struct transport *t, const char *command, struct error *err)
+{
+	struct transport_exec ex = {.command = command, .timeout_ms = 120000};
+	struct transport_result r = {0};
+
+	if (transport_ssh_ops.exec(t, &ex, &r, err) < 0)
+		return -1;
+	if (r.exit_status)
+		return error_set(err, -1, "'%s' exited with status %d", command, r.exit_status);
+	return 0;
+}
+
+/* Read PATH from the node, bounded by max, checked against the node's sha256sum and size. */
+static int node_read(struct transport *t, const char *path, size_t max, struct download *dl,
+		     struct error *err)
+{
+	struct strbuf cmd = STRBUF_INIT;
+	struct transport_exec ex = {.timeout_ms = 3600 * 1000, .on_line = download_line, .ctx = dl};
+	struct transport_result r = {0};
+	char sha[65];
+	int rc;
+
+	strbuf_addstr(&cmd, "f=");
+	strbuf_add_sh_quoted(&cmd, path);
+	strbuf_addstr(&cmd, "; sha256sum < \"$f\" | cut -c1-64 && wc -c < \"$f\" && "
+			    "base64 -w 76 < \"$f\"");
+	ex.command = cmd.buf;
+	strbuf_init(&dl->data, 0);
+	dl->data.max = max;
+	rc = transport_ssh_ops.exec(t, &ex, &r, err);
+	strbuf_release(&cmd);
+	if (rc < 0)
+		return -1;
+	if (r.exit_status)
+		return error_set(err, -1, "cannot read '%s' on the node (exit %d)", path,
+				 r.exit_status);
+	if (dl->bad || dl->lines < 2)
+		return error_set(err, -1, "'%s': the node sent something that is not the file%s",
+				 path, dl->data.truncated ? " (larger than provision accepts)" : "");
+	transport_sha256_hex(sha, dl->data.buf, dl->data.len);
+	if (dl->size != dl->data.len || memcmp(sha, dl->sha, 64))
+		return error_set(err, -1,
+				 "'%s': %zu bytes arrived with SHA-256 %.12s…, the node said %llu "
+				 "bytes, %.12s…",
+				 path, dl->data.len, sha, dl->size, dl->sha);
+	return 0;
+}
+
+static void wipe(struct strbuf *sb)
+{
+	if (sb->len)
+		explicit_bzero(sb->buf, sb->len);
+	strbuf_release(sb);
+}
+
+/* ---- provision backup ---- */
+
+static int backup_after(const struct cli_plan_args *a, const struct cli_plan_done *d)
+{
+	const struct node *cp = d->nr ? d->nodes[0] : NULL;
+	struct download snap = {0}, pki = {0};
+	struct transport *t = NULL;
+	struct error err = {0};
+	struct strbuf manifest = STRBUF_INIT, rm = STRBUF_INIT;
+	char *priv = xasprintf("%s/private", d->state_dir);
+	char *dir = xasprintf("%s/backups", priv);
+	char *tmp = xasprintf("%s/%s.tmp", dir, backup_id);
+	char *final = xasprintf("%s/%s", dir, backup_id);
+	char *path = NULL, **ids = NULL;
+	size_t nr_ids = 0, i;
+	int ret = d->ret, rc;
+
+	(void)a;
+	if (ret != EXIT_OK || !cp) {
+		printf("backup: no backup taken: the snapshot failed on %s (see above); nothing "
+		       "was written to '%s'\n",
+		       cp ? cp->name : "the control plane", dir);
+		goto out;
+	}
+	if (node_connect(&t, d->inv, cp, d->identity_passphrase, &err) < 0)
+		goto node_fail;
+	path = xasprintf(NODE_DIR "/%s.db", backup_id);
+	rc = node_read(t, path, SNAPSHOT_MAX, &snap, &err);
+	free(path);
+	if (rc < 0)
+		goto node_fail;
+	if (backup_snapshot_verify((const unsigned char *)snap.data.buf, snap.data.len, &err) < 0)
+		goto node_fail;
+	path = xasprintf(NODE_DIR "/%s.pki.tar", backup_id);
+	rc = node_read(t, path, PKI_MAX, &pki, &err);
+	free(path);
+	if (rc < 0)
+		goto node_fail;
+
+	/* This machine: ID.tmp, each file 0600 and synced, then the rename. */
+	(void)mkdir(d->state_dir, 0700);
+	if ((mkdir(priv, 0700) < 0 && errno != EEXIST) || (mkdir(dir, 0700) < 0 && errno != EEXIST))
+		goto local_fail;
+	free_ids(list_backups(dir, &nr_ids, true), nr_ids);
+	if (mkdir(tmp, 0700) < 0)
+		goto local_fail;
+	strbuf_addf(&manifest,
+		    "id %s\ncluster %s\nnode %s\naddress %s\nsnapshot.db sha256 %s bytes %zu\n"
+		    "pki.tar sha256 %s bytes %zu\n",
+		    backup_id, d->inv->cluster.name, cp->name, cp->address, snap.sha, snap.data.len,
+		    pki.sha, pki.data.len);
+	path = xasprintf("%s/snapshot.db", tmp);
+	rc = write_file_0600(path, snap.data.buf, snap.data.len);
+	free(path);
+	if (rc == 0) {
+		path = xasprintf("%s/pki.tar", tmp);
+		rc = write_file_0600(path, pki.data.buf, pki.data.len);
+		free(path);
+	}
+	if (rc == 0) {
+		path = xasprintf("%s/manifest", tmp);
+		rc = write_file_0600(path, manifest.buf, manifest.len);
+		free(path);
+	}
+	if (rc < 0) {
+		errno = -rc;
+		remove_backup_dir(tmp);
+		goto local_fail;
+	}
+	fsync_dir(tmp);
+	if (rename(tmp, final) < 0) {
+		remove_backup_dir(tmp);
+		goto local_fail;
+	}
+	fsync_dir(dir);
+
+	/* The node's copy holds every Secret of the cluster: it goes. */
+	strbuf_addf(&rm, "rm -f " NODE_DIR "/%s.db " NODE_DIR "/%s.pki.tar " NODE_DIR "/%s.ok",
+		    backup_id, backup_id, backup_id);
+	if (node_run(t, rm.buf, &err) < 0)
+		printf("backup: warning: the node's copy in %s on %s was not removed: %s\n",
+		       NODE_DIR, cp->name, err.msg);
+
+	ids = list_backups(dir, &nr_ids, false);
+	for (i = 0; i + (size_t)d->inv->cluster.backups_keep < nr_ids; i++) {
+		char *old = xasprintf("%s/%s", dir, ids[i]);
+		remove_backup_dir(old);
+		printf("backup: removed the old backup %s (cluster.backups_keep: %d)\n", ids[i],
+		       d->inv->cluster.backups_keep);
+		free(old);
+	}
+	state_files_addf(d->record, "backup",
+			 "%s\nkept on this machine in private/backups/%s (not in this record)\n",
+			 manifest.buf, backup_id);
+	printf("backup: %s: etcd snapshot of %s, %zu bytes, sha256 %s; PKI %zu bytes; in '%s' "
+	       "(%zu kept)\n",
+	       backup_id, cp->name, snap.data.len, snap.sha, pki.data.len, final,
+	       nr_ids - i);
+	goto out;
+
+node_fail:
+	printf("backup: %s: %s; nothing was written to '%s'\n", cp->name, err.msg, dir);
+	ret = EXIT_NODE_FAILED;
+	goto out;
+local_fail:
+	printf("backup: cannot write '%s': %s; nothing was kept\n", tmp, strerror(errno));
+	ret = EXIT_LOCAL;
+out:
+	transport_ssh_ops.close(t);
+	wipe(&snap.data);
+	wipe(&pki.data);
+	free_ids(ids, nr_ids);
+	strbuf_release(&manifest);
+	strbuf_release(&rm);
+	free(priv);
+	free(dir);
+	free(tmp);
+	free(final);
+	fflush(stdout);
+	return ret;
+}
+
+static int select_cp(const struct cli_plan_args *a, const struct inventory *inv,
+		     const struct node ***nodes, size_t *nr)
+{
+	const struct node *cp = inventory_control_plane(inv);
+
+	if (!cp) {
+		fprintf(stderr, "provision %s: the inventory has no control plane\n", a->cmd_name);
+		return EXIT_USAGE;
+	}
+	free(*nodes);
+	*nodes = xcalloc(1, sizeof(**nodes));
+	(*nodes)[0] = cp;
+	*nr = 1;
+	return 0;
+}
+
+int cli_backup_run(const struct cli_plan_args *view)
+{
+	struct cli_plan_args a = {
+		.cmd_name = "backup",
+		.inventory = view->inventory,
+		.roles = view->roles,
+		.state = view->state,
+		.output = view->output ? view->output : "text",
+		.no_tui = view->no_tui,
+		.verbose = view->verbose,
+		.ask_sudo = view->ask_sudo,
+		.channels = view->channels,
+		.forks = 1,
+		.skip_preflight = true,
+		.select = select_cp,
+		.after = backup_after,
+	};
+	time_t now = time(NULL);
+	struct tm tm;
+	char *password;
+	int ret;
+
+	gmtime_r(&now, &tm);
+	strftime(backup_id, sizeof(backup_id), "%Y%m%dT%H%M%SZ", &tm);
+	/* Asked once: backup_after's session finds it where cli_sudo_password() looks first. */
+	if (a.ask_sudo && !getenv("PROVISION_SUDO_PASSWORD") &&
+	    (password = cli_sudo_password(true, NULL))) {
+		setenv("PROVISION_SUDO_PASSWORD", password, 1);
+		cli_free_secret(password);
+	}
+	free(env_id);
+	env_id = xasprintf("PROVISION_BACKUP_ID=%s", backup_id);
+	env[0] = env_id;
+	env[1] = NULL;
+	a.env = env;
+	a.phase_bits = 1u << role_phase_index("backup");
+	ret = cli_plan_run(&a);
+	free(env_id);
+	env_id = NULL;
+	return ret;
+}
+
+static int backup_exec(int nr_pos, char **pos)
+{
+	(void)nr_pos;
+	(void)pos;
+	return cli_backup_run(&backup_args);
+}
+
+const struct cmd cmd_backup = {
+	.name = "backup",
+	.summary = "take an etcd snapshot of the control plane and keep it with its PKI here",
+	.usage = "-i FILE [--state DIR] [--no-tui] [-o json]",
+	.description =
+		"On the control plane: an etcd snapshot (etcdctl snapshot save against\n"
+		"https://127.0.0.1:2379 with kubeadm's etcd client certificate), verified\n"
+		"there (etcdutl or etcdctl snapshot status); then copied with\n"
+		"/etc/kubernetes/pki to this machine's state folder, private/backups/ID/\n"
+		"(files 0600, folders 0700; never in the run record, which notes the\n"
+		"backup's id, SHA-256 and size), checked against the node's hash and\n"
+		"etcd's own, and removed from the node.  The last cluster.backups_keep\n"
+		"backups are kept (default 5).  A backup that fails leaves nothing behind.",
+	.options = backup_options,
+	.exec = backup_exec,
+	.min_pos = 0,
+	.max_pos = 0,
+};
+
+/* ---- provision restore ---- */
+
+static char *restore_id_env;
+static const char *restore_env[2];
+
+static int restore_after(const struct cli_plan_args *a, const struct cli_plan_done *d)
+{
+	struct transport *t = NULL;
+	struct error err = {0};
+
+	(void)a;
+	/* The uploads hold the cluster's secrets: gone whatever the steps did. */
+	if (d->nr && (node_connect(&t, d->inv, d->nodes[0], d->identity_passphrase, &err) < 0 ||
+		      node_run(t, "rm -f " RESTORE_DIR "/snapshot.db " RESTORE_DIR "/pki.tar",
+			       &err) < 0))
+		printf("restore: warning: the uploaded backup in %s on %s was not removed: %s\n",
+		       RESTORE_DIR, d->nodes[0]->name, err.msg);
+	transport_ssh_ops.close(t);
+	if (d->ret == EXIT_OK)
+		printf("restore: %s: /etc/kubernetes/pki and /var/lib/etcd are the backup's; etcd "
+		       "starts from them when its static pod runs (kubeadm init phase etcd local, "
+		       "or the kubelet with the etcd manifest); the workers reconnect once the API "
+		       "answers at the same address\n",
+		       d->nr ? d->nodes[0]->name : "the control plane");
+	return d->ret;
+}
+
+/* The value of "KEY sha256 HEX bytes N" in a manifest. */
+static int manifest_get(const char *manifest, const char *key, char sha[65], size_t *size)
+{
+	char pat[64];
+	const char *p;
+	unsigned long long n;
+
+	snprintf(pat, sizeof(pat), "\n%s sha256 ", key);
+	p = strstr(manifest, pat);
+	if (!p || sscanf(p + strlen(pat), "%64[0-9a-f] bytes %llu", sha, &n) != 2 ||
+	    strlen(sha) != 64)
+		return -1;
+	*size = (size_t)n;
+	return 0;
+}
+
+static int check_file(const char *dir, const char *name, const char *manifest, size_t max,
+		      struct strbuf *out, struct error *err)
+{
+	char *path = xasprintf("%s/%s", dir, name), want[65], sha[65];
+	size_t size;
+	struct stat st;
+	int rc = -1;
+
+	if (manifest_get(manifest, name, want, &size) < 0)
+		error_set(err, -1, "'%s/manifest' names no SHA-256 and size of %s", dir, name);
+	else if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		error_set(err, -1, "'%s': %s", path, strerror(errno ? errno : EINVAL));
+	else if ((size_t)st.st_size > max)
+		error_set(err, -1, "'%s': %lld bytes is more than provision restores", path,
+			  (long long)st.st_size);
+	else if (read_file(path, out) < 0)
+		error_set(err, -1, "cannot read '%s': %s", path, strerror(errno));
+	else if (out->len != size)
+		error_set(err, -1, "'%s' is %zu bytes; the backup recorded %zu: truncated or changed",
+			  path, out->len, size);
+	else if (transport_sha256_hex(sha, out->buf, out->len), memcmp(sha, want, 64))
+		error_set(err, -1, "'%s' does not have the SHA-256 the backup recorded: corrupt or "
+				   "changed",
+			  path);
+	else
+		rc = 0;
+	free(path);
+	return rc;
+}
+
+static int restore_exec(int nr_pos, char **pos)
+{
+	struct inventory *inv = NULL;
+	const struct node *cp;
+	struct strbuf manifest = STRBUF_INIT, snap = STRBUF_INIT, pki = STRBUF_INIT,
+		      q = STRBUF_INIT;
+	struct transport *t = NULL;
+	struct error err = {0};
+	char *state = NULL, *dir = NULL, *passphrase = NULL, *mpath = NULL;
+	const char *id;
+	char **ids = NULL;
+	size_t nr_ids = 0;
+	bool skipped;
+	int ret;
+
+	ret = cli_load_inventory("restore", restore_args.inventory, &inv);
+	if (ret)
+		return ret;
+	cp = inventory_control_plane(inv);
+	if (!cp) {
+		fprintf(stderr, "provision restore: the inventory has no control plane\n");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	state = cli_state_dir(restore_args.state, restore_args.inventory);
+	if (nr_pos && strchr(pos[0], '/')) {
+		size_t n = strlen(pos[0]);
+		while (n > 1 && pos[0][n - 1] == '/')
+			n--;
+		dir = xstrndup(pos[0], n);
+	} else {
+		char *bdir = xasprintf("%s/private/backups", state);
+		ids = list_backups(bdir, &nr_ids, false);
+		if (nr_pos && !is_backup_id(pos[0])) {
+			fprintf(stderr, "provision restore: '%s' is neither a backup id "
+					"(20261127T101500Z) nor a path; nothing was changed\n",
+				pos[0]);
+			ret = EXIT_USAGE;
+		} else if (!nr_pos && !nr_ids) {
+			fprintf(stderr, "provision restore: no backup in '%s'; nothing was changed\n"
+					"  hint: provision backup -i %s takes one\n",
+				bdir, restore_args.inventory);
+			ret = EXIT_USAGE;
+		} else {
+			dir = xasprintf("%s/%s", bdir, nr_pos ? pos[0] : ids[nr_ids - 1]);
+		}
+		free(bdir);
+		if (ret)
+			goto out;
+	}
+	id = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+	mpath = xasprintf("%s/manifest", dir);
+	if (read_file(mpath, &manifest) < 0) {
+		fprintf(stderr, "provision restore: cannot read '%s': %s; nothing was changed\n",
+			mpath, strerror(errno));
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (check_file(dir, "snapshot.db", manifest.buf, SNAPSHOT_MAX, &snap, &err) < 0 ||
+	    backup_snapshot_verify((const unsigned char *)snap.buf, snap.len, &err) < 0 ||
+	    check_file(dir, "pki.tar", manifest.buf, PKI_MAX, &pki, &err) < 0) {
+		fprintf(stderr,
+			"provision restore: %s: %s; refused before reaching any node: nothing was "
+			"changed\n",
+			dir, err.msg);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	printf("restore: backup %s checked here: snapshot %zu bytes (etcd's hash and the "
+	       "recorded SHA-256 match), PKI %zu bytes\n",
+	       id, snap.len, pki.len);
+	strbuf_addf(&q,
+		    "restore: on %s (%s), /etc/kubernetes/pki and /var/lib/etcd are replaced by "
+		    "backup %s (what is there is moved aside to NAME.before-restore-TIME); etcd "
+		    "then holds the cluster as it was at the backup: objects made since are gone.  "
+		    "Go on?",
+		    cp->name, cp->address, id);
+	if (!restore_args.yes && !isatty(STDIN_FILENO))
+		fprintf(stderr, "%.*s\n", (int)(q.len - strlen("  Go on?")), q.buf);
+	ret = cli_confirm("restore", restore_args.yes, q.buf);
+	if (ret)
+		goto out;
+
+	/* Upload; the role's steps do the rest, recorded like any run. */
+	passphrase = cli_key_passphrase(inv);
+	if (restore_args.ask_sudo) {
+		char *password = cli_sudo_password(true, NULL);
+		if (password)
+			setenv("PROVISION_SUDO_PASSWORD", password, 1);
+		cli_free_secret(password);
+	}
+	if (node_connect(&t, inv, cp, passphrase, &err) < 0 ||
+	    node_run(t, "umask 077 && mkdir -p " RESTORE_DIR " && chmod 0700 " RESTORE_DIR
+			" && rm -f " RESTORE_DIR "/pki.done",
+		     &err) < 0 ||
+	    transport_ssh_ops.put_file(t, RESTORE_DIR "/snapshot.db", snap.buf, snap.len, 0600,
+				       NULL, &skipped, &err) < 0 ||
+	    transport_ssh_ops.put_file(t, RESTORE_DIR "/pki.tar", pki.buf, pki.len, 0600, NULL,
+				       &skipped, &err) < 0) {
+		fprintf(stderr, "provision restore: %s: cannot upload the backup: %s\n", cp->name,
+			err.msg);
+		ret = EXIT_NODE_FAILED;
+		goto out;
+	}
+	transport_ssh_ops.close(t);
+	t = NULL;
+	free(restore_id_env);
+	restore_id_env = xasprintf("PROVISION_RESTORE_ID=%s", id);
+	restore_env[0] = restore_id_env;
+	restore_env[1] = NULL;
+	restore_args.env = restore_env;
+	restore_args.phase_bits = 1u << role_phase_index("restore");
+	restore_args.skip_preflight = true;
+	restore_args.select = select_cp;
+	restore_args.after = restore_after;
+	ret = cli_plan_run(&restore_args);
+out:
+	transport_ssh_ops.close(t);
+	wipe(&snap);
+	wipe(&pki);
+	strbuf_release(&manifest);
+	strbuf_release(&q);
+	free_ids(ids, nr_ids);
+	cli_free_secret(passphrase);
+	free(restore_id_env);
+	restore_id_env = NULL;
+	free(mpath);
+	free(dir);
+	free(state);
+	inventory_free(inv);
+	return ret;
+}
+
+const struct cmd cmd_restore = {
+	.name = "restore",
+	.summary = "put a backup's PKI and etcd data onto the (reinstalled) control plane",
+	.usage = "-i FILE [BACKUP] [--yes] [--state DIR] [--no-tui] [-o json]",
+	.description =
+		"BACKUP: an id from private/backups/ of the state folder, or a backup\n"
+		"folder's path; default the newest.  The snapshot is checked here first\n"
+		"(whole pages, etcd's appended SHA-256, the SHA-256 and size the backup\n"
+		"recorded): a corrupt or truncated one is refused before any node is\n"
+		"reached (exit 2).  Then, after confirmation (--yes when not on a\n"
+		"terminal), on the control plane: /etc/kubernetes/pki from the backup and\n"
+		"etcd's data restored into a fresh /var/lib/etcd (etcdutl, or etcdctl for\n"
+		"etcd 3.4, snapshot restore, member name and peer URL as kubeadm's);\n"
+		"what was there is moved aside, never deleted.",
+	.options = restore_options,
+	.exec = restore_exec,
+	.min_pos = 0,
+	.max_pos = 1,
+};
