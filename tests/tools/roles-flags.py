@@ -59,6 +59,11 @@ UNCOVERED = {
     ("helm", "version"): ({"--short", "--template", "--client", "-c"}, "helm v3.15.4 cmd/helm/version.go (the same in v3.18.4)"),
     ("helm", "get values"): ({"--revision", "--all", "-a", "--output", "-o"},
                              "helm v3.15.4 cmd/helm/get_values.go (bindOutputFlag)"),
+    ("kubeadm", "certs renew"): ({"--cert-dir", "--config", "--kubeconfig"},
+                                 "kubeadm cmd/kubeadm/app/cmd/certs.go (newCmdCertsRenewal, addRenewFlags)"),
+    ("kubeadm", "certs check-expiration"): ({"--cert-dir", "--config", "--kubeconfig", "--output", "-o",
+                                            "--allow-missing-template-keys", "--show-managed-fields"},
+                                           "kubeadm cmd/kubeadm/app/cmd/certs.go (newCmdCertsExpiration)"),
 }
 # Two-word commands: kubeadm's in its table, helm's get subcommands.
 TWO_WORDS = {"kubeadm", "helm"}
