@@ -37,9 +37,10 @@ skip_all_cases() {
 }
 CLUSTER_MORE_VERSIONS="1.31.14 1.32.10 1.33.9 1.34.11 1.35.8 1.36.4"
 cluster_testbed 3 1.30.4 || skip_all_cases "$CLUSTER_SKIP"
-# --no-backup: the fake cluster runs no etcd (the backup before an upgrade,
-# on a real etcd, is t0460's).
-P="--state $STATE --roles $ROLES --no-tui --no-backup"
+P="--state $STATE --roles $ROLES --no-tui"
+# upgrade's --no-backup: the fake cluster runs no etcd (the backup before an
+# upgrade, on a real etcd, is t0460's).
+NB=--no-backup
 
 tb() { "$TESTBED" exec "$TB" "$@"; }
 kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
@@ -57,11 +58,11 @@ test_case "refusals: a skipped minor and a downgrade, exit 2 naming the inventor
 	with_version 1.40.0 skip.yaml
 	line=\$(grep -n '^  kubernetes_version:' skip.yaml | cut -d : -f 1)
 	'$PROVISION' history -i '$INV' --state '$STATE' >h0
-	expect_status 2 '$PROVISION' upgrade -i skip.yaml $P >out 2>err
+	expect_status 2 '$PROVISION' upgrade -i skip.yaml $P $NB >out 2>err
 	cat err
 	expect_grep \"^skip.yaml:\$line:[0-9]*: error: kubernetes_version 1.40.0 skips 1.37: the cluster runs 1.30.4, kubeadm upgrades one minor version at a time, and .*kubernetes.yaml names no patch release of 1.37\" err
 	with_version 1.29.8 down.yaml
-	expect_status 2 '$PROVISION' upgrade -i down.yaml $P >out 2>err
+	expect_status 2 '$PROVISION' upgrade -i down.yaml $P $NB >out 2>err
 	expect_grep \"^down.yaml:\$line:[0-9]*: error: kubernetes_version 1.29.8 is older than the cluster's 1.30.4: provision does not downgrade\" err
 	kubelets >v1
 	cmp v0 v1
@@ -75,7 +76,7 @@ test_case "a pod without a controller on node-2: control plane upgraded, node-2 
 		'  nodeName: node-2' '  containers:' '  - name: c' '    image: registry.example/lonely:1' |
 		tb node-1 sh -c 'cat >/tmp/lonely.yaml && kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f /tmp/lonely.yaml'
 	with_version 1.36.4 new.yaml
-	expect_status 1 '$PROVISION' upgrade -i new.yaml $P >stop.out 2>&1
+	expect_status 1 '$PROVISION' upgrade -i new.yaml $P $NB >stop.out 2>&1
 	expect_grep '^upgrade: 1.30.4 to 1.36.4, one minor at a time: 1.31.14, 1.32.10, 1.33.9, 1.34.11, 1.35.8, 1.36.4\$' stop.out
 	expect_grep '^upgrade: worker node-2 to 1.31.14 (1 of 2)' stop.out
 	expect_grep 'pods that would not leave node-2: default/lonely' stop.out
@@ -90,7 +91,7 @@ test_case "a pod without a controller on node-2: control plane upgraded, node-2 
 
 test_case "the pod gone, the same command finishes, minor by minor: every component and package at 1.36.4, held, Ready, schedulable; kubeadm-config in v1beta4" "
 	kc delete pod lonely
-	'$PROVISION' upgrade -i new.yaml $P --parallel 2 >up2.out 2>&1 || { tail -n 60 up2.out; false; }
+	'$PROVISION' upgrade -i new.yaml $P $NB --parallel 2 >up2.out 2>&1 || { tail -n 60 up2.out; false; }
 	grep '^upgrade: ' up2.out
 	kubelets >v3
 	expect_eq 3 \"\$(grep -c ' v1.36.4\$' v3)\" 'kubelets at v1.36.4'
@@ -132,7 +133,7 @@ test_case "the versions before and after are in the output and in the recorded l
 "
 
 test_case "a second upgrade changes nothing" "
-	'$PROVISION' upgrade -i new.yaml $P >up3.out 2>&1 || { tail -n 40 up3.out; false; }
+	'$PROVISION' upgrade -i new.yaml $P $NB >up3.out 2>&1 || { tail -n 40 up3.out; false; }
 	expect_grep 'done: the control plane and 0 workers upgraded to 1.36.4' up3.out
 	expect_grep '^upgrade .*: 1 node, 0 changed' up3.out
 "
