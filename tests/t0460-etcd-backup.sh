@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a testbed of its own, mostly waiting)
 # t0460-etcd-backup: `provision backup` and `provision restore` on a REAL
 # etcd: Debian's own etcd-server and etcd-client of the node's release
 # (bookworm 3.4: etcdctl snapshot save/status/restore; trixie 3.5: etcdutl

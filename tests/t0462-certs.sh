@@ -1,4 +1,5 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a testbed of its own, mostly waiting)
 # t0462: certificate expiry and renewal on a testbed cluster (2 nodes):
 # check reads kubeadm certs check-expiration (the stand-in's real X.509
 # files) and the kubelets' client certificates; certificates re-signed to
@@ -8,12 +9,15 @@
 # from this machine (the longest gap is printed); then check is clean;
 # renew-certs again changes nothing; certificates that ended yesterday make
 # check fail with a hint naming renew-certs, and renew-certs brings the
-# cluster back.
+# cluster back.  Then the end of provision restore on a reinstalled control
+# plane: up runs kubeadm init on the restored PKI and data, and node-2
+# reconnects without joining again (the etcd part of restore, with real
+# etcd, is t0460's).
 . "$(dirname "$0")/lib.sh"
 
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="up ten-days renew again expired"
+CASES="up ten-days renew again expired restored"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -57,6 +61,11 @@ resign() {
 			one $w/c $w/k ca $w/n
 			n=$(base64 -w0 <$w/n)
 			sed -i "s|^\( *client-certificate-data: *\).*|\1$n|" $f
+		done
+		# the copies up made of admin.conf (time passing changes them alike)
+		for h in /root /home/*; do
+			[ -f $h/.kube/config ] && cp -p /etc/kubernetes/admin.conf $h/.kube/config.new &&
+				chown --reference=$h/.kube/config $h/.kube/config.new && mv $h/.kube/config.new $h/.kube/config || :
 		done
 	' resign "$1" "$2"
 }
@@ -120,6 +129,37 @@ test_case "expired certificates: check fails naming renew-certs; renew-certs bri
 	'$PROVISION' renew-certs -i '$INV' $P >renew2.out 2>&1 || { cat renew2.out; false; }
 	'$PROVISION' check -i '$INV' $C >check3.out 2>&1 || { cat check3.out; false; }
 	expect_grep '^certificates  *node-1  *pass' check3.out
+"
+
+test_case "a reinstalled control plane with restored PKI and data: up runs kubeadm init on them, node-2 reconnects without a join" "
+	# What provision restore leaves on the node (t0460 makes it with real
+	# etcd): the PKI and the data folder of before, and etcd-restore's
+	# marker.  The stand-ins' API server keeps its objects in /var/lib/etcd;
+	# kubeadm reset -f stands for the reinstall (it removes the control
+	# plane, its PKI and data; the packages stay).
+	tb node-1 sh -eu -c 'tar -C /etc/kubernetes -cf /root/pki.tar pki; tar -C /var/lib -cf /root/etcd.tar etcd'
+	tb node-2 cat /etc/kubernetes/kubelet.conf >kubelet2.before
+	tb node-1 kubeadm reset -f >reset.out 2>&1 || { cat reset.out; false; }
+	tb node-1 sh -eu -c 'tar -C /etc/kubernetes -xf /root/pki.tar; tar -C /var/lib -xf /root/etcd.tar; rm /root/pki.tar /root/etcd.tar
+		mkdir -p /var/lib/provision/etcd-restore; : >/var/lib/provision/etcd-restore/20261127T000000Z.restored'
+	tb node-1 md5sum /etc/kubernetes/pki/ca.crt >ca.before
+	'$PROVISION' plan -i '$INV' $P >plan-restored.out 2>&1 || { cat plan-restored.out; false; }
+	expect_grep 'backup 20261127T000000Z restored there (provision restore) waits for kubeadm init' plan-restored.out
+	'$PROVISION' up -i '$INV' $P >up-restored.out 2>&1 || { cat up-restored.out; false; }
+	'$PROVISION' logs -i '$INV' --state '$STATE' node-1 >init-restored.log 2>&1
+	expect_grep 'kubeadm init on its PKI and etcd data' init-restored.log
+	expect_grep 'ignore-preflight-errors=DirAvailable--var-lib-etcd' init-restored.log
+	expect_grep 'Using existing ca certificate authority' init-restored.log
+	expect_grep 'Using existing apiserver certificate and key on disk' init-restored.log
+	tb node-1 md5sum /etc/kubernetes/pki/ca.crt >ca.after
+	cmp ca.before ca.after
+	tb node-1 test -f /var/lib/provision/etcd-restore/20261127T000000Z.initialised
+	# node-2: not joined again, its kubelet's credentials unchanged, Ready
+	expect_grep '\\[node-1\\] kubeadm-init › 30-init … changed' up-restored.out
+	expect_no_grep '\\[node-2\\] kubeadm-join › 30-join … changed' up-restored.out
+	tb node-2 cat /etc/kubernetes/kubelet.conf | cmp - kubelet2.before
+	'$PROVISION' check -i '$INV' $C >check4.out 2>&1 || { cat check4.out; false; }
+	expect_grep '^validation: [0-9]* passed, 0 failed, 0 skipped\$' check4.out
 "
 
 test_done

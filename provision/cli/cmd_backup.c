@@ -524,7 +524,6 @@ static int restore_after(const struct cli_plan_args *a, const struct cli_plan_do
 	struct transport *t = NULL;
 	struct error err = {0};
 
-	(void)a;
 	/* The uploads hold the cluster's secrets: gone whatever the steps did. */
 	if (d->nr && (node_connect(&t, d->inv, d->nodes[0], d->identity_passphrase, &err) < 0 ||
 		      node_run(t, "rm -f " RESTORE_DIR "/snapshot.db " RESTORE_DIR "/pki.tar",
@@ -533,11 +532,14 @@ static int restore_after(const struct cli_plan_args *a, const struct cli_plan_do
 		       RESTORE_DIR, d->nodes[0]->name, err.msg);
 	transport_ssh_ops.close(t);
 	if (d->ret == EXIT_OK)
-		printf("restore: %s: /etc/kubernetes/pki and /var/lib/etcd are the backup's; etcd "
-		       "starts from them when its static pod runs (kubeadm init phase etcd local, "
-		       "or the kubelet with the etcd manifest); the workers reconnect once the API "
-		       "answers at the same address\n",
-		       d->nr ? d->nodes[0]->name : "the control plane");
+		printf("restore: %s: /etc/kubernetes/pki and /var/lib/etcd are the backup's.  "
+		       "Next: provision up -i %s -- on a reinstalled machine it prepares the "
+		       "node and runs kubeadm init on them (the certificates on disk are used, "
+		       "etcd starts from the restored data); where the control plane's manifests "
+		       "are still there, the kubelet starts etcd from them.  The workers keep "
+		       "their certificates (same CAs) and reconnect once the API answers at the "
+		       "same address.\n",
+		       d->nr ? d->nodes[0]->name : "the control plane", a->inventory);
 	return d->ret;
 }
 

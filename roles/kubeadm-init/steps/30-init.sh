@@ -37,6 +37,15 @@
 # token is deleted afterwards; roles/join-tokens makes one per worker.
 # /var/lib/provision/kubeadm-init.gate is left for 50-stable: the new
 # control plane still has to prove that it stays up.
+#
+# After `provision restore` on a reinstalled control plane
+# (roles/etcd-restore left $PROVISION_STATE_DIR/etcd-restore/ID.restored,
+# /etc/kubernetes/pki and a non-empty /var/lib/etcd), kubeadm init runs on
+# them: its certs phases use the certificates on disk (same CAs, so the
+# workers' kubelets trust the API again and reconnect), etcd starts from
+# the restored data, and only that one preflight error,
+# DirAvailable--var-lib-etcd, is ignored -- never without the marker.  The
+# marker is renamed ID.initialised once kubeadm init succeeded.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 CONFIG=/etc/kubernetes/provision-kubeadm.yaml
@@ -45,6 +54,16 @@ MANIFEST=/etc/kubernetes/manifests/kube-apiserver.yaml
 GATE=$PROVISION_STATE_DIR/kubeadm-init.gate
 FAILED=$PROVISION_STATE_DIR/kubeadm-init.failed
 INIT_TOKEN_DESC="made by kubeadm init; provision deletes it"
+RESTORED_DIR=$PROVISION_STATE_DIR/etcd-restore
+
+# The marker etcd-restore left, when its PKI and data are in place.
+restored() {
+	for m in "$RESTORED_DIR"/*.restored; do
+		[ -f "$m" ] && [ -f /etc/kubernetes/pki/ca.crt ] && [ -d /var/lib/etcd ] &&
+			[ -n "$(ls -A /var/lib/etcd)" ] && { echo "$m"; return 0; }
+	done
+	return 1
+}
 
 kc() {
 	kubectl --kubeconfig="$ADMIN" --request-timeout=10s "$@"
@@ -176,7 +195,12 @@ check)
 			pv_hint "'kubeadm reset -f' on $PROVISION_NODE removes it, then run provision up"
 			exit 2
 		fi
-		echo "no control plane on $PROVISION_NODE yet"
+		if m=$(restored); then
+			m=${m##*/}
+			echo "no control plane on $PROVISION_NODE yet; backup ${m%.restored} restored there (provision restore) waits for kubeadm init"
+		else
+			echo "no control plane on $PROVISION_NODE yet"
+		fi
 		exit 1
 	fi
 	if ! wait_readyz 10; then
@@ -249,11 +273,18 @@ apply)
 	log=$(mktemp)
 	rcf=$(mktemp)
 	trap 'rm -f "$log" "$rcf"' EXIT
+	set --
+	marker=
+	if marker=$(restored); then
+		set -- --ignore-preflight-errors=DirAvailable--var-lib-etcd
+		m=${marker##*/}
+		echo "backup ${m%.restored} restored here (provision restore): kubeadm init on its PKI and etcd data"
+	fi
 	SINCE=$(date +%s)
-	echo "kubeadm init --config $CONFIG --skip-token-print"
+	echo "kubeadm init --config $CONFIG --skip-token-print $*"
 	{
 		rc=0
-		kubeadm init --config "$CONFIG" --skip-token-print 2>&1 || rc=$?
+		kubeadm init --config "$CONFIG" --skip-token-print "$@" 2>&1 || rc=$?
 		echo "$rc" >"$rcf"
 	} | tee "$log"
 	rc=$(cat "$rcf")
@@ -275,6 +306,9 @@ apply)
 	fi
 	delete_init_token
 	rm -f "$FAILED"
+	if [ -n "$marker" ]; then
+		mv "$marker" "${marker%.restored}.initialised"
+	fi
 	mkdir -p "$PROVISION_STATE_DIR"
 	date +%s >"$GATE"
 	;;

@@ -2,7 +2,8 @@
 # certificates when they start, so each is restarted, one at a time, the way
 # kubeadm's certificate page says: its manifest moved out of the kubelet's
 # manifests folder until the kubelet has stopped the pod, then moved back
-# and the pod awaited; after each, the API's /readyz.  Owed when 10-renew
+# and the pod awaited; after each, the API's /readyz and the pod's mirror
+# pod Ready.  Owed when 10-renew
 # renewed (its marker); a manifest left outside by an interrupted run is
 # put back first.
 set -eu
@@ -24,6 +25,13 @@ wait_for() {
 running() { [ -n "$(crictl ps --name "$1" -q 2>/dev/null)" ]; }
 stopped() { ! running "$1"; }
 readyz() { [ "$(kubectl --kubeconfig="$KC" --request-timeout=5s get --raw /readyz 2>/dev/null)" = ok ]; }
+# pod_ready NAME: its mirror pod on this node is Ready (the scheduler and
+# the controller manager are not part of /readyz; a check right after
+# renew-certs must find them up, as kubeadm-init's 50-stable does)
+pod_ready() {
+	[ "$(kubectl --kubeconfig="$KC" --request-timeout=5s -n kube-system get pod "$1-$PROVISION_NODE" \
+		-o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
 
 case ${1:-} in
 check)
@@ -62,7 +70,11 @@ apply)
 			echo "::hint /readyz did not answer ok after $c restarted"
 			exit 1
 		}
-		echo "$c running, /readyz ok"
+		wait_for 180 pod_ready "$c" || {
+			echo "::hint $c-$PROVISION_NODE is not Ready after its restart: 'kubectl -n kube-system describe pod $c-$PROVISION_NODE'"
+			exit 1
+		}
+		echo "$c running and Ready, /readyz ok"
 	done
 	rm -f "$MARK"
 	rmdir "$HELD" 2>/dev/null || :

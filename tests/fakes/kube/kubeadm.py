@@ -677,9 +677,44 @@ def write_pki(cfg):
     svc_ip = cidr_first_ip(cfg.svc_subnet, 1)
     host = cfg.node_name
 
-    def gen(name, fn):
+    def gen(name, fn, ca=None, dns_ips=None):
+        # kubeadm's certs phases (cmd/phases/init/certs.go runCAPhase and
+        # runCertPhase, phases/certs/certs.go): a certificate already on
+        # disk is used, not made again -- a CA when its certificate loads
+        # (keyless: external CA), any other when its key loads, it is
+        # signed by its CA and holds the SANs this init needs.
+        crt, key = "%s/%s.crt" % (d, name), "%s/%s.key" % (d, name)
+        if ca is None:
+            if os.path.exists(crt):
+                if os.path.exists(key):
+                    out("[certs] Using existing %s certificate authority" % name)
+                else:
+                    out("[certs] Using existing %s keyless certificate authority" % name)
+                return
+        elif os.path.exists(crt) or os.path.exists(key):
+            if not os.path.exists(key):
+                raise Fail("error execution phase certs/%s: failure loading %s key: couldn't load the private key "
+                           "file %s: open %s: no such file or directory" % (name, name, key, key))
+            if not os.path.exists(crt):
+                raise Fail("error execution phase certs/%s: failure loading %s certificate: couldn't load the "
+                           "certificate file %s: open %s: no such file or directory" % (name, name, crt, crt))
+            r = subprocess.run(["openssl", "verify", "-CAfile", "%s/%s.crt" % (d, ca), crt],
+                               capture_output=True, text=True, check=False)
+            if r.returncode != 0:
+                raise Fail("error execution phase certs/%s: certificate %s is not signed by corresponding CA" % (name, name))
+            if dns_ips:
+                have_dns, have_ips = _sans(read_file(crt))
+                for want in dns_ips[0] + dns_ips[1]:
+                    if want not in have_dns and want not in have_ips:
+                        raise Fail("error execution phase certs/%s: certificate %s is invalid, error: x509: certificate "
+                                   "is valid for %s, not %s" % (name, name, ", ".join(have_dns + have_ips), want))
+            out("[certs] Using existing %s certificate and key on disk" % name)
+            return
         out('[certs] Generating "%s" certificate and key' % name)
         fn()
+        if dns_ips:
+            out("[certs] %s serving cert is signed for DNS names [%s] and IPs [%s]"
+                % (name, " ".join(dns_ips[0]), " ".join(dns_ips[1])))
 
     gen("ca", lambda: make_ca(d + "/ca.key", d + "/ca.crt", "kubernetes"))
     dns = ["kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc." + cfg.dns_domain, host]
@@ -690,28 +725,32 @@ def write_pki(cfg):
         h = cfg.cp_endpoint.rsplit(":", 1)[0]
         (ips if re.match(r"^\d+\.\d+\.\d+\.\d+$", h) else dns).append(h)
     gen("apiserver", lambda: make_leaf(d + "/ca.crt", d + "/ca.key", d + "/apiserver.key", d + "/apiserver.crt",
-                                       "kube-apiserver", dns=dns, ips=ips, usage="server"))
-    out("[certs] apiserver serving cert is signed for DNS names [%s] and IPs [%s]" % (" ".join(dns), " ".join(ips)))
+                                       "kube-apiserver", dns=dns, ips=ips, usage="server"), "ca", (dns, ips))
     gen("apiserver-kubelet-client", lambda: make_leaf(d + "/ca.crt", d + "/ca.key", d + "/apiserver-kubelet-client.key",
                                                       d + "/apiserver-kubelet-client.crt", "kube-apiserver-kubelet-client",
-                                                      orgs=["kubeadm:cluster-admins"] if FAKE_MINOR >= 29 else ["system:masters"]))
+                                                      orgs=["kubeadm:cluster-admins"] if FAKE_MINOR >= 29 else ["system:masters"]),
+        "ca")
     gen("front-proxy-ca", lambda: make_ca(d + "/front-proxy-ca.key", d + "/front-proxy-ca.crt", "front-proxy-ca"))
     gen("front-proxy-client", lambda: make_leaf(d + "/front-proxy-ca.crt", d + "/front-proxy-ca.key",
-                                                d + "/front-proxy-client.key", d + "/front-proxy-client.crt", "front-proxy-client"))
+                                                d + "/front-proxy-client.key", d + "/front-proxy-client.crt", "front-proxy-client"),
+        "front-proxy-ca")
     gen("etcd/ca", lambda: make_ca(d + "/etcd/ca.key", d + "/etcd/ca.crt", "etcd-ca"))
     eips = [cfg.advertise, "127.0.0.1", "::1"]
     edns = [host, "localhost"]
     gen("etcd/server", lambda: make_leaf(d + "/etcd/ca.crt", d + "/etcd/ca.key", d + "/etcd/server.key",
-                                         d + "/etcd/server.crt", host, dns=edns, ips=eips, usage="both"))
-    out("[certs] etcd/server serving cert is signed for DNS names [%s] and IPs [%s]" % (" ".join(edns), " ".join(eips)))
+                                         d + "/etcd/server.crt", host, dns=edns, ips=eips, usage="both"), "etcd/ca", (edns, eips))
     gen("etcd/peer", lambda: make_leaf(d + "/etcd/ca.crt", d + "/etcd/ca.key", d + "/etcd/peer.key",
-                                       d + "/etcd/peer.crt", host, dns=edns, ips=eips, usage="both"))
-    out("[certs] etcd/peer serving cert is signed for DNS names [%s] and IPs [%s]" % (" ".join(edns), " ".join(eips)))
+                                       d + "/etcd/peer.crt", host, dns=edns, ips=eips, usage="both"), "etcd/ca", (edns, eips))
     gen("etcd/healthcheck-client", lambda: make_leaf(d + "/etcd/ca.crt", d + "/etcd/ca.key",
                                                      d + "/etcd/healthcheck-client.key", d + "/etcd/healthcheck-client.crt",
-                                                     "kube-etcd-healthcheck-client"))
+                                                     "kube-etcd-healthcheck-client"), "etcd/ca")
     gen("apiserver-etcd-client", lambda: make_leaf(d + "/etcd/ca.crt", d + "/etcd/ca.key", d + "/apiserver-etcd-client.key",
-                                                   d + "/apiserver-etcd-client.crt", "kube-apiserver-etcd-client"))
+                                                   d + "/apiserver-etcd-client.crt", "kube-apiserver-etcd-client"), "etcd/ca")
+    # phases/certs CreateServiceAccountKeyAndPublicKeyFiles: a loadable
+    # sa.key is kept
+    if os.path.exists(d + "/sa.key"):
+        out('[certs] Using the existing "sa" key')
+        return
     out('[certs] Generating "sa" key and public key')
     gen_key(d + "/sa.key")
     write_file(d + "/sa.pub", openssl("pkey", "-in", d + "/sa.key", "-pubout"), 0o600)
