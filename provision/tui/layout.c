@@ -6,7 +6,7 @@
 #define NAME_MAX_W  24
 #define ROLES_MAX_W 14
 #define GPU_MAX_W   18
-#define CELL_MAX_W  12
+#define CELL_MAX_W  14
 #define BAR_MIN_W   6
 #define BAR_MAX_W   20
 #define ETA_W	    7
