@@ -12,7 +12,8 @@
  *   end NODE ROLE STEP RESULT [TEXT]   it ends: unchanged, changed, failed, skipped, ok
  *   facts NODE FILE                its facts step, the output a facts.sh output FILE
  *   state NODE STATE               running, done, failed
- *   hold FILE                      draw until FILE exists (the test reads the screen meanwhile)
+ *   hold FILE                      draw until FILE exists (the test reads the screen
+ *                                  meanwhile), 60 s at most
  *   # ...                          a comment
  * At the end of the script the run ends (the view stays on a failure until q).
  */
@@ -103,7 +104,6 @@ int main(int argc, char **argv)
 	FILE *f;
 	char buf[4096];
 	size_t i;
-	uint64_t t0;
 
 	if (argc != 4) {
 		fprintf(stderr, "usage: tui-replay INVENTORY ROLES_DIR SCRIPT\n");
@@ -138,7 +138,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tui-replay: no terminal\n");
 		return 2;
 	}
-	t0 = now_ms();
 	while (fgets(buf, sizeof(buf), f)) {
 		char *w[5] = {NULL}, *save = NULL, *rest = NULL;
 		struct event *ev = NULL;
@@ -154,7 +153,10 @@ int main(int argc, char **argv)
 		if (!nw || w[0][0] == '#')
 			continue;
 		if (!strcmp(w[0], "hold") && nw >= 2) {
-			while (access(w[1], F_OK) != 0) {
+			/* bounded: a test that died does not leave this behind */
+			uint64_t until = now_ms() + 60000;
+			while (access(w[1], F_OK) != 0 && now_ms() < until &&
+			       !tui_quit_requested(t)) {
 				tui_tick(t);
 				usleep(50000);
 			}
@@ -199,7 +201,6 @@ int main(int argc, char **argv)
 			event_free(ev);
 		}
 	}
-	(void)t0;
 	fclose(f);
 	tui_run_end(t, false);
 	tui_stop(t);
