@@ -72,6 +72,13 @@ struct event {
 	char *expected, *observed;
 	uint64_t at_ms;	      /* monotonic time of the event */
 	uint64_t duration_ms; /* EVENT_STEP_END, final EVENT_NODE_STATE */
+	/*
+	 * EVENT_STEP_END of a role's step: how much of duration_ms its first
+	 * check took (the rest is apply and the check after it); 0 unknown.
+	 * The run record keeps it so that the ETA of a converged node counts
+	 * only the checks.
+	 */
+	uint64_t check_ms;
 };
 
 struct events;

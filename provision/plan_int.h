@@ -104,6 +104,9 @@ bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char 
 		      size_t len);
 void plan_post_step(struct runner_job *job, enum event_kind kind, const struct role *r,
 		    const char *step, enum step_result result, uint64_t ms, const char *text);
+/* A step's end, with the time its first check took (the record keeps it for the ETA). */
+void plan_post_step_end(struct runner_job *job, const struct role *r, const char *step,
+			enum step_result result, uint64_t ms, uint64_t check_ms, const char *text);
 /* Append a step result to nc's node (detail redacted). */
 void plan_record(struct node_ctx *nc, const struct role *r, const char *step, bool is_file,
 		 enum step_result result, uint64_t ms, const char *detail);

@@ -100,8 +100,9 @@ bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char 
 	return false;
 }
 
-void plan_post_step(struct runner_job *job, enum event_kind kind, const struct role *r,
-		      const char *step, enum step_result result, uint64_t ms, const char *text)
+static struct event *step_event(struct runner_job *job, enum event_kind kind, const struct role *r,
+				const char *step, enum step_result result, uint64_t ms,
+				const char *text)
 {
 	struct event *ev = event_new(kind, runner_job_index(job));
 
@@ -112,6 +113,21 @@ void plan_post_step(struct runner_job *job, enum event_kind kind, const struct r
 	ev->duration_ms = ms;
 	if (text)
 		ev->text = xstrdup(text);
+	return ev;
+}
+
+void plan_post_step(struct runner_job *job, enum event_kind kind, const struct role *r,
+		    const char *step, enum step_result result, uint64_t ms, const char *text)
+{
+	runner_job_post(job, step_event(job, kind, r, step, result, ms, text));
+}
+
+void plan_post_step_end(struct runner_job *job, const struct role *r, const char *step,
+			enum step_result result, uint64_t ms, uint64_t check_ms, const char *text)
+{
+	struct event *ev = step_event(job, EVENT_STEP_END, r, step, result, ms, text);
+
+	ev->check_ms = check_ms;
 	runner_job_post(job, ev);
 }
 
@@ -222,7 +238,7 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 	struct error err = {0};
 	enum step_result result;
 	char *detail = NULL;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = now_ms(), check_ms = 0;
 	int status = 0, rc, ret = 0;
 
 	strbuf_reset(&nc->tail);
@@ -236,6 +252,9 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 	plan_post_step(job, EVENT_STEP_START, r, s->name, STEP_NONE, 0, NULL);
 
 	rc = call_step(nc, job, r, s, "check", &status, &err);
+	check_ms = now_ms() - t0;
+	if (!check_ms)
+		check_ms = 1; /* 0 says unknown (events.h) */
 	if (rc < 0)
 		goto lost;
 	if (nc->protocol_error) {
@@ -304,7 +323,7 @@ done:
 	plan_clear_fetches(nc);
 	if (result == STEP_FAILED && ret == 0)
 		ret = 1;
-	plan_post_step(job, EVENT_STEP_END, r, s->name, result, now_ms() - t0, detail);
+	plan_post_step_end(job, r, s->name, result, now_ms() - t0, check_ms, detail);
 	plan_record(nc, r, s->name, false, result, now_ms() - t0, detail);
 	if (result == STEP_FAILED)
 		runner_job_fail(job, "%s › %s: %s", r->name, s->name, detail ? detail : "failed");

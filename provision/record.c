@@ -25,7 +25,7 @@ struct record_node {
 	struct strbuf facts; /* the last facts gathering's output */
 	bool in_facts;
 	bool facts_unsafe; /* a facts line was not data (util.h text_unsafe) */
-	struct strbuf timings; /* "role\tstep\tms\tresult\n" */
+	struct strbuf timings; /* "role\tstep\tms\tresult[\tcheck_ms]\n" */
 };
 
 struct record {
@@ -183,10 +183,16 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 			strbuf_addstr(&sb, ": ");
 			text_clean_append(&sb, ev->text);
 		}
-		if (!ev->phase || strcmp(ev->phase, "validate"))
-			strbuf_addf(&rn->timings, "%s\t%s\t%llu\t%s\n", role ? role : "",
+		if (!ev->phase || strcmp(ev->phase, "validate")) {
+			strbuf_addf(&rn->timings, "%s\t%s\t%llu\t%s", role ? role : "",
 				    ev->step ? ev->step : "", (unsigned long long)ev->duration_ms,
 				    step_result_name(ev->result));
+			/* the first check's share, when the step says (role steps do) */
+			if (ev->check_ms)
+				strbuf_addf(&rn->timings, "\t%llu",
+					    (unsigned long long)ev->check_ms);
+			strbuf_addch(&rn->timings, '\n');
+		}
 		break;
 	case EVENT_LINE:
 		if (rn->in_facts && ev->phase && !strcmp(ev->phase, "facts") && ev->stream == 1 &&

@@ -941,12 +941,22 @@ out:
 
 /*
  * Samples are keyed "SCOPE\tROLE\tSTEP\tCLASS": SCOPE is "n:NODE", "k:KIND"
- * or "*" (any node); CLASS is "c" for steps that did work (changed,
- * failed), "u" for those that only checked (unchanged, skipped) and "*"
- * for both.  A node with history is expected to be converged (its checks
- * pass: "u"); a node without is new (its steps do work: "c").  Collected
- * as a flat list, then sorted and grouped: loading is O(n log n) and a
- * lookup is a binary search, whatever the number of nodes.
+ * or "*" (any node); CLASS is
+ *   "k"  the step's first check: the whole step when it found nothing to do
+ *        (unchanged, skipped), the check's share when it did work and the
+ *        record says (timings' 5th field);
+ *   "a"  the rest of a step that did work: apply and the check after it;
+ *   "c"  the whole of a step that did work (changed, failed): for records
+ *        that do not split check from apply;
+ *   "*"  any.
+ * A step is expected to do work (check + apply) when its node never ran,
+ * when the last run did not leave it converged (it failed, or it did not
+ * run), when it did work in the last two runs of the node (a step that
+ * changes every time), or when an earlier step of its role is expected to
+ * do work (what it depends on changes); else only its check runs.  So the
+ * no-change run after a first run is estimated from the first run's check
+ * times.  Collected as a flat list, then sorted and grouped: loading is
+ * O(n log n) and a lookup is a binary search, whatever the number of nodes.
  */
 struct eta_sample {
 	char *key;
@@ -961,7 +971,18 @@ struct eta_key {
 struct eta_plan {
 	char *node;
 	char **steps; /* "role\tstep" of the newest run that ran the node */
-	size_t nr;
+	char *last;   /* steps[i]'s result then: 'u' no work, 'c' changed, 'f' failed */
+	bool *again;  /* steps[i] did work in the run of the node before that too */
+	bool *work;   /* steps[i] is expected to do work (check + apply): eta_settle() */
+	size_t nr, alloc;
+	bool older;   /* the run before the newest was read */
+};
+
+/* What the time outside the nodes' steps was, in runs that did work and in runs that did not. */
+struct eta_overhead {
+	int64_t *ms;
+	double *ratio; /* ms / the slowest node's steps */
+	size_t nr, alloc;
 };
 
 struct state_eta {
@@ -973,10 +994,10 @@ struct state_eta {
 	size_t nr_plans, alloc_plans;
 	char **nodes, **kinds; /* the inventory's, sorted by node */
 	size_t nr_nodes;
-	int64_t *overheads;
-	size_t nr_overheads, alloc_overheads;
+	struct eta_overhead overhead[2]; /* [0] runs that changed nothing, [1] the others */
 	size_t runs;
-	int64_t overhead_median;
+	int64_t overhead_median[2];
+	double overhead_ratio[2];
 };
 
 static int cmp_i64(const void *a, const void *b)
@@ -990,6 +1011,21 @@ static int64_t median(int64_t *v, size_t n)
 	if (!n)
 		return -1;
 	qsort(v, n, sizeof(*v), cmp_i64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double median_d(double *v, size_t n)
+{
+	size_t i, j;
+
+	if (!n)
+		return -1;
+	for (i = 1; i < n; i++) /* few runs: insertion sort */
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -1041,12 +1077,44 @@ static struct eta_plan *eta_plan_of(const struct state_eta *e, const char *node)
 	return NULL;
 }
 
+/* In the run before the newest of the node: step role/step did work, or not. */
+static void eta_older(struct eta_plan *plan, const char *role, const char *step, bool work)
+{
+	size_t i, rl = strlen(role);
+
+	for (i = 0; i < plan->nr && work; i++)
+		if (!strncmp(plan->steps[i], role, rl) && plan->steps[i][rl] == '\t' &&
+		    !strcmp(plan->steps[i] + rl + 1, step))
+			plan->again[i] = true;
+}
+
+/*
+ * Which steps of a node are expected to do work: those that failed last
+ * time, those that changed in its last two runs (they change every time),
+ * and the steps of a role after one of those (what they depend on changes).
+ * A step that changed once was left converged: its check after apply passed.
+ */
+static void eta_settle(struct eta_plan *plan)
+{
+	size_t i;
+
+	plan->work = xcalloc(plan->nr ? plan->nr : 1, sizeof(bool));
+	for (i = 0; i < plan->nr; i++) {
+		const char *tab = strchr(plan->steps[i], '\t');
+		plan->work[i] = plan->last[i] == 'f' || (plan->last[i] == 'c' && plan->again[i]);
+		if (i > 0 && plan->work[i - 1] &&
+		    !strncmp(plan->steps[i - 1], plan->steps[i], (size_t)(tab - plan->steps[i]) + 1))
+			plan->work[i] = true;
+	}
+}
+
 /* Learn from one run (newest first): the timings of each node it ran. */
 static void eta_learn(struct state_eta *e, struct state *s, const char *id, const char *ran,
 		      int64_t elapsed)
 {
 	const char *p = ran;
 	int64_t slowest = 0;
+	bool changed = false;
 
 	while (*p) {
 		size_t len = strcspn(p, " ");
@@ -1054,12 +1122,13 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 		char *scope_n = xasprintf("n:%s", node), *scope_k = NULL;
 		struct strbuf t = STRBUF_INIT;
 		const char *kind = eta_kind(e, node), *l;
-		struct eta_plan *plan = NULL;
+		struct eta_plan *plan = NULL, *newer = eta_plan_of(e, node);
+		bool older = newer && !newer->older;
 		int64_t sum = 0;
 
 		if (kind)
 			scope_k = xasprintf("k:%s", kind);
-		if (!eta_plan_of(e, node)) {
+		if (!newer) {
 			ALLOC_GROW(e->plans, e->nr_plans + 1, e->alloc_plans);
 			plan = &e->plans[e->nr_plans++];
 			memset(plan, 0, sizeof(*plan));
@@ -1069,38 +1138,60 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 			for (l = t.buf; *l;) {
 				const char *nl = strchr(l, '\n');
 				size_t ll = nl ? (size_t)(nl - l) : strlen(l);
-				char *line = xstrndup(l, ll), *f[4] = {NULL}, *save = NULL, *w;
+				char *line = xstrndup(l, ll), *f[5] = {NULL}, *save = NULL, *w;
 				int nf = 0;
-				for (w = strtok_r(line, "\t", &save); w && nf < 4;
+				for (w = strtok_r(line, "\t", &save); w && nf < 5;
 				     w = strtok_r(NULL, "\t", &save))
 					f[nf++] = w;
-				if (nf == 4) {
+				if (nf >= 4) {
 					int64_t ms = strtoll(f[2], NULL, 10);
-					const char *cls = !strcmp(f[3], "unchanged") ||
-								  !strcmp(f[3], "skipped") ||
-								  !strcmp(f[3], "ok")
-							      ? "u"
-							      : "c";
+					int64_t check = nf == 5 ? strtoll(f[4], NULL, 10) : -1;
+					bool work = strcmp(f[3], "unchanged") &&
+						    strcmp(f[3], "skipped") && strcmp(f[3], "ok");
+					const char *scopes[3] = {scope_n, scope_k, "*"};
+					size_t si;
+
 					sum += ms;
-					eta_sample(e, scope_n, f[0], f[1], cls, ms);
-					eta_sample(e, scope_n, f[0], f[1], "*", ms);
-					if (scope_k) {
-						eta_sample(e, scope_k, f[0], f[1], cls, ms);
-						eta_sample(e, scope_k, f[0], f[1], "*", ms);
+					changed = changed || work;
+					if (check > ms)
+						check = ms;
+					for (si = 0; si < 3; si++) {
+						if (!scopes[si])
+							continue;
+						eta_sample(e, scopes[si], f[0], f[1], "*", ms);
+						if (!work) {
+							eta_sample(e, scopes[si], f[0], f[1], "k", ms);
+							continue;
+						}
+						eta_sample(e, scopes[si], f[0], f[1], "c", ms);
+						if (check >= 0) {
+							eta_sample(e, scopes[si], f[0], f[1], "k",
+								   check);
+							eta_sample(e, scopes[si], f[0], f[1], "a",
+								   ms - check);
+						}
 					}
-					eta_sample(e, "*", f[0], f[1], cls, ms);
-					eta_sample(e, "*", f[0], f[1], "*", ms);
 					if (plan) {
-						plan->steps = xrealloc(
-						    plan->steps, (plan->nr + 1) * sizeof(char *));
+						ALLOC_GROW(plan->steps, plan->nr + 1, plan->alloc);
+						plan->last = xrealloc(plan->last, plan->alloc);
+						plan->again = xrealloc(plan->again, plan->alloc *
+											sizeof(bool));
+						plan->last[plan->nr] = !work ? 'u'
+								       : !strcmp(f[3], "failed") ? 'f'
+												: 'c';
+						plan->again[plan->nr] = false;
 						plan->steps[plan->nr++] =
 						    xasprintf("%s\t%s", f[0], f[1]);
+					} else if (older) {
+						eta_older(newer, f[0], f[1], work);
 					}
 				}
 				free(line);
 				l += ll + (nl ? 1 : 0);
 			}
 		}
+		if (older)
+			newer->older = true;
 		if (sum > slowest)
 			slowest = sum;
 		strbuf_release(&t);
@@ -1113,8 +1204,11 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 			p++;
 	}
 	if (elapsed >= slowest) {
-		ALLOC_GROW(e->overheads, e->nr_overheads + 1, e->alloc_overheads);
-		e->overheads[e->nr_overheads++] = elapsed - slowest;
+		struct eta_overhead *o = &e->overhead[changed];
+		ALLOC_GROW(o->ms, o->nr + 1, o->alloc);
+		o->ratio = xrealloc(o->ratio, o->alloc * sizeof(double));
+		o->ms[o->nr] = elapsed - slowest;
+		o->ratio[o->nr++] = slowest ? (double)(elapsed - slowest) / (double)slowest : 0;
 	}
 }
 
@@ -1190,7 +1284,12 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 		state_runs_free(runs, nr_runs);
 	}
 	eta_group(e);
-	e->overhead_median = median(e->overheads, e->nr_overheads);
+	for (i = 0; i < e->nr_plans; i++)
+		eta_settle(&e->plans[i]);
+	for (i = 0; i < 2; i++) {
+		e->overhead_median[i] = median(e->overhead[i].ms, e->overhead[i].nr);
+		e->overhead_ratio[i] = median_d(e->overhead[i].ratio, e->overhead[i].nr);
+	}
 	return e;
 }
 
@@ -1210,6 +1309,9 @@ void state_eta_free(struct state_eta *e)
 		for (k = 0; k < e->plans[i].nr; k++)
 			free(e->plans[i].steps[k]);
 		free(e->plans[i].steps);
+		free(e->plans[i].last);
+		free(e->plans[i].again);
+		free(e->plans[i].work);
 		free(e->plans[i].node);
 	}
 	free(e->plans);
@@ -1219,7 +1321,10 @@ void state_eta_free(struct state_eta *e)
 	}
 	free(e->nodes);
 	free(e->kinds);
-	free(e->overheads);
+	for (i = 0; i < 2; i++) {
+		free(e->overhead[i].ms);
+		free(e->overhead[i].ratio);
+	}
 	free(e);
 }
 
@@ -1239,26 +1344,58 @@ static int64_t eta_find(const struct state_eta *e, const char *scope, const char
 	return k ? k->median : -1;
 }
 
-/* The node's own median, else its kind's, else any node's; the expected class first. */
-static int64_t eta_lookup(const struct state_eta *e, const char *node, const char *role_step)
+/* The median of class cls: the node's own, else its kind's, else any node's; -1 none. */
+static int64_t eta_find_scoped(const struct state_eta *e, const char *node, const char *role_step,
+			       const char *cls)
 {
 	const char *kind = eta_kind(e, node);
-	const char *cls = eta_plan_of(e, node) ? "u" : "c";
 	char *scope[3] = {xasprintf("n:%s", node), kind ? xasprintf("k:%s", kind) : NULL,
 			  xstrdup("*")};
 	int64_t v = -1;
 	size_t i;
 
-	for (i = 0; i < 3 && v < 0; i++) {
-		if (!scope[i])
-			continue;
-		v = eta_find(e, scope[i], role_step, cls);
-		if (v < 0)
-			v = eta_find(e, scope[i], role_step, "*");
-	}
+	for (i = 0; i < 3 && v < 0; i++)
+		if (scope[i])
+			v = eta_find(e, scope[i], role_step, cls);
 	for (i = 0; i < 3; i++)
 		free(scope[i]);
 	return v;
+}
+
+/*
+ * A step expected to do work: its check and its apply (or, from records
+ * that do not split them, the whole of it when it did work); else its check.
+ * Whatever is missing, any time it took.
+ */
+static int64_t eta_lookup(const struct state_eta *e, const char *node, const char *role_step,
+			  bool work)
+{
+	int64_t k = eta_find_scoped(e, node, role_step, "k"), v = -1;
+
+	if (work) {
+		int64_t a = eta_find_scoped(e, node, role_step, "a");
+		if (k >= 0 && a >= 0)
+			v = k + a;
+		else
+			v = eta_find_scoped(e, node, role_step, "c");
+	} else {
+		v = k;
+	}
+	return v >= 0 ? v : eta_find_scoped(e, node, role_step, "*");
+}
+
+/* Is this step of the node expected to do work (struct eta_plan)? */
+static bool eta_work(const struct state_eta *e, const char *node, const char *role_step)
+{
+	const struct eta_plan *plan = eta_plan_of(e, node);
+	size_t i;
+
+	if (!plan)
+		return true; /* a new node */
+	for (i = 0; i < plan->nr; i++)
+		if (!strcmp(plan->steps[i], role_step))
+			return plan->work[i];
+	return true; /* a step it did not run */
 }
 
 int64_t state_eta_ms(const struct state_eta *e, const char *node, const char *role,
@@ -1270,7 +1407,7 @@ int64_t state_eta_ms(const struct state_eta *e, const char *node, const char *ro
 	if (!e)
 		return -1;
 	rs = xasprintf("%s\t%s", role, step);
-	v = eta_lookup(e, node, rs);
+	v = eta_lookup(e, node, rs, eta_work(e, node, rs));
 	free(rs);
 	return v;
 }
@@ -1295,7 +1432,9 @@ int64_t state_eta_node_ms(const struct state_eta *e, const char *node)
 	if (!plan)
 		return -1;
 	for (i = 0; i < plan->nr; i++) {
-		int64_t v = eta_lookup(e, node, plan->steps[i]);
+		/* the node's own plan says what each step will do, another's only which steps */
+		bool work = plan == eta_plan_of(e, node) ? plan->work[i] : true;
+		int64_t v = eta_lookup(e, node, plan->steps[i], work);
 		if (v > 0)
 			sum += v;
 	}
@@ -1305,13 +1444,18 @@ int64_t state_eta_node_ms(const struct state_eta *e, const char *node)
 int64_t state_eta_total_ms(const struct state_eta *e, const char *const *nodes, size_t nr,
 			   int forks)
 {
-	int64_t slowest = 0, total = 0;
-	size_t i;
+	int64_t slowest = 0, total = 0, over;
+	bool work = false;
+	size_t i, k;
 
 	if (!e || !e->runs)
 		return -1;
 	for (i = 0; i < nr; i++) {
+		const struct eta_plan *plan = eta_plan_of(e, nodes[i]);
 		int64_t v = state_eta_node_ms(e, nodes[i]);
+		work = work || !plan;
+		for (k = 0; plan && k < plan->nr; k++)
+			work = work || plan->work[k];
 		if (v < 0)
 			continue;
 		total += v;
@@ -1320,7 +1464,17 @@ int64_t state_eta_total_ms(const struct state_eta *e, const char *const *nodes, 
 	}
 	if (forks > 0 && total / forks > slowest)
 		slowest = total / forks;
-	return slowest + (e->overhead_median > 0 ? e->overhead_median : 0);
+	/*
+	 * The time outside the steps (connecting, the passes' barriers,
+	 * validation) of earlier runs like this one, that did work or not; with
+	 * none such, the other kind's in proportion to the steps' time (a run
+	 * that does work waits at its barriers for work, one that does not for
+	 * checks).
+	 */
+	over = e->overhead_median[work];
+	if (over < 0 && e->overhead_ratio[!work] >= 0)
+		over = (int64_t)(e->overhead_ratio[!work] * (double)slowest);
+	return slowest + (over > 0 ? over : 0);
 }
 
 size_t state_eta_runs(const struct state_eta *e)

@@ -10,7 +10,8 @@
  *   validation               one line per check
  *   nodes/NODE/facts         the node's facts (without the gauges that move every minute)
  *   nodes/NODE/results       role, step, result, detail; one line per step
- *   nodes/NODE/timings       role, step, milliseconds, result (read by the ETA)
+ *   nodes/NODE/timings       role, step, milliseconds, result, and the
+ *                            milliseconds of its first check when known (read by the ETA)
  *   nodes/NODE/deployed      sha256, mode, owner, path, source of every file put on the node
  *   nodes/NODE/files/PATH    every rendered file as deployed (secrets redacted)
  *   logs/NODE.log            the node's log of its last run (written live)

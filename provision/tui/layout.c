@@ -6,7 +6,7 @@
 #define NAME_MAX_W  24
 #define ROLES_MAX_W 14
 #define GPU_MAX_W   18
-#define CELL_MAX_W  12
+#define CELL_MAX_W  14
 #define BAR_MIN_W   6
 #define BAR_MAX_W   20
 #define ETA_W	    7
@@ -109,7 +109,11 @@ void tui_layout_compute(struct tui_layout *l, const struct tui_layout_in *in)
 		cw = want_cell;
 		l->cols_visible = in->nr_cols;
 	} else if (ncols * min_cell <= avail) {
+		/* Labels will alternate rows: a cell needs half of one, no more (no stretched gaps). */
+		int half = (in->label_w + 2) / 2;
 		cw = avail / ncols;
+		if (cw > half && half >= min_cell)
+			cw = half;
 		l->cols_visible = in->nr_cols;
 	} else {
 		cw = min_cell;

@@ -257,6 +257,7 @@ size_t tui_model_column(struct tui_model *m, const char *name)
 	}
 	m->cols[c].name = xstrdup(name);
 	m->cols[c].role = r;
+	m->cols[c].phase = r ? role_phase_index(r->phase) : role_phase_index(name);
 	m->nr_cols++;
 	for (i = 0; i < m->nr; i++) {
 		struct tui_cell *cell = &m->nodes[i].cells[c];
@@ -308,6 +309,7 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 		struct tui_node *n = &m->nodes[i];
 		n->node = nodes[i];
 		n->cur_col = -1;
+		n->last_col = -1;
 		n->fail_col = -1;
 		n->eta_hist_ms = -1;
 		tui_log_init(&n->log, LOG_MAX_LINES, LOG_MAX_BYTES);
@@ -343,6 +345,7 @@ void tui_model_release(struct tui_model *m)
 		struct tui_node *n = &m->nodes[i];
 		free(n->cells);
 		free(n->cur_step);
+		free(n->last_step);
 		tui_log_release(&n->log);
 		strbuf_release(&n->facts_text);
 		if (n->have_facts)
@@ -577,6 +580,10 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 
 	cell->done++;
 	n->in_step = false;
+	n->last_col = (int)c;
+	free(n->last_step);
+	n->last_step = xstrdup(ev->step ? ev->step : "");
+	n->last_result = ev->result;
 	if (c == 0 || m->cols[c].role)
 		n->steps_done++;
 	switch (ev->result) {
@@ -999,4 +1006,90 @@ size_t tui_model_next_failure(const struct tui_model *m, size_t after)
 		if (m->nodes[i].fail_order == want)
 			best = i;
 	return best;
+}
+
+/* ---- the grid's columns: phases ---- */
+
+static const char *const phase_short[][2] = {
+    {"kube-packages", "kube"},
+    {"addons", "addon"},
+    {"validate", "valid"},
+};
+
+const char *tui_phase_label(int phase, bool short_form)
+{
+	const char *name = phase >= 0 ? role_phases[phase] : "?";
+	size_t i;
+
+	for (i = 0; short_form && i < sizeof(phase_short) / sizeof(phase_short[0]); i++)
+		if (!strcmp(phase_short[i][0], name))
+			return phase_short[i][1];
+	return name;
+}
+
+size_t tui_model_phases(const struct tui_model *m, int *phases)
+{
+	size_t nr = 0, c;
+	int p;
+
+	for (p = 0; role_phases[p] && nr < TUI_MAX_PHASES; p++)
+		for (c = 0; c < m->nr_cols; c++)
+			if (m->cols[c].phase == p) {
+				phases[nr++] = p;
+				break;
+			}
+	return nr;
+}
+
+bool tui_model_col_in_phase(const struct tui_model *m, size_t c, const int *phases, size_t k)
+{
+	if (m->cols[c].phase < 0)
+		return k == 0;
+	return m->cols[c].phase == phases[k];
+}
+
+void tui_model_phase_cell(const struct tui_model *m, size_t i, const int *phases, size_t k,
+			  struct tui_cell *out)
+{
+	const struct tui_node *n = &m->nodes[i];
+	size_t c, seen[TUI_CELL_FAILED + 1] = {0}, applies = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (c = 0; c < m->nr_cols; c++) {
+		const struct tui_cell *cell = &n->cells[c];
+		if (!tui_model_col_in_phase(m, c, phases, k) || cell->state == TUI_CELL_NA)
+			continue;
+		applies++;
+		seen[cell->state]++;
+		out->total += cell->total;
+		out->done += cell->done;
+		out->changed += cell->changed;
+		out->unchanged += cell->unchanged;
+		out->skipped += cell->skipped;
+		out->failed += cell->failed;
+	}
+	if (!applies)
+		out->state = TUI_CELL_NA;
+	else if (seen[TUI_CELL_FAILED])
+		out->state = TUI_CELL_FAILED;
+	else if (seen[TUI_CELL_RUNNING] ||
+		 ((seen[TUI_CELL_PENDING] || seen[TUI_CELL_NOT_REACHED]) &&
+		  seen[TUI_CELL_PENDING] + seen[TUI_CELL_NOT_REACHED] < applies))
+		/* some done, some to run: the phase runs (a node between two roles) */
+		out->state = seen[TUI_CELL_PENDING] || seen[TUI_CELL_RUNNING] ? TUI_CELL_RUNNING
+									: TUI_CELL_NOT_REACHED;
+	else if (seen[TUI_CELL_NOT_REACHED])
+		out->state = TUI_CELL_NOT_REACHED;
+	else if (seen[TUI_CELL_PENDING])
+		out->state = TUI_CELL_PENDING;
+	else if (seen[TUI_CELL_WOULD_CHANGE])
+		out->state = TUI_CELL_WOULD_CHANGE;
+	else if (seen[TUI_CELL_CHANGED])
+		out->state = TUI_CELL_CHANGED;
+	else if (seen[TUI_CELL_WARN])
+		out->state = TUI_CELL_WARN;
+	else if (seen[TUI_CELL_UNCHANGED])
+		out->state = TUI_CELL_UNCHANGED;
+	else
+		out->state = TUI_CELL_SKIPPED;
 }

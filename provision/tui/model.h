@@ -52,6 +52,7 @@ struct tui_cell {
 struct tui_col {
 	char *name;		 /* "facts", "preflight", a role's name, or as an event named it */
 	const struct role *role; /* NULL for facts, preflight and columns known only from events */
+	int phase;		 /* its phase (role_phases index); facts, preflight: -1 */
 };
 
 /* Kinds of log lines (for colour). */
@@ -94,6 +95,9 @@ struct tui_node {
 	struct tui_cell *cells;		      /* one per column */
 	int cur_col;			      /* the running column, -1 */
 	char *cur_step;			      /* its step, NULL */
+	int last_col;			      /* the column of the last step that ended, -1 */
+	char *last_step;		      /* that step, NULL */
+	enum step_result last_result;	      /* how it ended */
 	uint64_t step_started_ms, step_first; /* when, and its first log line */
 	bool in_step;			      /* between a step's start and end */
 	uint64_t started_ms, ended_ms;
@@ -186,6 +190,26 @@ void tui_model_counts(const struct tui_model *m, struct tui_counts *c);
 size_t tui_model_next_failure(const struct tui_model *m, size_t after);
 
 const char *tui_cell_state_name(enum tui_cell_state s);
+
+/*
+ * The grid's columns are the phases of the run (role_phases: prep,
+ * kube-packages, ..., validate), in that order, those that have a column
+ * above; facts and preflight count in the first.  Fills phases[] (at most
+ * TUI_MAX_PHASES) with role_phases indexes and returns how many.
+ */
+#define TUI_MAX_PHASES 32
+size_t tui_model_phases(const struct tui_model *m, int *phases);
+/* Whether column c counts in the phase of grid column k of phases[0..nr). */
+bool tui_model_col_in_phase(const struct tui_model *m, size_t c, const int *phases, size_t k);
+/*
+ * Node i's cell of a phase: the columns of that phase together (failed if
+ * one failed, running while one runs or some are done and some still to
+ * run, changed with the sum of changed steps, ...); NA when none applies.
+ */
+void tui_model_phase_cell(const struct tui_model *m, size_t i, const int *phases, size_t k,
+			  struct tui_cell *out);
+/* The phase's name, whole, or its short form (kube-packages: kube), as the help lists them. */
+const char *tui_phase_label(int phase, bool short_form);
 
 /*
  * Split a failure text "what: output (hint: how)" into the message and

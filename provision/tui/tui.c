@@ -288,6 +288,7 @@ struct grid {
 	struct tui_layout l;
 	size_t ncols;
 	bool checks; /* columns are checks */
+	int phases[TUI_MAX_PHASES]; /* else phases (model.h) */
 };
 
 static const struct tui_checks *checks_of(const struct tui *t)
@@ -297,7 +298,7 @@ static const struct tui_checks *checks_of(const struct tui *t)
 
 static const char *col_label(const struct tui *t, const struct grid *gr, size_t c)
 {
-	return gr->checks ? checks_of(t)->cols[c].label : t->m.cols[c].name;
+	return gr->checks ? checks_of(t)->cols[c].label : tui_phase_label(gr->phases[c], false);
 }
 
 static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool checks)
@@ -306,7 +307,7 @@ static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool
 	size_t i;
 
 	gr->checks = checks;
-	gr->ncols = checks ? checks_of(t)->nr : t->m.nr_cols;
+	gr->ncols = checks ? checks_of(t)->nr : tui_model_phases(&t->m, gr->phases);
 	for (i = 0; i < t->m.nr; i++) {
 		const struct tui_node *n = &t->m.nodes[i];
 		int w = (int)crt_text_width(n->node->name);
@@ -328,13 +329,15 @@ static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool
 			in.label_w = w;
 	}
 	in.nr_cols = gr->ncols;
-	in.min_cell = checks ? 4 : 3;
+	/* a phase's cell: its glyph and the count of changed steps ("+12") */
+	in.min_cell = 4;
 	in.progress = !checks;
 	in.nr_nodes = t->m.nr;
 	tui_layout_compute(&gr->l, &in);
 }
 
-static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, size_t left)
+static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, size_t left,
+			int cols)
 {
 	const struct tui_layout *l = &gr->l;
 	size_t c;
@@ -345,11 +348,26 @@ static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, si
 	if (l->gpu_w)
 		put(l->header_y + 1, l->gpu_x, l->gpu_w, CRT_HEADER, "GPU");
 	for (c = left; c < gr->ncols && c < left + l->cols_visible; c++) {
-		size_t k = c - left;
+		size_t k = c - left, last = (gr->ncols < left + l->cols_visible ? gr->ncols - left
+									     : l->cols_visible) - 1;
 		int x = l->cells_x + (int)k * l->cell_w;
-		int y = l->stagger && k % 2 == 0 ? l->header_y : l->header_y + 1;
-		put(y, x, l->label_w, CRT_HEADER | (c == sel_col ? CRT_REVERSE : 0),
-		    col_label(t, gr, c));
+		/*
+		 * Staggered, the last label is on the upper row, which has nothing
+		 * on its right (the progress heading is on the lower): it may run
+		 * on to the edge.  A label that does not fit its room whole is
+		 * its short form (the help lists them), never cut into the next.
+		 */
+		bool upper = l->stagger && (last - k) % 2 == 0;
+		int y = upper ? l->header_y : l->header_y + 1;
+		int room = l->label_w, end = upper || !l->bar_w ? cols : l->bar_x - 1;
+		const char *label = col_label(t, gr, c);
+		if (!l->stagger && k < last)
+			room = l->cell_w - 1;
+		if (x + room > end || k == last)
+			room = end - x;
+		if (!gr->checks && (int)crt_text_width(label) > room)
+			label = tui_phase_label(gr->phases[c], true);
+		put(y, x, room, CRT_HEADER | (c == sel_col ? CRT_REVERSE : 0), label);
 	}
 	if (left > 0)
 		put(l->header_y + 1, l->cells_x - 1, 1, CRT_BOLD, sym(t, "\xe2\x80\xb9", "<"));
@@ -441,12 +459,21 @@ static void grid_rows(struct tui *t, const struct grid *gr, uint64_t now)
 			const struct glyph *gl;
 			if (gr->checks) {
 				gl = &check_glyphs[ck->cols[c].cells[i].state];
+				put_center(y, x, l->cell_w - 1, gl->color | flag, g(t, gl));
 			} else {
-				gl = &cell_glyphs[n->cells[c].state];
-				if (n->cells[c].state == TUI_CELL_RUNNING && i == t->sel)
+				struct tui_cell pc;
+				char text[32];
+				tui_model_phase_cell(&t->m, i, gr->phases, c, &pc);
+				gl = &cell_glyphs[pc.state];
+				if (pc.state == TUI_CELL_RUNNING && i == t->sel)
 					run_x = x;
+				/* the count of changed (or would-change) steps beside the glyph */
+				if (pc.changed && pc.state != TUI_CELL_NA)
+					snprintf(text, sizeof(text), "%s%u", g(t, gl), pc.changed);
+				else
+					snprintf(text, sizeof(text), "%s", g(t, gl));
+				put_center(y, x, l->cell_w - 1, gl->color | flag, text);
 			}
-			put_center(y, x, l->cell_w - 1, gl->color | flag, g(t, gl));
 		}
 		/* The selected row's running cell names its step, over the cells still to come. */
 		if (run_x >= 0 && n->cur_step) {
@@ -515,6 +542,32 @@ static void log_tail(struct tui *t, const struct tui_node *n, uint64_t from, uin
 	}
 }
 
+/* "prep: facts ✓ preflight ✓ kernel +2 swap-off ▸": the selected phase's roles on the selected node. */
+static bool phase_detail(struct tui *t, int y, int cols)
+{
+	const struct tui_node *n = &t->m.nodes[t->sel];
+	int phases[TUI_MAX_PHASES];
+	size_t nr = tui_model_phases(&t->m, phases), c;
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!nr)
+		return false;
+	if (t->col >= nr)
+		t->col = nr - 1;
+	strbuf_addf(&sb, "%s:", tui_phase_label(phases[t->col], false));
+	for (c = 0; c < t->m.nr_cols; c++) {
+		const struct tui_cell *cell = &n->cells[c];
+		if (!tui_model_col_in_phase(&t->m, c, phases, t->col) || cell->state == TUI_CELL_NA)
+			continue;
+		strbuf_addf(&sb, "  %s %s", t->m.cols[c].name, g(t, &cell_glyphs[cell->state]));
+		if (cell->changed)
+			strbuf_addf(&sb, "%u", cell->changed);
+	}
+	put(y, 0, cols, CRT_DIM, sb.buf);
+	strbuf_release(&sb);
+	return true;
+}
+
 static void pane_run(struct tui *t, const struct tui_layout *l, int cols, uint64_t now)
 {
 	const struct tui_node *n = &t->m.nodes[t->sel];
@@ -536,23 +589,31 @@ static void pane_run(struct tui *t, const struct tui_layout *l, int cols, uint64
 		strbuf_release(&title);
 		return;
 	}
+	/*
+	 * The title names what the lines under it are: the running step's
+	 * output, or the end of the node's log and the step it ends with.
+	 */
 	strbuf_addstr(&title, n->node->name);
-	if (n->cur_col >= 0 && n->cur_step) {
+	if (n->cur_col >= 0 && n->cur_step && n->in_step) {
 		duration(d, sizeof(d), now - n->step_started_ms);
 		strbuf_addf(&title, " %s %s %s %s %s %s", sym(t, "\xc2\xb7", "-"),
 			    t->m.cols[n->cur_col].name, sym(t, "\xe2\x80\xba", ">"), n->cur_step,
 			    sym(t, "\xc2\xb7", "-"), d);
-	} else if (t->col < t->m.nr_cols) {
-		const struct tui_cell *c = &n->cells[t->col];
-		strbuf_addf(&title, " %s %s: %s", sym(t, "\xc2\xb7", "-"), t->m.cols[t->col].name,
-			    tui_cell_state_name(c->state));
-		if (c->done)
-			strbuf_addf(&title, " (%u of %u steps)", c->done,
-				    c->total ? c->total : c->done);
+	} else if (n->last_col >= 0 && n->last_step) {
+		strbuf_addf(&title, " %s log, last %s %s %s: %s", sym(t, "\xc2\xb7", "-"),
+			    t->m.cols[n->last_col].name, sym(t, "\xe2\x80\xba", ">"), n->last_step,
+			    step_result_name(n->last_result));
+	} else {
+		strbuf_addf(&title, " %s log", sym(t, "\xc2\xb7", "-"));
 	}
 	if (n->fail_order)
 		strbuf_addf(&title, " %s f: why it failed", sym(t, "\xc2\xb7", "-"));
 	rule(t, l->pane_y, cols, title.buf);
+	/* The selected phase, role by role: the detail the grid's cell sums up. */
+	if (h > 1 && phase_detail(t, y, cols)) {
+		y++;
+		h--;
+	}
 	if (n->cur_col >= 0)
 		log_tail(t, n, n->step_first, n->log.seq, y, h, cols);
 	else
@@ -669,7 +730,7 @@ static void draw_grid(struct tui *t, int rows, int cols, uint64_t now, bool chec
 		title_status(t, cols, now);
 	else
 		title_run(t, cols, now);
-	grid_header(t, &gr, *col, *left);
+	grid_header(t, &gr, *col, *left, cols);
 	grid_rows(t, &gr, now);
 	if (gr.l.pane_h > 0) {
 		if (checks)
@@ -721,7 +782,9 @@ static void draw_help(struct tui *t, int rows, int cols)
 	    {"\xe2\x86\x91 \xe2\x86\x93 j k",
 	     "select a node; PgUp PgDn Home End: by page, to the ends"},
 	    {"\xe2\x86\x90 \xe2\x86\x92 h l",
-	     "select a column (the view scrolls when they do not fit)"},
+	     "select a phase: its roles on the selected node under the grid"},
+	    {"columns", "phases (facts, preflight: the first); +3: 3 steps changed"},
+	    {"", "short: kube kube-packages, addon addons, valid validate"},
 	    {"Enter", "the whole log of the selected node; Esc: back"},
 	    {"f", "the next failure: its step's output and how to fix it"},
 	    {"v", "validation matrix: nodes x checks, expected and observed"},
@@ -834,7 +897,8 @@ static void move_sel(struct tui *t, long delta)
 
 static void move_col(struct tui *t, long delta)
 {
-	size_t n = t->screen == SCREEN_CHECKS ? checks_of(t)->nr : t->m.nr_cols;
+	int phases[TUI_MAX_PHASES];
+	size_t n = t->screen == SCREEN_CHECKS ? checks_of(t)->nr : tui_model_phases(&t->m, phases);
 	size_t *c = t->screen == SCREEN_CHECKS ? &t->ccol : &t->col;
 	long v = (long)*c + delta;
 
@@ -863,8 +927,13 @@ static void next_failure(struct tui *t)
 		return;
 	t->sel = i;
 	t->show_failure = true;
-	if (t->m.nodes[i].fail_col >= 0)
-		t->col = (size_t)t->m.nodes[i].fail_col;
+	if (t->m.nodes[i].fail_col >= 0) {
+		int phases[TUI_MAX_PHASES];
+		size_t nr = tui_model_phases(&t->m, phases), k;
+		for (k = 0; k < nr; k++)
+			if (tui_model_col_in_phase(&t->m, (size_t)t->m.nodes[i].fail_col, phases, k))
+				t->col = k;
+	}
 	/* On the matrix: the failed check, with its expected and observed values. */
 	if (t->screen == SCREEN_CHECKS && t->m.nodes[i].fail_check && *t->m.nodes[i].fail_check) {
 		size_t k;

@@ -395,11 +395,76 @@ static void test_eta(void **unused)
 	assert_int_equal(state_eta_node_ms(e, "w2"), 700 + 400);
 	assert_int_equal(state_eta_node_ms(e, "w3"), 600 + 6000);
 	/* The run: slowest node + the median time outside the slowest node's steps
-	 * (9000-7700, 1300-900, 1500-1300: 400). */
-	assert_int_equal(state_eta_total_ms(e, sel2, 2, 64), 1100 + 400);
-	assert_int_equal(state_eta_total_ms(e, sel3, 2, 64), 6600 + 400);
+	 * of the runs that changed nothing (1300-900, 1500-1300: 300) ... */
+	assert_int_equal(state_eta_total_ms(e, sel2, 2, 64), 1100 + 300);
+	/* ... or, with a new node, of those that did work (9000-7700). */
+	assert_int_equal(state_eta_total_ms(e, sel3, 2, 64), 6600 + 1300);
 	/* One node at a time: the nodes' total. */
-	assert_int_equal(state_eta_total_ms(e, sel2, 2, 1), 650 + 1100 + 400);
+	assert_int_equal(state_eta_total_ms(e, sel2, 2, 1), 650 + 1100 + 300);
+	state_eta_free(e);
+	state_free(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+/*
+ * Issue 22: after a first `up` that did everything, the no-change second
+ * `up` was estimated at the first one's time (1m22s for 5.3s, -94 %).  The
+ * record splits each step's first check from its apply (5th field of
+ * timings); the estimate of a converged node is its checks.
+ */
+static void test_eta_check_apply(void **unused)
+{
+	char *dir = tmp_dir();
+	struct state *s = NULL;
+	struct state_eta *e;
+	struct error err = {0};
+	const char *nodes[] = {"cp", "w1", "w2"};
+	const char *kinds[] = {"control-plane", "worker", "worker"};
+	const char *both[] = {"cp", "w1"}, *add[] = {"cp", "w2"};
+
+	assert_int_equal(state_open(&s, dir, true, &err), 0);
+	/* The first run: every step did work; 90 s, the slowest node's steps 68.5 s. */
+	eta_run(s, "up", "cp w1", 90000,
+		(const char *const[]){"cp|facts\tgather\t500\tok\t500\n"
+				      "kernel\t10-modules\t5000\tchanged\t100\n"
+				      "kernel\t20-sysctl\t3000\tchanged\t200\n"
+				      "init\tkubeadm\t60000\tchanged\t1000\n",
+				      "w1|facts\tgather\t600\tok\t600\n"
+				      "kernel\t10-modules\t4000\tchanged\t150\n"
+				      "join\tkubeadm\t20000\tchanged\t300\n",
+				      NULL});
+	e = state_eta_load(s, "up", nodes, kinds, 3);
+	/* The second run: the nodes are converged, only the checks run. */
+	assert_int_equal(state_eta_ms(e, "cp", "kernel", "10-modules"), 100);
+	assert_int_equal(state_eta_ms(e, "cp", "init", "kubeadm"), 1000);
+	assert_int_equal(state_eta_node_ms(e, "cp"), 500 + 100 + 200 + 1000);
+	assert_int_equal(state_eta_node_ms(e, "w1"), 600 + 150 + 300);
+	/* No run that changed nothing yet: the time outside the steps in proportion
+	 * (21500 of 68500 ms). */
+	assert_int_equal(state_eta_total_ms(e, both, 2, 64), 1800 + 21500 * 1800 / 68500);
+	/* A new worker: check + apply, its kind's. */
+	assert_int_equal(state_eta_ms(e, "w2", "kernel", "10-modules"), 4000);
+	assert_int_equal(state_eta_node_ms(e, "w2"), 600 + 4000 + 20000);
+	assert_int_equal(state_eta_total_ms(e, add, 2, 64), 24600 + 21500);
+	state_eta_free(e);
+
+	/* The second run: one step changes every time, one failed and stopped its role. */
+	eta_run(s, "up", "cp w1", 4000,
+		(const char *const[]){"cp|facts\tgather\t400\tok\t400\n"
+				      "kernel\t10-modules\t2100\tfailed\t100\n",
+				      "w1|facts\tgather\t500\tok\t500\n"
+				      "kernel\t10-modules\t150\tunchanged\t150\n"
+				      "join\tkubeadm\t2300\tchanged\t300\n",
+				      NULL});
+	e = state_eta_load(s, "up", nodes, kinds, 3);
+	/* A failed step: check + apply, and the role's later steps (20-sysctl did not
+	 * run: any node's). */
+	assert_int_equal(state_eta_ms(e, "cp", "kernel", "10-modules"), 100 + (4900 + 2000) / 2);
+	assert_int_equal(state_eta_node_ms(e, "cp"), 450 + 100 + 3450);
+	/* Changed in both runs: it changes every time. */
+	assert_int_equal(state_eta_ms(e, "w1", "join", "kubeadm"), 300 + (19700 + 2000) / 2);
+	assert_int_equal(state_eta_ms(e, "w1", "kernel", "10-modules"), 150);
 	state_eta_free(e);
 	state_free(s);
 	rm_rf(dir);
@@ -414,6 +479,7 @@ int main(void)
 	    cmocka_unit_test(test_lock),
 	    cmocka_unit_test(test_scrub),
 	    cmocka_unit_test(test_eta),
+	    cmocka_unit_test(test_eta_check_apply),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -606,6 +606,59 @@ static void test_model_restart(void **state)
 
 /* ---- checks ---- */
 
+/* The grid's columns are the phases; a phase's cell sums up its roles on the node (issue 22). */
+static void test_model_phases(void **state)
+{
+	struct fixture *f = *state;
+	int phases[TUI_MAX_PHASES];
+	struct tui_cell pc;
+	size_t nr = tui_model_phases(&f->m, phases);
+
+	/* alpha, beta: prep (facts and preflight in it); delta, gamma: nfs; validate. */
+	assert_int_equal(nr, 3);
+	assert_string_equal(tui_phase_label(phases[0], false), "prep");
+	assert_string_equal(tui_phase_label(phases[1], false), "nfs");
+	assert_string_equal(tui_phase_label(phases[2], false), "validate");
+	assert_string_equal(tui_phase_label(phases[2], true), "valid");
+	assert_string_equal(tui_phase_label(role_phase_index("kube-packages"), true), "kube");
+	assert_string_equal(tui_phase_label(role_phase_index("prep"), true), "prep");
+	assert_true(tui_model_col_in_phase(&f->m, 0, phases, 0)); /* facts */
+	assert_true(tui_model_col_in_phase(&f->m, 1, phases, 0)); /* preflight */
+	tui_model_phase_cell(&f->m, 0, phases, 0, &pc);
+	assert_int_equal(pc.state, TUI_CELL_PENDING);
+
+	facts_of(f, 0, facts_gpu);
+	feed(f, EVENT_STEP_START, 0, "alpha", "10-plain", STEP_NONE, 0, NULL);
+	feed(f, EVENT_STEP_END, 0, "alpha", "10-plain", STEP_CHANGED, 100, NULL);
+	feed(f, EVENT_STEP_START, 0, "alpha", "20-secret", STEP_NONE, 0, NULL);
+	feed(f, EVENT_STEP_END, 0, "alpha", "20-secret", STEP_CHANGED, 100, NULL);
+	/* alpha is done, beta to come: the phase runs, 2 steps changed so far. */
+	tui_model_phase_cell(&f->m, 0, phases, 0, &pc);
+	assert_int_equal(pc.state, TUI_CELL_RUNNING);
+	assert_int_equal(pc.changed, 2);
+	feed(f, EVENT_STEP_START, 0, "beta", "10-maybe-fail", STEP_NONE, 0, NULL);
+	feed(f, EVENT_STEP_END, 0, "beta", "10-maybe-fail", STEP_FAILED, 100, "no disk");
+	feed_state(f, 0, NODE_FAILED, "beta › 10-maybe-fail: no disk");
+	tui_model_phase_cell(&f->m, 0, phases, 0, &pc);
+	assert_int_equal(pc.state, TUI_CELL_FAILED);
+	/* The pane's title names the last step that ended while none runs. */
+	assert_int_equal(f->m.nodes[0].last_result, STEP_FAILED);
+	assert_string_equal(f->m.nodes[0].last_step, "10-maybe-fail");
+	assert_string_equal(f->m.cols[f->m.nodes[0].last_col].name, "beta");
+
+	/* A phase no role of applies to a node: blank.  An event's column of another
+	 * phase adds that phase, in up's order. */
+	feed(f, EVENT_STEP_START, 1, "addons", "10-helm", STEP_NONE, 0, NULL);
+	f->m.cols[f->m.nr_cols - 1].phase = role_phase_index("addons");
+	nr = tui_model_phases(&f->m, phases);
+	assert_int_equal(nr, 4);
+	assert_string_equal(tui_phase_label(phases[2], false), "addons");
+	tui_model_phase_cell(&f->m, 0, phases, 2, &pc);
+	assert_int_equal(pc.state, TUI_CELL_NA);
+	tui_model_phase_cell(&f->m, 1, phases, 2, &pc);
+	assert_int_equal(pc.state, TUI_CELL_RUNNING);
+}
+
 static void test_checks_status_and_table(void **state)
 {
 	struct fixture *f = *state;
@@ -705,6 +758,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_model_interrupted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_slowest, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_restart, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_phases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_checks_status_and_table, setup, teardown),
 	    cmocka_unit_test(test_checks_set_grows_columns),
 	};

@@ -1,0 +1,90 @@
+#!/bin/sh
+# t0303-tui-screens: the live view at 80x24, 120x40 and 200x60 as a person
+# sees it, compared with the expected screens (issue 22).
+#
+# No nodes: tests/tools/tui-replay draws provision's own view (tui.h: the
+# same model, layout and drawing) from a scripted `up` of lab B's first
+# four nodes (tests/tui-screens/run.txt: facts from tests/facts, steps,
+# output lines, a failed join), stopping at fixed points (after facts,
+# mid-init, after flannel) until the test has read the screen.  Times and
+# durations are masked; every heading on the two heading rows must be a
+# whole phase name, its documented short form or a fixed heading (no two
+# run together, nothing cut), and no line is wider than the terminal.
+# Seconds, no testbed: CI's time is tight.  REGEN=1 writes the expected
+# screens from this build (read them before committing them).
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+PROVISION=$BUILD/tests/tools/tui-replay
+# shellcheck source=tests/lib-tui.sh
+. "$(dirname "$0")/lib-tui.sh"
+
+test_need_cmd tmux python3
+DATA=$SRC_ROOT/tests/tui-screens
+SIZES="80x24 120x40 200x60"
+POINTS="facts init cni"
+
+# Each pane's replay ends at q; one the test did not reach is killed at exit.
+test_at_exit "for f in '$TEST_DIR'/*.pid; do [ -f \"\$f\" ] && kill \"\$(cat \"\$f\")\" 2>/dev/null; done; true"
+for s in $SIZES; do
+	sed "s#@FACTS@#$SRC_ROOT/tests/facts#; s#@HOLD@#$TEST_DIR/$s.hold#" "$DATA/run.txt" >"$TEST_DIR/$s.run"
+	run "s$s" "${s%x*}" "${s#*x}" LANG=C.UTF-8 -- "$DATA/inventory.yaml" "$SRC_ROOT/roles" "$TEST_DIR/$s.run"
+done
+
+# mask FILE: times and durations out (the title row after them: its length follows them),
+# trailing blanks off
+mask() {
+	sed -E 's/~?([0-9]+h)?([0-9]+m)?[0-9]+(\.[0-9]+)?(ms|s)\b/<t>/g; 1s/ elapsed .*/ elapsed <t>/; s/ +$//' "$1"
+}
+
+# headings SCREEN COLS: every word of the heading rows is a heading; no line wider than COLS
+headings() {
+	python3 - "$1" "$2" <<'PY'
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+ok = {"NODE", "ROLES", "GPU", "PROGRESS", "PROG", "ETA",
+      "prep", "kube-packages", "nfs", "init", "cni", "join", "addons", "validate",
+      "kube", "addon", "valid"}
+bad = [w for row in lines[1:3] for w in row.split() if w not in ok]
+wide = [l for l in lines if len(l) > int(sys.argv[2])]
+if bad or wide:
+    sys.exit("headings run together or cut: %r; lines too wide: %r" % (bad, wide))
+PY
+}
+
+for p in $POINTS; do
+	# The replay goes on (its hold file) whatever this point found.
+	test_case "at $p: the screens at $SIZES are as expected" "
+		rc=0
+		for s in $SIZES; do
+			wait_for s\$s '^── ' 20 >/dev/null
+			sleep 0.3
+			shot s\$s
+			touch '$TEST_DIR/'\$s.hold.$p
+			cp s\$s.screen \$s-$p.screen
+			mask s\$s.screen >\$s.$p
+			headings s\$s.screen \${s%x*} || rc=1
+			if [ -n \"\${REGEN:-}\" ]; then cp \$s.$p '$DATA/'\$s.$p; fi
+			diff -u '$DATA/'\$s.$p \$s.$p || rc=1
+		done
+		[ \$rc = 0 ]
+	"
+done
+
+test_case "mid-init: the cells are the phases' states with the changed steps; the pane says what it shows" "
+	expect_cell 120x40-init node-1 prep '\\+5' &&
+	expect_cell 120x40-init node-2 nfs '\\+3' &&
+	expect_cell 120x40-init node-1 init '▸30-' &&
+	expect_cell 120x40-init node-2 init '' &&
+	expect_cell 80x24-init node-3 prep '▸5' &&
+	grep -q '^── node-1 · kubeadm-init › 30-init · ' 120x40.init &&
+	grep -q '^prep:  facts ✓  preflight ✓  kernel +2  containerd +2  swap-off +1' 120x40.init &&
+	grep -q '^── node-1 · log, last flannel › 20-running: unchanged ─' 120x40.cni
+"
+
+test_case "the end: the failed join, q leaves, the terminal is as before" "
+	for s in $SIZES; do wait_for s\$s 'Finished: 1 node failed' 20 && keys s\$s q || exit 1; done &&
+	expect_cell s120x40 node-4 join '✗' &&
+	for s in $SIZES; do expect_eq 0 \"\$(wait_rc s\$s)\" \"exit status at \$s\" && expect_sane_terminal s\$s || exit 1; done
+"
+
+test_done
