@@ -143,8 +143,11 @@ test_case "a reinstalled control plane with restored PKI and data: up runs kubea
 	tb node-1 sh -eu -c 'tar -C /etc/kubernetes -xf /root/pki.tar; tar -C /var/lib -xf /root/etcd.tar; rm /root/pki.tar /root/etcd.tar
 		mkdir -p /var/lib/provision/etcd-restore; : >/var/lib/provision/etcd-restore/20261127T000000Z.restored'
 	tb node-1 md5sum /etc/kubernetes/pki/ca.crt >ca.before
-	'$PROVISION' plan -i '$INV' $P >plan-restored.out 2>&1 || { cat plan-restored.out; false; }
+	# plan: node-1 waits for kubeadm init; node-2's check cannot reach the
+	# API yet, and says so (up reaches its join phase after init)
+	expect_status 1 '$PROVISION' plan -i '$INV' $P >plan-restored.out 2>&1
 	expect_grep 'backup 20261127T000000Z restored there (provision restore) waits for kubeadm init' plan-restored.out
+	expect_grep '\\[node-2\\] kubeadm-join › 30-join … failed .*the API server does not answer node-2' plan-restored.out
 	'$PROVISION' up -i '$INV' $P >up-restored.out 2>&1 || { cat up-restored.out; false; }
 	'$PROVISION' logs -i '$INV' --state '$STATE' node-1 >init-restored.log 2>&1
 	expect_grep 'kubeadm init on its PKI and etcd data' init-restored.log
