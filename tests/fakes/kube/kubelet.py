@@ -92,9 +92,10 @@
 #     runtime for, or whose options.BinaryName does not exist, fails the pod
 #     sandbox with containerd's messages (ContainerCreating);
 #   - extended resources come from device plugins (state "devices": the
-#     nvidia.com/gpu UUIDs): a container's nvidia.com/gpu limit is allocated
-#     from the free ones and handed to it as NVIDIA_VISIBLE_DEVICES (the
-#     device plugin's envvar strategy); the GPUs are really in the container
+#     nvidia.com/gpu UUIDs, "UUID::i" for time-slicing replicas): a
+#     container's nvidia.com/gpu limit is allocated from the free ones and
+#     handed to it as NVIDIA_VISIBLE_DEVICES, the GPUs' UUIDs (the device
+#     plugin's envvar strategy); the GPUs are really in the container
 #     (state "injected") only when it runs under a runtime whose BinaryName
 #     is an nvidia-container-runtime: runc ignores the variable.  That
 #     runtime reads the variable from the container's whole environment,
