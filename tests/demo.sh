@@ -90,7 +90,7 @@ step "provision up: every phase on the five nodes of lab B"
 "$PROVISION" up -i "$inv" $run_opts
 
 step "provision check: every validation"
-"$PROVISION" check -i "$inv" --state "$TEST_DIR/state"
+"$PROVISION" check -i "$inv" --state "$TEST_DIR/state" --roles "$ROLES"
 
 step "node-5's RTX 3070 shared by 4: the GPU Operator's time-slicing values, the nodes' labels, what the device plugin advertises"
 "$PROVISION" run -i "$inv" -l node-1 -- "sed -n '/^devicePlugin:/,/^gfd:/p' /etc/provision/helm/gpu-operator.values.yaml | grep -v '^  #'"
