@@ -175,6 +175,9 @@ static const struct alias aliases[] = {
     {"addr", "address"},
     {"role", "roles"},
     {"gpu", "gpus"},
+    {"gpu_share", "gpu_sharing"},
+    {"time_slicing", "gpu_sharing"},
+    {"replicas", "gpu_sharing"},
     {"username", "user"},
     {"login", "user"},
     {"key", "identity"},
@@ -1564,9 +1567,44 @@ static char **expand(struct parser *p, const yaml_node_t *n, const char *key, si
 	return list;
 }
 
-static const char *const node_keys[] = {"name", "address", "roles", "gpus",
-					"ssh",	"labels",  "arch"};
-enum { N_NAME, N_ADDRESS, N_ROLES, N_GPUS, N_SSH, N_LABELS, N_ARCH };
+/*
+ * gpu_sharing: N notebooks per GPU, on a node that declares its GPUs (the
+ * inventory cannot look at the node; preflight checks that the declared
+ * GPUs are there).  `have_gpus` tells a `gpus` that was written but wrong
+ * (already reported) from one that is missing.
+ */
+static void parse_gpu_sharing(struct parser *p, const yaml_node_t *n, bool have_gpus, int gpus,
+			      int *dst)
+{
+	char buf[64];
+	long v;
+
+	if (n->type == YAML_SCALAR_NODE && !is_null(n) && is_plain(n) && parse_decimal(sval(n), &v) &&
+	    (v < INVENTORY_GPU_SHARING_MIN || v > INVENTORY_GPU_SHARING_MAX)) {
+		err_at(p, n,
+		       v == 1 ? "a GPU shared by 1 is not shared: remove the key"
+			      : "each GPU is shared by this many notebooks; GPU memory is not "
+				"isolated, so more than 16 leaves each too little of it",
+		       "'gpu_sharing' must be an integer from %d to %d, not %s",
+		       INVENTORY_GPU_SHARING_MIN, INVENTORY_GPU_SHARING_MAX,
+		       describe(n, buf, sizeof(buf)));
+		return;
+	}
+	if (!get_int(p, n, "gpu_sharing", INVENTORY_GPU_SHARING_MIN, INVENTORY_GPU_SHARING_MAX, dst))
+		return;
+	if (!have_gpus)
+		err_at(p, n, "add 'gpus: N' with the number of GPUs the node has",
+		       "'gpu_sharing' needs the node's GPUs declared: this node has no 'gpus'");
+	else if (gpus == 0)
+		err_at(p, n, "remove 'gpu_sharing', or declare the node's GPUs",
+		       "'gpu_sharing' on a node without GPUs ('gpus' is 0): there is nothing to share");
+	if (!have_gpus || gpus == 0)
+		*dst = 0;
+}
+
+static const char *const node_keys[] = {"name", "address", "roles",	"gpus",
+					"ssh",	"labels",  "arch",	"gpu_sharing"};
+enum { N_NAME, N_ADDRESS, N_ROLES, N_GPUS, N_SSH, N_LABELS, N_ARCH, N_GPU_SHARING };
 
 static void parse_node(struct parser *p, const yaml_node_t *item)
 {
@@ -1578,7 +1616,7 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 	char *section = NULL;
 	size_t nr_names = 0, nr_addrs = 0, i;
 	unsigned roles = 0;
-	int gpus = -1;
+	int gpus = -1, sharing = 0;
 	const char *arch = "amd64", *t;
 	bool roles_ok = false;
 	char buf[64];
@@ -1647,6 +1685,8 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		parse_roles(p, f.val[N_ROLES], &roles, &roles_ok);
 	if (f.val[N_GPUS])
 		get_int(p, f.val[N_GPUS], "gpus", 0, INT_MAX, &gpus);
+	if (f.val[N_GPU_SHARING])
+		parse_gpu_sharing(p, f.val[N_GPU_SHARING], f.val[N_GPUS] != NULL, gpus, &sharing);
 	if (f.val[N_SSH])
 		parse_ssh(p, f.val[N_SSH], &ssh);
 	if (f.val[N_LABELS])
@@ -1684,6 +1724,7 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		    .address = xstrdup(addrs[i]),
 		    .roles = roles,
 		    .gpus = gpus,
+		    .gpu_sharing = sharing,
 		    .arch = arch,
 		    .labels = strv_dup(labels),
 		    .pos = where,
@@ -1692,6 +1733,8 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		    .roles_pos = f.val[N_ROLES] ? pos_of(f.val[N_ROLES]) : where,
 		    .gpus_pos = f.val[N_GPUS] ? pos_of(f.val[N_GPUS]) : (struct source_pos){0},
 		    .arch_pos = f.val[N_ARCH] ? pos_of(f.val[N_ARCH]) : (struct source_pos){0},
+		    .gpu_sharing_pos = f.val[N_GPU_SHARING] ? pos_of(f.val[N_GPU_SHARING])
+							     : (struct source_pos){0},
 		};
 		ssh_copy(&nd->ssh, &ssh);
 	}

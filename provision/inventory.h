@@ -65,13 +65,30 @@ struct node {
 	char *address;	/* host name or IPv4/IPv6 literal, as written or expanded */
 	unsigned roles; /* enum node_role bits */
 	int gpus;	/* expected GPU count; -1 when not declared */
+	/*
+	 * gpu_sharing: how many notebooks share each of its GPUs (the device
+	 * plugin's time-slicing replicas), INVENTORY_GPU_SHARING_MIN to _MAX;
+	 * 0: not shared.  Only on a node that declares gpus >= 1.
+	 */
+	int gpu_sharing;
 	const char *arch; /* "amd64" (default) or "arm64": which release archives it gets */
 	struct ssh_settings ssh;
 	char **labels;	       /* "key=value" Kubernetes labels to add, NULL-terminated */
 	struct source_pos pos; /* the node's entry (the `- name:` mapping) */
 	/* Where its values were written (shared by the nodes of one range). */
-	struct source_pos name_pos, address_pos, roles_pos, gpus_pos, arch_pos;
+	struct source_pos name_pos, address_pos, roles_pos, gpus_pos, arch_pos, gpu_sharing_pos;
 };
+
+/*
+ * Bounds of a node's gpu_sharing.  2: the device plugin refuses fewer
+ * replicas (a GPU "shared by 1" is a GPU not shared: leave the key out).
+ * 16: GPU memory is not isolated between the notebooks sharing a GPU, and
+ * every CUDA process holds a few hundred MiB of it for its context alone;
+ * 16 notebooks on a lab's 8 GiB card leave each about 500 MiB, the edge of
+ * usable.  Sharing wider than that is not a lab setting but a mistake.
+ */
+#define INVENTORY_GPU_SHARING_MIN 2
+#define INVENTORY_GPU_SHARING_MAX 16
 
 struct nfs_settings {
 	char *server;	      /* name of the storage node; NULL when no NFS */

@@ -188,8 +188,11 @@ int plan_add_profiles(struct tval *values, struct error *err);
  * `gpu`: gpu.node_count, gpu.count (GPUs in all), gpu.host_driver ("true"
  * when there are GPU nodes and nvidia-smi works on every one of them: the
  * GPU Operator then needs no driver container), gpu.names (space-separated
- * names of the GPU nodes) and gpu.nodes (list: name, count, model,
- * memory_mib, driver -- empty when the host driver does not answer).
+ * names of the GPU nodes), gpu.nodes (list: name, count, model,
+ * memory_mib, driver -- empty when the host driver does not answer --,
+ * sharing: the node's gpu_sharing or ""), gpu.sharing ("NODE:GPUS:N" for
+ * each shared GPU node, space-separated) and gpu.sharing_factors (the
+ * distinct N, ascending).
  * facts[i] may be NULL (no facts: the node is left out).
  */
 void plan_gpu_values(struct tval *v, const struct node *const *nodes,

@@ -185,9 +185,12 @@ void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 		     const struct facts *const *facts, size_t nr)
 {
 	struct tval *m = tval_map_at(v, "gpu"), *list = tval_set(m, "nodes", tval_new_list());
-	struct strbuf names = STRBUF_INIT;
+	struct tval *factors = tval_set(m, "sharing_factors", tval_new_list());
+	struct strbuf names = STRBUF_INIT, sharing = STRBUF_INIT;
+	bool used[INVENTORY_GPU_SHARING_MAX + 1] = {false};
 	size_t i, n = 0, total = 0;
 	bool all_drivers = true;
+	int k;
 
 	for (i = 0; i < nr; i++) {
 		const struct facts *f = facts[i];
@@ -211,6 +214,16 @@ void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 		tval_set_str(e, "driver",
 			     host_driver_works(f) && f->gpus[0].driver ? f->gpus[0].driver : "");
 		all_drivers = all_drivers && host_driver_works(f);
+		/* the inventory bounds it; a struct made elsewhere is checked again */
+		if (nodes[i]->gpu_sharing >= INVENTORY_GPU_SHARING_MIN &&
+		    nodes[i]->gpu_sharing <= INVENTORY_GPU_SHARING_MAX) {
+			tval_set_strf(e, "sharing", "%d", nodes[i]->gpu_sharing);
+			strbuf_addf(&sharing, "%s%s:%zu:%d", sharing.len ? " " : "", nodes[i]->name,
+				    count, nodes[i]->gpu_sharing);
+			used[nodes[i]->gpu_sharing] = true;
+		} else {
+			tval_set_str(e, "sharing", "");
+		}
 		strbuf_addf(&names, "%s%s", n ? " " : "", nodes[i]->name);
 		total += count;
 		n++;
@@ -219,7 +232,16 @@ void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 	tval_set_strf(m, "count", "%zu", total);
 	tval_set_str(m, "host_driver", n && all_drivers ? "true" : "");
 	tval_set_str(m, "names", names.buf);
+	tval_set_str(m, "sharing", sharing.buf);
+	for (k = INVENTORY_GPU_SHARING_MIN; k <= INVENTORY_GPU_SHARING_MAX; k++) {
+		char num[16];
+		if (!used[k])
+			continue;
+		snprintf(num, sizeof(num), "%d", k);
+		tval_push(factors, tval_new_str(num));
+	}
 	strbuf_release(&names);
+	strbuf_release(&sharing);
 }
 
 /*

@@ -87,6 +87,12 @@ static bool homogeneous(const struct profile_node *n)
 	return n->nr_gpus > 0;
 }
 
+/* Notebooks per GPU of a node: 1 when its GPUs are not shared. */
+static unsigned share_of(const struct profile_node *n)
+{
+	return n->sharing >= 2 && n->sharing <= PROFILES_MAX_SHARING ? n->sharing : 1;
+}
+
 static struct hub_profile *add(struct hub_profile **out, size_t *nr, size_t *alloc)
 {
 	struct hub_profile *p;
@@ -127,7 +133,7 @@ static void size_profile(struct hub_profile *p, uint64_t g_cpu, uint64_t g_mem, 
 }
 
 static void describe(struct hub_profile *p, const char *smallest, uint64_t cpu, uint64_t mem,
-		     size_t gpus_there, unsigned k)
+		     size_t gpus_there, unsigned k, unsigned share)
 {
 	char gc[32], gm[32], lc[32], lm[32], nc[32], nm[32];
 	struct strbuf d = STRBUF_INIT, r = STRBUF_INIT;
@@ -143,7 +149,14 @@ static void describe(struct hub_profile *p, const char *smallest, uint64_t cpu, 
 	for (i = 0; i < p->nr_nodes; i++)
 		strbuf_addf(&d, "%s%s", i ? ", " : "", p->nodes[i]);
 	p->description = strbuf_detach(&d, NULL);
-	if (gpus_there)
+	if (gpus_there && share > 1)
+		strbuf_addf(&r,
+			    "smallest node %s: %s and %s allocatable, %zu GPU%s each shared by up to "
+			    "%u notebooks; one of its %zu notebook shares is at most %s and %s (the "
+			    "limits, 1.5x the guarantees), so all its GPU notebooks together fit the node",
+			    smallest, nc, nm, gpus_there, gpus_there == 1 ? "" : "s", share,
+			    gpus_there * share, lc, lm);
+	else if (gpus_there)
 		strbuf_addf(&r,
 			    "smallest node %s: %s and %s allocatable, %zu GPU%s; %u of its %zu "
 			    "GPU share%s is at most %s and %s (the limits, 1.5x the guarantees), so "
@@ -156,6 +169,30 @@ static void describe(struct hub_profile *p, const char *smallest, uint64_t cpu, 
 			    "most 1 CPU and 2 GiB; limits 1.5x, at most the node",
 			    smallest, nc, nm);
 	p->reasoning = strbuf_detach(&r, NULL);
+}
+
+/*
+ * What one share of a time-sliced GPU gives, in the words a student reads
+ * before choosing it: the seed lab's measurement (REFERENCE.md §1: each of
+ * several containers on one GPU slows roughly in proportion to how many
+ * share it) and the memory that nothing divides.
+ */
+static void describe_shared(struct hub_profile *p, const char *models, unsigned share,
+			    unsigned gpu_mib)
+{
+	struct strbuf d = STRBUF_INIT;
+
+	strbuf_addf(&d,
+		    "%s shared by up to %u — expect about 1/%u of the GPU when all are busy; "
+		    "GPU memory is not isolated: ",
+		    models, share, share);
+	if (gpu_mib && gpu_mib != UINT32_MAX)
+		strbuf_addf(&d, "the %u GiB are for all of them", (gpu_mib + 512) / 1024);
+	else
+		strbuf_addstr(&d, "its memory is for all of them");
+	strbuf_addf(&d, ", and one notebook can take it from the others. %s", p->description);
+	free(p->description);
+	p->description = strbuf_detach(&d, NULL);
 }
 
 static int cmp_profile(const void *a, const void *b)
@@ -205,7 +242,7 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 			size_profile(p, min_cpu < CPU_ONLY_CPU_MILLI ? min_cpu : CPU_ONLY_CPU_MILLI,
 				     min_mem < CPU_ONLY_MEM_MIB ? min_mem : CPU_ONLY_MEM_MIB, min_cpu,
 				     min_mem);
-			describe(p, smallest->name, smallest->cpu_milli, smallest->mem_mib, 0, 0);
+			describe(p, smallest->name, smallest->cpu_milli, smallest->mem_mib, 0, 0, 1);
 		}
 	}
 
@@ -213,16 +250,18 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 	for (i = 0; i < nr_nodes; i++) {
 		const struct profile_node *n = &nodes[i];
 		size_t max_count = 0, k;
+		unsigned share;
 		bool homo;
 
 		if (done[i] || !n->schedulable || !n->nr_gpus)
 			continue;
 		homo = homogeneous(n);
+		share = share_of(n);
 		done[i] = true;
 		/* The group: this node and (for one model) every other node of that model. */
 		for (j = i; j < nr_nodes; j++) {
 			if (j != i && (!homo || done[j] || !nodes[j].schedulable ||
-				       !homogeneous(&nodes[j]) ||
+				       !homogeneous(&nodes[j]) || share_of(&nodes[j]) != share ||
 				       strcmp(nodes[j].gpus[0].model, n->gpus[0].model)))
 				continue;
 			done[j] = true;
@@ -231,6 +270,9 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 			if (!homo)
 				break;
 		}
+		/* A time-sliced GPU is offered one share at a time: more replicas of one GPU give no more of it. */
+		if (share > 1 && max_count > 1)
+			max_count = 1;
 		for (k = 1; k <= max_count; k++) {
 			uint64_t share_cpu = UINT64_MAX, share_mem = UINT64_MAX;
 			unsigned gpu_mib = UINT32_MAX;
@@ -246,13 +288,15 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 				const struct profile_node *m = &nodes[j];
 				uint64_t sc, sm;
 				if (j != i && (!homo || !m->schedulable || !homogeneous(m) ||
+					       share_of(m) != share ||
 					       strcmp(m->gpus[0].model, n->gpus[0].model)))
 					continue;
 				if (m->nr_gpus < k)
 					continue;
 				add_node(p, m->name);
-				sc = (uint64_t)m->cpu_milli / m->nr_gpus * k;
-				sm = m->mem_mib / m->nr_gpus * k;
+				/* shared: every one of GPUs x N notebooks gets its part of the node */
+				sc = (uint64_t)m->cpu_milli / (m->nr_gpus * share) * k;
+				sm = m->mem_mib / (m->nr_gpus * share) * k;
 				if (sc < share_cpu || (sc == share_cpu && sm < share_mem)) {
 					smallest = m->name;
 					smallest_gpus = m->nr_gpus;
@@ -273,6 +317,12 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 				strbuf_addstr(&models, gpu_short_model(n->gpus[0].model));
 				p->selector_key = xstrdup("nvidia.com/gpu.product");
 				p->selector_value = profiles_gpu_label(n->gpus[0].model);
+				if (share > 1) {
+					/* GPU feature discovery's product of a time-sliced GPU */
+					char *l = p->selector_value;
+					p->selector_value = xasprintf("%s-SHARED", l);
+					free(l);
+				}
 			} else {
 				for (g = 0; g < n->nr_gpus; g++) {
 					const char *sm = gpu_short_model(n->gpus[g].model);
@@ -283,19 +333,29 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 				p->selector_key = xstrdup("kubernetes.io/hostname");
 				p->selector_value = xstrdup(n->name);
 			}
-			strbuf_addf(&name, "%zu× %s", k, models.buf);
-			/* Memory unknown (no GFD label, no annotation): say nothing rather than 0. */
-			if (gpu_mib && gpu_mib != UINT32_MAX)
-				strbuf_addf(&name, " (%u GiB)", (gpu_mib + 512) / 1024);
+			if (share > 1) {
+				strbuf_addf(&name, "%s shared by up to %u", models.buf, share);
+				if (gpu_mib && gpu_mib != UINT32_MAX)
+					strbuf_addf(&name, " (%u GiB, not isolated)", (gpu_mib + 512) / 1024);
+				else
+					strbuf_addstr(&name, " (memory not isolated)");
+			} else {
+				strbuf_addf(&name, "%zu× %s", k, models.buf);
+				/* Memory unknown (no GFD label, no annotation): say nothing rather than 0. */
+				if (gpu_mib && gpu_mib != UINT32_MAX)
+					strbuf_addf(&name, " (%u GiB)", (gpu_mib + 512) / 1024);
+			}
 			if (!homo)
 				strbuf_addf(&name, " on %s", n->name);
 			p->display_name = strbuf_detach(&name, NULL);
 			{
 				char *base = slugify(homo ? models.buf : n->name);
-				p->slug = xasprintf("gpu-%s-x%zu", base, k);
+				if (share > 1)
+					p->slug = xasprintf("gpu-%s-shared-by-%u", base, share);
+				else
+					p->slug = xasprintf("gpu-%s-x%zu", base, k);
 				free(base);
 			}
-			strbuf_release(&models);
 			/*
 			 * Guarantee 2/3 of the GPUs' share, so that the limit (1.5x)
 			 * is exactly the share: the GPU notebooks of a node together
@@ -303,7 +363,10 @@ void profiles_generate(struct hub_profile **out, size_t *nr, const struct profil
 			 * free for CPU notebooks.
 			 */
 			size_profile(p, share_cpu * 2 / 3, share_mem * 2 / 3, share_cpu, share_mem);
-			describe(p, smallest, smallest_cpu, smallest_mem, smallest_gpus, (unsigned)k);
+			describe(p, smallest, smallest_cpu, smallest_mem, smallest_gpus, (unsigned)k, share);
+			if (share > 1)
+				describe_shared(p, models.buf, share, gpu_mib);
+			strbuf_release(&models);
 		}
 	}
 	free(done);
@@ -462,6 +525,17 @@ int profiles_nodes_from_json(struct profile_node **out, size_t *nr, const char *
 		p->cpu_milli = cpu;
 		p->mem_mib = mem;
 		p->schedulable = node_schedulable(item);
+		{
+			/* time-slicing as GPU feature discovery labels it; bounded: what a node says is untrusted */
+			const char *rep = label(item, "labels", "nvidia.com/gpu.replicas");
+			const char *strat = label(item, "labels", "nvidia.com/gpu.sharing-strategy");
+			char *rend = NULL;
+			unsigned long r = rep ? strtoul(rep, &rend, 10) : 0;
+			p->sharing = 1;
+			if (rep && rend != rep && !*rend && strat && !strcmp(strat, "time-slicing") && r >= 2 &&
+			    r <= PROFILES_MAX_SHARING)
+				p->sharing = (unsigned)r;
+		}
 		if (ann && *ann) {
 			char *copy = xstrdup(ann), *save = NULL, *tok;
 			for (tok = strtok_r(copy, ",", &save); tok && p->nr_gpus < PROFILES_MAX_GPUS;
@@ -483,12 +557,18 @@ int profiles_nodes_from_json(struct profile_node **out, size_t *nr, const char *
 			size_t c, k;
 			if (!count && !gpu_alloc)
 				count = label(item, "labels", "provision.dev/gpu-count");
-			c = count ? strtoul(count, NULL, 10) : gpu_alloc ? strtoul(gpu_alloc, NULL, 10) : 0;
+			c = count ? strtoul(count, NULL, 10)
+			    : gpu_alloc ? strtoul(gpu_alloc, NULL, 10) / p->sharing
+					: 0;
 			if (!product)
 				product = label(item, "labels", "provision.dev/gpu-model");
 			if (product && c) {
 				/* Labels cannot hold blanks: GFD writes them as '-'. */
 				char *model = xstrdup(product), *q;
+				size_t ml = strlen(model);
+				/* GFD's product of a time-sliced GPU ends in -SHARED */
+				if (p->sharing > 1 && ml > 7 && !strcmp(model + ml - 7, "-SHARED"))
+					model[ml - 7] = '\0';
 				for (q = model; *q; q++)
 					if (*q == '-')
 						*q = ' ';
@@ -501,9 +581,9 @@ int profiles_nodes_from_json(struct profile_node **out, size_t *nr, const char *
 				p->nr_gpus = k;
 			}
 		}
-		/* GPUs the device plugin does not advertise cannot be scheduled. */
-		if (gpu_alloc && strtoul(gpu_alloc, NULL, 10) < p->nr_gpus)
-			p->nr_gpus = strtoul(gpu_alloc, NULL, 10);
+		/* GPUs the device plugin does not advertise (N times each, when shared) cannot be scheduled. */
+		if (gpu_alloc && strtoul(gpu_alloc, NULL, 10) / p->sharing < p->nr_gpus)
+			p->nr_gpus = strtoul(gpu_alloc, NULL, 10) / p->sharing;
 		p->owned = b;
 		n++;
 	}

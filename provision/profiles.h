@@ -16,7 +16,17 @@
  *   - a node with GPUs of several models is its own group, selected by
  *     hostname (the device plugin may hand out any of its GPUs, so the
  *     profile says "A or B" and promises the smaller memory);
- *   - one CPU-only profile for any schedulable node.
+ *   - one CPU-only profile for any schedulable node;
+ *   - nodes whose GPUs are time-sliced (the inventory's gpu_sharing: the
+ *     device plugin advertises each GPU N times) form their own group per
+ *     model and N, offered one share: "MODEL shared by up to N", one
+ *     nvidia.com/gpu, selected by the product label GPU feature discovery
+ *     gives a time-sliced GPU (MODEL-SHARED, so that the whole-GPU profile
+ *     of the model never lands there), its description saying what a user
+ *     gets: about 1/N of the GPU when all are busy (the seed lab measured
+ *     that containers sharing a GPU each slow in proportion to how many
+ *     share it, REFERENCE.md §1), and GPU memory not isolated.  Its CPU and
+ *     memory are sized as for GPUs x N notebooks on the node.
  * Sizes: a node's GPU share is its allocatable CPU and memory divided by
  * its GPU count, times the GPUs a profile asks for (the smallest share of
  * the group counts).  A GPU notebook's limits are that share and its
@@ -48,6 +58,8 @@
 
 
 #define PROFILES_MAX_GPUS 16
+/* The most notebooks per GPU believed from a node's labels (the inventory's gpu_sharing bound). */
+#define PROFILES_MAX_SHARING 16
 
 /*
  * The RuntimeClass of GPU notebooks: the GPU Operator makes it (handler
@@ -80,6 +92,7 @@ struct profile_node {
 	struct profile_gpu gpus[PROFILES_MAX_GPUS];
 	size_t nr_gpus;
 	bool schedulable;    /* a worker without NoSchedule taints */
+	unsigned sharing;    /* notebooks per GPU (time-slicing replicas); 0 or 1: not shared */
 	void *owned;	     /* strings owned by profiles_nodes_from_json() */
 };
 
@@ -104,8 +117,11 @@ struct hub_profile {
  * provision.dev/gpus ("MODEL:MIB,MODEL:MIB", set by the node-labels role
  * from nvidia-smi), else GPU feature discovery's labels (nvidia.com/gpu.product,
  * .count, .memory), else node-labels' provision.dev/gpu-model and
- * provision.dev/gpu-count; never more GPUs than allocatable nvidia.com/gpu
- * when the device plugin reports it; schedulable = Ready, not cordoned, no
+ * provision.dev/gpu-count; sharing from GPU feature discovery's
+ * nvidia.com/gpu.replicas with nvidia.com/gpu.sharing-strategy
+ * time-slicing (2 to PROFILES_MAX_SHARING, else not shared); never more
+ * GPUs than allocatable nvidia.com/gpu (divided by the sharing) when the
+ * device plugin reports it; schedulable = Ready, not cordoned, no
  * NoSchedule taint.
  * Strings point into storage the caller frees with profiles_nodes_free().
  * Returns 0, or -1 with err set when the text is not a node list.

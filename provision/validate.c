@@ -344,7 +344,8 @@ int validate_gpus(struct validation *v, const char *nodes_json, size_t nodes_len
 		const struct facts *f = facts[i];
 		const char *alloc = NULL, *phase = NULL;
 		json_t *pod = NULL;
-		char *expected, *obs, *left = NULL;
+		char *expected, *obs, *fix, *left = NULL;
+		size_t share;
 		bool found = false;
 
 		if (!f || !facts_gpus(f))
@@ -359,20 +360,39 @@ int validate_gpus(struct validation *v, const char *nodes_json, size_t nodes_len
 					"nvidia.com/gpu"));
 			}
 		}
-		expected = xasprintf("allocatable nvidia.com/gpu %zu (the GPUs in its facts)",
-				     facts_gpus(f));
+		/* shared (gpu_sharing: N): the device plugin advertises every GPU N times */
+		share = nodes[i]->gpu_sharing >= INVENTORY_GPU_SHARING_MIN &&
+				nodes[i]->gpu_sharing <= INVENTORY_GPU_SHARING_MAX
+			    ? (size_t)nodes[i]->gpu_sharing
+			    : 1;
+		if (share > 1) {
+			expected = xasprintf("allocatable nvidia.com/gpu %zu (the %zu GPU%s in its "
+					     "facts, each shared by %zu: time-slicing)",
+					     facts_gpus(f) * share, facts_gpus(f),
+					     facts_gpus(f) == 1 ? "" : "s", share);
+			fix = xasprintf("the device plugin takes the time-slicing configuration the "
+					"node's label nvidia.com/device-plugin.config=shared-%zu names "
+					"(roles/node-labels): 'kubectl get node %s --show-labels', "
+					"'kubectl -n gpu-operator logs' of its nvidia-device-plugin pod; "
+					"run 'provision up --phases join,addons'",
+					share, nodes[i]->name);
+		} else {
+			expected = xasprintf("allocatable nvidia.com/gpu %zu (the GPUs in its facts)",
+					     facts_gpus(f));
+			fix = xstrdup("the GPU Operator's device plugin registers the GPUs: 'kubectl -n "
+				      "gpu-operator logs' of the node's nvidia-device-plugin pod; run "
+				      "'provision up --phases addons'");
+		}
 		obs = xasprintf("%s", !found ? "not in the cluster" : alloc ? alloc : "none");
 		validation_add(v, "gpu-allocatable", i,
-			       alloc && (size_t)strtoul(alloc, NULL, 10) == facts_gpus(f) &&
+			       alloc && (size_t)strtoul(alloc, NULL, 10) == facts_gpus(f) * share &&
 					       strspn(alloc, "0123456789") == strlen(alloc)
 				       ? CHECK_PASS
 				       : CHECK_FAIL,
-			       expected, obs,
-			       "the GPU Operator's device plugin registers the GPUs: 'kubectl -n "
-			       "gpu-operator logs' of the node's nvidia-device-plugin pod; run "
-			       "'provision up --phases addons'");
+			       expected, obs, fix);
 		free(expected);
 		free(obs);
+		free(fix);
 
 		json_array_foreach(json_object_get(proot, "items"), k, item)
 		{

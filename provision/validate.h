@@ -76,8 +76,9 @@ void validate_hub_health(struct validation *v, const char *url, long status, con
 /*
  * The GPU nodes (nodes with an NVIDIA GPU in their facts; facts[i] may be
  * NULL) against `kubectl get nodes -o json` and `kubectl get pods -A -o
- * json`: allocatable nvidia.com/gpu equals the GPUs the facts found
- * (gpu-allocatable), and the GPU Operator's nvidia-operator-validator pod
+ * json`: allocatable nvidia.com/gpu equals the GPUs the facts found, times
+ * the node's gpu_sharing when the inventory shares them (gpu-allocatable:
+ * the device plugin took its time-slicing configuration), and the GPU Operator's nvidia-operator-validator pod
  * on the node is Running with its validations (init containers) completed
  * (gpu-operator-validated).  Returns 0, or -1 with err set on bad input.
  */

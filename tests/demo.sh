@@ -8,7 +8,7 @@
 #   b-1         node-2   NFS server               -
 #   b-2         node-3   worker                   GeForce GTX 1080 Ti
 #   b-3         node-4   worker                   GeForce RTX 2080 Ti
-#   b-4         node-5   worker                   GeForce RTX 3070
+#   b-4         node-5   worker, shared by 4      GeForce RTX 3070
 #   (new)       node-6   worker, added later      GeForce RTX 4080
 #
 # Each node is a systemd-nspawn container with its own address on a private
@@ -21,7 +21,9 @@
 # Shown: `provision inventory`, `provision up` through every phase (the live
 # view on a terminal, plain lines otherwise), `provision check` (every
 # validation, the hub's /hub/health over HTTP included), the hub's profiles
-# generated from the cluster's capacity, a second `up` that changes nothing,
+# generated from the cluster's capacity (node-5's RTX 3070 shared by 4
+# notebooks: gpu_sharing, the GPU Operator's time-slicing, a profile that
+# says what one share gives), a second `up` that changes nothing,
 # `provision add-node` of the RTX 4080 worker (only it and the control plane
 # are touched; its profile appears), then the nodes are removed.
 set -eu
@@ -78,6 +80,8 @@ EOF
 for n in node-3 node-4 node-5; do
 	printf '  - name: %s\n    address: %s\n    roles: [worker]\n    gpus: 1\n' "$n" "$(addr "$n")" >>"$inv"
 done
+# b-4's RTX 3070 is shared by up to 4 notebooks (time-slicing)
+printf '    gpu_sharing: 4\n' >>"$inv"
 "$PROVISION" inventory -i "$inv"
 run_opts="--state $TEST_DIR/state --roles $ROLES"
 
@@ -86,7 +90,12 @@ step "provision up: every phase on the five nodes of lab B"
 "$PROVISION" up -i "$inv" $run_opts
 
 step "provision check: every validation"
-"$PROVISION" check -i "$inv" --state "$TEST_DIR/state"
+"$PROVISION" check -i "$inv" --state "$TEST_DIR/state" --roles "$ROLES"
+
+step "node-5's RTX 3070 shared by 4: the GPU Operator's time-slicing values, the nodes' labels, what the device plugin advertises"
+"$PROVISION" run -i "$inv" -l node-1 -- "sed -n '/^devicePlugin:/,/^gfd:/p' /etc/provision/helm/gpu-operator.values.yaml | grep -v '^  #'"
+jp='{range .items[*]}{.metadata.name}{"  config="}{.metadata.labels.nvidia\.com/device-plugin\.config}{"  product="}{.metadata.labels.nvidia\.com/gpu\.product}{"  replicas="}{.metadata.labels.nvidia\.com/gpu\.replicas}{"  allocatable nvidia.com/gpu="}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}'
+"$PROVISION" run -i "$inv" -l node-1 -- "kubectl --kubeconfig=/etc/kubernetes/admin.conf get nodes -o 'jsonpath=$jp'"
 
 step "the hub's profiles, generated from what the cluster reports"
 "$PROVISION" run -i "$inv" -l node-1 -- "sed -n '/profileList:/,\$p' /etc/provision/jupyterhub/values.yaml | grep -E 'display_name|description|cpu_|mem_|gpu|runtimeClassName|NVIDIA_VISIBLE_DEVICES'"

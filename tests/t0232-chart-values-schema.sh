@@ -104,6 +104,29 @@ if [ -f "$UPSTREAM/gpu-operator-$GPUOP/values.yaml" ]; then
 		for v in g1.yaml g2.yaml; do
 			keys \$v '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >\$v.errors || { cat \$v.errors; false; }
 		done
+		# with a node's GPUs shared (gpu_sharing: 4): the device plugin's
+		# time-slicing configuration, devicePlugin.config, whose data (an
+		# empty map in the chart) holds the configurations by name
+		'$RENDER' template '$SRC_ROOT/roles' gpu-operator values.yaml.tmpl '$SRC_ROOT/tests/inventory/101-gpu-sharing.yaml' b-4 '$SRC_ROOT/tests/facts/rtx3070-ubuntu2404-joined.facts' >g3.yaml
+		keys g3.yaml '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >g3.yaml.errors || { cat g3.yaml.errors; false; }
+		expect_grep '^    name: provision-device-plugin\$' g3.yaml
+		expect_grep '^                replicas: 4\$' g3.yaml
+		# every configuration is one the device plugin (v0.20.0, its
+		# api/config/v1) takes: version v1, and a time-slicing resource is
+		# nvidia.com/gpu with 2 or more replicas
+		python3 - g3.yaml <<-'PY'
+			import sys, yaml
+			dp = yaml.safe_load(open(sys.argv[1]))['devicePlugin']['config']
+			assert dp['create'] is True and dp['default'] in dp['data'], dp
+			for name, text in dp['data'].items():
+			    c = yaml.safe_load(text)
+			    assert c['version'] == 'v1', (name, c)
+			    for r in ((c.get('sharing') or {}).get('timeSlicing') or {}).get('resources', []):
+			        assert r['name'] == 'nvidia.com/gpu' and r['replicas'] >= 2, (name, r)
+		PY
+		sed 's/^  config:\$/  config:\n    craete: true/' g3.yaml >bad3.yaml
+		expect_status 1 keys bad3.yaml '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >bad3.errors
+		expect_eq 'unknown key: devicePlugin.config.craete' \"\$(cat bad3.errors)\" 'a misspelt key under devicePlugin.config'
 		grep -q '^driver:' g1.yaml
 		sed 's/^driver:\$/driver:\n  enabeld: true/' g1.yaml >bad.yaml
 		expect_status 1 keys bad.yaml '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >bad.errors

@@ -214,6 +214,56 @@ test_case "short flags per command: helm list -f is --filter, helm upgrade -f is
 	EOF
 "
 
+test_case "GPU Operator stand-in: devicePlugin.config as the chart renders it and the device plugin v0.20.0 reads it (time-slicing replicas, names, errors)" "
+	export HOME=\$PWD KUBECONFIG=
+	CHART='$SRC_ROOT/tests/fakes/charts/gpu-operator' pyfake helm <<-'EOF'
+		import os
+		d = os.environ['CHART']
+		vals = yaml_load(open(d + '/values.yaml').read())
+		t = open(d + '/templates/plugin_config.yaml').read()
+		ctx = {'Values': vals, 'Release': {'Namespace': 'gpu-operator', 'Name': 'gpu-operator'}, 'Chart': {}}
+		# the chart's defaults (create false, data {}): no ConfigMap
+		assert not yaml_load_all(render(t, ctx, 'plugin_config.yaml')), 'ConfigMap without create'
+		vals['devicePlugin']['config'] = {'create': True, 'name': 'provision-device-plugin', 'default': 'default',
+		                                  'data': {'default': 'version: v1\\n', 'shared-4': 'version: v1\\nsharing:\\n  timeSlicing:\\n    resources:\\n      - name: nvidia.com/gpu\\n        replicas: 4\\n'}}
+		docs = yaml_load_all(render(t, ctx, 'plugin_config.yaml'))
+		assert len(docs) == 1 and docs[0]['kind'] == 'ConfigMap' and docs[0]['metadata']['name'] == 'provision-device-plugin', docs
+		assert docs[0]['data'] == vals['devicePlugin']['config']['data'], docs[0]['data']
+		# create with empty data: none (the real template's 'not (empty data)')
+		vals['devicePlugin']['config']['data'] = {}
+		assert not yaml_load_all(render(t, ctx, 'plugin_config.yaml'))
+	EOF
+	pyfake kubelet <<-'EOF'
+		ts = 'version: v1\\nsharing:\\n  timeSlicing:\\n    resources:\\n      - name: nvidia.com/gpu\\n        replicas: %s\\n'
+		assert _replicas_of('version: v1\\n') == 1
+		assert _replicas_of(ts % 4) == 4
+		for text, msg in ((ts % 1, 'number of replicas must be >= 2'), (ts % 0, 'number of replicas must be >= 2'),
+		                  ('version: v2\\n', 'unknown version: v2'),
+		                  ('version: v1\\nsharing:\\n  timeSlicing: {}\\n', 'no resources specified'),
+		                  ('version: v1\\nsharing:\\n  timeSlicing:\\n    resources:\\n      - name: nvidia.com/gpu\\n', 'no replicas specified')):
+		    try:
+		        _replicas_of(text)
+		        raise AssertionError('accepted: ' + text)
+		    except ConfigError as e:
+		        assert msg in str(e), (msg, str(e))
+		class K:
+		    client = None
+		    node_name = 'n'
+		files = {'default': 'version: v1\\n', 'shared-4': ts % 4}
+		mounts = {'/available-configs': ('configMap', files)}
+		env = {'CONFIG_FILE_SRCDIR': '/available-configs', 'DEFAULT_CONFIG': 'default'}
+		# no label (no API here): the default, not shared; no devicePlugin.config at all: not shared
+		assert _plugin_config(K, env, mounts) == ('default', 1)
+		assert _plugin_config(K, {}, {}) == (None, 1)
+		# a default that is not in the ConfigMap is the config-manager's error
+		try:
+		    _plugin_config(K, dict(env, DEFAULT_CONFIG='shared-8'), mounts)
+		    raise AssertionError('a missing default accepted')
+		except ConfigError as e:
+		    assert 'specified config shared-8 does not exist' in str(e), e
+	EOF
+"
+
 # kubeadm_reads VERSION FILE KIND: what the fake kubeadm of VERSION makes of a
 # config file, as `kubeadm init|join --config FILE` reads it: "ok KINDS" or
 # "error: MESSAGE" on stdout, its warnings on stderr.

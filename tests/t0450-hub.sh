@@ -27,14 +27,19 @@
 #     them) and the control plane, adds the RTX 4080 profile and upgrades
 #     the release;
 #   - no token, certificate key, hub secret or password in any file the
-#     runs wrote (state folder, outputs, node logs collected).
+#     runs wrote (state folder, outputs, node logs collected);
+#   - after remove-node, `up` with node-3's RTX 3070 shared by 4
+#     (gpu_sharing): the GPU Operator's time-slicing values, node-3's
+#     nvidia.com/device-plugin.config label, 4 allocatable nvidia.com/gpu
+#     there (1 on node-2), the hub's "shared by up to 4" profile in place of
+#     the whole RTX 3070 one, and check's gpu-allocatable passing.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="up values health second-up add-node add-node-profile no-secrets remove-node"
+CASES="up values health second-up add-node add-node-profile no-secrets remove-node gpu-sharing"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -299,6 +304,39 @@ test_case "remove-node node-4, the only RTX 4080: the profile goes, the others s
 	cmp profiles3 profiles1
 	fits values3.yaml
 	python3 -c 'import sys, urllib.request as u; r = u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=10); assert r.status == 200' 'http://$(addr node-1):$PORT/hub/health'
+"
+
+# After remove-node: the cluster is node-1..node-3 of HUB_INV.
+test_case "gpu_sharing: 4 on node-3 (RTX 3070): time-slicing values, its label, 4 allocatable, a shared profile saying what it gives, check passes" "
+	sed 's/^    gpus: 1\$/&\n    GPUS_OF_NODE/' $HUB_INV | awk '/GPUS_OF_NODE/ { if (n == \"node-3\") print \"    gpu_sharing: 4\"; next } /- name:/ { n = \$3 } { print }' >share.yaml
+	expect_eq 1 \"\$(grep -c '^    gpu_sharing: 4\$' share.yaml)\" 'gpu_sharing in the inventory'
+	$PROVISION up -i share.yaml --state $STATE --roles $ROLES --no-tui >up-share.out 2>&1 || { tail -n 60 up-share.out; false; }
+	expect_grep '^validation: [0-9]* passed, 0 failed' up-share.out
+	tb node-1 cat /etc/provision/helm/gpu-operator.values.yaml >gpuop.yaml
+	python3 - gpuop.yaml <<-'EOF'
+		import sys, yaml
+		c = yaml.safe_load(open(sys.argv[1]))['devicePlugin']['config']
+		assert (c['create'], c['name'], c['default']) == (True, 'provision-device-plugin', 'default'), c
+		assert sorted(c['data']) == ['default', 'shared-4'], c
+		s = yaml.safe_load(c['data']['shared-4'])
+		assert s == {'version': 'v1', 'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}, s
+	EOF
+	expect_eq shared-4 \"\$(kc get node node-3 -o 'jsonpath={.metadata.labels.nvidia\\.com/device-plugin\\.config}')\" 'node-3 config label'
+	expect_eq '' \"\$(kc get node node-2 -o 'jsonpath={.metadata.labels.nvidia\\.com/device-plugin\\.config}')\" 'node-2 config label'
+	expect_eq 4 \"\$(kc get node node-3 -o 'jsonpath={.status.allocatable.nvidia\\.com/gpu}')\" 'node-3 allocatable'
+	expect_eq 1 \"\$(kc get node node-2 -o 'jsonpath={.status.allocatable.nvidia\\.com/gpu}')\" 'node-2 allocatable'
+	tb node-1 cat /etc/provision/jupyterhub/values.yaml >values-share.yaml
+	profiles values-share.yaml >profiles-share
+	cat profiles-share
+	expect_eq 3 \"\$(wc -l <profiles-share | tr -d ' ')\" 'profiles'
+	expect_grep '^gpu-geforce-rtx-3070-shared-by-4|GeForce RTX 3070 shared by up to 4 (8 GiB, not isolated)|1|nvidia.com/gpu.product=NVIDIA-GeForce-RTX-3070-SHARED\$' profiles-share
+	expect_no_grep '^gpu-geforce-rtx-3070-x1' profiles-share
+	expect_grep '^gpu-geforce-gtx-1080-ti-x1|' profiles-share
+	expect_grep 'description: .*RTX 3070 shared by up to 4 — expect about 1/4 of the GPU when all are busy; GPU memory is not isolated' values-share.yaml
+	fits values-share.yaml
+	$PROVISION check -i share.yaml --state $STATE --roles $ROLES >check-share.out 2>&1 || { cat check-share.out; false; }
+	expect_grep '^gpu-allocatable  *node-3  *pass ' check-share.out
+	expect_no_grep ' fail ' check-share.out
 "
 
 test_done

@@ -198,6 +198,9 @@ static void text_nodes(struct strbuf *sb, const struct inventory *inv)
 			strbuf_addf(&line, ", sudo password from %s", s->sudo_password_file);
 		for (l = 0; nd->labels[l]; l++)
 			strbuf_addf(&line, "%s%s", l ? " " : ", labels ", nd->labels[l]);
+		if (nd->gpu_sharing)
+			strbuf_addf(&line, ", each GPU shared by up to %d notebooks (time-slicing)",
+				    nd->gpu_sharing);
 		if (line.len) {
 			if (!extra)
 				strbuf_addch(sb, '\n');
@@ -287,6 +290,8 @@ static json_t *json_node(const struct node *nd)
 	json_object_set_new(o, "user", json_string(nd->ssh.user));
 	json_object_set_new(o, "roles", roles);
 	json_object_set_new(o, "gpus", nd->gpus < 0 ? json_null() : json_integer(nd->gpus));
+	json_object_set_new(o, "gpu_sharing",
+			    nd->gpu_sharing ? json_integer(nd->gpu_sharing) : json_null());
 	json_object_set_new(o, "arch", json_string(nd->arch ? nd->arch : "amd64"));
 	json_object_set_new(o, "sudo", json_string(sudo_names[nd->ssh.sudo]));
 	json_object_set_new(o, "host_keys", json_string(host_keys_names[nd->ssh.host_keys]));

@@ -661,6 +661,98 @@ static void test_gpu_values(void **state)
 	strbuf_release(&out);
 }
 
+/*
+ * gpu_sharing: the device plugin's time-slicing configuration in the GPU
+ * Operator's values (a ConfigMap the chart creates: a "default" without
+ * sharing for every other node, one "shared-N" per factor used), and
+ * gpu.sharing "NODE:GPUS:N" for the node-labels and validation steps.
+ */
+static void test_gpu_sharing_values(void **state)
+{
+	struct node n[3] = {{0}};
+	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
+	struct gpu g = {(char *)"NVIDIA GeForce RTX 3070", 8192, (char *)"535.154.05", NULL};
+	struct gpu g2[2] = {{(char *)"NVIDIA GeForce RTX 2080 Ti", 11264, (char *)"535.154.05", NULL},
+			    {(char *)"NVIDIA GeForce RTX 2080 Ti", 11264, (char *)"535.154.05", NULL}};
+	struct facts f0 = {0}, f1 = {0}, f2 = {0};
+	const struct facts *facts[3] = {&f0, &f1, &f2};
+	struct strbuf tmpl = STRBUF_INIT, out = STRBUF_INIT;
+	struct error err = {0};
+	struct tval *v;
+	const char *dp;
+
+	(void)state;
+	n[0].name = (char *)"b-2";
+	n[1].name = (char *)"b-3";
+	n[2].name = (char *)"b-4";
+	n[0].gpus = n[1].gpus = n[2].gpus = 1;
+	f0.gpus = f2.gpus = &g;
+	f0.nr_gpus = f2.nr_gpus = 1;
+	f1.gpus = g2;
+	f1.nr_gpus = 2;
+	f0.nvidia_smi = f1.nvidia_smi = f2.nvidia_smi = true;
+	assert_int_equal(read_file("roles/gpu-operator/templates/values.yaml.tmpl", &tmpl), 0);
+
+	/* nothing shared: no device plugin configuration at all */
+	v = tval_new_map();
+	plan_gpu_values(v, nodes, facts, 3);
+	assert_string_equal(tval_lookup(v, "gpu.sharing")->str, "");
+	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
+	assert_non_null(strstr(out.buf, "devicePlugin:\n  enabled: true\ngfd:\n"));
+	assert_null(strstr(out.buf, "timeSlicing"));
+	tval_free(v);
+
+	strbuf_reset(&out);
+	n[1].gpu_sharing = 2;
+	n[2].gpu_sharing = 4;
+	v = tval_new_map();
+	plan_gpu_values(v, nodes, facts, 3);
+	assert_string_equal(tval_lookup(v, "gpu.sharing")->str, "b-3:2:2 b-4:1:4");
+	assert_string_equal(tval_lookup(v, "gpu.nodes.2.sharing")->str, "4");
+	assert_string_equal(tval_lookup(v, "gpu.nodes.0.sharing")->str, "");
+	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
+	dp = strstr(out.buf, "\ndevicePlugin:\n");
+	assert_non_null(dp);
+	assert_non_null(strstr(dp, "  config:\n"
+				   "    create: true\n"
+				   "    name: provision-device-plugin\n"
+				   "    default: default\n"
+				   "    data:\n"
+				   "      default: |\n"
+				   "        version: v1\n"
+				   "      shared-2: |\n"
+				   "        version: v1\n"
+				   "        sharing:\n"
+				   "          timeSlicing:\n"
+				   "            resources:\n"
+				   "              - name: nvidia.com/gpu\n"
+				   "                replicas: 2\n"
+				   "      shared-4: |\n"
+				   "        version: v1\n"
+				   "        sharing:\n"
+				   "          timeSlicing:\n"
+				   "            resources:\n"
+				   "              - name: nvidia.com/gpu\n"
+				   "                replicas: 4\n"
+				   "gfd:\n"));
+	assert_non_null(strstr(out.buf, "#   b-4: 1x \"NVIDIA GeForce RTX 3070\", host driver \"535.154.05\", shared by 4\n"));
+	tval_free(v);
+
+	/* two nodes with one factor: one configuration */
+	strbuf_reset(&out);
+	n[1].gpu_sharing = 4;
+	v = tval_new_map();
+	plan_gpu_values(v, nodes, facts, 3);
+	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
+	dp = strstr(out.buf, "      shared-4: |\n");
+	assert_non_null(dp);
+	assert_null(strstr(dp + 1, "      shared-4: |\n"));
+	assert_null(strstr(out.buf, "shared-2"));
+	tval_free(v);
+	strbuf_release(&tmpl);
+	strbuf_release(&out);
+}
+
 static void test_secrets_redact(void **state)
 {
 	struct secrets *s = secrets_new();
@@ -856,6 +948,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_check_leaves_nodes_done, setup, teardown),
 		cmocka_unit_test(test_phases),
 		cmocka_unit_test(test_gpu_values),
+		cmocka_unit_test(test_gpu_sharing_values),
 		cmocka_unit_test(test_secrets_redact),
 		cmocka_unit_test_setup_teardown(test_hostile_join_command, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_labels, setup_exchange, teardown),

@@ -280,6 +280,96 @@ static void test_from_kubectl(void **state)
 	assert_string_equal(err.msg, "expected a NodeList with items, got 'PodList'");
 }
 
+/*
+ * Shared GPUs (time-slicing, the inventory's gpu_sharing): b-4's RTX 3070
+ * shared by 4, b-5's RTX 3070 whole.  The shared node is its own group,
+ * offered one share (nvidia.com/gpu: 1), selected by GPU feature
+ * discovery's product label with "-SHARED", sized for all 4 notebooks
+ * at once, and labelled with what a user gets; the whole-GPU profile does
+ * not land on it.
+ */
+static void test_shared_gpu(void **state)
+{
+	struct profile_node n[3] = {
+		node("b-0", 10, 16314504, false),
+		node("b-4", 16, 65729300, true),
+		node("b-5", 16, 65729300, true),
+	};
+	const struct hub_profile *sh, *whole;
+	struct hub_profile *p;
+	size_t nr, i;
+
+	gpu(&n[1], "NVIDIA GeForce RTX 3070", 8192);
+	gpu(&n[2], "NVIDIA GeForce RTX 3070", 8192);
+	n[1].sharing = 4;
+	n[2].sharing = 1;
+	profiles_generate(&p, &nr, n, 3);
+	print("shared RTX 3070", p, nr);
+	assert_int_equal(nr, 3);
+	sh = by_slug(p, nr, "gpu-geforce-rtx-3070-shared-by-4");
+	whole = by_slug(p, nr, "gpu-geforce-rtx-3070-x1");
+	assert_int_equal(sh->gpus, 1);
+	assert_int_equal(sh->nr_nodes, 1);
+	assert_string_equal(sh->nodes[0], "b-4");
+	assert_int_equal(whole->nr_nodes, 1);
+	assert_string_equal(whole->nodes[0], "b-5");
+	assert_string_equal(sh->selector_key, "nvidia.com/gpu.product");
+	assert_string_equal(sh->selector_value, "NVIDIA-GeForce-RTX-3070-SHARED");
+	assert_string_equal(sh->display_name, "GeForce RTX 3070 shared by up to 4 (8 GiB, not isolated)");
+	assert_non_null(strstr(sh->description,
+			       "RTX 3070 shared by up to 4 — expect about 1/4 of the GPU when all are busy; "
+			       "GPU memory is not isolated: the 8 GiB are for all of them"));
+	/* 4 notebooks at their limits fit b-4: its share is a quarter of it */
+	assert_true((uint64_t)sh->cpu_limit_milli * 4 <= n[1].cpu_milli);
+	assert_true(sh->mem_limit_mib * 4 <= n[1].mem_mib);
+	for (i = 0; i < nr; i++)
+		assert_true(p[i].gpus <= 1 || strcmp(p[i].nodes[0], "b-4"));
+	check_invariants(p, nr, n, 3);
+	profiles_free(p, nr);
+}
+
+/* The sharing a node's labels say (GPU feature discovery), bounded by what the plugin advertises. */
+static void test_shared_from_kubectl(void **state)
+{
+	struct strbuf text = STRBUF_INIT;
+	struct profile_node *n;
+	struct error err = {0};
+	size_t nr;
+
+	strbuf_addstr(&text,
+		      "{\"kind\":\"List\",\"items\":["
+		      "{\"metadata\":{\"name\":\"b-4\",\"labels\":{"
+		      "\"nvidia.com/gpu.product\":\"NVIDIA-GeForce-RTX-3070-SHARED\",\"nvidia.com/gpu.count\":\"1\","
+		      "\"nvidia.com/gpu.replicas\":\"4\",\"nvidia.com/gpu.sharing-strategy\":\"time-slicing\","
+		      "\"nvidia.com/gpu.memory\":\"8192\"}},"
+		      "\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"16\",\"memory\":\"62Gi\","
+		      "\"nvidia.com/gpu\":\"4\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
+		      /* the label says 4, the plugin still advertises 1: not yet shared, no GPU to offer */
+		      "{\"metadata\":{\"name\":\"b-6\",\"labels\":{"
+		      "\"nvidia.com/gpu.replicas\":\"4\",\"nvidia.com/gpu.sharing-strategy\":\"time-slicing\"},"
+		      "\"annotations\":{\"provision.dev/gpus\":\"NVIDIA GeForce RTX 3070:8192\"}},"
+		      "\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"16\",\"memory\":\"62Gi\","
+		      "\"nvidia.com/gpu\":\"1\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
+		      /* what a node says is bounded: 1000 replicas is not sharing */
+		      "{\"metadata\":{\"name\":\"b-7\",\"labels\":{"
+		      "\"nvidia.com/gpu.replicas\":\"1000\",\"nvidia.com/gpu.sharing-strategy\":\"time-slicing\"},"
+		      "\"annotations\":{\"provision.dev/gpus\":\"NVIDIA GeForce RTX 3070:8192\"}},"
+		      "\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"16\",\"memory\":\"62Gi\","
+		      "\"nvidia.com/gpu\":\"1000\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}]}");
+	assert_int_equal(profiles_nodes_from_json(&n, &nr, text.buf, text.len, &err), 0);
+	assert_int_equal(nr, 3);
+	assert_int_equal(n[0].sharing, 4);
+	assert_int_equal(n[0].nr_gpus, 1);
+	assert_string_equal(n[0].gpus[0].model, "NVIDIA GeForce RTX 3070");
+	assert_int_equal(n[0].gpus[0].memory_mib, 8192);
+	assert_int_equal(n[1].sharing, 4);
+	assert_int_equal(n[1].nr_gpus, 0);
+	assert_int_equal(n[2].sharing, 1);
+	assert_int_equal(n[2].nr_gpus, 1);
+	profiles_nodes_free(n, nr);
+	strbuf_release(&text);
+}
+
 static void test_quantities(void **state)
 {
 	unsigned c;
@@ -319,6 +409,8 @@ int main(void)
 		cmocka_unit_test(test_tiny_and_empty),
 		cmocka_unit_test(test_from_kubectl),
 		cmocka_unit_test(test_quantities),
+		cmocka_unit_test(test_shared_gpu),
+		cmocka_unit_test(test_shared_from_kubectl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,6 +182,24 @@ static void test_gpus(void **state)
 	assert_string_equal(find(&v, "gpu-operator-validated", 3)->observed,
 			    "no nvidia-operator-validator pod");
 	validation_release(&v);
+
+	/*
+	 * Shared GPUs (gpu_sharing): the device plugin must advertise GPUs x N.
+	 * b-4's 2 allocatable are its 1 GPU shared by 2; b-2 shared by 4 still
+	 * advertises 1: the plugin has not taken its time-slicing configuration.
+	 */
+	n[3].gpu_sharing = 2;
+	n[1].gpu_sharing = 4;
+	assert_int_equal(validate_gpus(&v, nj, nlen, pj, plen, nodes, facts, 4, &err), 0);
+	assert_int_equal(find(&v, "gpu-allocatable", 3)->status, CHECK_PASS);
+	assert_string_equal(find(&v, "gpu-allocatable", 3)->expected,
+			    "allocatable nvidia.com/gpu 2 (the 1 GPU in its facts, each shared by 2: "
+			    "time-slicing)");
+	assert_int_equal(find(&v, "gpu-allocatable", 1)->status, CHECK_FAIL);
+	assert_non_null(strstr(find(&v, "gpu-allocatable", 1)->expected, "nvidia.com/gpu 4 "));
+	assert_non_null(strstr(find(&v, "gpu-allocatable", 1)->fix, "nvidia.com/device-plugin.config=shared-4"));
+	n[3].gpu_sharing = n[1].gpu_sharing = 0;
+	validation_release(&v);
 	assert_int_equal(validate_gpus(&v, "[]", 2, pj, plen, nodes, facts, 4, &err), -1);
 	assert_int_equal(validate_gpus(&v, nj, nlen, "{", 1, nodes, facts, 4, &err), -1);
 	validation_release(&v);

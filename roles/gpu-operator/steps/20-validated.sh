@@ -1,6 +1,9 @@
 # gpu-operator 20-validated: every GPU node (facts) has allocatable
 # nvidia.com/gpu and a running nvidia-operator-validator pod, whose init
 # containers (driver, toolkit, cuda and plugin validation) completed.
+# A node whose GPUs the inventory shares (gpu_sharing: N, in
+# PROVISION_GPU_SHARING as NODE:GPUS:N) must advertise exactly GPUS x N
+# nvidia.com/gpu: the device plugin took its time-slicing configuration.
 # Nodes being removed (PROVISION_REMOVE_NODES, set by remove-node) are left
 # out.  `apply` waits for that, at most TIMEOUT=600 s (the driver container and
 # CUDA images are large), then names what is missing on which node.
@@ -18,9 +21,19 @@ report() {
 		# (its profile-regeneration run) have no device plugin to wait for.
 		case " ${PROVISION_REMOVE_NODES:-} " in *" $n "*) continue ;; esac
 		g=$(printf '%s\n' "$alloc" | awk -F '|' -v n="$n" '$1 == n { print $2 }')
+		# what the API says of a node is checked before it is used
+		case $g in *[!0-9]*) g= ;; esac
+		shared=
+		for s in ${PROVISION_GPU_SHARING:-}; do
+			case $s in "$n":*) shared=${s#*:} ;; esac
+		done
 		if [ -z "$g" ] || [ "$g" = 0 ]; then
 			echo "$n: no allocatable nvidia.com/gpu (device plugin not registered)"
 			bad=1
+		elif [ -n "$shared" ] && [ "$g" != $((${shared%%:*} * ${shared#*:})) ]; then
+			echo "$n: $g nvidia.com/gpu allocatable, not $((${shared%%:*} * ${shared#*:})) (${shared%%:*} GPU(s) shared by ${shared#*:}): the device plugin has not taken its time-slicing configuration (label nvidia.com/device-plugin.config=shared-${shared#*:})"
+			bad=1
+			continue
 		fi
 		p=$(printf '%s\n' "$pods" | awk -F '|' -v n="$n" '$1 == n' | head -n 1)
 		if [ -z "$p" ]; then
@@ -35,7 +48,11 @@ report() {
 			echo "$n: validator $phase (validations done: ${completed:-none}${waiting:+; waiting: $waiting})"
 			bad=1
 		else
-			echo "$n: $g GPU(s) allocatable, validations complete"
+			if [ -n "$shared" ]; then
+				echo "$n: $g nvidia.com/gpu allocatable = ${shared%%:*} GPU(s) x ${shared#*:} (time-slicing), validations complete"
+			else
+				echo "$n: $g GPU(s) allocatable, validations complete"
+			fi
 		fi
 	done
 	return $bad

@@ -42,11 +42,30 @@ own() {
 	echo "$@"
 }
 
+# The device plugin's configuration for NODE, from the inventory (never from
+# the node): shared-N when its GPUs are shared by N (PROVISION_GPU_SHARING,
+# "NODE:GPUS:N ..."), else the label removed, so that the node takes the
+# default (roles/gpu-operator's values).  provision owns this label.
+plugin_config() {
+	for s in ${PROVISION_GPU_SHARING:-}; do
+		case $s in "$1":*)
+			echo "nvidia.com/device-plugin.config=shared-${s##*:}"
+			return
+			;;
+		esac
+	done
+	echo "nvidia.com/device-plugin.config-"
+}
+
 # "NODE LABEL..." per node to label.
 desired() {
 	handed=$(env | sed -n 's/^PROVISION_SET_node_labels_[A-Za-z0-9_]*=//p')
-	printf '%s\n' "$handed" | grep . || true
-	printf '%s\n' "$handed" | awk -v n="$PROVISION_NODE" '$1 == n { f = 1 } END { exit !f }' || own
+	{
+		printf '%s\n' "$handed" | grep . || true
+		printf '%s\n' "$handed" | awk -v n="$PROVISION_NODE" '$1 == n { f = 1 } END { exit !f }' || own
+	} | while read -r node labels; do
+		echo "$node $labels $(plugin_config "$node")"
+	done
 }
 
 # The changes NODE needs, as kubectl label arguments, from its labels (JSON).

@@ -52,11 +52,24 @@
 #     the kubelet allocates (kubelet state "devices"; envvar strategy:
 #     NVIDIA_VISIBLE_DEVICES=UUIDs); fails like the real plugin
 #     ("could not load NVML library" / "failed to initialize NVML") when
-#     the driver does not answer;
+#     the driver does not answer; with devicePlugin.config (the chart's
+#     ConfigMap, mounted as the operator's config-manager mounts it) the
+#     configuration the node's label nvidia.com/device-plugin.config names,
+#     else devicePlugin.config.default, read as the plugin v0.20.0 reads it
+#     (api/config/v1: version v1; sharing.timeSlicing.resources, each with a
+#     name and replicas >= 2, else the plugin's error and the container
+#     fails; a name not in the ConfigMap: "specified config X does not
+#     exist"): time-slicing nvidia.com/gpu xN advertises every GPU N times,
+#     devices "UUID::0".."UUID::N-1" (the kubelet hands the GPU's UUID in
+#     NVIDIA_VISIBLE_DEVICES); a changed label is taken within 5 s (the
+#     config-manager restarts the plugin);
 #   gpu-feature-discovery: labels the node nvidia.com/gpu.product (the name
 #     with blanks as "-"), nvidia.com/gpu.count, nvidia.com/gpu.memory
 #     (MiB), nvidia.com/gpu.family is left out, nvidia.com/cuda.driver.major
-#     /minor/rev, nvidia.com/gfd.timestamp; again every 60 s;
+#     /minor/rev, nvidia.com/gfd.timestamp, nvidia.com/gpu.replicas and
+#     nvidia.com/gpu.sharing-strategy (time-slicing or none), the product
+#     with "-SHARED" appended when time-sliced (internal/lm/resource.go);
+#     again every 60 s, and within 5 s of a change of the config label;
 #   validator (nvidia-operator-validator pod): init containers
 #     driver-validation (nvidia-smi answers), toolkit-validation
 #     (toolkit-ready), cuda-validation (driver and toolkit ready: the real
@@ -269,29 +282,138 @@ def act_cuda(kubelet, pod, c, argv, env, mounts, log):
     raise ContainerExited(code, msg)
 
 
+class ConfigError(Exception):
+    pass
+
+
+def _replicas_of(text):
+    """The nvidia.com/gpu time-slicing replicas of one configuration (1: not
+    shared), checked as the device plugin v0.20.0 reads its config file
+    (api/config/v1: config.go, sharing.go, replicas.go); ConfigError with its
+    message otherwise."""
+    try:
+        c = yaml_load(text) or {}
+    except YAMLError as e:
+        raise ConfigError("unable to parse config file: unmarshal error: %s" % e)
+    if not isinstance(c, dict):
+        raise ConfigError("unable to parse config file: unmarshal error: not a mapping")
+    version = c.get("version") or "v1"
+    if version != "v1":
+        raise ConfigError("unable to parse config file: unknown version: %s" % version)
+    ts = (c.get("sharing") or {}).get("timeSlicing")
+    if ts is None:
+        return 1
+    res = ts.get("resources") if isinstance(ts, dict) else None
+    if not res:
+        raise ConfigError("unable to parse config file: unmarshal error: no resources specified")
+    replicas = 1
+    for r in res:
+        if not isinstance(r, dict) or "name" not in r:
+            raise ConfigError("unable to parse config file: unmarshal error: no resource name specified")
+        if "replicas" not in r:
+            raise ConfigError("unable to parse config file: unmarshal error: no replicas specified")
+        if not isinstance(r["replicas"], int) or isinstance(r["replicas"], bool):
+            raise ConfigError("unable to parse config file: unmarshal error: replicas is not a number")
+        if r["replicas"] < 2:
+            raise ConfigError("unable to parse config file: unmarshal error: number of replicas must be >= 2")
+        if r["name"] == "nvidia.com/gpu":
+            replicas = r["replicas"]
+    return replicas
+
+
+def _plugin_config(kubelet, env, mounts):
+    """(name, replicas) of the configuration the device plugin (and GFD)
+    runs with on this node, chosen as the operator's config-manager does
+    (cmd/config-manager updateConfigName): the node's label NODE_LABEL
+    names one of the ConfigMap's files (CONFIG_FILE_SRCDIR, mounted), else
+    DEFAULT_CONFIG; a name that is not there is an error; neither: the
+    empty configuration.  Without devicePlugin.config: (None, 1)."""
+    srcdir = env.get("CONFIG_FILE_SRCDIR")
+    if not srcdir:
+        return None, 1
+    vol = mounts.get(srcdir) or mounts.get(srcdir.rstrip("/") + "/")
+    files = (vol[1] if vol and vol[0] == "configMap" else None) or {}
+    if not files:
+        raise ConfigError("error getting list of configuration files: no configuration files available")
+    label = ""
+    if kubelet.client is not None:
+        node = kubelet.client.get(R("nodes").path(None, kubelet.node_name))
+        label = ((node.get("metadata") or {}).get("labels") or {}).get(env.get("NODE_LABEL") or "nvidia.com/device-plugin.config", "")
+    name = label or env.get("DEFAULT_CONFIG") or ""
+    if not name:
+        return "", 1
+    if name not in files:
+        raise ConfigError("specified config %s does not exist" % name)
+    return name, _replicas_of(files[name])
+
+
+def _register(kubelet, log, uuids, name, replicas):
+    if replicas > 1:
+        devs = ["%s::%d" % (u, i) for u in uuids for i in range(replicas)]
+    else:
+        devs = list(uuids)
+    kubelet.state.setdefault("extended", {})["nvidia.com/gpu"] = str(len(devs))
+    kubelet.state.setdefault("devices", {})["nvidia.com/gpu"] = devs
+    kubelet.last_status = 0  # report the new capacity at once
+    if replicas > 1:
+        kubelet.container_log(log, "Config %s: time-slicing nvidia.com/gpu x%d" % (name, replicas))
+    kubelet.container_log(log, "Registered device plugin for 'nvidia.com/gpu' with Kubelet (%d devices)" % len(devs))
+
+
 @image_act("nvidia/k8s-device-plugin")
 def act_device_plugin(kubelet, pod, c, argv, env, mounts, log):
     prog = os.path.basename(argv[0]) if argv else ""
     if prog == "gpu-feature-discovery":
-        return _gfd(kubelet, log)
+        return _gfd(kubelet, log, env, mounts)
     rc, out_ = _smi(["--query-gpu=uuid", "--format=csv,noheader"])
     if rc != 0:
         kubelet.container_log(log, "Failed to initialize NVML: could not load NVML library.", "stderr")
         kubelet.container_log(log, "If this is a GPU node, did you set the docker default runtime to `nvidia`?", "stderr")
         raise ContainerFailed("failed to initialize NVML")
     uuids = [ln.strip() for ln in out_.split("\n") if ln.strip()]
-    n = len(uuids)
-    kubelet.state.setdefault("extended", {})["nvidia.com/gpu"] = str(n)
-    kubelet.state.setdefault("devices", {})["nvidia.com/gpu"] = uuids
-    kubelet.last_status = 0  # report the new capacity at once
-    kubelet.container_log(log, "Registered device plugin for 'nvidia.com/gpu' with Kubelet (%d devices)" % n)
-    return None
+    try:
+        cur = _plugin_config(kubelet, env, mounts)
+    except ConfigError as e:
+        kubelet.container_log(log, str(e), "stderr")
+        raise ContainerFailed(str(e))
+    _register(kubelet, log, uuids, *cur)
+    if not env.get("CONFIG_FILE_SRCDIR"):
+        return None
+    state = {"t": now(), "cur": cur}
 
-
-def _gfd(kubelet, log):
+    # The config-manager watches the node's label: on a change it switches
+    # the configuration and restarts the plugin, which registers again.
     def tick():
-        if now() - state.get("t", 0) < 60:
+        if now() - state["t"] < 5:
             return
+        state["t"] = now()
+        try:
+            new = _plugin_config(kubelet, env, mounts)
+        except ConfigError as e:
+            if state["cur"] is not None:
+                kubelet.container_log(log, str(e), "stderr")
+                kubelet.state.setdefault("extended", {})["nvidia.com/gpu"] = "0"
+                kubelet.state.setdefault("devices", {})["nvidia.com/gpu"] = []
+                kubelet.last_status = 0
+                state["cur"] = None
+            return
+        if new != state["cur"]:
+            kubelet.container_log(log, "Label change detected: %s" % (new[0] or "(empty config)"))
+            _register(kubelet, log, uuids, *new)
+            state["cur"] = new
+    return tick
+
+
+def _gfd(kubelet, log, env, mounts):
+    def tick():
+        if now() - state.get("t", 0) < 60 and state.get("label") == _label():
+            return
+        try:
+            _name, replicas = _plugin_config(kubelet, env, mounts)
+        except ConfigError as e:
+            kubelet.container_log(log, str(e), "stderr")
+            return
+        state["label"] = _label()
         rc, out_ = _smi(["--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"])
         if rc != 0:
             return
@@ -300,12 +422,30 @@ def _gfd(kubelet, log):
             return
         name, mem, drv = rows[0][0], rows[0][1], rows[0][2]
         dv = (drv.split(".") + ["", "", ""])[:3]
-        _patch_labels(kubelet, {"nvidia.com/gpu.product": name.replace(" ", "-"), "nvidia.com/gpu.count": str(len(rows)),
+        # time-slicing (internal/lm/resource.go): the product gets "-SHARED"
+        # (no rename), replicas and sharing-strategy say how it is shared
+        product = name.replace(" ", "-") + ("-SHARED" if replicas > 1 else "")
+        _patch_labels(kubelet, {"nvidia.com/gpu.product": product, "nvidia.com/gpu.count": str(len(rows)),
+                                "nvidia.com/gpu.replicas": str(replicas),
+                                "nvidia.com/gpu.sharing-strategy": "time-slicing" if replicas > 1 else "none",
                                 "nvidia.com/gpu.memory": mem, "nvidia.com/cuda.driver.major": dv[0],
                                 "nvidia.com/cuda.driver.minor": dv[1], "nvidia.com/cuda.driver.rev": dv[2],
                                 "nvidia.com/gfd.timestamp": str(int(now()))})
         state["t"] = now()
-        kubelet.container_log(log, "Writing labels: %s x%d" % (name, len(rows)))
+        kubelet.container_log(log, "Writing labels: %s x%d" % (product, len(rows)))
+
+    # GFD relabels at once when the config label changes (the config-manager
+    # restarts it), else every 60 s
+    def _label():
+        if not env.get("CONFIG_FILE_SRCDIR") or kubelet.client is None:
+            return None
+        if now() - state.get("lt", 0) < 5:
+            return state.get("polled")
+        state["lt"] = now()
+        node = kubelet.client.get(R("nodes").path(None, kubelet.node_name))
+        state["polled"] = ((node.get("metadata") or {}).get("labels") or {}).get(
+            env.get("NODE_LABEL") or "nvidia.com/device-plugin.config", "")
+        return state["polled"]
     state = {}
     tick()
     return tick

@@ -92,9 +92,10 @@
 #     runtime for, or whose options.BinaryName does not exist, fails the pod
 #     sandbox with containerd's messages (ContainerCreating);
 #   - extended resources come from device plugins (state "devices": the
-#     nvidia.com/gpu UUIDs): a container's nvidia.com/gpu limit is allocated
-#     from the free ones and handed to it as NVIDIA_VISIBLE_DEVICES (the
-#     device plugin's envvar strategy); the GPUs are really in the container
+#     nvidia.com/gpu UUIDs, "UUID::i" for time-slicing replicas): a
+#     container's nvidia.com/gpu limit is allocated from the free ones and
+#     handed to it as NVIDIA_VISIBLE_DEVICES, the GPUs' UUIDs (the device
+#     plugin's envvar strategy); the GPUs are really in the container
 #     (state "injected") only when it runs under a runtime whose BinaryName
 #     is an nvidia-container-runtime: runc ignores the variable.  That
 #     runtime reads the variable from the container's whole environment,
@@ -478,7 +479,8 @@ class Kubelet:
 
     def visible_gpus(self, value):
         """The node's GPU UUIDs an NVIDIA_VISIBLE_DEVICES value names."""
-        devs = (self.state.get("devices") or {}).get("nvidia.com/gpu") or []
+        # the GPUs, not the time-slicing replicas the plugin advertises ("UUID::N")
+        devs = list(dict.fromkeys(d.split("::")[0] for d in (self.state.get("devices") or {}).get("nvidia.com/gpu") or []))
         if value is None or value.strip() in ("", "void", "none"):
             return []
         if value.strip() == "all":
@@ -630,7 +632,9 @@ class Kubelet:
         ckey = "%s/%s/%s/%s" % (ns, name, uid, c["name"])
         gpus = self.allocate_devices(ckey, c)
         if gpus:
-            env["NVIDIA_VISIBLE_DEVICES"] = ",".join(gpus)
+            # a time-sliced device's ID is "UUID::REPLICA": the plugin hands
+            # the GPU's UUID, once however many replicas of it were allocated
+            env["NVIDIA_VISIBLE_DEVICES"] = ",".join(dict.fromkeys(g.split("::")[0] for g in gpus))
         # What the NVIDIA runtime hands the container: NVIDIA_VISIBLE_DEVICES
         # of its final environment (the image's, then the pod's, then the
         # device plugin's), read by the runtime whatever the scheduler gave
