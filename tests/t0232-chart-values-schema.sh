@@ -107,7 +107,7 @@ if [ -f "$UPSTREAM/gpu-operator-$GPUOP/values.yaml" ]; then
 		# with a node's GPUs shared (gpu_sharing: 4): the device plugin's
 		# time-slicing configuration, devicePlugin.config, whose data (an
 		# empty map in the chart) holds the configurations by name
-		'$RENDER' template '$SRC_ROOT/roles' gpu-operator values.yaml.tmpl '$SRC_ROOT/tests/inventory/101-gpu-sharing.yaml' b-4 '$SRC_ROOT/tests/facts/rtx3070-ubuntu2404-joined.facts' >g3.yaml
+		'$RENDER' template '$SRC_ROOT/roles' gpu-operator values.yaml.tmpl '$SRC_ROOT/tests/inventory/111-gpu-sharing.yaml' b-4 '$SRC_ROOT/tests/facts/rtx3070-ubuntu2404-joined.facts' >g3.yaml
 		keys g3.yaml '$UPSTREAM/gpu-operator-$GPUOP/values.yaml' >g3.yaml.errors || { cat g3.yaml.errors; false; }
 		expect_grep '^    name: provision-device-plugin\$' g3.yaml
 		expect_grep '^                replicas: 4\$' g3.yaml
