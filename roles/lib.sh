@@ -626,3 +626,58 @@ pv_pgp_fingerprint() {
 	} | sha1sum | cut -c 1-40 | tr a-f A-F
 	rm -f "$_pg_bin"
 }
+
+# pv_admin_homes: "user group home" of root and of the login user (the one
+# provision's sudo came from, SUDO_USER), one per line.
+pv_admin_homes() {
+	for u in root ${SUDO_USER:-}; do
+		line=$(getent passwd "$u") || continue
+		home=$(printf '%s' "$line" | cut -d : -f 6)
+		group=$(id -gn "$u")
+		echo "$u $group $home"
+	done | sort -u
+}
+
+# pv_admin_kubeconfig check|apply ADMIN: ADMIN (the cluster's admin.conf) is
+# root's and the login user's ~/.kube/config, owned by each, mode 0600 (the
+# seed's `cp -i /etc/kubernetes/admin.conf $HOME/.kube/config` and
+# `chown`).  check: one line per user, status 1 when any differs.  apply:
+# root's written with pv_write; the login user's written by that user
+# (root following a symlink the user planted in their home, ~/.kube ->
+# /etc, would chown or overwrite what it points to), the old file to the
+# backup folder first (pv_write's rule), read as the user.  Other contexts
+# of an old kubeconfig are not merged.
+pv_admin_kubeconfig() {
+	_rc=0
+	for _e in $(pv_admin_homes | tr ' ' ':'); do
+		_u=${_e%%:*}
+		_r=${_e#*:}
+		_g=${_r%%:*}
+		_h=${_r#*:}
+		_f=$_h/.kube/config
+		if [ "$1" = check ]; then
+			if [ -f "$_f" ] && cmp -s "$2" "$_f" && [ "$(stat -c %U:%G:%a "$_f")" = "$_u:$_g:600" ]; then
+				echo "$_f: the cluster's admin.conf ($_u)"
+			else
+				echo "$_f: not the cluster's admin.conf yet ($_u)"
+				_rc=1
+			fi
+			continue
+		fi
+		if [ "$_u" = root ]; then
+			install -d -m 0700 "$_h/.kube"
+			pv_write "$_f" 0600 <"$2"
+		else
+			if [ -f "$_f" ] && [ ! -L "$_f" ]; then
+				pv_backup "$_f" 2>/dev/null || :
+			fi
+			# shellcheck disable=SC2016 # expanded by the user's shell
+			runuser -u "$_u" -- sh -c 'umask 077 && mkdir -p "$1/.kube" && chmod 0700 "$1/.kube" &&
+				cat >"$1/.kube/config.provision" && mv -f "$1/.kube/config.provision" "$1/.kube/config"' \
+				sh "$_h" <"$2" || return 1
+			pv_managed "$_f"
+		fi
+		echo "$_f: admin.conf for $_u ($_g)"
+	done
+	return $_rc
+}
