@@ -10,6 +10,8 @@
 # durations are masked; every heading on the two heading rows must be a
 # whole phase name, its documented short form or a fixed heading (no two
 # run together, nothing cut), and no line is wider than the terminal.
+# A fourth view, started at 200x60, is made 80x24 mid-init (tmux
+# resize-window: SIGWINCH) and must then show the 80x24 screen exactly.
 # Seconds, no testbed: CI's time is tight.  REGEN=1 writes the expected
 # screens from this build (read them before committing them).
 # shellcheck source=tests/lib.sh
@@ -29,6 +31,9 @@ for s in $SIZES; do
 	sed "s#@FACTS@#$SRC_ROOT/tests/facts#; s#@HOLD@#$TEST_DIR/$s.hold#" "$DATA/run.txt" >"$TEST_DIR/$s.run"
 	run "s$s" "${s%x*}" "${s#*x}" LANG=C.UTF-8 -- "$DATA/inventory.yaml" "$SRC_ROOT/roles" "$TEST_DIR/$s.run"
 done
+# One more, started at 200x60 and made 80x24 while it holds mid-init.
+sed "s#@FACTS@#$SRC_ROOT/tests/facts#; s#@HOLD@#$TEST_DIR/rs.hold#" "$DATA/run.txt" >"$TEST_DIR/rs.run"
+run rs 200 60 LANG=C.UTF-8 -- "$DATA/inventory.yaml" "$SRC_ROOT/roles" "$TEST_DIR/rs.run"
 
 # mask FILE: times and durations out (the title row after them: its length follows them),
 # trailing blanks off
@@ -69,6 +74,21 @@ for p in $POINTS; do
 		[ \$rc = 0 ]
 	"
 done
+
+test_case "a resize from 200x60 to 80x24 mid-init: the screen is the one an 80x24 terminal shows there, nothing left of the wide one" "
+	touch '$TEST_DIR/rs.hold.facts'
+	wait_for rs 'kubeadm-init › 30-init' 20 >/dev/null
+	sleep 0.3
+	tm resize-window -t rs -x 80 -y 24
+	sleep 1
+	shot rs
+	mask rs.screen >rs.init
+	headings rs.screen 80
+	diff -u '$DATA/80x24.init' rs.init
+	touch '$TEST_DIR/rs.hold.init' '$TEST_DIR/rs.hold.cni'
+	wait_for rs 'Finished: 1 node failed' 20 && keys rs q &&
+	expect_eq 0 \"\$(wait_rc rs)\" 'exit status after the resize' && expect_sane_terminal rs resized
+"
 
 test_case "mid-init: the cells are the phases' states with the changed steps; the pane says what it shows" "
 	expect_cell 120x40-init node-1 prep '\\+5' &&
