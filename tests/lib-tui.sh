@@ -118,7 +118,8 @@ xs = [x for x, w in heads if w == label or (w.endswith("\u2026") and label.start
 if not xs:
     sys.exit("no heading '%s' in: %r" % (label, lines[1:3]))
 x = xs[0]
-end = min([s for s in stops if s > x] or [len(lines[2])])
+# the last column runs to the end of the row (its heading may be on either row)
+end = min([s for s in stops if s > x] or [10 ** 6])
 rows = [l for l in lines[3:] if l[1:].startswith(node + " ")]
 if not rows:
     sys.exit("no row for '%s'" % node)

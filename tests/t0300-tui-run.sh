@@ -75,7 +75,7 @@ run plan 100 30 LANG=C NO_COLOR=1 -- plan -i "$INV" --roles "$ROLES" --phases pr
 
 test_case "plan: ASCII glyphs without UTF-8, no colours with NO_COLOR" "
 	wait_for plan 'tui-gate' &&
-	wait_for plan '^>node-1 .*>10-wait' &&
+	wait_for plan '^-- node-1 - tui-gate > 10-wait' &&
 	expect_cell plan node-1 prep '>' &&
 	expect_cell plan node-3 prep 'X' &&
 	expect_grep '^prep:  facts =  preflight =  kernel ~[0-9]' plan.screen &&
@@ -118,8 +118,8 @@ test_case "up: the grid has a row per node and a column per phase" "
 	wait_for up '^.node-3 +worker +no GPU '
 "
 
-test_case "up: cells change as phases complete; the running cell names its step" "
-	wait_for up '^▶node-1 .*▸10-wait' &&
+test_case "up: cells change as phases complete; the pane's title names the running step" "
+	wait_for up '^── node-1 · tui-gate › 10-wait' &&
 	wait_cell up node-2 prep '▸' &&
 	wait_cell up node-3 prep '✗' &&
 	expect_cell up node-1 prep '▸' &&
@@ -250,7 +250,7 @@ gate close
 run_up stop
 
 test_case "q then y: nodes finish their current step, the run is reported interrupted" "
-	wait_for stop '^▶node-1 .*▸10-wait' &&
+	wait_for stop '^── node-1 · tui-gate › 10-wait' &&
 	keys stop q &&
 	wait_for stop 'Stop the run\\? Nodes finish their current step' &&
 	keys stop y &&
@@ -268,7 +268,7 @@ gate close
 run_up cancel
 
 test_case "q, y, then q again cancels the running steps at once" "
-	wait_for cancel '^▶node-1 .*▸10-wait' &&
+	wait_for cancel '^── node-1 · tui-gate › 10-wait' &&
 	keys cancel q &&
 	wait_for cancel 'Stop the run\\?' &&
 	keys cancel y &&
@@ -285,7 +285,12 @@ test_case "q, y, then q again cancels the running steps at once" "
 "
 
 # ---- check: the same view, opened on the matrix
+# (check runs the roles' checks too, tui-gate's among them: not held, and
+# node-2's disk there, so that the failures are node-3's preflight and
+# node-1's cluster; the roles of a cluster not built yet are drift, warned)
 
+gate open
+tb exec "$TB" node-2 rm -f /tmp/tui-fail
 run check 120 40 LANG=C.UTF-8 -- check -i "$INV"
 
 test_case "check opens on the matrix and stays on the first failed check" "
@@ -302,6 +307,7 @@ test_case "check opens on the matrix and stays on the first failed check" "
 	expect_eq 1 \"\$(wait_rc check)\" 'exit status' &&
 	expect_sane_terminal check
 "
+tb exec "$TB" node-2 touch /tmp/tui-fail
 
 # ---- signals
 
@@ -309,7 +315,7 @@ gate close
 run_up term
 
 test_case "SIGTERM during a run: interrupted, the terminal restored" "
-	wait_for term '^▶node-1 .*▸10-wait' &&
+	wait_for term '^── node-1 · tui-gate › 10-wait' &&
 	# The first stops after the current step (which waits), the second cancels it.
 	kill -TERM \"\$(cat term.pid)\" &&
 	sleep 0.5 &&
@@ -322,7 +328,7 @@ gate close
 run_up crash
 
 test_case "a crash (SIGSEGV) restores the terminal and keeps the signal's status" "
-	wait_for crash '^▶node-1 .*▸10-wait' &&
+	wait_for crash '^── node-1 · tui-gate › 10-wait' &&
 	kill -SEGV \"\$(cat crash.pid)\" &&
 	expect_eq 139 \"\$(wait_rc crash 15)\" 'exit status (128 + SIGSEGV)' &&
 	expect_sane_terminal crash
