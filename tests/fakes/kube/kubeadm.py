@@ -91,6 +91,7 @@
 # expiry tests); join-delay (SECONDS the join waits before its discovery:
 # a slow node).
 
+import ipaddress
 import shutil
 
 K8S = "/etc/kubernetes"
@@ -704,7 +705,9 @@ def write_pki(cfg):
                 raise Fail("error execution phase certs/%s: certificate %s is not signed by corresponding CA" % (name, name))
             if dns_ips:
                 have_dns, have_ips = _sans(read_file(crt))
-                for want in dns_ips[0] + dns_ips[1]:
+                # IPs compared as addresses (openssl prints ::1 as 0:0:0:0:0:0:0:1)
+                have_ips = [str(ipaddress.ip_address(a.strip())) for a in have_ips]
+                for want in dns_ips[0] + [str(ipaddress.ip_address(a)) for a in dns_ips[1]]:
                     if want not in have_dns and want not in have_ips:
                         raise Fail("error execution phase certs/%s: certificate %s is invalid, error: x509: certificate "
                                    "is valid for %s, not %s" % (name, name, ", ".join(have_dns + have_ips), want))
