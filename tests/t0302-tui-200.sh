@@ -2,7 +2,8 @@
 # t0302-tui-200: the live view with 200 nodes (chroot testbed nodes).
 #
 # `provision plan --phases prep` on 200 nodes runs twice in a 120x40 tmux
-# pane: in the TUI, then with --no-tui.  During the first, the grid must
+# pane: in the TUI, then (PROVISION_TEST_TIMED=1 only) with --no-tui.
+# During the first, the grid must
 # scroll and answer keys while the runner works (End, Home, v), within a
 # bounded time (beyond what the harness itself takes, measured on an echo
 # pane at the same moment).  Then the runner's own time (the summary line: plan_execute
@@ -125,18 +126,26 @@ test_case "200 nodes in the TUI: the run ends by itself, terminal sane, summary 
 	expect_sane_terminal tui1
 "
 
-run plain1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$ROLES" --phases prep --no-tui
-rc_plain1=$(wait_rc plain1 900)
+# The timed comparison with --no-tui is a speed target: it runs with
+# PROVISION_TEST_TIMED=1 (not in CI, whose 90 minutes it cost 2; a figure
+# of a benchmark, not a pass/fail of the suite on a shared machine).
+if [ "${PROVISION_TEST_TIMED:-0}" = 1 ]; then
+	run plain1 120 40 LANG=C.UTF-8 -- plan -i "$INV" --roles "$ROLES" --phases prep --no-tui
+	rc_plain1=$(wait_rc plain1 900)
 
-A1=$(seconds tui1) B1=$(seconds plain1)
-for r in tui1 plain1; do
-	echo "# $r: runner $(seconds "$r") s, provision wall $(wall "$r") s, CPU (user+sys) $(cpu "$r") s"
-done
-echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
+	A1=$(seconds tui1) B1=$(seconds plain1)
+	for r in tui1 plain1; do
+		echo "# $r: runner $(seconds "$r") s, provision wall $(wall "$r") s, CPU (user+sys) $(cpu "$r") s"
+	done
+	echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 
-test_case "the runner in the TUI is no slower than with --no-tui (TUI $A1 s; --no-tui $B1 s)" "
-	expect_eq 0 '$rc_plain1' 'exit status' &&
-	python3 -c 'import sys; sys.exit(not $A1 <= $B1 * 1.15 + 3)'
-"
+	test_case "the runner in the TUI is no slower than with --no-tui (TUI $A1 s; --no-tui $B1 s)" "
+		expect_eq 0 '$rc_plain1' 'exit status' &&
+		python3 -c 'import sys; sys.exit(not $A1 <= $B1 * 1.15 + 3)'
+	"
+else
+	echo "# the TUI's runner: $(seconds tui1) s, provision wall $(wall tui1) s, CPU (user+sys) $(cpu tui1) s"
+	test_skip "the runner in the TUI is no slower than with --no-tui" "timed: PROVISION_TEST_TIMED=1 runs it"
+fi
 
 test_done
