@@ -165,10 +165,7 @@ static int facts_fn(struct runner_job *job, void *data)
 	}
 	runner_job_post(job, ev);
 	strbuf_release(&nc.capture);
-	strbuf_release(&nc.tail);
-	free(nc.skip_reason);
-	free(nc.hint);
-	free(nc.protocol_error);
+	plan_node_ctx_release(&nc);
 	strbuf_release(&peers);
 	strbuf_release(&cmd);
 	strbuf_release(&input);
@@ -244,12 +241,8 @@ static int pipeline_fn(struct runner_job *job, void *data)
 				role_finished(&nc, &rs->roles[ri], true);
 
 	runner_job_set_filter(job, NULL, NULL);
-	strbuf_release(&nc.tail);
 	strbuf_release(&nc.capture);
-	free(nc.skip_reason);
-	free(nc.hint);
-	free(nc.protocol_error);
-	plan_clear_fetches(&nc);
+	plan_node_ctx_release(&nc);
 	return ret;
 }
 

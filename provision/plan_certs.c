@@ -56,11 +56,7 @@ static int certs_fn(struct runner_job *job, void *data)
 		q->kubeadm_rc = capture(job, &nc, "certificates", "kubeadm certs check-expiration",
 					&q->kubeadm, &q->kubeadm_status);
 	runner_job_set_filter(job, NULL, NULL);
-	strbuf_release(&nc.tail);
-	free(nc.skip_reason);
-	free(nc.hint);
-	free(nc.protocol_error);
-	plan_clear_fetches(&nc);
+	plan_node_ctx_release(&nc);
 	return 0;
 }
 

@@ -19,6 +19,16 @@ void plan_clear_fetches(struct node_ctx *nc)
 	nc->nr_fetches = 0;
 }
 
+void plan_node_ctx_release(struct node_ctx *nc)
+{
+	strbuf_release(&nc->tail);
+	free(nc->skip_reason);
+	free(nc->hint);
+	free(nc->protocol_error);
+	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
+	plan_clear_fetches(nc);
+}
+
 /* Write data to dir/name atomically with mode 0600; 0 or -errno. */
 static int write_private(const char *dir, const char *name, const char *data, size_t len)
 {

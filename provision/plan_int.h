@@ -123,6 +123,9 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 /* ---- plan_files.c ---- */
 
 void plan_clear_fetches(struct node_ctx *nc);
+/* What a node's job kept in nc: its tail, reasons, hint, protocol error, fetches
+ * (not nc->capture, which the callers hand on). */
+void plan_node_ctx_release(struct node_ctx *nc);
 /* Copy the files the step asked for into the state folder; 0, or 1 with *detail set. */
 int plan_do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail);
 /* Render, compare and upload one template; returns as plan_run_step(). */

@@ -41,11 +41,7 @@ static int validate_fn(struct runner_job *job, void *data)
 			break;
 	}
 	runner_job_set_filter(job, NULL, NULL);
-	strbuf_release(&nc.tail);
-	free(nc.skip_reason);
-	free(nc.hint);
-	free(nc.protocol_error);
-	plan_clear_fetches(&nc);
+	plan_node_ctx_release(&nc);
 	return 0;
 }
 
