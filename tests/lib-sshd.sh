@@ -93,8 +93,12 @@ sshd_start() {
 	tries=0
 	while [ "$tries" -lt 8 ]; do
 		tries=$((tries + 1))
-		# A port that was ours stays ours across restarts when it can.
-		if [ -z "$port" ] || [ "$tries" -gt 1 ]; then
+		# A port that was ours stays ours across restarts when it can
+		# (a test that replaces the host key wants the same host:port):
+		# three tries, 0.3 s apart, before another port.
+		if [ -n "$port" ] && [ "$tries" -gt 1 ] && [ "$tries" -le 3 ]; then
+			sleep 0.3
+		elif [ -z "$port" ] || [ "$tries" -gt 1 ]; then
 			port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000 ))
 		fi
 		sshd_config "$name" "$port"

@@ -142,9 +142,11 @@ test_case "accept-new records a new key, then a changed key is refused in both m
 	expect_eq strict-now-ok \"\$(cat out)\" output
 	sshd_stop b
 	sshd_new_host_key b
+	old_port=\$(sshd_port b)
 	sshd_start b
+	expect_eq \"\$old_port\" \"\$(sshd_port b)\" 'port after the restart (known_hosts names host:port)'
 	fp=\$(fingerprint b)
-	expect_status 105 tcli b -k kh_b 127.0.0.1 exec true 2>err
+	expect_status 105 tcli b -k kh_b 127.0.0.1 exec true 2>err || { cat err kh_b; false; }
 	expect_grep \"host key of '127.0.0.1:\$(sshd_port b)' has CHANGED: the server offers ssh-ed25519 \$fp\" err
 	expect_grep 'ssh-keygen -R' err
 	expect_status 105 tcli b -k kh_b -a 127.0.0.1 exec true 2>err
