@@ -335,6 +335,9 @@ class Kubelet:
         self.sandbox_image = None
         self.registered_at = None
         self.driver_checked = now()
+        self.driver_key = None  # the containerd (ctr_key) whose config check_cgroup_driver read
+        self.active_now = None  # units_active() during a tick
+        self.crv, self.crv_key = None, None  # containerd's version, of that containerd (ctr_key)
         self.ctr_key = None   # (containerd's MainPID, its start time): the view below is of that process
         self.ctr = None
         self.ctr_checked = 0
@@ -594,8 +597,26 @@ class Kubelet:
             klog("E", "systemctl timed out", args=" ".join(args))
             return ""
 
+    ACTIVE = ("active", "activating", "reloading")
+
+    def units_active(self):
+        """{unit: ActiveState} of every fake-ctr-* unit systemd knows: one
+        systemctl per tick instead of one per running container (a 4-node
+        cluster's kubelets forked ~4 of them a second)."""
+        out = self.systemctl("list-units", "--all", "--full", "--plain", "--no-legend", "fake-ctr-*")
+        units = {}
+        for ln in out.splitlines():
+            f = ln.split()
+            if len(f) >= 3 and f[0].endswith(".service"):
+                units[f[0][:-len(".service")]] = f[2]
+        return units
+
     def unit_active(self, unit):
-        return self.systemctl("is-active", unit + ".service") in ("active", "activating", "reloading")
+        # a unit the tick's list shows active is; one it does not show (just
+        # started, or gone) is asked about alone
+        if self.active_now is not None and self.active_now.get(unit) in self.ACTIVE:
+            return True
+        return self.systemctl("is-active", unit + ".service") in self.ACTIVE
 
     def unit_kill(self, unit):
         """SIGKILL to the unit's main process, then a stop that does not
@@ -1297,8 +1318,13 @@ class Kubelet:
         disk_kib = st.f_blocks * st.f_frsize // 1024
         cpus = os.cpu_count() or 1
         osr = dict(re.findall(r'^([A-Z_]+)="?([^"\n]*)"?', read_file("/etc/os-release", ""), re.M))
-        cr = subprocess.run(["containerd", "--version"], capture_output=True, text=True, check=False).stdout.split()
-        crv = cr[2] if len(cr) > 2 else "unknown"
+        # the version of the running containerd (the real kubelet asks it over
+        # the CRI): asked again when containerd is another process
+        self.containerd()
+        if self.crv is None or self.ctr_key is None or self.crv_key != self.ctr_key:
+            cr = subprocess.run(["containerd", "--version"], capture_output=True, text=True, check=False).stdout.split()
+            self.crv, self.crv_key = (cr[2] if len(cr) > 2 else "unknown"), self.ctr_key
+        crv = self.crv
         rt_ok, net_ok = self.runtime_ready(), self.cni_ready()
         now_t = rfc3339()
         if not rt_ok:
@@ -1387,8 +1413,13 @@ class Kubelet:
     def tick(self):
         if now() - self.driver_checked > 10:
             # containerd's config may be fixed (and containerd restarted)
-            # while the kubelet runs: look again now and then
-            self.check_cgroup_driver()
+            # while the kubelet runs: look again now and then, and read its
+            # config again when it is another containerd process (the real
+            # kubelet asks the running runtime, not the file)
+            self.containerd()
+            if self.ctr_key is None or self.ctr_key != self.driver_key:
+                self.check_cgroup_driver()
+                self.driver_key = self.ctr_key
             self.driver_checked = now()
         c = self.connect()
         with self.lock:
@@ -1418,10 +1449,14 @@ class Kubelet:
                 if key0 not in desired:
                     self.stop_pod(key0)
                     self.pod_status_sent.pop(key0, None)
-            for key0, (pod, static) in desired.items():
-                status = self.sync_pod(pod, static)
-                if c is not None:
-                    self.publish(c, pod, static, status, key0)
+            self.active_now = self.units_active()
+            try:
+                for key0, (pod, static) in desired.items():
+                    status = self.sync_pod(pod, static)
+                    if c is not None:
+                        self.publish(c, pod, static, status, key0)
+            finally:
+                self.active_now = None
             self.save()
 
     def publish(self, c, pod, static, status, key0):
