@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 99 s in CI (beside another; tests/run.sh starts the longest first)
 # t0401-fakes: the Kubernetes stand-ins of tests/fakes on their own, without
 # nodes (no root): the packages build and every fake compiles and answers its
 # version like the real tool; the parts every fake shares behave as the
@@ -30,9 +31,9 @@ fake() {
 # TOOL of Kubernetes VERSION (default 1.30.4) loaded.
 pyfake() {
 	_v=${2:-1.30.4}
-	[ -f "$TEST_DIR/$1-$_v" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$1" "$_v" "$TEST_DIR/$1-$_v"
+	[ -f "$TEST_DIR/$1-$_v.src" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --source "$1" "$_v" "$TEST_DIR/$1-$_v.src"
 	{
-		sed 's/^if __name__ == "__main__":$/if False:/' "$TEST_DIR/$1-$_v"
+		sed 's/^if __name__ == "__main__":$/if False:/' "$TEST_DIR/$1-$_v.src"
 		cat
 	} >"$TEST_DIR/py-$1-$_v.py"
 	python3 "$TEST_DIR/py-$1-$_v.py"

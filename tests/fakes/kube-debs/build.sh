@@ -69,13 +69,12 @@ for t in helm kubeadm kubectl; do
 		exit 3
 	}
 done
-# program VERSION TOOL DEST: the fake TOOL of Kubernetes VERSION, in one file.
-program() {
+# source_of VERSION TOOL DEST: the fake TOOL of Kubernetes VERSION as one
+# Python source (what program() compiles; tests/t0401-fakes.sh loads its
+# functions).
+source_of() {
 	mkdir -p "$(dirname "$3")"
 	{
-		echo '#!/usr/bin/python3'
-		echo "# Fake $2 (Kubernetes $1) for provision's tests: tests/fakes/kube/$2.py"
-		echo "# after tests/fakes/kube/fakekube.py; see tests/fakes/README.md."
 		echo "FAKE_VERSION = \"$1\""
 		case $2 in
 		helm | kubeadm | kubectl)
@@ -96,9 +95,54 @@ program() {
 		esac
 		cat "$SRC/$2.py"
 	} >"$3"
+}
+
+# program VERSION TOOL DEST: the fake TOOL of Kubernetes VERSION, in one file:
+# tests/fakes/kube/fakekube.py, the charts' code (helm, kubelet) and TOOL.py
+# after the real tool's flag table, compiled here.  DEST carries that
+# bytecode (marshal, base85) and the source (zlib, base85): a node whose
+# Python is this one's runs the bytecode, any other compiles the source.
+# Python compiles a script's own code on every run and caches only
+# imported modules' (__pycache__, which would be a file on the node no
+# package owns): the ~3000 lines of kubectl cost ~20 ms of CPU per call,
+# and a cluster test calls the stand-ins hundreds of times.
+program() {
+	source_of "$1" "$2" "$3.py"
+	python3 - "$3.py" "$3" "$2" "$1" <<'PY' || {
+import base64, importlib.util, marshal, sys, zlib
+src_path, dest, tool, version = sys.argv[1:]
+src = open(src_path, encoding="utf-8").read()
+try:
+    code = compile(src, tool, "exec")
+except SyntaxError as e:
+    sys.exit("build.sh: %s does not compile: %s (line %s of %s)" % (tool, e.msg, e.lineno, src_path))
+b85 = lambda b: base64.b85encode(b).decode()
+with open(dest, "w", encoding="utf-8") as f:
+    f.write("#!/usr/bin/python3\n")
+    f.write("# Fake %s (Kubernetes %s) for provision's tests: tests/fakes/kube/%s.py\n" % (tool, version, tool))
+    f.write("# after tests/fakes/kube/fakekube.py; see tests/fakes/README.md.  Below: that\n")
+    f.write("# code compiled by CPython (magic %s), and its source for any other\n" % importlib.util.MAGIC_NUMBER.hex())
+    f.write("# Python (tests/fakes/kube-debs/build.sh, program()).\n")
+    f.write("import sys\n")
+    f.write("_MAGIC = %r\n" % importlib.util.MAGIC_NUMBER)
+    f.write("_CODE = %r\n" % b85(marshal.dumps(code)))
+    f.write("_SOURCE = %r\n" % b85(zlib.compress(src.encode(), 9)))
+    f.write("def _code():\n"
+            "    import base64, importlib.util\n"
+            "    if importlib.util.MAGIC_NUMBER == _MAGIC:\n"
+            "        import marshal\n"
+            "        return marshal.loads(base64.b85decode(_CODE))\n"
+            "    import zlib\n"
+            "    return compile(zlib.decompress(base64.b85decode(_SOURCE)).decode(), %r, \"exec\")\n" % tool)
+    f.write("exec(_code())\n")
+PY
+		rm -f "$3.py"
+		exit 1
+	}
+	rm -f "$3.py"
 	chmod 0755 "$3"
 	python3 -m py_compile "$3" 2>/dev/null || {
-		echo "build.sh: $2 does not compile:" >&2
+		echo "build.sh: $2's launcher does not compile:" >&2
 		python3 -m py_compile "$3"
 		exit 1
 	}
@@ -106,9 +150,13 @@ program() {
 }
 
 # build.sh --program TOOL VERSION DEST: only that one program (tests of the
-# fakes themselves, tests/t0401-fakes.sh).
+# fakes themselves, tests/t0401-fakes.sh); --source: its Python source.
 if [ "$1" = --program ] && [ $# = 4 ]; then
 	program "$3" "$2" "$4"
+	exit 0
+fi
+if [ "$1" = --source ] && [ $# = 4 ]; then
+	source_of "$3" "$2" "$4"
 	exit 0
 fi
 OUT=$1
