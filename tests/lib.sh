@@ -25,6 +25,8 @@ mkdir -p "$TEST_DIR"
 test_count=0
 test_failed=0
 test_verbose=${PROVISION_TEST_VERBOSE:-0}
+# SECONDS<TAB>SCRIPT<TAB>CASE<TAB>DESCRIPTION per case (tests/run.sh prints the slowest)
+test_times=${PROVISION_TEST_WORK:-$SRC_ROOT/tests/.work}/case-times.tsv
 
 # test_at_exit CMD: run CMD when the script ends, however it ends (LIFO).
 # The hooks are kept in a file, not a variable: test_case bodies run in a
@@ -53,6 +55,7 @@ test_case() {
 	body=$2
 	test_count=$((test_count + 1))
 	out="$TEST_DIR/case-$test_count.out"
+	case_t0=$(date +%s)
 	# Not `if (...)`: set -e is ignored in a condition, and every command
 	# of a body must count, not only its last one.
 	(
@@ -62,7 +65,11 @@ test_case() {
 		eval "$body"
 	) >"$out" 2>&1
 	# shellcheck disable=SC2181 # `if (...)` or `(...) || ...` would disable set -e inside
-	if [ $? = 0 ]; then
+	case_rc=$?
+	# every case's seconds, for tests/run.sh's list of the slowest
+	printf '%s\t%s\t%s\t%.60s\n' "$(($(date +%s) - case_t0))" "$test_name" "$test_count" "$desc" \
+		>>"$test_times" 2>/dev/null || :
+	if [ "$case_rc" = 0 ]; then
 		echo "ok $test_count - $desc"
 		[ "$test_verbose" = 1 ] && sed 's/^/#   /' "$out"
 	else

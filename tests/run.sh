@@ -48,6 +48,8 @@ count() { # count NAME LOGFILE EXIT_STATUS
 	printf '%-36s %3d passed, %d failed, %d skipped\n' "$c_name" "$p" "$f" "$s"
 }
 
+case_times=${PROVISION_TEST_WORK:-$top/tests/.work}/case-times.tsv
+rm -f "$case_times"
 for bin in "$build"/tests/test_*; do
 	[ -x "$bin" ] || continue
 	name=$(basename "$bin")
@@ -96,7 +98,25 @@ start() {
 	running="$running $2"
 }
 
+# run_one SCRIPT: start it (beside others, or alone after every other).
+run_one() {
+	name=$(basename "$1" .sh)
+	if grep -q '^# run.sh: beside others' "$1"; then
+		wait_slots $((jobs - 1))
+		start "$1" "$name"
+	else
+		wait_slots 0
+		start "$1" "$name"
+		wait_slots 0
+	fi
+}
+
 if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
+	# The scripts that run beside others run as one block where the first
+	# of them comes, longest first (their "# run.sh: about N s" line, CI's
+	# figure): two slots end closest together when the long ones start
+	# first (in file order, t0462 ran alone for the last ~8 minutes).
+	before='' beside='' after=''
 	for t in tests/t[0-9][0-9][0-9][0-9]-*.sh; do
 		[ -f "$t" ] || continue
 		name=$(basename "$t" .sh)
@@ -112,13 +132,17 @@ if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
 			;;
 		esac
 		if grep -q '^# run.sh: beside others' "$t"; then
-			wait_slots $((jobs - 1))
-			start "$t" "$name"
+			cost=$(sed -n 's/^# run.sh: about \([0-9][0-9]*\) s.*/\1/p' "$t" | head -n 1)
+			beside="$beside${cost:-0} $t
+"
+		elif [ -z "$beside" ]; then
+			before="$before $t"
 		else
-			wait_slots 0
-			start "$t" "$name"
-			wait_slots 0
+			after="$after $t"
 		fi
+	done
+	for t in $before $(printf '%s' "$beside" | sort -k1,1nr -k2,2 | cut -d ' ' -f 2) $after; do
+		run_one "$t"
 	done
 	wait_slots 0
 	wait
@@ -135,6 +159,13 @@ if command -v pgrep >/dev/null 2>&1 && left=$(pgrep -af -- "$work/" | grep -v "p
 	failed_names="$failed_names leftover-processes"
 fi
 
+# The slowest cases (tests/lib.sh writes each case's seconds): where the
+# suite's time goes, in CI's output too.
+if [ -s "$case_times" ]; then
+	echo "# the slowest cases (seconds, script, case):"
+	sort -t "$(printf '\t')" -k1,1nr "$case_times" | head -n 15 |
+		awk -F '\t' '{ printf "#   %5d  %s %s: %s\n", $1, $2, $3, $4 }'
+fi
 [ -n "$failed_names" ] && echo "failed:$failed_names"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ] && [ $((pass + skip)) -gt 0 ] && [ "$pass" -gt 0 ]

@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 401 s in CI (beside another; tests/run.sh starts the longest first)
 # t0400-cluster: `provision up` with every phase on four nspawn testbed nodes
 # (node-1 the control plane, node-2..4 workers) turns them into a
 # Kubernetes cluster, judged by the cluster's and the nodes' real state, read

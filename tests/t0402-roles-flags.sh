@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: no testbed; reads the roles and the flag tables)
+# run.sh: about 2 s in CI (beside another; tests/run.sh starts the longest first)
 # t0402-roles-flags: every flag the roles pass to helm, kubeadm and kubectl
 # (roles/lib.sh, roles/*/steps/*.sh, templates that are shell scripts) is
 # one the real tool accepts for that command: the tables of

@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 567 s in CI (beside another; tests/run.sh starts the longest first)
 # t0410-cluster-failures: what `provision up` does when the cluster phases
 # go wrong, on four nspawn testbed nodes with the Kubernetes stand-ins of
 # tests/fakes, judged by provision's report and the nodes' real state:

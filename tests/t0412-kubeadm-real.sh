@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 358 s in CI (beside another; tests/run.sh starts the longest first)
 # t0412-kubeadm-real: what the real kubeadm, kubelet and kubectl do with the
 # roles (issue 18), on two nspawn testbed nodes with the stand-ins of
 # tests/fakes taught those behaviours, judged by provision's output, the

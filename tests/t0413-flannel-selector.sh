@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 204 s in CI (beside another; tests/run.sh starts the longest first)
 # t0413-flannel-selector: a cluster that an older provision built, whose
 # DaemonSet kube-flannel-ds selects its pods by app=flannel,k8s-app=flannel
 # (issue 20), on two nspawn testbed nodes with the stand-ins of tests/fakes:

@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 10 s in CI (beside another; tests/run.sh starts the longest first)
 # t0420-forget-host: a testbed node is rebuilt (`testbed.sh rekey`: a new
 # SSH host key, real OpenSSH sshd); strict host-key checking then refuses
 # it, and `provision forget-host` shows the known and the offered

@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 1356 s in CI (beside another; tests/run.sh starts the longest first)
 # t0425-addons: `provision up` through the addons phase on a testbed that
 # mirrors seed lab B's GPU workers: node-1 the control plane and the NFS
 # server, node-2 a GTX 1080 Ti, node-3 an RTX 2080 Ti, node-4 an RTX 3070

@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 288 s in CI (beside another; tests/run.sh starts the longest first)
 # t0438-reset: `provision up` then `provision reset` on three nspawn
 # testbed nodes (node-1 the control plane, node-2 and node-3 workers),
 # judged by the nodes' own state, not by provision's report: a snapshot of

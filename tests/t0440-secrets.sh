@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 370 s in CI (beside another; tests/run.sh starts the longest first)
 # t0440-secrets: no secret in any file, log, output or on the screen after a
 # whole cluster's life on three nspawn testbed nodes with the Kubernetes
 # stand-ins (tests/fakes): `up` of node-1 (control plane) and node-2 in

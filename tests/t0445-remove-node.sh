@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 319 s in CI (beside another; tests/run.sh starts the longest first)
 # t0445-remove-node: `provision remove-node` on a four-node testbed cluster
 # (node-1 the control plane, node-2..4 workers), judged by the cluster's
 # and the nodes' real state (kubectl on the control plane, the nodes'

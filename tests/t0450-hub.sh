@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 735 s in CI (beside another; tests/run.sh starts the longest first)
 # t0450-hub: JupyterHub on a lab-A-like testbed, and `provision add-node`
 # of a GPU model the cluster did not have.
 #

@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a testbed of its own, mostly waiting)
+# run.sh: about 77 s in CI (beside another; tests/run.sh starts the longest first)
 # t0460-etcd-backup: `provision backup` and `provision restore` on a REAL
 # etcd: Debian's own etcd-server and etcd-client of the node's release
 # (bookworm 3.4: etcdctl snapshot save/status/restore; trixie 3.5: etcdutl

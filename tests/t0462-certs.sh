@@ -1,5 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a testbed of its own, mostly waiting)
+# run.sh: about 490 s in CI (beside another; tests/run.sh starts the longest first)
 # t0462: certificate expiry and renewal on a testbed cluster (2 nodes):
 # check reads kubeadm certs check-expiration (the stand-in's real X.509
 # files) and the kubelets' client certificates; certificates re-signed to
