@@ -7,7 +7,7 @@
 #   b. vm-2 reset (QEMU's reset button: no shutdown, no sync) in the middle
 #      of a step, rebooted on the same overlay: the same.
 #   c. 300 ms of added latency on vm-2's link: the run finishes; the
-#      per-step overhead against a run without it is reported.
+#      per-step overhead against a run without it is reported (PROVISION_TEST_TIMED=1 only).
 #   d. provision itself killed with SIGKILL in the middle of the phase: the
 #      next up converges.
 # After every fault, every file provision writes on every node is either
@@ -22,6 +22,13 @@
 # shellcheck source=vm/lib-vm.sh
 . "$SRC_ROOT/tests/vm/lib-vm.sh"
 
+# The longest script of the suite (~11 minutes in CI, QEMU/TCG, alone):
+# `make vm-check` runs it, `make check` only with PROVISION_TEST_VM_FAULTS=1
+# (since session 9: CI's 90 minutes; the faults' code paths -- a node that
+# dies mid-step, a cut-off write, a killed provision -- also run on the
+# chroot and nspawn nodes in t0110 and t0120, every run).
+[ "${PROVISION_TEST_VM_FAULTS:-0}" = 1 ] ||
+	test_skip_all "the VM fault scenarios run with make vm-check, or PROVISION_TEST_VM_FAULTS=1 (~11 minutes)"
 vm_require
 vm_up --nodes 2
 NODES="vm-1 vm-2"
@@ -243,10 +250,16 @@ test_case "b. the next up converges; every file old or new, every backup absent 
 '
 vm_time "b. converging run" "$t"
 t=$(date +%s)
-test_case "c. 300 ms of added latency on vm-2 s link: the run finishes; per-step overhead" '
+# The per-step overhead is a figure: it needs a run without the latency just
+# before (a whole prep run under TCG), so only PROVISION_TEST_TIMED=1 takes it
+# (CI's 90 minutes; the run under latency is checked either way).
+TIMED=${PROVISION_TEST_TIMED:-0}
+test_case "c. 300 ms of added latency on vm-2 s link: the run finishes$([ "$TIMED" = 1 ] && echo '; per-step overhead')" '
 	dirty_all
-	pv_json c0.json up --phases prep || { cat c0.json; false; }
-	dirty_all
+	if [ "$TIMED" = 1 ]; then
+		pv_json c0.json up --phases prep || { cat c0.json; false; }
+		dirty_all
+	fi
 	files_all oldc
 	vm netem "$VM" vm-2 300 >where
 	note "c: netem on" where
@@ -259,6 +272,9 @@ test_case "c. 300 ms of added latency on vm-2 s link: the run finishes; per-step
 	vm netem "$VM" vm-2 off
 	expect_eq 0 "$rc" "exit status"
 	for n in $NODES; do expect_eq "done " "$(final $n c.json)" "$n: final state"; state_ok $n; done
+	files_all newc
+	check_files oldc newc newc
+	[ "$TIMED" = 1 ] || exit 0
 	durations c0.json vm-2 >base2
 	durations c.json vm-2 >slow2
 	durations c0.json vm-1 >base1
@@ -270,8 +286,6 @@ test_case "c. 300 ms of added latency on vm-2 s link: the run finishes; per-step
 	awk "NR == FNR { b[\$1 \" \" \$2] = \$3; next } { tot += \$3 - b[\$1 \" \" \$2]; n++ }
 		END { printf \"vm-1 (no latency) in the same runs: %+d ms over %d steps\n\", tot, n }" base1 slow1 >>overhead
 	note "c: vm-2 step, run just before without -> with 300 ms" overhead
-	files_all newc
-	check_files oldc newc newc
 '
 vm_time "c. latency" "$t"
 

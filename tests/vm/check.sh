@@ -5,6 +5,9 @@
 #   N passed, N failed, N skipped
 # Logs: tests/.work/NAME.log.  Exits non-zero on any failure.
 set -u
+# every VM scenario, the fault scenarios too (tests/t0930-vm-faults.sh)
+PROVISION_TEST_VM_FAULTS=1
+export PROVISION_TEST_VM_FAULTS
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 3
 mkdir -p tests/.work
