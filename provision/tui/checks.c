@@ -145,6 +145,61 @@ const char *tui_checks_label(const char *id)
 	return id;
 }
 
+/*
+ * The matrix's columns are the checks and the roles: at 80 columns a title
+ * has 7 characters over its cell, and a cut one ("kubead\u2026" twice, for
+ * kubeadm-init and kubeadm-join) names nothing.  A title that does not fit
+ * whole is its short form here (doc/provision.1 lists them; the pane under
+ * the matrix names the selected column in full).  At most 7 characters,
+ * every one different (test_tui).
+ */
+static const char *const short_forms[][2] = {
+    /* the status checks */
+    {"preflight", "preflt"},
+    {"swap-off-at-boot", "swap@bt"},
+    {"kube-packages", "kubepkg"},
+    {"kubelet-client-cert", "klcert"},
+    {"gpu-alloc", "alloc"},
+    {"last-run", "lastrun"},
+    /* the validation checks */
+    {"gpu-allocatable", "gpu#"},
+    {"gpu-operator-validated", "gpu-val"},
+    {"default-storageclass", "defclas"},
+    {"nfs-claim-binds", "claim"},
+    {"hub-health", "hub-ok"},
+    /* the roles */
+    {"containerd", "ctrd"},
+    {"containerd-release", "ctrd-rl"},
+    {"nfs-server", "nfs-srv"},
+    {"nfs-client", "nfs-cli"},
+    {"nfs-provisioner", "nfs-prv"},
+    {"kubeadm-init", "init"},
+    {"kubeadm-join", "join"},
+    {"join-tokens", "tokens"},
+    {"join-cleanup", "tkclean"},
+    {"node-labels", "labels"},
+    {"gpu-runtime", "gpu-rt"},
+    {"gpu-operator", "gpu-op"},
+    {"jupyterhub", "hub"},
+    {"etcd-backup", "backup"},
+};
+
+const char *tui_checks_short(const char *id)
+{
+	size_t k;
+
+	for (k = 0; k < ARRAY_SIZE(short_forms); k++)
+		if (!strcmp(short_forms[k][0], id))
+			return short_forms[k][1];
+	return NULL;
+}
+
+size_t tui_checks_short_forms(const char *const (**forms)[2])
+{
+	*forms = short_forms;
+	return ARRAY_SIZE(short_forms);
+}
+
 static bool is_held(const struct facts *f, const char *pkg)
 {
 	size_t k;

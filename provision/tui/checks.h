@@ -70,6 +70,10 @@ const char *tui_check_state_name(enum tui_check_state s);
 
 /* A short heading for a check id ("swap-off-at-boot" -> "swap@boot"); the id when none. */
 const char *tui_checks_label(const char *id);
+/* A column's short form (7 characters at most) when its title does not fit, or NULL. */
+const char *tui_checks_short(const char *id);
+/* The table of short forms ({id, short} pairs): its size. */
+size_t tui_checks_short_forms(const char *const (**forms)[2]);
 
 /*
  * provision status: its columns in a fixed order, so that a failing check

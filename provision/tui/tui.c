@@ -365,8 +365,12 @@ static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, si
 			room = l->cell_w - 1;
 		if (x + room > end || k == last)
 			room = end - x;
-		if (!gr->checks && (int)crt_text_width(label) > room)
-			label = tui_phase_label(gr->phases[c], true);
+		if ((int)crt_text_width(label) > room) {
+			const char *s = gr->checks ? tui_checks_short(checks_of(t)->cols[c].id)
+						   : tui_phase_label(gr->phases[c], true);
+			if (s)
+				label = s;
+		}
 		put(y, x, room, CRT_HEADER | (c == sel_col ? CRT_REVERSE : 0), label);
 	}
 	if (left > 0)
@@ -788,6 +792,7 @@ static void draw_help(struct tui *t, int rows, int cols)
 	    {"Enter", "the whole log of the selected node; Esc: back"},
 	    {"f", "the next failure: its step's output and how to fix it"},
 	    {"v", "validation matrix: nodes x checks, expected and observed"},
+	    {"", "its short titles (init: kubeadm-init): man provision"},
 	    {"r", "status: read the nodes again now"},
 	    {"q", "stop the run (asks); then q or y again: cancel running steps"},
 	    {"^L", "repaint the screen"},

@@ -711,6 +711,32 @@ static void test_checks_status_and_table(void **state)
  * c->cols before tui_checks_column() grew and moved it.  Forty new columns,
  * one cell each, every one then read back.
  */
+/* The matrix's short forms: 7 columns at most (a title's room at 80 columns),
+ * every one different from the others and from every whole title, and the
+ * two kubeadm roles told apart (cut, both were "kubead\u2026"). */
+static void test_checks_short_forms(void **state)
+{
+	const char *const(*forms)[2];
+	size_t n = tui_checks_short_forms(&forms), i, j;
+
+	(void)state;
+	assert_true(n > 10);
+	for (i = 0; i < n; i++) {
+		assert_true(crt_text_width(forms[i][1]) <= 7);
+		assert_true(crt_text_width(tui_checks_label(forms[i][0])) > 7);
+		assert_string_equal(tui_checks_short(forms[i][0]), forms[i][1]);
+		for (j = 0; j < n; j++) {
+			if (i == j)
+				continue;
+			assert_string_not_equal(forms[i][1], forms[j][1]);
+			assert_string_not_equal(forms[i][1], tui_checks_label(forms[j][0]));
+		}
+	}
+	assert_string_equal(tui_checks_short("kubeadm-init"), "init");
+	assert_string_equal(tui_checks_short("kubeadm-join"), "join");
+	assert_null(tui_checks_short("flannel"));
+}
+
 static void test_checks_set_grows_columns(void **state)
 {
 	struct tui_checks c;
@@ -761,6 +787,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_model_phases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_checks_status_and_table, setup, teardown),
 	    cmocka_unit_test(test_checks_set_grows_columns),
+	    cmocka_unit_test(test_checks_short_forms),
 	};
 
 	/* Widths of characters beyond ASCII follow the locale, as on a UTF-8 terminal. */
