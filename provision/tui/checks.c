@@ -170,6 +170,7 @@ static const char *const short_forms[][2] = {
     /* the roles */
     {"containerd", "ctrd"},
     {"containerd-release", "ctrd-rl"},
+    {"swap-off", "swapoff"},
     {"nfs-server", "nfs-srv"},
     {"nfs-client", "nfs-cli"},
     {"nfs-provisioner", "nfs-prv"},

@@ -723,7 +723,8 @@ static void test_checks_short_forms(void **state)
 	assert_true(n > 10);
 	for (i = 0; i < n; i++) {
 		assert_true(crt_text_width(forms[i][1]) <= 7);
-		assert_true(crt_text_width(tui_checks_label(forms[i][0])) > 7);
+		/* the title of a role's column is its name, a check's its label */
+		assert_true(strlen(forms[i][0]) > 7);
 		assert_string_equal(tui_checks_short(forms[i][0]), forms[i][1]);
 		for (j = 0; j < n; j++) {
 			if (i == j)
