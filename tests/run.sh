@@ -98,17 +98,16 @@ start() {
 	running="$running $2"
 }
 
-# run_one SCRIPT: start it (beside others, or alone after every other).
-run_one() {
-	name=$(basename "$1" .sh)
-	if grep -q '^# run.sh: beside others' "$1"; then
-		wait_slots $((jobs - 1))
-		start "$1" "$name"
-	else
-		wait_slots 0
-		start "$1" "$name"
-		wait_slots 0
-	fi
+# run_beside SCRIPT / run_alone SCRIPT: start it beside others, or alone
+# after every other.
+run_beside() {
+	wait_slots $((jobs - 1))
+	start "$1" "$(basename "$1" .sh)"
+}
+run_alone() {
+	wait_slots 0
+	start "$1" "$(basename "$1" .sh)"
+	wait_slots 0
 }
 
 if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
@@ -141,9 +140,9 @@ if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
 			after="$after $t"
 		fi
 	done
-	for t in $before $(printf '%s' "$beside" | sort -k1,1nr -k2,2 | cut -d ' ' -f 2) $after; do
-		run_one "$t"
-	done
+	for t in $before; do run_alone "$t"; done
+	for t in $(printf '%s' "$beside" | sort -k1,1nr -k2,2 | cut -d ' ' -f 2); do run_beside "$t"; done
+	for t in $after; do run_alone "$t"; done
 	wait_slots 0
 	wait
 fi
