@@ -423,6 +423,12 @@ class Kubelet:
                  runtimes=",".join(sorted(view["runtimes"])))
         return self.ctr
 
+    def containerd_changed(self, seen):
+        """True when the running containerd is not the process `seen` (a
+        ctr_key of an earlier look) or cannot be told."""
+        self.containerd()
+        return self.ctr_key is None or self.ctr_key != seen
+
     def cri_dead(self):
         v = self.containerd()
         return v is not None and v["cri"] in ("error", "down")
@@ -1320,8 +1326,7 @@ class Kubelet:
         osr = dict(re.findall(r'^([A-Z_]+)="?([^"\n]*)"?', read_file("/etc/os-release", ""), re.M))
         # the version of the running containerd (the real kubelet asks it over
         # the CRI): asked again when containerd is another process
-        self.containerd()
-        if self.crv is None or self.ctr_key is None or self.crv_key != self.ctr_key:
+        if self.crv is None or self.containerd_changed(self.crv_key):
             cr = subprocess.run(["containerd", "--version"], capture_output=True, text=True, check=False).stdout.split()
             self.crv, self.crv_key = (cr[2] if len(cr) > 2 else "unknown"), self.ctr_key
         crv = self.crv
@@ -1416,8 +1421,7 @@ class Kubelet:
             # while the kubelet runs: look again now and then, and read its
             # config again when it is another containerd process (the real
             # kubelet asks the running runtime, not the file)
-            self.containerd()
-            if self.ctr_key is None or self.ctr_key != self.driver_key:
+            if self.containerd_changed(self.driver_key):
                 self.check_cgroup_driver()
                 self.driver_key = self.ctr_key
             self.driver_checked = now()
