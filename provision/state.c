@@ -20,6 +20,8 @@
 #include "secrets.h"
 
 #define ETA_MAX_RUNS 9
+/* How far back the record is searched for the machine a node was (state_eta_machine). */
+#define ETA_MACHINE_RUNS 64
 
 struct state {
 	char *dir;
@@ -993,6 +995,7 @@ struct state_eta {
 	struct eta_plan *plans;
 	size_t nr_plans, alloc_plans;
 	char **nodes, **kinds; /* the inventory's, sorted by node */
+	char **machines;       /* nodes[i]'s machine-id in the newest run that ran it, or NULL */
 	size_t nr_nodes;
 	struct eta_overhead overhead[2]; /* [0] runs that changed nothing, [1] the others */
 	size_t runs;
@@ -1245,6 +1248,66 @@ static void eta_group(struct state_eta *e)
 	e->nr_samples = 0;
 }
 
+/* nodes[i]'s machine-id in its facts of run `id`, when that run recorded them. */
+static void eta_machine_of(struct state_eta *e, struct state *s, const char *id, size_t i)
+{
+	struct strbuf facts = STRBUF_INIT;
+	char *path = xasprintf("nodes/%s/facts", e->nodes[i]), *v;
+
+	if (state_read(s, id, path, &facts, NULL) == 0) {
+		/* facts are "key=value" lines (facts.sh); summary_get reads "key: value" */
+		const char *p = facts.buf;
+		while (p && *p && !e->machines[i]) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+			if (len > 11 && !strncmp(p, "machine_id=", 11)) {
+				v = xstrndup(p + 11, len - 11);
+				e->machines[i] = v;
+			}
+			p = nl ? nl + 1 : NULL;
+		}
+	}
+	strbuf_release(&facts);
+	free(path);
+}
+
+/*
+ * Which machine each node was when the record last saw it: the facts of
+ * the newest run of any command that ran it (a `check` after the last `up`
+ * counts: it met the machine too).  At most ETA_MACHINE_RUNS runs back.
+ */
+static void eta_machines(struct state_eta *e, struct state *s, const struct state_run *runs,
+			 size_t nr_runs)
+{
+	size_t i, k, missing = e->nr_nodes;
+
+	for (i = 0; i < nr_runs && i < ETA_MACHINE_RUNS && missing; i++) {
+		struct strbuf sum = STRBUF_INIT;
+		char *ran = NULL;
+		if (state_read(s, runs[i].id, "summary", &sum, NULL) == 0)
+			ran = summary_get(sum.buf, "ran");
+		for (k = 0; ran && k < e->nr_nodes; k++) {
+			const char *p = ran;
+			size_t nl = strlen(e->nodes[k]);
+			bool in = false;
+			while (*p && !in) {
+				size_t len = strcspn(p, " ");
+				in = len == nl && !strncmp(p, e->nodes[k], nl);
+				p += len;
+				while (*p == ' ')
+					p++;
+			}
+			if (in && !e->machines[k]) {
+				eta_machine_of(e, s, runs[i].id, k);
+				if (e->machines[k])
+					missing--;
+			}
+		}
+		free(ran);
+		strbuf_release(&sum);
+	}
+}
+
 struct state_eta *state_eta_load(struct state *s, const char *command, const char *const *nodes,
 				 const char *const *kinds, size_t nr)
 {
@@ -1255,6 +1318,7 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 	e->nr_nodes = nr;
 	e->nodes = xcalloc(nr ? nr : 1, sizeof(char *));
 	e->kinds = xcalloc(nr ? nr : 1, sizeof(char *));
+	e->machines = xcalloc(nr ? nr : 1, sizeof(char *));
 	for (i = 0; i < nr; i++) {
 		e->nodes[i] = xstrdup(nodes[i]);
 		e->kinds[i] = xstrdup(kinds[i]);
@@ -1281,6 +1345,7 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 			free(result);
 			strbuf_release(&sum);
 		}
+		eta_machines(e, s, runs, nr_runs);
 		state_runs_free(runs, nr_runs);
 	}
 	eta_group(e);
@@ -1318,9 +1383,11 @@ void state_eta_free(struct state_eta *e)
 	for (i = 0; i < e->nr_nodes; i++) {
 		free(e->nodes[i]);
 		free(e->kinds[i]);
+		free(e->machines[i]);
 	}
 	free(e->nodes);
 	free(e->kinds);
+	free(e->machines);
 	for (i = 0; i < 2; i++) {
 		free(e->overhead[i].ms);
 		free(e->overhead[i].ratio);
@@ -1475,6 +1542,29 @@ int64_t state_eta_total_ms(const struct state_eta *e, const char *const *nodes, 
 	if (over < 0 && e->overhead_ratio[!work] >= 0)
 		over = (int64_t)(e->overhead_ratio[!work] * (double)slowest);
 	return slowest + (over > 0 ? over : 0);
+}
+
+bool state_eta_machine(struct state_eta *e, const char *node, const char *machine_id)
+{
+	struct eta_plan *plan;
+	size_t i, k;
+	bool other;
+
+	if (!e || !machine_id || !*machine_id)
+		return false;
+	for (i = 0; i < e->nr_nodes && strcmp(e->nodes[i], node); i++)
+		;
+	if (i == e->nr_nodes)
+		return false;
+	other = e->machines[i] && strcmp(e->machines[i], machine_id);
+	free(e->machines[i]);
+	e->machines[i] = xstrdup(machine_id);
+	plan = eta_plan_of(e, node);
+	if (!other || !plan)
+		return false; /* the same machine, or one this command never ran: as estimated */
+	for (k = 0; k < plan->nr; k++)
+		plan->work[k] = true;
+	return true;
 }
 
 size_t state_eta_runs(const struct state_eta *e)

@@ -193,6 +193,14 @@ int64_t state_eta_node_ms(const struct state_eta *e, const char *node);
  */
 int64_t state_eta_total_ms(const struct state_eta *e, const char *const *nodes, size_t nr,
 			   int forks);
+/*
+ * The machine a node is now (its facts' machine_id).  When the record last
+ * saw another machine under that name (reinstalled, or replaced by a new PC
+ * with the old name and address), every step it ran is expected to do work
+ * again, as on a new node: true then, and the estimates above change.
+ * False when it is the same machine, or one the record does not know.
+ */
+bool state_eta_machine(struct state_eta *e, const char *node, const char *machine_id);
 /* How many earlier runs the estimate is made of. */
 size_t state_eta_runs(const struct state_eta *e);
 

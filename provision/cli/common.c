@@ -807,6 +807,8 @@ int cli_plan_run(const struct cli_plan_args *a)
 				po.on_event = tui_event;
 				po.on_tick = tui_tick;
 				po.data = tui;
+				cr.on_eta = tui_node_eta;
+				cr.eta_data = tui;
 			}
 		}
 		/* ---- end TUI ---- */

@@ -193,12 +193,49 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 
 /* ---- the run ---- */
 
+/*
+ * A node's facts name its machine: when the record last saw another machine
+ * under that name, the node was reinstalled, and the estimate made at the
+ * start (which took it for converged) is made again with its steps doing
+ * work.  The machine-id is node text: compared, never shown.
+ */
+static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
+{
+	const char *name;
+	const char **sel;
+	size_t i;
+
+	if (ev->kind != EVENT_LINE || ev->stream != 1 || !ev->phase ||
+	    strcmp(ev->phase, "facts") || !ev->text || strncmp(ev->text, "machine_id=", 11) ||
+	    ev->node >= cr->b.nr || !cr->eta)
+		return;
+	name = cr->b.nodes[ev->node]->name;
+	if (!state_eta_machine(cr->eta, name, ev->text + 11))
+		return;
+	sel = xcalloc(cr->b.nr + 1, sizeof(*sel));
+	for (i = 0; i < cr->b.nr; i++)
+		sel[i] = cr->b.nodes[i]->name;
+	cr->eta_ms = state_eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
+	free(sel);
+	if (cr->on_eta) {
+		cr->on_eta(ev->node, state_eta_node_ms(cr->eta, name), cr->eta_data);
+	} else if (cr->b.text && cr->eta_ms >= 0) {
+		char dur[32];
+		view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
+		printf("%s %s: %s is another machine than the record last saw there (its "
+		       "machine-id): estimated as a new node, the run now %s\n",
+		       cr->b.cmd_name, cr->b.inv->cluster.name, name, dur);
+		fflush(stdout);
+	}
+}
+
 static void record_cb(const struct event *ev, const struct node_status *st, void *data)
 {
 	struct cli_run *cr = data;
 
 	if (cr->on_event)
 		cr->on_event(ev, st, cr->data);
+	eta_machine_cb(cr, ev);
 	if (cr->rec)
 		record_event(ev, st, cr->rec);
 }

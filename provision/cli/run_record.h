@@ -51,6 +51,12 @@ struct cli_run {
 	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
 	void (*on_tick)(void *data);
 	void *data;
+	/*
+	 * The view's ETA of node i changed (a reinstalled node: state_eta_machine);
+	 * NULL: a line says so on stdout (text output).
+	 */
+	void (*on_eta)(size_t node, int64_t ms, void *data);
+	void *eta_data;
 	/* Files the command adds to the run's record (cli_plan_done.record). */
 	struct state_files extra;
 };

@@ -1177,6 +1177,13 @@ void tui_tick(void *data)
 	pump(data, false);
 }
 
+void tui_node_eta(size_t i, int64_t ms, void *data)
+{
+	struct tui *t = data;
+
+	tui_model_set_history(&t->m, i, ms);
+}
+
 void tui_run_end(struct tui *t, bool interrupted)
 {
 	tui_model_end(&t->m, now_ms(), interrupted || t->stop_level > 0);

@@ -57,6 +57,8 @@ struct tui *tui_start(const struct tui_config *cfg, struct error *err);
 void tui_event(const struct event *ev, const struct node_status *st, void *data);
 /* plan_opts.on_tick: keys and at most ~10 frames a second. */
 void tui_tick(void *data);
+/* Node i's expected time changed (run_record.h on_eta): its ETA from now on. */
+void tui_node_eta(size_t i, int64_t ms, void *data);
 /*
  * The run is over.  When a node failed and the run was not interrupted, the
  * view stays on the first failure until the person leaves with q.
