@@ -83,14 +83,16 @@ done
 # b-4's RTX 3070 is shared by up to 4 notebooks (time-slicing)
 printf '    gpu_sharing: 4\n' >>"$inv"
 "$PROVISION" inventory -i "$inv"
-run_opts="--state $TEST_DIR/state --roles $ROLES"
+# DEMO_STATE: a state folder kept across demos (tests/bench/eta-demo.sh)
+state=${DEMO_STATE:-$TEST_DIR/state}
+run_opts="--state $state --roles $ROLES"
 
 step "provision up: every phase on the five nodes of lab B"
 # shellcheck disable=SC2086 # the options are words
 "$PROVISION" up -i "$inv" $run_opts
 
 step "provision check: every validation"
-"$PROVISION" check -i "$inv" --state "$TEST_DIR/state" --roles "$ROLES"
+"$PROVISION" check -i "$inv" --state "$state" --roles "$ROLES"
 
 step "node-5's RTX 3070 shared by 4: the GPU Operator's time-slicing values, the nodes' labels, what the device plugin advertises"
 "$PROVISION" run -i "$inv" -l node-1 -- "sed -n '/^devicePlugin:/,/^gfd:/p' /etc/provision/helm/gpu-operator.values.yaml | grep -v '^  #'"
