@@ -996,6 +996,7 @@ struct state_eta {
 	size_t nr_plans, alloc_plans;
 	char **nodes, **kinds; /* the inventory's, sorted by node */
 	char **machines;       /* nodes[i]'s machine-id in the newest run that ran it, or NULL */
+	bool *met;             /* state_eta_machine was told nodes[i]'s machine (once counts) */
 	size_t nr_nodes;
 	struct eta_overhead overhead[2]; /* [0] runs that changed nothing, [1] the others */
 	size_t runs;
@@ -1319,6 +1320,7 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 	e->nodes = xcalloc(nr ? nr : 1, sizeof(char *));
 	e->kinds = xcalloc(nr ? nr : 1, sizeof(char *));
 	e->machines = xcalloc(nr ? nr : 1, sizeof(char *));
+	e->met = xcalloc(nr ? nr : 1, sizeof(bool));
 	for (i = 0; i < nr; i++) {
 		e->nodes[i] = xstrdup(nodes[i]);
 		e->kinds[i] = xstrdup(kinds[i]);
@@ -1388,6 +1390,7 @@ void state_eta_free(struct state_eta *e)
 	free(e->nodes);
 	free(e->kinds);
 	free(e->machines);
+	free(e->met);
 	for (i = 0; i < 2; i++) {
 		free(e->overhead[i].ms);
 		free(e->overhead[i].ratio);
@@ -1554,8 +1557,10 @@ bool state_eta_machine(struct state_eta *e, const char *node, const char *machin
 		return false;
 	for (i = 0; i < e->nr_nodes && strcmp(e->nodes[i], node); i++)
 		;
-	if (i == e->nr_nodes)
+	/* the first word counts: a node that names several machines changes nothing more */
+	if (i == e->nr_nodes || e->met[i])
 		return false;
+	e->met[i] = true;
 	other = e->machines[i] && strcmp(e->machines[i], machine_id);
 	free(e->machines[i]);
 	e->machines[i] = xstrdup(machine_id);

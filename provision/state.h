@@ -198,7 +198,9 @@ int64_t state_eta_total_ms(const struct state_eta *e, const char *const *nodes, 
  * saw another machine under that name (reinstalled, or replaced by a new PC
  * with the old name and address), every step it ran is expected to do work
  * again, as on a new node: true then, and the estimates above change.
- * False when it is the same machine, or one the record does not know.
+ * False when it is the same machine, or one the record does not know, and
+ * for every call after the first for a node (node text: a node that names
+ * several machines is not believed twice).
  */
 bool state_eta_machine(struct state_eta *e, const char *node, const char *machine_id);
 /* How many earlier runs the estimate is made of. */

@@ -519,12 +519,15 @@ static void test_eta_machine(void **unused)
 	/* The same machine: nothing changes. */
 	assert_false(state_eta_machine(e, "w1", "aaaa"));
 	assert_int_equal(state_eta_ms(e, "w1", "kernel", "10-modules"), 150);
+	state_eta_free(e);
 	/* Another one: check + apply, as the first run did. */
+	e = state_eta_load(s, "up", nodes, kinds, 2);
 	assert_true(state_eta_machine(e, "w1", "bbbb"));
 	assert_int_equal(state_eta_ms(e, "w1", "kernel", "10-modules"), 4000);
 	assert_int_equal(state_eta_node_ms(e, "w1"), 600 + 4000);
-	/* ... once: it is that machine now. */
+	/* ... once: a node's later words about its machine change nothing. */
 	assert_false(state_eta_machine(e, "w1", "bbbb"));
+	assert_false(state_eta_machine(e, "w1", "cccc"));
 	/* The other node is left as estimated; an unknown node or an empty id changes nothing. */
 	assert_int_equal(state_eta_ms(e, "cp", "init", "kubeadm"), 1000);
 	assert_false(state_eta_machine(e, "cp", "cccc"));
