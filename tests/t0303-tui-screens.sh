@@ -35,10 +35,10 @@ done
 sed "s#@FACTS@#$SRC_ROOT/tests/facts#; s#@HOLD@#$TEST_DIR/rs.hold#" "$DATA/run.txt" >"$TEST_DIR/rs.run"
 run rs 200 60 LANG=C.UTF-8 -- "$DATA/inventory.yaml" "$SRC_ROOT/roles" "$TEST_DIR/rs.run"
 
-# mask FILE: times and durations out (the title row after them: its length follows them),
-# trailing blanks off
+# mask FILE: times and durations out, and the rule that fills the pane's title
+# row after them (its length follows theirs: 9.8s, 10.2s), trailing blanks off
 mask() {
-	sed -E 's/~?([0-9]+h)?([0-9]+m)?[0-9]+(\.[0-9]+)?(ms|s)\b/<t>/g; 1s/ elapsed .*/ elapsed <t>/; s/ +$//' "$1"
+	sed -E 's/~?([0-9]+h)?([0-9]+m)?[0-9]+(\.[0-9]+)?(ms|s)\b/<t>/g; 1s/ elapsed .*/ elapsed <t>/; /^── /s/ ─+$/ ─<fill>/; s/ +$//' "$1"
 }
 
 # headings SCREEN COLS: every word of the heading rows is a heading; no line wider than COLS
