@@ -12,6 +12,9 @@
 # run together, nothing cut), and no line is wider than the terminal.
 # A fourth view, started at 200x60, is made 80x24 mid-init (tmux
 # resize-window: SIGWINCH) and must then show the 80x24 screen exactly.
+# At the end, at 80x24, the validation matrix (v) scrolled to its last
+# column: its titles are check and role names or the short forms
+# provision(1) lists, none cut at the right edge.
 # Seconds, no testbed: CI's time is tight.  REGEN=1 writes the expected
 # screens from this build (read them before committing them).
 # shellcheck source=tests/lib.sh
@@ -35,22 +38,36 @@ done
 sed "s#@FACTS@#$SRC_ROOT/tests/facts#; s#@HOLD@#$TEST_DIR/rs.hold#" "$DATA/run.txt" >"$TEST_DIR/rs.run"
 run rs 200 60 LANG=C.UTF-8 -- "$DATA/inventory.yaml" "$SRC_ROOT/roles" "$TEST_DIR/rs.run"
 
-# mask FILE: times and durations out, and the rule that fills the pane's title
-# row after them (its length follows theirs: 9.8s, 10.2s), trailing blanks off
+# mask FILE: times and durations out (the title row after 'elapsed' or 'took'),
+# and the rule that fills the pane's title row after them (its length follows
+# theirs: 9.8s, 10.2s), trailing blanks off
 mask() {
-	sed -E 's/~?([0-9]+h)?([0-9]+m)?[0-9]+(\.[0-9]+)?(ms|s)\b/<t>/g; 1s/ elapsed .*/ elapsed <t>/; /^── /s/ ─+$/ ─<fill>/; s/ +$//' "$1"
+	sed -E 's/~?([0-9]+h)?([0-9]+m)?[0-9]+(\.[0-9]+)?(ms|s)\b/<t>/g; 1s/ (elapsed|took) .*/ \1 <t>/; /^── /s/ ─+$/ ─<fill>/; s/ +$//' "$1"
 }
 
-# headings SCREEN COLS: every word of the heading rows is a heading; no line wider than COLS
+# headings SCREEN COLS [KIND]: every word of the heading rows is a heading; no line wider
+# than COLS.  KIND phases (the grid): a phase's name or its short form; checks or roles
+# (the matrix, the role view): a check's or a role's name, or a short form provision(1)
+# lists as "short (name)".  The scroll marks beside the titles are not words.
 headings() {
-	python3 - "$1" "$2" <<'PY'
-import sys
-lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
-ok = {"NODE", "ROLES", "GPU", "PROGRESS", "PROG", "ETA",
-      "prep", "kube-packages", "nfs", "init", "cni", "join", "addons", "validate",
-      "kube", "addon", "valid"}
-bad = [w for row in lines[1:3] for w in row.split() if w not in ok]
-wide = [l for l in lines if len(l) > int(sys.argv[2])]
+	python3 - "$1" "$2" "${3:-phases}" "$SRC_ROOT/doc/provision.1" "$SRC_ROOT/roles" <<'PY'
+import os, re, sys
+screen, cols, kind, man, roles = sys.argv[1:6]
+lines = open(screen, encoding="utf-8").read().split("\n")
+ok = {"NODE", "ROLES", "GPU", "PROGRESS", "PROG", "ETA"}
+if kind == "phases":
+    ok |= {"prep", "kube-packages", "nfs", "init", "cni", "join", "addons", "validate",
+           "kube", "addon", "valid"}
+else:
+    # THE LIVE VIEW in provision(1), its roff requests and escapes out
+    text = open(man, encoding="utf-8").read()
+    text = text[text.index(".SH THE LIVE VIEW"):]
+    text = text[:text.index("\n.SH", 1)]
+    text = " ".join(re.sub(r"^\.[A-Z]+ ?", "", l) for l in text.split("\n")).replace("\\-", "-")
+    ok |= {w for pair in re.findall(r'([^\s(),"]+) \(([a-z][a-z0-9@#-]*)\)', text) for w in pair}
+    ok |= set(os.listdir(roles)) | {"reach", "gpus", "facts", "preflight", "validate"}
+bad = [w for row in lines[1:3] for w in re.sub("[\u2039\u203a]", " ", row).split() if w not in ok]
+wide = [l for l in lines if len(l) > int(cols)]
 if bad or wide:
     sys.exit("headings run together or cut: %r; lines too wide: %r" % (bad, wide))
 PY
@@ -99,6 +116,25 @@ test_case "mid-init: the cells are the phases' states with the changed steps; th
 	grep -q '^── node-1 · kubeadm-init › 30-init · ' 120x40.init &&
 	grep -q '^prep:  facts ✓  preflight ✓  kernel +2  containerd +2  swap-off +1' 120x40.init &&
 	grep -q '^── node-1 · log, last flannel › 20-running: unchanged ─' 120x40.cni
+"
+
+# at_end NAME: the 80x24 screen now, masked, into NAME, its headings checked (KIND
+# $2) and compared with the expected screen (REGEN=1: written).
+at_end() {
+	shot s80x24 &&
+	cp s80x24.screen "80x24-$1.screen" &&
+	mask s80x24.screen >"80x24.$1" &&
+	headings s80x24.screen 80 "$2" &&
+	if [ -n "${REGEN:-}" ]; then cp "80x24.$1" "$DATA/80x24.$1"; fi &&
+	diff -u "$DATA/80x24.$1" "80x24.$1"
+}
+
+test_case "the end at 80x24, the matrix scrolled to its last column: every title on screen whole or its documented short form, none cut at the right edge" "
+	wait_for s80x24 'Finished: 1 node failed' 20 >/dev/null &&
+	keys s80x24 v && wait_for s80x24 '^── node-4 · reachable' 10 >/dev/null &&
+	for i in \$(seq 30); do keys s80x24 l; done &&
+	wait_for s80x24 '^── node-4 · nfs-provisioner' 10 >/dev/null && sleep 0.3 &&
+	at_end checks-end checks
 "
 
 test_case "the end: the failed join, q leaves, the terminal is as before" "

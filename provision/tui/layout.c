@@ -62,6 +62,25 @@ static void vertical(struct tui_layout *l, const struct tui_layout_in *in)
 	l->pane_h = avail - grid - 1;
 }
 
+/* The progress bar and the ETA after the cells shown, the bar as wide as the rest allows. */
+static void place_bar(struct tui_layout *l)
+{
+	int used, spare;
+
+	if (!l->progress)
+		return;
+	used = l->cells_x + (int)l->cols_visible * l->cell_w + 1;
+	spare = l->cols - used - ETA_W - 1;
+	l->bar_x = used;
+	l->bar_w = clamp(spare, BAR_MIN_W, BAR_MAX_W);
+	if (l->bar_x + l->bar_w + 1 + ETA_W > l->cols)
+		l->bar_w = l->cols - l->bar_x - 1 - ETA_W;
+	if (l->bar_w < 0)
+		l->bar_w = 0;
+	l->eta_x = l->bar_x + l->bar_w + 1;
+	l->eta_w = ETA_W;
+}
+
 void tui_layout_compute(struct tui_layout *l, const struct tui_layout_in *in)
 {
 	int min_cell = in->min_cell > 0 ? in->min_cell : 3;
@@ -128,16 +147,46 @@ void tui_layout_compute(struct tui_layout *l, const struct tui_layout_in *in)
 	if (l->label_w < 1)
 		l->label_w = 1;
 
-	if (in->progress) {
-		int used = l->cells_x + (int)l->cols_visible * cw + 1;
-		int spare = in->cols - used - ETA_W - 1;
-		l->bar_x = used;
-		l->bar_w = clamp(spare, BAR_MIN_W, BAR_MAX_W);
-		if (l->bar_x + l->bar_w + 1 + ETA_W > in->cols)
-			l->bar_w = in->cols - l->bar_x - 1 - ETA_W;
-		if (l->bar_w < 0)
-			l->bar_w = 0;
-		l->eta_x = l->bar_x + l->bar_w + 1;
-		l->eta_w = ETA_W;
+	l->cols = in->cols;
+	l->progress = in->progress;
+	place_bar(l);
+}
+
+void tui_layout_title(const struct tui_layout *l, size_t k, size_t shown, int *y, int *room)
+{
+	size_t last = shown ? shown - 1 : 0;
+	bool upper = l->stagger && (last - k) % 2 == 0;
+	int x = l->cells_x + (int)k * l->cell_w;
+	int end = upper || !l->bar_w ? l->cols : l->bar_x - 1;
+
+	*y = upper ? l->header_y : l->header_y + 1;
+	*room = l->label_w;
+	if (!l->stagger && k < last)
+		*room = l->cell_w - 1;
+	if (x + *room > end || k == last)
+		*room = end - x;
+}
+
+size_t tui_layout_columns(struct tui_layout *l, const int *narrowest, size_t ncols, size_t left,
+			  size_t sel)
+{
+	size_t vis = l->cols_visible;
+	int y, room;
+
+	for (;;) {
+		size_t shown;
+		left = tui_scroll(left, sel, vis, ncols);
+		shown = ncols - left < vis ? ncols - left : vis;
+		if (!shown || vis <= 1)
+			break;
+		tui_layout_title(l, shown - 1, shown, &y, &room);
+		if (narrowest[left + shown - 1] <= room)
+			break;
+		/* One fewer: the title before it has the room to the edge. */
+		vis--;
+		l->cols_visible = vis;
+		l->stagger = l->stagger && vis > 1;
+		place_bar(l);
 	}
+	return left;
 }

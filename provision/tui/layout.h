@@ -43,9 +43,31 @@ struct tui_layout {
 	int grid_y, grid_h; /* node rows */
 	int pane_y, pane_h; /* the separator row, then pane_h rows; pane_h 0: no pane */
 	int footer_y;
+	int cols;      /* the screen's width */
+	bool progress; /* a progress bar and ETA per row */
 };
 
 void tui_layout_compute(struct tui_layout *l, const struct tui_layout_in *in);
+
+/*
+ * Where the title of the k-th column shown goes, of `shown` columns: its
+ * heading row (*y) and the room it has from its cell's left edge (*room).
+ * Staggered, the last shown column's title is on the upper row, which has
+ * nothing on its right (the progress heading is on the lower): its room
+ * runs to the screen's edge.
+ */
+void tui_layout_title(const struct tui_layout *l, size_t k, size_t shown, int *y, int *room);
+
+/*
+ * Sideways: the first column to show (from `left`, moving as little as
+ * possible, so that `sel` is visible), with l->cols_visible lowered until
+ * the last shown column's title fits whole: narrowest[c] is the width of
+ * column c's title or of its short form, whichever is narrower.  A title
+ * that does not fit whole at the right edge shows one column fewer, not a
+ * cut title; the progress bar then moves left with the cells.
+ */
+size_t tui_layout_columns(struct tui_layout *l, const int *narrowest, size_t ncols, size_t left,
+			  size_t sel);
 
 /*
  * The first item to show so that `sel` is visible in a window of `visible`

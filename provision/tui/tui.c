@@ -296,9 +296,17 @@ static const struct tui_checks *checks_of(const struct tui *t)
 	return &t->m.checks;
 }
 
+/* A column's title, whole. */
 static const char *col_label(const struct tui *t, const struct grid *gr, size_t c)
 {
 	return gr->checks ? checks_of(t)->cols[c].label : tui_phase_label(gr->phases[c], false);
+}
+
+/* Its short form (provision(1) lists them), or NULL. */
+static const char *col_short(const struct tui *t, const struct grid *gr, size_t c)
+{
+	return gr->checks ? tui_checks_short(checks_of(t)->cols[c].id)
+			  : tui_phase_label(gr->phases[c], true);
 }
 
 static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool checks)
@@ -336,8 +344,27 @@ static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool
 	tui_layout_compute(&gr->l, &in);
 }
 
-static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, size_t left,
-			int cols)
+/*
+ * The first column to show; the layout shows one column fewer when the
+ * last one's title would be cut at the right edge (tui_layout_columns()).
+ */
+static size_t grid_scroll(struct tui *t, struct grid *gr, size_t sel_col, size_t left)
+{
+	int *narrowest = xcalloc(gr->ncols ? gr->ncols : 1, sizeof(*narrowest));
+	size_t c;
+
+	for (c = 0; c < gr->ncols; c++) {
+		const char *s = col_short(t, gr, c);
+		int w = (int)crt_text_width(col_label(t, gr, c)),
+		    sw = s ? (int)crt_text_width(s) : w;
+		narrowest[c] = sw < w ? sw : w;
+	}
+	left = tui_layout_columns(&gr->l, narrowest, gr->ncols, left, sel_col);
+	free(narrowest);
+	return left;
+}
+
+static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, size_t left)
 {
 	const struct tui_layout *l = &gr->l;
 	size_t c;
@@ -348,26 +375,18 @@ static void grid_header(struct tui *t, const struct grid *gr, size_t sel_col, si
 	if (l->gpu_w)
 		put(l->header_y + 1, l->gpu_x, l->gpu_w, CRT_HEADER, "GPU");
 	for (c = left; c < gr->ncols && c < left + l->cols_visible; c++) {
-		size_t k = c - left, last = (gr->ncols < left + l->cols_visible ? gr->ncols - left
-									     : l->cols_visible) - 1;
-		int x = l->cells_x + (int)k * l->cell_w;
+		size_t shown =
+		    gr->ncols < left + l->cols_visible ? gr->ncols - left : l->cols_visible;
+		int x = l->cells_x + (int)(c - left) * l->cell_w, y, room;
 		/*
-		 * Staggered, the last label is on the upper row, which has nothing
-		 * on its right (the progress heading is on the lower): it may run
-		 * on to the edge.  A label that does not fit its room whole is
-		 * its short form (the help lists them), never cut into the next.
+		 * A title that does not fit its room whole is its short form (the
+		 * help lists them), never cut into the next; the last one has the
+		 * room to the edge (tui_layout_title()).
 		 */
-		bool upper = l->stagger && (last - k) % 2 == 0;
-		int y = upper ? l->header_y : l->header_y + 1;
-		int room = l->label_w, end = upper || !l->bar_w ? cols : l->bar_x - 1;
 		const char *label = col_label(t, gr, c);
-		if (!l->stagger && k < last)
-			room = l->cell_w - 1;
-		if (x + room > end || k == last)
-			room = end - x;
+		tui_layout_title(l, c - left, shown, &y, &room);
 		if ((int)crt_text_width(label) > room) {
-			const char *s = gr->checks ? tui_checks_short(checks_of(t)->cols[c].id)
-						   : tui_phase_label(gr->phases[c], true);
+			const char *s = col_short(t, gr, c);
 			if (s)
 				label = s;
 		}
@@ -728,13 +747,13 @@ static void draw_grid(struct tui *t, int rows, int cols, uint64_t now, bool chec
 	t->grid_h = gr.l.grid_h;
 	if (*col >= gr.ncols && gr.ncols)
 		*col = gr.ncols - 1;
-	*left = tui_scroll(*left, *col, gr.l.cols_visible, gr.ncols);
+	*left = grid_scroll(t, &gr, *col, *left);
 	t->top = tui_scroll(t->top, t->sel, (size_t)gr.l.grid_h, t->m.nr);
 	if (t->cfg.kind == TUI_STATUS)
 		title_status(t, cols, now);
 	else
 		title_run(t, cols, now);
-	grid_header(t, &gr, *col, *left, cols);
+	grid_header(t, &gr, *col, *left);
 	grid_rows(t, &gr, now);
 	if (gr.l.pane_h > 0) {
 		if (checks)

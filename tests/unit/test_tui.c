@@ -129,6 +129,85 @@ static void test_layout_too_many_columns_scroll_sideways(void **state)
 	assert_true(l.eta_x + l.eta_w <= 80);
 }
 
+/*
+ * The matrix at 80 columns (issue 22): 20 columns whose titles are 7
+ * characters at their narrowest (a short form), 4 a cell, staggered.  The
+ * last one shown has the room from its cell to the edge; where its title
+ * would be cut there ("gpu\u2026", "nfs\u2026" scrolled to the end) the layout
+ * shows one column fewer.
+ */
+static void test_layout_last_title_whole(void **state)
+{
+	struct tui_layout_in in = {.rows = 24,
+				   .cols = 80,
+				   .name_w = 6,
+				   .nr_cols = 20,
+				   .label_w = 22,
+				   .min_cell = 4,
+				   .nr_nodes = 4};
+	int narrowest[20], y, room;
+	struct tui_layout l;
+	size_t i, left;
+
+	(void)state;
+	for (i = 0; i < 20; i++)
+		narrowest[i] = 7;
+	narrowest[17] = 6; /* gpu-op */
+	tui_layout_compute(&l, &in);
+	assert_int_equal(l.cell_w, 4);
+	assert_int_equal(l.cols_visible, 18);
+	assert_true(l.stagger);
+	/* The 18th (gpu-op) would have 80 - (8 + 17 * 4) = 4: it goes, helm is last. */
+	left = tui_layout_columns(&l, narrowest, 20, 0, 0);
+	assert_int_equal(left, 0);
+	assert_int_equal(l.cols_visible, 17);
+	tui_layout_title(&l, 16, 17, &y, &room);
+	assert_int_equal(y, l.header_y); /* the last title is on the upper row */
+	assert_int_equal(room, 80 - (l.cells_x + 16 * 4));
+	/* the others have a cell and the next one */
+	tui_layout_title(&l, 15, 17, &y, &room);
+	assert_int_equal(y, l.header_y + 1);
+	assert_int_equal(room, 7);
+	/* Scrolled to the end: the last column's title whole at the edge. */
+	tui_layout_compute(&l, &in);
+	left = tui_layout_columns(&l, narrowest, 20, 0, 19);
+	assert_int_equal(left + l.cols_visible, 20);
+	tui_layout_title(&l, l.cols_visible - 1, l.cols_visible, &y, &room);
+	assert_true(room >= 7);
+}
+
+/* Every width, every selected column: the last title shown fits whole, inside the screen. */
+static void test_layout_last_title_whole_any_width(void **state)
+{
+	int narrowest[24], y, room, cols;
+	size_t i, sel, left;
+
+	(void)state;
+	for (i = 0; i < 24; i++)
+		narrowest[i] = 3 + (int)(i * 3 % 5); /* 3 to 7 */
+	for (cols = 30; cols <= 200; cols++) {
+		for (sel = 0; sel < 24; sel++) {
+			struct tui_layout_in in = {.rows = 24,
+						   .cols = cols,
+						   .name_w = 6,
+						   .nr_cols = 24,
+						   .label_w = 20,
+						   .min_cell = 4,
+						   .nr_nodes = 4};
+			struct tui_layout l;
+			size_t shown;
+			tui_layout_compute(&l, &in);
+			left = tui_layout_columns(&l, narrowest, 24, 0, sel);
+			shown = 24 - left < l.cols_visible ? 24 - left : l.cols_visible;
+			assert_true(sel >= left && sel < left + shown);
+			tui_layout_title(&l, shown - 1, shown, &y, &room);
+			if (shown > 1)
+				assert_true(narrowest[left + shown - 1] <= room);
+			assert_true(l.cells_x + (int)(shown - 1) * l.cell_w + room <= cols);
+		}
+	}
+}
+
 static void test_layout_small_screen_has_no_pane(void **state)
 {
 	struct tui_layout_in in = {.rows = 8,
@@ -771,6 +850,8 @@ int main(void)
 	    cmocka_unit_test(test_layout_many_nodes_scroll),
 	    cmocka_unit_test(test_layout_drops_roles_then_gpu),
 	    cmocka_unit_test(test_layout_too_many_columns_scroll_sideways),
+	    cmocka_unit_test(test_layout_last_title_whole),
+	    cmocka_unit_test(test_layout_last_title_whole_any_width),
 	    cmocka_unit_test(test_layout_small_screen_has_no_pane),
 	    cmocka_unit_test(test_scroll),
 	    cmocka_unit_test(test_split_hint),
