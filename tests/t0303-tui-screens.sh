@@ -13,7 +13,8 @@
 # A fourth view, started at 200x60, is made 80x24 mid-init (tmux
 # resize-window: SIGWINCH) and must then show the 80x24 screen exactly.
 # At the end, at 80x24, the validation matrix (v) scrolled to its last
-# column: its titles are check and role names or the short forms
+# column and the role view (x), first as it opens and then scrolled to its
+# last column: their titles are check and role names or the short forms
 # provision(1) lists, none cut at the right edge.
 # Seconds, no testbed: CI's time is tight.  REGEN=1 writes the expected
 # screens from this build (read them before committing them).
@@ -135,6 +136,22 @@ test_case "the end at 80x24, the matrix scrolled to its last column: every title
 	for i in \$(seq 30); do keys s80x24 l; done &&
 	wait_for s80x24 '^── node-4 · nfs-provisioner' 10 >/dev/null && sleep 0.3 &&
 	at_end checks-end checks
+"
+
+test_case "the end at 80x24, the role view (x): nodes x roles, the failed role selected, the pane naming the node and the role; every title whole or its documented short form" "
+	keys s80x24 x && wait_for s80x24 '^── node-4 · kubeadm-join: failed' 10 >/dev/null && sleep 0.3 &&
+	at_end roles roles &&
+	expect_cell 80x24-roles node-4 join '✗1' &&
+	expect_cell 80x24-roles node-1 init '\\+3' &&
+	expect_cell 80x24-roles node-2 nfs-srv '\\+3' &&
+	grep -q '^fix: check the token' 80x24.roles
+"
+
+test_case "the role view scrolled to its last column: validate whole at the right edge; Esc goes back to the phases" "
+	for i in \$(seq 30); do keys s80x24 l; done &&
+	wait_for s80x24 '^── node-4 · validate' 10 >/dev/null && sleep 0.3 &&
+	at_end roles-end roles &&
+	keys s80x24 Escape && wait_for s80x24 'PROGRESS' 10 >/dev/null
 "
 
 test_case "the end: the failed join, q leaves, the terminal is as before" "

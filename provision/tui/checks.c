@@ -183,6 +183,8 @@ static const char *const short_forms[][2] = {
     {"gpu-operator", "gpu-op"},
     {"jupyterhub", "hub"},
     {"etcd-backup", "backup"},
+    /* the role view's last column: the validation, as in the phase grid */
+    {"validate", "valid"},
 };
 
 const char *tui_checks_short(const char *id)

@@ -58,6 +58,7 @@
 enum tui_screen {
 	SCREEN_GRID,   /* nodes x phases */
 	SCREEN_CHECKS, /* nodes x checks: the validation matrix (v), or status */
+	SCREEN_ROLES,  /* nodes x roles: the phases' roles one by one (x) */
 	SCREEN_LOG,    /* one node's whole log (Enter) */
 };
 
@@ -76,6 +77,7 @@ struct tui {
 	size_t sel, top;    /* selected node, first row shown */
 	size_t col, left;   /* selected column, first column shown (grid) */
 	size_t ccol, cleft; /* the same on the checks screen */
+	size_t rcol, rleft; /* and on the roles screen (model columns) */
 	uint64_t log_top;   /* log screen: first line shown (absolute) */
 	bool log_follow;
 	size_t log_skip; /* log screen: columns scrolled sideways */
@@ -282,13 +284,13 @@ static void title_status(struct tui *t, int cols, uint64_t now)
 	strbuf_release(&sb);
 }
 
-/* ---- the grid (phases or checks) ---- */
+/* ---- the grid (phases, checks or roles) ---- */
 
 struct grid {
 	struct tui_layout l;
 	size_t ncols;
-	bool checks; /* columns are checks */
-	int phases[TUI_MAX_PHASES]; /* else phases (model.h) */
+	enum tui_screen mode;	    /* SCREEN_GRID: phases; SCREEN_CHECKS; SCREEN_ROLES */
+	int phases[TUI_MAX_PHASES]; /* SCREEN_GRID: the phases (model.h) */
 };
 
 static const struct tui_checks *checks_of(const struct tui *t)
@@ -299,23 +301,49 @@ static const struct tui_checks *checks_of(const struct tui *t)
 /* A column's title, whole. */
 static const char *col_label(const struct tui *t, const struct grid *gr, size_t c)
 {
-	return gr->checks ? checks_of(t)->cols[c].label : tui_phase_label(gr->phases[c], false);
+	switch (gr->mode) {
+	case SCREEN_CHECKS:
+		return checks_of(t)->cols[c].label;
+	case SCREEN_ROLES:
+		return t->m.cols[c].name;
+	default:
+		return tui_phase_label(gr->phases[c], false);
+	}
 }
 
 /* Its short form (provision(1) lists them), or NULL. */
 static const char *col_short(const struct tui *t, const struct grid *gr, size_t c)
 {
-	return gr->checks ? tui_checks_short(checks_of(t)->cols[c].id)
-			  : tui_phase_label(gr->phases[c], true);
+	switch (gr->mode) {
+	case SCREEN_CHECKS:
+		return tui_checks_short(checks_of(t)->cols[c].id);
+	case SCREEN_ROLES:
+		return tui_checks_short(t->m.cols[c].name);
+	default:
+		return tui_phase_label(gr->phases[c], true);
+	}
 }
 
-static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool checks)
+/* The screen's selected column and first column shown. */
+static size_t *sel_col_of(struct tui *t, enum tui_screen mode)
+{
+	return mode == SCREEN_CHECKS ? &t->ccol : mode == SCREEN_ROLES ? &t->rcol : &t->col;
+}
+
+static size_t *left_of(struct tui *t, enum tui_screen mode)
+{
+	return mode == SCREEN_CHECKS ? &t->cleft : mode == SCREEN_ROLES ? &t->rleft : &t->left;
+}
+
+static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, enum tui_screen mode)
 {
 	struct tui_layout_in in = {.rows = rows, .cols = cols};
 	size_t i;
 
-	gr->checks = checks;
-	gr->ncols = checks ? checks_of(t)->nr : tui_model_phases(&t->m, gr->phases);
+	gr->mode = mode;
+	gr->ncols = mode == SCREEN_CHECKS  ? checks_of(t)->nr
+		    : mode == SCREEN_ROLES ? t->m.nr_cols
+					   : tui_model_phases(&t->m, gr->phases);
 	for (i = 0; i < t->m.nr; i++) {
 		const struct tui_node *n = &t->m.nodes[i];
 		int w = (int)crt_text_width(n->node->name);
@@ -337,9 +365,9 @@ static void grid_layout(struct tui *t, struct grid *gr, int rows, int cols, bool
 			in.label_w = w;
 	}
 	in.nr_cols = gr->ncols;
-	/* a phase's cell: its glyph and the count of changed steps ("+12") */
+	/* a phase's or role's cell: its glyph and the count of changed steps ("+12") */
 	in.min_cell = 4;
-	in.progress = !checks;
+	in.progress = mode == SCREEN_GRID;
 	in.nr_nodes = t->m.nr;
 	tui_layout_compute(&gr->l, &in);
 }
@@ -462,7 +490,7 @@ static void progress(struct tui *t, const struct tui_layout *l, int y, size_t i,
 static void grid_rows(struct tui *t, const struct grid *gr, uint64_t now)
 {
 	const struct tui_layout *l = &gr->l;
-	size_t sel_col = gr->checks ? t->ccol : t->col, left = gr->checks ? t->cleft : t->left;
+	size_t sel_col = *sel_col_of(t, gr->mode), left = *left_of(t, gr->mode);
 	const struct tui_checks *ck = checks_of(t);
 	int r;
 
@@ -480,13 +508,16 @@ static void grid_rows(struct tui *t, const struct grid *gr, uint64_t now)
 			int x = l->cells_x + (int)(c - left) * l->cell_w;
 			unsigned flag = i == t->sel && c == sel_col ? CRT_REVERSE : 0;
 			const struct glyph *gl;
-			if (gr->checks) {
+			if (gr->mode == SCREEN_CHECKS) {
 				gl = &check_glyphs[ck->cols[c].cells[i].state];
 				put_center(y, x, l->cell_w - 1, gl->color | flag, g(t, gl));
 			} else {
 				struct tui_cell pc;
 				char text[32];
-				tui_model_phase_cell(&t->m, i, gr->phases, c, &pc);
+				if (gr->mode == SCREEN_ROLES)
+					pc = n->cells[c];
+				else
+					tui_model_phase_cell(&t->m, i, gr->phases, c, &pc);
 				gl = &cell_glyphs[pc.state];
 				if (pc.state == TUI_CELL_RUNNING && i == t->sel)
 					run_x = x;
@@ -508,7 +539,7 @@ static void grid_rows(struct tui *t, const struct grid *gr, uint64_t now)
 					false);
 			strbuf_release(&sb);
 		}
-		if (!gr->checks && l->bar_w)
+		if (gr->mode == SCREEN_GRID && l->bar_w)
 			progress(t, l, y, i, now);
 	}
 	if (t->m.nr > (size_t)l->grid_h && l->grid_h > 0) {
@@ -682,6 +713,110 @@ static void pane_check(struct tui *t, const struct tui_layout *l, int cols)
 	strbuf_release(&title);
 }
 
+/* Whether a log line names column `name`: "name › step", "name: message". */
+static bool names_col(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+
+	return !strncmp(text, name, len) &&
+	       (!strncmp(text + len, " \xe2\x80\xba ", 5) || !strncmp(text + len, ": ", 2));
+}
+
+/*
+ * The last h lines of node n's log that are column c's: from a step of it
+ * starting to the next step starting, and its results and messages (a
+ * validation check's result, preflight's messages) wherever they are.
+ * Their numbers go to lines[] (at most h); returns how many.
+ */
+static size_t col_lines(const struct tui *t, const struct tui_node *n, size_t c, uint64_t *lines,
+			size_t h)
+{
+	const char *name = t->m.cols[c].name;
+	uint64_t k;
+	size_t nr = 0, i;
+	bool cur = false;
+
+	if (!h)
+		return 0;
+	for (k = tui_log_first(&n->log); k < n->log.seq; k++) {
+		const struct tui_log_line *ln = tui_log_get(&n->log, k);
+		bool in = cur;
+		if (!ln)
+			continue;
+		if (ln->kind == TUI_LINE_STEP) {
+			cur = in = names_col(ln->text, name);
+		} else if (ln->kind != TUI_LINE_OUT && ln->kind != TUI_LINE_ERR) {
+			for (i = 0; i < t->m.nr_cols; i++)
+				if (names_col(ln->text, t->m.cols[i].name))
+					break;
+			if (i < t->m.nr_cols)
+				in = i == c;
+		}
+		if (!in)
+			continue;
+		if (nr == h) {
+			memmove(lines, lines + 1, (h - 1) * sizeof(*lines));
+			nr--;
+		}
+		lines[nr++] = k;
+	}
+	return nr;
+}
+
+/* The roles screen: the selected role on the selected node, its state, steps and lines. */
+static void pane_role(struct tui *t, const struct tui_layout *l, int cols, uint64_t now)
+{
+	const struct tui_node *n = &t->m.nodes[t->sel];
+	const struct tui_cell *cell;
+	struct strbuf title = STRBUF_INIT;
+	int y = l->pane_y + 1, end = l->pane_y + 1 + l->pane_h;
+	uint64_t *lines;
+	size_t c = t->rcol, nr, k;
+	char d[32];
+
+	if (!t->m.nr_cols) {
+		rule(t, l->pane_y, cols, "no roles in this run");
+		return;
+	}
+	cell = &n->cells[c];
+	strbuf_addf(&title, "%s %s %s: %s", n->node->name, sym(t, "\xc2\xb7", "-"),
+		    t->m.cols[c].name, tui_cell_state_name((enum tui_cell_state)cell->state));
+	if (n->cur_col == (int)c && n->cur_step && n->in_step) {
+		duration(d, sizeof(d), now - n->step_started_ms);
+		strbuf_addf(&title, " %s %s %s", n->cur_step, sym(t, "\xc2\xb7", "-"), d);
+	}
+	if (cell->state != TUI_CELL_NA && cell->total)
+		strbuf_addf(&title, " %s %u of %u step%s done", sym(t, "\xc2\xb7", "-"), cell->done,
+			    cell->total, cell->total == 1 ? "" : "s");
+	else if (cell->state != TUI_CELL_NA && cell->done)
+		strbuf_addf(&title, " %s %u step%s done", sym(t, "\xc2\xb7", "-"), cell->done,
+			    cell->done == 1 ? "" : "s");
+	if (cell->changed)
+		strbuf_addf(&title, ", %u %s", cell->changed,
+			    t->m.check_only ? "would change" : "changed");
+	rule(t, l->pane_y, cols, title.buf);
+	strbuf_release(&title);
+	/* The node's failure, when it is this role's: what failed and how to fix it. */
+	if (n->fail_order && n->fail_col == (int)c && y < end) {
+		y += wrap(y, 0, cols, end - y > 2 ? 2 : 1, CRT_FAILED, n->fail_text);
+		if (n->fail_hint && y < end) {
+			put(y, 0, 5, CRT_KEY, "fix: ");
+			y += wrap(y, 5, cols - 5, 1, CRT_WARN, n->fail_hint);
+		}
+	}
+	if (y >= end)
+		return;
+	lines = xcalloc((size_t)(end - y), sizeof(*lines));
+	nr = col_lines(t, n, c, lines, (size_t)(end - y));
+	for (k = 0; k < nr; k++) {
+		const struct tui_log_line *ln = tui_log_get(&n->log, lines[k]);
+		bool indent = ln->kind == TUI_LINE_OUT || ln->kind == TUI_LINE_ERR;
+		put(y + (int)k, indent ? 2 : 0, cols - (indent ? 2 : 0), line_attr(ln->kind),
+		    ln->text);
+	}
+	free(lines);
+}
+
 /* ---- the bottom line ---- */
 
 static void footer(struct tui *t, int y, int cols)
@@ -731,19 +866,22 @@ static void footer(struct tui *t, int y, int cols)
 	put(y, 0, cols, CRT_DIM,
 	    t->screen == SCREEN_CHECKS
 		? " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 check  v/Esc grid  "
-		  "Enter log  f failure  ? help  q quit"
+		  "Enter log  f failure  x roles  ? help  q quit"
+	    : t->screen == SCREEN_ROLES
+		? " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 role  x/Esc grid  "
+		  "Enter log  f failure  v checks  ? help  q quit"
 		: " \xe2\x86\x91\xe2\x86\x93 node  \xe2\x86\x90\xe2\x86\x92 column  Enter log  "
-		  "f failure  v checks  ? help  q quit");
+		  "f failure  v checks  x roles  ? help  q quit");
 }
 
 /* ---- the screens ---- */
 
-static void draw_grid(struct tui *t, int rows, int cols, uint64_t now, bool checks)
+static void draw_grid(struct tui *t, int rows, int cols, uint64_t now, enum tui_screen mode)
 {
 	struct grid gr;
-	size_t *col = checks ? &t->ccol : &t->col, *left = checks ? &t->cleft : &t->left;
+	size_t *col = sel_col_of(t, mode), *left = left_of(t, mode);
 
-	grid_layout(t, &gr, rows, cols, checks);
+	grid_layout(t, &gr, rows, cols, mode);
 	t->grid_h = gr.l.grid_h;
 	if (*col >= gr.ncols && gr.ncols)
 		*col = gr.ncols - 1;
@@ -756,8 +894,10 @@ static void draw_grid(struct tui *t, int rows, int cols, uint64_t now, bool chec
 	grid_header(t, &gr, *col, *left);
 	grid_rows(t, &gr, now);
 	if (gr.l.pane_h > 0) {
-		if (checks)
+		if (mode == SCREEN_CHECKS)
 			pane_check(t, &gr.l, cols);
+		else if (mode == SCREEN_ROLES)
+			pane_role(t, &gr.l, cols, now);
 		else
 			pane_run(t, &gr.l, cols, now);
 	}
@@ -811,7 +951,8 @@ static void draw_help(struct tui *t, int rows, int cols)
 	    {"Enter", "the whole log of the selected node; Esc: back"},
 	    {"f", "the next failure: its step's output and how to fix it"},
 	    {"v", "validation matrix: nodes x checks, expected and observed"},
-	    {"", "its short titles (init: kubeadm-init): man provision"},
+	    {"x", "roles: nodes x roles, the phases' roles one by one"},
+	    {"", "short titles in v and x (init: kubeadm-init): man provision"},
 	    {"r", "status: read the nodes again now"},
 	    {"q", "stop the run (asks); then q or y again: cancel running steps"},
 	    {"^L", "repaint the screen"},
@@ -871,7 +1012,7 @@ static void draw(struct tui *t, uint64_t now)
 	if (t->screen == SCREEN_LOG)
 		draw_log(t, rows, cols);
 	else
-		draw_grid(t, rows, cols, now, t->screen == SCREEN_CHECKS);
+		draw_grid(t, rows, cols, now, t->screen);
 	if (t->help)
 		draw_help(t, rows, cols);
 	crt_flush();
@@ -922,8 +1063,10 @@ static void move_sel(struct tui *t, long delta)
 static void move_col(struct tui *t, long delta)
 {
 	int phases[TUI_MAX_PHASES];
-	size_t n = t->screen == SCREEN_CHECKS ? checks_of(t)->nr : tui_model_phases(&t->m, phases);
-	size_t *c = t->screen == SCREEN_CHECKS ? &t->ccol : &t->col;
+	size_t n = t->screen == SCREEN_CHECKS  ? checks_of(t)->nr
+		   : t->screen == SCREEN_ROLES ? t->m.nr_cols
+					       : tui_model_phases(&t->m, phases);
+	size_t *c = sel_col_of(t, t->screen);
 	long v = (long)*c + delta;
 
 	if (!n)
@@ -954,6 +1097,7 @@ static void next_failure(struct tui *t)
 	if (t->m.nodes[i].fail_col >= 0) {
 		int phases[TUI_MAX_PHASES];
 		size_t nr = tui_model_phases(&t->m, phases), k;
+		t->rcol = (size_t)t->m.nodes[i].fail_col;
 		for (k = 0; k < nr; k++)
 			if (tui_model_col_in_phase(&t->m, (size_t)t->m.nodes[i].fail_col, phases, k))
 				t->col = k;
@@ -964,7 +1108,7 @@ static void next_failure(struct tui *t)
 		for (k = 0; k < t->m.checks.nr; k++)
 			if (!strcmp(t->m.checks.cols[k].id, t->m.nodes[i].fail_check))
 				t->ccol = k;
-	} else if (t->cfg.kind == TUI_RUN) {
+	} else if (t->cfg.kind == TUI_RUN && t->screen != SCREEN_ROLES) {
 		t->screen = SCREEN_GRID;
 	}
 }
@@ -1107,12 +1251,17 @@ static void key(struct tui *t, int k)
 		if (t->cfg.kind == TUI_RUN)
 			t->screen = t->screen == SCREEN_CHECKS ? SCREEN_GRID : SCREEN_CHECKS;
 		break;
+	case 'x':
+		if (t->cfg.kind == TUI_RUN)
+			t->screen = t->screen == SCREEN_ROLES ? SCREEN_GRID : SCREEN_ROLES;
+		break;
 	case 'r':
 		if (t->cfg.kind == TUI_STATUS)
 			t->refresh_now = true;
 		break;
 	case CRT_KEY_ESC:
-		if (t->screen == SCREEN_CHECKS && t->cfg.kind == TUI_RUN)
+		if ((t->screen == SCREEN_CHECKS || t->screen == SCREEN_ROLES) &&
+		    t->cfg.kind == TUI_RUN)
 			t->screen = SCREEN_GRID;
 		t->show_failure = false;
 		break;
