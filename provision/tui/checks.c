@@ -183,6 +183,17 @@ static const char *const short_forms[][2] = {
     {"gpu-operator", "gpu-op"},
     {"jupyterhub", "hub"},
     {"etcd-backup", "backup"},
+    /* the roles of reset, upgrade, remove-node, renew-certs, restore */
+    {"etcd-restore", "restore"},
+    {"remove-node", "rmnode"},
+    {"renew-certs", "renew"},
+    {"reset-cluster", "reset"},
+    {"reset-prep", "rs-prep"},
+    {"reset-verify", "rs-chk"},
+    {"upgrade-control-plane", "upg-cp"},
+    {"upgrade-drain", "drain"},
+    {"upgrade-uncordon", "uncordn"},
+    {"upgrade-worker", "upg-wk"},
     /* the role view's last column: the validation, as in the phase grid */
     {"validate", "valid"},
 };

@@ -817,6 +817,59 @@ static void test_checks_short_forms(void **state)
 	assert_null(tui_checks_short("flannel"));
 }
 
+/*
+ * The role view (x) and the matrix have a column per role: at 80 columns
+ * every role of roles/ (up's and reset's, upgrade's, ...) has a title of
+ * 7 characters at most, its name or its short form.
+ */
+static void test_role_titles_fit(void **state)
+{
+	struct role_set rs;
+	struct diag_list dl;
+	size_t i;
+
+	(void)state;
+	diag_list_init(&dl);
+	if (role_set_load(&rs, "roles", &dl) < 0)
+		fail_msg("roles: %s", dl.nr ? diag_format(&dl.items[0]) : "?");
+	diag_list_release(&dl);
+	assert_true(rs.nr > 20);
+	for (i = 0; i < rs.nr; i++) {
+		const char *name = rs.roles[i].name, *s = tui_checks_short(name);
+		if (crt_text_width(name) > 7 && !s)
+			fail_msg("role %s: no short form, and its name is cut at 80 columns", name);
+	}
+	assert_string_equal(tui_checks_short("validate"), "valid");
+	role_set_release(&rs);
+}
+
+/* Each short form is in provision(1) as "short (name)", where THE LIVE VIEW lists them. */
+static void test_short_forms_documented(void **state)
+{
+	const char *const(*forms)[2];
+	size_t n = tui_checks_short_forms(&forms), i;
+	struct strbuf man = STRBUF_INIT, text = STRBUF_INIT;
+	const char *p;
+
+	(void)state;
+	if (read_file("doc/provision.1", &man) < 0)
+		fail_msg("doc/provision.1: cannot read");
+	/* roff's \- is a hyphen; a line break is a space */
+	for (p = man.buf; *p; p++) {
+		if (p[0] == '\\' && p[1] == '-')
+			continue;
+		strbuf_addch(&text, *p == '\n' ? ' ' : *p);
+	}
+	for (i = 0; i < n; i++) {
+		char *want = xasprintf("%s (%s)", forms[i][1], forms[i][0]);
+		if (!strstr(text.buf, want))
+			fail_msg("provision(1) does not list '%s'", want);
+		free(want);
+	}
+	strbuf_release(&man);
+	strbuf_release(&text);
+}
+
 static void test_checks_set_grows_columns(void **state)
 {
 	struct tui_checks c;
@@ -870,6 +923,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_checks_status_and_table, setup, teardown),
 	    cmocka_unit_test(test_checks_set_grows_columns),
 	    cmocka_unit_test(test_checks_short_forms),
+	    cmocka_unit_test(test_role_titles_fit),
+	    cmocka_unit_test(test_short_forms_documented),
 	};
 
 	/* Widths of characters beyond ASCII follow the locale, as on a UTF-8 terminal. */
