@@ -33,7 +33,7 @@ ALL_CFLAGS = -std=c17 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
 	-DPROVISION_VERSION='"$(VERSION)"' -DPROVISION_DATADIR='"$(DATADIR)/provision"' \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS)) $(CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS)
-LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lpthread
+LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lpthread -lm
 
 ifdef DEVELOPER
 ALL_CFLAGS += -Werror
@@ -68,7 +68,21 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(B)/tests/tools/%)
 
-all: $(B)/provision
+# The workload of `provision bench` (provision/bench/workload.c): a static
+# binary per node architecture, uploaded to the nodes (no image, no
+# registry).  This machine's architecture is built with CC; another one
+# with BENCH_CC_<arch> (e.g. BENCH_CC_arm64=aarch64-linux-gnu-gcc).
+BENCH_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+BENCH_ARCHS ?= $(BENCH_ARCH) $(if $(BENCH_CC_arm64),arm64) $(if $(BENCH_CC_amd64),amd64)
+BENCH_BIN := $(sort $(foreach a,$(BENCH_ARCHS),$(B)/bench/provision-bench-$(a)))
+bench_cc = $(or $(BENCH_CC_$(1)),$(if $(filter $(1),$(BENCH_ARCH)),$(CC)))
+
+all: $(B)/provision $(BENCH_BIN)
+
+$(B)/bench/provision-bench-%: provision/bench/workload.c
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(call bench_cc,$*) -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -static -pthread \
+		-o $@ $<
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -103,7 +117,7 @@ $(B)/tests/tools/%: tests/tools/%.c $(B)/libprovision.a
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(ALL_CFLAGS) -Iprovision $(ALL_LDFLAGS) -o $@ $< $(B)/libprovision.a $(LIBS)
 
-tests: $(B)/provision $(UNIT_BIN) $(TOOL_BIN)
+tests: $(B)/provision $(BENCH_BIN) $(UNIT_BIN) $(TOOL_BIN)
 
 # The whole suite: unit binaries, data-driven cases, integration scripts.
 check: tests
@@ -165,7 +179,7 @@ check-asan:
 check-unit: tests
 	$(Q)PROVISION_TEST_TIERS=unit sh tests/run.sh
 
-install: $(B)/provision
+install: $(B)/provision $(BENCH_BIN)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DATADIR)/provision
 	install -m 755 $(B)/provision $(DESTDIR)$(BINDIR)/provision
@@ -173,6 +187,8 @@ install: $(B)/provision
 	install -m 644 doc/provision-inventory.5 $(DESTDIR)$(MANDIR)/man5/provision-inventory.5
 	install -m 644 contrib/completion/provision.bash $(DESTDIR)$(COMPLETIONDIR)/provision
 	cp -R roles templates $(DESTDIR)$(DATADIR)/provision/ 2>/dev/null || true
+	install -d $(DESTDIR)$(DATADIR)/provision/bench
+	install -m 755 $(BENCH_BIN) $(DESTDIR)$(DATADIR)/provision/bench/
 
 # Debian packages for building, testing and the local testbed (run as root).
 DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4-openssl-dev \
