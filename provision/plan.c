@@ -503,6 +503,11 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			plan_drift_checks(&run);
 		plan_run_validation(&run, &ro, sessions);
 	}
+	if (o->bench && !res->interrupted) {
+		run.pass2 = true;
+		run.validating = true;
+		plan_run_bench(&run, &ro, sessions);
+	}
 	runner_sessions_close(ops, sessions, o->nr);
 
 	for (i = 0; i < o->nr; i++) {
@@ -558,5 +563,8 @@ void plan_result_release(struct plan_result *res)
 	runner_status_release(res->status, res->nr);
 	preflight_release(&res->preflight);
 	validation_release(&res->validation);
+	for (i = 0; res->bench && i < res->nr; i++)
+		bench_node_release(&res->bench[i]);
+	free(res->bench);
 	memset(res, 0, sizeof(*res));
 }

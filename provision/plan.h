@@ -51,6 +51,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bench.h"
 #include "facts.h"
 #include "inventory.h"
 #include "preflight.h"
@@ -87,6 +88,15 @@ struct plan_opts {
 	/* More environment for every step: "NAME=VALUE", NULL-terminated; may be NULL. */
 	const char *const *env;
 	bool validate;	  /* end with the validation checks (up, check) */
+	/*
+	 * provision bench, check --bench: after the validation, the bench
+	 * (bench.h) on every node with facts: bench-cpu, bench-memory,
+	 * bench-gpu checks, and each node's figures in res->bench.
+	 */
+	bool bench;
+	unsigned bench_repeat;	    /* runs of each variant; 0: BENCH_REPEAT */
+	unsigned bench_limit_milli; /* the limited container's CPU; 0: smallest profile's guarantee */
+	const char *bench_dir;	    /* the workloads, provision-bench-ARCH, on this machine */
 	int forks;
 	const char *sudo_password;
 	const char *identity_passphrase; /* of the inventory's ssh.identity */
@@ -144,6 +154,7 @@ struct plan_result {
 	struct node_status *status; /* run-wide, per node */
 	struct preflight preflight;
 	struct validation validation; /* when o->validate */
+	struct bench_node *bench;     /* per node when o->bench (bench.h); else NULL */
 	bool interrupted;
 	uint64_t elapsed_ms;
 	size_t ok, failed, unreachable, cancelled;

@@ -58,6 +58,7 @@ struct run {
 	 * left-out node's recorded facts again).
 	 */
 	struct tval *gpu;
+	struct bench_pass *bench; /* the bench pass (plan_bench.c) */
 };
 
 struct kube_query; /* plan_validate.c */
@@ -149,6 +150,10 @@ void plan_run_certs(struct run *run, struct runner_opts *ro, struct transport **
 
 /* The validation checks (o->validate), on the control plane and from this machine. */
 void plan_run_validation(struct run *run, struct runner_opts *ro, struct transport **sessions);
+/* The checks v->items[from..] as events (phase "validate"); cluster checks on row cluster_row. */
+void plan_post_checks(struct run *run, size_t from, size_t cluster_row);
+/* The bench pass (plan_bench.c): every node with facts; its checks posted. */
+void plan_run_bench(struct run *run, struct runner_opts *ro, struct transport **sessions);
 /* provision check (plan_opts.drift): one "drift" check per step up would change, or a pass per node. */
 void plan_drift_checks(struct run *run);
 

@@ -45,7 +45,7 @@ static int validate_fn(struct runner_job *job, void *data)
 	return 0;
 }
 
-static void post_checks(struct run *run, size_t from, size_t cluster_row)
+void plan_post_checks(struct run *run, size_t from, size_t cluster_row)
 {
 	struct validation *v = &run->res->validation;
 	size_t i;
@@ -327,5 +327,5 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 	free(facts);
 	for (i = 0; q[i].what; i++)
 		strbuf_release(&q[i].out);
-	post_checks(run, first, cp == (size_t)-1 ? 0 : cp);
+	plan_post_checks(run, first, cp == (size_t)-1 ? 0 : cp);
 }

@@ -348,6 +348,14 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 			state_files_add(&files, path, r->nodes[i].facts.buf, r->nodes[i].facts.len);
 			free(path);
 		}
+		if (res->bench && (res->bench[i].ran || res->bench[i].error)) {
+			strbuf_reset(&sb);
+			bench_record(&sb, &res->bench[i]);
+			secrets_redact(r->o.secrets, &sb);
+			path = xasprintf("nodes/%s/bench", name);
+			state_files_add(&files, path, sb.buf, sb.len);
+			free(path);
+		}
 		if (r->o.steps) {
 			strbuf_reset(&sb);
 			results_file(&sb, pn, st, r->o.secrets);

@@ -5,7 +5,7 @@ _provision() {
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="up plan check add-node upgrade renew-certs backup restore remove-node reset forget-host inventory run status history diff show logs bundle fetch"
+	local commands="up plan check bench add-node upgrade renew-certs backup restore remove-node reset forget-host inventory run status history diff show logs bundle fetch"
 
 	cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -47,7 +47,9 @@ _provision() {
 	add-node)
 		opts="--inventory -i --phases -p --forks -f --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	check)
-		opts="--inventory -i --limit -l --forks -f --no-tui --output -o --junit --state --roles --verbose -v --ask-sudo-password -K --help" ;;
+		opts="--inventory -i --limit -l --forks -f --no-tui --output -o --junit --state --roles --verbose -v --ask-sudo-password -K --bench --help" ;;
+	bench)
+		opts="--inventory -i --limit -l --forks -f --repeat --cpu-limit --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	renew-certs)
 		opts="--inventory -i --no-tui --output -o --verbose -v --roles --state --ask-sudo-password -K --help" ;;
 	upgrade)

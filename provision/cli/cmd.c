@@ -15,6 +15,7 @@ const struct cmd *const cmd_table[] = {
 	&cmd_up,
 	&cmd_plan,
 	&cmd_check,
+	&cmd_bench,
 	&cmd_add_node,
 	&cmd_upgrade,
 	&cmd_renew_certs,

@@ -37,6 +37,7 @@ extern const struct cmd cmd_up;
 extern const struct cmd cmd_plan;
 extern const struct cmd cmd_status;
 extern const struct cmd cmd_check;
+extern const struct cmd cmd_bench;
 extern const struct cmd cmd_add_node;
 extern const struct cmd cmd_forget_host;
 extern const struct cmd cmd_reset;

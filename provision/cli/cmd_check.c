@@ -21,18 +21,22 @@ static const struct opt check_options[] = {
 	OPT_BOOL('v', "verbose", &args.verbose, "also every step checked and its output"),
 	OPT_BOOL('K', "ask-sudo-password", &args.ask_sudo,
 		 "ask once for the sudo password (or set PROVISION_SUDO_PASSWORD)"),
+	OPT_BOOL(0, "bench", &args.bench,
+		 "also 'provision bench' on every node: host, container, limited container"),
 	OPT_END,
 };
 
 static int check_exec(int nr_pos, char **pos)
 {
+	if (args.bench)
+		args.after = cli_bench_after;
 	return cli_plan_run(&args);
 }
 
 const struct cmd cmd_check = {
 	.name = "check",
 	.summary = "validate the cluster against the inventory, changing nothing",
-	.usage = "-i FILE [-l NODES] [-o json] [--junit FILE]",
+	.usage = "-i FILE [-l NODES] [-o json] [--junit FILE] [--bench]",
 	.description =
 		"Gather every node's facts and check what the inventory promises: nodes\n"
 		"reachable, swap off now and at boot, containerd active with SystemdCgroup,\n"
@@ -42,6 +46,7 @@ const struct cmd cmd_check = {
 		"hand, a held package unheld) fails that node's drift check, with the\n"
 		"differing lines, keys (secret values masked) or packages.\n"
 		"Each result says what was expected, what was observed and how to fix it.\n"
+		"--bench adds 'provision bench' (bench-cpu, bench-memory, bench-gpu).\n"
 		"Exit status 0 when every check passes, 1 otherwise.",
 	.options = check_options,
 	.exec = check_exec,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bench.h"
 #include "../state.h"
 #include "../util.h"
 #include "cmd.h"
@@ -242,6 +243,8 @@ static int diff_exec(int nr_pos, char **pos)
 			read_or_empty(s, idb, paths.v[k], &b);
 			if (!strcmp(what, "results")) {
 				diff_results(&out, a.buf, b.buf);
+			} else if (!strcmp(what, "bench")) {
+				bench_diff(&out, a.buf, b.buf, "  ");
 			} else if (!strcmp(what, "facts")) {
 				strbuf_addstr(&out, "  facts:\n");
 				missing_lines(&out, b.buf, a.buf, "    - ", NULL);

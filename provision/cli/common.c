@@ -247,6 +247,32 @@ const char *cli_roles_dir(const char *opt)
 	return "roles";
 }
 
+const char *cli_bench_dir(void)
+{
+	static char buf[4096];
+	const char *env = getenv("PROVISION_BENCH_DIR");
+	ssize_t n;
+
+	if (env && *env)
+		return env;
+	n = readlink("/proc/self/exe", buf, sizeof(buf) - 16);
+	if (n > 0) {
+		char *slash;
+		buf[n] = '\0';
+		slash = strrchr(buf, '/');
+		if (slash) {
+			strcpy(slash, "/bench");
+			if (dir_exists(buf))
+				return buf;
+		}
+	}
+#ifdef PROVISION_DATADIR
+	if (dir_exists(PROVISION_DATADIR "/bench"))
+		return PROVISION_DATADIR "/bench";
+#endif
+	return "bench";
+}
+
 char *cli_state_dir(const char *opt, const char *inventory_path)
 {
 	const char *slash, *dot;
@@ -641,14 +667,17 @@ int cli_plan_run(const struct cli_plan_args *a)
 	char *password = NULL, *state_dir = NULL, *passphrase = NULL, *hub_github_secret = NULL;
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
 	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
-	unsigned phases = a->check ? 0 : a->phase_bits ? a->phase_bits : plan_all_phases();
+	unsigned phases = a->check || a->bench_only ? 0
+			  : a->phase_bits		? a->phase_bits
+							: plan_all_phases();
 	unsigned *node_phases = NULL;
 	int64_t *eta_hist = NULL;
 	bool have_roles = false;
 	size_t nr = 0;
 	int ret;
 
-	if (!a->check && a->phases && plan_parse_phases(a->phases, &phases, &err) < 0) {
+	if (!a->check && !a->bench_only && a->phases &&
+	    plan_parse_phases(a->phases, &phases, &err) < 0) {
 		fprintf(stderr, "provision %s: %s\n  hint: %s\n", a->cmd_name, err.msg, err.hint);
 		return EXIT_USAGE;
 	}
@@ -766,11 +795,15 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.nr = nr,
 			.phases = phases,
 			.node_phases = node_phases,
-			.check_only = a->check_only || a->check,
+			.check_only = a->check_only || a->check || a->bench_only,
 			.drift = a->check,
 			.skip_preflight = a->skip_preflight,
 			.env = a->env,
 			.validate = a->check || (!a->check_only && (phases & (1u << role_phase_index("validate")))),
+			.bench = a->bench || a->bench_only,
+			.bench_repeat = a->bench_repeat > 0 ? (unsigned)a->bench_repeat : 0,
+			.bench_limit_milli = a->bench_limit_milli,
+			.bench_dir = cli_bench_dir(),
 			.forks = a->forks,
 			.sudo_password = password,
 			.identity_passphrase = passphrase,
@@ -795,8 +828,8 @@ int cli_plan_run(const struct cli_plan_args *a)
 				.roles = &rs,
 				.phases = po.phases,
 				.check_only = po.check_only,
-				.validate = po.validate,
-				.checks_first = a->check,
+				.validate = po.validate || po.bench,
+				.checks_first = a->check || a->bench_only,
 				.nodes = nodes,
 				.nr = nr,
 				.eta_hist_ms = eta_hist,
@@ -826,7 +859,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			print_plan(&res, nodes);
 		if (res.validation.nr)
 			print_validation(&res.validation, nodes, !a->check);
-		if (!a->check)
+		if (!a->check && !a->bench_only)
 			print_summary(a, inv, &res, nodes);
 		if (!a->check && !a->check_only)
 			offer_renew_certs(&res.validation, a->inventory);

@@ -54,6 +54,12 @@ void cli_write_line(int fd, const char *prefix, const char *text, size_t len);
 
 /* The roles folder: --roles, $PROVISION_ROLES, ./roles beside the binary's tree, or the installed one. */
 const char *cli_roles_dir(const char *opt);
+/* The bench workloads (provision-bench-ARCH): $PROVISION_BENCH_DIR, ./bench beside the binary. */
+const char *cli_bench_dir(void);
+struct cli_plan_done;
+struct cli_plan_args;
+/* bench, check --bench: the figures per node (a table, or one JSON object per node). */
+int cli_bench_after(const struct cli_plan_args *a, const struct cli_plan_done *d);
 
 /*
  * The cluster's state folder on this machine: --state DIR, else beside the
@@ -73,6 +79,10 @@ struct cli_plan_args {
 	bool verbose, ask_sudo, channels, no_tui;
 	bool check_only;
 	bool check;	   /* provision check: facts, preflight and validation only */
+	/* check --bench: the bench after the validation; provision bench: facts and bench only */
+	bool bench, bench_only;
+	int bench_repeat;	    /* 0: BENCH_REPEAT */
+	unsigned bench_limit_milli; /* 0: the smallest hub profile's CPU guarantee */
 	const char *junit; /* write the validation as JUnit XML here */
 	/* provision add-node: the new nodes (names or ranges); NULL otherwise. */
 	char **add_nodes;
