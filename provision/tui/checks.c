@@ -136,6 +136,9 @@ const char *tui_checks_label(const char *id)
 	    {"gpu-alloc", "gpu alloc"},
 	    {"gpu-pod", "gpu pod"},
 	    {"last-run", "last run"},
+	    {"bench-cpu", "bench cpu"},
+	    {"bench-memory", "bench mem"},
+	    {"bench-gpu", "bench gpu"},
 	};
 	size_t k;
 
@@ -167,6 +170,10 @@ static const char *const short_forms[][2] = {
     {"default-storageclass", "defclas"},
     {"nfs-claim-binds", "claim"},
     {"hub-health", "hub-ok"},
+    /* provision bench, check --bench */
+    {"bench-cpu", "b-cpu"},
+    {"bench-memory", "b-mem"},
+    {"bench-gpu", "b-gpu"},
     /* the roles */
     {"containerd", "ctrd"},
     {"containerd-release", "ctrd-rl"},

@@ -815,6 +815,10 @@ static void test_checks_short_forms(void **state)
 	assert_string_equal(tui_checks_short("kubeadm-init"), "init");
 	assert_string_equal(tui_checks_short("kubeadm-join"), "join");
 	assert_null(tui_checks_short("flannel"));
+	/* provision bench's checks: "bench cpu" (9) would be cut to "bench \u2026" three times */
+	assert_string_equal(tui_checks_short("bench-cpu"), "b-cpu");
+	assert_string_equal(tui_checks_short("bench-memory"), "b-mem");
+	assert_string_equal(tui_checks_short("bench-gpu"), "b-gpu");
 }
 
 /*
