@@ -37,9 +37,9 @@
 
 #define ARRAY_ELEMS (4u << 20)
 #define THREADS_MAX 1024
-#define MS_MIN 100
-#define MS_MAX 60000
-#define CPU_CHUNK 65536u
+#define MS_MIN	    100
+#define MS_MAX	    60000
+#define CPU_CHUNK   65536u
 
 static double *arr_a, *arr_b, *arr_c;
 static unsigned nr_threads;
@@ -154,8 +154,9 @@ static void cfs_quota(char *out, size_t size)
 			v2 = v2buf;
 		} else {
 			char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-			if (c1 && c2 && (!strncmp(c1 + 1, "cpu,", 4) || !strncmp(c1 + 1, "cpu:", 4) ||
-					 strstr(c1 + 1, ",cpu,") || strstr(c1 + 1, ",cpu:"))) {
+			if (c1 && c2 &&
+			    (!strncmp(c1 + 1, "cpu,", 4) || !strncmp(c1 + 1, "cpu:", 4) ||
+			     strstr(c1 + 1, ",cpu,") || strstr(c1 + 1, ",cpu:"))) {
 				snprintf(v1buf, sizeof(v1buf), "%s", c2 + 1);
 				v1 = v1buf;
 			}
@@ -177,7 +178,8 @@ static void cfs_quota(char *out, size_t size)
 		/* A hybrid hierarchy has a "0::" line too: the v1 cpu controller tells. */
 	}
 	if (v1) {
-		static const char *const dirs[] = {"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"};
+		static const char *const dirs[] = {"/sys/fs/cgroup/cpu,cpuacct",
+						   "/sys/fs/cgroup/cpu"};
 		size_t k;
 		for (k = 0; k < 2; k++) {
 			char pp[1024];
