@@ -464,6 +464,10 @@ void bench_record(struct strbuf *out, const struct bench_node *b)
 	for (v = 0; v < BENCH_NR_VARIANTS; v++)
 		if (!b->fail[v])
 			strbuf_addf(out, "mem_mbs.%s %.1f\n", variant_names[v], b->mem_med[v]);
+	/* the quota each container's cgroup showed: the limit at work, or not */
+	for (v = BENCH_CONTAINER; v <= BENCH_CAPPED; v++)
+		if (!b->fail[v] && b->runs[v])
+			strbuf_addf(out, "cpu_max.%s %s\n", variant_names[v], b->cpu_max[v]);
 	if (b->gpu)
 		strbuf_addf(out, "gpu_nvidia_smi_ms.host %.1f\n", b->gpu_ms);
 	for (v = 0; v < BENCH_NR_VARIANTS; v++)

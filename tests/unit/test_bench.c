@@ -241,6 +241,8 @@ static void test_record_and_diff(void **state)
 	assert_non_null(strstr(a.buf, "cpu_mops.host 300.0\n"));
 	assert_non_null(strstr(a.buf, "cpu_mops.capped 75.0\n"));
 	assert_non_null(strstr(a.buf, "mem_mbs.host-1 6050.0\n"));
+	assert_non_null(strstr(a.buf, "cpu_max.capped 50000/100000\n"));
+	assert_non_null(strstr(a.buf, "cpu_max.container max\n"));
 	/* a driver upgrade that cost 10 % */
 	b.cpu_med[BENCH_HOST] = 270.0;
 	bench_record(&z, &b);
