@@ -125,8 +125,8 @@ static const struct bench_workload *workload_for(struct bench_workload **wls, si
 	if ((e = read_file(path, &w->bin)) < 0 || w->bin.len < 4 ||
 	    memcmp(w->bin.buf, "\177ELF", 4))
 		w->error =
-		    xasprintf("no workload for %s on this machine: '%s' %s (make builds "
-			      "this machine's; BENCH_CC_%s=CROSS-GCC builds another)",
+		    xasprintf("no workload for %s on this machine: '%s': %s ('make' builds "
+			      "this machine's, 'make BENCH_CC_%s=CROSS-GCC' another's)",
 			      arch, path, e < 0 ? strerror(-e) : "is not an ELF binary", arch);
 	free(path);
 	return w;
