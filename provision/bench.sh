@@ -12,7 +12,8 @@
 #   end
 # The container is what a pod gets from the same containerd: runtime
 # io.containerd.runc.v2, the cgroup driver of containerd's config (systemd:
-# a scope under system.slice), a root file system holding the workload
+# the scope provision-bench-VARIANT-REP.scope under system.slice, as runc
+# names "system.slice:PREFIX:NAME"), a root file system holding the workload
 # alone (no image, no registry: offline labs need nothing more), removed
 # after each run.  It changes nothing else on the node: the workload and
 # its root file system stay in $D for the next run.
@@ -60,7 +61,7 @@ in_ctr() {
 	shift 2
 	id=provision-bench-$v-$r
 	if [ "${PROVISION_BENCH_SYSTEMD:-}" = 1 ]; then
-		set -- "$@" --runc-systemd-cgroup --cgroup "system.slice:$NS:$id"
+		set -- "$@" --runc-systemd-cgroup --cgroup "system.slice:$NS:$v-$r"
 	fi
 	ctr -n "$NS" run --rm "$@" --rootfs "$R" "$id" /provision-bench "$T" "$MS" 2>&1
 }
