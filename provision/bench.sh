@@ -40,9 +40,12 @@ one() {
 	sed -n '/^v=[0-9]* threads=[0-9]* ms=[0-9]* cpu_mops=[0-9.]* mem_mbs=[0-9.]* cpu_max=[0-9a-z/]*$/{p;q;}'
 }
 
-# first_line TEXT: the first line of what failed, for a fail line.
+# first_line TEXT / last_line TEXT: a line of what failed, for a fail line.
 first_line() {
 	printf '%s\n' "$1" | sed -n '/./{p;q;}' | cut -c1-200
+}
+last_line() {
+	printf '%s\n' "$1" | sed -n '/./h; ${x;p;}' | cut -c1-200
 }
 
 # ctr_clean: containers an interrupted run left in our namespace.
@@ -71,11 +74,13 @@ in_ctr() {
 	echo end
 	exit 0
 }
+# container: why the containers cannot run (before the first run), or
+# "failed" once a container run failed; capped likewise for the limited one.
 container=
 if ! command -v ctr >/dev/null 2>&1; then
 	container="ctr is not installed (containerd's client)"
 elif ! out=$(ctr version 2>&1); then
-	container="containerd does not answer: $(first_line "$out")"
+	container="containerd does not answer: $(last_line "$out")"
 else
 	v=$(printf '%s\n' "$out" | sed -n '/^Client:/,/^Server:/s/^ *Version: *\([A-Za-z0-9.~+_-]*\)$/\1/p' | head -n 1)
 	[ -n "$v" ] && echo "info ctr=$v"
@@ -124,7 +129,7 @@ case $container in
 '' | failed) ;;
 *) echo "fail container $container" ;;
 esac
-[ -n "$container" ] && [ "$container" != failed ] && echo "fail capped no container"
+[ -n "$container" ] && [ -z "$capped" ] && echo "fail capped no container"
 
 if [ "${PROVISION_BENCH_GPU:-}" = 1 ]; then
 	if ! command -v nvidia-smi >/dev/null 2>&1; then
