@@ -220,7 +220,7 @@ style:
 # Role steps run as `sh step` (no shebang): checked as POSIX sh.
 ROLE_SH = $(shell find roles -name '*.sh' 2>/dev/null)
 SHELL_FILES = $(shell find tests tools -name '*.sh' -not -path 'tests/unit/data/*' -not -path 'tests/.work/*' 2>/dev/null) \
-	$(EMBED_SH) .ci/run
+	$(EMBED_SH) .ci/run tests/fakes/containerd/ctr
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		--std=c11 -D__GNUC__ -Iprovision $(SRC)
