@@ -316,7 +316,8 @@ const struct cmd cmd_diff = {
 		   "that run and the last): per node, the steps whose result changed (a file that\n"
 		   "was changed by hand shows as changed, with how it looked on the node before\n"
 		   "it was put back), facts that moved (a driver or kernel version), rendered\n"
-		   "files and artifacts that differ; then the inventory and the validation.\n"
+		   "files and artifacts that differ, bench figures that moved (in percent);\n"
+		   "then the inventory and the validation.\n"
 		   "RUN is a number from 'provision history', ~K or a commit id.",
     .options = diff_options,
     .exec = diff_exec,
