@@ -10,7 +10,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$1
 seconds=$2
 shift 2
-harnesses=${*:-inventory template protocol facts kubectl profiles scrub exchange certs}
+harnesses=${*:-inventory template protocol facts kubectl profiles scrub exchange certs bench}
 status=0
 
 seed() { # seed NAME FILES...: copy seed files into the harness's seed folder
@@ -30,6 +30,7 @@ seed kubectl tests/validate/*.json
 seed profiles tests/validate/*.json
 seed exchange tests/fuzz/exchange-seed.txt
 seed certs tests/validate/kubeadm-check-expiration.txt
+seed bench tests/fuzz/bench-seed.txt
 seed scrub tests/fuzz/scrub-seed.txt tests/validate/*.json tests/inventory/06*.yaml
 mkdir -p "$dir/seeds/protocol"
 n=0

@@ -260,6 +260,14 @@ static void test_record_and_diff(void **state)
 	strbuf_reset(&d);
 	bench_diff(&d, "", a.buf, "  ");
 	assert_non_null(strstr(d.buf, "first figures"));
+	/* a record edited by hand: a key longer than any of provision's is left alone */
+	strbuf_reset(&d);
+	strbuf_reset(&z);
+	strbuf_addstr(&z, a.buf);
+	strbuf_addf(&z, "%0100d 1.0\n", 7);
+	bench_diff(&d, z.buf, z.buf, "  ");
+	bench_diff(&d, a.buf, z.buf, "  ");
+	assert_null(strstr(d.buf, "0000000"));
 	bench_node_release(&b);
 	strbuf_release(&a);
 	strbuf_release(&z);
