@@ -93,6 +93,19 @@ static int bench_fn(struct runner_job *job, void *data)
 		bj->error = xasprintf("the workload could not be put on the node: %s", err.msg);
 		return 0;
 	}
+	/* What the next half minute is for (plain lines show no step start). */
+	ev = event_new(EVENT_MESSAGE, 0);
+	ev->phase = xstrdup("validate");
+	ev->role = xstrdup("bench");
+	ev->step = xstrdup("start");
+	ev->result = STEP_OK;
+	ev->text =
+	    xasprintf("the workload on the host, in a container, limited to %.2f CPU and on 1 "
+		      "thread, %u time%s each: %u s of measuring",
+		      run->res->bench[idx].limit_cpus, run->res->bench[idx].repeat,
+		      run->res->bench[idx].repeat == 1 ? "" : "s",
+		      run->res->bench[idx].repeat * 4 * 2 * BENCH_MS / 1000);
+	runner_job_post(job, ev);
 	runner_job_set_filter(job, bench_filter, bj);
 	rc = runner_job_exec(job, "validate", "bench", ". /dev/stdin", bj->input, strlen(bj->input),
 			     timeout_ms, &res, &err);
