@@ -447,6 +447,25 @@ unsigned bench_limit_milli(const struct node *const *nodes, const struct facts *
 	return best < 50 ? 50 : best;
 }
 
+unsigned bench_values_limit_milli(const char *values_yaml)
+{
+	const char *p;
+	unsigned best = 0;
+
+	for (p = values_yaml; (p = strstr(p, "cpu_guarantee: ")); p++) {
+		char *end;
+		double v = strtod(p + 15, &end);
+		unsigned m;
+
+		if (end == p + 15 || (*end != '\n' && *end) || !isfinite(v) || v <= 0 || v > 1024)
+			continue;
+		m = (unsigned)lround(v * 1000);
+		if (m >= 50 && (!best || m < best))
+			best = m;
+	}
+	return best;
+}
+
 void bench_record(struct strbuf *out, const struct bench_node *b)
 {
 	int v;

@@ -103,6 +103,13 @@ struct node;
 unsigned bench_limit_milli(const struct node *const *nodes, const struct facts *const *facts,
 			   size_t nr);
 
+/*
+ * The smallest `cpu_guarantee: CORES` of the hub's rendered values
+ * (roles/jupyterhub's values.yaml: one a profile), in millicores; 0 when
+ * there is none of at least 0.05.
+ */
+unsigned bench_values_limit_milli(const char *values_yaml);
+
 /* The record's nodes/NODE/bench: "KEY VALUE" lines, figures with one decimal. */
 void bench_record(struct strbuf *out, const struct bench_node *b);
 

@@ -20,11 +20,44 @@
 #include "../bench.h"
 #include "../plan.h"
 #include "../role.h"
+#include "../state.h"
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
 
 static const char *opt_limit_cpus;
+static char limit_source[200] =
+    "the smallest CPU guarantee of the hub profiles the nodes' facts give";
+
+unsigned cli_bench_limit(unsigned given, const char *state_dir, const struct inventory *inv)
+{
+	const struct node *cp = inventory_control_plane(inv);
+	struct state *s = NULL;
+	struct strbuf values = STRBUF_INIT;
+	struct error err = {0};
+	unsigned best = 0;
+	char id[41], *path = NULL;
+
+	if (given) {
+		snprintf(limit_source, sizeof(limit_source), "--cpu-limit");
+		return given;
+	}
+	if (!cp || state_open(&s, state_dir, false, &err) < 0)
+		goto out;
+	path = xasprintf("nodes/%s/files/etc/provision/jupyterhub/values.yaml", cp->name);
+	if (state_resolve(s, "~0", id, &err) < 0 || state_read(s, id, path, &values, &err) < 0)
+		goto out;
+	best = bench_values_limit_milli(values.buf);
+	if (best)
+		snprintf(limit_source, sizeof(limit_source),
+			 "the smallest CPU guarantee of the hub's profiles as last deployed (%s)",
+			 path + 6);
+out:
+	free(path);
+	strbuf_release(&values);
+	state_free(s);
+	return best;
+}
 static struct cli_plan_args args = {
     .cmd_name = "bench",
     .forks = 64,
@@ -98,6 +131,7 @@ static void print_json(const struct cli_plan_done *d)
 		json_object_set_new(o, "ms", json_integer(b->ms));
 		json_object_set_new(o, "repeat", json_integer(b->repeat));
 		json_object_set_new(o, "limit_cpus", json_real(b->limit_cpus));
+		json_object_set_new(o, "limit_source", json_string(limit_source));
 		/* the node's checks decide its status: fail over warn over pass */
 		{
 			const char *status = b->ran || b->error ? "pass" : "unreachable";
@@ -191,6 +225,8 @@ static void print_table(const struct cli_plan_done *d)
 		    "the CPU limit; RATIO: against HOST\n",
 		    BENCH_WORKLOAD_VERSION,
 		    d->nr && d->res->bench ? d->res->bench[0].repeat : BENCH_REPEAT);
+	strbuf_addf(&out, "limit: %.2f CPU, %s\n",
+		    d->nr && d->res->bench ? d->res->bench[0].limit_cpus : 0.0, limit_source);
 	strbuf_addf(&out, "%-*s  %-6s %5s %10s %10s %6s %10s %6s %10s %s\n", (int)w, "NODE",
 		    "KERNEL", "CPUS", "HOST", "CONTAINER", "RATIO", "LIMITED", "RATIO", "PREDICTED",
 		    "UNIT");

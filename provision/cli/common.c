@@ -670,7 +670,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	unsigned phases = a->check || a->bench_only ? 0
 			  : a->phase_bits		? a->phase_bits
 							: plan_all_phases();
-	unsigned *node_phases = NULL;
+	unsigned *node_phases = NULL, bench_limit = 0;
 	int64_t *eta_hist = NULL;
 	bool have_roles = false;
 	size_t nr = 0;
@@ -766,6 +766,8 @@ int cli_plan_run(const struct cli_plan_args *a)
 	if (ret)
 		goto out;
 	state_dir = cli_state_dir(a->state, a->inventory);
+	if (a->bench || a->bench_only)
+		bench_limit = cli_bench_limit(a->bench_limit_milli, state_dir, inv);
 	view_init(&view, nodes, nr, a->output && !strcmp(a->output, "json"), a->verbose);
 	{
 		struct cli_run_begin b = {
@@ -802,7 +804,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.validate = a->check || (!a->check_only && (phases & (1u << role_phase_index("validate")))),
 			.bench = a->bench || a->bench_only,
 			.bench_repeat = a->bench_repeat > 0 ? (unsigned)a->bench_repeat : 0,
-			.bench_limit_milli = a->bench_limit_milli,
+			.bench_limit_milli = bench_limit,
 			.bench_dir = cli_bench_dir(),
 			.forks = a->forks,
 			.sudo_password = password,

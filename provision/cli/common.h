@@ -60,6 +60,15 @@ struct cli_plan_done;
 struct cli_plan_args;
 /* bench, check --bench: the figures per node (a table, or one JSON object per node). */
 int cli_bench_after(const struct cli_plan_args *a, const struct cli_plan_done *d);
+/*
+ * The limited container's CPU in millicores: `given` (--cpu-limit) when not
+ * 0, else the smallest cpu_guarantee of the hub's profiles as the last run
+ * that deployed the hub rendered them (the control plane's
+ * /etc/provision/jupyterhub/values.yaml in the state folder), else 0 (the
+ * bench computes it from the nodes' facts).  What it was taken from is
+ * kept for the report.
+ */
+unsigned cli_bench_limit(unsigned given, const char *state_dir, const struct inventory *inv);
 
 /*
  * The cluster's state folder on this machine: --state DIR, else beside the

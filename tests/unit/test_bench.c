@@ -229,6 +229,23 @@ static void test_gpu(void **state)
 	bench_node_release(&b);
 }
 
+static void test_values_limit(void **state)
+{
+	(void)state;
+	/* as roles/jupyterhub's values.yaml.tmpl renders the profiles */
+	assert_int_equal(bench_values_limit_milli("    - display_name: \"CPU only\"\n"
+						  "      kubespawner_override:\n"
+						  "        cpu_guarantee: 1.0\n"
+						  "        cpu_limit: 1.5\n"
+						  "    - display_name: \"1x RTX 3070\"\n"
+						  "      kubespawner_override:\n"
+						  "        cpu_guarantee: 0.67\n"
+						  "        cpu_limit: 1.0\n"),
+			 670);
+	assert_int_equal(bench_values_limit_milli("cpu_guarantee: x\ncpu_guarantee: 0.01\n"), 0);
+	assert_int_equal(bench_values_limit_milli(""), 0);
+}
+
 static void test_record_and_diff(void **state)
 {
 	struct bench_node b;
@@ -282,6 +299,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_bounds_and_escapes),
 	    cmocka_unit_test(test_judge),
 	    cmocka_unit_test(test_gpu),
+	    cmocka_unit_test(test_values_limit),
 	    cmocka_unit_test(test_record_and_diff),
 	};
 
