@@ -58,15 +58,15 @@ ctr_clean() {
 	done
 }
 
-# in_ctr VARIANT REP [ctr flags]: the workload in a container.
+# in_ctr VARIANT REP [ctr flags]: the workload in a container.  (POSIX sh
+# has no local variables: its own names start with c_.)
 in_ctr() {
-	v=$1 r=$2
+	c_name=$1-$2
 	shift 2
-	id=provision-bench-$v-$r
 	if [ "${PROVISION_BENCH_SYSTEMD:-}" = 1 ]; then
-		set -- "$@" --runc-systemd-cgroup --cgroup "system.slice:$NS:$v-$r"
+		set -- "$@" --runc-systemd-cgroup --cgroup "system.slice:$NS:$c_name"
 	fi
-	ctr -n "$NS" run --rm "$@" --rootfs "$R" "$id" /provision-bench "$T" "$MS" 2>&1
+	ctr -n "$NS" run --rm "$@" --rootfs "$R" "provision-bench-$c_name" /provision-bench "$T" "$MS" 2>&1
 }
 
 [ -x "$B" ] || {
