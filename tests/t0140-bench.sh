@@ -146,4 +146,18 @@ test_case "bench as a table; provision diff between two bench runs shows each fi
 	expect_grep "^  \(! \)\{0,1\}bench cpu_mops.host: [0-9.]* -> [0-9.]* ([-+][0-9.]* %)\$" diff
 '
 
+test_case "check --bench: the bench checks beside the check's own, the figures in JSON, JUnit and the record" '
+	expect_status 1 "$PROVISION" check -i "$INV" -l node-1 --bench --no-tui -o json --junit junit.xml >check.json 2>check.err
+	jq -r "select(.event == \"step_end\" and .phase == \"validate\") | .step" check.json | sort -u >steps
+	expect_grep "^reachable\$" steps
+	expect_grep "^bench-cpu\$" steps
+	expect_grep "^bench-memory\$" steps
+	expect_eq 1 "$(jq -c "select(.event == \"bench\")" check.json | wc -l | tr -d " ")" "bench objects"
+	expect_grep "classname=\"node-1\" name=\"bench-cpu\"" junit.xml
+	git -C "$STATE" show HEAD:summary >summary
+	expect_grep "^command: check\$" summary
+	git -C "$STATE" show HEAD:nodes/node-1/bench >rec3
+	expect_grep "^cpu_mops.host " rec3
+'
+
 test_done
