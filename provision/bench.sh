@@ -66,7 +66,10 @@ in_ctr() {
 	if [ "${PROVISION_BENCH_SYSTEMD:-}" = 1 ]; then
 		set -- "$@" --runc-systemd-cgroup --cgroup "system.slice:$NS:$c_name"
 	fi
-	ctr -n "$NS" run --rm "$@" --rootfs "$R" "provision-bench-$c_name" /provision-bench "$T" "$MS" 2>&1
+	# /sys/fs/cgroup as the CRI plugin mounts it in every pod's container
+	# (ctr's own spec has none): the workload reads its quota there.
+	ctr -n "$NS" run --rm "$@" --mount "type=cgroup,src=cgroup,dst=/sys/fs/cgroup,options=nosuid:noexec:nodev:relatime:ro" \
+		--rootfs "$R" "provision-bench-$c_name" /provision-bench "$T" "$MS" 2>&1
 }
 
 [ -x "$B" ] || {

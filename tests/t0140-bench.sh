@@ -112,8 +112,8 @@ test_case "what provision asked of ctr: namespace, --rm, the workload alone as r
 	note ctr fake1
 	limit=$(jq -r "select(.event == \"bench\" and .node == \"node-1\") | .limit_cpus" run1.json)
 	quota=$(awk -v l="$limit" "BEGIN { printf \"%d\", l * 100000 + 0.5 }")
-	expect_grep "^run ns=provision-bench id=provision-bench-container-1 rm=1 systemd=0 cgroup= cpu-quota=-1 cpu-period=0 rootfs=/var/lib/provision/bench/rootfs cmd=/provision-bench\$" fake1
-	expect_grep "^run ns=provision-bench id=provision-bench-capped-1 rm=1 systemd=0 cgroup= cpu-quota=$quota cpu-period=100000 rootfs=/var/lib/provision/bench/rootfs cmd=/provision-bench\$" fake1
+	expect_grep "^run ns=provision-bench id=provision-bench-container-1 rm=1 systemd=0 cgroup= cpu-quota=-1 cpu-period=0 mount=type=cgroup,src=cgroup,dst=/sys/fs/cgroup,options=nosuid:noexec:nodev:relatime:ro rootfs=/var/lib/provision/bench/rootfs cmd=/provision-bench\$" fake1
+	expect_grep "^run ns=provision-bench id=provision-bench-capped-1 rm=1 systemd=0 cgroup= cpu-quota=$quota cpu-period=100000 mount=type=cgroup,src=cgroup,dst=/sys/fs/cgroup,options=nosuid:noexec:nodev:relatime:ro rootfs=/var/lib/provision/bench/rootfs cmd=/provision-bench\$" fake1
 	expect_eq "provision-bench" "$(tb exec "$TB" node-1 ls /var/lib/provision/bench/rootfs | grep -v "^dev\$\|^proc\$\|^sys\$\|^tmp\$")" "rootfs: the workload alone"
 '
 
