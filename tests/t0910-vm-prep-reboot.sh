@@ -7,7 +7,9 @@
 # and the original in provision's backup, overlay and br_netfilter loaded as
 # real modules by systemd-modules-load, the sysctls in force, containerd
 # active with SystemdCgroup = true, and `ctr run` starting a container
-# through runc with the systemd cgroup driver.
+# through runc with the systemd cgroup driver.  Then `provision bench` on
+# vm-1: the workload on the host, in a container of that containerd, and
+# limited to half a CPU, judged from the run record (issue 23).
 # Test bodies are single-quoted: lib.sh evaluates them.
 # shellcheck disable=SC2016,SC2031,SC2034
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -183,5 +185,41 @@ test_case "after boot: ctr run starts a container through runc with the systemd 
 	done
 '
 vm_time "assertions after boot" "$t"
+
+# provision bench (issue 23) on vm-1 (2 vCPUs), vm-2 left idle: the
+# workload on the host, in a container of the VM's real containerd 1.6
+# (ctr run --rootfs, runc, --runc-systemd-cgroup: the VM's config says
+# SystemdCgroup = true), and limited to half a CPU (cgroup v2 cpu.max
+# 50000 100000), 3 runs each, interleaved, the median kept.
+# Expected: container/host >= 0.95 for both kernels (the same process
+# under runc pays no CPU toll); with the limit, the multi-thread compute
+# kernel gets half a CPU: about 0.5 x its 1-thread host figure (within
+# 30 %); memory bandwidth falls with it but has no prediction.
+t=$(date +%s)
+test_case "bench on vm-1: host, real containerd container, limited to half a CPU: container/host >= 0.95, limited as predicted" '
+	"$PROVISION" bench -i "$VM_INV" --roles "$SRC_ROOT/roles" --no-tui -l vm-1 --cpu-limit 0.5 >bench.out 2>bench.err || { cat bench.out bench.err; false; }
+	note bench bench.out
+	git -C "${VM_INV%.yaml}.state" show HEAD:nodes/vm-1/bench >bench.rec
+	note record bench.rec
+	fig() { sed -n "s/^$1 //p" bench.rec; }
+	expect_eq "workload v1 threads=2 ms=1000 repeat=3" "$(sed -n 1p bench.rec)" "workload"
+	# the limit was in force inside the container: its own cgroup said so
+	expect_eq "50000/100000" "$(fig cpu_max.capped)" "limited container cpu.max"
+	expect_eq max "$(fig cpu_max.container)" "unlimited container cpu.max"
+	awk -v h="$(fig cpu_mops.host)" -v c="$(fig cpu_mops.container)" -v l="$(fig cpu_mops.capped)" -v one="$(fig cpu_mops.host-1)" \
+		-v mh="$(fig mem_mbs.host)" -v mc="$(fig mem_mbs.container)" -v ml="$(fig mem_mbs.capped)" "BEGIN {
+		p = 0.5 * one
+		printf \"# figures: cpu container/host %.2f (expected >= 0.95), limited/host %.2f, limited/predicted %.2f (predicted 0.5 x 1-thread %.1f = %.1f; expected 0.70-1.30); memory container/host %.2f (expected >= 0.95), limited/host %.2f\n\", c / h, l / h, l / p, one, p, mc / mh, ml / mh
+		exit !(c / h >= 0.95 && mc / mh >= 0.95 && l / p >= 0.7 && l / p <= 1.3) }" >&3
+	# runc ran each container in its own systemd scope under system.slice
+	on vm-1 "journalctl -b --no-pager -o cat -u \"provision-bench-*.scope\"" | grep "^Started" >scopes || true
+	note scopes scopes
+	expect_grep "provision-bench-container-1.scope" scopes
+	expect_grep "provision-bench-capped-3.scope" scopes
+	# nothing left behind: no container, no scope
+	expect_eq "" "$(on vm-1 "ctr -n provision-bench containers ls -q")" "containers left"
+	expect_eq "" "$(on vm-1 "systemctl list-units --all --no-legend \"provision-bench-*\"")" "scopes left"
+'
+vm_time "bench on vm-1" "$t"
 
 test_done
