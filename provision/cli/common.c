@@ -218,59 +218,51 @@ static bool dir_exists(const char *p)
 	return !stat(p, &st) && S_ISDIR(st.st_mode);
 }
 
-const char *cli_roles_dir(const char *opt)
+/*
+ * A folder of provision's data: $ENV_NAME, else `rel` from the binary's own
+ * folder (a build tree), else DATADIR/name where installed, else `name`.
+ */
+static const char *data_dir(char *buf, size_t size, const char *env_name, const char *rel,
+			    const char *name)
 {
-	static char buf[4096];
-	const char *env = getenv("PROVISION_ROLES");
+	const char *env = getenv(env_name);
 	ssize_t n;
 
-	if (opt)
-		return opt;
 	if (env && *env)
 		return env;
-	/* Running from a build tree: build/provision -> ../roles. */
-	n = readlink("/proc/self/exe", buf, sizeof(buf) - 16);
+	n = readlink("/proc/self/exe", buf, size - 1);
 	if (n > 0) {
 		char *slash;
 		buf[n] = '\0';
 		slash = strrchr(buf, '/');
-		if (slash) {
-			strcpy(slash, "/../roles");
+		if (slash && (size_t)(slash - buf) + strlen(rel) < size) {
+			strcpy(slash, rel);
 			if (dir_exists(buf))
 				return buf;
 		}
 	}
 #ifdef PROVISION_DATADIR
-	if (dir_exists(PROVISION_DATADIR "/roles"))
-		return PROVISION_DATADIR "/roles";
+	snprintf(buf, size, "%s/%s", PROVISION_DATADIR, name);
+	if (dir_exists(buf))
+		return buf;
 #endif
-	return "roles";
+	return name;
+}
+
+const char *cli_roles_dir(const char *opt)
+{
+	static char buf[4096];
+
+	/* build/provision -> build/../roles */
+	return opt ? opt : data_dir(buf, sizeof(buf), "PROVISION_ROLES", "/../roles", "roles");
 }
 
 const char *cli_bench_dir(void)
 {
 	static char buf[4096];
-	const char *env = getenv("PROVISION_BENCH_DIR");
-	ssize_t n;
 
-	if (env && *env)
-		return env;
-	n = readlink("/proc/self/exe", buf, sizeof(buf) - 16);
-	if (n > 0) {
-		char *slash;
-		buf[n] = '\0';
-		slash = strrchr(buf, '/');
-		if (slash) {
-			strcpy(slash, "/bench");
-			if (dir_exists(buf))
-				return buf;
-		}
-	}
-#ifdef PROVISION_DATADIR
-	if (dir_exists(PROVISION_DATADIR "/bench"))
-		return PROVISION_DATADIR "/bench";
-#endif
-	return "bench";
+	/* build/provision -> build/bench (the workloads, built per architecture) */
+	return data_dir(buf, sizeof(buf), "PROVISION_BENCH_DIR", "/bench", "bench");
 }
 
 char *cli_state_dir(const char *opt, const char *inventory_path)
