@@ -73,6 +73,11 @@ void runner_interrupt(void)
 	signals_seen++;
 }
 
+unsigned runner_interrupts(void)
+{
+	return (unsigned)signals_seen;
+}
+
 void runner_interrupt_reset(void)
 {
 	signals_seen = 0;

@@ -122,6 +122,8 @@ bool runner_job_stopping(const struct runner_job *job);
  * running commands.
  */
 void runner_interrupt(void);
+/* How many interrupts (signals and runner_interrupt calls) since the last reset. */
+unsigned runner_interrupts(void);
 /* Forget earlier interrupts (before a new command or status round). */
 void runner_interrupt_reset(void);
 

@@ -32,7 +32,8 @@ test_at_exit "tmux -S '$SOCK' kill-server"
 
 # run NAME COLS ROWS [VAR=VALUE...] -- ARGS...: provision ARGS in a new
 # session.  The pane writes NAME.stty-before/-after (stty -a), NAME.pid (of
-# provision itself) and NAME.rc, then prints a marker and waits.
+# provision itself) and NAME.rc, then prints a marker and waits; a ^C sent to
+# the pane (keys NAME C-c) reaches provision, not the pane's shell.
 run() {
 	name=$1 cols=$2 rows=$3
 	shift 3
@@ -44,7 +45,10 @@ run() {
 	shift
 	args=
 	for a in "$@"; do args="$args '$a'"; done
+	# The pane's shell survives a ^C (a person's interactive shell ignores it):
+	# a caught signal is the default again in provision, which sets its own.
 	cat >"$TEST_DIR/$name.sh" <<EOF
+trap : INT
 cd '$TEST_DIR'
 stty -a >'$name.stty-before'
 date +%s.%N >'$name.start'

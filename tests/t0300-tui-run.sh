@@ -265,6 +265,21 @@ test_case "q then y: nodes finish their current step, the run is reported interr
 "
 
 gate close
+run_up ctrlc
+
+test_case "^C: the view says the run is stopping as after q then y, nodes end their current step, exit 130, the terminal is as before" "
+	wait_for ctrlc '^── node-1 · tui-gate › 10-wait' &&
+	keys ctrlc C-c &&
+	wait_for ctrlc 'Stopping: nodes finish their current step' &&
+	gate open &&
+	expect_eq 130 \"\$(wait_rc ctrlc)\" 'exit status' &&
+	shot ctrlc &&
+	expect_grep 'interrupted before tui-gate › 20-disk' ctrlc.screen &&
+	expect_grep '^exit status 130: interrupted' ctrlc.screen &&
+	expect_sane_terminal ctrlc
+"
+
+gate close
 run_up cancel
 
 test_case "q, y, then q again cancels the running steps at once" "

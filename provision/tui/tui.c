@@ -1281,6 +1281,16 @@ static bool input(struct tui *t)
 		key(t, k);
 		any = true;
 	}
+	/*
+	 * ^C during a pass reaches the runner's handler, not crt's: the view
+	 * learns it from the runner's count, so the bottom line says the run is
+	 * stopping as after q then y.
+	 */
+	if (t->running && t->cfg.kind == TUI_RUN && runner_interrupts() > (unsigned)t->stop_level) {
+		t->stop_level = runner_interrupts() >= 2 ? 2 : (int)runner_interrupts();
+		t->asking = false;
+		any = true;
+	}
 	if (sigs != t->signals_seen) {
 		/* ^C between the runner's passes, or while nothing runs. */
 		t->signals_seen = sigs;
