@@ -1051,8 +1051,11 @@ static void eta_sample(struct state_eta *e, const char *scope, const char *role,
 	e->samples[e->nr_samples++].ms = ms;
 }
 
-/* The value of `key: value` in a summary, or NULL; caller frees. */
-static char *summary_get(const char *text, const char *key)
+/*
+ * The value of a "key<sep>value" line (a summary's "key: value", the facts'
+ * "key=value"), blanks after sep skipped, or NULL; caller frees.
+ */
+static char *line_value(const char *text, const char *key, char sep)
 {
 	size_t kl = strlen(key);
 	const char *p = text;
@@ -1060,7 +1063,7 @@ static char *summary_get(const char *text, const char *key)
 	while (p && *p) {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		if (len > kl + 1 && !strncmp(p, key, kl) && p[kl] == ':') {
+		if (len > kl + 1 && !strncmp(p, key, kl) && p[kl] == sep) {
 			const char *v = p + kl + 1;
 			while (*v == ' ')
 				v++;
@@ -1069,6 +1072,11 @@ static char *summary_get(const char *text, const char *key)
 		p = nl ? nl + 1 : NULL;
 	}
 	return NULL;
+}
+
+static char *summary_get(const char *text, const char *key)
+{
+	return line_value(text, key, ':');
 }
 
 static struct eta_plan *eta_plan_of(const struct state_eta *e, const char *node)
@@ -1249,64 +1257,37 @@ static void eta_group(struct state_eta *e)
 	e->nr_samples = 0;
 }
 
-/* nodes[i]'s machine-id in its facts of run `id`, when that run recorded them. */
-static void eta_machine_of(struct state_eta *e, struct state *s, const char *id, size_t i)
-{
-	struct strbuf facts = STRBUF_INIT;
-	char *path = xasprintf("nodes/%s/facts", e->nodes[i]), *v;
-
-	if (state_read(s, id, path, &facts, NULL) == 0) {
-		/* facts are "key=value" lines (facts.sh); summary_get reads "key: value" */
-		const char *p = facts.buf;
-		while (p && *p && !e->machines[i]) {
-			const char *nl = strchr(p, '\n');
-			size_t len = nl ? (size_t)(nl - p) : strlen(p);
-			if (len > 11 && !strncmp(p, "machine_id=", 11)) {
-				v = xstrndup(p + 11, len - 11);
-				e->machines[i] = v;
-			}
-			p = nl ? nl + 1 : NULL;
-		}
-	}
-	strbuf_release(&facts);
-	free(path);
-}
-
 /*
  * Which machine each node was when the record last saw it: the facts of
  * the newest run of any command that ran it (a `check` after the last `up`
- * counts: it met the machine too).  At most ETA_MACHINE_RUNS runs back.
+ * counts: it met the machine too).  Called for each run, newest first, with
+ * the nodes it ran; at most ETA_MACHINE_RUNS runs back.
  */
-static void eta_machines(struct state_eta *e, struct state *s, const struct state_run *runs,
-			 size_t nr_runs)
+static size_t eta_machines(struct state_eta *e, struct state *s, const char *id, const char *ran)
 {
-	size_t i, k, missing = e->nr_nodes;
+	const char *p = ran;
+	size_t found = 0;
 
-	for (i = 0; i < nr_runs && i < ETA_MACHINE_RUNS && missing; i++) {
-		struct strbuf sum = STRBUF_INIT;
-		char *ran = NULL;
-		if (state_read(s, runs[i].id, "summary", &sum, NULL) == 0)
-			ran = summary_get(sum.buf, "ran");
-		for (k = 0; ran && k < e->nr_nodes; k++) {
-			const char *p = ran;
-			size_t nl = strlen(e->nodes[k]);
-			bool in = false;
-			while (*p && !in) {
-				size_t len = strcspn(p, " ");
-				in = len == nl && !strncmp(p, e->nodes[k], nl);
-				p += len;
-				while (*p == ' ')
-					p++;
-			}
-			if (in && !e->machines[k]) {
-				eta_machine_of(e, s, runs[i].id, k);
-				if (e->machines[k])
-					missing--;
-			}
+	while (*p) {
+		size_t len = strcspn(p, " "), k;
+		for (k = 0; k < e->nr_nodes; k++) {
+			struct strbuf facts = STRBUF_INIT;
+			char *path;
+			if (e->machines[k] || strlen(e->nodes[k]) != len ||
+			    strncmp(p, e->nodes[k], len))
+				continue;
+			path = xasprintf("nodes/%s/facts", e->nodes[k]);
+			if (state_read(s, id, path, &facts, NULL) == 0)
+				e->machines[k] = line_value(facts.buf, "machine_id", '=');
+			found += e->machines[k] != NULL;
+			strbuf_release(&facts);
+			free(path);
 		}
-		free(ran);
-		strbuf_release(&sum);
+		p += len;
+		while (*p == ' ')
+			p++;
 	}
+	return found;
 }
 
 struct state_eta *state_eta_load(struct state *s, const char *command, const char *const *nodes,
@@ -1314,7 +1295,7 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 {
 	struct state_eta *e = xcalloc(1, sizeof(*e));
 	struct state_run *runs = NULL;
-	size_t nr_runs = 0, i;
+	size_t nr_runs = 0, i, known = 0;
 
 	e->nr_nodes = nr;
 	e->nodes = xcalloc(nr ? nr : 1, sizeof(char *));
@@ -1326,7 +1307,11 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 		e->kinds[i] = xstrdup(kinds[i]);
 	}
 	if (s && state_runs(s, &runs, &nr_runs, NULL) == 0) {
-		for (i = 0; i < nr_runs && e->runs < ETA_MAX_RUNS; i++) {
+		/* One reading of each summary: the runs to learn from, the machines the nodes were.
+		 */
+		for (i = 0; i < nr_runs &&
+			    (e->runs < ETA_MAX_RUNS || (i < ETA_MACHINE_RUNS && known < nr));
+		     i++) {
 			struct strbuf sum = STRBUF_INIT;
 			char *cmd = NULL, *ran = NULL, *elapsed = NULL, *result = NULL;
 			if (state_read(s, runs[i].id, "summary", &sum, NULL) == 0) {
@@ -1336,7 +1321,10 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 				result = summary_get(sum.buf, "result");
 			}
 			/* Runs that were cut short say nothing about how long a run takes. */
-			if (cmd && ran && elapsed && result && !strcmp(cmd, command) &&
+			if (ran && i < ETA_MACHINE_RUNS && known < nr)
+				known += eta_machines(e, s, runs[i].id, ran);
+			if (e->runs < ETA_MAX_RUNS && cmd && ran && elapsed && result &&
+			    !strcmp(cmd, command) &&
 			    (!strcmp(result, "ok") || !strcmp(result, "failed"))) {
 				eta_learn(e, s, runs[i].id, ran, strtoll(elapsed, NULL, 10));
 				e->runs++;
@@ -1347,7 +1335,6 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 			free(result);
 			strbuf_release(&sum);
 		}
-		eta_machines(e, s, runs, nr_runs);
 		state_runs_free(runs, nr_runs);
 	}
 	eta_group(e);
