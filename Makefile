@@ -2,6 +2,7 @@
 #
 #   make                  build build/provision
 #   make check            build and run every test; ends with "N passed, N failed, N skipped"
+#   make test-caches      build the testbeds' cached trees and VM image ahead (root)
 #   make vm-check         only the VM tier: QEMU VMs as nodes (root; tests/vm/README.md)
 #   make check-valgrind   every unit test binary under valgrind --leak-check=full
 #   make check-asan       the whole suite against an ASan+UBSan build (build-asan/)
@@ -138,6 +139,11 @@ fuzz:
 		-o $(FUZZ_B)/fuzz/$$n $$f $(FUZZ_B)/libprovision.a $(LIBS) || exit 1; done
 	FUZZ_RUNS=$(FUZZ_RUNS) sh tests/fuzz/run.sh $(FUZZ_B) $(FUZZ_SECONDS)
 
+# The cached trees and images the testbeds start from, built ahead (root;
+# tests/caches.sh): make check builds each when a test first needs it.
+test-caches:
+	$(Q)sh tests/caches.sh
+
 # Build, then show provision working on a local testbed (root: network namespaces).
 demo: $(B)/provision
 	$(B)/provision inventory -i inventory/lab-b.yaml
@@ -230,5 +236,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all demo fuzz check check-asan check-unit check-valgrind vm-check tests install deps bench-deps style lint clean
+.PHONY: all demo test-caches fuzz check check-asan check-unit check-valgrind vm-check tests install deps bench-deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
