@@ -144,6 +144,20 @@ int gpu_pods_plan(struct gpu_pod_plan *plan, const char *nodes_json, size_t len,
 	return 0;
 }
 
+/*
+ * The script's word for pod i's node: the first pod's number with the same
+ * node (a node's name comes from the cluster and never reaches the script).
+ */
+static size_t i_node(const struct gpu_pod_plan *plan, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (!strcmp(plan->pods[j].node, plan->pods[i].node))
+			return j;
+	return i;
+}
+
 char *gpu_pods_script(const struct gpu_pod_plan *plan, unsigned timeout_s)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -155,27 +169,42 @@ char *gpu_pods_script(const struct gpu_pod_plan *plan, unsigned timeout_s)
 	strbuf_addf(
 	    &sb,
 	    "KC='kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s'\n"
-	    "NS=%s T=%u created=\n"
+	    "NS=%s T=%u created= stuck=\n"
 	    "$KC -n \"$NS\" delete pods -l %s=gpu-pod --ignore-not-found >/dev/null 2>&1 || true\n"
+	    /* A node whose pod of an earlier round was scheduled but did not
+	     * start within T (its runtime or image is missing: every later pod
+	     * there would wait T as well) gets no later pod. */
 	    "gp_create() {\n"
+	    "\tcase \" $stuck \" in *\" $2 \"*)\n"
+	    "\t\tcat >/dev/null\n"
+	    "\t\tprintf '%%s%%s\\n--- skipped\\n%%s\\n' '%s' \"$1\" '%s'\n"
+	    "\t\treturn\n"
+	    "\t\t;;\n"
+	    "\tesac\n"
 	    "\tif msg=$($KC apply -f - 2>&1); then\n"
-	    "\t\tcreated=\"$created $1\"\n"
+	    "\t\tcreated=\"$created $1:$2\"\n"
 	    "\telse\n"
 	    "\t\tprintf '%%s%%s\\n--- rejected\\n%%s\\n%%s\\n' '%s' \"$1\" \"$msg\" '%s'\n"
 	    "\tfi\n"
 	    "}\n"
 	    "gp_finish() {\n"
 	    "\tend=$(($(date +%%s) + T))\n"
-	    "\tfor p in $created; do\n"
+	    "\tfor pn in $created; do\n"
+	    "\t\tp=${pn%%%%:*}\n"
 	    "\t\twhile :; do\n"
-	    "\t\t\tph=$($KC -n \"$NS\" get pod \"$p\" -o 'jsonpath={.status.phase}' 2>/dev/null) "
-	    "|| ph=\n"
-	    "\t\t\tcase $ph in Succeeded | Failed) break ;; esac\n"
-	    "\t\t\t[ \"$(date +%%s)\" -lt \"$end\" ] || break\n"
+	    "\t\t\tph=$($KC -n \"$NS\" get pod \"$p\" -o "
+	    "'jsonpath={.status.phase}/{.spec.nodeName}' "
+	    "2>/dev/null) || ph=\n"
+	    "\t\t\tcase $ph in Succeeded/* | Failed/*) break ;; esac\n"
+	    "\t\t\tif [ \"$(date +%%s)\" -ge \"$end\" ]; then\n"
+	    "\t\t\t\tcase $ph in */?*) stuck=\"$stuck ${pn#*:}\" ;; esac\n"
+	    "\t\t\t\tbreak\n"
+	    "\t\t\tfi\n"
 	    "\t\t\tsleep 2\n"
 	    "\t\tdone\n"
 	    "\tdone\n"
-	    "\tfor p in $created; do\n"
+	    "\tfor pn in $created; do\n"
+	    "\t\tp=${pn%%%%:*}\n"
 	    "\t\tprintf '%%s%%s\\n' '%s' \"$p\"\n"
 	    "\t\t$KC -n \"$NS\" get pod \"$p\" -o json 2>&1 || true\n"
 	    "\t\tprintf '%%s\\n' '%s'\n"
@@ -184,14 +213,14 @@ char *gpu_pods_script(const struct gpu_pod_plan *plan, unsigned timeout_s)
 	    "\tcreated=\n"
 	    "}\n",
 	    GPU_PODS_NAMESPACE, timeout_s, GPU_PODS_LABEL, GPU_PODS_BEGIN, GPU_PODS_END,
-	    GPU_PODS_BEGIN, GPU_PODS_END);
+	    GPU_PODS_BEGIN, GPU_PODS_END, GPU_PODS_BEGIN, GPU_PODS_END);
 	for (r = 0; r < plan->rounds; r++) {
 		for (i = 0; i < plan->nr; i++) {
 			if (plan->pods[i].round != r)
 				continue;
-			strbuf_addf(&sb,
-				    "gp_create %s <<'PROVISION_GPU_POD'\n%s\nPROVISION_GPU_POD\n",
-				    plan->pods[i].name, plan->pods[i].manifest);
+			strbuf_addf(
+			    &sb, "gp_create %s n%zu <<'PROVISION_GPU_POD'\n%s\nPROVISION_GPU_POD\n",
+			    plan->pods[i].name, i_node(plan, i), plan->pods[i].manifest);
 		}
 		strbuf_addstr(&sb, "gp_finish\n");
 	}
@@ -287,6 +316,12 @@ static bool pod_result(const struct gpu_pod *gp, const char *out, size_t len, un
 		*fix = xstrdup(
 		    "run 'provision check' again; see kubectl get pods -n " GPU_PODS_NAMESPACE);
 		return false;
+	}
+	if (!strncmp(blk, "--- skipped\n", 12)) {
+		*observed =
+		    xasprintf("%s: not run: an earlier check pod on %s did not start within %us",
+			      gp->profile, gp->node, timeout_s);
+		goto out;
 	}
 	if (!strncmp(blk, "--- rejected\n", 13)) {
 		line = first_line(blk + 13);

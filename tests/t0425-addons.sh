@@ -428,6 +428,8 @@ test_case "the nvidia runtime's binary taken away on node-3: gpu-pod fails there
 	if $CHECK >check5.out 2>&1; then cat check5.out; false; fi
 	tb node-3 mv $TK/nvidia-container-runtime.away $TK/nvidia-container-runtime
 	expect_grep '^gpu-pod  *node-3  *fail  *1× GeForce RTX 2080 Ti (11 GiB): still Pending after 90s: ContainerCreating' check5.out
+	# its CPU-only profile's pod is not started there for another 90 s
+	expect_grep '^gpu-pod  *node-3  *fail .*not run: an earlier check pod on node-3 did not start within 90s' check5.out
 	expect_grep '^gpu-pod  *node-2  *pass ' check5.out
 "
 

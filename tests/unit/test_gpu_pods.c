@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpu_pods.h"
@@ -189,7 +190,7 @@ static void test_script(void **state)
 	for (p = s; (p = strstr(p, "\ngp_finish\n")); p++)
 		finishes++;
 	assert_int_equal(finishes, 3);
-	assert_non_null(strstr(s, "gp_create provision-gpu-pod-gpu-a-x1 <<'PROVISION_GPU_POD'\n{"));
+	assert_non_null(strstr(s, "gp_create provision-gpu-pod-gpu-a-x1 n"));
 	assert_non_null(strstr(s, "NS=default T=90"));
 	/* the round of gpu-a x2 comes after the first gp_finish */
 	assert_true(strstr(s, "gp_create provision-gpu-pod-gpu-a-x2") > strstr(s, "\ngp_finish\n"));
@@ -202,6 +203,93 @@ static void test_script(void **state)
 	assert_int_equal(system(cmd.buf), 0);
 	unlink(path);
 	strbuf_release(&cmd);
+	free(s);
+}
+
+/*
+ * The script run against a stand-in kubectl whose pods on gpu-a are
+ * scheduled but never start (its runtime is missing): gpu-a's later rounds
+ * are not created, their results say why, and gpu-b's pods still run.
+ */
+static void test_script_stuck_node(void **state)
+{
+	struct fixture *f = *state;
+	char dir[] = "/tmp/test_gpu_pods.d.XXXXXX", *s = gpu_pods_script(&f->plan, 1);
+	struct strbuf path = STRBUF_INIT, cmd = STRBUF_INIT, out = STRBUF_INIT;
+	struct validation v = {0};
+	FILE *fp;
+	char buf[4096];
+	size_t n, i;
+	int applies = 0;
+
+	assert_non_null(s);
+	assert_non_null(mkdtemp(dir));
+	strbuf_addf(&path, "%s/kubectl", dir);
+	fp = fopen(path.buf, "w");
+	assert_non_null(fp);
+	/* apply logs the pod; pods on gpu-a stay Pending (scheduled), gpu-b's succeed */
+	fprintf(
+	    fp,
+	    "#!/bin/sh\n"
+	    "case \"$*\" in\n"
+	    "*' apply -f -'*) sed -n 's/.*\"name\":\"\\(provision-gpu-pod-[^\"]*\\)\".*/\\1/p' "
+	    ">>'%s/applied'; exit 0 ;;\n"
+	    "*'get pod provision-gpu-pod-gpu-a'*jsonpath*) echo Pending/gpu-a ;;\n"
+	    "*'get pod provision-gpu-pod-gpu-a'*json*) echo '{\"status\":{\"phase\":\"Pending\","
+	    "\"containerStatuses\":[{\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}}"
+	    "' ;;\n"
+	    "*'get pod'*jsonpath*) echo Succeeded/gpu-b ;;\n"
+	    "*'get pod'*json*) echo '{\"status\":{\"phase\":\"Succeeded\",\"containerStatuses\":[{"
+	    "\"state\":{\"terminated\":{\"exitCode\":0,\"message\":\"GPU 0: NVIDIA GeForce GTX "
+	    "1080 "
+	    "Ti (UUID: GPU-9)\"}}}]}}' ;;\n"
+	    "esac\n",
+	    dir);
+	fclose(fp);
+	chmod(path.buf, 0755);
+	strbuf_addf(&path, ".sh");
+	fp = fopen(path.buf, "w");
+	fputs(s, fp);
+	fclose(fp);
+	strbuf_addf(&cmd, "PATH='%s':\"$PATH\" sh '%s'", dir, path.buf);
+	fp = popen(cmd.buf, "r");
+	assert_non_null(fp);
+	while ((n = fread(buf, 1, sizeof(buf), fp)) > 0)
+		strbuf_add(&out, buf, n);
+	assert_int_equal(pclose(fp), 0);
+	/* gpu-a: only its first round's pod was created; gpu-b: both of its */
+	strbuf_reset(&cmd);
+	strbuf_addf(&cmd, "%s/applied", dir);
+	fp = fopen(cmd.buf, "r");
+	assert_non_null(fp);
+	while (fgets(buf, sizeof(buf), fp)) {
+		applies++;
+		assert_true(strncmp(buf, "provision-gpu-pod-gpu-a", 23) || applies == 1 ||
+			    !strcmp(buf, "provision-gpu-pod-gpu-a-x1\n"));
+	}
+	fclose(fp);
+	for (i = 0, n = 0; i < f->plan.nr; i++)
+		n += strcmp(f->plan.pods[i].node, "gpu-a") != 0 || f->plan.pods[i].round == 0;
+	assert_int_equal(applies, (int)n);
+	assert_non_null(strstr(out.buf, "--- skipped\n"));
+	gpu_pods_validate(&v, &f->plan, out.buf, out.len, 0, 1);
+	for (i = 0, n = 0; i < v.nr; i++)
+		if (!strcmp(v.items[i].id, "gpu-pod") &&
+		    strstr(v.items[i].observed, "still Pending after 1s")) {
+			n++;
+			assert_int_equal(v.items[i].status, CHECK_FAIL);
+			assert_non_null(strstr(v.items[i].observed,
+					       "not run: an earlier check pod on gpu-a did not "
+					       "start within 1s"));
+		}
+	assert_int_equal(n, 1);
+	validation_release(&v);
+	strbuf_reset(&cmd);
+	strbuf_addf(&cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd.buf), 0);
+	strbuf_release(&cmd);
+	strbuf_release(&path);
+	strbuf_release(&out);
 	free(s);
 }
 
@@ -357,6 +445,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_plan, setup, teardown),
 	    cmocka_unit_test(test_hub_profiles_have_the_runtime),
 	    cmocka_unit_test_setup_teardown(test_script, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_script_stuck_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_validate_pass, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_validate_failures, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_validate_cpu_leak, setup, teardown),
