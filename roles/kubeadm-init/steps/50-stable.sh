@@ -15,7 +15,9 @@
 #   a failed answer after an "ok" is a drop; the count starts again.
 #   MAX_DROPS=3 drops, or DEADLINE=120 s without a full streak: failure,
 #       with the likely cause (the cgroup drivers are compared) and where to
-#       look.
+#       look; a drop while the kubelet's and containerd's cgroup drivers
+#       disagree fails at once (that mismatch kills the containers again and
+#       again: more drops would tell nothing new).
 # Then the control plane's other static pods (etcd, kube-controller-manager,
 # kube-scheduler; the controller manager signs the join tokens) must be
 # Ready, waited for at most COMPONENTS_DEADLINE=250 s with a progress line
@@ -90,6 +92,8 @@ drivers() {
 	echo "${k:-cgroupfs} $r"
 }
 
+same() { [ "$1" = "$2" ]; }
+
 explain() { # WHAT
 	# shellcheck disable=SC2046 # two words
 	set -- "$1" $(drivers)
@@ -149,8 +153,11 @@ apply)
 				echo "/readyz failed at ${t}s after $streak ok answers: $r"
 			fi
 			streak=0
-			if [ "$drops" -ge "$MAX_DROPS" ]; then
-				explain "/readyz went from ok to failing $drops times in ${t}s (last: $last)"
+			# A drop with the cgroup drivers disagreeing is that mismatch:
+			# waiting for more drops would only repeat it.
+			# shellcheck disable=SC2046 # two words
+			if [ "$drops" -ge "$MAX_DROPS" ] || { [ "$drops" -gt 0 ] && ! same $(drivers); }; then
+				explain "/readyz went from ok to failing $drops time(s) in ${t}s (last: $last)"
 				exit 1
 			fi
 		fi
