@@ -2554,7 +2554,8 @@ int inventory_load_buffer(struct inventory **out, const char *name, const char *
 			"the inventory has a second YAML document");
 	yaml_document_delete(&extra);
 	if (root->type != YAML_MAPPING_NODE) {
-		err_pos(&p, nowhere, "start from inventory/seed.yaml",
+		/* at the list's or scalar's own start, like every other error */
+		err_pos(&p, pos_of(root), "start from inventory/seed.yaml",
 			"the inventory must be a mapping with 'cluster' and 'nodes', not %s",
 			describe(root, buf, sizeof(buf)));
 		goto out;

@@ -21,7 +21,7 @@
 
 #include "../util.h"
 
-/* common.h's (include it first: part of it has no include guard). */
+/* Defined in common.h. */
 struct cli_plan_args;
 
 /*

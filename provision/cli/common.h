@@ -50,8 +50,6 @@ char *cli_key_passphrase(const struct inventory *inv);
 /* Write one whole line (a newline is added) with a single write(2). */
 void cli_write_line(int fd, const char *prefix, const char *text, size_t len);
 
-#endif
-
 /* The roles folder: --roles, $PROVISION_ROLES, ./roles beside the binary's tree, or the installed one. */
 const char *cli_roles_dir(const char *opt);
 /* The bench workloads (provision-bench-ARCH): $PROVISION_BENCH_DIR, ./bench beside the binary. */
@@ -173,3 +171,5 @@ int cli_plan_run(const struct cli_plan_args *a);
  * *cp_clean: the control plane was among them and is clean.
  */
 int cli_reset_report(const char *cmd_name, const struct cli_plan_done *d, bool *cp_clean);
+
+#endif
