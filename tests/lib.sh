@@ -104,15 +104,30 @@ test_need_cmd() {
 }
 
 # $UPSTREAM: the real tools' and charts' definitions beside the repository
-# (../shared/upstream, its README.md says where each file comes from).
+# (../shared/upstream, its README.md says where each file comes from): the
+# team's reference data, not part of the product nor of a bare clone.  What
+# the demo and the stand-ins need is the project's own (tests/fakes/cli);
+# a test that compares with $UPSTREAM skips, saying so, without it.
 UPSTREAM=${PROVISION_UPSTREAM:-$SRC_ROOT/../shared/upstream}
+UPSTREAM_WHY="team reference data, not part of a bare clone"
+# test_have_upstream [FILE...]: true when $UPSTREAM and those files under it
+# exist; else false, with the reason in $UPSTREAM_MISSING (for test_skip).
+test_have_upstream() {
+	if [ ! -d "$UPSTREAM" ]; then
+		UPSTREAM_MISSING="needs $UPSTREAM ($UPSTREAM_WHY)"
+		return 1
+	fi
+	for f in "$@"; do
+		if [ ! -e "$UPSTREAM/$f" ]; then
+			UPSTREAM_MISSING="needs $UPSTREAM/$f ($UPSTREAM_WHY; ../shared/upstream/README.md)"
+			return 1
+		fi
+	done
+}
 # test_need_upstream [FILE...]: skip the whole script, saying so, when
 # $UPSTREAM (or one of those files under it) is absent.
 test_need_upstream() {
-	[ -d "$UPSTREAM" ] || test_skip_all "needs $UPSTREAM (the real tools' definitions, ../shared/upstream beside the repository)"
-	for f in "$@"; do
-		[ -e "$UPSTREAM/$f" ] || test_skip_all "needs $UPSTREAM/$f (../shared/upstream/README.md)"
-	done
+	test_have_upstream "$@" || test_skip_all "$UPSTREAM_MISSING"
 }
 
 test_done() {

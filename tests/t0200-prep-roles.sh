@@ -87,8 +87,6 @@ skip_nodes() {
 for c in systemd-nspawn dpkg-deb apt-ftparchive gpg timeout; do
 	command -v "$c" >/dev/null 2>&1 || skip_nodes "needs $c"
 done
-# the fake packages' helm, kubeadm and kubectl carry the real tools' flag tables
-[ -d "$UPSTREAM/cli" ] || skip_nodes "needs $UPSTREAM/cli (the real tools' flag tables for the stand-ins)"
 TESTBED=$SRC_ROOT/tests/testbed/testbed.sh
 TB=$TEST_DIR/tb
 INV=$TEST_DIR/inventory.yaml

@@ -79,7 +79,7 @@ keys() {
 	PY
 }
 
-if [ -f "$UPSTREAM/z2jh-$Z2JH/values.schema.json" ] && [ -f "$UPSTREAM/z2jh-$Z2JH/values.yaml" ]; then
+if test_have_upstream "z2jh-$Z2JH/values.schema.json" "z2jh-$Z2JH/values.yaml"; then
 	test_case "jupyterhub $Z2JH: lab A's and lab B's hub values are valid against the chart's values.schema.json" "
 		hub_values lab-a a-01 a.yaml
 		hub_values lab-b b-0 b.yaml
@@ -94,10 +94,10 @@ if [ -f "$UPSTREAM/z2jh-$Z2JH/values.schema.json" ] && [ -f "$UPSTREAM/z2jh-$Z2J
 		expect_grep \"^hub: Additional properties are not allowed ('konfig' was unexpected)\" bad.errors
 	"
 else
-	test_skip "jupyterhub $Z2JH values against its schema" "no $UPSTREAM/z2jh-$Z2JH/values.schema.json"
+	test_skip "jupyterhub $Z2JH values against its schema" "$UPSTREAM_MISSING"
 fi
 
-if [ -f "$UPSTREAM/gpu-operator-$GPUOP/values.yaml" ]; then
+if test_have_upstream "gpu-operator-$GPUOP/values.yaml"; then
 	test_case "gpu-operator $GPUOP: the values for lab B's GPU nodes (host drivers) and for a node without a driver set only keys the chart has" "
 		'$RENDER' template '$SRC_ROOT/roles' gpu-operator values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-2 '$SRC_ROOT/tests/facts/gtx1080ti-ubuntu2204.facts' >g1.yaml
 		'$RENDER' template '$SRC_ROOT/roles' gpu-operator values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-2 '$SRC_ROOT/tests/facts/gpu-nodriver-nouveau.facts' >g2.yaml
@@ -139,10 +139,10 @@ if [ -f "$UPSTREAM/gpu-operator-$GPUOP/values.yaml" ]; then
 		expect_eq 'unknown key: operator.defaultRuntime' \"\$(cat old.errors)\" 'a key of the old chart'
 	"
 else
-	test_skip "gpu-operator $GPUOP values against its chart" "no $UPSTREAM/gpu-operator-$GPUOP/values.yaml"
+	test_skip "gpu-operator $GPUOP values against its chart" "$UPSTREAM_MISSING"
 fi
 
-if [ -f "$UPSTREAM/nfs-subdir-external-provisioner-$NFS/values.yaml" ]; then
+if test_have_upstream "nfs-subdir-external-provisioner-$NFS/values.yaml"; then
 	test_case "nfs-subdir-external-provisioner $NFS: lab A's and lab B's values set only keys the chart has" "
 		'$RENDER' template '$SRC_ROOT/roles' nfs-provisioner values.yaml.tmpl '$SRC_ROOT/inventory/lab-a.yaml' a-01 - >na.yaml
 		'$RENDER' template '$SRC_ROOT/roles' nfs-provisioner values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - >nb.yaml
@@ -155,7 +155,7 @@ if [ -f "$UPSTREAM/nfs-subdir-external-provisioner-$NFS/values.yaml" ]; then
 		expect_eq 'unknown key: storageClass.defualtClass' \"\$(cat bad.errors)\" 'a misspelt key'
 	"
 else
-	test_skip "nfs-subdir-external-provisioner $NFS values against its chart" "no $UPSTREAM/nfs-subdir-external-provisioner-$NFS/values.yaml"
+	test_skip "nfs-subdir-external-provisioner $NFS values against its chart" "$UPSTREAM_MISSING"
 fi
 
 test_done

@@ -48,7 +48,7 @@ REL=$SRC_ROOT/tests/releases
 TOOLKIT=$SRC_ROOT/tests/fakes/nvidia/toolkit_containerd.py
 # the values.yaml of the chart version roles/artifacts.yaml pins
 GPUOP=$(sed -n '/^gpu-operator-chart:/,/^$/s|^  url: .*/gpu-operator-\(v[0-9][0-9.]*\)\.tgz$|\1|p' "$SRC_ROOT/roles/artifacts.yaml")
-UPSTREAM_VALUES=$SRC_ROOT/../shared/upstream/gpu-operator-$GPUOP/values.yaml
+UPSTREAM_VALUES=$UPSTREAM/gpu-operator-$GPUOP/values.yaml
 SUITES=${PROVISION_RELEASES_SUITES:-bookworm trixie sid}
 export REL TOOLKIT RENDER UPSTREAM_VALUES
 
@@ -241,8 +241,8 @@ PY
 # writes exactly the drop-in the facts record (its nvidia runtime; the
 # stand-in adds nvidia-cdi and nvidia-legacy the same way, GetRuntimes);
 # a version-3 file is refused as the real one refuses it.
-SETUP_FACTS=$SRC_ROOT/../shared/upstream/nvidia-container-toolkit-v1.16.1/containerd-setup.json
-if [ -f "$SETUP_FACTS" ]; then
+SETUP_FACTS=$UPSTREAM/nvidia-container-toolkit-v1.16.1/containerd-setup.json
+if test_have_upstream nvidia-container-toolkit-v1.16.1/containerd-setup.json; then
 	export SETUP_FACTS
 	test_case "toolkit stand-in: the drop-in toolkit v1.16.1 writes (facts), version 3 refused" '
 		CONTAINERD_CONFIG=$PWD/d/t.toml CONTAINERD_SET_AS_DEFAULT=false CONTAINERD_RESTART_MODE=none \
@@ -261,7 +261,7 @@ assert got == want, (got, want)
 		expect_grep "unsupported config version: 3" v3.err
 	'
 else
-	test_skip "toolkit stand-in: the drop-in toolkit v1.16.1 writes (facts)" "no $SETUP_FACTS"
+	test_skip "toolkit stand-in: the drop-in toolkit v1.16.1 writes (facts)" "$UPSTREAM_MISSING"
 fi
 
 for suite in $SUITES; do

@@ -3,21 +3,27 @@
 # run.sh: about 2 s in CI (beside another; tests/run.sh starts the longest first)
 # t0402-roles-flags: every flag the roles pass to helm, kubeadm and kubectl
 # (roles/lib.sh, roles/*/steps/*.sh, templates that are shell scripts) is
-# one the real tool accepts for that command: the tables of
-# ../shared/upstream/cli (helm v3.15.4's sources: the pinned v3.18.4 only
-# added upgrade flags the roles do not pass, tests/fakes/README.md; kubectl
-# v1.32.4's help; kubeadm's sources).  Read, not run (tests/tools/roles-flags.py): no nodes,
-# a second or two.  Prints the counts of invocations and flags checked.
+# one the real tool accepts for that command: the project's tables of
+# tests/fakes/cli (tests/fakes/README.md, "Flags"): the one build.sh embeds
+# in the helm stand-in for the pinned Helm, kubeadm's, and every kubectl
+# minor's (the roles drive all of them).  Read, not run
+# (tests/tools/roles-flags.py): no nodes, a second or two.  Prints the
+# counts of invocations and flags checked.  The tables themselves: each
+# reads; and where ../shared/upstream/cli (the team's reference data, not
+# part of a bare clone; skipped, saying so, without it) has a table of the
+# same tool and version, the two agree flag for flag (names, shorthands,
+# the kinds of value, deprecated and hidden flags).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 test_need_cmd python3
-test_need_upstream cli/helm-flags.json cli/kubeadm-flags.json cli/kubectl-flags.json
 
+CLI=$SRC_ROOT/tests/fakes/cli
+HELM=$(sed -n 's/^HELM=//p' "$SRC_ROOT/tests/fakes/kube-debs/build.sh")
+TABLES="$(python3 "$SRC_ROOT/tests/tools/cli-flags.py" pick helm "$HELM" "$CLI") $CLI/kubeadm.flags $(echo "$CLI"/kubectl-*.flags)"
 FLAGS="python3 $SRC_ROOT/tests/tools/roles-flags.py"
-CLI=$UPSTREAM/cli
 
 test_case "every flag the roles pass to helm, kubeadm and kubectl is in the real tool's table for its command" "
-	$FLAGS '$SRC_ROOT/roles' '$CLI' -v >flags.out 2>&1 || { cat flags.out; false; }
+	$FLAGS '$SRC_ROOT/roles' $TABLES -v >flags.out 2>&1 || { cat flags.out; false; }
 	tail -n 1 flags.out | sed 's/^/# /' >&3
 	# the reader finds the forms the roles use: a variable holding the
 	# command (\$KC, \$PV_HELM), a function wrapping it with \"\$@\" (kc),
@@ -30,9 +36,10 @@ test_case "every flag the roles pass to helm, kubeadm and kubectl is in the real
 	expect_grep '^roles/remove-node/steps/20-drain.sh:[0-9]*: kubectl drain: --kubeconfig --ignore-daemonsets --delete-emptydir-data --timeout\$' flags.out
 	expect_grep '^roles/join-tokens/steps/20-tokens.sh:[0-9]*: kubeadm token create: --kubeconfig --ttl --description --print-join-command\$' flags.out
 	expect_grep '^roles/helm/steps/10-install.sh:[0-9]*: helm version: --short\$' flags.out
+	expect_grep '^roles/renew-certs/steps/10-renew.sh:[0-9]*: kubeadm certs renew all: ' flags.out
 	expect_grep '^roles/node-labels/steps/10-labels.sh:[0-9]*: kubectl label: .*\\[opaque: \\\$c\\]' flags.out
 	n=\$(sed -n 's/.*; invocations \\([0-9]*\\) .*/\\1/p' flags.out)
-	f=\$(sed -n 's/.*; flags checked \\([0-9]*\\) .*/\\1/p' flags.out)
+	f=\$(sed -n 's/.*; flags checked \\([0-9]*\\);.*/\\1/p' flags.out)
 	[ \"\$n\" -ge 70 ] && [ \"\$f\" -ge 200 ] || { echo \"too few found: \$n invocations, \$f flags\"; false; }
 " 3>&1
 
@@ -58,7 +65,7 @@ test_case "a flag the real tool does not take for that command fails it, however
 		kubectl -n kube-system taint nodes x k:NoSchedule- -A
 		helm --kubeconfig /etc/kubernetes/admin.conf list -f '^a\$' --values v.yaml
 	EOF
-	expect_status 1 $FLAGS roles '$CLI' >flags.out 2>&1
+	expect_status 1 $FLAGS roles $TABLES >flags.out 2>&1
 	cat flags.out
 	expect_grep '^roles/remove-node/steps/20-drain.sh:[0-9]*: kubectl drain: --all-namespaces is not a flag of the real kubectl drain' flags.out
 	expect_grep '^roles/lib.sh:[0-9]*: helm upgrade: --filter is not a flag of the real helm upgrade' flags.out
@@ -70,5 +77,41 @@ test_case "a flag the real tool does not take for that command fails it, however
 	expect_grep '^roles/planted/steps/10-planted.sh:6: helm list: --values is not' flags.out
 	expect_grep '; not in the real tables 8\$' flags.out
 "
+
+CF="python3 $SRC_ROOT/tests/tools/cli-flags.py"
+test_case "the project's flag tables read (tests/fakes/cli/*.flags); a malformed line is named FILE:LINE" "
+	$CF check '$CLI'/*.flags >check.out 2>&1 || { cat check.out; false; }
+	expect_grep '^.*/kubeadm.flags: [0-9]* commands' check.out
+	printf '%s\\n' '[(global)]' '--v Level' '[init]' '--config string' '--dry-run' >bad.flags
+	expect_status 1 $CF check bad.flags >bad.out 2>&1
+	expect_grep '^bad.flags:5: not a flag line' bad.out
+"
+
+if test_have_upstream cli/helm-3.17.1-flags.json cli/helm-4.1.4-flags.json cli/kubectl-1.35.2-flags.json cli/kubectl-flags.json cli/kubeadm-flags.json; then
+	test_case "the tables agree with ../shared/upstream/cli where it has the same tool and version (kubectl 1.32: patch 1.32.3 here, 1.32.4 there); kubeadm's lists only some flags" "
+		U='$UPSTREAM/cli'
+		for pair in 'helm-3.17.1 helm-3.17.1-flags' 'helm-4.1.4 helm-4.1.4-flags' 'kubectl-1.35.2 kubectl-1.35.2-flags' 'kubectl-1.32.3 kubectl-flags'; do
+			set -- \$pair
+			$CF compare '$CLI'/\$1.flags \$U/\$2.json >cmp.out 2>&1 || { cat cmp.out; false; }
+			tail -n 1 cmp.out | sed 's/^/# /' >&3
+		done
+		# kubeadm: every flag the reference lists is here, but one: modern
+		# kubeadm keeps only klog's --v and --vmodule (cmd/kubeadm/app/kubeadm.go,
+		# KEP-2845), no --log-file
+		expect_status 1 $CF compare '$CLI'/kubeadm.flags \$U/kubeadm-flags.json --subset >cmp.out 2>&1
+		tail -n 1 cmp.out | sed 's/^/# /' >&3
+		expect_grep '^kubeadm.flags vs kubeadm-flags.json: \[(global)\] --log-file: in the reference table, not in ours\$' cmp.out
+		expect_grep ', 1 differences\$' cmp.out
+		# a difference fails the comparison: a flag gone, a shorthand and a deprecation changed
+		sed -e '/^--take-ownership /d' -e 's/^-i --install bool/--install bool/' -e 's/^--recreate-pods bool deprecated: .*/--recreate-pods bool/' '$CLI'/helm-3.17.1.flags >h.flags
+		expect_status 1 $CF compare h.flags \$U/helm-3.17.1-flags.json >cmp.out 2>&1
+		cat cmp.out
+		expect_grep '\[upgrade\] --take-ownership: in the reference table, not in ours' cmp.out
+		expect_grep '\[upgrade\] -i --install: the reference table.s shorthand, not ours' cmp.out
+		expect_grep '\[upgrade\] --recreate-pods: deprecated (functionality will' cmp.out
+	" 3>&1
+else
+	test_skip "the tables agree with ../shared/upstream/cli where it has the same tool and version" "$UPSTREAM_MISSING"
+fi
 
 test_done

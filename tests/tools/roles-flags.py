@@ -3,18 +3,19 @@
 in the roles, and whether each flag it passes is one the real tool accepts
 for that command.
 
-    roles-flags.py ROLES UPSTREAM_CLI [-v]
+    roles-flags.py ROLES TABLE... [-v]
 
 ROLES is roles/ (lib.sh, */steps/*.sh; */templates/* that are shell
-scripts), UPSTREAM_CLI the folder of the real tools' flag tables
-(../shared/upstream/cli: helm-flags.json, kubeadm-flags.json,
-kubectl-flags.json; "global" plus "sub"[COMMAND]).  Prints one line per
-flag that is not in the table of its command nor among the global flags
-("FILE:LINE: TOOL COMMAND: FLAG ..."), then the counts:
+scripts), each TABLE a flag table of the project (tests/fakes/cli/
+TOOL-VERSION.flags, kubeadm.flags; the format: tests/fakes/README.md,
+"Flags").  A flag passes when every given table of its tool has it for
+that command or among the global flags (t0402 gives every kubectl minor's
+table: the roles run against all of them).  Prints one line per flag that
+does not ("FILE:LINE: TOOL COMMAND: FLAG ..."), then the counts:
 
     invocations N (helm H, kubeadm K, kubectl C); flags checked F; ...
 
-and exits 1 when a flag is not in its table (or a command has no table),
+and exits 1 when a flag is not in a table (or a command has no table),
 0 otherwise.  -v lists every invocation with its flags.
 
 The scripts are read, not run: a small POSIX sh reader (comments, quotes,
@@ -33,40 +34,24 @@ labels of `$KC label node "$n" $c`) are counted as opaque and listed
 with -v; they are positional in the roles.
 
 To find the command among the words the reader must know which global
-flags take a value (`kubectl -n "$NS" get ...`); the tables give names
-only, so the few boolean global flags are listed here (from `kubectl
-options` of v1.32.4 and helm v3.15.4's pkg/cli/environment.go, unchanged
-in the pinned v3.18.4), and the
-shorthand letters that take a value (`-ojson` is -o with "json").
+flags take a value (`kubectl -n "$NS" get ...`) and which shorthand
+letters do (`-ojson` is -o with "json"): the tables say (a flag's kind,
+"bool" or the type of its value).  The command is the longest run of
+words, up to three, that a table has (`kubeadm certs renew all`, `helm
+get values`, `kubectl rollout status`).
 """
 
-import json
+import importlib.util
 import os
 import re
 import sys
 
 TOOLS = ("helm", "kubeadm", "kubectl")
-BOOL_GLOBALS = {
-    "kubectl": {"--insecure-skip-tls-verify", "--match-server-version", "--disable-compression",
-                "--warnings-as-errors"},
-    "helm": {"--debug", "--kube-insecure-skip-tls-verify"},
-    "kubeadm": set(),
-}
-VALUE_SHORTS = {"kubectl": set("nolfsvLkc"), "helm": set("nolfm"), "kubeadm": set("ov")}
-# Commands the roles run that ../shared/upstream/cli has no table for, with
-# the flags the real tool registers for them (source named).
-UNCOVERED = {
-    ("helm", "version"): ({"--short", "--template", "--client", "-c"}, "helm v3.15.4 cmd/helm/version.go (the same in v3.18.4)"),
-    ("helm", "get values"): ({"--revision", "--all", "-a", "--output", "-o"},
-                             "helm v3.15.4 cmd/helm/get_values.go (bindOutputFlag)"),
-    ("kubeadm", "certs renew"): ({"--cert-dir", "--config", "--kubeconfig"},
-                                 "kubeadm cmd/kubeadm/app/cmd/certs.go (newCmdCertsRenewal, addRenewFlags)"),
-    ("kubeadm", "certs check-expiration"): ({"--cert-dir", "--config", "--kubeconfig", "--output", "-o",
-                                            "--allow-missing-template-keys", "--show-managed-fields"},
-                                           "kubeadm cmd/kubeadm/app/cmd/certs.go (newCmdCertsExpiration)"),
-}
-# Two-word commands: kubeadm's in its table, helm's get subcommands.
-TWO_WORDS = {"kubeadm", "helm"}
+_spec = importlib.util.spec_from_file_location("cli_flags", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                      "cli-flags.py"))
+cli_flags = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cli_flags)
+GLOBAL = cli_flags.GLOBAL
 KEYWORDS = {"if", "then", "elif", "else", "fi", "while", "until", "do", "done", "!", "{", "}", "time"}
 
 
@@ -420,40 +405,50 @@ def tool_of_var(name, ctx, seen=()):
     return None
 
 
-def command_of(tool, words, table):
-    """(command, index of its words) of an invocation: the first word that is
-    neither a flag nor a global flag's value; two-word commands (kubeadm's
-    of its table, helm get values)."""
-    globals_ = set(table["global"])
+def names_of(tables, cmd):
+    """{name: kind} of COMMAND's own flags in one table ("--long" and "-s")."""
+    out = {}
+    for t in tables:
+        for f in t.commands.get(cmd, {}).values():
+            out[f.long] = f.kind
+            if f.short:
+                out[f.short] = f.kind
+    return out
+
+
+def command_of(tool, words, tables):
+    """(command, index of its words) of an invocation: the longest run of
+    the words that are neither a flag nor a global flag's value (up to
+    three) that a table has as a command."""
+    glob = {}
+    for t in tables:
+        glob.update(names_of([t], GLOBAL))
     i, found = 1, []
-    while i < len(words):
+    while i < len(words) and len(found) < 3:
         t = words[i].text
         if t == "--":
             break
         if t.startswith("--"):
-            if "=" not in t and t in globals_ and t not in BOOL_GLOBALS[tool]:
+            if "=" not in t and glob.get(t, "bool") != "bool":
                 i += 1
         elif t.startswith("-") and t != "-":
-            if len(t) == 2 and t[1] in VALUE_SHORTS[tool]:
+            if len(t) == 2 and glob.get(t, "bool") != "bool":
                 i += 1
         elif not words[i].var:
             found.append(i)
-            if len(found) == 2 or tool not in TWO_WORDS:
-                break
         i += 1
     if not found:
         return None, set()
-    cmd = words[found[0]].text
-    used = {found[0]}
-    two = "%s %s" % (cmd, words[found[1]].text) if len(found) == 2 else None
-    if two and (two in table["sub"] or (tool, two) in UNCOVERED):
-        cmd = "%s %s" % (cmd, words[found[1]].text)
-        used.add(found[1])
-    return cmd, used
+    for n in range(len(found), 0, -1):
+        cmd = " ".join(words[k].text for k in found[:n])
+        if n == 1 or any(cmd in t.commands for t in tables):
+            return cmd, set(found[:n])
+    return None, set()
 
 
-def flags_of(tool, words):
-    """The flag names an invocation passes (--long, -s), and its opaque words."""
+def flags_of(tool, words, kinds):
+    """The flag names an invocation passes (--long, -s), and its opaque
+    words; kinds: name -> kind of the command's and the global flags."""
     out, opaque = [], []
     for w in words[1:]:
         t = w.text
@@ -469,7 +464,7 @@ def flags_of(tool, words):
                 if c == "=":
                     break
                 out.append("-" + c)
-                if c in VALUE_SHORTS[tool]:
+                if kinds.get("-" + c, "bool") != "bool":
                     break
     return out, opaque
 
@@ -478,12 +473,23 @@ def main():
     if len(sys.argv) < 3:
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
-    roles, cli = sys.argv[1], sys.argv[2]
-    verbose = "-v" in sys.argv[3:]
-    tables = {}
+    roles = sys.argv[1]
+    verbose = "-v" in sys.argv[2:]
+    tables = {t: [] for t in TOOLS}
+    for p in sys.argv[2:]:
+        if p == "-v":
+            continue
+        tool = os.path.basename(p).split("-")[0].split(".")[0]
+        if tool not in tables:
+            sys.stderr.write("roles-flags.py: %s: not a table of helm, kubeadm or kubectl\n" % p)
+            return 2
+        tab = cli_flags.load(p)
+        tab.path = os.path.basename(p)
+        tables[tool].append(tab)
     for t in TOOLS:
-        with open(os.path.join(cli, t + "-flags.json")) as f:
-            tables[t] = json.load(f)
+        if not tables[t]:
+            sys.stderr.write("roles-flags.py: no table of %s given\n" % t)
+            return 2
     lib = os.path.join(roles, "lib.sh")
     found = []
     base = Ctx()
@@ -515,38 +521,38 @@ def main():
             if name not in ctx.called and name not in base.wrappers and (path, name) not in wrappers_seen:
                 wrappers_seen.add((path, name))
                 found.append((path, line, tool, [w for w in body if not w.at]))
-    bad, checked, opaque_n, per_tool, uncovered = [], 0, 0, {t: 0 for t in TOOLS}, 0
+    bad, checked, opaque_n, per_tool = [], 0, 0, {t: 0 for t in TOOLS}
     for path, line, tool, words in found:
         per_tool[tool] += 1
-        table = tables[tool]
-        cmd, used = command_of(tool, words, table)
+        tabs = tables[tool]
+        cmd, used = command_of(tool, words, tabs)
         rest = [w for k, w in enumerate(words) if k not in used]
-        flags, opaque = flags_of(tool, rest)
+        kinds = {}
+        for t in tabs:
+            kinds.update(names_of([t], GLOBAL))
+            kinds.update(names_of([t], cmd))
+        flags, opaque = flags_of(tool, rest, kinds)
         opaque_n += len(opaque)
-        names = table["sub"].get(cmd)
-        src = "../shared/upstream/cli/%s-flags.json" % tool
-        if names is None and (tool, cmd) in UNCOVERED:
-            names, src = UNCOVERED[(tool, cmd)]
-            uncovered += len(flags)
         if verbose:
             print("%s:%d: %s %s: %s%s" % (path, line, tool, cmd, " ".join(flags) or "(no flags)",
                                           "  [opaque: %s]" % " ".join(opaque) if opaque else ""))
-        if names is None:
-            bad.append("%s:%d: %s %s: no flag table for this command in %s" % (path, line, tool, cmd, src))
+        missing = [t.path for t in tabs if cmd not in t.commands]
+        if missing:
+            bad.append("%s:%d: %s %s: no such command in %s" % (path, line, tool, cmd, ", ".join(missing)))
             continue
-        allowed = set(names) | set(table["global"])
         for fl in flags:
             checked += 1
-            if fl not in allowed:
-                bad.append("%s:%d: %s %s: %s is not a flag of the real %s %s (%s), nor a global one"
-                           % (path, line, tool, cmd, fl, tool, cmd, src))
+            lacking = [t.path for t in tabs if fl not in names_of([t], cmd) and fl not in names_of([t], GLOBAL)]
+            if lacking:
+                bad.append("%s:%d: %s %s: %s is not a flag of the real %s %s (tests/fakes/cli/%s), nor a global one"
+                           % (path, line, tool, cmd, fl, tool, cmd, ", ".join(lacking)))
     for b in bad:
         print(b)
-    print("files %d (roles/lib.sh, %d steps, %d of %d templates are shell scripts); invocations %d "
-          "(helm %d, kubeadm %d, kubectl %d); flags checked %d (%d against a source named here, not in "
-          "../shared/upstream); opaque words %d; not in the real tables %d"
-          % (1 + len(files), len(files) - tmpl_sh, tmpl_sh, templates, sum(per_tool.values()), per_tool["helm"],
-             per_tool["kubeadm"], per_tool["kubectl"], checked, uncovered, opaque_n, len(bad)))
+    print("files %d (roles/lib.sh, %d steps, %d of %d templates are shell scripts); tables %s; invocations %d "
+          "(helm %d, kubeadm %d, kubectl %d); flags checked %d; opaque words %d; not in the real tables %d"
+          % (1 + len(files), len(files) - tmpl_sh, tmpl_sh, templates,
+             " ".join(t.path for tool in TOOLS for t in tables[tool]), sum(per_tool.values()), per_tool["helm"],
+             per_tool["kubeadm"], per_tool["kubectl"], checked, opaque_n, len(bad)))
     return 1 if bad else 0
 
 

@@ -57,18 +57,23 @@ set -eu
 }
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../kube" && pwd)
-# The real tools' flag tables (helm, kubeadm, kubectl), embedded in those
-# stand-ins: without them a stand-in would accept flags the real tool
-# rejects, so the build stops here (exit 3) rather than make lenient ones;
-# the tests that build skip, saying so (tests/lib.sh test_need_upstream).
-UPSTREAM=${PROVISION_UPSTREAM:-$(cd "$HERE/../../.." && pwd)/../shared/upstream}
-CLI=$UPSTREAM/cli
-for t in helm kubeadm kubectl; do
-	[ -f "$CLI/$t-flags.json" ] || {
-		echo "build.sh: $CLI/$t-flags.json is missing: the stand-ins of helm, kubeadm and kubectl take the real tools' flag tables from ../shared/upstream/cli (see ../shared/upstream/README.md); not building lenient ones" >&2
-		exit 3
-	}
-done
+# The real tools' flag tables, the project's own (../cli/*.flags, written by
+# tests/tools/cli-flags.sh from the real helm and kubectl, kubeadm's by hand
+# from its sources; tests/fakes/README.md, "Flags"), embedded in the
+# stand-ins of helm, kubeadm and kubectl: helm's of the same major as the
+# Helm built (HELM), kubectl's of the minor built (else the nearest minor),
+# kubeadm's one table.
+HELM=3.18.4
+CLI=$(cd "$HERE/../cli" && pwd)
+FLAGS_PY=$HERE/../../tools/cli-flags.py
+# table TOOL VERSION: the table build.sh embeds for TOOL of VERSION
+table() {
+	case $1 in
+	kubeadm) echo "$CLI/kubeadm.flags" ;;
+	helm) python3 "$FLAGS_PY" pick helm "$HELM" "$CLI" ;;
+	kubectl) python3 "$FLAGS_PY" pick kubectl "$2" "$CLI" ;;
+	esac
+}
 # source_of VERSION TOOL DEST: the fake TOOL of Kubernetes VERSION as one
 # Python source (what program() compiles; tests/t0401-fakes.sh loads its
 # functions).
@@ -78,8 +83,9 @@ source_of() {
 		echo "FAKE_VERSION = \"$1\""
 		case $2 in
 		helm | kubeadm | kubectl)
-			echo "# The real $2's flags per command: $CLI/$2-flags.json"
-			python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); print("CLI_FLAGS = %r" % {"global": t["global"], "sub": t["sub"]})' "$CLI/$2-flags.json"
+			_t=$(table "$2" "$1") || exit 1
+			echo "# The real $2's flags per command: tests/fakes/cli/$(basename "$_t")"
+			python3 "$FLAGS_PY" embed "$_t" || exit 1
 			;;
 		esac
 		cat "$SRC/fakekube.py"
@@ -168,7 +174,6 @@ for c in dpkg-deb apt-ftparchive gpg gzip python3; do
 	}
 done
 ARCH=$(dpkg --print-architecture)
-HELM=3.18.4
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 STAGE=$OUT/stage

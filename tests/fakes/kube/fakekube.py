@@ -1393,8 +1393,8 @@ def field_selector_matches(sel, obj):
 # (Go's strconv.ParseBool), "--" ends the flags, flags and arguments
 # interleave.  WHICH flags a (sub)command accepts is not the stand-in's
 # choice: it is the real tool's table, CLI_FLAGS, that build.sh embeds in
-# front of this file from ../shared/upstream/cli/TOOL-flags.json ("global"
-# plus "sub"[COMMAND]).  A stand-in only says, for the flags it acts on,
+# front of this file from tests/fakes/cli/TOOL-VERSION.flags ("global" plus
+# "sub"[COMMAND], the names with their shorthands).  A stand-in only says, for the flags it acts on,
 # what kind of value each takes (kinds) and which long name a shorthand
 # stands for in that command (shorts: helm list's -f is --filter, helm
 # upgrade's is --values); a real flag it does not act on stops it with
@@ -1439,16 +1439,13 @@ def go_duration_error(s):
     return None
 
 
-def cli_names(command, own=None):
+def cli_names(command):
     """The flag names ("--long", "-s") the real tool accepts for COMMAND
     ("list", "token create", ...): its global flags and the command's own,
-    from the embedded CLI_FLAGS.  own: the stand-in's list for a command
-    the upstream table does not cover (then said in tests/fakes/README.md)."""
+    from the embedded CLI_FLAGS."""
     table = CLI_FLAGS["sub"].get(command)  # noqa: F821  (build.sh embeds it)
     if table is None:
-        if own is None:
-            raise FlagNotModelled("no flag table for %s" % json.dumps(command))
-        table = own
+        raise FlagNotModelled("no flag table for %s" % json.dumps(command))
     return set(table) | set(CLI_FLAGS["global"])  # noqa: F821
 
 

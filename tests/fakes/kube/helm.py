@@ -61,13 +61,12 @@ def client(flags):
         raise Fail("Kubernetes cluster unreachable: %s" % e) from e
 
 
-# Flags: which ones each command accepts is helm v3.15.4's table (CLI_FLAGS,
-# from ../shared/upstream/cli/helm-flags.json: upgrade, list and the global
-# flags); version, status and uninstall, which that table does not cover,
-# take the flags their files in cmd/helm of v3.15.4 register (OWN_NAMES).
-# Up to v3.18.4 those files changed only by three new upgrade flags
-# (--hide-notes, --skip-schema-validation, --take-ownership), which the
-# roles do not pass: refusing them is stricter than 3.18.4, never laxer.
+# Flags: which ones each command accepts is the real Helm's table (CLI_FLAGS,
+# from tests/fakes/cli/helm-X.Y.Z.flags, the table of the Helm major built,
+# read from the real binary's help: see tests/fakes/README.md, "Flags").
+# The pinned 3.18.4 gets helm 3.17.x's table: its upgrade flags are 3.18's
+# but for the ones 3.18 added, which the roles do not pass (refusing them is
+# stricter than 3.18.4, never laxer).
 # A flag outside the table: "Error: unknown flag: --x" on standard error
 # and exit 1, as cobra prints it for helm (SilenceUsage, no usage text) and
 # helm's main exits.
@@ -84,21 +83,12 @@ KINDS = {
     "uninstall": ({"wait": "bool", "timeout": "dur"}, {}),
     "get values": ({"all": "bool", "revision": "int", "output": "str"}, {"a": "all", "o": "output"}),
 }
-OWN_NAMES = {
-    "version": ["--short", "--template", "--client", "-c"],
-    "status": ["--revision", "--show-desc", "--show-resources", "--output", "-o"],
-    "uninstall": ["--dry-run", "--no-hooks", "--ignore-not-found", "--keep-history", "--wait", "--cascade",
-                  "--timeout", "--description"],
-    # cmd/helm/get_values.go of v3.15.4: --revision, -a/--all, and
-    # bindOutputFlag's -o/--output (table, json, yaml)
-    "get values": ["--revision", "--all", "-a", "--output", "-o"],
-}
 ALIASES = {"ls": "list", "delete": "uninstall", "un": "uninstall", "del": "uninstall"}
 
 
 def parse(cmd, argv):
     kinds, shorts = KINDS[cmd]
-    return pflag_parse(argv, cli_names(cmd, OWN_NAMES.get(cmd)), dict(GLOBAL_KINDS, **kinds), dict(shorts, n="namespace"))
+    return pflag_parse(argv, cli_names(cmd), dict(GLOBAL_KINDS, **kinds), dict(shorts, n="namespace"))
 
 
 # ---------------------------------------------------------------- charts

@@ -126,16 +126,14 @@ def warn(line):
 
 
 # Which flags each command accepts is kubeadm's table (CLI_FLAGS, from
-# ../shared/upstream/cli/kubeadm-flags.json: init, join, token
-# create/list/delete, reset, upgrade plan/apply/node, and the global
-# flags); version and token generate, which it does not cover, take
-# kubeadm's own (version: -o/--output; token generate: token's --kubeconfig
-# and --dry-run).  A flag outside the table: cobra's "unknown flag: --x",
+# tests/fakes/cli/kubeadm.flags, written from kubeadm's sources: init, join,
+# reset, token create/list/delete/generate, upgrade plan/apply/node, certs
+# check-expiration, certs renew, version, and the global flags).  A flag
+# outside the table: cobra's "unknown flag: --x",
 # which kubeadm (its root command silences cobra's own printing) prints
 # through util/error.go's CheckErr with "To see the stack trace of this
 # error execute with --v=5 or higher", exit 1.
-GLOBAL_KINDS = {"v": "str", "rootfs": "str", "log-file": "str"}
-OWN_NAMES = {"version": ["--output", "-o"], "token generate": ["--kubeconfig", "--dry-run"]}
+GLOBAL_KINDS = {"v": "str", "rootfs": "str", "vmodule": "str"}
 
 
 def parse_args(argv, command, kinds, shorts=None):
@@ -144,10 +142,10 @@ def parse_args(argv, command, kinds, shorts=None):
     'str' | 'list' (comma-separated, repeatable) | 'dur') what the stand-in
     does with them."""
     kinds = {k: ("csv" if v == "list" else v) for k, v in dict(GLOBAL_KINDS, **kinds).items()}
-    return pflag_parse(argv, cli_names(command, OWN_NAMES.get(command)), kinds, dict(shorts or {}, v="v"))
+    return pflag_parse(argv, cli_names(command), kinds, dict(shorts or {}, v="v"))
 
 
-def split_command(argv, value_flags=("kubeconfig", "v", "rootfs", "log-file")):
+def split_command(argv, value_flags=("kubeconfig", "v", "rootfs", "vmodule")):
     """(first word that is not a flag or a flag's value, the other words):
     cobra's search for the subcommand, with flags allowed in front."""
     i = 0
@@ -1977,11 +1975,6 @@ if FAKE_MINOR >= 29:
     CERT_HANDLERS["super-admin.conf"] = (None, "ca", "ca",
                                          "certificate embedded in the kubeconfig file for the super-admin")
 CA_HANDLERS = {"ca": "ca", "etcd-ca": "etcd/ca", "front-proxy-ca": "front-proxy-ca"}
-CERTS_OWN_FLAGS = {
-    "certs check-expiration": ["--allow-missing-template-keys", "--cert-dir", "--config", "--kubeconfig", "--output",
-                               "-o", "--show-managed-fields"],
-    "certs renew": ["--cert-dir", "--config", "--kubeconfig"],
-}
 
 
 def _cert_pem(name, cert_dir):
@@ -2098,7 +2091,7 @@ def cmd_certs(argv):
         return 0
     sub, rest = split_command(argv)
     if sub == "check-expiration":
-        flags, pos = pflag_parse(rest, set(CERTS_OWN_FLAGS["certs check-expiration"]) | set(CLI_FLAGS["global"]),  # noqa: F821
+        flags, pos = pflag_parse(rest, cli_names("certs check-expiration"),
                                  dict(GLOBAL_KINDS, **{"cert-dir": "str", "config": "str", "kubeconfig": "str",
                                                        "output": "str", "allow-missing-template-keys": "bool",
                                                        "show-managed-fields": "bool"}), {"o": "output", "v": "v"})
@@ -2134,7 +2127,7 @@ def cmd_certs(argv):
         tabwrite(rows)
         return 0
     if sub == "renew":
-        flags, pos = pflag_parse(rest, set(CERTS_OWN_FLAGS["certs renew"]) | set(CLI_FLAGS["global"]),  # noqa: F821
+        flags, pos = pflag_parse(rest, cli_names("certs renew all"),  # each certificate's subcommand has renew's flags
                                  dict(GLOBAL_KINDS, **{"cert-dir": "str", "config": "str", "kubeconfig": "str"}),
                                  {"v": "v"})
         if not pos:

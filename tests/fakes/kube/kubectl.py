@@ -46,11 +46,11 @@ def out(s=""):
 # ---------------------------------------------------------------- flags
 
 
-# Which flags each command accepts is kubectl v1.32.4's table (CLI_FLAGS,
-# from ../shared/upstream/cli/kubectl-flags.json, "kubectl options" and
-# "kubectl COMMAND --help" of the real binary); cluster-info, which it does
-# not cover, takes the global flags only.  A flag outside the table gets
-# what the real kubectl v1.32.4 prints on standard error, exit 1, before
+# Which flags each command accepts is the real kubectl's table of the
+# minor built (CLI_FLAGS, from tests/fakes/cli/kubectl-X.Y.Z.flags: "kubectl
+# options" and "kubectl COMMAND --help" of the real binary; "create
+# namespace" takes create's).  A flag outside the table gets what the real
+# kubectl (v1.32.4 was compared) prints on standard error, exit 1, before
 # any server contact:
 #   Error: unknown flag: --all-namespaces
 #   See 'kubectl drain --help' for usage.
@@ -60,14 +60,13 @@ GLOBAL = {"kubeconfig": "str", "namespace": "str", "context": "str", "request-ti
           "server": "str", "insecure-skip-tls-verify": "bool", "token": "str"}
 SHORTS = {"n": "namespace", "A": "all-namespaces", "o": "output", "l": "selector", "f": "filename", "w": "watch",
           "v": "v", "s": "server"}
-OWN_NAMES = {"cluster-info": []}
 COMMAND = [None]  # the command main() runs ("get", "drain", ...)
 
 
 def parse(argv, spec):
     spec = dict(GLOBAL, **spec)
     spec.setdefault("all-namespaces", "bool")
-    return pflag_parse(argv, cli_names(COMMAND[0], OWN_NAMES.get(COMMAND[0])), spec, SHORTS)
+    return pflag_parse(argv, cli_names(COMMAND[0]), spec, SHORTS)
 
 
 # ---------------------------------------------------------------- connection
