@@ -64,9 +64,8 @@ def client(flags):
 # Flags: which ones each command accepts is the real Helm's table (CLI_FLAGS,
 # from tests/fakes/cli/helm-X.Y.Z.flags, the table of the Helm major built,
 # read from the real binary's help: see tests/fakes/README.md, "Flags").
-# The pinned 3.18.4 gets helm 3.17.x's table: its upgrade flags are 3.18's
-# but for the ones 3.18 added, which the roles do not pass (refusing them is
-# stricter than 3.18.4, never laxer).
+# The pinned 3.18.4 gets helm 3.17.3's table: between the two tags cmd/helm
+# and pkg/cli add one flag, registry login's --plain-http.
 # A flag outside the table: "Error: unknown flag: --x" on standard error
 # and exit 1, as cobra prints it for helm (SilenceUsage, no usage text) and
 # helm's main exits.
