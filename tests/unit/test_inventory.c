@@ -354,10 +354,12 @@ static void test_file_level_errors(void **state)
 			  "  hint: start from inventory/seed.yaml\n");
 	expect_errors("# nothing but a comment\n---\n", "t.yaml: error: the inventory is empty\n"
 							"  hint: start from inventory/seed.yaml\n");
-	expect_errors("- a\n- b\n",
-		      "t.yaml: error: the inventory must be a mapping with 'cluster' and 'nodes', "
-		      "not a list\n"
-		      "  hint: start from inventory/seed.yaml\n");
+	/* the list's own position, like every other inventory error */
+	expect_errors(
+	    "# a list\n- a\n- b\n",
+	    "t.yaml:2:1: error: the inventory must be a mapping with 'cluster' and 'nodes', "
+	    "not a list\n"
+	    "  hint: start from inventory/seed.yaml\n");
 
 	diag_list_init(&dl);
 	assert_int_equal(inventory_load(&inv, "/nonexistent/lab.yaml", &dl), -1);
