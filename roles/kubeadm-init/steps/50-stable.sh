@@ -157,7 +157,9 @@ apply)
 			# waiting for more drops would only repeat it.
 			# shellcheck disable=SC2046 # two words
 			if [ "$drops" -ge "$MAX_DROPS" ] || { [ "$drops" -gt 0 ] && ! same $(drivers); }; then
-				explain "/readyz went from ok to failing $drops time(s) in ${t}s (last: $last)"
+				n="$drops times"
+				[ "$drops" != 1 ] || n=once
+				explain "/readyz went from ok to failing $n in ${t}s (last: $last)"
 				exit 1
 			fi
 		fi
