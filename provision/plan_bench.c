@@ -48,7 +48,7 @@ static const char *deb_arch(const char *machine, const char *fallback)
 }
 
 static bool bench_filter(void *ctx, struct runner_job *job, int stream, const char *line,
-			 size_t len)
+			 size_t len, unsigned flags)
 {
 	struct bench_job *bj = ctx;
 
@@ -59,7 +59,8 @@ static bool bench_filter(void *ctx, struct runner_job *job, int stream, const ch
 		return false;
 	}
 	strbuf_add(&bj->out, line, len);
-	strbuf_addch(&bj->out, '\n');
+	if (!(flags & TRANSPORT_LINE_MORE))
+		strbuf_addch(&bj->out, '\n');
 	return false;
 }
 

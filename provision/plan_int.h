@@ -77,6 +77,7 @@ struct node_ctx {
 	size_t nr_fetches;
 	char *skip_reason, *hint;
 	char *protocol_error;
+	bool in_cut_protocol; /* the pieces of a protocol line too long to read go unseen */
 };
 
 /* ---- plan.c ---- */
@@ -101,8 +102,8 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc);
 /* ---- plan_step.c ---- */
 
 /* The runner's line filter while a node_ctx is active: the step protocol. */
-bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char *line,
-		      size_t len);
+bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char *line, size_t len,
+		      unsigned flags);
 void plan_post_step(struct runner_job *job, enum event_kind kind, const struct role *r,
 		    const char *step, enum step_result result, uint64_t ms, const char *text);
 /* A step's end, with the time its first check took (the record keeps it for the ETA). */

@@ -40,19 +40,40 @@ static void violation(struct node_ctx *nc, const char *why)
 					       why);
 }
 
-bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char *line, size_t len)
+bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char *line, size_t len,
+		      unsigned flags)
 {
 	struct node_ctx *nc = ctx;
 	struct protocol_msg m;
 	struct error err = {0};
 	const struct role *r;
 
+	/*
+	 * Protocol is read at the start of a line only: a piece that continues
+	 * a line longer than TRANSPORT_LINE_MAX is output (or, after a protocol
+	 * line's start, more of that line: unseen, it may hold a ::secret), and
+	 * a protocol line too long to read whole is a violation, never a cut
+	 * value.
+	 */
+	if (stream == TRANSPORT_STDOUT && nc->in_cut_protocol && (flags & TRANSPORT_LINE_CONT)) {
+		nc->in_cut_protocol = (flags & TRANSPORT_LINE_MORE) != 0;
+		return true;
+	}
 	if (stream == TRANSPORT_STDOUT)
+		nc->in_cut_protocol = false;
+	if (stream == TRANSPORT_STDOUT && !(flags & TRANSPORT_LINE_CONT))
 		protocol_parse(&m, line, len);
 	else
 		m.kind = PROTOCOL_NONE;
 	if (m.kind != PROTOCOL_NONE && nc->swallow)
 		m.kind = PROTOCOL_NONE; /* a fetched file is content, not protocol */
+	if (m.kind != PROTOCOL_NONE && (flags & TRANSPORT_LINE_MORE)) {
+		nc->in_cut_protocol = true;
+		violation(nc,
+			  "a protocol line ('::…') longer than 64 KiB (TRANSPORT_LINE_MAX): not "
+			  "read");
+		return true;
+	}
 	/* Protocol comes from a role's step, nowhere else (facts, file checks). */
 	if (m.kind != PROTOCOL_NONE && m.kind != PROTOCOL_MALFORMED && !nc->step) {
 		violation(nc, "a protocol line outside a role's step");
@@ -92,7 +113,8 @@ bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char 
 	}
 	if (nc->capturing) {
 		strbuf_add(&nc->capture, line, len);
-		strbuf_addch(&nc->capture, '\n');
+		if (!(flags & TRANSPORT_LINE_MORE)) /* a long line's pieces join again */
+			strbuf_addch(&nc->capture, '\n');
 	}
 	if (nc->swallow)
 		return true;
@@ -246,6 +268,7 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 	free(nc->hint);
 	free(nc->protocol_error);
 	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
+	nc->in_cut_protocol = false;
 	plan_clear_fetches(nc);
 	nc->role = r;
 	nc->step = s->name;

@@ -181,12 +181,14 @@ static void held_trim(struct strbuf *held, size_t keep)
 	strbuf_setlen(held, (size_t)(end - p));
 }
 
-static void post_line(void *data, enum transport_stream stream, const char *line, size_t len)
+static void post_line(void *data, enum transport_stream stream, const char *line, size_t len,
+		      unsigned flags)
 {
 	struct line_ctx *lc = data;
 	const char *nl;
 
-	if (lc->job->filter && lc->job->filter(lc->job->filter_ctx, lc->job, (int)stream, line, len))
+	if (lc->job->filter &&
+	    lc->job->filter(lc->job->filter_ctx, lc->job, (int)stream, line, len, flags))
 		return;
 	/* A line piece holds no newline; a NUL would end it in the event anyway. */
 	if ((nl = memchr(line, '\n', len)) != NULL)

@@ -148,10 +148,11 @@ int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
 /*
  * A filter every output line of this job passes through before it becomes
  * an event; it returns true when it consumed the line (protocol lines such
- * as `::set`).  NULL removes it.
+ * as `::set`).  flags: the transport's (TRANSPORT_LINE_CONT, _MORE): a piece
+ * of a line longer than TRANSPORT_LINE_MAX.  NULL removes it.
  */
 typedef bool (*runner_line_filter)(void *ctx, struct runner_job *job, int stream, const char *line,
-				   size_t len);
+				   size_t len, unsigned flags);
 void runner_job_set_filter(struct runner_job *job, runner_line_filter fn, void *ctx);
 /* Post an event built by the worker (takes ownership); its text is redacted. */
 void runner_job_post(struct runner_job *job, struct event *ev);

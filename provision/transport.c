@@ -438,24 +438,32 @@ void transport_frame_init(struct transport_frame *f, enum transport_stream strea
 	f->status = -1;
 }
 
-static void deliver(struct transport_frame *f, const char *s, size_t n)
+static void deliver(struct transport_frame *f, const char *s, size_t n, unsigned flags)
 {
 	if (f->on_line)
-		f->on_line(f->ctx, f->stream, s, n);
+		f->on_line(f->ctx, f->stream, s, n, flags);
 }
 
+/*
+ * A full buffer goes out as a piece only when the line goes on past it (a
+ * byte more arrives): a line of exactly TRANSPORT_LINE_MAX bytes stays whole,
+ * and the last piece of a long line is never empty.
+ */
 static void line_add(struct transport_frame *f, const char *s, size_t n)
 {
 	f->bytes += n;
 	while (n) {
-		size_t room = TRANSPORT_LINE_MAX - f->line.len, k = n < room ? n : room;
-		strbuf_add(&f->line, s, k);
-		s += k, n -= k;
+		size_t room, k;
 		if (f->line.len == TRANSPORT_LINE_MAX) {
-			deliver(f, f->line.buf, f->line.len);
+			deliver(f, f->line.buf, f->line.len,
+				TRANSPORT_LINE_MORE | (f->split ? TRANSPORT_LINE_CONT : 0));
 			strbuf_reset(&f->line);
 			f->split = true;
 		}
+		room = TRANSPORT_LINE_MAX - f->line.len;
+		k = n < room ? n : room;
+		strbuf_add(&f->line, s, k);
+		s += k, n -= k;
 	}
 }
 
@@ -465,12 +473,12 @@ static void line_end(struct transport_frame *f)
 
 	f->bytes++;
 	if (f->line.len)
-		deliver(f, f->line.buf, f->line.len);
+		deliver(f, f->line.buf, f->line.len, f->split ? TRANSPORT_LINE_CONT : 0);
 	strbuf_reset(&f->line);
 	f->split = false;
 	if (!f->token[0]) {
 		if (empty)
-			deliver(f, "", 0);
+			deliver(f, "", 0, 0);
 		return;
 	}
 	/*
@@ -488,7 +496,7 @@ static void release_hold(struct transport_frame *f)
 {
 	f->holding = false;
 	if (f->hold_empty)
-		deliver(f, "", 0);
+		deliver(f, "", 0, 0);
 	line_add(f, f->hold, f->hold_len);
 	f->hold_len = 0;
 }
@@ -554,7 +562,7 @@ void transport_frame_finish(struct transport_frame *f)
 	if (f->holding)
 		release_hold(f);
 	if (f->line.len)
-		deliver(f, f->line.buf, f->line.len);
+		deliver(f, f->line.buf, f->line.len, f->split ? TRANSPORT_LINE_CONT : 0);
 	strbuf_reset(&f->line);
 	f->split = false;
 }

@@ -135,11 +135,16 @@ enum transport_stream { TRANSPORT_STDOUT = 1, TRANSPORT_STDERR = 2 };
 
 /*
  * Called once per complete output line (without the newline; a last line
- * without one is delivered at the end).  Lines longer than 64 KiB are
- * delivered in pieces.
+ * without one is delivered at the end), flags 0.  A line longer than
+ * TRANSPORT_LINE_MAX (64 KiB) is delivered in pieces of at most that many
+ * bytes, each but the first with TRANSPORT_LINE_CONT, each but the last with
+ * TRANSPORT_LINE_MORE: only a piece without TRANSPORT_LINE_CONT starts a
+ * line (a node cannot make a line's middle look like the start of one).
  */
+#define TRANSPORT_LINE_CONT 1u /* continues a line whose start came before */
+#define TRANSPORT_LINE_MORE 2u /* the line goes on in the next piece */
 typedef void (*transport_line_fn)(void *ctx, enum transport_stream stream, const char *line,
-				  size_t len);
+				  size_t len, unsigned flags);
 
 struct transport_exec {
 	const char *command; /* a POSIX sh command line */
@@ -324,7 +329,9 @@ int transport_parse_jump(const char *spec, char **user, char **host, int *port);
 /*
  * One output stream of one command: splits bytes into lines for on_line
  * and, when token is set, finds the end frame "\nTOKEN STATUS\n".  Lines
- * longer than TRANSPORT_LINE_MAX are delivered in pieces.  Without a token
+ * longer than TRANSPORT_LINE_MAX are delivered in pieces (flags
+ * TRANSPORT_LINE_CONT, _MORE); a line of exactly TRANSPORT_LINE_MAX bytes is
+ * one piece.  Without a token
  * (channel mode) the stream ends with transport_frame_finish().
  */
 #define TRANSPORT_LINE_MAX 65536

@@ -1271,13 +1271,15 @@ struct capture {
 	struct strbuf out, err;
 };
 
-static void capture_line(void *ctx, enum transport_stream stream, const char *line, size_t len)
+static void capture_line(void *ctx, enum transport_stream stream, const char *line, size_t len,
+			 unsigned flags)
 {
 	struct capture *c = ctx;
 	struct strbuf *sb = stream == TRANSPORT_STDERR ? &c->err : &c->out;
 
 	strbuf_add(sb, line, len);
-	strbuf_addch(sb, '\n');
+	if (!(flags & TRANSPORT_LINE_MORE))
+		strbuf_addch(sb, '\n');
 }
 
 static int exec_capture(struct transport *t, const char *command, struct capture *c, int *status,

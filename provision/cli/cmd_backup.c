@@ -207,12 +207,17 @@ struct download {
 	bool bad;
 };
 
-static void download_line(void *ctx, enum transport_stream stream, const char *line, size_t len)
+static void download_line(void *ctx, enum transport_stream stream, const char *line, size_t len,
+			  unsigned flags)
 {
 	struct download *dl = ctx;
 
 	if (stream != TRANSPORT_STDOUT || dl->bad)
 		return;
+	if (flags) { /* a piece of a line longer than 64 KiB: not what the node should send */
+		dl->bad = true;
+		return;
+	}
 	if (dl->lines == 0) {
 		if (len != 64 || strspn(line, "0123456789abcdef") < 64)
 			dl->bad = true;

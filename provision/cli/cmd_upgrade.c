@@ -57,12 +57,14 @@ struct capture {
 	struct strbuf out;
 };
 
-static void capture_line(void *ctx, enum transport_stream stream, const char *line, size_t len)
+static void capture_line(void *ctx, enum transport_stream stream, const char *line, size_t len,
+			 unsigned flags)
 {
 	struct capture *c = ctx;
 	if (stream == TRANSPORT_STDOUT) {
 		strbuf_add(&c->out, line, len);
-		strbuf_addch(&c->out, '\n');
+		if (!(flags & TRANSPORT_LINE_MORE)) /* a long line's pieces join again */
+			strbuf_addch(&c->out, '\n');
 	}
 }
 

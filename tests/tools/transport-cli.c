@@ -47,7 +47,8 @@ static void usage(void)
 	exit(2);
 }
 
-static void on_line(void *ctx, enum transport_stream stream, const char *line, size_t len)
+static void on_line(void *ctx, enum transport_stream stream, const char *line, size_t len,
+		    unsigned flags)
 {
 	struct strbuf sb = STRBUF_INIT;
 
@@ -59,7 +60,8 @@ static void on_line(void *ctx, enum transport_stream stream, const char *line, s
 		(void)write_all(STDOUT_FILENO, sb.buf, sb.len);
 	} else {
 		strbuf_add(&sb, line, len);
-		strbuf_addch(&sb, '\n');
+		if (!(flags & TRANSPORT_LINE_MORE))
+			strbuf_addch(&sb, '\n');
 		(void)write_all(stream == TRANSPORT_STDERR ? STDERR_FILENO : STDOUT_FILENO, sb.buf,
 				sb.len);
 	}
@@ -112,7 +114,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void discard_line(void *ctx, enum transport_stream s, const char *l, size_t n)
+static void discard_line(void *ctx, enum transport_stream s, const char *l, size_t n,
+			 unsigned flags)
 {
 }
 

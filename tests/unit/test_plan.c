@@ -78,18 +78,24 @@ static int fake_connect(struct transport **out, const struct transport_target *t
 
 static void say(const struct transport_exec *req, const char *line)
 {
-	req->on_line(req->ctx, TRANSPORT_STDOUT, line, strlen(line));
+	req->on_line(req->ctx, TRANSPORT_STDOUT, line, strlen(line), 0);
 }
 
-/* Say each '\n'-separated line of lines. */
+/*
+ * Say each '\n'-separated line of lines, through the transport's own line
+ * splitter (channel mode): a line longer than TRANSPORT_LINE_MAX arrives in
+ * pieces, as from a real node.
+ */
 static void say_lines(const struct transport_exec *req, const char *lines)
 {
-	while (lines && *lines) {
-		const char *nl = strchr(lines, '\n');
-		size_t len = nl ? (size_t)(nl - lines) : strlen(lines);
-		req->on_line(req->ctx, TRANSPORT_STDOUT, lines, len);
-		lines += len + (nl ? 1 : 0);
-	}
+	struct transport_frame fr;
+
+	if (!lines)
+		return;
+	transport_frame_init(&fr, TRANSPORT_STDOUT, NULL, req->on_line, req->ctx);
+	transport_frame_feed(&fr, lines, strlen(lines));
+	transport_frame_finish(&fr);
+	transport_frame_release(&fr);
 }
 
 /* The values of every `export PROVISION_SET_<prefix>...` line of a step's input, in out. */
@@ -770,6 +776,30 @@ static void test_secrets_redact(void **state)
 
 /* ---- a hostile node (issue 19): each test failed on the code before the exchange ---- */
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The lines of s sorted, into buf: the workers hand their values in
+ * parallel, so the order the control plane reads them in is not fixed.
+ */
+static const char *sorted_lines(const char *s, char *buf, size_t size)
+{
+	char *copy = xstrdup(s), *lines[32], *p, *save = NULL;
+	size_t n = 0, i;
+
+	for (p = strtok_r(copy, "\n", &save); p && n < 32; p = strtok_r(NULL, "\n", &save))
+		lines[n++] = p;
+	qsort(lines, n, sizeof(*lines), cmp_str);
+	buf[0] = '\0';
+	for (i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), size - strlen(buf), "%s\n", lines[i]);
+	free(copy);
+	return buf;
+}
+
 static size_t node_index(const struct fixture *f, const char *name)
 {
 	size_t i;
@@ -815,6 +845,7 @@ static void test_hostile_join_command(void **state)
  */
 static void test_hostile_labels(void **state)
 {
+	char buf[1024];
 	struct fixture *f = *state;
 	struct secrets *sec = secrets_new();
 	struct collected c = {STRBUF_INIT, {0}};
@@ -825,13 +856,65 @@ static void test_hostile_labels(void **state)
 		"::set node_labels_w_2=cp node-role.kubernetes.io/control-plane-\n"
 		"::set node_labels_w_1=w-1 provision.dev/pwned=by-w-2";
 	execute(f, false, sec, &c, &res);
-	assert_string_equal(fake_find("cp")->seen, "PROVISION_SET_node_labels_w_1='w-1 honest'\n"
-						   "PROVISION_SET_node_labels_w_3='w-3 honest'\n");
+	assert_string_equal(sorted_lines(fake_find("cp")->seen, buf, sizeof(buf)),
+			    "PROVISION_SET_node_labels_w_1='w-1 honest'\n"
+			    "PROVISION_SET_node_labels_w_3='w-3 honest'\n");
 	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_FAILED);
 	assert_int_equal(res.status[node_index(f, "cp")].state, NODE_DONE);
 	assert_non_null(strstr(c.all.buf, "protocol violation by node 'w-2' in joiner › 10-join"));
 	plan_result_release(&res);
 	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+/*
+ * Issue 31 F3: a line longer than 64 KiB whose byte 65536 starts a ::set,
+ * then a ::set cut at 64 KiB.  Before: the transport handed the line on in
+ * pieces and each was parsed as a line: the control plane read the forged
+ * value (and then the cut one).  Now: a piece that continues a line is
+ * output, and a protocol line too long to read fails the step; the control
+ * plane reads only w-2's honest labels.
+ */
+static void test_hostile_long_line(void **state)
+{
+	char buf[1024];
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct collected c = {STRBUF_INIT, {0}};
+	struct plan_result res;
+	struct strbuf evil = STRBUF_INIT;
+	size_t i;
+
+	for (i = 0; i < TRANSPORT_LINE_MAX; i++)
+		strbuf_addch(&evil, 'x');
+	strbuf_addstr(&evil, "::set node_labels_w_2=w-2 forged\n");
+	fake_find("w-2")->evil_joiner = evil.buf;
+	execute(f, false, sec, &c, &res);
+	assert_string_equal(sorted_lines(fake_find("cp")->seen, buf, sizeof(buf)),
+			    "PROVISION_SET_node_labels_w_1='w-1 honest'\n"
+			    "PROVISION_SET_node_labels_w_2='w-2 honest'\n"
+			    "PROVISION_SET_node_labels_w_3='w-3 honest'\n");
+	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_DONE);
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+
+	strbuf_reset(&evil);
+	strbuf_addstr(&evil, "::set node_labels_w_2=w-2 ");
+	for (i = 0; i < TRANSPORT_LINE_MAX; i++)
+		strbuf_addch(&evil, 'y');
+	strbuf_addstr(&evil, "\n");
+	fake_find("w-2")->evil_joiner = evil.buf;
+	memset(fake_find("cp")->seen, 0, sizeof(fake_find("cp")->seen));
+	execute(f, false, sec, &c, &res);
+	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_FAILED);
+	assert_non_null(strstr(c.all.buf, "protocol violation by node 'w-2' in joiner › 10-join: a "
+					  "protocol line ('::…') longer than 64 KiB"));
+	assert_null(strstr(c.all.buf, "yyyyyyyy")); /* the rest of it is not output either */
+	assert_null(strstr(fake_find("cp")->seen, "yyy"));
+	fake_find("w-2")->evil_joiner = NULL;
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	strbuf_release(&evil);
 	secrets_free(sec);
 }
 
@@ -952,6 +1035,7 @@ int main(void)
 		cmocka_unit_test(test_secrets_redact),
 		cmocka_unit_test_setup_teardown(test_hostile_join_command, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_labels, setup_exchange, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_long_line, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_facts_protocol, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_fetch, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_secret, setup_exchange, teardown),

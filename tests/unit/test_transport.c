@@ -342,12 +342,17 @@ static void test_parse_jump(void **state)
 
 struct lines {
 	struct strbuf text; /* "<stream>:<line>|" per line */
+	bool flags;	    /* and each line's flags (digits) in flags_text */
+	struct strbuf flags_text;
 };
 
-static void collect(void *ctx, enum transport_stream stream, const char *line, size_t len)
+static void collect(void *ctx, enum transport_stream stream, const char *line, size_t len,
+		    unsigned flags)
 {
 	struct lines *l = ctx;
 
+	if (l->flags)
+		strbuf_addf(&l->flags_text, "%u", flags);
 	strbuf_addf(&l->text, "%d:", stream);
 	strbuf_add(&l->text, line, len);
 	strbuf_addch(&l->text, '|');
@@ -362,7 +367,7 @@ static void expect_frames(const char *token, const char *stream, size_t len, con
 	size_t chunk;
 
 	for (chunk = 1; chunk <= len + 1; chunk++) {
-		struct lines l = {STRBUF_INIT};
+		struct lines l = {STRBUF_INIT, false, STRBUF_INIT};
 		struct transport_frame f;
 		size_t off = 0, used = 0;
 
@@ -420,7 +425,7 @@ static void test_frames_long_lines(void **state)
 {
 	size_t big = 3 * TRANSPORT_LINE_MAX + 100;
 	char *s = xmalloc(big + 64);
-	struct lines l = {STRBUF_INIT};
+	struct lines l = {STRBUF_INIT, true, STRBUF_INIT};
 	struct transport_frame f;
 	size_t pieces = 0, i;
 
@@ -434,18 +439,59 @@ static void test_frames_long_lines(void **state)
 	assert_int_equal(pieces, 4);
 	assert_int_equal(l.text.len, big + 4 * 3);
 	assert_true(!strncmp(l.text.buf, "2:xxx", 5));
+	/* the first piece starts the line, the others continue it; more follows all but the last */
+	assert_string_equal(l.flags_text.buf, "2331");
 	transport_frame_release(&f);
 	strbuf_reset(&l.text);
+	strbuf_reset(&l.flags_text);
 
-	/* Exactly one piece long, then the newline: no empty line after it. */
+	/* Exactly one piece long, then the newline: one whole line, no empty line after it. */
 	memcpy(s + TRANSPORT_LINE_MAX, "\nnext\n\n" T " 0\n", 7 + 32 + 3);
 	transport_frame_init(&f, TRANSPORT_STDOUT, tok, collect, &l);
 	transport_frame_feed(&f, s, TRANSPORT_LINE_MAX + 42);
 	assert_true(f.done);
 	assert_int_equal(l.text.len, 2 + TRANSPORT_LINE_MAX + 1 + strlen("1:next|"));
 	assert_string_equal(l.text.buf + 2 + TRANSPORT_LINE_MAX + 1, "1:next|");
+	assert_string_equal(l.flags_text.buf, "00");
 	transport_frame_release(&f);
 	strbuf_release(&l.text);
+	strbuf_release(&l.flags_text);
+	free(s);
+}
+
+/*
+ * Issue 31 F3: a line whose byte 65536 starts "::set x=..." is one line in
+ * two pieces, the second marked as continuing it (before: two lines, the
+ * second parsed as protocol), also fed a byte at a time, and in channel
+ * mode (no token) with the last piece ended by the stream's end.
+ */
+static void test_frames_cut_protocol(void **state)
+{
+	static const char set[] = "::set x=evil";
+	size_t len = TRANSPORT_LINE_MAX + sizeof(set) - 1, i;
+	int mode;
+	char *s = xmalloc(len + 64);
+
+	(void)state;
+	memset(s, 'a', TRANSPORT_LINE_MAX);
+	memcpy(s + TRANSPORT_LINE_MAX, set, sizeof(set) - 1);
+	memcpy(s + len, "\n\n" T " 0\n", 2 + 32 + 3);
+	for (mode = 0; mode < 2; mode++) { /* agent, a byte at a time; channel, at once */
+		const char *tk = mode == 0 ? tok : NULL;
+		size_t total = tk ? len + 37 : len, step = tk ? 1 : total;
+		struct lines l = {STRBUF_INIT, true, STRBUF_INIT};
+		struct transport_frame f;
+		transport_frame_init(&f, TRANSPORT_STDOUT, tk, collect, &l);
+		for (i = 0; i < total && !f.done; i += step)
+			transport_frame_feed(&f, s + i, step);
+		if (!tk)
+			transport_frame_finish(&f);
+		assert_string_equal(l.flags_text.buf, "21");
+		assert_string_equal(l.text.buf + 2 + TRANSPORT_LINE_MAX, "|1:::set x=evil|");
+		transport_frame_release(&f);
+		strbuf_release(&l.text);
+		strbuf_release(&l.flags_text);
+	}
 	free(s);
 }
 
@@ -477,7 +523,7 @@ static size_t expect_hello(const char *out, char *dir, size_t dirlen)
 /* Parse one framed reply from *p, advancing *p; want NULL: any lines. */
 static int next_frame(const char **p, const char *end, const char *token, const char *want)
 {
-	struct lines l = {STRBUF_INIT};
+	struct lines l = {STRBUF_INIT, false, STRBUF_INIT};
 	struct transport_frame f;
 	int status;
 
@@ -763,6 +809,7 @@ int main(void)
 	    cmocka_unit_test(test_frames_agent),
 	    cmocka_unit_test(test_frames_channel),
 	    cmocka_unit_test(test_frames_long_lines),
+	    cmocka_unit_test(test_frames_cut_protocol),
 	    cmocka_unit_test_setup_teardown(test_sh_quote, setup_tmpdir, remove_tmpdir),
 	    cmocka_unit_test_setup_teardown(test_sha256_lengths, setup_tmpdir, remove_tmpdir),
 	    cmocka_unit_test_setup_teardown(test_agent_serves, setup_tmpdir, remove_tmpdir),
