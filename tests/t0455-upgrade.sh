@@ -33,7 +33,7 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="up refusals stopped finished record again"
+CASES="up refusals forged-version stopped finished record again"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -73,6 +73,36 @@ test_case "refusals: a skipped minor and a downgrade, exit 2 naming the inventor
 	expect_eq v1.33.9 \"\$(kc version -o json | sed -n 's/.*\"gitVersion\": *\"\\(v[^\"]*\\)\".*/\\1/p' | tail -n 1)\" 'API server'
 	'$PROVISION' history -i '$INV' --state '$STATE' >h1
 	cmp h0 h1
+"
+
+# kubelet_reports NODE TEXT: wait (at most 30 s) until NODE's Node says TEXT as its kubelet version.
+kubelet_reports() {
+	i=0
+	until [ "$(kc get node "$1" -o 'jsonpath={.status.nodeInfo.kubeletVersion}')" = "$2" ]; do
+		i=$((i + 1))
+		[ $i -le 30 ] || { echo "node $1 does not report '$2'"; return 1; }
+		sleep 1
+	done
+}
+
+# Issue 31 F2: before, upgrade read "NAME VERSION" lines and the first line
+# naming a node won: node-2's "v1.33.9<newline>node-3 v1.36.4" made node-3
+# look upgraded (never drained nor upgraded) and the run went ahead.
+test_case "a worker whose kubelet version speaks for another node: refused naming it, nothing changed, the text not shown" "
+	forged=\$(printf 'v1.33.9\\nnode-3 v1.36.4')
+	knob node-2 kubelet-version \"\$forged\"
+	kubelet_reports node-2 \"\$forged\"
+	with_version 1.36.4 new.yaml
+	'$PROVISION' history -i '$INV' --state '$STATE' >h3
+	expect_status 1 '$PROVISION' upgrade -i new.yaml $P $NB >forged.out 2>&1
+	cat forged.out
+	expect_grep \"^provision upgrade: node-1: node 'node-2' reports a kubelet version that is not vMAJOR.MINOR.PATCH .*nothing was changed\" forged.out
+	expect_no_grep 'node-3 v1.36.4' forged.out
+	expect_eq v1.33.9 \"\$(kc version -o json | sed -n 's/.*\"gitVersion\": *\"\\(v[^\"]*\\)\".*/\\1/p' | tail -n 1)\" 'API server'
+	'$PROVISION' history -i '$INV' --state '$STATE' >h4
+	cmp h3 h4
+	unknob node-2 kubelet-version
+	kubelet_reports node-2 v1.33.9
 "
 
 test_case "a pod without a controller on node-2: control plane upgraded, node-2 stops it (exit 1), node-3 untouched" "

@@ -17,6 +17,8 @@
  * Before the first stage, an etcd backup (provision backup, cmd_backup.c);
  * when it fails nothing is upgraded (--no-backup skips it).
  */
+#include <ctype.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@
 #include "cmd.h"
 #include "common.h"
 #include "backup.h"
+#include "upgrade.h"
 
 static int parallel = 1, drain_timeout = 300;
 static bool no_backup;
@@ -53,6 +56,9 @@ static const struct opt upgrade_options[] = {
 	OPT_END,
 };
 
+/* The most of the control plane's answer read (a Node is at most ~1.5 MiB, etcd's limit). */
+#define ANSWER_MAX (64u << 20)
+
 struct capture {
 	struct strbuf out;
 };
@@ -68,31 +74,121 @@ static void capture_line(void *ctx, enum transport_stream stream, const char *li
 	}
 }
 
+bool upgrade_version_valid(const char *s)
+{
+	int part, n;
+
+	if (*s == 'v')
+		s++;
+	for (part = 0; part < 3; part++) {
+		for (n = 0; isdigit((unsigned char)*s); s++)
+			if (++n > 5)
+				return false;
+		if (!n || *s != (part < 2 ? '.' : '\0'))
+			return false;
+		if (part < 2)
+			s++;
+	}
+	return true;
+}
+
+void upgrade_versions_release(struct upgrade_versions *v)
+{
+	free(v->kubelet);
+	memset(v, 0, sizeof(*v));
+}
+
+int upgrade_versions_parse(const struct inventory *inv, const char *text, size_t len,
+			   struct upgrade_versions *v, struct error *err)
+{
+	json_error_t jerr;
+	json_t *ver, *list = NULL, *items, *item;
+	const char *git, *kind;
+	size_t i, used;
+	int ret = -1;
+
+	memset(v, 0, sizeof(*v));
+	v->nr = inv->nr_nodes;
+	v->kubelet = xcalloc(v->nr ? v->nr : 1, sizeof(*v->kubelet));
+	ver = json_loadb(text, len, JSON_DISABLE_EOF_CHECK, &jerr);
+	if (!ver)
+		return error_set(err, -1, "the API server's /version is not JSON (%s)", jerr.text);
+	used = (size_t)jerr.position;
+	git = json_string_value(json_object_get(ver, "gitVersion"));
+	if (!git || !upgrade_version_valid(git)) {
+		error_set(err, -1, "the API server's gitVersion is not vMAJOR.MINOR.PATCH");
+		goto out;
+	}
+	snprintf(v->control_plane, sizeof(v->control_plane), "%s", git + (*git == 'v'));
+	list = used <= len ? json_loadb(text + used, len - used, 0, &jerr) : NULL;
+	kind = json_string_value(json_object_get(list, "kind"));
+	items = json_object_get(list, "items");
+	if (!list || !kind || (strcmp(kind, "List") && strcmp(kind, "NodeList")) ||
+	    !json_is_array(items)) {
+		error_set(err, -1, "'kubectl get nodes -o json' did not give a list of Nodes");
+		goto out;
+	}
+	json_array_foreach(items, i, item)
+	{
+		const char *name =
+		    json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+		const char *kv = json_string_value(
+		    json_object_get(json_object_get(json_object_get(item, "status"), "nodeInfo"),
+				    "kubeletVersion"));
+		const struct node *n = name ? inventory_find(inv, name) : NULL;
+		size_t k;
+
+		if (!n)
+			continue; /* not provision's: neither read nor shown */
+		k = (size_t)(n - inv->nodes);
+		if (v->kubelet[k][0]) {
+			error_set(err, -1, "node '%s' is listed twice by the API server", n->name);
+			goto out;
+		}
+		if (!kv || !upgrade_version_valid(kv)) {
+			error_set(
+			    err, -1,
+			    "node '%s' reports a kubelet version that is not vMAJOR.MINOR.PATCH "
+			    "(its Node's status.nodeInfo.kubeletVersion; not shown)",
+			    n->name);
+			goto out;
+		}
+		snprintf(v->kubelet[k], sizeof(v->kubelet[k]), "%s", kv + (*kv == 'v'));
+	}
+	ret = 0;
+out:
+	json_decref(ver);
+	json_decref(list);
+	return ret;
+}
+
 /*
- * On the control plane: the version its API server reports, then one line
- * "NAME VERSION" per node (its kubelet).  0, or -1 with the reason in err.
+ * On the control plane: the version its API server reports and every
+ * inventory node's kubelet (upgrade_versions_parse()).  0, or -1 with the
+ * reason in err.
  */
-static int cluster_versions(const struct inventory *inv, const struct node *cp, const char *password,
-			    const char *passphrase, struct strbuf *out, struct error *err)
+static int cluster_versions(const struct inventory *inv, const struct node *cp,
+			    const char *password, const char *passphrase,
+			    struct upgrade_versions *out, struct error *err)
 {
 	struct runner_opts ro = {.use_sudo = true, .sudo_password = password,
 				 .identity_passphrase = passphrase};
 	struct transport_target target;
 	struct capture c = {STRBUF_INIT};
 	struct transport_exec ex = {
-		.command = "kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s "
-			   "get --raw /version | sed -n 's/.*\"gitVersion\": *\"v\\([^\"]*\\)\".*/\\1/p' "
-			   "| head -n 1 && kubectl --kubeconfig=/etc/kubernetes/admin.conf "
-			   "--request-timeout=30s get nodes -o 'jsonpath={range .items[*]}"
-			   "{.metadata.name} {.status.nodeInfo.kubeletVersion}{\"\\n\"}{end}'",
-		.timeout_ms = 60000,
-		.on_line = capture_line,
-		.ctx = &c,
+	    .command = "kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s "
+		       "get --raw /version && kubectl --kubeconfig=/etc/kubernetes/admin.conf "
+		       "--request-timeout=30s get nodes -o json",
+	    .timeout_ms = 60000,
+	    .on_line = capture_line,
+	    .ctx = &c,
 	};
 	struct transport_result r = {0};
 	struct transport *t = NULL;
 	int rc;
 
+	memset(out, 0, sizeof(*out));
+	c.out.max = ANSWER_MAX;
 	ro.passphrase_identity = inv->ssh.identity;
 	runner_target_from_node(&target, cp, &ro);
 	if (transport_ssh_ops.connect(&t, &target, err) < 0) {
@@ -101,11 +197,14 @@ static int cluster_versions(const struct inventory *inv, const struct node *cp, 
 	}
 	rc = transport_ssh_ops.exec(t, &ex, &r, err);
 	transport_ssh_ops.close(t);
-	if (rc == 0 && (r.exit_status != 0 || !c.out.len || c.out.buf[0] == '\n'))
+	if (rc == 0 && (r.exit_status != 0 || !c.out.len))
 		rc = error_set(err, -1, "the control plane does not answer kubectl (exit %d): is the "
 					"cluster up? ('provision check')", r.exit_status);
+	if (rc == 0 && c.out.truncated)
+		rc = error_set(err, -1, "the control plane's list of Nodes is longer than %u MiB",
+			       ANSWER_MAX >> 20);
 	if (rc == 0)
-		strbuf_add(out, c.out.buf, c.out.len);
+		rc = upgrade_versions_parse(inv, c.out.buf, c.out.len, out, err);
 	strbuf_release(&c.out);
 	return rc < 0 ? -1 : 0;
 }
@@ -136,23 +235,6 @@ static int cmp_version(const long a[3], const long b[3])
 	return 0;
 }
 
-/* The kubelet version the control plane reported for NAME, or NULL. */
-static const char *node_version(const char *lines, const char *name, char *buf, size_t size)
-{
-	const char *p = strchr(lines, '\n');
-
-	for (p = p ? p + 1 : ""; *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p), n = strlen(name);
-		if (len > n && !strncmp(p, name, n) && p[n] == ' ') {
-			snprintf(buf, size, "%.*s", (int)(len - n - 1), p + n + 1);
-			return buf;
-		}
-		p += len + (nl ? 1 : 0);
-	}
-	return NULL;
-}
-
 static int select_cp(const struct cli_plan_args *a, const struct inventory *inv,
 		     const struct node ***nodes, size_t *nr)
 {
@@ -179,51 +261,43 @@ static int select_batch(const struct cli_plan_args *a, const struct inventory *i
 	return 0;
 }
 
-static void print_versions(const char *when, const char *lines)
+/* The versions, clean values only: the inventory's nodes in the cluster, in its order. */
+static void print_versions(const char *when, const struct inventory *inv,
+			   const struct upgrade_versions *v)
 {
-	const char *nl = strchr(lines, '\n');
-	const char *p;
+	size_t i, shown = 0;
 
-	printf("upgrade: versions %s: control plane v%.*s; kubelets:", when,
-	       (int)(nl ? (size_t)(nl - lines) : strlen(lines)), lines);
-	for (p = nl ? nl + 1 : ""; *p;) {
-		const char *e = strchr(p, '\n');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (len)
-			printf(" %.*s", (int)len, p);
-		p += len + (e ? 1 : 0);
-		if (*p)
-			putchar(',');
-	}
+	printf("upgrade: versions %s: control plane v%s; kubelets:", when, v->control_plane);
+	for (i = 0; i < v->nr; i++)
+		if (v->kubelet[i][0])
+			printf("%s %s v%s", shown++ ? "," : "", inv->nodes[i].name, v->kubelet[i]);
 	putchar('\n');
 	fflush(stdout);
 }
 
 /*
- * The workers in the cluster whose kubelet (in LINES, cluster_versions()'
- * output) is not at VERSION, in inventory order, into OUT (may be NULL);
- * with SAY, the workers not in the cluster are named.  Returns how many.
+ * The workers in the cluster whose kubelet (in V, cluster_versions()) is not
+ * at VERSION, in inventory order, into OUT (may be NULL); with SAY, the
+ * workers not in the cluster are named.  Returns how many.
  */
-static size_t workers_not_at(const struct inventory *inv, const struct node *cp, const char *lines,
-			     const char *version, const struct node **out, bool say)
+static size_t workers_not_at(const struct inventory *inv, const struct node *cp,
+			     const struct upgrade_versions *v, const char *version,
+			     const struct node **out, bool say)
 {
 	size_t i, nr = 0;
 
 	for (i = 0; i < inv->nr_nodes; i++) {
-		char buf[64];
-		const char *v;
 		const struct node *n = &inv->nodes[i];
 		if (n == cp || !(n->roles & NODE_ROLE_WORKER))
 			continue;
-		v = node_version(lines, n->name, buf, sizeof(buf));
-		if (!v) {
+		if (!v->kubelet[i][0]) {
 			if (say)
 				printf("upgrade: %s is not in the cluster: skipped (provision add-node "
 				       "joins it)\n",
 				       n->name);
 			continue;
 		}
-		if (strcmp(v + (*v == 'v'), version)) {
+		if (strcmp(v->kubelet[i], version)) {
 			if (out)
 				out[nr] = n;
 			nr++;
@@ -234,14 +308,14 @@ static size_t workers_not_at(const struct inventory *inv, const struct node *cp,
 
 /*
  * One stage: the control plane, then the workers whose kubelet is not at
- * TARGET yet (from LINES, cluster_versions()' output), in inventory order;
+ * TARGET yet (from V, cluster_versions()), in inventory order;
  * *nr_workers is how many were upgraded.
  */
 static int upgrade_stage(const struct inventory *inv, const struct node *cp, const char *target,
-			 const char *lines, size_t *nr_workers)
+			 const struct upgrade_versions *v, size_t *nr_workers)
 {
 	const struct node **todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
-	size_t nr_todo = workers_not_at(inv, cp, lines, target, todo, true), i;
+	size_t nr_todo = workers_not_at(inv, cp, v, target, todo, true), i;
 	int ret;
 
 	env[0] = env_timeout;
@@ -302,7 +376,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 {
 	struct inventory *inv = NULL;
 	const struct node *cp;
-	struct strbuf before = STRBUF_INIT, after = STRBUF_INIT;
+	struct upgrade_versions before = {0}, after = {0};
 	struct error err = {0};
 	char *password = NULL, *passphrase = NULL, cur[64];
 	const char *stages[MAX_STAGES];
@@ -335,7 +409,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 		ret = EXIT_NODE_FAILED;
 		goto out;
 	}
-	snprintf(cur, sizeof(cur), "%.*s", (int)strcspn(before.buf, "\n"), before.buf);
+	snprintf(cur, sizeof(cur), "%s", before.control_plane);
 	if (parse_version(inv->cluster.kubernetes_version, want) < 0 ||
 	    parse_version(cur, have) < 0) {
 		fprintf(stderr, "provision upgrade: cannot compare '%s' with the cluster's '%s'\n",
@@ -343,7 +417,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 		ret = EXIT_NODE_FAILED;
 		goto out;
 	}
-	print_versions("before", before.buf);
+	print_versions("before", inv, &before);
 	if (cmp_version(want, have) < 0) {
 		fprintf(stderr,
 			"%s:%u:%u: error: kubernetes_version %s is older than the cluster's %s: "
@@ -362,7 +436,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 	 * the control plane moves on), the patch of each minor in between, then
 	 * the target.
 	 */
-	if (cmp_version(want, have) > 0 && workers_not_at(inv, cp, before.buf, cur, NULL, false))
+	if (cmp_version(want, have) > 0 && workers_not_at(inv, cp, &before, cur, NULL, false))
 		stages[nr_stages++] = cur;
 	if (want[1] > have[1] + 1) {
 		struct diag_list dl;
@@ -426,7 +500,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 		const char *target = stages[st];
 
 		if (st > 0) {
-			strbuf_reset(&before);
+			upgrade_versions_release(&before);
 			if (cluster_versions(inv, cp, password, passphrase, &before, &err) < 0) {
 				fprintf(stderr, "provision upgrade: %s: %s; stopped before %s\n", cp->name,
 					err.msg, target);
@@ -436,12 +510,12 @@ static int upgrade_exec(int nr_pos, char **pos)
 			printf("\nupgrade: stage %zu of %zu: %s\n", st + 1, nr_stages, target);
 			fflush(stdout);
 		}
-		ret = upgrade_stage(inv, cp, target, before.buf, &nr_workers);
+		ret = upgrade_stage(inv, cp, target, &before, &nr_workers);
 		if (ret)
 			goto out;
 	}
 	if (cluster_versions(inv, cp, password, passphrase, &after, &err) == 0)
-		print_versions("after", after.buf);
+		print_versions("after", inv, &after);
 	printf("upgrade %s: done: the control plane and %zu worker%s upgraded to %s\n",
 	       inv->cluster.name, nr_workers, nr_workers == 1 ? "" : "s",
 	       inv->cluster.kubernetes_version);
@@ -454,8 +528,8 @@ out:
 	env_timeout = env_nodes = NULL;
 	cli_free_secret(password);
 	cli_free_secret(passphrase);
-	strbuf_release(&before);
-	strbuf_release(&after);
+	upgrade_versions_release(&before);
+	upgrade_versions_release(&after);
 	inventory_free(inv);
 	return ret;
 }

@@ -109,6 +109,9 @@
 # Test knob: /etc/fake-kubernetes/knobs/crashloop, lines "CONTAINER UP
 # DOWN": that container is killed UP seconds after each start and started
 # again DOWN seconds later (a crash loop with a fixed period).
+# Test knob: kubelet-version, TEXT: the Node's status.nodeInfo.kubeletVersion
+# is TEXT (line breaks and all) in place of the kubelet's own version (a
+# hostile node: a kubelet's credentials may write its own Node's status).
 
 import copy
 import http.server
@@ -1369,7 +1372,9 @@ class Kubelet:
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {"architecture": "amd64", "bootID": read_file("/proc/sys/kernel/random/boot_id", "").strip(),
                          "containerRuntimeVersion": "containerd://" + crv, "kernelVersion": os.uname().release,
-                         "kubeProxyVersion": "v" + FAKE_VERSION, "kubeletVersion": "v" + FAKE_VERSION,
+                         "kubeProxyVersion": "v" + FAKE_VERSION,
+                         # a node's own Node object is the node's to say (knob kubelet-version)
+                         "kubeletVersion": knob("kubelet-version") or "v" + FAKE_VERSION,
                          "machineID": mid, "operatingSystem": "linux", "osImage": osr.get("PRETTY_NAME", "Linux"),
                          "systemUUID": str(uuid_from(mid))},
         }
