@@ -289,13 +289,14 @@ test_case "restore of the other backup while etcd runs: the node refuses (exit 1
 '
 
 # provision upgrade asks the control plane's kubectl for the versions first;
-# this stand-in answers those two calls as kubectl 1.30 prints them (the
+# this stand-in answers those two calls (/version, `get nodes -o json`) as
+# kubectl 1.30 prints them, the Node cut to what upgrade reads (the
 # node has no API server: the upgrade's own stage then fails on the node).
 x sh -c 'cat >/usr/local/bin/kubectl && chmod 0755 /usr/local/bin/kubectl' <<'KUBECTL'
 #!/bin/sh
 case "$*" in
 *"get --raw /version"*) printf '{\n  "major": "1",\n  "minor": "30",\n  "gitVersion": "v1.30.4"\n}\n' ;;
-*"get nodes"*) printf 'node-1 v1.30.4\n' ;;
+*"get nodes -o json"*) printf '{\n    "apiVersion": "v1",\n    "items": [\n        {"kind": "Node", "metadata": {"name": "node-1"}, "status": {"nodeInfo": {"kubeletVersion": "v1.30.4"}}}\n    ],\n    "kind": "List",\n    "metadata": {"resourceVersion": ""}\n}\n' ;;
 *) echo "error: the stand-in kubectl of t0460 answers only version and nodes" >&2; exit 1 ;;
 esac
 KUBECTL
