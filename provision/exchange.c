@@ -1,6 +1,7 @@
 /* exchange: see exchange.h. */
 #include "exchange.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -122,6 +123,83 @@ void exchange_give(struct exchange *x, size_t to, const char *name, const char *
 	pthread_mutex_unlock(&x->lock);
 }
 
+/* A Kubernetes label value: empty, or 1-63 of A-Z a-z 0-9 - _ . with alphanumeric ends. */
+static bool label_value(const char *v, size_t n)
+{
+	size_t i;
+
+	if (!n)
+		return true;
+	if (n > 63 || !isalnum((unsigned char)v[0]) || !isalnum((unsigned char)v[n - 1]))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)v[i]) && !strchr("-_.", v[i]))
+			return false;
+	return true;
+}
+
+static bool declared_key(const struct role_hand *h, const char *k, size_t n)
+{
+	size_t i;
+
+	for (i = 0; h->labels[i]; i++)
+		if (strlen(h->labels[i]) == n && !memcmp(h->labels[i], k, n))
+			return true;
+	return false;
+}
+
+/*
+ * The words of s (each after one space: " WORD WORD ...") as label changes
+ * of h's keys: KEY=VALUE with a label value, or KEY-.  They become
+ * arguments of the control plane's `kubectl label` (roles/node-labels):
+ * no other key (NodeRestriction's own, node-role.kubernetes.io/control-plane)
+ * and no flag (`--profile-output=FILE` would truncate FILE as root).  -1
+ * with err naming the first refused word (cleaned, at most 64 bytes shown).
+ */
+static int check_labels(const struct role_hand *h, const char *name, const char *s, size_t len,
+			struct error *err)
+{
+	const char *p = s, *end = s + len;
+
+	while (p < end) {
+		const char *w = p + 1, *we = memchr(w, ' ', (size_t)(end - w)), *eq, *why = NULL;
+		size_t wl;
+
+		we = we ? we : end;
+		wl = (size_t)(we - w);
+		eq = memchr(w, '=', wl);
+		if (*p != ' ' || !wl)
+			why = "an empty word (two spaces in a row, or one at the end)";
+		else if (w[0] == '-')
+			why = "a word starting with '-' (a command-line flag)";
+		else if (eq && !declared_key(h, w, (size_t)(eq - w)))
+			why = "not one of the label keys it may set";
+		else if (eq && !label_value(eq + 1, (size_t)(we - eq - 1)))
+			why = "not a label value (at most 63 letters, digits, - _ ., alphanumeric "
+			      "ends)";
+		else if (!eq && (w[wl - 1] != '-' || !declared_key(h, w, wl - 1)))
+			why = "neither KEY=VALUE nor KEY- of a label key it may set";
+		if (why) {
+			struct strbuf word = STRBUF_INIT, clean = STRBUF_INIT;
+			struct strbuf keys = STRBUF_INIT;
+			size_t i;
+
+			strbuf_add(&word, w, wl > 64 ? 64 : wl);
+			text_clean_line(&clean, word.buf);
+			for (i = 0; h->labels[i]; i++)
+				strbuf_addf(&keys, "%s%s", i ? ", " : "", h->labels[i]);
+			error_set(err, -1, "'%s': label '%s%s' refused: %s (keys: %s)", name,
+				  clean.buf, wl > 64 ? "…" : "", why, keys.buf);
+			strbuf_release(&word);
+			strbuf_release(&clean);
+			strbuf_release(&keys);
+			return -1;
+		}
+		p = we;
+	}
+	return 0;
+}
+
 int exchange_hand(struct exchange *x, size_t from, const struct role *r, bool secret,
 		  const char *key, size_t key_len, const char *value, size_t value_len,
 		  struct error *err)
@@ -182,6 +260,25 @@ int exchange_hand(struct exchange *x, size_t from, const struct role *r, bool se
 				  sender, sender);
 			goto out;
 		}
+	}
+	if (h->labels) {
+		/* with about: self the first word is the sender's name; the labels follow */
+		size_t skip = h->about_self ? strlen(sender) : 0;
+		const char *v = value + skip;
+		size_t vl = value_len - skip;
+		struct strbuf spaced = STRBUF_INIT;
+		int bad;
+
+		if (!h->about_self) { /* " WORD WORD": the same walk */
+			strbuf_addch(&spaced, ' ');
+			strbuf_add(&spaced, value, value_len);
+			v = spaced.buf;
+			vl = spaced.len;
+		}
+		bad = vl && check_labels(h, name, v, vl, err) < 0;
+		strbuf_release(&spaced);
+		if (bad)
+			goto out;
 	}
 	if (secret && x->secrets && secrets_add(x->secrets, value, value_len) < 0) {
 		error_set(err, -1,

@@ -14,7 +14,11 @@
  *     secrets are registered for redaction: a node cannot make provision
  *     hide any word it likes);
  *   - `to: node` values carry @NODE (a node of the inventory), the others
- *     none; `about: self` values start with the sender's name.
+ *     none; `about: self` values start with the sender's name;
+ *   - `labels: [KEY...]` values are label changes of those keys only
+ *     (KEY=VALUE with a Kubernetes label value, or KEY-): they become
+ *     `kubectl label` arguments on the control plane, so no other key and
+ *     no word starting with '-' (a flag).
  *
  * A consumer -- node N running role C -- reads a value handed by node S in
  * role P when the value is for N (self: N is S; control-plane: N has that

@@ -307,7 +307,31 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 	r->artifacts[r->nr_artifacts++] = a;
 }
 
-static const char *const hand_keys[] = {"name", "secret", "to", "about", NULL};
+static const char *const hand_keys[] = {"name", "secret", "to", "about", "labels", NULL};
+
+/* A Kubernetes label key: [PREFIX/]NAME, PREFIX a DNS subdomain, NAME 1-63 of A-Z a-z 0-9 - _ . */
+static bool valid_label_key(const char *k)
+{
+	const char *slash = strchr(k, '/'), *name = slash ? slash + 1 : k;
+	size_t i, n = strlen(name);
+
+	if (slash) {
+		if (slash == k || (size_t)(slash - k) > 253 || strchr(name, '/'))
+			return false;
+		for (i = 0; k + i < slash; i++)
+			if (!isalnum((unsigned char)k[i]) && k[i] != '-' && k[i] != '.')
+				return false;
+		if (!isalnum((unsigned char)k[0]) || !isalnum((unsigned char)slash[-1]))
+			return false;
+	}
+	if (!n || n > 63 || !isalnum((unsigned char)name[0]) ||
+	    !isalnum((unsigned char)name[n - 1]))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("-_.", name[i]))
+			return false;
+	return true;
+}
 static const char *const fetch_keys[] = {"name", "path", NULL};
 
 /* NAME of a `hands` entry: a ::set name, with at most one {self} or {n}. */
@@ -387,6 +411,25 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 				     "unknown 'about' '%s'", s ? s : "");
 				ok = false;
 			}
+		} else if (!strcmp(key, "labels")) {
+			char **keys = NULL;
+			size_t j;
+			want_list(l, key, v, &keys);
+			for (j = 0; keys && keys[j]; j++)
+				if (!valid_label_key(keys[j])) {
+					lerr(l, v,
+					     "[PREFIX/]NAME: a DNS subdomain, then 1-63 letters, "
+					     "digits, - _ .",
+					     "'%s' is not a Kubernetes label key", keys[j]);
+					ok = false;
+				}
+			if (!keys) {
+				lerr(l, v, NULL,
+				     "'labels' must name the label keys the value may set");
+				ok = false;
+			}
+			strv_free(h.labels);
+			h.labels = keys;
 		} else {
 			unknown_key(l, k, key, hand_keys);
 			ok = false;
@@ -403,6 +446,7 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 		}
 	if (!ok) {
 		free(h.name);
+		strv_free(h.labels);
 		return;
 	}
 	r->hands = xrealloc(r->hands, (r->nr_hands + 1) * sizeof(*r->hands));
@@ -851,8 +895,10 @@ static void role_release(struct role *r)
 		free(r->artifacts[i].arch);
 	}
 	free(r->artifacts);
-	for (i = 0; i < r->nr_hands; i++)
+	for (i = 0; i < r->nr_hands; i++) {
 		free(r->hands[i].name);
+		strv_free(r->hands[i].labels);
+	}
 	free(r->hands);
 	for (i = 0; i < r->nr_fetches; i++) {
 		free(r->fetches[i].name);

@@ -71,6 +71,13 @@ struct role_hand {
 	bool secret; /* handed with ::secret (and only so), registered for redaction */
 	enum role_hand_to to;
 	bool about_self; /* `about: self`: the value's first word is the sender's name */
+	/*
+	 * `labels: [KEY, ...]`: the value's words (after the sender's name with
+	 * about: self) are Kubernetes label changes of these keys only,
+	 * KEY=VALUE (a label value) or KEY- (removed); NULL-terminated, NULL
+	 * when not declared (any value).
+	 */
+	char **labels;
 };
 
 /* A file the role's steps may ask for with ::fetch (role.yaml `fetches`). */

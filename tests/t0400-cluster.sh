@@ -37,7 +37,7 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="up validation state files tokens labels kubeconfig-login-user second-up check no-secrets"
+CASES="up validation state files tokens labels hostile-labels kubeconfig-login-user second-up check no-secrets"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -201,6 +201,40 @@ test_case "labels: workers are workers, GPU counts from the facts (0 here), no G
 	kc get nodes >table
 	expect_grep '^node-2 *Ready *worker ' table
 	expect_grep '^node-1 *Ready *control-plane ' table
+"
+
+# Issue 31 F1: a worker's handed labels became arguments of the control
+# plane's `kubectl --kubeconfig=admin.conf label`.  node-2 (hostile here:
+# tests/testbed/hostile-node.sh; a copy of the roles whose kubeadm-join
+# 50-labels also prints what it says) hands NodeRestriction's labels and
+# kubectl's --profile-output naming the cluster CA's key.  Before: node-2
+# finished, the labels were set and ca.key truncated to 0 bytes (the
+# stand-in kubectl creates the profile file as the real one does).
+# hostile_roles DIR: a copy of the roles whose kubeadm-join 50-labels (check)
+# also prints what provision-hostile says on a node that has it.
+hostile_roles() {
+	cp -r "$ROLES" "$1"
+	awk '{ print } /^\techo "GPUs of / { print "\tif command -v provision-hostile >/dev/null; then provision-hostile; fi" }' \
+		"$ROLES/kubeadm-join/steps/50-labels.sh" >"$1/kubeadm-join/steps/50-labels.sh"
+	grep -q '^	if command -v provision-hostile' "$1/kubeadm-join/steps/50-labels.sh"
+}
+
+test_case "a worker handing labels it may not set and kubectl flags: its step fails naming the word, nothing reaches the control plane" "
+	hostile_roles hroles
+	echo '::set node_labels_node_2=node-2 node-role.kubernetes.io/control-plane= node-restriction.kubernetes.io/x=y --profile=cpu --profile-output=/etc/kubernetes/pki/ca.key' >hostile.lines
+	'$SRC_ROOT/tests/testbed/hostile-node.sh' '$TB' node-2 lines hostile.lines
+	ca=\$(tb node-1 sha256sum /etc/kubernetes/pki/ca.key)
+	expect_status 1 $PROVISION up -i $INV --state $STATE --roles hroles --no-tui -l node-1,node-2 --phases join >hostile.out 2>&1
+	cat hostile.out
+	expect_grep \"^\\[node-2\\] .*protocol violation by node 'node-2' in kubeadm-join › 50-labels: 'node_labels_node_2': label 'node-role.kubernetes.io/control-plane=' refused\" hostile.out
+	expect_grep '^node-1  *done ' hostile.out
+	expect_eq \"\$ca\" \"\$(tb node-1 sha256sum /etc/kubernetes/pki/ca.key)\" 'the CA key on node-1'
+	expect_eq '' \"\$(tb node-1 sh -c 'ls /profile.pprof /root/profile.pprof 2>/dev/null' || true)\" 'profile files on node-1'
+	kc get node node-2 -o 'jsonpath={.metadata.labels}' >labels2
+	expect_no_grep 'node-role.kubernetes.io/control-plane' labels2
+	expect_no_grep 'node-restriction' labels2
+	expect_grep '\"node-role.kubernetes.io/worker\":\"\"' labels2
+	tb node-2 rm -f /etc/provision-hostile /etc/provision-hostile.lines /usr/local/bin/provision-hostile
 "
 
 test_case "kubeconfig for the login user (admin, through sudo): ~admin/.kube/config, 0600, owned by admin" "

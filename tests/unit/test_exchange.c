@@ -28,10 +28,17 @@ static const char inventory_text[] = "cluster:\n"
 				     "    address: 198.18.0.[11-12]\n"
 				     "    roles: [worker]\n";
 
-static struct role_hand tokens_hands[] = {{(char *)"join_command", true, ROLE_TO_NODE, false}};
+static struct role_hand tokens_hands[] = {
+    {(char *)"join_command", true, ROLE_TO_NODE, false, NULL}};
 static struct role_hand join_hands[] = {
-    {(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true}};
-static struct role_hand hub_hands[] = {{(char *)"hub_node_{n}", false, ROLE_TO_SELF, false}};
+    {(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true, NULL}};
+static struct role_hand hub_hands[] = {{(char *)"hub_node_{n}", false, ROLE_TO_SELF, false, NULL}};
+/* roles/kubeadm-join's: provision's own label keys only */
+static char *label_keys[] = {(char *)"node-role.kubernetes.io/worker",
+			     (char *)"provision.dev/gpu-count", (char *)"provision.dev/gpu-model",
+			     NULL};
+static struct role_hand kjoin_hands[] = {
+    {(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true, label_keys}};
 static struct role_fetch init_fetches[] = {
     {(char *)"admin.conf", (char *)"/etc/kubernetes/admin.conf"}};
 static char *join_deps[] = {(char *)"tokens", NULL};
@@ -40,7 +47,7 @@ static char *labels_after[] = {(char *)"joiner", NULL};
 struct fixture {
 	struct inventory *inv;
 	const struct node *nodes[3];
-	struct role roles[5]; /* tokens, joiner, labels, init, hub */
+	struct role roles[6]; /* tokens, joiner, labels, init, hub, kubeadm-join */
 	struct secrets *secrets;
 	struct exchange *x;
 };
@@ -67,6 +74,8 @@ static int setup(void **state)
 	f->roles[3] =
 	    (struct role){.name = (char *)"init", .fetches = init_fetches, .nr_fetches = 1};
 	f->roles[4] = (struct role){.name = (char *)"hub", .hands = hub_hands, .nr_hands = 1};
+	f->roles[5] =
+	    (struct role){.name = (char *)"kubeadm-join", .hands = kjoin_hands, .nr_hands = 1};
 	f->secrets = secrets_new();
 	f->x = exchange_new(f->inv, f->nodes, 3, f->secrets);
 	*state = f;
@@ -181,6 +190,69 @@ static void test_who_reads(void **state)
 	expect_seen(f, 1, -1, "");
 }
 
+/*
+ * Issue 31 F1: the labels a worker hands become arguments of the control
+ * plane's `kubectl --kubeconfig=admin.conf label` (roles/node-labels).
+ * Before, only the first word was checked: NodeRestriction's own labels
+ * and kubectl's --profile-output=FILE (FILE truncated as root) passed.
+ * Now only KEY=VALUE / KEY- of the declared keys, with label values.
+ */
+static void test_labels(void **state)
+{
+	struct fixture *f = *state;
+	struct error err;
+	size_t i;
+	static const char *const good[] = {
+	    "w-1",
+	    "w-1 node-role.kubernetes.io/worker= provision.dev/gpu-count=0 "
+	    "provision.dev/gpu-model-",
+	    "w-1 provision.dev/gpu-count=2 provision.dev/gpu-model=NVIDIA-GeForce-RTX-3070",
+	    "w-1 provision.dev/gpu-model=a.b_c-D9", NULL};
+	static const struct {
+		const char *value, *msg;
+	} bad[] = {
+	    {"w-1 node-role.kubernetes.io/control-plane= node-restriction.kubernetes.io/x=y "
+	     "--profile=cpu --profile-output=/etc/kubernetes/pki/ca.key",
+	     "'node_labels_w_1': label 'node-role.kubernetes.io/control-plane=' refused: not one "
+	     "of "
+	     "the label keys it may set (keys: node-role.kubernetes.io/worker, "
+	     "provision.dev/gpu-count, provision.dev/gpu-model)"},
+	    {"w-1 node-role.kubernetes.io/worker= --profile-output=/etc/kubernetes/pki/ca.key",
+	     "label '--profile-output=/etc/kubernetes/pki/ca.key' refused: a word starting with "
+	     "'-'"},
+	    {"w-1 provision.dev/gpu-count=1 --", "label '--' refused: a word starting with '-'"},
+	    {"w-1 -provision.dev/gpu-count=1", "a word starting with '-'"},
+	    {"w-1 node-restriction.kubernetes.io/x=y", "not one of the label keys"},
+	    {"w-1 node-role.kubernetes.io/control-plane-", "neither KEY=VALUE nor KEY-"},
+	    {"w-1 provision.dev/gpu-count", "neither KEY=VALUE nor KEY-"},
+	    {"w-1 provision.dev/gpu-model=a;touch${IFS}/x", "not a label value"},
+	    {"w-1 provision.dev/gpu-model=-a", "not a label value"},
+	    {"w-1 provision.dev/gpu-model=a-", "not a label value"},
+	    {"w-1 provision.dev/gpu-model=a\033[2Jb", "not a label value"},
+	    {"w-1 provision.dev/gpu-model="
+	     "a123456789012345678901234567890123456789012345678901234567890123",
+	     "not a label value"},
+	    {"w-1  provision.dev/gpu-count=1", "an empty word"},
+	    {"w-1 provision.dev/gpu-count=1 ", "an empty word"},
+	    {NULL, NULL}};
+
+	(void)state;
+	for (i = 0; good[i]; i++)
+		if (hand(f, 1, 5, false, "node_labels_w_1", good[i], &err) < 0)
+			fail_msg("'%s' refused: %s", good[i], err.msg);
+	for (i = 0; bad[i].value; i++) {
+		if (hand(f, 1, 5, false, "node_labels_w_1", bad[i].value, &err) == 0)
+			fail_msg("'%s' accepted", bad[i].value);
+		if (!strstr(err.msg, bad[i].msg))
+			fail_msg("'%s': '%s' does not say '%s'", bad[i].value, err.msg, bad[i].msg);
+		assert_null(strchr(err.msg, '\033'));
+	}
+	/* what reaches the control plane: the last accepted value, no refused one */
+	exchange_role_done(f->x, 1, &f->roles[5], true);
+	f->roles[2].after = (char *[]){(char *)"kubeadm-join", NULL};
+	expect_seen(f, 0, 2, "node_labels_w_1=w-1 provision.dev/gpu-model=a.b_c-D9\n");
+}
+
 static void test_fetch(void **state)
 {
 	struct fixture *f = *state;
@@ -236,6 +308,8 @@ static void test_role_yaml(void **state)
 	      "  - {name: \"a_{self}_{n}\", to: self}\n"
 	      "  - {name: w, to: self, from: cp}\n"
 	      "  - {name: v}\n"
+	      "  - {name: u, to: self, labels: [a/b, \"-x\", \"a//b\"]}\n"
+	      "  - {name: t, to: self, labels: []}\n"
 	      "fetches:\n"
 	      "  - {name: .hidden, path: /etc/x}\n"
 	      "  - {name: admin.conf, path: etc/kubernetes/admin.conf}\n",
@@ -261,8 +335,14 @@ static void test_role_yaml(void **state)
 	assert_non_null(strstr(all.buf, "/r/role.yaml:10:12: error: 'name' must be a ::set name"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:11:25: error: unknown key 'from'"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:12:5: error: a 'hands' entry needs both"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:14:12: error: 'name' must be a file name"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:15:30: error: 'path' must be an absolute"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:13:"));
+	assert_non_null(strstr(all.buf, "error: '-x' is not a Kubernetes label key"));
+	assert_non_null(strstr(all.buf, "error: 'a//b' is not a Kubernetes label key"));
+	assert_null(strstr(all.buf, "'a/b' is not"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:14:"));
+	assert_non_null(strstr(all.buf, "error: 'labels' must name the label keys"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:16:12: error: 'name' must be a file name"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:17:30: error: 'path' must be an absolute"));
 	strbuf_release(&all);
 	cmd = xasprintf("rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
@@ -274,6 +354,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_declared_only, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_who_reads, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fetch, setup, teardown),
 	    cmocka_unit_test(test_role_yaml),
 	};

@@ -160,7 +160,9 @@ check)
 apply)
 	plan | while read -r node c; do
 		# shellcheck disable=SC2086 # one change a word
-		$KC label node "$node" $c --overwrite
+		# `--`: after it kubectl reads only arguments, never a flag (the
+		# workers' labels are checked by provision too: kubeadm-join's role.yaml)
+		$KC label node "$node" --overwrite -- $c
 	done
 	plan_gpus | while read -r node want; do
 		if [ -n "$want" ]; then
