@@ -19,6 +19,10 @@
 #              node's file, on UNCHANGED results and under `plan` too)
 #   finding 7  escape sequences and a CR from a step: not on the plain
 #              output, not in the log, not in `provision logs`
+#   issue 31 F3  a line whose byte 65536 starts `::skip`: output, not
+#              protocol (before: the step was skipped with the node's
+#              reason); a `::set` longer than 64 KiB: the step fails
+#              (before: read with its value cut)
 # Set HOSTILE_BYTES=1073741824 HOSTILE_TIMEOUT=600 to measure with 1 GiB;
 # the RSS and sizes are printed (PROVISION_TEST_VERBOSE=1).
 # Test bodies are single-quoted: lib.sh evaluates them.
@@ -164,6 +168,25 @@ test_case "finding 7: escapes and a CR from a step reach neither the terminal no
 	expect_eq 0 "$(grep -c "$esc" esc.log || true)" "ESC in provision logs"
 	expect_eq 0 "$(grep -c "$esc" esc.state/logs/node-2.log || true)" "ESC in the log file"
 	honest_done esc
+'
+
+test_case "issue 31 F3: a ::skip at byte 65536 of a line is output; a ::set longer than 64 KiB fails the step" '
+	head -c 65536 /dev/zero | tr "\\0" a >long.lines
+	echo "::skip forged by node-2" >>long.lines
+	hostile lines long.lines
+	up_measured skip65536
+	expect_no_grep "skipped: forged" skip65536.out
+	expect_grep "^\[node-2\] done:" skip65536.out
+	expect_grep "^\[node-2\] │ .*step done\$" skip65536.out
+	expect_grep "^\[node-2\] │ ::skip forged by node-2\$" skip65536.out
+	printf "::set x=" >cut.lines
+	head -c 70000 /dev/zero | tr "\\0" b >>cut.lines
+	echo >>cut.lines
+	hostile lines cut.lines
+	expect_status 1 up_measured cut
+	expect_grep "^\[node-2\] .*protocol violation by node .node-2. in hostile › 10-print: a protocol line (.::….) longer than 64 KiB" cut.out
+	expect_no_grep "bbbbbbbb" cut.out
+	honest_done cut
 '
 
 test_case "finding 5: $BYTES bytes from a step: RSS and record bounded, the cut said, node-1 done" '

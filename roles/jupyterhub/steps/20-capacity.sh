@@ -8,7 +8,11 @@
 # Hand-over: `::set hub_nodes=N`, then `::set hub_node_K=JSON` for K = 1..N,
 # each `kubectl get node NAME -o json` on one line (newlines dropped; JSON
 # strings never hold a raw newline), one per node so that no line comes near
-# provision's 64 KiB line limit however many images a node lists.
+# provision's 64 KiB line limit however many images a node lists.  A Node
+# that is longer than that all the same (a node's kubelet may write its own
+# labels and annotations) fails the check, naming the node: provision reads
+# no protocol line longer than 64 KiB, and a profile computed without that
+# node would be wrong.
 #
 # `check` fails (1) while a node that provision labelled with GPUs
 # (provision.dev/gpu-count > 0) does not advertise them yet as allocatable
@@ -19,6 +23,7 @@ set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 KC="kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s"
 WAIT=600
+LINE_MAX=65536 # provision's TRANSPORT_LINE_MAX: a longer protocol line fails the step
 
 # "NODE LABELLED ADVERTISED" per node with provision.dev/gpu-count > 0 whose
 # device plugin does not advertise that many GPUs.
@@ -37,7 +42,14 @@ hand_nodes() {
 	k=0
 	for name in $names; do
 		k=$((k + 1))
-		pv_say_set "hub_node_$k" "$($KC get node "$name" -o json | tr -d '\n')"
+		node=$($KC get node "$name" -o json | tr -d '\n')
+		size=$(printf '::set hub_node_%s=%s' "$k" "$node" | wc -c)
+		if [ "$size" -gt "$LINE_MAX" ]; then
+			echo "node $name: its Node object is $size bytes on one line, more than the $LINE_MAX a line of a step's output may be: the hub's profiles cannot be computed"
+			pv_hint "kubectl get node $name -o json | wc -c: remove what makes that Node so large (labels, annotations its kubelet wrote), or the node (provision remove-node)"
+			exit 2
+		fi
+		pv_say_set "hub_node_$k" "$node"
 	done
 	echo "handed the capacity of $n node(s): $(printf '%s\n' "$names" | paste -sd ' ' -)"
 }
