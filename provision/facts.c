@@ -112,6 +112,29 @@ static void parse_gpu(struct facts *f, const char *v)
 		g->uuid = trim_dup(field[3], len[3]);
 }
 
+/* uname -m of the node, in Debian's names; see facts.h. */
+static void parse_arch(struct facts *f, const char *v)
+{
+	size_t n = strlen(v), i;
+	bool word = n && n <= 32;
+
+	free(f->arch_other);
+	f->arch_other = NULL;
+	if (!strcmp(v, "x86_64") || !strcmp(v, "amd64")) {
+		set(&f->arch, "amd64");
+		return;
+	}
+	if (!strcmp(v, "aarch64") || !strcmp(v, "arm64")) {
+		set(&f->arch, "arm64");
+		return;
+	}
+	free(f->arch);
+	f->arch = NULL;
+	for (i = 0; word && i < n; i++)
+		word = isalnum((unsigned char)v[i]) || v[i] == '_';
+	f->arch_other = xstrdup(word ? v : "(not a machine name)");
+}
+
 static void parse_line(struct facts *f, const char *key, const char *v, struct strbuf *smi_out)
 {
 	char *w[3] = {0};
@@ -130,7 +153,7 @@ static void parse_line(struct facts *f, const char *key, const char *v, struct s
 	else if (!strcmp(key, "kernel"))
 		set(&f->kernel, v);
 	else if (!strcmp(key, "arch"))
-		set(&f->arch, v);
+		parse_arch(f, v);
 	else if (!strcmp(key, "cpus"))
 		f->cpus = (unsigned)to_u64(v);
 	else if (!strcmp(key, "mem_kib"))
@@ -312,6 +335,7 @@ void facts_release(struct facts *f)
 	free(f->os_pretty);
 	free(f->kernel);
 	free(f->arch);
+	free(f->arch_other);
 	for (i = 0; i < f->nr_swaps; i++)
 		free(f->swaps[i].path);
 	free(f->swaps);

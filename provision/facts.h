@@ -45,7 +45,15 @@ struct route {
 
 struct facts {
 	int version; /* of facts.sh's output; 0 when the key was missing */
-	char *hostname, *os_id, *os_version, *os_pretty, *kernel, *arch;
+	char *hostname, *os_id, *os_version, *os_pretty, *kernel;
+	/*
+	 * The machine in Debian's names: "amd64" (the kernel's x86_64) or
+	 * "arm64" (aarch64), nothing else (it is used in local file names,
+	 * plan_bench.c); NULL when the node said another.  arch_other: that
+	 * other machine, when it is a plain word (letters, digits, _, at most
+	 * 32), else "(not a machine name)"; NULL when arch is set or missing.
+	 */
+	char *arch, *arch_other;
 	unsigned cpus;
 	uint64_t mem_kib, mem_available_kib, disk_free_kib;
 	bool systemd;

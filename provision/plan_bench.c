@@ -35,16 +35,13 @@ struct bench_pass {
 	struct bench_job *jobs; /* per node of o->nodes */
 };
 
-/* The Debian name of a kernel's machine (facts' arch). */
-static const char *deb_arch(const char *machine, const char *fallback)
+/*
+ * The workload's architecture: the facts' (amd64 or arm64 only, facts.c:
+ * it names a file on this machine), else the inventory's.
+ */
+static const char *deb_arch(const char *arch, const char *fallback)
 {
-	if (!machine)
-		return fallback ? fallback : "amd64";
-	if (!strcmp(machine, "x86_64"))
-		return "amd64";
-	if (!strcmp(machine, "aarch64") || !strcmp(machine, "arm64"))
-		return "arm64";
-	return machine;
+	return arch ? arch : fallback ? fallback : "amd64";
 }
 
 static bool bench_filter(void *ctx, struct runner_job *job, int stream, const char *line,

@@ -188,20 +188,17 @@ static void check_arch(struct preflight *pf, size_t i, const struct node *n,
 		       const struct facts *f)
 {
 	const char *want = n->arch ? n->arch : "amd64";
-	const char *have = !f->arch ? NULL
-			   : !strcmp(f->arch, "x86_64") ? "amd64"
-			   : !strcmp(f->arch, "aarch64") ? "arm64"
-							 : f->arch;
+	const char *have = f->arch; /* "amd64" or "arm64" (facts.c) */
 
-	if (!have || !strcmp(have, want))
-		return;
-	if (strcmp(have, "amd64") && strcmp(have, "arm64")) {
+	if (f->arch_other) {
 		add(pf, i, true,
 		    "provision covers x86_64 (amd64) and aarch64 (arm64) machines: their release "
 		    "archives are the ones pinned in roles/artifacts.yaml",
-		    "the node is a %s machine", have);
+		    "the node is a %s machine", f->arch_other);
 		return;
 	}
+	if (!have || !strcmp(have, want))
+		return;
 	char *hint = xasprintf("write 'arch: %s' in the node's entry of the inventory", have);
 	add(pf, i, true, hint, "the node is an %s machine, but the inventory says arch %s%s", have,
 	    want, n->arch_pos.line ? "" : " (the default)");
