@@ -199,7 +199,10 @@ int plan_add_profiles(struct tval *values, struct error *err);
  * `gpu`: gpu.node_count, gpu.count (GPUs in all), gpu.host_driver ("true"
  * when there are GPU nodes and nvidia-smi works on every one of them: the
  * GPU Operator then needs no driver container), gpu.names (space-separated
- * names of the GPU nodes), gpu.nodes (list: name, count, model,
+ * names of the GPU nodes), gpu.driver_nodes (those of them whose host
+ * driver does not answer: the only ones the operator's driver container
+ * may run on; roles/node-labels labels every other GPU node
+ * nvidia.com/gpu.deploy.driver=false), gpu.nodes (list: name, count, model,
  * memory_mib, driver -- empty when the host driver does not answer --,
  * sharing: the node's gpu_sharing or ""), gpu.sharing ("NODE:GPUS:N" for
  * each shared GPU node, space-separated) and gpu.sharing_factors (the

@@ -97,6 +97,9 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 	plan_env_export(sb, "PROVISION_GPU_NODES", tval_lookup(nc->run->gpu, "gpu.names")->str);
 	plan_env_export(sb, "PROVISION_GPU_HOST_DRIVER",
 			tval_lookup(nc->run->gpu, "gpu.host_driver")->str);
+	/* the GPU nodes whose host driver does not answer (their facts) */
+	plan_env_export(sb, "PROVISION_GPU_DRIVER_NODES",
+			tval_lookup(nc->run->gpu, "gpu.driver_nodes")->str);
 	/* "NODE:GPUS:N" for each shared GPU node (the inventory's gpu_sharing) */
 	plan_env_export(sb, "PROVISION_GPU_SHARING", tval_lookup(nc->run->gpu, "gpu.sharing")->str);
 	for (i = 0; o->env && o->env[i]; i++) {

@@ -186,7 +186,7 @@ void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 {
 	struct tval *m = tval_map_at(v, "gpu"), *list = tval_set(m, "nodes", tval_new_list());
 	struct tval *factors = tval_set(m, "sharing_factors", tval_new_list());
-	struct strbuf names = STRBUF_INIT, sharing = STRBUF_INIT;
+	struct strbuf names = STRBUF_INIT, sharing = STRBUF_INIT, driver = STRBUF_INIT;
 	bool used[INVENTORY_GPU_SHARING_MAX + 1] = {false};
 	size_t i, n = 0, total = 0;
 	bool all_drivers = true;
@@ -214,6 +214,8 @@ void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 		tval_set_str(e, "driver",
 			     host_driver_works(f) && f->gpus[0].driver ? f->gpus[0].driver : "");
 		all_drivers = all_drivers && host_driver_works(f);
+		if (!host_driver_works(f)) /* the operator's driver container, there only */
+			strbuf_addf(&driver, "%s%s", driver.len ? " " : "", nodes[i]->name);
 		/* the inventory bounds it; a struct made elsewhere is checked again */
 		if (nodes[i]->gpu_sharing >= INVENTORY_GPU_SHARING_MIN &&
 		    nodes[i]->gpu_sharing <= INVENTORY_GPU_SHARING_MAX) {
@@ -232,6 +234,7 @@ void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 	tval_set_strf(m, "count", "%zu", total);
 	tval_set_str(m, "host_driver", n && all_drivers ? "true" : "");
 	tval_set_str(m, "names", names.buf);
+	tval_set_str(m, "driver_nodes", driver.buf);
 	tval_set_str(m, "sharing", sharing.buf);
 	for (k = INVENTORY_GPU_SHARING_MIN; k <= INVENTORY_GPU_SHARING_MAX; k++) {
 		char num[16];
@@ -241,6 +244,7 @@ void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 		tval_push(factors, tval_new_str(num));
 	}
 	strbuf_release(&names);
+	strbuf_release(&driver);
 	strbuf_release(&sharing);
 }
 

@@ -621,10 +621,19 @@ static void test_gpu_values(void **state)
 	assert_string_equal(tval_lookup(v, "gpu.names")->str, "b-2 b-4");
 	assert_string_equal(tval_lookup(v, "gpu.node_count")->str, "2");
 	assert_string_equal(tval_lookup(v, "gpu.host_driver")->str, "");
+	/*
+	 * Issue 31 F10: b-4's facts say its driver does not answer.  Before,
+	 * that put the driver container on every GPU node; now on b-4 only
+	 * (roles/node-labels labels b-2 nvidia.com/gpu.deploy.driver=false).
+	 */
+	assert_non_null(tval_lookup(v, "gpu.driver_nodes"));
+	assert_string_equal(tval_lookup(v, "gpu.driver_nodes")->str, "b-4");
 	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
+	assert_non_null(strstr(out.buf, "container,\n  # on those only (\"b-4\"): roles/node-labels labels\n"));
 	assert_non_null(strstr(out.buf, "#   b-2: 1x \"NVIDIA GeForce GTX 1080 Ti\", host driver \"535.154.05\"\n"));
 	assert_non_null(strstr(out.buf, "#   b-4: 1x \"NVIDIA PCI device 0x2484\", host driver not working\n"));
-	assert_non_null(strstr(out.buf, "driver:\n  # a GPU node has no working host driver: the operator's driver container\n  enabled: true\n"));
+	assert_non_null(strstr(out.buf, "driver:\n  # a GPU node has no working host driver: the operator's driver container,\n"));
+	assert_non_null(strstr(out.buf, "on the others\n  enabled: true\n"));
 	assert_non_null(strstr(out.buf, "toolkit:\n  enabled: true\n"));
 	/* the toolkit edits a file containerd never reads, and never restarts it */
 	assert_non_null(strstr(out.buf, "value: /var/lib/provision/nvidia-toolkit/containerd.toml\n"));
@@ -648,6 +657,7 @@ static void test_gpu_values(void **state)
 	v = tval_new_map();
 	plan_gpu_values(v, nodes, facts, 3);
 	assert_string_equal(tval_lookup(v, "gpu.host_driver")->str, "true");
+	assert_string_equal(tval_lookup(v, "gpu.driver_nodes")->str, "");
 	assert_int_equal(template_render_text("values.yaml.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
 	assert_non_null(strstr(out.buf, "driver:\n  # every GPU node has a working host driver: no driver container\n  enabled: false\n"));
 	assert_null(strstr(out.buf, "b-4"));

@@ -57,6 +57,19 @@ plugin_config() {
 	echo "nvidia.com/device-plugin.config-"
 }
 
+# The GPU Operator's driver container only where the node's own facts say
+# its host driver does not answer (PROVISION_GPU_DRIVER_NODES, from
+# provision): nvidia.com/gpu.deploy.driver=true there, false on every other
+# GPU node (the operator deploys no driver on a node labelled false); a
+# node without GPUs is left alone.  provision owns this label on GPU nodes.
+driver_label() {
+	case " ${PROVISION_GPU_NODES:-} " in *" $1 "*) ;; *) return ;; esac
+	case " ${PROVISION_GPU_DRIVER_NODES:-} " in
+	*" $1 "*) echo "nvidia.com/gpu.deploy.driver=true" ;;
+	*) echo "nvidia.com/gpu.deploy.driver=false" ;;
+	esac
+}
+
 # "NODE LABEL..." per node to label.
 desired() {
 	handed=$(env | sed -n 's/^PROVISION_SET_node_labels_[A-Za-z0-9_]*=//p')
@@ -64,7 +77,7 @@ desired() {
 		printf '%s\n' "$handed" | grep . || true
 		printf '%s\n' "$handed" | awk -v n="$PROVISION_NODE" '$1 == n { f = 1 } END { exit !f }' || own
 	} | while read -r node labels; do
-		echo "$node $labels $(plugin_config "$node")"
+		echo "$node $labels $(plugin_config "$node") $(driver_label "$node")"
 	done
 }
 
@@ -75,6 +88,11 @@ changes() { # NODE LABELS-JSON LABEL...
 	shift 2
 	for l in "$@"; do
 		case $l in
+		nvidia.com/gpu.deploy.driver=true)
+			# the operator's driver container found a driver after all
+			# and said so: that is in place too
+			printf '%s' "$cur" | grep -qE '"nvidia.com/gpu.deploy.driver":"(true|pre-installed)"' || echo "$l"
+			;;
 		*=*)
 			k=${l%%=*}
 			printf '%s' "$cur" | grep -qF "\"$k\":\"${l#*=}\"" || echo "$l"
