@@ -34,18 +34,22 @@ static const char inventory_text[] = "cluster:\n"
 				     "    address: 198.18.0.[11-12]\n"
 				     "    roles: [worker]\n";
 
+/* roles/kubeadm-join's keys: the labels check is fuzzed too */
+static char *label_keys[] = {(char *)"node-role.kubernetes.io/worker",
+			     (char *)"provision.dev/gpu-count", (char *)"provision.dev/gpu-model",
+			     NULL};
 static struct role_hand tokens_hands[] = {
-    {(char *)"join_command", true, ROLE_TO_NODE, false},
-    {(char *)"join_token", true, ROLE_TO_NODE, false},
+    {(char *)"join_command", true, ROLE_TO_NODE, false, NULL},
+    {(char *)"join_token", true, ROLE_TO_NODE, false, NULL},
 };
 static struct role_hand join_hands[] = {
-    {(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true},
-    {(char *)"node_gpus_{self}", false, ROLE_TO_CONTROL_PLANE, true},
+    {(char *)"node_labels_{self}", false, ROLE_TO_CONTROL_PLANE, true, label_keys},
+    {(char *)"node_gpus_{self}", false, ROLE_TO_CONTROL_PLANE, true, NULL},
 };
 static struct role_hand hub_hands[] = {
-    {(char *)"hub_cookie_secret", true, ROLE_TO_SELF, false},
-    {(char *)"hub_nodes", false, ROLE_TO_SELF, false},
-    {(char *)"hub_node_{n}", false, ROLE_TO_SELF, false},
+    {(char *)"hub_cookie_secret", true, ROLE_TO_SELF, false, NULL},
+    {(char *)"hub_nodes", false, ROLE_TO_SELF, false, NULL},
+    {(char *)"hub_node_{n}", false, ROLE_TO_SELF, false, NULL},
 };
 static struct role_fetch init_fetches[] = {
     {(char *)"admin.conf", (char *)"/etc/kubernetes/admin.conf"},
