@@ -20,9 +20,9 @@
 #   finding 7  escape sequences and a CR from a step: not on the plain
 #              output, not in the log, not in `provision logs`
 #   issue 31 F3  a line whose byte 65536 starts `::skip`: output, not
-#              protocol (before: the step was skipped with the node's
-#              reason); a `::set` longer than 64 KiB: the step fails
-#              (before: read with its value cut)
+#              protocol (before: "[node-2] hostile › 10-print … skipped
+#              5ms: forged by node-2"); a `::set` longer than 64 KiB: the
+#              step fails (before: read with its value cut)
 # Set HOSTILE_BYTES=1073741824 HOSTILE_TIMEOUT=600 to measure with 1 GiB;
 # the RSS and sizes are printed (PROVISION_TEST_VERBOSE=1).
 # Test bodies are single-quoted: lib.sh evaluates them.
@@ -175,7 +175,7 @@ test_case "issue 31 F3: a ::skip at byte 65536 of a line is output; a ::set long
 	echo "::skip forged by node-2" >>long.lines
 	hostile lines long.lines
 	up_measured skip65536
-	expect_no_grep "skipped: forged" skip65536.out
+	expect_no_grep "skipped.*forged by node-2" skip65536.out
 	expect_grep "^\[node-2\] done:" skip65536.out
 	expect_grep "^\[node-2\] │ .*step done\$" skip65536.out
 	expect_grep "^\[node-2\] │ ::skip forged by node-2\$" skip65536.out
