@@ -13,6 +13,8 @@ set -u
 n=${1:-100}
 connects=${2:-20}
 SRC_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# lib-sshd.sh finds transport-cli under $BUILD (lib.sh sets it for the tests)
+BUILD=${BUILD:-${BUILD_DIR:-$SRC_ROOT/build}}
 TEST_DIR=${PROVISION_TEST_WORK:-$SRC_ROOT/tests/.work}/bench-transport
 rm -rf "$TEST_DIR"
 mkdir -p "$TEST_DIR"
