@@ -10,8 +10,10 @@
 # A script whose header has the line "# run.sh: beside others" may run
 # beside other such scripts, PROVISION_TEST_JOBS at a time (default 2): the
 # cluster scripts (t04NN), most of whose time is their stand-ins' and
-# nodes' waiting, not this machine's CPU; each has its own scratch folder,
-# testbed subnet, bridge and ports.  Every other script runs alone (the TUI
+# nodes' waiting, and a few short scripts that mostly wait for their own
+# timeouts and time nothing tightly (t0120, t0200, t0272, t0500, t0510: in
+# the block they fill the slots the long ones leave at its end); each has
+# its own scratch folder, testbed subnet, bridge and ports.  Every other script runs alone (the TUI
 # scripts time keys and cells, the VM tier's QEMU/TCG guests want every
 # core, others time their own timeouts).  Results are printed as scripts
 # finish.
@@ -111,10 +113,12 @@ run_alone() {
 }
 
 if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
-	# The scripts that run beside others run as one block where the first
-	# of them comes, longest first (their "# run.sh: about N s" line, CI's
-	# figure): two slots end closest together when the long ones start
-	# first (in file order, t0462 ran alone for the last ~8 minutes).
+	# The scripts that run alone run first, in file order, then the ones
+	# that run beside others as one block, longest first (their "# run.sh:
+	# about N s" line, CI's figure): two slots end closest together when
+	# the long ones start first (in file order, t0462 ran alone for the
+	# last ~8 minutes); then the VM tier (t09NN), alone: its QEMU/TCG
+	# guests want every core.
 	before='' beside='' after=''
 	for t in tests/t[0-9][0-9][0-9][0-9]-*.sh; do
 		[ -f "$t" ] || continue
@@ -134,10 +138,11 @@ if [ "${PROVISION_TEST_TIERS:-all}" != unit ]; then
 			cost=$(sed -n 's/^# run.sh: about \([0-9][0-9]*\) s.*/\1/p' "$t" | head -n 1)
 			beside="$beside${cost:-0} $t
 "
-		elif [ -z "$beside" ]; then
-			before="$before $t"
 		else
-			after="$after $t"
+			case $name in
+			t09[0-9][0-9]-*) after="$after $t" ;;
+			*) before="$before $t" ;;
+			esac
 		fi
 	done
 	for t in $before; do run_alone "$t"; done

@@ -1,4 +1,6 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: testbed chroot nodes, mostly waiting for its own timeouts; nothing here times itself tightly)
+# run.sh: about 63 s in CI (beside another; tests/run.sh starts the longest first)
 # t0120-node-faults: `provision up --phases prep` on six testbed nodes
 # (real OpenSSH sshd and sudo, chroot nodes) while four of them go wrong in
 # four different ways, all in the same run:

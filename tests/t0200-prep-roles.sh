@@ -1,4 +1,6 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a chroot testbed of its own; nothing here times itself tightly)
+# run.sh: about 26 s in CI (beside another; tests/run.sh starts the longest first)
 # t0200-prep-roles: `provision up --phases prep,kube-packages,nfs` on
 # testbed nodes, judged by the nodes' real state (read with testbed.sh exec,
 # not from provision's report): swap entries commented in /etc/fstab with

@@ -1,4 +1,6 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: an nspawn testbed of its own; nothing here times itself tightly)
+# run.sh: about 19 s in CI (beside another; tests/run.sh starts the longest first)
 # t0272-containerd-release: `containerd: release` (roles/containerd-release)
 # on a testbed node (Debian 12, whose own containerd 1.6 package is
 # installed): `provision up --phases prep` installs containerd from a

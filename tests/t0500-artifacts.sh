@@ -1,4 +1,6 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: loopback servers, mostly waiting for stalls and timeouts; nothing here times itself tightly)
+# run.sh: about 40 s in CI (beside another; tests/run.sh starts the longest first)
 # t0500-artifacts: `provision fetch` (and the fetch `up` does before it
 # touches a node) against a real HTTP server on loopback started here
 # (tests/tools/artifact-server.py, which exits by itself after 5 minutes):

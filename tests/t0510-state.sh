@@ -1,4 +1,6 @@
 #!/bin/sh
+# run.sh: beside others (tests/run.sh: a chroot testbed of its own; nothing here times itself tightly)
+# run.sh: about 26 s in CI (beside another; tests/run.sh starts the longest first)
 # t0510-state: the run record on testbed nodes (nspawn node-1, chroot
 # node-2..4; node-3's sudo needs the admin password), with no route from any
 # node to anywhere but the testbed bridge:
