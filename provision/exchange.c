@@ -280,11 +280,15 @@ int exchange_hand(struct exchange *x, size_t from, const struct role *r, bool se
 		if (bad)
 			goto out;
 	}
-	if (secret && x->secrets && secrets_add(x->secrets, value, value_len) < 0) {
-		error_set(err, -1,
-			  "secret '%s' is shorter than %d characters: too short to redact safely",
-			  name, SECRETS_MIN_LEN);
-		goto out;
+	if (secret) {
+		struct error why = {0};
+		/* Masked everywhere once registered: a node must not hide words with it. */
+		if (secrets_handed_ok(value, value_len, &why) < 0 ||
+		    (x->secrets && secrets_add(x->secrets, value, value_len) < 0)) {
+			error_set(err, -1, "secret '%s' %s: not registered", name,
+				  why.msg[0] ? why.msg : "is too short to redact safely");
+			goto out;
+		}
 	}
 	proto.to = h->to;
 	proto.name = name;

@@ -169,8 +169,9 @@ void plan_record(struct node_ctx *nc, const struct role *r, const char *step, bo
 	s->result = result;
 	s->duration_ms = ms;
 	if (detail) {
+		/* node text: cleaned and redacted once, here (secrets.h) */
 		strbuf_addstr(&d, detail);
-		secrets_redact(nc->run->o->secrets, &d);
+		secrets_scrub(nc->run->o->secrets, &d);
 		s->detail = strbuf_detach(&d, NULL);
 	}
 	switch (result) {
@@ -210,6 +211,8 @@ void plan_record_file(struct node_ctx *nc, const char *sha, unsigned mode, const
 		s->content[content->len] = '\0';
 		s->content_len = content->len;
 	}
+	/* what the file was on the node: node text, cleaned and redacted once, here */
+	secrets_scrub_str(nc->run->o->secrets, &drift);
 	s->drift = drift;
 }
 

@@ -50,6 +50,12 @@ void plan_post_checks(struct run *run, size_t from, size_t cluster_row)
 	struct validation *v = &run->res->validation;
 	size_t i;
 
+	/* Redacted before any view, log or record sees them (cleaned by validation_add). */
+	for (i = 0; i < v->nr; i++) {
+		secrets_scrub_str(run->o->secrets, &v->items[i].expected);
+		secrets_scrub_str(run->o->secrets, &v->items[i].observed);
+		secrets_scrub_str(run->o->secrets, &v->items[i].fix);
+	}
 	for (i = from; i < v->nr; i++) {
 		const struct check *c = &v->items[i];
 		size_t row = c->node == CHECK_CLUSTER ? cluster_row : c->node;

@@ -411,6 +411,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 	if (res->validation.nr) {
 		strbuf_reset(&sb);
 		validation_file(&sb, &res->validation, r->o.nodes);
+		secrets_scrub(r->o.secrets, &sb); /* observed values are node text */
 		state_files_add(&files, "validation", sb.buf, sb.len);
 		strbuf_addf(&body, "validation: %zu checks, %zu failed\n", res->validation.nr,
 			    validation_failures(&res->validation));

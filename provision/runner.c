@@ -83,16 +83,14 @@ void runner_interrupt_reset(void)
 	signals_seen = 0;
 }
 
+/*
+ * Node text where it enters: every event's text is cleaned and redacted
+ * (secrets.h secrets_scrub), here and nowhere later, so no view, log or
+ * record can forget either.
+ */
 static void redact(struct runner *r, char **text)
 {
-	struct strbuf sb = STRBUF_INIT;
-
-	if (!r->opts->secrets || !*text)
-		return;
-	strbuf_addstr(&sb, *text);
-	secrets_redact(r->opts->secrets, &sb);
-	free(*text);
-	*text = strbuf_detach(&sb, NULL);
+	secrets_scrub_str(r->opts->secrets, text);
 }
 
 void runner_job_set_filter(struct runner_job *job, runner_line_filter fn, void *ctx)

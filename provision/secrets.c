@@ -98,3 +98,56 @@ void secrets_redact(struct secrets *s, struct strbuf *sb)
 	}
 	pthread_mutex_unlock(&s->lock);
 }
+
+void secrets_scrub(struct secrets *s, struct strbuf *sb)
+{
+	secrets_redact(s, sb);
+	if (text_make_safe(sb))
+		secrets_redact(s, sb);
+}
+
+void secrets_scrub_str(struct secrets *s, char **text)
+{
+	struct strbuf sb = STRBUF_INIT;
+	bool unsafe;
+
+	if (!*text)
+		return;
+	unsafe = text_unsafe(*text, strlen(*text)) != NULL;
+	if (!unsafe && (!s || !secrets_count(s)))
+		return;
+	strbuf_addstr(&sb, *text);
+	secrets_redact(s, &sb);
+	if (unsafe && text_make_safe(&sb))
+		secrets_redact(s, &sb);
+	if (sb.len == strlen(*text) && !memcmp(sb.buf, *text, sb.len)) {
+		strbuf_release(&sb);
+		return;
+	}
+	explicit_bzero(*text, strlen(*text));
+	free(*text);
+	*text = strbuf_detach(&sb, NULL);
+}
+
+int secrets_handed_ok(const char *value, size_t len, struct error *err)
+{
+	bool seen[256] = {false}, letter = false, digit = false;
+	size_t i, distinct = 0;
+
+	if (len < SECRETS_HANDED_MIN_LEN)
+		return error_set(err, -1, "shorter than %d characters", SECRETS_HANDED_MIN_LEN);
+	if (text_unsafe(value, len) || memchr(value, '\t', len))
+		return error_set(err, -1, "holds control characters");
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)value[i];
+		letter = letter || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+		digit = digit || (c >= '0' && c <= '9');
+		distinct += !seen[c];
+		seen[c] = true;
+	}
+	if (!letter || !digit || distinct < 8)
+		return error_set(err, -1,
+				 "does not look like a secret (letters and digits, at least 8 "
+				 "different characters): words are not registered");
+	return 0;
+}

@@ -1777,11 +1777,46 @@ out:
 	return rc;
 }
 
+/*
+ * The module's edge: an error may quote the node (sudo's or a login
+ * script's words, the server's disconnect message in libssh's text), and
+ * is cleaned here once (util.h error_make_safe), whoever prints it.
+ */
+static int ssh_connect_op(struct transport **out, const struct transport_target *target,
+			  struct error *err)
+{
+	int rc = ssh_connect_fn(out, target, err);
+
+	if (rc < 0)
+		error_make_safe(err);
+	return rc;
+}
+
+static int ssh_exec_op(struct transport *t, const struct transport_exec *req,
+		       struct transport_result *res, struct error *err)
+{
+	int rc = ssh_exec_fn(t, req, res, err);
+
+	if (rc < 0)
+		error_make_safe(err);
+	return rc;
+}
+
+static int ssh_put_op(struct transport *t, const char *path, const void *data, size_t len,
+		      unsigned mode, const char *owner, bool *skipped, struct error *err)
+{
+	int rc = ssh_put_file(t, path, data, len, mode, owner, skipped, err);
+
+	if (rc < 0)
+		error_make_safe(err);
+	return rc;
+}
+
 const struct transport_ops transport_ssh_ops = {
     .name = "ssh",
-    .connect = ssh_connect_fn,
-    .exec = ssh_exec_fn,
-    .put_file = ssh_put_file,
+    .connect = ssh_connect_op,
+    .exec = ssh_exec_op,
+    .put_file = ssh_put_op,
     .get_stats = ssh_get_stats,
     .close = ssh_close_fn,
 };

@@ -436,6 +436,92 @@ void text_clean(struct strbuf *out, const char *text, size_t len)
 	strbuf_release(&clean);
 }
 
+bool text_make_safe(struct strbuf *sb)
+{
+	struct strbuf out = STRBUF_INIT, line = STRBUF_INIT, clean = STRBUF_INIT;
+	const char *p = sb->buf, *end = sb->buf + sb->len;
+	bool changed = false;
+
+	/* The common case: nothing to clean, nothing copied. */
+	for (;;) {
+		const char *bad = text_unsafe(p, (size_t)(end - p));
+		if (!bad)
+			return false;
+		if (*bad != '\n')
+			break;
+		p = bad + 1;
+	}
+	for (p = sb->buf; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		if (text_unsafe(p, (size_t)(eol - p))) {
+			/* NUL ends a line for the filter: what follows a NUL is dropped. */
+			strbuf_reset(&line);
+			strbuf_add(&line, p, (size_t)(eol - p));
+			text_clean_line(&clean, line.buf);
+			strbuf_add(&out, clean.buf, clean.len);
+			changed = true;
+		} else {
+			strbuf_add(&out, p, (size_t)(eol - p));
+		}
+		if (nl)
+			strbuf_addch(&out, '\n');
+		p = eol + 1;
+	}
+	explicit_bzero(line.buf, line.len);
+	strbuf_release(&line);
+	strbuf_release(&clean);
+	if (sb->len)
+		explicit_bzero(sb->buf, sb->len); /* it may have held a secret, split */
+	out.max = sb->max;
+	strbuf_release(sb);
+	*sb = out;
+	return changed;
+}
+
+bool text_make_safe_str(char **s)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!*s)
+		return false;
+	strbuf_addstr(&sb, *s);
+	if (!text_make_safe(&sb)) {
+		strbuf_release(&sb);
+		return false;
+	}
+	explicit_bzero(*s, strlen(*s));
+	free(*s);
+	*s = strbuf_detach(&sb, NULL);
+	return true;
+}
+
+/* buf (size bytes) cleaned; a cleaned text that no longer fits is cut at a character. */
+static void make_safe_buf(char *buf, size_t size)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addstr(&sb, buf);
+	if (text_make_safe(&sb)) {
+		size_t n = sb.len < size ? sb.len : size - 1;
+		/* not in the middle of a UTF-8 sequence */
+		if (n < sb.len)
+			while (n && ((unsigned char)sb.buf[n] & 0xc0) == 0x80)
+				n--;
+		memcpy(buf, sb.buf, n);
+		buf[n] = '\0';
+	}
+	strbuf_release(&sb);
+}
+
+void error_make_safe(struct error *err)
+{
+	if (!err)
+		return;
+	make_safe_buf(err->msg, sizeof(err->msg));
+	make_safe_buf(err->hint, sizeof(err->hint));
+}
+
 int read_file(const char *path, struct strbuf *out)
 {
 	char buf[8192];

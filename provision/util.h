@@ -126,6 +126,20 @@ void text_clean_line(struct strbuf *out, const char *line);
 void text_clean_append(struct strbuf *out, const char *line);
 /* The same for a text of several lines: each line cleaned, newlines kept. */
 void text_clean(struct strbuf *out, const char *text, size_t len);
+/*
+ * Node text where it enters provision (a step's failure, a validation
+ * result, an event's text, a transport error), so that no printer, log,
+ * record, JSON or XML writer downstream can forget the filter: each line of
+ * sb that holds an unsafe character (text_unsafe; a TAB is safe) is
+ * cleaned as text_clean_line() does, in place; the other lines and the
+ * newlines between them are left byte for byte, so an honest node's text
+ * is unchanged.  Returns whether anything was cleaned.
+ */
+bool text_make_safe(struct strbuf *sb);
+/* The same on a heap string (NULL stays NULL): *s is replaced when cleaned. */
+bool text_make_safe_str(char **s);
+/* The same on an error's message and hint (text from a node in them). */
+void error_make_safe(struct error *err);
 
 /*
  * Read a whole file; returns 0 or -errno.  *out is NUL-terminated.  With a

@@ -18,6 +18,12 @@ void validation_add(struct validation *v, const char *id, size_t node, enum chec
 	c->expected = xstrdup(expected ? expected : "");
 	c->observed = xstrdup(observed ? observed : "");
 	c->fix = fix ? xstrdup(fix) : NULL;
+	/* Node text (a /readyz body, a pod's message, a command's last line) enters here:
+	 * cleaned once, so no table, JUnit file, record or view can forget (util.h). */
+	text_make_safe_str(&c->id);
+	text_make_safe_str(&c->expected);
+	text_make_safe_str(&c->observed);
+	text_make_safe_str(&c->fix);
 }
 
 void validation_release(struct validation *v)

@@ -43,6 +43,7 @@ struct validation {
 	size_t nr, alloc;
 };
 
+/* Add a check; its texts are copied and cleaned (util.h text_make_safe): node text. */
 void validation_add(struct validation *v, const char *id, size_t node, enum check_status status,
 		    const char *expected, const char *observed, const char *fix);
 void validation_release(struct validation *v);

@@ -377,10 +377,26 @@ static void print_summary(const struct cli_plan_args *a, const struct inventory 
 	strbuf_release(&out);
 }
 
+/*
+ * Text as XML character data or an attribute value.  The checks' texts are
+ * cleaned where they enter (validate.h); this writer does not rely on it:
+ * a byte that is not UTF-8, a control character (TAB and newline aside), a
+ * C1 control and U+FFFE/U+FFFF (which XML 1.0 forbids) are '?'.
+ */
 static void xml_escaped(struct strbuf *sb, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
+	size_t n = s ? strlen(s) : 0;
+
+	while (n) {
+		unsigned cp;
+		size_t k = text_utf8(s, n, &cp);
+
+		if (!k) {
+			strbuf_addch(sb, '?');
+			s++, n--;
+			continue;
+		}
+		switch (cp) {
 		case '<':
 			strbuf_addstr(sb, "&lt;");
 			break;
@@ -394,9 +410,13 @@ static void xml_escaped(struct strbuf *sb, const char *s)
 			strbuf_addstr(sb, "&quot;");
 			break;
 		default:
-			if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-				strbuf_addch(sb, *s);
+			if ((cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7f && cp <= 0x9f) ||
+			    cp == 0xfffe || cp == 0xffff)
+				strbuf_addch(sb, '?');
+			else
+				strbuf_add(sb, s, k);
 		}
+		s += k, n -= k;
 	}
 }
 

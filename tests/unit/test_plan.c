@@ -30,6 +30,7 @@ struct fake_node {
 	char name[32];
 	bool unreachable;
 	bool fail_apply;   /* step maybe-fail: apply exits 1 */
+	const char *fail_line; /* its last line (default: an apt error) */
 	bool desired[16];  /* per fake step kind */
 	/*
 	 * A hostile node (issue 19): lines it adds to the output of its facts,
@@ -245,7 +246,8 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 			return 0;
 		}
 		if (!strcmp(kind, "maybe-fail") && n->fail_apply) {
-			say(req, "E: the package cannot be installed");
+			say(req,
+			    n->fail_line ? n->fail_line : "E: the package cannot be installed");
 			say(req, "::hint free some disk space");
 			res->exit_status = 1;
 			return 0;
@@ -783,6 +785,85 @@ static void test_secrets_redact(void **state)
 	secrets_free(s);
 }
 
+/*
+ * Issue 31 F4, F9: a failing step's last line with terminal escapes (OSC
+ * title, screen clear, CSI, an 8-bit CSI), a byte that is not UTF-8 and a
+ * registered secret split by an escape.  Before: all of it, raw, in the
+ * node's reason and the step's detail (the summary, JUnit, the record)
+ * and the secret whole once a terminal dropped the escape.  Now: cleaned
+ * and redacted where it enters.
+ */
+static void assert_clean(const char *what, const char *s)
+{
+	if (!s)
+		return;
+	if (text_unsafe(s, strlen(s)) && strchr(s, '\n') == NULL)
+		fail_msg("%s holds unsafe text: %s", what, s);
+	if (strchr(s, '\033') || strstr(s, "\302\233") || strchr(s, '\377'))
+		fail_msg("%s holds an escape or a bad byte", what);
+	if (strstr(s, SECRET_VALUE))
+		fail_msg("%s holds the secret", what);
+}
+
+static void test_hostile_failure_text(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct plan_result res;
+	struct collected c;
+	const struct plan_node *pn;
+	size_t k;
+
+	fake_nodes[2].fail_apply = true; /* w-2 */
+	fake_nodes[2].fail_line = "E: \033]0;pwned\007\033[2Jgone \302\23331m red \377\376 "
+				  "hunter2-Super\033[0mSecret-0042 end";
+	execute(f, false, sec, &c, &res);
+	assert_int_equal(res.status[2].state, NODE_FAILED);
+	assert_clean("the node's reason", res.status[2].reason);
+	assert_non_null(strstr(res.status[2].reason, "E: gone ?31m red ?? [secret] end"));
+	pn = &res.nodes[2];
+	for (k = 0; k < pn->nr_steps; k++)
+		assert_clean("a step's detail", pn->steps[k].detail);
+	assert_non_null(strstr(c.all.buf, "E: gone ?31m red ?? [secret] end"));
+	assert_null(strchr(c.all.buf, '\033'));
+	assert_null(strstr(c.all.buf, SECRET_VALUE));
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+static void test_scrub(void **state)
+{
+	struct secrets *s = secrets_new();
+	struct strbuf sb = STRBUF_INIT;
+	struct error err = {0};
+	char *str;
+
+	(void)state;
+	assert_int_equal(secrets_add(s, "s3cr3t-token", 12), 0);
+	assert_int_equal(secrets_add(s, "tab\tsecret-1", 12), 0);
+	/* clean lines are left byte for byte (a TAB too); a line with an escape is cleaned */
+	strbuf_addstr(&sb, "a\tb\nx s3cr3t-\033[1mtoken y\n\302\205nel\ntab\tsecret-1 \033[m");
+	secrets_scrub(s, &sb);
+	assert_string_equal(sb.buf, "a\tb\nx [secret] y\n?nel\n[secret] ");
+	strbuf_release(&sb);
+	str = xstrdup("plain text");
+	secrets_scrub_str(NULL, &str);
+	assert_string_equal(str, "plain text");
+	free(str);
+	str = xstrdup("bad \xff byte");
+	secrets_scrub_str(NULL, &str);
+	assert_string_equal(str, "bad ? byte");
+	free(str);
+	/* what a node may register as a secret */
+	assert_int_equal(secrets_handed_ok("failed", 6, &err), -1);
+	assert_int_equal(secrets_handed_ok("failed failed failed", 20, &err), -1);
+	assert_int_equal(secrets_handed_ok("1111111111111111a", 17, &err), -1);
+	assert_int_equal(secrets_handed_ok("abcdef.0123456789\033[m", 22, &err), -1);
+	assert_int_equal(secrets_handed_ok("abcdef.0123456789abcdef", 23, &err), 0);
+	assert_int_equal(secrets_handed_ok(SECRET_VALUE, strlen(SECRET_VALUE), &err), 0);
+	secrets_free(s);
+}
 
 /* ---- a hostile node (issue 19): each test failed on the code before the exchange ---- */
 
@@ -1043,6 +1124,8 @@ int main(void)
 		cmocka_unit_test(test_gpu_values),
 		cmocka_unit_test(test_gpu_sharing_values),
 		cmocka_unit_test(test_secrets_redact),
+		cmocka_unit_test(test_scrub),
+		cmocka_unit_test_setup_teardown(test_hostile_failure_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_join_command, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_labels, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_long_line, setup_exchange, teardown),

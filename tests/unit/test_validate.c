@@ -117,6 +117,18 @@ static void test_readyz(void **state)
 	assert_int_equal(v.items[1].status, CHECK_FAIL);
 	assert_string_equal(v.items[1].observed, "[-]etcd failed: reason withheld");
 	assert_string_equal(v.items[2].observed, "no answer");
+	/* issue 31 F4: a body from the API (or whatever answers in its place) is node
+	 * text: cleaned where it enters the check (before: raw, to the terminal and JUnit) */
+	validate_readyz(&v, true,
+			"\033]0;pwned\007\033[2Jnot \302\233"
+			"31mok \377");
+	assert_string_equal(v.items[3].observed, "not ?31mok ?");
+	validation_add(&v, "x\033[1m", CHECK_CLUSTER, CHECK_FAIL, "e\302\205", "o\tk",
+		       "f\r\033[Kfix");
+	assert_string_equal(v.items[4].id, "x");
+	assert_string_equal(v.items[4].expected, "e?");
+	assert_string_equal(v.items[4].observed, "o\tk"); /* a TAB alone is left */
+	assert_string_equal(v.items[4].fix, "fix");
 	validation_release(&v);
 }
 
