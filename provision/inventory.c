@@ -2611,6 +2611,9 @@ int inventory_load(struct inventory **out, const char *path, struct diag_list *d
 
 static void node_release(struct node *nd)
 {
+	if (nd->sudo_password)
+		explicit_bzero(nd->sudo_password, strlen(nd->sudo_password));
+	free(nd->sudo_password);
 	free(nd->name);
 	free(nd->address);
 	ssh_release(&nd->ssh);

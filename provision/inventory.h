@@ -73,6 +73,14 @@ struct node {
 	int gpu_sharing;
 	const char *arch; /* "amd64" (default) or "arm64": which release archives it gets */
 	struct ssh_settings ssh;
+	/*
+	 * Never parsed: the CLI reads a node's own ssh.sudo_password_file (one
+	 * that is not the inventory's ssh default) into sudo_password and sets
+	 * own_sudo_password; such a node gets that password or none, never the
+	 * one of the other nodes (runner_target_from_node).  Wiped when freed.
+	 */
+	char *sudo_password;
+	bool own_sudo_password;
 	char **labels;	       /* "key=value" Kubernetes labels to add, NULL-terminated */
 	struct source_pos pos; /* the node's entry (the `- name:` mapping) */
 	/* Where its values were written (shared by the nodes of one range). */

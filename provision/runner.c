@@ -279,7 +279,8 @@ void runner_target_from_node(struct transport_target *t, const struct node *node
 		t->sudo = TRANSPORT_SUDO_ALWAYS;
 	else
 		t->sudo = TRANSPORT_SUDO_AUTO;
-	t->sudo_password = opts->sudo_password;
+	/* A node with a password of its own gets that one (or none): never the others'. */
+	t->sudo_password = node->own_sudo_password ? node->sudo_password : opts->sudo_password;
 	if (opts->identity_passphrase && node->ssh.identity && opts->passphrase_identity &&
 	    !strcmp(node->ssh.identity, opts->passphrase_identity))
 		t->identity_passphrase = opts->identity_passphrase;

@@ -57,7 +57,9 @@ struct runner_opts {
 	const struct transport_ops *ops;
 	int forks; /* at most this many nodes in flight; >= 1 */
 	bool use_sudo; /* commands run as root (sudo when the login user is not root) */
-	const char *sudo_password; /* NULL: passwordless sudo only */
+	/* NULL: passwordless sudo only; not for a node with its own (struct node's
+	 * own_sudo_password) */
+	const char *sudo_password;
 	/* Passphrase of the inventory's ssh.identity (nodes using that key); NULL: none. */
 	const char *identity_passphrase;
 	const char *passphrase_identity; /* the key file it unlocks */

@@ -333,14 +333,27 @@ test_case "agent: commands run in a subshell of the agent, or with -S in a shell
 # A stand-in for sudo(8): the options provision uses (-n; -S -p PROMPT),
 # sudo's messages and exit status 1 on refusal, three password tries with
 # -S (read from stdin up to a newline), and no change of user.  The mode
-# file says what the node's sudoers would: nopasswd, password:SECRET, denied.
+# file says what the node's sudoers would: nopasswd, password:SECRET, denied,
+# escapes (its refusal drives a terminal).  Files per node when sshd sets
+# FAKE_SUDO_NODE (sudo.mode.NODE ...).  When sudo.record(.NODE) exists,
+# everything the session sends on stdin is kept in sudo.stdin(.NODE): what a
+# node receives, the password included, whoever reads it.
 mkdir -p fakebin
 cat >fakebin/sudo <<'EOF'
 #!/bin/sh
 state=$(cd "$(dirname "$0")/.." && pwd)
-printf '%s\n' "$*" >>"$state/sudo.argv"
-mode=$(cat "$state/sudo.mode")
+sfx=${FAKE_SUDO_NODE:+.$FAKE_SUDO_NODE}
+if [ -e "$state/sudo.record$sfx" ] && [ -z "${FAKE_SUDO_TEE:-}" ]; then
+	FAKE_SUDO_TEE=1 && export FAKE_SUDO_TEE
+	tee -a "$state/sudo.stdin$sfx" | "$0" "$@"
+	exit
+fi
+printf '%s\n' "$*" >>"$state/sudo.argv$sfx"
+mode=$(cat "$state/sudo.mode$sfx")
 case $mode in
+escapes)
+	printf 'sudo: \033]0;pwned\007\033[2Jgone \302\23331m red \033[31mRED\033[0m \377 end\n' >&2
+	exit 1 ;;
 denied)
 	echo "$(id -un) is not in the sudoers file.  This incident will be reported." >&2
 	exit 1 ;;
@@ -414,6 +427,28 @@ for mode in agent channel; do
 		expect_no_grep '^-S' sudo.argv
 	"
 
+	test_case "sudo ($mode): a node whose sudo -n works never receives the password, not on stdin either" "
+		echo nopasswd >sudo.mode
+		: >sudo.argv
+		: >sudo.stdin
+		: >sudo.record
+		PROVISION_SUDO_PASSWORD='s3cr3t pass' tcli s $flag -s always 127.0.0.1 exec -f sfile 'cat; id -u' >out
+		rm -f sudo.record
+		expect_eq 'content
+0' \"\$(cat out)\" output
+		test -s sudo.stdin
+		expect_no_grep s3cr3t sudo.stdin
+		expect_no_grep '^-S' sudo.argv
+	"
+
+	test_case "sudo ($mode): sudo's error text reaches the terminal cleaned" "
+		echo escapes >sudo.mode
+		expect_status 107 tcli s $flag -s always 127.0.0.1 exec true 2>err
+		cat -v err
+		expect_grep \"sudo on '127.0.0.1:\$(sshd_port s)' failed: sudo: gone ?31m red RED ? end\" err
+		expect_eq 0 \"\$(LC_ALL=C tr -d '\\040-\\176\\n' <err | wc -c)\" 'bytes other than printable ASCII in err'
+	"
+
 	test_case "sudo ($mode): refusals are sudo errors" "
 		echo 'password:s3cr3t' >sudo.mode
 		expect_status 107 tcli s $flag -s always 127.0.0.1 exec true 2>err
@@ -428,5 +463,79 @@ for mode in agent channel; do
 		expect_status 0 tcli s $flag -s never 127.0.0.1 exec true
 	"
 done
+
+# Two nodes behind sshds p1 and p2 (their sudo stand-ins keep their own
+# files): p1 names a sudo password file of its own, p2 takes the
+# inventory's.  Each gets its own password and never the other's (issue 31
+# F5: before, every node got the one password, p1's own file was ignored).
+for n in p1 p2; do
+	mkdir -p "$(sshd_dir $n)"
+	echo "SetEnv PATH=$TEST_DIR/fakebin:/usr/local/bin:/usr/bin:/bin FAKE_SUDO_NODE=$n" >"$(sshd_dir $n)/extra_config"
+	sshd_start $n || exit 1
+	sshd_known_hosts $n known_hosts || exit 1
+done
+umask 077
+echo 'pw-of-p1-only-1234' >p1.pw
+echo 'shared-lab-pw-5678' >shared.pw
+umask 022
+cat >two.yaml <<EOF
+cluster:
+  name: two
+  kubernetes_version: "1.30.4"
+ssh:
+  user: $(id -un)
+  identity: $SSHD_KEY
+  known_hosts: $TEST_DIR/known_hosts
+  sudo: always
+  sudo_password_file: shared.pw
+jupyterhub:
+  enabled: false
+nodes:
+  - name: p1
+    address: 127.0.0.1
+    roles: [control-plane]
+    ssh:
+      port: $(sshd_port p1)
+      sudo_password_file: p1.pw
+  - name: p2
+    address: 127.0.0.1
+    roles: [worker]
+    ssh:
+      port: $(sshd_port p2)
+EOF
+
+test_case "a node's own sudo_password_file: that node gets it, the others never do" "
+	echo 'password:pw-of-p1-only-1234' >sudo.mode.p1
+	echo 'password:shared-lab-pw-5678' >sudo.mode.p2
+	for n in p1 p2; do : >sudo.stdin.\$n; : >sudo.record.\$n; : >sudo.argv.\$n; done
+	PROVISION_SUDO_PASSWORD=shared-lab-pw-5678 '$PROVISION' run -i two.yaml --sudo -- id -u >out 2>err ||
+		{ cat out err; false; }
+	rm -f sudo.record.p1 sudo.record.p2
+	cat out
+	expect_grep '^p1: 0\$' out
+	expect_grep '^p2: 0\$' out
+	expect_grep '^pw-of-p1-only-1234\$' sudo.stdin.p1
+	expect_no_grep shared-lab sudo.stdin.p1
+	expect_grep '^shared-lab-pw-5678\$' sudo.stdin.p2
+	expect_no_grep pw-of-p1 sudo.stdin.p2
+	expect_no_grep pw- out
+	expect_no_grep pw- err
+"
+
+test_case "a node's own sudo_password_file that cannot be read: that node gets no password at all" "
+	echo 'password:pw-of-p1-only-1234' >sudo.mode.p1
+	echo nopasswd >sudo.mode.p2
+	for n in p1 p2; do : >sudo.stdin.\$n; : >sudo.record.\$n; done
+	chmod 644 p1.pw
+	expect_status 1 '$PROVISION' run -i two.yaml --sudo -- id -u >out 2>err
+	chmod 600 p1.pw
+	rm -f sudo.record.p1 sudo.record.p2
+	cat out err
+	expect_grep \"sudo password file '.*p1.pw' is readable by others\" err
+	expect_grep \"^p1: unreachable: sudo on .* needs a password\" err
+	expect_grep '^p2: 0\$' out
+	expect_no_grep pw- sudo.stdin.p1
+	expect_no_grep pw- sudo.stdin.p2
+"
 
 test_done

@@ -685,6 +685,9 @@ static int restore_exec(int nr_pos, char **pos)
 			setenv("PROVISION_SUDO_PASSWORD", password, 1);
 		cli_free_secret(password);
 	}
+	ret = cli_node_sudo_passwords("restore", inv, NULL);
+	if (ret)
+		goto out;
 	if (node_connect(&t, inv, cp, passphrase, &err) < 0 ||
 	    node_run(t, "umask 077 && mkdir -p " RESTORE_DIR " && chmod 0700 " RESTORE_DIR
 			" && rm -f " RESTORE_DIR "/pki.done",

@@ -194,8 +194,10 @@ static void text_nodes(struct strbuf *sb, const struct inventory *inv)
 			strbuf_addf(&line, ", via %s", s->jump);
 		if (strcmp(s->known_hosts, d->known_hosts))
 			strbuf_addf(&line, ", known hosts %s", s->known_hosts);
-		if (s->sudo_password_file)
-			strbuf_addf(&line, ", sudo password from %s", s->sudo_password_file);
+		if (s->sudo_password_file && (!d->sudo_password_file ||
+					      strcmp(s->sudo_password_file, d->sudo_password_file)))
+			strbuf_addf(&line, ", its own sudo password from %s",
+				    s->sudo_password_file);
 		for (l = 0; nd->labels[l]; l++)
 			strbuf_addf(&line, "%s%s", l ? " " : ", labels ", nd->labels[l]);
 		if (nd->gpu_sharing)
@@ -212,6 +214,9 @@ static void text_nodes(struct strbuf *sb, const struct inventory *inv)
 	strbuf_addf(sb, "\nssh identity %s, known hosts %s\n",
 		    inv->ssh.identity ? inv->ssh.identity : "from the agent or ~/.ssh",
 		    inv->ssh.known_hosts);
+	if (inv->ssh.sudo_password_file)
+		strbuf_addf(sb, "sudo password from %s (the nodes without one of their own)\n",
+			    inv->ssh.sudo_password_file);
 	strbuf_addf(sb, "ssh timeouts: connect %ds, ", inv->ssh.connect_timeout);
 	if (inv->ssh.command_timeout)
 		strbuf_addf(sb, "command %ds, ", inv->ssh.command_timeout);

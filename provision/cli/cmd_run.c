@@ -254,8 +254,12 @@ static int run_exec(int nr_pos, char **pos)
 	}
 	s.timeout_ms = opt_timeout ? opt_timeout * 1000 : -1;
 
-	if (opt_sudo)
+	if (opt_sudo) {
 		password = cli_sudo_password(opt_ask_sudo, inv->ssh.sudo_password_file);
+		ret = cli_node_sudo_passwords("run", inv, NULL);
+		if (ret)
+			goto out;
+	}
 	passphrase = cli_key_passphrase(inv);
 
 	{

@@ -108,6 +108,9 @@ static int status_exec(int nr_pos, char **pos)
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	ret = cli_node_sudo_passwords("status", inv, secrets);
+	if (ret)
+		goto out;
 
 	po.inv = inv;
 	po.nodes = nodes;

@@ -401,6 +401,9 @@ static int upgrade_exec(int nr_pos, char **pos)
 	/* Asked once: the runs below find it where cli_sudo_password() looks first. */
 	if (password && args.ask_sudo)
 		setenv("PROVISION_SUDO_PASSWORD", password, 1);
+	ret = cli_node_sudo_passwords("upgrade", inv, NULL); /* the runs below read their own */
+	if (ret)
+		goto out;
 	passphrase = cli_key_passphrase(inv);
 	if (cluster_versions(inv, cp, password, passphrase, &before, &err) < 0) {
 		fprintf(stderr, "provision upgrade: %s: %s; nothing was changed\n", cp->name, err.msg);

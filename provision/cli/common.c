@@ -146,34 +146,86 @@ int cli_confirm(const char *cmd_name, bool yes, const char *question)
 	return EXIT_USAGE;
 }
 
+/* The first line of a password file only its owner can read; NULL (said) when it cannot be used. */
+static char *read_password_file(const char *file)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct stat st;
+
+	/* As OpenSSH treats a private key: others must not read it. */
+	if (stat(file, &st) == 0 && ((st.st_mode & 077) || st.st_uid != getuid())) {
+		fprintf(stderr,
+			"provision: the sudo password file '%s' is %s (mode %04o): not used\n"
+			"  hint: chmod 600 '%s' (and own it)\n",
+			file, st.st_uid != getuid() ? "someone else's" : "readable by others",
+			(unsigned)(st.st_mode & 07777), file);
+		return NULL;
+	}
+	if (read_file(file, &sb) == 0) {
+		sb.len = strcspn(sb.buf, "\r\n");
+		sb.buf[sb.len] = '\0';
+		if (sb.len)
+			return strbuf_detach(&sb, NULL);
+	}
+	if (sb.alloc)
+		explicit_bzero(sb.buf, sb.alloc);
+	strbuf_release(&sb);
+	fprintf(stderr, "provision: cannot read the sudo password from '%s'\n", file);
+	return NULL;
+}
+
 char *cli_sudo_password(bool ask, const char *file)
 {
 	const char *env = getenv("PROVISION_SUDO_PASSWORD");
+	char *pw;
 
 	if (env && *env)
 		return xstrdup(env);
-	if (file) {
-		struct strbuf sb = STRBUF_INIT;
-		struct stat st;
-		/* As OpenSSH treats a private key: others must not read it. */
-		if (stat(file, &st) == 0 && ((st.st_mode & 077) || st.st_uid != getuid())) {
-			fprintf(stderr,
-				"provision: the sudo password file '%s' is %s (mode %04o): not used\n"
-				"  hint: chmod 600 '%s' (and own it)\n",
-				file, st.st_uid != getuid() ? "someone else's" : "readable by others",
-				(unsigned)(st.st_mode & 07777), file);
-			return ask ? ask_tty("sudo password for the nodes: ") : NULL;
-		}
-		if (read_file(file, &sb) == 0) {
-			sb.len = strcspn(sb.buf, "\r\n");
-			sb.buf[sb.len] = '\0';
-			if (sb.len)
-				return strbuf_detach(&sb, NULL);
-		}
-		strbuf_release(&sb);
-		fprintf(stderr, "provision: cannot read the sudo password from '%s'\n", file);
-	}
+	if (file && (pw = read_password_file(file)))
+		return pw;
 	return ask ? ask_tty("sudo password for the nodes: ") : NULL;
+}
+
+static bool same_path(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+int cli_node_sudo_passwords(const char *cmd_name, struct inventory *inv, struct secrets *secrets)
+{
+	size_t i, k;
+
+	for (i = 0; i < inv->nr_nodes; i++) {
+		struct node *n = &inv->nodes[i];
+
+		if (n->own_sudo_password ||
+		    same_path(n->ssh.sudo_password_file, inv->ssh.sudo_password_file))
+			continue;
+		n->own_sudo_password = true;
+		/* Each file once; the nodes that name it share what it holds. */
+		for (k = 0; k < i; k++)
+			if (inv->nodes[k].own_sudo_password &&
+			    same_path(inv->nodes[k].ssh.sudo_password_file,
+				      n->ssh.sudo_password_file))
+				break;
+		if (k < i) {
+			n->sudo_password = inv->nodes[k].sudo_password
+					       ? xstrdup(inv->nodes[k].sudo_password)
+					       : NULL;
+			continue;
+		}
+		n->sudo_password = read_password_file(n->ssh.sudo_password_file);
+		if (n->sudo_password && secrets &&
+		    secrets_add(secrets, n->sudo_password, strlen(n->sudo_password)) < 0) {
+			fprintf(
+			    stderr,
+			    "provision %s: the sudo password in '%s' (node %s) is shorter than %d "
+			    "characters; provision cannot keep it out of its output\n",
+			    cmd_name, n->ssh.sudo_password_file, n->name, SECRETS_MIN_LEN);
+			return EXIT_USAGE;
+		}
+	}
+	return 0;
 }
 
 char *cli_key_passphrase(const struct inventory *inv)
@@ -771,6 +823,9 @@ int cli_plan_run(const struct cli_plan_args *a)
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	ret = cli_node_sudo_passwords(a->cmd_name, inv, secrets);
+	if (ret)
+		goto out;
 	passphrase = cli_key_passphrase(inv);
 	if (passphrase)
 		secrets_add(secrets, passphrase, strlen(passphrase));

@@ -11,6 +11,8 @@
 
 #include "../inventory.h"
 
+struct secrets;
+
 /*
  * Load the inventory at `path` (required: -i).  Prints every diagnostic to
  * stderr; returns 0 with *out set, or EXIT_USAGE after printing.
@@ -32,6 +34,16 @@ int cli_select_nodes(const char *cmd_name, const struct inventory *inv, const ch
  * cli_free_secret().
  */
 char *cli_sudo_password(bool ask, const char *file);
+/*
+ * The nodes' own sudo passwords: each node whose ssh.sudo_password_file is
+ * not the inventory's default one gets the first line of its file in
+ * node->sudo_password (own_sudo_password set), each file read once and each
+ * password registered in secrets (may be NULL).  Neither
+ * $PROVISION_SUDO_PASSWORD nor the terminal stand in for such a file: a file
+ * that cannot be used is said, and its nodes get no password.  Returns 0,
+ * or EXIT_USAGE when a password is too short to keep out of the output.
+ */
+int cli_node_sudo_passwords(const char *cmd_name, struct inventory *inv, struct secrets *secrets);
 void cli_free_secret(char *s);
 
 /*
