@@ -219,7 +219,9 @@ char *artifact_cache_dir(const char *opt)
 		return xstrdup(env);
 	if (xdg && *xdg == '/')
 		return xasprintf("%s/provision/artifacts", xdg);
-	return xasprintf("%s/.cache/provision/artifacts", home && *home ? home : "/tmp");
+	if (home && *home == '/')
+		return xasprintf("%s/.cache/provision/artifacts", home);
+	return geteuid() == 0 ? xstrdup("/var/cache/provision/artifacts") : NULL;
 }
 
 char *artifact_cache_path(const char *cache, const char *sha256)
@@ -249,24 +251,45 @@ static int mkdir_p(const char *dir)
 	return rc;
 }
 
+/*
+ * SHA-256 of a file, read in pieces (an artifact may be large): into keep
+ * too when given (what artifact_read hands on), else never whole in memory.
+ */
 static int hash_file(const char *path, char out[65], uint64_t *size, struct strbuf *keep)
 {
-	struct strbuf sb = STRBUF_INIT;
-	int e = read_file(path, &sb);
+	struct transport_sha256 c;
+	unsigned char buf[65536], md[32];
+	uint64_t total = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e = 0;
+	ssize_t n;
 
+	if (fd < 0)
+		return -errno;
+	if (keep)
+		strbuf_reset(keep);
+	transport_sha256_init(&c);
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			e = -errno;
+			break;
+		}
+		transport_sha256_update(&c, buf, (size_t)n);
+		if (keep)
+			strbuf_add(keep, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	close(fd);
 	if (e < 0) {
-		strbuf_release(&sb);
+		if (keep)
+			strbuf_release(keep);
 		return e;
 	}
-	transport_sha256_hex(out, sb.buf, sb.len);
+	transport_sha256_final(&c, md);
+	transport_hex32(out, md);
 	if (size)
-		*size = sb.len;
-	if (keep) {
-		strbuf_release(keep);
-		*keep = sb;
-	} else {
-		strbuf_release(&sb);
-	}
+		*size = total;
 	return 0;
 }
 
@@ -323,6 +346,9 @@ int artifact_fetch(const struct artifact *a, const struct artifact_fetch_opts *o
 	     *shadir = xasprintf("%s/sha256", o->cache);
 	struct fetch_progress fp = {o, a};
 	int retries = o->retries > 0 ? o->retries : 3, lock_fd = -1, e, ret = ARTIFACT_ERR;
+	int max_time = o->max_time_s > 0 ? o->max_time_s : ARTIFACT_MAX_TIME_S;
+	uint64_t max_size = o->max_size ? o->max_size : ARTIFACT_MAX_SIZE;
+	uint64_t deadline = now_ms() + (uint64_t)max_time * 1000;
 	struct error herr = {0};
 
 	memset(res, 0, sizeof(*res));
@@ -344,7 +370,7 @@ int artifact_fetch(const struct artifact *a, const struct artifact_fetch_opts *o
 	}
 	{
 		char *lock = xasprintf("%s.lock", part);
-		lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		free(lock);
 		if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
 			error_set(err, ARTIFACT_ERR, "cannot lock '%s': %s", part, strerror(errno));
@@ -352,28 +378,41 @@ int artifact_fetch(const struct artifact *a, const struct artifact_fetch_opts *o
 		}
 	}
 	for (;;) {
+		/* Every attempt within what is left of the whole fetch's time. */
+		uint64_t now = now_ms();
+		int left = now < deadline ? (int)((deadline - now + 999) / 1000) : 0;
 		struct http_download d = {
 		    .url = a->url,
 		    .path = part,
 		    .connect_timeout_ms = o->connect_timeout_ms,
 		    .stall_timeout_s = o->stall_timeout_s,
-		    .timeout_s = o->timeout_s,
+		    .timeout_s = o->timeout_s && o->timeout_s < left ? o->timeout_s : left,
+		    .max_size = max_size,
 		    .progress = on_progress,
 		    .ctx = &fp,
 		};
 		struct http_download_result dr;
+		bool out_of_time;
 		res->attempts++;
-		e = http_download(&d, &dr, &herr);
-		res->resumed_from = dr.resumed_from;
+		e = left ? http_download(&d, &dr, &herr)
+			 : error_set(&herr, HTTP_ERR_TIMEOUT, "'%s': no time left", a->url);
+		res->resumed_from = left ? dr.resumed_from : 0;
 		if (e == 0)
 			break;
+		out_of_time = now_ms() >= deadline;
 		if ((e == HTTP_ERR_PARTIAL || e == HTTP_ERR_TIMEOUT) &&
-		    res->attempts <= (unsigned)retries)
+		    res->attempts <= (unsigned)retries && !out_of_time)
 			continue; /* resume from what arrived */
-		if (e == HTTP_ERR_STATUS)
-			unlink(part); /* nothing of an error page is worth keeping */
-		error_set(err, ARTIFACT_ERR_FETCH, "cannot fetch artifact '%s': %s", a->name,
-			  herr.msg);
+		if (e == HTTP_ERR_STATUS || e == HTTP_ERR_TOO_BIG)
+			unlink(part); /* nothing of an error page or of a flood is worth keeping */
+		if (out_of_time && (e == HTTP_ERR_PARTIAL || e == HTTP_ERR_TIMEOUT))
+			error_set(err, ARTIFACT_ERR_FETCH,
+				  "cannot fetch artifact '%s': gave up after %d s (the most one "
+				  "fetch may take): %s",
+				  a->name, max_time, herr.msg);
+		else
+			error_set(err, ARTIFACT_ERR_FETCH, "cannot fetch artifact '%s': %s",
+				  a->name, herr.msg);
 		if (e == HTTP_ERR_PARTIAL || e == HTTP_ERR_TIMEOUT)
 			error_hint(err,
 				   "%u attempts; what arrived is kept in '%s' and the next fetch "

@@ -69,10 +69,17 @@ const struct artifact *artifact_find(const struct artifact_manifest *m, const ch
 
 /*
  * The cache folder: `opt` (--cache), else $PROVISION_CACHE, else
- * $XDG_CACHE_HOME/provision/artifacts, else ~/.cache/provision/artifacts.
- * Caller frees.
+ * $XDG_CACHE_HOME/provision/artifacts, else ~/.cache/provision/artifacts;
+ * without HOME, /var/cache/provision/artifacts for root and NULL for anyone
+ * else (never a folder of /tmp, which every user may write: a file or link
+ * put there first would be read or written through).  Caller frees.
  */
 char *artifact_cache_dir(const char *opt);
+
+/* The most one artifact may be (bytes), and the longest one fetch may take (seconds, every
+ * resumed attempt included), unless the caller says otherwise. */
+#define ARTIFACT_MAX_SIZE   ((uint64_t)1 << 30)
+#define ARTIFACT_MAX_TIME_S 1800
 /* CACHE/sha256/HEX; caller frees. */
 char *artifact_cache_path(const char *cache, const char *sha256);
 
@@ -90,6 +97,8 @@ struct artifact_fetch_opts {
 	int connect_timeout_ms; /* 0: 30 s */
 	int stall_timeout_s;	/* 0: 60 s */
 	int timeout_s;		/* 0: none */
+	uint64_t max_size;	/* bytes; 0: ARTIFACT_MAX_SIZE */
+	int max_time_s;		/* the whole fetch, attempts included; 0: ARTIFACT_MAX_TIME_S */
 	/* Progress of a download (not called for a cached artifact). */
 	void (*progress)(void *ctx, const struct artifact *a, uint64_t have, uint64_t total);
 	void *ctx;

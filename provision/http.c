@@ -36,7 +36,9 @@ static void common_options(CURL *c, const char *url, char *errbuf)
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	/* Never down from https to http on the way (http.h). */
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR,
+			 strncmp(url, "https://", 8) ? "http,https" : "https");
 }
 
 /* curl's result as one of ours, with the message in err. */
@@ -65,6 +67,12 @@ static int translate(CURLcode rc, const char *url, const char *errbuf, long stat
 				 detail);
 	case CURLE_WRITE_ERROR:
 		return error_set(err, HTTP_ERR_IO, "'%s': %s", url, detail);
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		if (!strncmp(url, "https://", 8))
+			return error_set(err, HTTP_ERR,
+					 "'%s': redirected away from https (refused): %s", url,
+					 detail);
+		return error_set(err, HTTP_ERR, "'%s': %s", url, detail);
 	default:
 		return error_set(err, HTTP_ERR, "'%s': %s", url, detail);
 	}
@@ -77,7 +85,7 @@ struct dl {
 	CURL *c;
 	int fd;
 	uint64_t start, have;
-	bool checked;
+	bool checked, too_big;
 	int io_errno;
 	uint64_t last_ms;
 	struct http_download_result *res;
@@ -102,6 +110,10 @@ static size_t dl_write(char *ptr, size_t size, size_t nmemb, void *ud)
 			dl->start = dl->have = 0;
 			dl->res->resumed_from = 0;
 		}
+	}
+	if (dl->d->max_size && dl->have + n > dl->d->max_size) {
+		dl->too_big = true; /* ends the transfer (CURLE_WRITE_ERROR) */
+		return 0;
 	}
 	if ((e = write_all(dl->fd, ptr, n)) < 0) {
 		dl->io_errno = -e;
@@ -136,7 +148,7 @@ int http_download(const struct http_download *d, struct http_download_result *re
 
 	memset(res, 0, sizeof(*res));
 	http_init();
-	dl.fd = open(d->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	dl.fd = open(d->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (dl.fd < 0)
 		return error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path,
 				 strerror(errno));
@@ -162,6 +174,9 @@ int http_download(const struct http_download *d, struct http_download_result *re
 			 (long)(d->stall_timeout_s ? d->stall_timeout_s : 60));
 	if (d->timeout_s)
 		curl_easy_setopt(dl.c, CURLOPT_TIMEOUT, (long)d->timeout_s);
+	/* Refused at once when the server says the size; always counted as it comes (dl_write). */
+	if (d->max_size && !dl.start)
+		curl_easy_setopt(dl.c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)d->max_size);
 	if (dl.start)
 		curl_easy_setopt(dl.c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)dl.start);
 	rc = curl_easy_perform(dl.c);
@@ -170,7 +185,12 @@ int http_download(const struct http_download *d, struct http_download_result *re
 		/* Nothing after what we have: the file was complete (the caller verifies it). */
 		rc = CURLE_OK;
 	}
-	if (dl.io_errno)
+	if (dl.too_big || rc == CURLE_FILESIZE_EXCEEDED || (d->max_size && dl.start > d->max_size))
+		ret = error_set(err, HTTP_ERR_TOO_BIG,
+				"'%s': larger than %llu bytes, the most provision takes of one "
+				"artifact",
+				d->url, (unsigned long long)d->max_size);
+	else if (dl.io_errno)
 		ret = error_set(err, HTTP_ERR_IO, "cannot write '%s': %s", d->path,
 				strerror(dl.io_errno));
 	else

@@ -8,6 +8,10 @@
  * case only, for plain HTTP), https_proxy / HTTPS_PROXY, all_proxy and
  * no_proxy / NO_PROXY.
  *
+ * Redirects: at most 10, and from an https:// URL to https:// only (what
+ * came over plain HTTP is not what an https:// URL promises: `fetch
+ * --record` would pin it).
+ *
  * Threading: any thread; each call uses its own handle.  http_init() must
  * have been called once, on the main thread, before any other thread runs
  * (curl_global_init is not thread-safe); the first call does it otherwise.
@@ -27,6 +31,7 @@ enum {
 	HTTP_ERR_TIMEOUT = -3, /* no connection, or no data for too long */
 	HTTP_ERR_PARTIAL = -4, /* the connection ended before the body did: resume */
 	HTTP_ERR_IO = -5,      /* writing the file on this machine */
+	HTTP_ERR_TOO_BIG = -6, /* more bytes than http_download.max_size */
 };
 
 void http_init(void);
@@ -43,6 +48,8 @@ struct http_download {
 	int connect_timeout_ms; /* 0: 30 s */
 	int stall_timeout_s;	/* no byte for this long ends the download; 0: 60 s */
 	int timeout_s;		/* the whole transfer; 0: none */
+	/* The most bytes the file may hold (what was there included); 0: no limit. */
+	uint64_t max_size;
 	/* Called about every 200 ms and at the end: bytes in the file, the total (0: unknown). */
 	void (*progress)(void *ctx, uint64_t have, uint64_t total);
 	void *ctx;

@@ -76,13 +76,6 @@ void sh_quote(struct strbuf *sb, const char *s)
 
 /* SHA-256 as specified by FIPS 180-4. */
 
-struct sha256 {
-	uint32_t h[8];
-	uint64_t total;
-	unsigned char block[64];
-	size_t used;
-};
-
 static const uint32_t sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -99,7 +92,7 @@ static uint32_t ror32(uint32_t x, unsigned n)
 	return (x >> n) | (x << (32 - n));
 }
 
-static void sha256_block(struct sha256 *c, const unsigned char *p)
+static void sha256_block(struct transport_sha256 *c, const unsigned char *p)
 {
 	uint32_t w[64], a, b, d, e, f, g, h, cc, t1, t2;
 	int i;
@@ -125,7 +118,7 @@ static void sha256_block(struct sha256 *c, const unsigned char *p)
 	c->h[4] += e, c->h[5] += f, c->h[6] += g, c->h[7] += h;
 }
 
-static void sha256_init(struct sha256 *c)
+static void sha256_init(struct transport_sha256 *c)
 {
 	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
 				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
@@ -134,7 +127,7 @@ static void sha256_init(struct sha256 *c)
 	c->used = 0;
 }
 
-static void sha256_update(struct sha256 *c, const unsigned char *p, size_t len)
+static void sha256_update(struct transport_sha256 *c, const unsigned char *p, size_t len)
 {
 	c->total += len;
 	if (c->used) {
@@ -152,7 +145,7 @@ static void sha256_update(struct sha256 *c, const unsigned char *p, size_t len)
 	c->used = len;
 }
 
-static void sha256_final(struct sha256 *c, unsigned char out[32])
+static void sha256_final(struct transport_sha256 *c, unsigned char out[32])
 {
 	uint64_t bits = c->total * 8;
 	unsigned char pad[72] = {0x80};
@@ -182,9 +175,29 @@ static void hex_encode(char *out, const unsigned char *in, size_t len)
 	out[2 * len] = '\0';
 }
 
+void transport_sha256_init(struct transport_sha256 *c)
+{
+	sha256_init(c);
+}
+
+void transport_sha256_update(struct transport_sha256 *c, const void *data, size_t len)
+{
+	sha256_update(c, data, len);
+}
+
+void transport_sha256_final(struct transport_sha256 *c, unsigned char out[32])
+{
+	sha256_final(c, out);
+}
+
+void transport_hex32(char out[65], const unsigned char md[32])
+{
+	hex_encode(out, md, 32);
+}
+
 void transport_sha256(unsigned char out[32], const void *data, size_t len)
 {
-	struct sha256 c;
+	struct transport_sha256 c;
 
 	sha256_init(&c);
 	sha256_update(&c, data, len);

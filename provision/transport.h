@@ -259,6 +259,18 @@ int transport_known_hosts_match(const char *host, int port, const char *line, ch
 /* SHA-256 (FIPS 180-4) of data, as 64 lowercase hex digits and a NUL. */
 void transport_sha256_hex(char out[65], const void *data, size_t len);
 void transport_sha256(unsigned char out[32], const void *data, size_t len);
+/* The same a piece at a time (a file read or received in pieces). */
+struct transport_sha256 {
+	uint32_t h[8];
+	uint64_t total;
+	unsigned char block[64];
+	size_t used;
+};
+void transport_sha256_init(struct transport_sha256 *c);
+void transport_sha256_update(struct transport_sha256 *c, const void *data, size_t len);
+void transport_sha256_final(struct transport_sha256 *c, unsigned char out[32]);
+/* 64 lowercase hex digits and a NUL of a 32-byte digest. */
+void transport_hex32(char out[65], const unsigned char md[32]);
 
 /*
  * The fingerprint OpenSSH shows for a public key ("SHA256:" and 43 base64

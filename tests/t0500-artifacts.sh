@@ -135,6 +135,36 @@ test_case "a stalled server times out (2 s without data); what arrived is kept f
 	[ -s '$CACHE/partial/stalled' ]
 "
 
+# Issue 31 F6: limits (before: no size limit, no overall time; --max-size and
+# --max-time were unknown options, exit 2).
+test_case "an artifact larger than --max-size is refused; nothing of it is kept" "
+	rm -rf '$CACHE'
+	manifest large '$URL/big.bin' $BIG_SHA
+	rc=0
+	fetch --all --max-size 100K >out 2>err || rc=\$?
+	cat err
+	expect_eq 3 \"\$rc\" 'exit status'
+	expect_grep \"cannot fetch artifact 'large': '$URL/big.bin': larger than 102400 bytes\" err
+	[ ! -e '$CACHE/partial/large' ]
+	[ ! -e '$CACHE/sha256/$BIG_SHA' ]
+	fetch --all --max-size 256K >out 2>err
+	expect_grep '^fetched large: 256.0 KiB, sha256 verified' err
+"
+
+test_case "an artifact that takes longer than --max-time in all is given up; what arrived is kept" "
+	rm -rf '$CACHE'
+	manifest slowest '$URL/slow/big.bin' $BIG_SHA
+	t0=\$(date +%s)
+	rc=0
+	fetch --all --max-time 2 >out 2>err || rc=\$?
+	t1=\$(date +%s)
+	cat err
+	expect_eq 3 \"\$rc\" 'exit status'
+	expect_grep \"cannot fetch artifact 'slowest': gave up after 2 s\" err
+	[ \$((t1 - t0)) -lt 6 ] || { echo \"took \$((t1 - t0)) s\"; false; }
+	[ -s '$CACHE/partial/slowest' ]
+"
+
 test_case "http_proxy from the environment is used" "
 	rm -rf '$CACHE'
 	manifest viaproxy '$URL/good.bin' $GOOD_SHA
@@ -222,8 +252,47 @@ EOF
 		expect_status 1 '$HTTP_GET' nokey.conf /readyz >out 2>&1
 		expect_grep \"https://127.0.0.1:\$tport/readyz'\" out
 	"
+	# Issue 31 F6: before, a redirect from https:// to http:// was followed (and
+	# fetch --record would pin what came over plain HTTP).
+	test_case "a redirect from https to http is refused; from https to https it is followed" "
+		cat >redir.py <<'PY'
+import http.server, ssl, sys, threading, os
+plain = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        port = self.server.server_address[1]
+        where = {'/down': 'http://127.0.0.1:%s/good.bin' % plain,
+                 '/up': 'https://127.0.0.1:%d/ok' % port}.get(self.path)
+        body = b'' if where else b'ok'
+        self.send_response(302 if where else 200)
+        if where:
+            self.send_header('Location', where)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+srv = http.server.HTTPServer(('127.0.0.1', 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain('srv.crt', 'srv.key')
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+print('port', srv.server_address[1], flush=True)
+threading.Timer(60, lambda: os._exit(0)).start()
+srv.serve_forever()
+PY
+		python3 -u redir.py $PORT >redir.log 2>&1 &
+		i=0; until rport=\$(sed -n 's/^port //p' redir.log) && [ -n \"\$rport\" ]; do i=\$((i+1)); [ \$i -lt 50 ]; sleep 0.1; done
+		sed \"s|server: https://127.0.0.1:[0-9]*|server: https://127.0.0.1:\$rport|\" admin.conf >redir.conf
+		rc=0
+		'$HTTP_GET' redir.conf /down >out 2>&1 || rc=\$?
+		cat out
+		expect_eq 1 \"\$rc\" 'exit status of http-get /down'
+		expect_grep 'redirected away from https (refused)' out
+		'$HTTP_GET' redir.conf /up >out 2>&1
+		expect_eq '200 ok' \"\$(cat out)\" 'https to https'
+	"
 else
 	test_skip "/readyz over TLS with the kubeconfig's client certificate" "no openssl"
+	test_skip "a redirect from https to http is refused; from https to https it is followed" "no openssl"
 fi
 
 test_done

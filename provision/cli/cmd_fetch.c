@@ -3,6 +3,8 @@
  * into this machine's cache, verified against the manifest's SHA-256
  * (roles/artifacts.yaml).  `up` does the same before it touches a node.
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +19,9 @@
 
 static struct {
 	const char *inventory, *roles, *cache, *phases;
+	const char *max_size;
 	bool record, all;
-	int timeout;
+	int timeout, max_time;
 } args;
 
 static const struct opt fetch_options[] = {
@@ -34,8 +37,45 @@ static const struct opt fetch_options[] = {
 	"also fetch artifacts whose hash is pending and write their SHA-256 into the manifest"),
     OPT_INT(0, "timeout", &args.timeout, "SECONDS", 1, 86400,
 	    "give up on a download after SECONDS without data (default 60)"),
+    OPT_STRING(0, "max-size", &args.max_size, "SIZE",
+	       "refuse an artifact larger than SIZE bytes (K, M, G: KiB, MiB, GiB; default 1G)"),
+    OPT_INT(0, "max-time", &args.max_time, "SECONDS", 1, 604800,
+	    "give up on an artifact after SECONDS in all, resumed attempts included (default "
+	    "1800)"),
     OPT_END,
 };
+
+/* "1048576", "512K", "64M", "1G" (KiB, MiB, GiB) as bytes; 0 when it is none of those. */
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long n;
+	unsigned shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		return 0;
+	switch (*end) {
+	case 'K':
+	case 'k':
+		shift = 10, end++;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20, end++;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30, end++;
+		break;
+	}
+	if (*end || n > (UINT64_MAX >> shift))
+		return 0;
+	return (uint64_t)n << shift;
+}
 
 static int fetch_exec(int nr_pos, char **pos)
 {
@@ -76,7 +116,35 @@ static int fetch_exec(int nr_pos, char **pos)
 		snprintf(t, sizeof(t), "%d", args.timeout);
 		setenv("PROVISION_FETCH_TIMEOUT", t, 1);
 	}
+	if (args.max_time) {
+		char t[16];
+		snprintf(t, sizeof(t), "%d", args.max_time);
+		setenv("PROVISION_FETCH_MAX_TIME", t, 1);
+	}
+	if (args.max_size) {
+		char t[32];
+		uint64_t n = parse_size(args.max_size);
+		if (!n) {
+			fprintf(
+			    stderr,
+			    "provision fetch: --max-size '%s' is not a size (bytes, or a number "
+			    "and K, M or G); nothing was fetched\n",
+			    args.max_size);
+			ret = EXIT_USAGE;
+			goto out;
+		}
+		snprintf(t, sizeof(t), "%llu", (unsigned long long)n);
+		setenv("PROVISION_FETCH_MAX_SIZE", t, 1);
+	}
 	cache = artifact_cache_dir(args.cache);
+	if (!cache) {
+		fprintf(stderr,
+			"provision fetch: no artifact cache: HOME is not set, and the cache is not "
+			"put in /tmp; nothing was fetched\n"
+			"  hint: give --cache DIR, or set PROVISION_CACHE (or HOME)\n");
+		ret = EXIT_USAGE;
+		goto out;
+	}
 	ret =
 	    cli_fetch_artifacts("fetch", &rs, inv, nodes, nr, phases, cache, args.record, args.all);
 	if (ret == EXIT_OK)
@@ -92,7 +160,8 @@ out:
 const struct cmd cmd_fetch = {
     .name = "fetch",
     .summary = "download the artifacts the roles need into this machine's cache",
-    .usage = "-i FILE [--roles DIR] [--cache DIR] [--all] [--record] [--timeout SECONDS]",
+    .usage = "-i FILE [--roles DIR] [--cache DIR] [--all] [--record] [--timeout SECONDS] "
+	     "[--max-size SIZE] [--max-time SECONDS]",
     .description =
 	"Fetch every artifact (manifests, release archives, chart archives, apt keys)\n"
 	"that the roles of this inventory's nodes name, from the URL in the artifact\n"

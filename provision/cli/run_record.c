@@ -109,6 +109,18 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 				need[a - m->items] = true;
 		}
 	}
+	for (i = 0; i < m->nr && !cache; i++) {
+		if (!need[i])
+			continue;
+		fprintf(stderr,
+			"provision %s: no artifact cache: HOME is not set, and the cache is not "
+			"put in /tmp; nothing was changed\n"
+			"  hint: set PROVISION_CACHE (or HOME), or give 'provision fetch' --cache "
+			"DIR\n",
+			cmd_name);
+		free(need);
+		return EXIT_USAGE;
+	}
 	if (!record) {
 		for (i = 0; i < m->nr; i++) {
 			const struct artifact *a = &m->items[i];
@@ -139,12 +151,18 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 		struct artifact_fetch_result res;
 		struct error err = {0};
 		const char *t = getenv("PROVISION_FETCH_TIMEOUT");
+		const char *ms = getenv("PROVISION_FETCH_MAX_SIZE"),
+			   *mt = getenv("PROVISION_FETCH_MAX_TIME");
 		char size[32];
 
 		if (!need[i])
 			continue;
 		if (t && *t)
 			o.stall_timeout_s = atoi(t);
+		if (ms && *ms)
+			o.max_size = strtoull(ms, NULL, 10);
+		if (mt && *mt)
+			o.max_time_s = atoi(mt);
 		if (artifact_fetch(a, &o, &res, &err) < 0) {
 			if (p.shown && p.tty)
 				fputs("\n", stderr);

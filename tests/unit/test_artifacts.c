@@ -202,6 +202,68 @@ static void test_cache_read(void **unused)
 	free(path);
 }
 
+/* Issue 31 F6: without HOME the cache is never under /tmp (before: /tmp/.cache/...). */
+static void test_cache_dir(void **unused)
+{
+	char *home = getenv("HOME") ? xstrdup(getenv("HOME")) : NULL, *d;
+
+	unsetenv("PROVISION_CACHE");
+	unsetenv("XDG_CACHE_HOME");
+	setenv("HOME", "/home/tester", 1);
+	d = artifact_cache_dir(NULL);
+	assert_string_equal(d, "/home/tester/.cache/provision/artifacts");
+	free(d);
+	d = artifact_cache_dir("/srv/cache");
+	assert_string_equal(d, "/srv/cache");
+	free(d);
+	unsetenv("HOME");
+	d = artifact_cache_dir(NULL);
+	if (geteuid() == 0)
+		assert_string_equal(d, "/var/cache/provision/artifacts");
+	else
+		assert_null(d);
+	free(d);
+	setenv("HOME", "relative", 1); /* not a folder to trust either */
+	d = artifact_cache_dir(NULL);
+	assert_true(!d || strncmp(d, "relative", 8));
+	free(d);
+	if (home)
+		setenv("HOME", home, 1);
+	free(home);
+}
+
+/* A cached artifact of several MiB reads and hashes whole (the hash is taken in pieces). */
+static void test_cache_read_large(void **unused)
+{
+	size_t len = (5u << 20) + 12345, i;
+	char *data = xmalloc(len), hex[65];
+	char *cache = xasprintf("%s/cache-large", dir), *sub = xasprintf("%s/sha256", cache), *path;
+	struct artifact a = {.name = "large", .url = "https://x/large"};
+	struct strbuf sb = STRBUF_INIT;
+	struct error err = {0};
+	FILE *f;
+
+	for (i = 0; i < len; i++)
+		data[i] = (char)(i * 31 + (i >> 13));
+	transport_sha256_hex(hex, data, len);
+	a.sha256 = hex;
+	path = artifact_cache_path(cache, hex);
+	mkdir(cache, 0700);
+	mkdir(sub, 0700);
+	f = fopen(path, "w");
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+	assert_int_equal(artifact_read(cache, &a, &sb, &err), 0);
+	assert_int_equal(sb.len, len);
+	assert_memory_equal(sb.buf, data, len);
+	strbuf_release(&sb);
+	unlink(path);
+	free(path);
+	free(sub);
+	free(cache);
+	free(data);
+}
+
 static void test_base64(void **unused)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -262,9 +324,10 @@ static void test_kubeconfig(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_manifest), cmocka_unit_test(test_manifest_errors),
-	    cmocka_unit_test(test_record),   cmocka_unit_test(test_cache_read),
-	    cmocka_unit_test(test_base64),   cmocka_unit_test(test_kubeconfig),
+	    cmocka_unit_test(test_manifest),  cmocka_unit_test(test_manifest_errors),
+	    cmocka_unit_test(test_record),    cmocka_unit_test(test_cache_read),
+	    cmocka_unit_test(test_base64),    cmocka_unit_test(test_kubeconfig),
+	    cmocka_unit_test(test_cache_dir), cmocka_unit_test(test_cache_read_large),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
