@@ -427,3 +427,174 @@ out:
 	strbuf_release(&text);
 	return ret;
 }
+
+/* ---- a fetched kubeconfig: what may be kept (http.h) ---- */
+
+static bool only_keys(yaml_document_t *doc, yaml_node_t *map, const char *const *keys,
+		      const char *where, struct error *err)
+{
+	yaml_node_pair_t *p;
+
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return error_set(err, HTTP_ERR, "%s is not a mapping", where), false;
+	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		const char *name =
+		    k && k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
+		yaml_node_pair_t *q;
+		size_t i;
+		for (i = 0; keys[i] && strcmp(keys[i], name); i++)
+			;
+		if (!keys[i]) {
+			error_set(err, HTTP_ERR, "'%.64s' in %s is not accepted", name, where);
+			error_make_safe(err);
+			return false;
+		}
+		/* Twice: which one a client takes is its own choice, not this check's. */
+		for (q = map->data.mapping.pairs.start; q < p; q++) {
+			yaml_node_t *kq = yaml_document_get_node(doc, q->key);
+			if (kq && kq->type == YAML_SCALAR_NODE &&
+			    !strcmp((const char *)kq->data.scalar.value, name))
+				return error_set(err, HTTP_ERR, "'%s' twice in %s", name, where),
+				       false;
+		}
+	}
+	return true;
+}
+
+/* Each item of list `key`: a mapping of `name` and `field`, field's keys among `keys`. */
+static bool check_list(yaml_document_t *doc, yaml_node_t *root, const char *key, const char *field,
+		       const char *const *keys, size_t *count, struct error *err)
+{
+	static const char *const item_keys[3][3] = {
+	    {"name", "cluster", NULL}, {"name", "user", NULL}, {"name", "context", NULL}};
+	yaml_node_t *list = kc_get(doc, root, key);
+	yaml_node_item_t *it;
+	const char *const *ik = !strcmp(field, "cluster") ? item_keys[0]
+				: !strcmp(field, "user")  ? item_keys[1]
+							  : item_keys[2];
+
+	*count = 0;
+	if (!list)
+		return true;
+	if (list->type != YAML_SEQUENCE_NODE)
+		return error_set(err, HTTP_ERR, "'%s' is not a list", key), false;
+	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+		yaml_node_t *item = yaml_document_get_node(doc, *it);
+		char where[64];
+		snprintf(where, sizeof(where), "an item of '%s'", key);
+		if (!only_keys(doc, item, ik, where, err))
+			return false;
+		snprintf(where, sizeof(where), "'%s' of '%s'", field, key);
+		if (!only_keys(doc, kc_get(doc, item, field), keys, where, err))
+			return false;
+		(*count)++;
+	}
+	return true;
+}
+
+static bool base64_ok(const char *b64)
+{
+	struct strbuf sb = STRBUF_INIT;
+	bool ok = b64 && *b64 && http_base64_decode(b64, strlen(b64), &sb) == 0 && sb.len;
+
+	if (sb.len)
+		explicit_bzero(sb.buf, sb.len);
+	strbuf_release(&sb);
+	return ok;
+}
+
+int http_kubeconfig_check(const char *text, size_t len, const char *host, int port,
+			  struct error *err)
+{
+	static const char *const top[] = {"apiVersion",	     "kind",	    "clusters", "contexts",
+					  "current-context", "preferences", "users",	NULL};
+	static const char *const cluster_keys[] = {"server", "certificate-authority-data", NULL};
+	static const char *const user_keys[] = {"client-certificate-data", "client-key-data",
+						"token", NULL};
+	static const char *const context_keys[] = {"cluster", "user", "namespace", NULL};
+	static const char *const none[] = {NULL};
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root, *list, *pref;
+	yaml_node_item_t *it;
+	size_t n_clusters, n_users, n_contexts;
+	char *want = xasprintf(strchr(host, ':') ? "https://[%s]:%d" : "https://%s:%d", host, port);
+	int ret = HTTP_ERR;
+
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_parser_delete(&parser);
+		free(want);
+		return error_set(err, HTTP_ERR, "not a kubeconfig (YAML)");
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (!root) {
+		error_set(err, HTTP_ERR, "an empty file, not a kubeconfig");
+		goto out;
+	}
+	if (!only_keys(&doc, root, top, "the kubeconfig", err))
+		goto out;
+	{
+		/* One document: what follows the first is read by nobody here. */
+		yaml_document_t more;
+		bool another = false;
+		if (yaml_parser_load(&parser, &more)) {
+			another = yaml_document_get_root_node(&more) != NULL;
+			yaml_document_delete(&more);
+		} else {
+			another = true;
+		}
+		if (another) {
+			error_set(err, HTTP_ERR, "more than one YAML document");
+			goto out;
+		}
+	}
+	if ((pref = kc_get(&doc, root, "preferences")) &&
+	    !only_keys(&doc, pref, none, "'preferences'", err))
+		goto out;
+	if (!check_list(&doc, root, "clusters", "cluster", cluster_keys, &n_clusters, err) ||
+	    !check_list(&doc, root, "users", "user", user_keys, &n_users, err) ||
+	    !check_list(&doc, root, "contexts", "context", context_keys, &n_contexts, err))
+		goto out;
+	if (!n_clusters || !n_users || !n_contexts) {
+		error_set(err, HTTP_ERR, "a cluster, a user and a context are required");
+		goto out;
+	}
+	list = kc_get(&doc, root, "clusters");
+	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+		yaml_node_t *c = kc_get(&doc, yaml_document_get_node(&doc, *it), "cluster");
+		const char *srv = kc_scalar(&doc, c, "server");
+		if (!srv || strcmp(srv, want)) {
+			error_set(err, HTTP_ERR,
+				  "its server is '%.120s', not the control plane's %s",
+				  srv ? srv : "", want);
+			error_make_safe(err);
+			goto out;
+		}
+		if (!base64_ok(kc_scalar(&doc, c, "certificate-authority-data"))) {
+			error_set(err, HTTP_ERR, "no certificate-authority-data for %s", want);
+			goto out;
+		}
+	}
+	list = kc_get(&doc, root, "users");
+	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+		yaml_node_t *u = kc_get(&doc, yaml_document_get_node(&doc, *it), "user");
+		bool cert = base64_ok(kc_scalar(&doc, u, "client-certificate-data")) &&
+			    base64_ok(kc_scalar(&doc, u, "client-key-data"));
+		const char *token = kc_scalar(&doc, u, "token");
+		if (!cert && !(token && *token)) {
+			error_set(err, HTTP_ERR,
+				  "a user without a client certificate and key (or a token) in the "
+				  "file");
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	free(want);
+	return ret;
+}

@@ -83,6 +83,21 @@ void http_tls_release(struct http_tls *t);
 int http_tls_from_kubeconfig(const char *path, char **server, struct http_tls *tls,
 			     struct error *err);
 
+/*
+ * Whether a kubeconfig fetched from the control plane (kubeadm's
+ * admin.conf) may be kept and used here: the API is this machine's to
+ * reach only at https://HOST:PORT (HOST the control plane's inventory
+ * address, bracketed when IPv6; PORT the inventory's api_port), with the
+ * cluster's CA in the file, as a client certificate and key (or a token)
+ * in the file.  Refused: any other server, `exec` and `auth-provider`
+ * (commands and plugins the admin's kubectl would run), files named
+ * instead of data (client-certificate, certificate-authority, tokenFile),
+ * insecure-skip-tls-verify, proxy-url, and every key kubeadm does not
+ * write.  0, or -1 with why in err (node text in it cleaned).
+ */
+int http_kubeconfig_check(const char *text, size_t len, const char *host, int port,
+			  struct error *err);
+
 struct http_get {
 	const char *url;
 	const struct http_tls *tls; /* NULL: the system's CAs, no client certificate */

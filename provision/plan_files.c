@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "http.h"
+
 void plan_clear_fetches(struct node_ctx *nc)
 {
 	size_t i;
@@ -87,6 +89,24 @@ int plan_do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail)
 					    rc < 0 ? ": " : "", rc < 0 ? err.msg : "");
 			ret = 1;
 			break;
+		}
+		if (!strcmp(nl + 1, "admin.conf")) {
+			/* The admin's kubeconfig, and this machine's for /readyz: it must not
+			 * send requests elsewhere nor run commands (http.h). */
+			const struct inventory *inv = nc->run->o->inv;
+			const struct node *cp = inventory_control_plane(inv);
+			if (http_kubeconfig_check(nc->capture.buf, nc->capture.len,
+						  (cp ? cp : nc->node)->address,
+						  inv->cluster.api_port, &err) < 0) {
+				*detail =
+				    xasprintf("'%s' (%s) from node '%s' is refused: %s; "
+					      "the copy on this machine is unchanged",
+					      nl + 1, nc->fetches[i], nc->node->name, err.msg);
+				explicit_bzero(nc->capture.buf, nc->capture.len);
+				strbuf_reset(&nc->capture);
+				ret = 1;
+				break;
+			}
 		}
 		priv = xasprintf("%s/private", state);
 		(void)mkdir(state, 0700);

