@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 
+#include "../transport.h"
 #include "../util.h"
 
 /* Defined in common.h. */
@@ -37,5 +38,22 @@ int cli_backup_run(const struct cli_plan_args *view);
  * SHA-256 of the database.  0, or -1 with the reason in err.
  */
 int backup_snapshot_verify(const unsigned char *data, size_t len, struct error *err);
+
+/*
+ * The same on a snapshot that arrives in pieces (backup streams it to disk):
+ * init, update with every piece in order, then final (0, or -1 with the
+ * reason in err).  Bounded memory whatever the size.
+ */
+struct backup_snapshot_check {
+	struct transport_sha256 sha; /* of the database: every byte but the last 32 */
+	unsigned char head[32];	     /* the first 32 bytes (bbolt's meta) */
+	unsigned char tail[32];	     /* the last bytes seen, up to 32: etcd's hash */
+	size_t tail_len;
+	unsigned long long len;
+};
+void backup_snapshot_check_init(struct backup_snapshot_check *c);
+void backup_snapshot_check_update(struct backup_snapshot_check *c, const unsigned char *p,
+				  size_t n);
+int backup_snapshot_check_final(struct backup_snapshot_check *c, struct error *err);
 
 #endif

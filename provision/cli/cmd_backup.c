@@ -70,32 +70,74 @@ static uint32_t le32(const unsigned char *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int backup_snapshot_verify(const unsigned char *data, size_t len, struct error *err)
+void backup_snapshot_check_init(struct backup_snapshot_check *c)
+{
+	memset(c, 0, sizeof(*c));
+	transport_sha256_init(&c->sha);
+}
+
+void backup_snapshot_check_update(struct backup_snapshot_check *c, const unsigned char *p, size_t n)
+{
+	size_t excess, from_tail;
+
+	if (c->len < sizeof(c->head)) {
+		size_t k =
+		    sizeof(c->head) - (size_t)c->len < n ? sizeof(c->head) - (size_t)c->len : n;
+		memcpy(c->head + c->len, p, k);
+	}
+	c->len += n;
+	if (c->tail_len + n <= sizeof(c->tail)) {
+		memcpy(c->tail + c->tail_len, p, n);
+		c->tail_len += n;
+		return;
+	}
+	/* All but the last 32 bytes seen go into the database's hash. */
+	excess = c->tail_len + n - sizeof(c->tail);
+	from_tail = excess < c->tail_len ? excess : c->tail_len;
+	transport_sha256_update(&c->sha, c->tail, from_tail);
+	memmove(c->tail, c->tail + from_tail, c->tail_len - from_tail);
+	c->tail_len -= from_tail;
+	excess -= from_tail;
+	transport_sha256_update(&c->sha, p, excess);
+	memcpy(c->tail + c->tail_len, p + excess, n - excess);
+	c->tail_len = sizeof(c->tail);
+}
+
+int backup_snapshot_check_final(struct backup_snapshot_check *c, struct error *err)
 {
 	unsigned char md[32];
 	uint32_t page;
-	size_t db;
+	unsigned long long db;
 
 	/* bbolt's first page: a 16-byte page header, then the meta: magic, version, page size. */
-	if (len < 2 * 512 + 32)
-		return error_set(err, -1, "%zu bytes is too short for an etcd snapshot", len);
-	if (le32(data + 16) != 0xED0CDAEDu)
+	if (c->len < 2 * 512 + 32)
+		return error_set(err, -1, "%llu bytes is too short for an etcd snapshot", c->len);
+	if (le32(c->head + 16) != 0xED0CDAEDu)
 		return error_set(err, -1, "not an etcd snapshot: no bbolt database at its start");
-	page = le32(data + 24);
-	db = len - 32;
+	page = le32(c->head + 24);
+	db = c->len - 32;
 	if (page < 512 || page > 65536 || (page & (page - 1)))
 		return error_set(err, -1, "not an etcd snapshot: page size %u", (unsigned)page);
 	if (db % page)
 		return error_set(err, -1,
-				 "truncated or padded: %zu bytes is not whole %u-byte pages and "
+				 "truncated or padded: %llu bytes is not whole %u-byte pages and "
 				 "etcd's 32-byte hash",
-				 len, (unsigned)page);
-	transport_sha256(md, data, db);
-	if (memcmp(md, data + db, 32))
+				 c->len, (unsigned)page);
+	transport_sha256_final(&c->sha, md);
+	if (memcmp(md, c->tail, 32))
 		return error_set(err, -1,
 				 "corrupt or truncated: the SHA-256 etcd appended does not match "
 				 "the database");
 	return 0;
+}
+
+int backup_snapshot_verify(const unsigned char *data, size_t len, struct error *err)
+{
+	struct backup_snapshot_check c;
+
+	backup_snapshot_check_init(&c);
+	backup_snapshot_check_update(&c, data, len);
+	return backup_snapshot_check_final(&c, err);
 }
 
 /* ---- this machine's side: files written whole or not at all ---- */
@@ -199,12 +241,24 @@ static void free_ids(char **ids, size_t nr)
 
 /* ---- the node's side ---- */
 
+/*
+ * A file read from the node, streamed to a file here as it comes (an etcd
+ * snapshot may be 8 GiB: never whole in memory), hashed on the way and, for
+ * the snapshot, checked as etcd would (backup_snapshot_check).
+ */
 struct download {
-	struct strbuf data;
-	char sha[65];
-	unsigned long long size;
+	int fd;	      /* where the bytes go */
+	uint64_t max; /* the most the node may send */
+	uint64_t len; /* bytes written */
+	struct transport_sha256 hash;
+	struct backup_snapshot_check *snap; /* NULL: not a snapshot */
+	char sha_hex[65];		    /* of what arrived, at the end */
+	char node_sha[65];		    /* what the node said */
+	unsigned long long size;	    /* what the node said */
 	unsigned lines;
-	bool bad;
+	bool bad, too_big;
+	int io_errno;
+	struct strbuf piece; /* one line's bytes */
 };
 
 static void download_line(void *ctx, enum transport_stream stream, const char *line, size_t len,
@@ -222,7 +276,7 @@ static void download_line(void *ctx, enum transport_stream stream, const char *l
 		if (len != 64 || strspn(line, "0123456789abcdef") < 64)
 			dl->bad = true;
 		else
-			memcpy(dl->sha, line, 64);
+			memcpy(dl->node_sha, line, 64);
 	} else if (dl->lines == 1) {
 		char buf[32], *end;
 		if (len == 0 || len >= sizeof(buf)) {
@@ -232,10 +286,31 @@ static void download_line(void *ctx, enum transport_stream stream, const char *l
 			buf[len] = '\0';
 			dl->size = strtoull(buf, &end, 10);
 			dl->bad = *end != '\0';
+			if (dl->size > dl->max) /* said before a byte is sent: not read at all */
+				dl->bad = dl->too_big = true;
 		}
-	} else if (len > 76 || http_base64_decode(line, len, &dl->data) < 0 ||
-		   dl->data.truncated) {
-		dl->bad = true;
+	} else {
+		struct strbuf *piece = &dl->piece;
+		int e;
+
+		/* A line of at most 76 base64 characters: at most 57 bytes. */
+		strbuf_reset(piece);
+		if (len > 76 || http_base64_decode(line, len, piece) < 0) {
+			dl->bad = true;
+		} else if (dl->len + piece->len > dl->max) {
+			dl->bad = dl->too_big = true;
+		} else if ((e = write_all(dl->fd, piece->buf, piece->len)) < 0) {
+			dl->bad = true;
+			dl->io_errno = -e;
+		} else {
+			transport_sha256_update(&dl->hash, piece->buf, piece->len);
+			if (dl->snap)
+				backup_snapshot_check_update(dl->snap, (unsigned char *)piece->buf,
+							     piece->len);
+			dl->len += piece->len;
+		}
+		if (piece->len)
+			explicit_bzero(piece->buf, piece->len);
 	}
 	dl->lines++;
 }
@@ -270,40 +345,79 @@ static int node_run(struct transport *t, const char *command, struct error *err)
 	return 0;
 }
 
-/* Read PATH from the node, bounded by max, checked against the node's sha256sum and size. */
-static int node_read(struct transport *t, const char *path, size_t max, struct download *dl,
-		     struct error *err)
+/*
+ * Read PATH from the node into DEST, a new file here (0600, synced): streamed
+ * as it comes, bounded by max, checked against the node's sha256sum and size
+ * and, with snap, as an etcd snapshot.  0; -1 the node's failure (err set);
+ * -2 this machine's (errno set).
+ */
+static int node_read(struct transport *t, const char *path, const char *dest, uint64_t max,
+		     struct backup_snapshot_check *snap, struct download *dl, struct error *err)
 {
 	struct strbuf cmd = STRBUF_INIT;
 	struct transport_exec ex = {.timeout_ms = 3600 * 1000, .on_line = download_line, .ctx = dl};
 	struct transport_result r = {0};
-	char sha[65];
+	unsigned char md[32];
 	int rc;
 
+	memset(dl, 0, sizeof(*dl));
+	strbuf_init(&dl->piece, 64);
+	dl->max = max;
+	dl->snap = snap;
+	transport_sha256_init(&dl->hash);
+	dl->fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (dl->fd < 0 || fchmod(dl->fd, 0600) < 0) {
+		rc = -2;
+		goto out;
+	}
 	strbuf_addstr(&cmd, "f=");
 	strbuf_add_sh_quoted(&cmd, path);
 	strbuf_addstr(&cmd, "; sha256sum < \"$f\" | cut -c1-64 && wc -c < \"$f\" && "
 			    "base64 -w 76 < \"$f\"");
 	ex.command = cmd.buf;
-	strbuf_init(&dl->data, 0);
-	dl->data.max = max;
 	rc = transport_ssh_ops.exec(t, &ex, &r, err);
+	if (rc < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (dl->io_errno) {
+		errno = dl->io_errno;
+		rc = -2;
+		goto out;
+	}
+	if (fsync(dl->fd) < 0) {
+		rc = -2;
+		goto out;
+	}
+	rc = -1;
+	if (r.exit_status) {
+		error_set(err, -1, "cannot read '%s' on the node (exit %d)", path, r.exit_status);
+		goto out;
+	}
+	if (dl->bad || dl->lines < 2) {
+		error_set(err, -1, "'%s': the node sent something that is not the file%s", path,
+			  dl->too_big ? " (larger than provision accepts)" : "");
+		goto out;
+	}
+	transport_sha256_final(&dl->hash, md);
+	transport_hex32(dl->sha_hex, md);
+	if (dl->size != dl->len || memcmp(dl->sha_hex, dl->node_sha, 64)) {
+		error_set(err, -1,
+			  "'%s': %llu bytes arrived with SHA-256 %.12s…, the node said %llu "
+			  "bytes, %.12s…",
+			  path, (unsigned long long)dl->len, dl->sha_hex, dl->size, dl->node_sha);
+		goto out;
+	}
+	if (snap && backup_snapshot_check_final(snap, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (dl->fd >= 0 && close(dl->fd) < 0 && rc == 0)
+		rc = -2;
+	dl->fd = -1;
+	strbuf_release(&dl->piece);
 	strbuf_release(&cmd);
-	if (rc < 0)
-		return -1;
-	if (r.exit_status)
-		return error_set(err, -1, "cannot read '%s' on the node (exit %d)", path,
-				 r.exit_status);
-	if (dl->bad || dl->lines < 2)
-		return error_set(err, -1, "'%s': the node sent something that is not the file%s",
-				 path, dl->data.truncated ? " (larger than provision accepts)" : "");
-	transport_sha256_hex(sha, dl->data.buf, dl->data.len);
-	if (dl->size != dl->data.len || memcmp(sha, dl->sha, 64))
-		return error_set(err, -1,
-				 "'%s': %zu bytes arrived with SHA-256 %.12s…, the node said %llu "
-				 "bytes, %.12s…",
-				 path, dl->data.len, sha, dl->size, dl->sha);
-	return 0;
+	return rc;
 }
 
 static void wipe(struct strbuf *sb)
@@ -318,7 +432,8 @@ static void wipe(struct strbuf *sb)
 static int backup_after(const struct cli_plan_args *a, const struct cli_plan_done *d)
 {
 	const struct node *cp = d->nr ? d->nodes[0] : NULL;
-	struct download snap = {0}, pki = {0};
+	struct download snap = {.fd = -1}, pki = {.fd = -1};
+	struct backup_snapshot_check check;
 	struct transport *t = NULL;
 	struct error err = {0};
 	struct strbuf manifest = STRBUF_INIT, rm = STRBUF_INIT;
@@ -326,9 +441,10 @@ static int backup_after(const struct cli_plan_args *a, const struct cli_plan_don
 	char *dir = xasprintf("%s/backups", priv);
 	char *tmp = xasprintf("%s/%s.tmp", dir, backup_id);
 	char *final = xasprintf("%s/%s", dir, backup_id);
-	char *path = NULL, **ids = NULL;
+	char *path = NULL, *dest = NULL, **ids = NULL;
 	size_t nr_ids = 0, i;
 	int ret = d->ret, rc;
+	bool made_tmp = false;
 
 	(void)a;
 	if (ret != EXIT_OK || !cp) {
@@ -337,56 +453,56 @@ static int backup_after(const struct cli_plan_args *a, const struct cli_plan_don
 		       cp ? cp->name : "the control plane", dir);
 		goto out;
 	}
-	if (node_connect(&t, d->inv, cp, d->identity_passphrase, &err) < 0)
-		goto node_fail;
-	path = xasprintf(NODE_DIR "/%s.db", backup_id);
-	rc = node_read(t, path, SNAPSHOT_MAX, &snap, &err);
-	free(path);
-	if (rc < 0)
-		goto node_fail;
-	if (backup_snapshot_verify((const unsigned char *)snap.data.buf, snap.data.len, &err) < 0)
-		goto node_fail;
-	path = xasprintf(NODE_DIR "/%s.pki.tar", backup_id);
-	rc = node_read(t, path, PKI_MAX, &pki, &err);
-	free(path);
-	if (rc < 0)
-		goto node_fail;
-
-	/* This machine: ID.tmp, each file 0600 and synced, then the rename. */
+	/*
+	 * This machine: ID.tmp (0700), the files streamed into it as they come
+	 * (0600, synced: a snapshot may be 8 GiB, it is never whole in memory),
+	 * checked, then the rename; anything wrong and ID.tmp goes.
+	 */
 	(void)mkdir(d->state_dir, 0700);
 	if ((mkdir(priv, 0700) < 0 && errno != EEXIST) || (mkdir(dir, 0700) < 0 && errno != EEXIST))
 		goto local_fail;
 	free_ids(list_backups(dir, &nr_ids, true), nr_ids);
 	if (mkdir(tmp, 0700) < 0)
 		goto local_fail;
-	strbuf_addf(&manifest,
-		    "id %s\ncluster %s\nnode %s\naddress %s\nsnapshot.db sha256 %s bytes %zu\n"
-		    "pki.tar sha256 %s bytes %zu\n",
-		    backup_id, d->inv->cluster.name, cp->name, cp->address, snap.sha, snap.data.len,
-		    pki.sha, pki.data.len);
-	path = xasprintf("%s/snapshot.db", tmp);
-	rc = write_file_0600(path, snap.data.buf, snap.data.len);
+	made_tmp = true;
+	if (node_connect(&t, d->inv, cp, d->identity_passphrase, &err) < 0)
+		goto node_fail;
+	backup_snapshot_check_init(&check);
+	path = xasprintf(NODE_DIR "/%s.db", backup_id);
+	dest = xasprintf("%s/snapshot.db", tmp);
+	rc = node_read(t, path, dest, SNAPSHOT_MAX, &check, &snap, &err);
 	free(path);
-	if (rc == 0) {
-		path = xasprintf("%s/pki.tar", tmp);
-		rc = write_file_0600(path, pki.data.buf, pki.data.len);
-		free(path);
-	}
-	if (rc == 0) {
-		path = xasprintf("%s/manifest", tmp);
-		rc = write_file_0600(path, manifest.buf, manifest.len);
-		free(path);
-	}
+	free(dest);
+	if (rc == -2)
+		goto local_fail;
+	if (rc < 0)
+		goto node_fail;
+	path = xasprintf(NODE_DIR "/%s.pki.tar", backup_id);
+	dest = xasprintf("%s/pki.tar", tmp);
+	rc = node_read(t, path, dest, PKI_MAX, NULL, &pki, &err);
+	free(path);
+	free(dest);
+	if (rc == -2)
+		goto local_fail;
+	if (rc < 0)
+		goto node_fail;
+
+	strbuf_addf(&manifest,
+		    "id %s\ncluster %s\nnode %s\naddress %s\nsnapshot.db sha256 %s bytes %llu\n"
+		    "pki.tar sha256 %s bytes %llu\n",
+		    backup_id, d->inv->cluster.name, cp->name, cp->address, snap.sha_hex,
+		    (unsigned long long)snap.len, pki.sha_hex, (unsigned long long)pki.len);
+	path = xasprintf("%s/manifest", tmp);
+	rc = write_file_0600(path, manifest.buf, manifest.len);
+	free(path);
 	if (rc < 0) {
 		errno = -rc;
-		remove_backup_dir(tmp);
 		goto local_fail;
 	}
 	fsync_dir(tmp);
-	if (rename(tmp, final) < 0) {
-		remove_backup_dir(tmp);
+	if (rename(tmp, final) < 0)
 		goto local_fail;
-	}
+	made_tmp = false;
 	fsync_dir(dir);
 
 	/* The node's copy holds every Secret of the cluster: it goes. */
@@ -407,23 +523,29 @@ static int backup_after(const struct cli_plan_args *a, const struct cli_plan_don
 	state_files_addf(d->record, "backup",
 			 "%s\nkept on this machine in private/backups/%s (not in this record)\n",
 			 manifest.buf, backup_id);
-	printf("backup: %s: etcd snapshot of %s, %zu bytes, sha256 %s; PKI %zu bytes; in '%s' "
+	printf("backup: %s: etcd snapshot of %s, %llu bytes, sha256 %s; PKI %llu bytes; in '%s' "
 	       "(%zu kept)\n",
-	       backup_id, cp->name, snap.data.len, snap.sha, pki.data.len, final,
-	       nr_ids - i);
+	       backup_id, cp->name, (unsigned long long)snap.len, snap.sha_hex,
+	       (unsigned long long)pki.len, final, nr_ids - i);
 	goto out;
 
 node_fail:
+	if (made_tmp)
+		remove_backup_dir(tmp);
+	made_tmp = false;
 	printf("backup: %s: %s; nothing was written to '%s'\n", cp->name, err.msg, dir);
 	ret = EXIT_NODE_FAILED;
 	goto out;
-local_fail:
-	printf("backup: cannot write '%s': %s; nothing was kept\n", tmp, strerror(errno));
+local_fail : {
+	int e = errno;
+	if (made_tmp)
+		remove_backup_dir(tmp);
+	made_tmp = false;
+	printf("backup: cannot write '%s': %s; nothing was kept\n", tmp, strerror(e));
+}
 	ret = EXIT_LOCAL;
 out:
 	transport_ssh_ops.close(t);
-	wipe(&snap.data);
-	wipe(&pki.data);
 	free_ids(ids, nr_ids);
 	strbuf_release(&manifest);
 	strbuf_release(&rm);

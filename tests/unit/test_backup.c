@@ -94,12 +94,52 @@ static void test_corrupt(void **state)
 	free(p);
 }
 
+/*
+ * Issue 31 F8: backup streams the snapshot to disk and checks it as it
+ * comes: in pieces of any size, the same answers as on the whole file.
+ */
+static void check_in_pieces(const unsigned char *p, size_t len, size_t piece, int want,
+			    const char *msg)
+{
+	struct backup_snapshot_check c;
+	struct error err = {0};
+	size_t off;
+
+	backup_snapshot_check_init(&c);
+	for (off = 0; off < len; off += piece)
+		backup_snapshot_check_update(&c, p + off, len - off < piece ? len - off : piece);
+	assert_int_equal(backup_snapshot_check_final(&c, &err), want);
+	if (msg && !strstr(err.msg, msg))
+		fail_msg("'%s' does not say '%s' (pieces of %zu)", err.msg, msg, piece);
+}
+
+static void test_streamed(void **state)
+{
+	static const size_t pieces[] = {1, 7, 31, 32, 33, 57, 4095, 4096, 70000};
+	size_t len, k;
+	unsigned char *p = snapshot(4096, 5, &len);
+
+	(void)state;
+	for (k = 0; k < ARRAY_SIZE(pieces); k++) {
+		check_in_pieces(p, len, pieces[k], 0, NULL);
+		p[len - 1] ^= 1; /* etcd's hash */
+		check_in_pieces(p, len, pieces[k], -1, "does not match");
+		p[len - 1] ^= 1;
+		p[100] ^= 1; /* the database */
+		check_in_pieces(p, len, pieces[k], -1, "does not match");
+		p[100] ^= 1;
+		check_in_pieces(p, len - 1, pieces[k], -1, "not whole");
+	}
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_whole),
 	    cmocka_unit_test(test_truncated),
 	    cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_streamed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
