@@ -109,7 +109,11 @@ static char *clean_text(const char *s)
 
 	text_clean_line(&sb, s);
 	if (sb.len > 300) {
-		strbuf_setlen(&sb, 300);
+		size_t n = 300;
+		/* at a character: a cut UTF-8 sequence is not text (JSON refuses it) */
+		while (n && ((unsigned char)sb.buf[n] & 0xc0) == 0x80)
+			n--;
+		strbuf_setlen(&sb, n);
 		strbuf_addstr(&sb, "...");
 	}
 	return strbuf_detach(&sb, NULL);

@@ -129,6 +129,15 @@ static void test_parse_bounds_and_escapes(void **state)
 	assert_null(strchr(b.fail[BENCH_CONTAINER], '\x1b'));
 	assert_null(strchr(b.fail[BENCH_CONTAINER], '\x07'));
 	bench_node_release(&b);
+	/* a long reason is cut at a character, not inside one (JSON would refuse it) */
+	strbuf_addstr(&big, "fail container x");
+	for (i = 0; i < 200; i++)
+		strbuf_addstr(&big, "\xc3\xa9"); /* é */
+	strbuf_addstr(&big, "\nfail host x\nend\n");
+	assert_int_equal(bench_parse(&b, big.buf, big.len, 2, 1000, 3, &err), 0);
+	assert_null(text_unsafe(b.fail[BENCH_CONTAINER], strlen(b.fail[BENCH_CONTAINER])));
+	bench_node_release(&b);
+	strbuf_release(&big);
 }
 
 static const struct check *find(const struct validation *v, const char *id)
