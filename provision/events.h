@@ -59,6 +59,8 @@ struct event {
 	enum node_state state;
 	enum step_result result;
 	int stream;	      /* 1 stdout, 2 stderr (EVENT_LINE) */
+	/* EVENT_LINE: the node's line held unsafe text (util.h text_unsafe); text is it cleaned */
+	bool unsafe;
 	int exit_status;      /* EVENT_STEP_END, EVENT_NODE_STATE(DONE/FAILED) */
 	char *phase;	      /* may be NULL */
 	char *role;	      /* may be NULL */

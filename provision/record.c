@@ -202,7 +202,8 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 			for (i = 0; volatile_facts[i]; i++)
 				skip = skip || !strncmp(ev->text, volatile_facts[i],
 							strlen(volatile_facts[i]));
-			if (text_unsafe(ev->text, strlen(ev->text)))
+			/* cleaned where it entered (runner.c): the event says it was not data */
+			if (ev->unsafe || text_unsafe(ev->text, strlen(ev->text)))
 				rn->facts_unsafe = true;
 			if (!skip) {
 				strbuf_addstr(&rn->facts, ev->text);

@@ -158,6 +158,7 @@ static void post_one(struct line_ctx *lc, int stream, const char *line, size_t l
 
 	ev->stream = stream;
 	ev->text = xstrndup(line, len);
+	ev->unsafe = text_unsafe(ev->text, strlen(ev->text)) != NULL;
 	redact(lc->job->r, &ev->text);
 	if (lc->phase)
 		ev->phase = xstrdup(lc->phase);

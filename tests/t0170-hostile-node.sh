@@ -23,6 +23,11 @@
 #              protocol (before: "[node-2] hostile › 10-print … skipped
 #              5ms: forged by node-2"); a `::set` longer than 64 KiB: the
 #              step fails (before: read with its value cut)
+#   issue 31 F4  terminal escapes, C1 bytes and a byte that is not UTF-8 in a
+#              failing step's last line, in sudo's error text and in a
+#              check's observed value: not in the summary, `check`, its
+#              JUnit file (valid XML), `status --no-tui`, `diff` or the
+#              record (before: raw in all of them, the JUnit file not XML)
 # Set HOSTILE_BYTES=1073741824 HOSTILE_TIMEOUT=600 to measure with 1 GiB;
 # the RSS and sizes are printed (PROVISION_TEST_VERBOSE=1).
 # Test bodies are single-quoted: lib.sh evaluates them.
@@ -60,10 +65,10 @@ phase: prep
 applies_to: [control-plane, worker]
 EOF
 cat >"$ROLES/hostile/steps/10-print.sh" <<'EOF'
-# test only (t0170): the node's misbehaviour, in a step's output
+# test only (t0170): the node's misbehaviour, in a step's output (a failure: its status)
 case ${1:-} in
 check)
-	if command -v provision-hostile >/dev/null; then provision-hostile; fi
+	if command -v provision-hostile >/dev/null; then provision-hostile || exit $?; fi
 	echo "step done"
 	exit 0
 	;;
@@ -99,6 +104,30 @@ honest_done() { # honest_done NAME: node-1 finished
 }
 
 hostile() { "$HOSTILE" "$TB" node-2 "$@"; }
+
+# no_raw FILE...: no ESC, no C1 control, nothing that is not UTF-8 (what a
+# terminal would act on, what makes XML invalid); says what and where.
+no_raw() {
+	python3 - "$@" <<'PY'
+import re, sys
+bad = 0
+for path in sys.argv[1:]:
+    data = open(path, "rb").read()
+    for n, line in enumerate(data.split(b"\n"), 1):
+        why = None
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            why = "not UTF-8"
+        else:
+            if re.search("[\x1b\x80-\x9f]", text):
+                why = "ESC or a C1 control"
+        if why:
+            print("%s:%d: %s: %r" % (path, n, why, line[:160]))
+            bad += 1
+sys.exit(1 if bad else 0)
+PY
+}
 
 test_case "finding 2: CR, NEL, U+2028 in nvidia-smi's GPU name fail preflight, naming node and field" '
 	for m in smi-cr smi-nel smi-u2028 smi-esc; do
@@ -187,6 +216,67 @@ test_case "issue 31 F3: a ::skip at byte 65536 of a line is output; a ::set long
 	expect_grep "^\[node-2\] .*protocol violation by node .node-2. in hostile › 10-print: a protocol line (.::….) longer than 64 KiB" cut.out
 	expect_no_grep "bbbbbbbb" cut.out
 	honest_done cut
+'
+
+: >"$TEST_DIR/honest.lines"
+
+test_case "issue 31 F4: a failing step's last line with escapes: summary, diff and record clean" '
+	hostile lines honest.lines
+	"$PROVISION" up -i "$INV" --roles "$ROLES" --state f4.state --phases prep --no-tui </dev/null >f4a.out 2>&1
+	hostile fail-escapes
+	expect_status 1 "$PROVISION" up -i "$INV" --roles "$ROLES" --state f4.state --phases prep --no-tui \
+		</dev/null >f4b.out 2>&1
+	cat -v f4b.out
+	no_raw f4b.out
+	expect_grep "check failed (exit 3): E: gone ?31m red RED ? end" f4b.out
+	expect_grep "^node-2 *failed " f4b.out
+	"$PROVISION" diff -i "$INV" --state f4.state >f4.diff 2>&1
+	cat -v f4.diff
+	no_raw f4.diff
+	expect_grep "hostile › 10-print: unchanged -> failed" f4.diff
+	expect_grep "gone ?31m red RED ? end" f4.diff
+	git --git-dir=f4.state/.git show HEAD:nodes/node-2/results >f4.results 2>/dev/null ||
+		git --git-dir=f4.state show HEAD:nodes/node-2/results >f4.results
+	git --git-dir=f4.state/.git log -1 --format=%B >f4.msg 2>/dev/null ||
+		git --git-dir=f4.state log -1 --format=%B >f4.msg
+	no_raw f4.results f4.msg
+	honest_done f4b
+'
+
+test_case "issue 31 F4: sudo's error text with escapes: summary clean (and status --no-tui)" '
+	hostile sudo-escapes
+	ADMIN_INV=$TEST_DIR/inventory-admin.yaml
+	sed "s/^ssh:\$/ssh:\n  command_timeout: $TIMEOUT/" "$TB/inventory-admin.yaml" >"$ADMIN_INV"
+	expect_status 1 "$PROVISION" up -i "$ADMIN_INV" --roles "$ROLES" --state sudo.state --phases prep \
+		--no-tui </dev/null >sudo.out 2>&1
+	cat -v sudo.out
+	no_raw sudo.out
+	expect_grep "^\[node-2\] unreachable: sudo on .[^ ]*. failed: sudo: gone ?31m red RED ? end" sudo.out
+	expect_status 1 "$PROVISION" status -i "$ADMIN_INV" --no-tui </dev/null >sudo-status.out 2>&1
+	cat -v sudo-status.out
+	no_raw sudo-status.out
+	expect_grep "^node-2: reachable failed: " sudo-status.out
+	hostile lines honest.lines
+'
+
+test_case "issue 31 F4: a check's observed value with escapes: check, --junit (XML), status clean" '
+	tb exec "$TB" node-1 sh -c "mkdir -p /etc/kubernetes && : >/etc/kubernetes/admin.conf"
+	hostile cert-escapes
+	expect_status 1 "$PROVISION" check -i "$INV" --roles "$ROLES" --state chk.state --no-tui \
+		--junit chk.xml </dev/null >chk.out 2>&1
+	tb exec "$TB" node-1 rm -f /etc/kubernetes/admin.conf
+	cat -v chk.out
+	no_raw chk.out chk.xml
+	python3 -c "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])" chk.xml
+	expect_grep "^kubelet-client-cert  *node-2  *fail  *unreadable: openssl: gone ?31m red RED ? end" chk.out
+	expect_grep "unreadable: openssl: gone ?31m red RED ? end" chk.xml
+	tb exec "$TB" node-1 sh -c "mkdir -p /etc/kubernetes && : >/etc/kubernetes/admin.conf"
+	expect_status 1 "$PROVISION" status -i "$INV" --no-tui </dev/null >chk-status.out 2>&1
+	tb exec "$TB" node-1 rm -f /etc/kubernetes/admin.conf
+	cat -v chk-status.out
+	no_raw chk-status.out
+	expect_grep "kubelet-client-cert failed: .*unreadable: openssl: gone ?31m red RED ? end" chk-status.out
+	hostile lines honest.lines
 '
 
 test_case "finding 5: $BYTES bytes from a step: RSS and record bounded, the cut said, node-1 done" '

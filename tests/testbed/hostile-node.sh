@@ -36,6 +36,16 @@
 #                   on this machine and copied to the node
 #   facts-lines FILE
 #                   the same, written into the facts script's output
+#   fail-escapes    a step's last line with terminal escapes (OSC title, screen
+#                   clear, colours, an 8-bit CSI) and a byte that is not UTF-8,
+#                   and provision-hostile exits 3 (the test role's step fails
+#                   with it): what the summary, the record and diff show
+#   sudo-escapes    /usr/local/bin/sudo (first on the login user's PATH) says
+#                   that line on stderr and exits 1: sudo's error text
+#   cert-escapes    /usr/local/bin/openssl says it on stderr and exits 1, and a
+#                   kubelet client certificate is there: the certificate
+#                   check's observed value (check, --junit, status)
+# Every mode removes the sudo and openssl stand-ins of the others.
 # The stand-ins are shell: nothing on the node is built.
 set -eu
 
@@ -54,7 +64,8 @@ tb() { "$TESTBED" exec "$DIR" "$NODE" "$@"; }
 
 bytes=1073741824
 case $MODE in
-smi-cr | smi-nel | smi-u2028 | smi-esc | smi-nul | escapes) ;;
+smi-cr | smi-nel | smi-u2028 | smi-esc | smi-nul | escapes | fail-escapes | sudo-escapes | \
+	cert-escapes) ;;
 facts-flood | facts-longline | facts-endless | flood | longline | endless)
 	[ -z "$ARG" ] || bytes=$ARG ;;
 lines | facts-lines)
@@ -78,10 +89,37 @@ endless | facts-endless) yes "$line" ;;
 escapes)
 	printf 'title \033]0;pwned\007 red \033[31mRED\033[0m clear \033[2J 8bit \302\23331m end\n'
 	printf 'honest line\rforged line\n' ;;
+fail-escapes)
+	echo "an honest line first"
+	printf 'E: \033]0;pwned\007\033[2Jgone \302\23331m red \033[31mRED\033[0m \377 end\n'
+	exit 3 ;;
 lines | facts-lines) cat /etc/provision-hostile.lines ;;
 esac
 exit 0
 EOF
+
+# Stand-ins of earlier modes go; sudo-escapes and cert-escapes put theirs.
+tb sh -c 'for f in /usr/local/bin/sudo /usr/local/bin/openssl; do
+	if grep -qs hostile-node.sh "$f"; then rm -f "$f"; fi
+done
+if [ -f /var/lib/kubelet/pki/.hostile ]; then rm -rf /var/lib/kubelet/pki; fi'
+case $MODE in
+sudo-escapes | cert-escapes)
+	tool=sudo
+	if [ "$MODE" = cert-escapes ]; then
+		tool=openssl
+		tb sh -c 'mkdir -p /var/lib/kubelet/pki && touch /var/lib/kubelet/pki/.hostile &&
+			echo "not a certificate" >/var/lib/kubelet/pki/kubelet-client-current.pem'
+	fi
+	tb sh -c "cat >/usr/local/bin/$tool && chmod 0755 /usr/local/bin/$tool" <<'EOF'
+#!/bin/sh
+# a stand-in of tests/testbed/hostile-node.sh: its error text drives a terminal
+printf '%s: \033]0;pwned\007\033[2Jgone \302\23331m red \033[31mRED\033[0m \377 end\n' \
+	"$(basename "$0")" >&2
+exit 1
+EOF
+	;;
+esac
 
 case $MODE in
 smi-* | facts-*) ;;
