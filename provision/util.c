@@ -474,6 +474,7 @@ bool text_make_safe(struct strbuf *sb)
 	if (sb->len)
 		explicit_bzero(sb->buf, sb->len); /* it may have held a secret, split */
 	out.max = sb->max;
+	out.truncated = sb->truncated;
 	strbuf_release(sb);
 	*sb = out;
 	return changed;
