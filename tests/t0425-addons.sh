@@ -420,7 +420,7 @@ test_case "up --phases addons then: node-4 fails its preflight alone; driver.ena
 	expect_grep '^gpu-operator-validated  *node-4  *pass ' check4.out
 	# the row is the diff's first 600 characters: node-4's summary line
 	# comes first; plan -v shows the whole difference, driver.enabled in it
-	expect_grep '^drift  *node-1  *fail  *gpu-operator › /etc/provision/helm/gpu-operator.values.yaml: -#   node-4: 1x "NVIDIA PCI device 0x2484", host driver not working; +#   node-4: 1x "NVIDIA GeForce RTX 3070", host driver "550.107.02"; ' check4.out
+	expect_grep '^drift  *node-1  *fail  *gpu-operator › /etc/provision/helm/gpu-operator.values.yaml: -#   node-4: 1x .NVIDIA PCI device 0x2484., host driver not working; +#   node-4: 1x .NVIDIA GeForce RTX 3070., host driver .550.107.02.; ' check4.out
 	$PROVISION plan -i $INV --state $STATE --roles $ROLES --phases addons --no-tui -v >plan4.out 2>&1 || true
 	expect_grep '^ *-  enabled: true\$' plan4.out
 	expect_grep '^ *+  enabled: false\$' plan4.out
