@@ -410,6 +410,102 @@ test_case "the API server refuses a DaemonSet's changed selector (field is immut
 	rejects kubectl 'delete ds x --cascade=sideways' 'error: invalid cascade value (sideways). Must be \"background\", \"foreground\", or \"orphan\"'
 "
 
+test_case "the daemons' client keeps its connection (the CLIs' close theirs): many requests on one, an unanswered POST's body read, a new one after the API server's restart" "
+	pyfake kube-apiserver <<-'EOF' >keep.out 2>&1 || { cat keep.out; false; }
+		import signal
+		STATE = os.path.abspath('etcd/state.json')
+		os.makedirs('pki', exist_ok=True)
+		os.chdir('pki')
+		make_ca('./ca.key', './ca.crt', 'kubernetes')
+		make_leaf('./ca.crt', './ca.key', './srv.key', './srv.crt', 'kube-apiserver', ips=['127.0.0.1'], usage='server')
+		admin = make_leaf('./ca.crt', './ca.key', './adm.key', './adm.crt', 'kubernetes-admin', ['system:masters'])
+		nobody = make_leaf('./ca.crt', './ca.key', './nob.key', './nob.crt', 'nobody')
+		probe = socket.socket()
+		probe.bind(('127.0.0.1', 0))
+		port = probe.getsockname()[1]
+		probe.close()
+
+		def serve():
+		    # the API server in a child process; each accepted connection a line in conns
+		    if os.path.exists('ready'):
+		        os.unlink('ready')
+		    pid = os.fork()
+		    if pid:
+		        for _ in range(100):
+		            if os.path.exists('ready'):
+		                return pid
+		            time.sleep(0.1)
+		        raise SystemExit('the API server did not start')
+		    try:
+		        class Counted(TLSServer):
+		            def get_request(self):
+		                r = super().get_request()
+		                with open('conns', 'a') as f:
+		                    f.write('conn\n')
+		                return r
+		        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+		        ctx.load_cert_chain('srv.crt', 'srv.key')
+		        ctx.load_verify_locations('ca.crt')
+		        ctx.verify_mode = ssl.CERT_OPTIONAL
+		        Handler.api = API({})
+		        srv = Counted(('127.0.0.1', port), Handler, ctx)
+		        write_file('ready', '')
+		        srv.serve_forever()
+		    finally:
+		        os._exit(1)
+
+		def conns():
+		    return len(read_file('conns', '').splitlines())
+
+		ca = read_file('ca.crt')
+		pid = serve()
+		base = conns()
+		c = Client('https://127.0.0.1:%d' % port, ca, admin, read_file('adm.key'), keepalive=True)
+		for i in range(20):
+		    c.get('/api/v1/namespaces')
+		# a copy (the kubelet's client acting as a pod's service account) shares it
+		cp = copy.copy(c)
+		cp.headers = ['Impersonate-User: system:serviceaccount:default:default']
+		assert cp.get('/version')['gitVersion'] == 'v' + FAKE_VERSION
+		assert conns() == base + 1, 'keep-alive: %d connections for 21 requests' % (conns() - base)
+		# a refused POST: its body is read all the same, the next request is understood
+		n = Client('https://127.0.0.1:%d' % port, ca, nobody, read_file('nob.key'), keepalive=True)
+		try:
+		    n.post('/api/v1/namespaces/default/configmaps', {'metadata': {'name': 'x'}, 'data': {'k': 'v' * 5000}})
+		    raise AssertionError('nobody may create')
+		except APIError as e:
+		    assert e.code == 403, e
+		try:
+		    n.get('/api/v1/namespaces/default/configmaps/x')
+		    raise AssertionError('nobody may read')
+		except APIError as e:
+		    assert e.code == 403 and 'cannot get resource' in str(e), e
+		assert conns() == base + 2, '%d connections' % (conns() - base)
+		# a CLI's client: one connection per request, as before
+		once = Client('https://127.0.0.1:%d' % port, ca, admin, read_file('adm.key'))
+		once.get('/version')
+		once.get('/version')
+		assert conns() == base + 4, '%d connections' % (conns() - base)
+		# the API server killed and started again: refused, then a new connection
+		os.kill(pid, signal.SIGKILL)
+		os.waitpid(pid, 0)
+		try:
+		    c.get('/api/v1/namespaces')
+		    raise AssertionError('answered by a dead server')
+		except ConnError as e:
+		    assert e.kind == 'refused', e
+		pid = serve()
+		base = conns()
+		c.post('/api/v1/namespaces/default/configmaps', {'metadata': {'name': 'y'}})
+		assert c.get('/api/v1/namespaces/default/configmaps/y')['metadata']['name'] == 'y'
+		assert conns() == base + 1, '%d connections after the restart' % (conns() - base)
+		os.kill(pid, signal.SIGKILL)
+		os.waitpid(pid, 0)
+		print('keepalive ok')
+	EOF
+	expect_grep '^keepalive ok\$' keep.out
+"
+
 if command -v kubectl >/dev/null 2>&1 && kubectl version --client 2>/dev/null | grep -q '^Client Version: v1\.32\.4'; then
 	test_case "the real kubectl v1.32.4 of this machine rejects the same flags with the same text" "
 		export HOME=\$PWD KUBECONFIG=\$PWD/none

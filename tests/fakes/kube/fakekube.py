@@ -24,12 +24,14 @@ import json
 import os
 import re
 import secrets
+import select
 import shutil
 import socket
 import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -1060,8 +1062,37 @@ class ConnError(Exception):
         self.kind = kind
 
 
+class _Conn:
+    """The connection a keep-alive Client (and its copies) reuses."""
+
+    def __init__(self):
+        self.sock = None
+        self.buf = b""
+        self.lock = threading.Lock()
+
+    def close(self):
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+        self.sock, self.buf = None, b""
+
+
+class _Stale(Exception):
+    """A reused connection the server had closed before answering."""
+
+
 class Client:
-    def __init__(self, server, ca=None, cert=None, key=None, token=None, insecure=False, timeout=10.0):
+    """An HTTP(S) client of the API server.  The command-line tools send
+    each request on its own connection (Connection: close), as they make a
+    few; the daemons (kubelet, controller manager, scheduler) pass
+    keepalive=True and send theirs on one persistent connection, as the
+    real components' client-go does, opened again when the server closed
+    it (a request that got no answer on a reused connection is sent once
+    more on a new one)."""
+
+    def __init__(self, server, ca=None, cert=None, key=None, token=None, insecure=False, timeout=10.0, keepalive=False):
         u = urllib.parse.urlsplit(server or "http://localhost:8080")
         self.scheme = u.scheme
         self.host = u.hostname
@@ -1072,6 +1103,8 @@ class Client:
         self.headers = []  # extra request headers ("Impersonate-User: ...")
         self.ctx = None
         self._tmp = None
+        self.conn = _Conn() if keepalive else None
+        self.writes = 0  # requests other than GET sent (a controller's "did I change anything")
         if self.scheme == "https":
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             if insecure or not ca:
@@ -1099,43 +1132,46 @@ class Client:
             self.ctx = ctx
 
     @classmethod
-    def from_kubeconfig(cls, path, timeout=10.0):
+    def from_kubeconfig(cls, path, timeout=10.0, keepalive=False):
         kc = load_kubeconfig(path)
-        return cls(kc["server"], kc["ca"], kc["cert"], kc["key"], kc["token"], kc["insecure"], timeout)
+        return cls(kc["server"], kc["ca"], kc["cert"], kc["key"], kc["token"], kc["insecure"], timeout, keepalive)
 
     def hostport(self):
         return "%s:%d" % (self.host, self.port)
 
     def raw(self, method, path, body=None, ctype="application/json", query=None):
         """(status, bytes) of one request; ConnError when unreachable.
-        HTTP/1.1 by hand (Connection: close): http.client would pull in the
-        email package, which costs more than the request."""
+        HTTP/1.1 by hand: http.client would pull in the email package,
+        which costs more than the request."""
         if query:
             path += ("&" if "?" in path else "?") + urllib.parse.urlencode(query)
         data = b""
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
         head = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % self.hostport(), "Accept: application/json",
-                "User-Agent: fake-kubernetes/" + FAKE_VERSION, "Connection: close", "Content-Length: %d" % len(data)]
+                "User-Agent: fake-kubernetes/" + FAKE_VERSION, "Content-Length: %d" % len(data)]
+        if self.conn is None:
+            head.insert(4, "Connection: close")
         if self.token:
             head.append("Authorization: Bearer " + self.token)
         head += self.headers
         if body is not None:
             head.append("Content-Type: " + ctype)
+        req = ("\r\n".join(head) + "\r\n\r\n").encode() + data
+        if method != "GET":
+            self.writes += 1
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-            try:
-                if self.scheme == "https":
-                    sock = self.ctx.wrap_socket(sock, server_hostname=self.host)
-                sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + data)
-                chunks = []
-                while True:
-                    b = sock.recv(65536)
-                    if not b:
-                        break
-                    chunks.append(b)
-            finally:
-                sock.close()
+            if self.conn is None:
+                return self._once(req)
+            with self.conn.lock:
+                if self.conn.sock is not None and select.select([self.conn.sock], [], [], 0)[0]:
+                    self.conn.close()  # readable while idle: the server closed it
+                if self.conn.sock is not None:
+                    try:
+                        return self._exchange(req)
+                    except _Stale:
+                        pass  # closed by the server while idle: a new connection
+                return self._exchange(req)
         except ConnectionRefusedError as e:
             raise ConnError("dial tcp %s: connect: connection refused" % self.hostport(), "refused") from e
         except ssl.SSLCertVerificationError as e:
@@ -1144,6 +1180,8 @@ class Client:
             raise ConnError("remote error: tls: %s" % (e.reason or e), "tls") from e
         except (socket.timeout, TimeoutError) as e:
             raise ConnError("dial tcp %s: i/o timeout" % self.hostport(), "timeout") from e
+        except _Stale as e:
+            raise ConnError("read tcp %s: unexpected EOF" % self.hostport(), "reset") from e
         except OSError as e:
             msg = e.strerror or str(e)
             if e.errno in (113, 101):
@@ -1151,19 +1189,35 @@ class Client:
             if isinstance(e, ConnectionResetError) or "reset" in msg.lower():
                 raise ConnError("read tcp %s: read: connection reset by peer" % self.hostport(), "reset") from e
             raise ConnError("dial tcp %s: %s" % (self.hostport(), msg.lower()), "other") from e
+
+    def _connect(self):
+        sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        try:
+            if self.scheme == "https":
+                sock = self.ctx.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _once(self, req):
+        """A request on a connection of its own, read to the server's close."""
+        sock = self._connect()
+        try:
+            sock.sendall(req)
+            chunks = []
+            while True:
+                b = sock.recv(65536)
+                if not b:
+                    break
+                chunks.append(b)
+        finally:
+            sock.close()
         resp = b"".join(chunks)
         head_b, sep, rest = resp.partition(b"\r\n\r\n")
         if not sep:
             raise ConnError("read tcp %s: unexpected EOF" % self.hostport(), "reset")
-        lines = head_b.decode("iso-8859-1").split("\r\n")
-        try:
-            status = int(lines[0].split()[1])
-        except (IndexError, ValueError) as e:
-            raise ConnError("malformed HTTP response %r" % lines[0], "other") from e
-        hdrs = {}
-        for ln in lines[1:]:
-            k, _, v = ln.partition(":")
-            hdrs[k.strip().lower()] = v.strip()
+        status, hdrs = self._head(head_b)
         if hdrs.get("transfer-encoding", "").lower() == "chunked":
             out, pos = [], 0
             while True:
@@ -1176,6 +1230,87 @@ class Client:
             rest = b"".join(out)
         elif "content-length" in hdrs:
             rest = rest[:int(hdrs["content-length"])]
+        return status, rest
+
+    def _head(self, head_b):
+        lines = head_b.decode("iso-8859-1").split("\r\n")
+        try:
+            status = int(lines[0].split()[1])
+        except (IndexError, ValueError) as e:
+            raise ConnError("malformed HTTP response %r" % lines[0], "other") from e
+        hdrs = {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        return status, hdrs
+
+    def _exchange(self, req):
+        """A request on the kept-alive connection (opened when there is
+        none); _Stale when a reused one ends before any answer."""
+        conn = self.conn
+        reused = conn.sock is not None
+        if not reused:
+            conn.sock, conn.buf = self._connect(), b""
+        got = False
+
+        def more():
+            nonlocal got
+            try:
+                b = conn.sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError, ssl.SSLEOFError, ssl.SSLZeroReturnError) as e:
+                if reused and not got:
+                    raise _Stale() from e
+                raise
+            if not b:
+                if reused and not got:
+                    raise _Stale()
+                raise ConnError("read tcp %s: unexpected EOF" % self.hostport(), "reset")
+            got = True
+            conn.buf += b
+
+        try:
+            try:
+                conn.sock.sendall(req)
+            except (ConnectionResetError, BrokenPipeError, ssl.SSLEOFError, ssl.SSLZeroReturnError) as e:
+                if reused:
+                    raise _Stale() from e
+                raise
+            while b"\r\n\r\n" not in conn.buf:
+                more()
+            head_b, _, conn.buf = conn.buf.partition(b"\r\n\r\n")
+            status, hdrs = self._head(head_b)
+            if hdrs.get("transfer-encoding", "").lower() == "chunked":
+                out = []
+                while True:
+                    while b"\r\n" not in conn.buf:
+                        more()
+                    line, _, conn.buf = conn.buf.partition(b"\r\n")
+                    size = int(line.split(b";")[0], 16)
+                    while len(conn.buf) < size + 2:
+                        more()
+                    out.append(conn.buf[:size])
+                    conn.buf = conn.buf[size + 2:]
+                    if size == 0:
+                        break
+                rest = b"".join(out)
+            elif "content-length" in hdrs:
+                n = int(hdrs["content-length"])
+                while len(conn.buf) < n:
+                    more()
+                rest, conn.buf = conn.buf[:n], conn.buf[n:]
+            else:  # the body ends with the connection
+                try:
+                    while True:
+                        more()
+                except ConnError:
+                    pass
+                rest, conn.buf = conn.buf, b""
+                hdrs["connection"] = "close"
+        except BaseException:
+            conn.close()
+            raise
+        if hdrs.get("connection", "").lower() == "close":
+            conn.close()
         return status, rest
 
     def call(self, method, path, body=None, ctype="application/json", query=None):

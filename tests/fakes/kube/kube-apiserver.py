@@ -60,9 +60,10 @@
 #     others leave dependents to the garbage collector
 #     (kube-controller-manager), Foreground without waiting for them.
 # Not copied: watch, server-side apply, admission webhooks, field
-# validation, etcd (objects are kept in one JSON file in etcd's data
-# directory, /var/lib/etcd, so `kubeadm reset` removes them as it removes
-# etcd's data).
+# validation, etcd (objects are kept in one file of JSON lines in etcd's
+# data directory, /var/lib/etcd, so `kubeadm reset` removes them as it
+# removes etcd's data: see Store).  Connections are kept alive (HTTP/1.1)
+# unless the client says Connection: close.
 #
 # Test knob: /etc/fake-kubernetes/knobs/apiserver-readyz-fail (exists):
 # /readyz answers 500 with "[-]etcd failed" while the file exists.  A
@@ -627,8 +628,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def body(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        raw = self.raw_body
         if not raw:
             return None
         try:
@@ -656,6 +656,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def handle_any(self, method):
         api = self.api
+        # the whole request is read before any answer, so that a kept-alive
+        # connection's next request starts where this one ends
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            n, self.close_connection = 0, True
+        self.raw_body = self.rfile.read(n) if n > 0 else b""
         u = urllib.parse.urlsplit(self.path)
         path = u.path.rstrip("/") or "/"
         query = urllib.parse.parse_qs(u.query, keep_blank_values=True)

@@ -79,7 +79,7 @@ def main():
     kc = flags.get("kubeconfig", "/etc/kubernetes/scheduler.conf")
     if not os.path.exists(kc):
         die('E0000 run.go:74] "command failed" err="stat %s: no such file or directory"' % kc)
-    c = Client.from_kubeconfig(kc, timeout=10)
+    c = Client.from_kubeconfig(kc, timeout=10, keepalive=True)
     klog("I", "Starting Kubernetes Scheduler", version="v" + FAKE_VERSION)
     reported = {}
     while True:

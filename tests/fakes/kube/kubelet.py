@@ -524,7 +524,7 @@ class Kubelet:
         if kc and os.path.exists(kc):
             if self.client is None:
                 try:
-                    self.client = Client.from_kubeconfig(kc, timeout=5)
+                    self.client = Client.from_kubeconfig(kc, timeout=5, keepalive=True)
                 except (KubeconfigError, OSError, ssl.SSLError) as e:
                     klog("E", "Unable to load the kubeconfig", err=str(e))
                     return None
