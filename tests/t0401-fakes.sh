@@ -410,6 +410,44 @@ test_case "the API server refuses a DaemonSet's changed selector (field is immut
 	rejects kubectl 'delete ds x --cascade=sideways' 'error: invalid cascade value (sideways). Must be \"background\", \"foreground\", or \"orphan\"'
 "
 
+test_case "the API server's store: each change appended to its file, read back whole after a kill (a line cut short ignored), written whole again once the changes outgrow it; a deletion is a revision" "
+	pyfake kube-apiserver <<-'EOF' >store.out 2>&1 || { cat store.out; false; }
+		STATE = os.path.abspath('etcd/state.json')
+		api = API({})
+		ns, cm = resource_by_name('namespaces'), resource_by_name('configmaps')
+		api.create(ns, None, {'metadata': {'name': 'a'}})
+		for i in range(3):
+		    api.create(cm, 'a', {'metadata': {'name': 'c%d' % i}, 'data': {'k': 'v' * 100}})
+		api.replace(cm, 'a', 'c1', None, patch={'data': {'k': 'w'}})
+		rv = api.store.rv
+		api.delete(cm, 'a', 'c2')
+		assert api.store.rv == rv + 1, 'a deletion is not a revision'
+		lines = open(STATE).read().splitlines()
+		assert len(lines) == 7, '%d lines: not the snapshot and one line per change' % len(lines)
+		# a new API server (the old one killed: nothing more written) reads it all
+		again = Store(STATE)
+		assert (again.rv, again.data) == (api.store.rv, api.store.data), 'not read back'
+		# a change cut short by the kill was never answered: not replayed
+		shutil.copy(STATE, 'cut.json')
+		with open('cut.json', 'a') as f:
+		    f.write('{\"seq\": 99, \"rv\": 99, \"k\": \"configmaps\", \"id\": \"a/c0\", \"o\": nu')
+		cut = Store(os.path.abspath('cut.json'))
+		assert (cut.rv, cut.data) == (api.store.rv, api.store.data), 'a cut line was replayed'
+		# once the lines outgrow the snapshot, the file is written whole again,
+		# and a line of before (a kill between the two writes) is not replayed
+		old = lines[1]
+		api.store.COMPACT = 0
+		while len(open(STATE).read().splitlines()) > 1:
+		    api.replace(cm, 'a', 'c0', None, patch={'data': {'k': secrets.token_hex(400)}})
+		with open(STATE, 'a') as f:
+		    f.write(old + '\n')
+		whole = Store(STATE)
+		assert (whole.rv, whole.data) == (api.store.rv, api.store.data), 'an old line was replayed'
+		print('store ok')
+	EOF
+	expect_grep '^store ok\$' store.out
+"
+
 test_case "the daemons' client keeps its connection (the CLIs' close theirs): many requests on one, an unanswered POST's body read, a new one after the API server's restart" "
 	pyfake kube-apiserver <<-'EOF' >keep.out 2>&1 || { cat keep.out; false; }
 		import signal

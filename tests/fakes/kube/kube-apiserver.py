@@ -159,22 +159,98 @@ def merge_patch(target, patch):
 
 class Store:
     """Every object, by resource ("pods", "daemonsets.apps") and
-    "namespace/name", persisted to STATE after each change."""
+    "namespace/name", persisted to STATE before a change is answered.
+
+    STATE holds JSON lines: the whole store ({"rv", "objects"}), then one
+    line per object changed since ({"seq", "rv", "k": resource, "id":
+    "namespace/name", "o": the object, or null when deleted}), appended to
+    the file the server keeps open: a change costs the size of the object,
+    not of the store.  Once the lines outgrow the snapshot (at least
+    COMPACT bytes), the file is written again whole (a new file renamed
+    over it: a reader such as tar gets one consistent file, old or new).
+    Loading replays the lines with a seq above the snapshot's and stops at
+    a line cut short (a write the server never answered)."""
+
+    COMPACT = 256 * 1024
 
     def __init__(self, path):
         self.path = path
         self.lock = threading.RLock()
         self.rv = 1
+        self.seq = 0
         self.data = {}
+        self.dirty = set()  # (resource key, "namespace/name") changed since the last save
+        self.fd = None      # STATE, open for appending changes
+        self.tail = 0       # bytes of change lines since the snapshot
+        self.snap = 0       # bytes of the snapshot line
         try:
-            st = json.loads(read_file(path))
-            self.rv = st["rv"]
-            self.data = st["objects"]
-        except (OSError, ValueError, KeyError):
-            pass
+            lines = read_file(path).split("\n")
+            st = json.loads(lines[0])
+            self.rv, self.data, self.seq = st["rv"], st["objects"], st.get("seq", 0)
+            for ln in lines[1:]:
+                try:
+                    ch = json.loads(ln)
+                    if ch["seq"] <= self.seq:
+                        continue
+                    b = self.data.setdefault(ch["k"], {})
+                    if ch["o"] is None:
+                        b.pop(ch["id"], None)
+                    else:
+                        b[ch["id"]] = ch["o"]
+                    self.rv, self.seq = max(self.rv, ch["rv"]), ch["seq"]
+                except (ValueError, KeyError, TypeError):
+                    break
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            self.rv, self.seq, self.data = 1, 0, {}
 
-    def save(self):
-        write_file(self.path, json.dumps({"rv": self.rv, "objects": self.data}), 0o600)
+    def save(self, whole=False):
+        """Make the changes since the last save durable (against a kill of
+        this process, as the whole-file write before was)."""
+        if not self.dirty and not whole:
+            return
+        if whole or self.fd is None or self.tail > max(self.snap, self.COMPACT):
+            if self.snapshot(create=whole or self.fd is None):
+                return
+        lines = []
+        for k, i in sorted(self.dirty):
+            self.seq += 1
+            lines.append(json.dumps({"seq": self.seq, "rv": self.rv, "k": k, "id": i,
+                                     "o": self.data.get(k, {}).get(i)}) + "\n")
+        self.dirty.clear()
+        buf = "".join(lines).encode()
+        self.tail += len(buf)
+        while buf:
+            buf = buf[os.write(self.fd, buf):]
+
+    def snapshot(self, create):
+        """STATE written whole; False when its folder is gone (kubeadm reset
+        removed it while this server still runs: not made again)."""
+        d = os.path.dirname(self.path)
+        if not create and not os.path.isdir(d):
+            return False
+        os.makedirs(d, exist_ok=True)
+        text = (json.dumps({"rv": self.rv, "seq": self.seq, "objects": self.data}) + "\n").encode()
+        fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(self.path) + ".")
+        try:
+            os.fchmod(fd, 0o600)
+            buf = text
+            while buf:
+                buf = buf[os.write(fd, buf):]
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.close(fd)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        if self.fd is not None:
+            os.close(self.fd)
+        self.fd = fd  # the file now at STATE: change lines are appended to it
+        os.lseek(fd, 0, os.SEEK_END)
+        self.snap, self.tail = len(text), 0
+        self.dirty.clear()
+        return True
 
     @staticmethod
     def key(res):
@@ -197,11 +273,16 @@ class Store:
         return out
 
     def put(self, res, obj):
+        """Store obj (also: mark an object changed in place for saving)."""
         md = obj["metadata"]
-        self.bucket(res)["%s/%s" % (md.get("namespace", ""), md["name"])] = obj
+        i = "%s/%s" % (md.get("namespace", ""), md["name"])
+        self.bucket(res)[i] = obj
+        self.dirty.add((self.key(res), i))
 
     def remove(self, res, ns, name):
-        return self.bucket(res).pop("%s/%s" % (ns or "", name), None)
+        i = "%s/%s" % (ns or "", name)
+        self.dirty.add((self.key(res), i))
+        return self.bucket(res).pop(i, None)
 
 
 class Authz:
@@ -259,7 +340,7 @@ class API:
                     "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP",
                                         "targetPort": int(flags.get("secure-port", 6443))}],
                              "type": "ClusterIP"}}, save=False)
-            self.store.save()
+            self.store.save(whole=True)
 
     # ---- authentication
 
@@ -545,6 +626,7 @@ class API:
                         else:
                             o["metadata"].pop("ownerReferences", None)
                         o["metadata"]["resourceVersion"] = self.store.next_rv()
+                        self.store.put(r, o)
         if res.kind == "Namespace":
             if name in ("default", "kube-system", "kube-public", "kube-node-lease"):
                 raise HTTPFail(403, "Forbidden", 'namespaces "%s" is forbidden: this namespace may not be deleted' % name)
@@ -552,6 +634,7 @@ class API:
                 left = any(self.store.list(r, name) for r in RESOURCE_LIST if r.namespaced)
                 if not left:
                     self.store.remove(res, "", name)
+                    self.store.next_rv()  # a deletion is a revision, as in etcd
                     self.store.save()
                     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                             "details": {"name": name, "kind": res.plural, "uid": cur["metadata"]["uid"]}}
@@ -559,9 +642,11 @@ class API:
             cur["metadata"]["deletionTimestamp"] = rfc3339()
             cur["status"] = {"phase": "Terminating"}
             cur["metadata"]["resourceVersion"] = self.store.next_rv()
+            self.store.put(res, cur)
             self.store.save()
             return cur
         self.store.remove(res, ns, name)
+        self.store.next_rv()  # a deletion is a revision, as in etcd
         self.store.save()
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                 "details": {"name": name, "kind": res.plural, "uid": cur["metadata"]["uid"]}}
@@ -576,10 +661,8 @@ class API:
                 continue
             if fsel and not field_selector_matches(fsel, o):
                 continue
-            o = copy.deepcopy(o)
-            o.pop("apiVersion", None)
-            o.pop("kind", None)
-            out.append(o)
+            # a shallow copy: the answer is written out under the store's lock
+            out.append({k: v for k, v in o.items() if k not in ("apiVersion", "kind")})
         return {"kind": res.kind + "List", "apiVersion": res.api_version,
                 "metadata": {"resourceVersion": str(self.store.rv)}, "items": out}
 
@@ -763,6 +846,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "lastTransitionTime": rfc3339()})
                     pod["status"]["conditions"] = conds
                     pod["metadata"]["resourceVersion"] = api.store.next_rv()
+                    api.store.put(res, pod)
                     api.store.save()
                     return self.send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
                 if sub == "eviction" and res.kind == "Pod":
