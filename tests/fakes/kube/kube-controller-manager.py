@@ -48,10 +48,19 @@
 #                     claims to unbound volumes by size and class.
 # Not acted out: service accounts and their tokens, endpoints, jobs,
 # statefulsets, leader election (one instance only).
+#
+# The loop: every second the Nodes are listed (node lifecycle needs them:
+# heartbeats age without any change in the API) and every controller runs
+# when the list's resourceVersion (the store's) shows a change that is not
+# a node's status (a kubelet's heartbeat), when a bootstrap token expired,
+# after an error, and at least every RESYNC seconds -- what the real
+# controllers' informers would wake them up for.  Within one pass, a list
+# is not asked for again while the pass changed nothing.
 
 R = resource_by_name
 TOKEN_TYPE = "bootstrap.kubernetes.io/token"
 GRACE = 40.0
+RESYNC = 30.0
 
 
 def parse_flags(argv):
@@ -138,18 +147,35 @@ def pod_ready(p):
 class CM:
     def __init__(self, flags):
         self.flags = flags
-        self.c = Client.from_kubeconfig(flags.get("kubeconfig", "/etc/kubernetes/controller-manager.conf"), timeout=10)
+        self.c = Client.from_kubeconfig(flags.get("kubeconfig", "/etc/kubernetes/controller-manager.conf"), timeout=10,
+                                        keepalive=True)
         self.cidr = flags.get("cluster-cidr") if flags.get("allocate-node-cidrs") == "true" else None
         self.mask = int(flags.get("node-cidr-mask-size", "24"))
-        self.seen = {}
+        self.lists = {}  # (path, query) -> (client writes then, items): this pass's lists
+        self.expiry = None  # the earliest expiration of a bootstrap token seen
 
     def items(self, res, ns=None, query=None):
-        return self.c.get(res.path(ns), query)["items"]
+        key = (res.path(ns), json.dumps(query, sort_keys=True))
+        got = self.lists.get(key)
+        if got and got[0] == self.c.writes:
+            return got[1]  # nothing was written since: the same answer
+        items = self.c.get(res.path(ns), query)["items"]
+        self.lists[key] = (self.c.writes, items)
+        return items
+
+    def pods_in(self, ns):
+        """The pods of namespace ns: from this pass's list of all pods while
+        nothing was written since (the same answer), else asked for."""
+        got = self.lists.get((R("pods").path(), "null"))
+        if got and got[0] == self.c.writes:
+            return [p for p in got[1] if p["metadata"].get("namespace") == ns]
+        return self.items(R("pods"), ns)
 
     # -- tokens
 
     def tokens(self):
         toks = {}
+        self.expiry = None
         for s in self.items(R("secrets"), "kube-system", {"fieldSelector": "type=" + TOKEN_TYPE}):
             d = {k: unb64(v) for k, v in (s.get("data") or {}).items()}
             exp = d.get("expiration")
@@ -157,6 +183,9 @@ class CM:
                 self.c.delete(R("secrets").path("kube-system", s["metadata"]["name"]))
                 klog("I", "Deleted expired bootstrap token", secret=s["metadata"]["name"])
                 continue
+            if exp:
+                t = parse_rfc3339(exp)
+                self.expiry = t if self.expiry is None else min(self.expiry, t)
             if "token-id" in d and d.get("usage-bootstrap-signing") == "true":
                 toks[d["token-id"]] = d["token-secret"]
         try:
@@ -208,8 +237,9 @@ class CM:
 
     # -- nodes
 
-    def nodes(self):
-        nodes = self.items(R("nodes"))
+    def nodes(self, nodes=None):
+        w = self.c.writes
+        nodes = self.items(R("nodes")) if nodes is None else nodes
         used = {(n.get("spec") or {}).get("podCIDR") for n in nodes}
         for n in nodes:
             name = n["metadata"]["name"]
@@ -243,7 +273,7 @@ class CM:
                 patch["taints"] = taints or None
             if patch:
                 self.c.patch(R("nodes").path(None, name), {"spec": patch})
-        return self.items(R("nodes"))
+        return self.items(R("nodes")) if self.c.writes != w else nodes
 
     def next_cidr(self, used):
         base, bits = self.cidr.split("/")
@@ -302,7 +332,7 @@ class CM:
             for nn, ps in by_node.items():
                 for p in ps:
                     self.c.delete(R("pods").path(ns, p["metadata"]["name"]))
-            mine = [p for p in self.items(R("pods"), ns) if any(o.get("uid") == ds["metadata"]["uid"]
+            mine = [p for p in self.pods_in(ns) if any(o.get("uid") == ds["metadata"]["uid"]
                                                                 for o in p["metadata"].get("ownerReferences") or [])]
             ready = sum(1 for p in mine if pod_ready(p))
             st = {"currentNumberScheduled": len(mine), "desiredNumberScheduled": len(eligible), "numberMisscheduled": 0,
@@ -346,7 +376,7 @@ class CM:
                                  "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rsname,
                                                       "uid": rs["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
                     "spec": tmpl.get("spec") or {}})
-            mine = [p for p in self.items(R("pods"), ns) if any(o.get("uid") == rs["metadata"]["uid"]
+            mine = [p for p in self.pods_in(ns) if any(o.get("uid") == rs["metadata"]["uid"]
                                                                 for o in p["metadata"].get("ownerReferences") or [])]
             ready = sum(1 for p in mine if pod_ready(p))
             avail = ready >= replicas - 1 if replicas > 1 else ready >= replicas
@@ -438,27 +468,64 @@ class CM:
             if phase != "Bound":
                 self.c.patch(R("persistentvolumes").path(None, name, "status"), {"status": {"phase": "Bound"}})
 
+    @staticmethod
+    def node_shape(nodes):
+        """What of the Nodes the controllers other than node lifecycle read:
+        all but their status (and the resourceVersion a heartbeat moves)."""
+        return json.dumps([dict({k: v for k, v in n.items() if k != "status"},
+                                metadata={k: v for k, v in n["metadata"].items() if k != "resourceVersion"}) for n in nodes],
+                          sort_keys=True)
+
+    def pass_all(self):
+        self.tokens()
+        self.csrs()
+        nodes = self.nodes()
+        pods = self.items(R("pods"))
+        self.daemonsets(nodes, pods)
+        pods = self.items(R("pods"))
+        self.deployments(pods)
+        self.gc(self.items(R("pods")))
+        self.namespaces()
+        self.volumes()
+        return nodes
+
     def run(self):
         klog("I", "Starting controllers", controllers="bootstrapsigner,tokencleaner,csrapproving,csrsigning,nodeipam,"
              "nodelifecycle,daemonset,deployment,replicaset,garbagecollector,namespace,persistentvolume-binder")
+        # after a whole pass: [the resourceVersion up to which every change
+        # was seen, the Nodes' shape the controllers saw, when it began]
+        seen = None
         while True:
+            self.lists = {}
             try:
-                self.tokens()
-                self.csrs()
-                nodes = self.nodes()
-                pods = self.items(R("pods"))
-                self.daemonsets(nodes, pods)
-                pods = self.items(R("pods"))
-                self.deployments(pods)
-                self.gc(self.items(R("pods")))
-                self.namespaces()
-                self.volumes()
+                lst = self.c.get(R("nodes").path())
+                nodes = lst["items"]
+                self.lists[(R("nodes").path(), "null")] = (self.c.writes, nodes)
+                rv = int(lst["metadata"]["resourceVersion"])
+                quiet = False
+                if seen is not None and now() - seen[2] < RESYNC and (self.expiry is None or now() < self.expiry):
+                    # nothing but heartbeats since: each revision after the
+                    # last one seen is the last change of a distinct Node,
+                    # and no Node changed but in its status
+                    ours = sum(1 for n in nodes if seen[0] < int(n["metadata"].get("resourceVersion") or 0) <= rv)
+                    quiet = ours == rv - seen[0] and self.node_shape(nodes) == seen[1]
+                if quiet:
+                    self.nodes(nodes)
+                    seen[0] = rv
+                else:
+                    seen = None
+                    t = now()
+                    nodes = self.pass_all()
+                    seen = [rv, self.node_shape(nodes), t]
             except ConnError as e:
                 klog("E", "Error talking to the API server", err=str(e))
+                seen = None
             except APIError as e:
                 klog("E", "API error", err=str(e))
+                seen = None
             except (RuntimeError, ValueError, KeyError) as e:
                 klog("E", "controller error", err="%s: %s" % (type(e).__name__, e))
+                seen = None
             time.sleep(1)
 
 
