@@ -10,6 +10,7 @@
 # node's allocatable; among fitting nodes the one with the fewest pods.
 # A pod that fits nowhere gets PodScheduled=False, reason Unschedulable,
 # with the real message shape ("0/N nodes are available: ...").
+# Every second it lists the pods, and the nodes when a pod waits for one.
 
 R = resource_by_name
 
@@ -84,8 +85,12 @@ def main():
     reported = {}
     while True:
         try:
-            nodes = c.get(R("nodes").path())["items"]
             pods = c.get(R("pods").path())["items"]
+            if not any(not (p.get("spec") or {}).get("nodeName")
+                       and (p.get("spec") or {}).get("schedulerName", "default-scheduler") == "default-scheduler" for p in pods):
+                time.sleep(1)
+                continue  # no pod to place: the Nodes are not needed
+            nodes = c.get(R("nodes").path())["items"]
             count, used = {}, {}
             for p in pods:
                 nn = (p.get("spec") or {}).get("nodeName")
