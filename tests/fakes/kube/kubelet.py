@@ -344,6 +344,8 @@ class Kubelet:
         self.ctr_key = None   # (containerd's MainPID, its start time): the view below is of that process
         self.ctr = None
         self.ctr_checked = 0
+        self.manifests = {}  # static pod file -> (its text, the pod made of it)
+        self.saved = None    # the state as last written to STATE
 
     # ---- set-up
 
@@ -410,6 +412,13 @@ class Kubelet:
         if now() - self.ctr_checked < 2 and self.ctr_key is not None:
             return self.ctr
         self.ctr_checked = now()
+        if self.ctr_key is not None and self.ctr_key[1] and self.ctr is not None:
+            # the process of the last look still runs (the same PID and start
+            # time, not a zombie): it is still containerd.service's main
+            # process (systemd starts another only once it is gone)
+            f = read_file("/proc/%s/stat" % self.ctr_key[0], "").rsplit(")", 1)[-1].split()
+            if len(f) > 19 and f[0] != "Z" and f[19] == self.ctr_key[1]:
+                return self.ctr
         pid = self.systemctl("show", "-p", "MainPID", "--value", "containerd.service")
         stat = read_file("/proc/%s/stat" % pid, "") if pid.isdigit() and pid != "0" else ""
         key = (pid, stat.rsplit(")", 1)[-1].split()[19] if stat else "")
@@ -514,8 +523,12 @@ class Kubelet:
         return (self.state.get("injected") or {}).get(key) or []
 
     def save(self):
+        text = json.dumps(self.state)
+        if text == self.saved and os.path.exists(STATE):
+            return  # written already
         os.makedirs(os.path.dirname(STATE), exist_ok=True)
-        write_file(STATE, json.dumps(self.state), 0o600)
+        write_file(STATE, text, 0o600)
+        self.saved = text
 
     # ---- API credentials
 
@@ -1297,13 +1310,26 @@ class Kubelet:
         out_ = []
         if not d or not os.path.isdir(d):
             return out_
+        seen = {}
         for f in sorted(os.listdir(d)):
             if f.startswith(".") or not f.endswith((".yaml", ".yml", ".json")):
                 continue
+            path = os.path.join(d, f)
             try:
-                pod = yaml_load(read_file(os.path.join(d, f)))
-            except (OSError, YAMLError) as e:
-                klog("E", "Could not process manifest file", path=os.path.join(d, f), err=str(e))
+                text = read_file(path)
+            except OSError as e:
+                klog("E", "Could not process manifest file", path=path, err=str(e))
+                continue
+            got = self.manifests.get(path)
+            if got and got[0] == text:
+                # the same manifest as at the last look: the same pod (parsed once)
+                seen[path] = got
+                out_.append(copy.deepcopy(got[1]))
+                continue
+            try:
+                pod = yaml_load(text)
+            except YAMLError as e:
+                klog("E", "Could not process manifest file", path=path, err=str(e))
                 continue
             if not isinstance(pod, dict) or pod.get("kind") != "Pod":
                 continue
@@ -1315,7 +1341,9 @@ class Kubelet:
                                                   **{"kubernetes.io/config.hash": h, "kubernetes.io/config.mirror": h,
                                                      "kubernetes.io/config.source": "file"})
             pod["spec"]["nodeName"] = self.node_name
+            seen[path] = (text, copy.deepcopy(pod))
             out_.append(pod)
+        self.manifests = seen
         return out_
 
     def node_object(self):
@@ -1458,7 +1486,11 @@ class Kubelet:
                 if key0 not in desired:
                     self.stop_pod(key0)
                     self.pod_status_sent.pop(key0, None)
-            self.active_now = self.units_active()
+            # systemd is asked only when a container of a unit runs here
+            # (the control plane's); a unit started during this tick is not
+            # looked at before the next one
+            self.active_now = self.units_active() if any(
+                st.get("unit") for st in self.state["containers"].values()) else {}
             try:
                 for key0, (pod, static) in desired.items():
                     status = self.sync_pod(pod, static)
