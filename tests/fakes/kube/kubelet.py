@@ -275,6 +275,13 @@ CRI_DEAD_START = ('failed to run Kubelet: validate service connection: validate 
                   'runtime.v1.RuntimeService')
 
 
+def proc_start(pid):
+    """The start time (clock ticks after boot) of process pid, None when it
+    is gone or a zombie."""
+    f = read_file("/proc/%s/stat" % pid, "").rsplit(")", 1)[-1].split()
+    return f[19] if len(f) > 19 and f[0] != "Z" else None
+
+
 def containerd_view():
     """What the running containerd's CRI offers: {"cri": ok|error|None,
     "default": name, "runtimes": {name: BinaryName or ""}}, or None when it
@@ -345,6 +352,7 @@ class Kubelet:
         self.ctr = None
         self.ctr_checked = 0
         self.manifests = {}  # static pod file -> (its text, the pod made of it)
+        self.unit_procs = {}  # unit -> (its MainPID, that process's start time)
         self.saved = None    # the state as last written to STATE
 
     # ---- set-up
@@ -416,8 +424,7 @@ class Kubelet:
             # the process of the last look still runs (the same PID and start
             # time, not a zombie): it is still containerd.service's main
             # process (systemd starts another only once it is gone)
-            f = read_file("/proc/%s/stat" % self.ctr_key[0], "").rsplit(")", 1)[-1].split()
-            if len(f) > 19 and f[0] != "Z" and f[19] == self.ctr_key[1]:
+            if proc_start(self.ctr_key[0]) == self.ctr_key[1]:
                 return self.ctr
         pid = self.systemctl("show", "-p", "MainPID", "--value", "containerd.service")
         stat = read_file("/proc/%s/stat" % pid, "") if pid.isdigit() and pid != "0" else ""
@@ -622,15 +629,33 @@ class Kubelet:
     ACTIVE = ("active", "activating", "reloading")
 
     def units_active(self):
-        """{unit: ActiveState} of every fake-ctr-* unit systemd knows: one
-        systemctl per tick instead of one per running container (a 4-node
-        cluster's kubelets forked ~4 of them a second)."""
+        """{unit: ActiveState} of the units of this node's containers.  While
+        the main process systemd named for each of them still runs (the same
+        PID and start time, not a zombie: a service is active as long as its
+        main process), they are active and systemd is not asked; otherwise
+        one systemctl for every fake-ctr-* unit (not one per container), and
+        the MainPID of each active one not known yet."""
+        mine = {st["unit"] for st in self.state["containers"].values() if st.get("unit")}
+        self.unit_procs = {u: k for u, k in self.unit_procs.items() if u in mine}
+        if not mine:
+            return {}
+        if all(u in self.unit_procs and proc_start(self.unit_procs[u][0]) == self.unit_procs[u][1] for u in mine):
+            return dict.fromkeys(mine, "active")
         out = self.systemctl("list-units", "--all", "--full", "--plain", "--no-legend", "fake-ctr-*")
         units = {}
         for ln in out.splitlines():
             f = ln.split()
             if len(f) >= 3 and f[0].endswith(".service"):
                 units[f[0][:-len(".service")]] = f[2]
+        for u in mine:
+            k = self.unit_procs.pop(u, None)
+            if units.get(u) not in self.ACTIVE:
+                continue
+            if k is None or proc_start(k[0]) != k[1]:
+                pid = self.systemctl("show", "-p", "MainPID", "--value", u + ".service")
+                k = (pid, proc_start(pid)) if pid.isdigit() and pid != "0" else None
+            if k and k[1]:
+                self.unit_procs[u] = k
         return units
 
     def unit_active(self, unit):
@@ -1486,11 +1511,8 @@ class Kubelet:
                 if key0 not in desired:
                     self.stop_pod(key0)
                     self.pod_status_sent.pop(key0, None)
-            # systemd is asked only when a container of a unit runs here
-            # (the control plane's); a unit started during this tick is not
-            # looked at before the next one
-            self.active_now = self.units_active() if any(
-                st.get("unit") for st in self.state["containers"].values()) else {}
+            # a unit started during this tick is looked at from the next one
+            self.active_now = self.units_active()
             try:
                 for key0, (pod, static) in desired.items():
                     status = self.sync_pod(pod, static)
