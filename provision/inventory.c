@@ -1272,6 +1272,7 @@ static const char *const cluster_keys[] = {
     "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint", "containerd",
     "cert_warning_days",
     "backups_keep",
+    "registries",
 };
 enum {
 	CL_NAME,
@@ -1286,6 +1287,7 @@ enum {
 	CL_CONTAINERD,
 	CL_CERT_WARNING_DAYS,
 	CL_BACKUPS_KEEP,
+	CL_REGISTRIES,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1316,6 +1318,335 @@ static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
 	}
 	set_str(&p->inv->cluster.kubernetes_version, t);
 	p->inv->cluster.kubernetes_version_pos = pos_of(y);
+}
+
+/* Registries (cluster.registries) ------------------------------------------ */
+
+/* host[:port] as it appears in image references: a DNS name or an IPv4 address. */
+static bool registry_host_ok(const char *s)
+{
+	const char *colon = strchr(s, ':');
+	char host[256];
+	size_t len = colon ? (size_t)(colon - s) : strlen(s);
+	uint32_t a;
+
+	if (len == 0 || len >= sizeof(host))
+		return false;
+	memcpy(host, s, len);
+	host[len] = '\0';
+	if (colon && !port_text_ok(colon + 1))
+		return false;
+	if (ipv4_parse(host, &a))
+		return true;
+	/* lower case only: containerd looks the folder up by the name as written */
+	for (const char *c = host; *c; c++)
+		if (isupper((unsigned char)*c))
+			return false;
+	return host_name(host);
+}
+
+/* http(s)://host[:port] with nothing after it but an optional '/'. */
+static bool registry_get_url(struct parser *p, const yaml_node_t *n, const char *key,
+			     const char *example, char **dst)
+{
+	const char *v, *host;
+	char *h = NULL;
+	bool ok;
+
+	if (!get_url(p, n, key, example, dst))
+		return false;
+	v = *dst;
+	host = strstr(v, "//") + 2;
+	h = xstrndup(host, strcspn(host, "/"));
+	ok = !strchr(h, '@') && registry_host_ok(h) &&
+	     (host[strlen(h)] == '\0' || !strcmp(host + strlen(h), "/"));
+	if (!ok) {
+		char *hint = xasprintf("write the registry's address only, such as %s", example);
+		err_at(p, n, hint,
+		       "'%s' must be http:// or https:// and host[:port], with no user or path, "
+		       "not '%s'",
+		       key, v);
+		free(hint);
+		free(*dst);
+		*dst = NULL;
+	} else if (host[strlen(h)] == '/') {
+		(*dst)[strlen(*dst) - 1] = '\0';
+	}
+	free(h);
+	return ok;
+}
+
+/*
+ * A CA file: read now, so that a missing or wrong file is an error at its
+ * line; PEM certificates only (BEGIN/END CERTIFICATE lines with base64 between).
+ */
+static void registry_ca(struct parser *p, const yaml_node_t *n, char **file, char **pem)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *line;
+	int e, certs = 0;
+	bool inside = false, bad = false;
+
+	if (!get_local_path(p, n, "ca_file", file))
+		return;
+	if ((e = read_file(*file, &sb)) < 0) {
+		err_at(p, n, "the CA certificate that signed the registry's certificate, in PEM",
+		       "cannot read ca_file '%s': %s", *file, strerror(-e));
+		goto out;
+	}
+	for (line = sb.buf; *line && !bad;) {
+		size_t len = strcspn(line, "\n");
+		char l[128];
+
+		if (len >= sizeof(l)) {
+			bad = true;
+			break;
+		}
+		memcpy(l, line, len);
+		l[len] = '\0';
+		if (len && l[len - 1] == '\r')
+			l[--len] = '\0';
+		if (!strcmp(l, "-----BEGIN CERTIFICATE-----") && !inside)
+			inside = true;
+		else if (!strcmp(l, "-----END CERTIFICATE-----") && inside)
+			inside = false, certs++;
+		else if (inside && strspn(l, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					     "0123456789+/=") != len)
+			bad = true;
+		else if (!inside && len)
+			bad = true;
+		line += len + (line[len] == '\n');
+	}
+	if (bad || inside || !certs || sb.len > 256 * 1024) {
+		err_at(p, n, "only PEM certificates (-----BEGIN CERTIFICATE-----), no key or text",
+		       "ca_file '%s' is not a PEM certificate file", *file);
+		goto out;
+	}
+	free(*pem);
+	*pem = strbuf_detach(&sb, NULL);
+out:
+	strbuf_release(&sb);
+}
+
+static bool registry_username(struct parser *p, const yaml_node_t *n, char **dst)
+{
+	const char *v = get_text(p, n, "username");
+
+	if (!v)
+		return false;
+	if (!*v || strchr(v, ':') || strlen(v) > 128) {
+		err_at(p, n, NULL, "'username' must be 1 to 128 characters without ':', not '%s'",
+		       v);
+		return false;
+	}
+	set_str(dst, v);
+	return true;
+}
+
+/* username and password_file come together; what a TLS key asks of the URL. */
+static void registry_check_access(struct parser *p, const yaml_node_t *map, const char *what,
+				  const char *url, const yaml_node_t *user, const yaml_node_t *pw,
+				  const yaml_node_t *ca, const yaml_node_t *skip, bool skip_verify)
+{
+	if (user && !pw)
+		err_at(
+		    p, user,
+		    "put the password in a file only you can read and name it with 'password_file'",
+		    "%s has a username but no password_file", what);
+	else if (pw && !user)
+		err_at(p, pw, NULL, "%s has a password_file but no username", what);
+	if (url && !strncmp(url, "http://", 7)) {
+		if (ca)
+			err_at(p, ca, "remove it, or use https://",
+			       "ca_file for %s, which is http://", what);
+		if (skip && skip_verify)
+			err_at(p, skip, "remove it, or use https://",
+			       "skip_verify for %s, which is http://", what);
+	}
+	if (ca && skip && skip_verify)
+		err_at(p, skip, "keep one: the CA checks the certificate, skip_verify does not",
+		       "both ca_file and skip_verify for %s", what);
+	(void)map;
+}
+
+static const char *const mirror_keys[] = {"url", "ca_file", "skip_verify", "username",
+					  "password_file"};
+enum { MI_URL, MI_CA_FILE, MI_SKIP_VERIFY, MI_USERNAME, MI_PASSWORD_FILE };
+
+static const char *const registry_keys[] = {"mirrors",	   "upstream", "server",       "ca_file",
+					    "skip_verify", "username", "password_file"};
+enum {
+	RG_MIRRORS,
+	RG_UPSTREAM,
+	RG_SERVER,
+	RG_CA_FILE,
+	RG_SKIP_VERIFY,
+	RG_USERNAME,
+	RG_PASSWORD_FILE
+};
+
+static void parse_mirror(struct parser *p, const yaml_node_t *n, const char *host,
+			 struct registry_mirror *m)
+{
+	struct fields f;
+	const yaml_node_t *y;
+	char what[320];
+
+	m->pos = pos_of(n);
+	if (!want_type(p, n, "mirrors", YAML_MAPPING_NODE,
+		       "write each mirror as '- url: https://...'"))
+		return;
+	map_fields(p, n, "a mirror", mirror_keys, ARRAY_SIZE(mirror_keys), &f);
+	require(p, &f, mirror_keys, MI_URL, pos_of(n), "a mirror");
+	if ((y = f.val[MI_URL]))
+		registry_get_url(p, y, "url", "https://mirror.lab.example:5000", &m->url);
+	if ((y = f.val[MI_CA_FILE]))
+		registry_ca(p, y, &m->ca_file, &m->ca_pem);
+	if ((y = f.val[MI_SKIP_VERIFY]))
+		get_bool(p, y, "skip_verify", &m->skip_verify);
+	if ((y = f.val[MI_USERNAME]))
+		registry_username(p, y, &m->username);
+	if ((y = f.val[MI_PASSWORD_FILE]) &&
+	    get_local_path(p, y, "password_file", &m->password_file))
+		m->password_file_pos = pos_of(y);
+	snprintf(what, sizeof(what), "the mirror %s of %s", m->url ? m->url : "", host);
+	registry_check_access(p, n, what, m->url, f.val[MI_USERNAME], f.val[MI_PASSWORD_FILE],
+			      f.val[MI_CA_FILE], f.val[MI_SKIP_VERIFY], m->skip_verify);
+}
+
+static void parse_registry(struct parser *p, const yaml_node_t *key, const yaml_node_t *n,
+			   struct registry *r)
+{
+	struct fields f;
+	const yaml_node_t *y;
+	yaml_node_item_t *it;
+	size_t alloc = 0, i, j;
+	char what[320];
+
+	r->pos = pos_of(key);
+	r->upstream = true;
+	if (is_null(n)) {
+		err_at(p, n, "add 'mirrors:' (or remove the registry)",
+		       "registry '%s' has no settings", r->host);
+		return;
+	}
+	if (!want_type(p, n, r->host, YAML_MAPPING_NODE, NULL))
+		return;
+	map_fields(p, n, "a registry", registry_keys, ARRAY_SIZE(registry_keys), &f);
+	if ((y = f.val[RG_UPSTREAM]))
+		get_bool(p, y, "upstream", &r->upstream);
+	if ((y = f.val[RG_MIRRORS]) && want_type(p, y, "mirrors", YAML_SEQUENCE_NODE, NULL)) {
+		for (it = y->data.sequence.items.start; it < y->data.sequence.items.top; it++) {
+			if (r->nr_mirrors == INVENTORY_MIRRORS_MAX) {
+				err_at(p, child(p, *it), NULL, "more than %d mirrors for '%s'",
+				       INVENTORY_MIRRORS_MAX, r->host);
+				break;
+			}
+			ALLOC_GROW(r->mirrors, r->nr_mirrors + 1, alloc);
+			r->mirrors[r->nr_mirrors] = (struct registry_mirror){0};
+			parse_mirror(p, child(p, *it), r->host, &r->mirrors[r->nr_mirrors]);
+			r->nr_mirrors++;
+		}
+	}
+	for (i = 0; i < r->nr_mirrors; i++)
+		for (j = 0; j < i; j++)
+			if (r->mirrors[i].url && r->mirrors[j].url &&
+			    !strcmp(r->mirrors[i].url, r->mirrors[j].url))
+				err_pos(p, r->mirrors[i].pos, "remove one of them",
+					"mirror %s is listed twice for '%s' (first at %u:%u)",
+					r->mirrors[i].url, r->host, r->mirrors[j].pos.line,
+					r->mirrors[j].pos.col);
+	if (!r->upstream) {
+		static const int upstream_only[] = {RG_SERVER, RG_CA_FILE, RG_SKIP_VERIFY,
+						    RG_USERNAME, RG_PASSWORD_FILE};
+		if (!r->nr_mirrors && !f.val[RG_MIRRORS])
+			err_at(p, f.val[RG_UPSTREAM], "add 'mirrors:', or set upstream: true",
+			       "'%s' has upstream: false and no mirror: no image of it could be "
+			       "pulled",
+			       r->host);
+		for (i = 0; i < ARRAY_SIZE(upstream_only); i++)
+			if (f.key[upstream_only[i]])
+				err_at(p, f.key[upstream_only[i]],
+				       "give it to a mirror, or set upstream: true",
+				       "'%s' is for the upstream registry, and '%s' has upstream: "
+				       "false",
+				       registry_keys[upstream_only[i]], r->host);
+		return;
+	}
+	if ((y = f.val[RG_SERVER]))
+		registry_get_url(p, y, "server", "https://registry.lab.example", &r->server);
+	else if (!strcmp(r->host, "docker.io"))
+		r->server = xstrdup("https://registry-1.docker.io");
+	else
+		r->server = xasprintf("https://%s", r->host);
+	if ((y = f.val[RG_CA_FILE]))
+		registry_ca(p, y, &r->ca_file, &r->ca_pem);
+	if ((y = f.val[RG_SKIP_VERIFY]))
+		get_bool(p, y, "skip_verify", &r->skip_verify);
+	if ((y = f.val[RG_USERNAME]))
+		registry_username(p, y, &r->username);
+	if ((y = f.val[RG_PASSWORD_FILE]) &&
+	    get_local_path(p, y, "password_file", &r->password_file))
+		r->password_file_pos = pos_of(y);
+	snprintf(what, sizeof(what), "the upstream %s", r->server ? r->server : r->host);
+	registry_check_access(p, n, what, r->server, f.val[RG_USERNAME], f.val[RG_PASSWORD_FILE],
+			      f.val[RG_CA_FILE], f.val[RG_SKIP_VERIFY], r->skip_verify);
+}
+
+static void parse_registries(struct parser *p, const yaml_node_t *n)
+{
+	struct cluster_settings *c = &p->inv->cluster;
+	yaml_node_pair_t *pair;
+	size_t alloc = 0, i;
+	char buf[64];
+
+	if (!want_type(p, n, "registries", YAML_MAPPING_NODE,
+		       "write one entry per registry: 'docker.io: {mirrors: [...]}'"))
+		return;
+	for (pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
+		yaml_node_t *k = child(p, pair->key), *v = child(p, pair->value);
+		const char *host;
+
+		if (k->type != YAML_SCALAR_NODE || is_null(k)) {
+			err_at(p, k, NULL, "keys in 'registries' must be registry names, not %s",
+			       describe(k, buf, sizeof(buf)));
+			continue;
+		}
+		host = sval(k);
+		if (!registry_host_ok(host)) {
+			err_at(p, k,
+			       "the registry's name as image references write it: docker.io, "
+			       "registry.k8s.io, registry.lab.example:5000",
+			       "'%s' is not a registry name (host[:port], lower case)", host);
+			continue;
+		}
+		for (i = 0; i < c->nr_registries; i++)
+			if (!strcmp(c->registries[i].host, host))
+				break;
+		if (i < c->nr_registries) {
+			err_at(p, k, "remove one of them",
+			       "registry '%s' is listed twice (first at %u:%u)", host,
+			       c->registries[i].pos.line, c->registries[i].pos.col);
+			continue;
+		}
+		if (c->nr_registries == INVENTORY_REGISTRIES_MAX) {
+			err_at(p, k, NULL, "more than %d registries", INVENTORY_REGISTRIES_MAX);
+			break;
+		}
+		ALLOC_GROW(c->registries, c->nr_registries + 1, alloc);
+		c->registries[c->nr_registries] = (struct registry){.host = xstrdup(host)};
+		parse_registry(p, k, v, &c->registries[c->nr_registries]);
+		c->nr_registries++;
+	}
+}
+
+/* An entry of no_proxy: a name, .domain, address or CIDR (it goes into a systemd unit). */
+static bool no_proxy_item_ok(const char *s)
+{
+	return *s &&
+	       strspn(s,
+		      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:/*[]") ==
+		   strlen(s);
 }
 
 static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)
@@ -1377,10 +1708,25 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	if ((y = f.val[CL_APT_MIRROR]))
 		get_url(p, y, "apt_mirror", "https://mirror.example.ac.jp/kubernetes",
 			&c->apt_mirror);
-	if ((y = f.val[CL_HTTP_PROXY]))
-		get_url(p, y, "http_proxy", "http://proxy.example.ac.jp:8080", &c->http_proxy);
-	if ((y = f.val[CL_NO_PROXY]))
-		get_str_list(p, y, "no_proxy", &c->no_proxy);
+	if ((y = f.val[CL_HTTP_PROXY]) &&
+	    get_url(p, y, "http_proxy", "http://proxy.example.ac.jp:8080", &c->http_proxy) &&
+	    strpbrk(c->http_proxy, "%\"\\'")) {
+		/* it goes into containerd's systemd unit as Environment="HTTP_PROXY=..." */
+		err_at(p, y, NULL, "'http_proxy' must not contain %%, quotes or backslashes");
+		free(c->http_proxy);
+		c->http_proxy = NULL;
+	}
+	if ((y = f.val[CL_NO_PROXY]) && get_str_list(p, y, "no_proxy", &c->no_proxy)) {
+		yaml_node_item_t *it = y->data.sequence.items.start;
+		for (; it < y->data.sequence.items.top; it++) {
+			const yaml_node_t *e = child(p, *it);
+			if (!no_proxy_item_ok(sval(e)))
+				err_at(p, e, "a host name, .domain, address or network (CIDR)",
+				       "'%s' is not a no_proxy entry", sval(e));
+		}
+	}
+	if ((y = f.val[CL_REGISTRIES]))
+		parse_registries(p, y);
 	if ((y = f.val[CL_APT_KEY_FINGERPRINT]))
 		get_fingerprint(p, y, "apt_key_fingerprint", &c->apt_key_fingerprint);
 	if ((y = f.val[CL_BACKUPS_KEEP]))
@@ -2635,6 +2981,25 @@ void inventory_free(struct inventory *inv)
 	free(inv->cluster.apt_key_fingerprint);
 	free(inv->cluster.http_proxy);
 	strv_free(inv->cluster.no_proxy);
+	for (i = 0; i < inv->cluster.nr_registries; i++) {
+		struct registry *r = &inv->cluster.registries[i];
+		size_t j;
+		for (j = 0; j < r->nr_mirrors; j++) {
+			free(r->mirrors[j].url);
+			free(r->mirrors[j].ca_file);
+			free(r->mirrors[j].ca_pem);
+			free(r->mirrors[j].username);
+			free(r->mirrors[j].password_file);
+		}
+		free(r->mirrors);
+		free(r->host);
+		free(r->server);
+		free(r->ca_file);
+		free(r->ca_pem);
+		free(r->username);
+		free(r->password_file);
+	}
+	free(inv->cluster.registries);
 	ssh_release(&inv->ssh);
 	free(inv->nfs.server);
 	free(inv->nfs.path);

@@ -130,6 +130,40 @@ struct hub_settings {
 	char *shm_size;	   /* memory-backed /dev/shm per notebook, default 1Gi */
 };
 
+/*
+ * cluster.registries: how nodes reach one upstream registry (containerd's
+ * hosts.toml for HOST, roles/containerd).  Credentials only as a file on
+ * this machine (password_file, read at run time: provision/cli/common.c);
+ * a CA file is read and checked here (ca_pem: its PEM certificates).
+ */
+struct registry_mirror {
+	char *url;	     /* http(s)://host[:port], tried in list order */
+	char *ca_file;	     /* expanded path on this machine; NULL: the system's CAs */
+	char *ca_pem;	     /* its content (PEM certificates only); NULL without ca_file */
+	bool skip_verify;    /* TLS certificate not checked */
+	char *username;	     /* NULL: no credentials */
+	char *password_file; /* expanded; set exactly when username is */
+	struct source_pos pos, password_file_pos;
+};
+
+/* Bounds: a lab names a handful of registries, each with a mirror or two. */
+#define INVENTORY_REGISTRIES_MAX 32
+#define INVENTORY_MIRRORS_MAX	 8
+
+struct registry {
+	char *host;    /* the registry's name in image references: docker.io, HOST:PORT */
+	bool upstream; /* default true: the upstream after the mirrors; false: mirrors only */
+	/* The upstream itself (only with upstream: true): */
+	char *
+	    server; /* its URL; default https://HOST (https://registry-1.docker.io for docker.io) */
+	char *ca_file, *ca_pem;
+	bool skip_verify;
+	char *username, *password_file;
+	struct registry_mirror *mirrors;
+	size_t nr_mirrors;
+	struct source_pos pos, password_file_pos;
+};
+
 struct cluster_settings {
 	char *name;		   /* DNS label */
 	char *kubernetes_version;  /* exact X.Y.Z */
@@ -144,6 +178,8 @@ struct cluster_settings {
 	int cert_warning_days;	   /* check warns below this many days left, default 30 */
 	int backups_keep;	   /* etcd backups kept on this machine, default 5 (provision backup) */
 	struct source_pos kubernetes_version_pos; /* where it is written (provision upgrade) */
+	struct registry *registries;		  /* cluster.registries, in file order */
+	size_t nr_registries;
 };
 
 struct inventory {

@@ -60,6 +60,48 @@ static void text_list(struct strbuf *sb, const char *label, char *const *v, cons
 	strbuf_addch(sb, '\n');
 }
 
+/* One access of a registry: URL (CA FILE | no TLS check, user NAME). */
+static void text_access(struct strbuf *sb, const char *url, const char *ca_file, bool skip_verify,
+			const char *username)
+{
+	size_t start;
+
+	strbuf_addf(sb, "%s", url);
+	start = sb->len;
+	if (ca_file)
+		strbuf_addf(sb, " (CA %s", ca_file);
+	else if (skip_verify)
+		strbuf_addstr(sb, " (TLS certificate not checked");
+	if (username)
+		strbuf_addf(sb, "%s%s", sb->len > start ? ", user " : " (user ", username);
+	if (sb->len > start)
+		strbuf_addch(sb, ')');
+}
+
+/* "registries  HOST: MIRROR, ..., then UPSTREAM" per registry, in the order containerd tries them.
+ */
+static void text_registries(struct strbuf *sb, const struct cluster_settings *c)
+{
+	size_t i, j;
+
+	for (i = 0; i < c->nr_registries; i++) {
+		const struct registry *r = &c->registries[i];
+		strbuf_addf(sb, FIELD "%s: ", i ? "" : "registries", r->host);
+		for (j = 0; j < r->nr_mirrors; j++) {
+			const struct registry_mirror *m = &r->mirrors[j];
+			strbuf_addstr(sb, j ? ", " : "");
+			text_access(sb, m->url, m->ca_file, m->skip_verify, m->username);
+		}
+		if (r->upstream) {
+			strbuf_addstr(sb, r->nr_mirrors ? ", then " : "");
+			text_access(sb, r->server, r->ca_file, r->skip_verify, r->username);
+		} else {
+			strbuf_addstr(sb, ", never the upstream");
+		}
+		strbuf_addch(sb, '\n');
+	}
+}
+
 static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 {
 	const struct cluster_settings *c = &inv->cluster;
@@ -82,6 +124,7 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 	strbuf_addf(sb, FIELD "%s\n", "containerd",
 		    c->containerd_release ? "2.x from its release archive (containerd: release)"
 					  : "the distribution's package");
+	text_registries(sb, c);
 
 	strbuf_addstr(sb, "\nstorage\n");
 	if (inv->nfs.server)
@@ -306,6 +349,48 @@ static json_t *json_node(const struct node *nd)
 	return o;
 }
 
+static json_t *json_access(const char *url_key, const char *url, const char *ca_file,
+			   bool skip_verify, const char *username, const char *password_file)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, url_key, json_string(url));
+	json_object_set_new(o, "ca_file", jstr(ca_file));
+	json_object_set_new(o, "skip_verify", json_boolean(skip_verify));
+	json_object_set_new(o, "username", jstr(username));
+	json_object_set_new(o, "password_file", jstr(password_file));
+	return o;
+}
+
+/* cluster.registries as an object by host; mirrors in order; no password, only its file. */
+static json_t *json_registries(const struct cluster_settings *c)
+{
+	json_t *all = json_object();
+	size_t i, j;
+
+	for (i = 0; i < c->nr_registries; i++) {
+		const struct registry *r = &c->registries[i];
+		json_t *o, *mirrors = json_array();
+		for (j = 0; j < r->nr_mirrors; j++) {
+			const struct registry_mirror *m = &r->mirrors[j];
+			json_array_append_new(mirrors,
+					      json_access("url", m->url, m->ca_file, m->skip_verify,
+							  m->username, m->password_file));
+		}
+		if (r->upstream) {
+			o = json_access("server", r->server, r->ca_file, r->skip_verify,
+					r->username, r->password_file);
+		} else {
+			o = json_object();
+			json_object_set_new(o, "server", json_null());
+		}
+		json_object_set_new(o, "upstream", json_boolean(r->upstream));
+		json_object_set_new(o, "mirrors", mirrors);
+		json_object_set_new(all, r->host, o);
+	}
+	return all;
+}
+
 static void print_json(const struct inventory *inv)
 {
 	const struct cluster_settings *c = &inv->cluster;
@@ -329,6 +414,7 @@ static void print_json(const struct inventory *inv)
 	json_object_set_new(cl, "no_proxy", jstrv(c->no_proxy));
 	json_object_set_new(cl, "containerd",
 			    json_string(c->containerd_release ? "release" : "distribution"));
+	json_object_set_new(cl, "registries", json_registries(c));
 
 	if (inv->nfs.server) {
 		nfs = json_object();
