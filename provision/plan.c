@@ -350,6 +350,16 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		if (!strcmp(o->nodes[i]->name, inventory_control_plane(o->inv)->name))
 			exchange_give(run.exchange, i, "hub_github_client_secret",
 				      o->hub_github_secret);
+	for (i = 0; i < o->nr; i++) {
+		size_t k;
+		for (k = 0; o->registry_auth && o->registry_auth[k]; k++) {
+			const char *eq = strchr(o->registry_auth[k], '=');
+			char *name =
+			    xstrndup(o->registry_auth[k], (size_t)(eq - o->registry_auth[k]));
+			exchange_give(run.exchange, i, name, eq + 1);
+			free(name);
+		}
+	}
 	run.map = xcalloc(o->nr ? o->nr : 1, sizeof(*run.map));
 	for (i = 0; i < o->nr; i++)
 		run.map[i] = i;

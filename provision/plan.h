@@ -113,6 +113,14 @@ struct plan_opts {
 	 * hub_github_client_secret (roles/jupyterhub); NULL: none.
 	 */
 	const char *hub_github_secret;
+	/*
+	 * The registries' credentials (cluster.registries), each
+	 * "registry_auth_R_M=Basic BASE64" (R: the registry's place in the
+	 * inventory from 1; M: 0 for its upstream, else the mirror's place
+	 * from 1; plan_registry_auth_name()), registered with `secrets`,
+	 * handed to every node (roles/containerd 15-registries); NULL: none.
+	 */
+	char *const *registry_auth;
 	/* The artifact cache (artifacts.h): roles' artifacts are read from it. */
 	const char *artifact_cache;
 	const struct transport_ops *ops; /* NULL: the SSH transport */
@@ -179,6 +187,14 @@ void plan_result_release(struct plan_result *res);
  * The template values for a node: node.*, facts.*, cluster.*, nodes (every
  * inventory node), nfs.*, hub.* -- a new tree the caller frees.
  */
+/*
+ * containerd's NO_PROXY (roles/containerd's proxy drop-in, the steps'
+ * PROVISION_CONTAINERD_NO_PROXY): localhost, 127.0.0.1, ::1, every node's
+ * address (the API server's among them), the pod and service networks,
+ * .svc, .cluster.local, then the inventory's no_proxy; comma-separated,
+ * each once.  Replaces sb's content.
+ */
+void plan_containerd_no_proxy(const struct inventory *inv, struct strbuf *sb);
 struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f,
 			 const struct kube_minor *kube);
 

@@ -83,6 +83,12 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 		plan_env_export(sb, "PROVISION_NO_PROXY", np.buf);
 		strbuf_release(&np);
 	}
+	{
+		struct strbuf np = STRBUF_INIT;
+		plan_containerd_no_proxy(inv, &np);
+		plan_env_export(sb, "PROVISION_CONTAINERD_NO_PROXY", np.buf);
+		strbuf_release(&np);
+	}
 	if (inv->nfs.server) {
 		const struct node *s = inventory_find(inv, inv->nfs.server);
 		plan_env_export(sb, "PROVISION_NFS_SERVER", inv->nfs.server);

@@ -78,6 +78,91 @@ static void add_hub(struct tval *v, const struct inventory *inv, const struct no
 		tval_set_str(a, "ldap_bind_dn_template", h->ldap_bind_dn_template);
 }
 
+void plan_containerd_no_proxy(const struct inventory *inv, struct strbuf *sb)
+{
+	static const char *const fixed[] = {"localhost", "127.0.0.1", "::1"};
+	char **items = NULL;
+	size_t nr = 0, i, j;
+
+	items = xcalloc(ARRAY_SIZE(fixed) + inv->nr_nodes + 4 + 1, sizeof(*items));
+	for (i = 0; i < ARRAY_SIZE(fixed); i++)
+		items[nr++] = (char *)fixed[i];
+	/* every node's address, the API server's among them */
+	for (i = 0; i < inv->nr_nodes; i++)
+		items[nr++] = inv->nodes[i].address;
+	items[nr++] = inv->cluster.pod_cidr;
+	items[nr++] = inv->cluster.service_cidr;
+	items[nr++] = ".svc";
+	items[nr++] = ".cluster.local";
+	strbuf_reset(sb);
+	for (i = 0; i < nr; i++) {
+		for (j = 0; j < i && strcmp(items[j], items[i]); j++)
+			;
+		if (j == i)
+			strbuf_addf(sb, "%s%s", sb->len ? "," : "", items[i]);
+	}
+	for (i = 0; inv->cluster.no_proxy && inv->cluster.no_proxy[i]; i++) {
+		for (j = 0; j < nr && strcmp(items[j], inv->cluster.no_proxy[i]); j++)
+			;
+		if (j == nr)
+			strbuf_addf(sb, ",%s", inv->cluster.no_proxy[i]);
+	}
+	free(items);
+}
+
+/* One way to a registry in cluster.registries: its URL, CA, TLS check, credential's name. */
+static void add_access(struct tval *e, const char *url_key, const char *url, const char *ca_pem,
+		       const char *ca_name, bool skip_verify, bool auth, size_t r, size_t m)
+{
+	tval_set_str(e, url_key, url);
+	if (ca_pem) {
+		tval_set_str(e, "ca_pem", ca_pem);
+		tval_set_str(e, "ca_name", ca_name);
+	}
+	if (skip_verify)
+		tval_set_str(e, "skip_verify", "true");
+	if (auth)
+		tval_set_strf(e, "auth", "registry_auth_%zu_%zu", r + 1, m);
+}
+
+/* cluster.registries: what roles/containerd writes into hosts.toml (templates/README.md). */
+static void add_registries(struct tval *cluster, const struct inventory *inv)
+{
+	struct tval *list = tval_set(cluster, "registries", tval_new_list());
+	size_t i, j;
+
+	for (i = 0; i < inv->cluster.nr_registries; i++) {
+		const struct registry *r = &inv->cluster.registries[i];
+		struct tval *e = tval_push(list, tval_new_map()), *ml;
+		bool creds = false;
+		char name[32];
+
+		tval_set_str(e, "host", r->host);
+		if (r->upstream) {
+			tval_set_str(e, "upstream", "true");
+			tval_set_str(e, "ca_name", "upstream.crt");
+			add_access(e, "server", r->server, r->ca_pem, "upstream.crt",
+				   r->skip_verify, r->username != NULL, i, 0);
+			creds = r->username != NULL;
+		}
+		ml = tval_set(e, "mirrors", tval_new_list());
+		for (j = 0; j < r->nr_mirrors; j++) {
+			const struct registry_mirror *m = &r->mirrors[j];
+			snprintf(name, sizeof(name), "mirror-%zu.crt", j + 1);
+			struct tval *me = tval_push(ml, tval_new_map());
+			add_access(me, "url", m->url, m->ca_pem, name, m->skip_verify,
+				   m->username != NULL, i, j + 1);
+			/* mirrors only: the last one is hosts.toml's server (the template says why)
+			 */
+			if (!r->upstream && j + 1 == r->nr_mirrors)
+				tval_set_str(me, "server", "true");
+			creds = creds || m->username != NULL;
+		}
+		/* the file holds a credential: root alone reads it */
+		tval_set_str(e, "mode", creds ? "0600" : "0644");
+	}
+}
+
 struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f,
 			 const struct kube_minor *kube)
 {
@@ -112,6 +197,13 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 		tval_set_str(m, "apt_mirror", inv->cluster.apt_mirror);
 	if (inv->cluster.http_proxy)
 		tval_set_str(m, "http_proxy", inv->cluster.http_proxy);
+	{
+		struct strbuf np = STRBUF_INIT;
+		plan_containerd_no_proxy(inv, &np);
+		tval_set_str(m, "containerd_no_proxy", np.buf);
+		strbuf_release(&np);
+	}
+	add_registries(m, inv);
 	if (cp) {
 		tval_set_str(m, "control_plane", cp->name);
 		tval_set_str(m, "control_plane_address", cp->address);

@@ -58,6 +58,26 @@ pv_gpu_list() {
 		sed -n 's/^\(.*[^ ]\), *\([0-9][0-9]*\)$/\1:\2/p' | paste -sd , - || :
 }
 
+# pv_registry_env: the proxy environment containerd's service has
+# (roles/containerd's drop-in from cluster.http_proxy, NO_PROXY
+# PROVISION_CONTAINERD_NO_PROXY), exported into this shell (upper and lower
+# case; unset without a proxy), and PV_HOSTS_DIR, the hosts directory of
+# cluster.registries.  For a pull by `ctr`, which in containerd 1.x pulls
+# in its own process, not the daemon's:
+#   ( pv_registry_env; ctr -n k8s.io images pull --hosts-dir "$PV_HOSTS_DIR" REF )
+pv_registry_env() {
+	# shellcheck disable=SC2034 # for the caller
+	PV_HOSTS_DIR=/etc/containerd/certs.d
+	if [ -n "${PROVISION_HTTP_PROXY:-}" ]; then
+		HTTP_PROXY=$PROVISION_HTTP_PROXY HTTPS_PROXY=$PROVISION_HTTP_PROXY
+		NO_PROXY=${PROVISION_CONTAINERD_NO_PROXY:-}
+		http_proxy=$HTTP_PROXY https_proxy=$HTTPS_PROXY no_proxy=$NO_PROXY
+		export HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy
+	else
+		unset HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy
+	fi
+}
+
 # pv_containerd_package: what provides the containerd on PATH: "release"
 # when it is the one roles/containerd-release installed from containerd's
 # release archive, else the installed package, the distribution's

@@ -692,6 +692,114 @@ static int hub_secret(const char *cmd, const struct inventory *inv, struct secre
 	return 0;
 }
 
+/* base64 (RFC 4648, with padding) of data. */
+static void base64_add(struct strbuf *sb, const unsigned char *d, size_t len)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t i;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		strbuf_addch(sb, t[d[i] >> 2]);
+		strbuf_addch(sb, t[((d[i] & 3) << 4) | (d[i + 1] >> 4)]);
+		strbuf_addch(sb, t[((d[i + 1] & 15) << 2) | (d[i + 2] >> 6)]);
+		strbuf_addch(sb, t[d[i + 2] & 63]);
+	}
+	if (len - i == 1) {
+		strbuf_addch(sb, t[d[i] >> 2]);
+		strbuf_addch(sb, t[(d[i] & 3) << 4]);
+		strbuf_addstr(sb, "==");
+	} else if (len - i == 2) {
+		strbuf_addch(sb, t[d[i] >> 2]);
+		strbuf_addch(sb, t[((d[i] & 3) << 4) | (d[i + 1] >> 4)]);
+		strbuf_addch(sb, t[(d[i + 1] & 15) << 2]);
+		strbuf_addch(sb, '=');
+	}
+}
+
+/*
+ * One credential of cluster.registries: the password from its file (one
+ * line), "NAME=Basic base64(USER:PASSWORD)" appended to *list; the
+ * password, its base64 form and the header value registered as secrets.
+ */
+static int registry_cred(const char *cmd, const struct inventory *inv, struct secrets *secrets,
+			 const char *user, const char *path, struct source_pos pos, size_t r,
+			 size_t m, char ***list, size_t *nr)
+{
+	struct strbuf pw = STRBUF_INIT, up = STRBUF_INIT, hdr = STRBUF_INIT;
+	int e, ret = 0;
+
+	if ((e = read_file(path, &pw)) < 0) {
+		fprintf(stderr,
+			"%s:%u:%u: error: cannot read '%s' (password_file of registry %s): %s\n"
+			"  hint: put the registry password in that file, readable by you only\n",
+			inv->path, pos.line, pos.col, path, inv->cluster.registries[r].host,
+			strerror(-e));
+		(void)cmd;
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	strbuf_rtrim(&pw);
+	if (!pw.len || strchr(pw.buf, '\n') || pw.len < SECRETS_MIN_LEN) {
+		fprintf(
+		    stderr,
+		    "%s:%u:%u: error: '%s' (password_file of registry %s) must hold one line, the "
+		    "password, of at least %d characters\n",
+		    inv->path, pos.line, pos.col, path, inv->cluster.registries[r].host,
+		    SECRETS_MIN_LEN);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	strbuf_addf(&up, "%s:%s", user, pw.buf);
+	strbuf_addstr(&hdr, "Basic ");
+	base64_add(&hdr, (const unsigned char *)up.buf, up.len);
+	secrets_add(secrets, pw.buf, pw.len);
+	secrets_add(secrets, hdr.buf + 6, hdr.len - 6);
+	secrets_add(secrets, hdr.buf, hdr.len);
+	*list = xrealloc(*list, (*nr + 2) * sizeof(**list));
+	(*list)[(*nr)++] = xasprintf("registry_auth_%zu_%zu=%s", r + 1, m, hdr.buf);
+	(*list)[*nr] = NULL;
+out:
+	explicit_bzero(pw.buf, pw.len);
+	explicit_bzero(up.buf, up.len);
+	explicit_bzero(hdr.buf, hdr.len);
+	strbuf_release(&pw);
+	strbuf_release(&up);
+	strbuf_release(&hdr);
+	return ret;
+}
+
+/* Every credential of cluster.registries (plan_opts.registry_auth); 0 or EXIT_USAGE. */
+static int registry_auth(const char *cmd, const struct inventory *inv, struct secrets *secrets,
+			 char ***out)
+{
+	size_t r, m, nr = 0;
+	int ret = 0;
+
+	*out = NULL;
+	for (r = 0; r < inv->cluster.nr_registries && !ret; r++) {
+		const struct registry *g = &inv->cluster.registries[r];
+		if (g->username && g->password_file)
+			ret = registry_cred(cmd, inv, secrets, g->username, g->password_file,
+					    g->password_file_pos, r, 0, out, &nr);
+		for (m = 0; m < g->nr_mirrors && !ret; m++)
+			if (g->mirrors[m].username && g->mirrors[m].password_file)
+				ret = registry_cred(cmd, inv, secrets, g->mirrors[m].username,
+						    g->mirrors[m].password_file,
+						    g->mirrors[m].password_file_pos, r, m + 1, out,
+						    &nr);
+	}
+	return ret;
+}
+
+static void registry_auth_free(char **v)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		cli_free_secret(v[i]);
+	free(v);
+}
+
 /*
  * A warning (not an error: the cluster may be on its way out of it) when the
  * inventory's Kubernetes minor is past the end of life its row names; not
@@ -730,6 +838,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct view view;
 	char *password = NULL, *state_dir = NULL, *passphrase = NULL, *hub_github_secret = NULL;
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
+	char **reg_auth = NULL;	 /* cluster.registries' credentials (plan_opts.registry_auth) */
 	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
 	unsigned phases = a->check || a->bench_only ? 0
 			  : a->phase_bits		? a->phase_bits
@@ -832,6 +941,9 @@ int cli_plan_run(const struct cli_plan_args *a)
 	ret = hub_secret(a->cmd_name, inv, secrets, &hub_github_secret);
 	if (ret)
 		goto out;
+	ret = registry_auth(a->cmd_name, inv, secrets, &reg_auth);
+	if (ret)
+		goto out;
 	state_dir = cli_state_dir(a->state, a->inventory);
 	if (a->bench || a->bench_only)
 		bench_limit = cli_bench_limit(a->bench_limit_milli, state_dir, inv);
@@ -881,6 +993,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.state_dir = state_dir,
 			.hub_github_secret = hub_github_secret,
 			.on_event = view_event,
+		    .registry_auth = reg_auth,
 			.data = &view,
 		};
 		/* ---- TUI (tui/tui.h): on a terminal, for text output, unless --no-tui ---- */
@@ -972,6 +1085,7 @@ out:
 	cli_free_secret(password);
 	cli_free_secret(passphrase);
 	cli_free_secret(hub_github_secret);
+	registry_auth_free(reg_auth);
 	free(node_phases);
 	free(eta_hist);
 	secrets_free(secrets);

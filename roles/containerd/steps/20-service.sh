@@ -5,6 +5,15 @@
 # node once the GPU Operator's toolkit is installed) and, on a GPU node,
 # the NVIDIA runtimes (templates/config.toml.tmpl says why).
 #
+# The running daemon must also have its unit's proxy environment
+# (HTTP_PROXY, HTTPS_PROXY, NO_PROXY: the drop-in 15-registries writes from
+# cluster.http_proxy): systemd is reloaded when a unit file changed
+# (NeedDaemonReload) and containerd restarted when the environment of its
+# main process (/proc/PID/environ) is not what `systemctl show -p
+# Environment` says; and `containerd config dump` must name the hosts
+# directory (config_path = /etc/containerd/certs.d), or no hosts.toml of
+# cluster.registries is read by the CRI plugin.
+#
 # A restart is needed only when the config file is newer than the running
 # daemon: its mtime against the service's ActiveEnterTimestamp.  A run
 # killed between the upload and the restart thus still restarts next time.
@@ -24,6 +33,18 @@ prop() {
 started_at() {
 	t=$(prop ActiveEnterTimestamp)
 	[ -n "$t" ] && [ "$t" != n/a ] && date -d "$t" +%s
+}
+
+# proxy_env: the proxy variables, sorted, one a line, from stdin (NAME=VALUE words or lines).
+proxy_env() {
+	tr ' ' '\n' | tr '\0' '\n' | grep -E '^(HTTP_PROXY|HTTPS_PROXY|NO_PROXY|http_proxy|https_proxy|no_proxy)=' | sort || true
+}
+
+# True when the running daemon's proxy environment is not its unit's.
+env_stale() {
+	pid=$(prop MainPID)
+	[ -n "$pid" ] && [ "$pid" != 0 ] && [ -r "/proc/$pid/environ" ] || return 1
+	[ "$(proxy_env <"/proc/$pid/environ")" != "$(prop Environment | proxy_env)" ]
 }
 
 # True when the running daemon has not read the current config file.
@@ -129,6 +150,13 @@ check)
 		echo "$CONFIG changed after containerd started ($(prop ActiveEnterTimestamp)): restart needed"
 		rc=1
 	fi
+	if [ "$(prop NeedDaemonReload)" = yes ]; then
+		echo "containerd's unit files changed (the proxy drop-in?): systemctl daemon-reload and a restart needed"
+		rc=1
+	elif [ "$active" = active ] && env_stale; then
+		echo "containerd runs without its unit's proxy environment ($(prop Environment | proxy_env | sed -n 's/^HTTP_PROXY=//p' | grep . || echo none)): restart needed"
+		rc=1
+	fi
 	# What containerd makes of the file and its imports (containerd 1.x
 	# replaces a whole plugin section with an imported one).
 	if ! dump=$(containerd config dump 2>&1); then
@@ -142,11 +170,21 @@ check)
 		exit 2
 	fi
 	printf '%s\n' "$problems"
+	if ! printf '%s\n' "$dump" | grep -Eq "^[[:space:]]*config_path[[:space:]]*=[[:space:]]*[\"']/etc/containerd/certs.d[\"']"; then
+		echo "containerd config dump: no registry config_path = /etc/containerd/certs.d: the hosts.toml files of cluster.registries are not read"
+		pv_hint "a drop-in in /etc/containerd/conf.d replaces the CRI plugin section of $CONFIG (containerd 1.x merges imports per plugin): move its CRI settings out of conf.d, or remove it, then run provision again"
+		exit 2
+	fi
+	echo "containerd config dump: registry hosts from /etc/containerd/certs.d"
 	exit $rc
 	;;
 apply)
 	systemctl enable containerd
-	if [ "$(systemctl is-active containerd 2>/dev/null || true)" != active ] || stale; then
+	if [ "$(prop NeedDaemonReload)" = yes ]; then
+		echo "systemctl daemon-reload"
+		systemctl daemon-reload
+	fi
+	if [ "$(systemctl is-active containerd 2>/dev/null || true)" != active ] || stale || env_stale; then
 		echo "systemctl restart containerd"
 		systemctl restart containerd
 	fi
