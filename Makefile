@@ -201,7 +201,7 @@ DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4
 	libgit2-dev libncurses-dev libjansson-dev libcmocka-dev openssh-server openssh-client \
 	iproute2 systemd-container debootstrap jq tmux shellcheck cppcheck clang-format \
 	valgrind libclang-rt-14-dev pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev qemu-system-x86 qemu-utils fdisk \
-	openssl time e2fsprogs strace
+	openssl time e2fsprogs strace docker-registry squid curl
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q '^install ok installed' || echo $$p; done); \

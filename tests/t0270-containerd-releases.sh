@@ -26,6 +26,16 @@
 # node's tree then has: stand-in binaries), and the facts of a recorded
 # machine with this containerd version.
 #
+# Then, per release, the registry pulls (tests/releases/pulls.sh): the
+# files roles/containerd writes for an inventory with cluster.http_proxy
+# and a registry with a mirror that needs credentials (config.toml, and
+# registry-files.tmpl put in place by the role's own step 15-registries,
+# run in the node's tree with the credential provision would hand it), the
+# daemon started with the proxy drop-in's environment, and the node's ctr
+# (with pv_registry_env's environment and --hosts-dir, as a pull on a node
+# runs it) pulls from the mirror, then, with the mirror stopped, from the
+# upstream registry; the three servers' logs say which answered.
+#
 # Knob: PROVISION_TEST_RELEASES=0 skips the tier.  The ASan pass of .ci/run
 # sets it: of provision's C code this script runs only the template renderer
 # on the two templates t0200 and t0425 render under the sanitizers too; the
@@ -216,6 +226,9 @@ for name in want:
         bad.append("runtimes.%s: SystemdCgroup = %r" % (name, opts.get("SystemdCgroup")))
     if name == "nvidia" and not str(opts.get("BinaryName", "")).startswith("/usr/local/nvidia/toolkit/"):
         bad.append("runtimes.nvidia: BinaryName = %r" % opts.get("BinaryName"))
+reg = (plugins.get("io.containerd.cri.v1.images") or plugins.get("io.containerd.grpc.v1.cri") or {}).get("registry", {})
+if dump and reg.get("config_path") != "/etc/containerd/certs.d":
+    bad.append("registry config_path = %r, not /etc/containerd/certs.d" % reg.get("config_path"))
 if status != "ok":
     bad.append("daemon: " + status)
 else:
@@ -264,6 +277,117 @@ else
 	test_skip "toolkit stand-in: the drop-in toolkit v1.16.1 writes (facts)" "$UPSTREAM_MISSING"
 fi
 
+# The pulls' inventory: the proxy, a registry with a mirror behind basic auth.
+cat >"$TEST_DIR/pulls-inventory.yaml" <<EOF
+cluster:
+  name: releases
+  kubernetes_version: "1.30.4"
+  http_proxy: http://198.18.255.3:3128
+  registries:
+    198.18.255.1:5000:
+      server: http://198.18.255.1:5000
+      mirrors:
+        - url: http://198.18.255.2:5000
+          username: lab
+          password_file: $TEST_DIR/mirror-password
+ssh:
+  user: admin
+jupyterhub:
+  enabled: false
+nodes:
+  - name: cpu
+    address: 10.0.0.1
+    roles: [control-plane, worker]
+EOF
+printf 'mirror-pass-%s\n' "$$" >"$TEST_DIR/mirror-password"
+
+# pulls SUITE: the files roles/containerd writes, the node started with the
+# proxy's environment, then tests/releases/pulls.sh; results in SUITE-pulls/.
+pulls() {
+	d=$TEST_DIR/$1-pulls
+	root=$(cat "$TEST_DIR/$1.root")
+	version=$(awk '{ print $3 }' "$root/.containerd-version" | sed 's/^v//; s/[~+-].*//')
+	rm -rf "$d"
+	mkdir -p "$d/upper/etc/containerd" "$d/upper/etc/provision/containerd"
+	facts cpu "$version" >"$d/facts"
+	"$RENDER" template "$SRC_ROOT/roles" containerd config.toml.tmpl "$TEST_DIR/pulls-inventory.yaml" cpu \
+		"$d/facts" "containerd_major=${version%%.*}" containerd_nvidia=none >"$d/upper/etc/containerd/config.toml"
+	"$RENDER" template "$SRC_ROOT/roles" containerd registry-files.tmpl "$TEST_DIR/pulls-inventory.yaml" cpu \
+		"$d/facts" >"$d/upper/etc/provision/containerd/registry-files"
+	# what provision hands the node for the mirror's password (registry 1, mirror 1)
+	auth="Basic $(printf 'lab:%s' "$(cat "$TEST_DIR/mirror-password")" | base64 -w0)"
+	{
+		echo "REG_ROOT=$REG_ROOT"
+		echo "SRC_ROOT=$SRC_ROOT"
+		echo "MIRROR_PASSWORD=$TEST_DIR/mirror-password"
+	} >"$d/pulls.env"
+	# PREP: the role's step puts the files in place in the node's tree, then the
+	# daemon's environment from the drop-in, ctr's from pv_registry_env
+	cat >"$d/prep.sh" <<-EOF
+		set -e
+		{ cat "$SRC_ROOT/roles/lib.sh"; echo 'set -- apply'; cat "$SRC_ROOT/roles/containerd/steps/15-registries.sh"; } |
+			chroot "\$1" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin PROVISION_STATE_DIR=/var/lib/provision \
+			PROVISION_SET_registry_auth_1_1='$auth' sh -s >"$d/step.out" 2>&1
+		sed -n 's/^Environment=//p' "\$1/etc/systemd/system/containerd.service.d/http-proxy.conf" | tr -d '"' | tr ' ' '\n' |
+			grep -E '^(HTTP_PROXY|HTTPS_PROXY|NO_PROXY)=' >"$d/containerd.env"
+		(
+			. "$SRC_ROOT/roles/lib.sh"
+			PROVISION_HTTP_PROXY=\$(sed -n 's/^HTTP_PROXY=//p' "$d/containerd.env")
+			PROVISION_CONTAINERD_NO_PROXY=\$(sed -n 's/^NO_PROXY=//p' "$d/containerd.env")
+			pv_registry_env
+			env | grep -Ei '^(https?|no)_proxy=' | sort
+		) >"$d/ctr.env"
+	EOF
+	sh "$REL/node.sh" "$root" "$d" "$d/prep.sh" "$REL/pulls.sh" >"$d/node.out" 2>&1 || {
+		cat "$d/node.out"
+		return 1
+	}
+}
+
+# pulls_check SUITE: what the servers saw; prints every problem.
+pulls_check() {
+	d=$TEST_DIR/$1-pulls
+	bad=0
+	[ "$(cat "$d/status")" = ok ] || { echo "daemon: $(cat "$d/status")"; bad=1; }
+	grep -q "^wrote /etc/containerd/certs.d/198.18.255.1:5000/hosts.toml" "$d/step.out" ||
+		{ echo "15-registries: $(cat "$d/step.out")"; bad=1; }
+	[ "$(stat -c %a "$d/upper/etc/containerd/certs.d/198.18.255.1:5000/hosts.toml")" = 600 ] ||
+		{ echo "hosts.toml with a credential is not 0600"; bad=1; }
+	[ ! -s "$d/then.out" ] || { echo "pulls.sh: $(tail -n 5 "$d/then.out")"; bad=1; }
+	for t in 1 2; do
+		[ "$(cut -d ' ' -f 1 "$d/pull-$t.status" 2>/dev/null)" = 0 ] ||
+			{ echo "pull $t failed: $(tail -n 3 "$d/pull-$t.out" 2>/dev/null)"; bad=1; }
+		grep -q "198.18.255.1:5000/provision-test/small:$t " "$d/images.txt" ||
+			{ echo "image small:$t not in ctr images ls"; bad=1; }
+	done
+	# 1: the mirror answered containerd, with the credential; the upstream saw only the mirror
+	grep -E '"(HEAD|GET) /v2/provision-test/small/manifests/1[?" ].*" 200 .*"containerd/' "$d/mirror.log" >"$d/mirror.hits" ||
+		{ echo "the mirror did not serve small:1 to containerd"; bad=1; }
+	if grep -E '"(HEAD|GET) /v2/provision-test/small/manifests/1[?" ].*"containerd/' "$d/upstream.log"; then
+		echo "containerd asked the upstream for small:1 (the mirror was up)"
+		bad=1
+	fi
+	grep -E 'auth.user.name="?lab.*http.request.uri="?/v2/provision-test/small/manifests/1' "$d/mirror.log" >/dev/null ||
+		{ echo "the mirror's log names no user lab for small:1 (the credential was not sent)"; bad=1; }
+	# 2: the mirror down, the upstream answered containerd
+	grep -E '"(HEAD|GET) /v2/provision-test/small/manifests/2[?" ].*" 200 .*"containerd/' "$d/upstream.log" >"$d/upstream.hits" ||
+		{ echo "the upstream did not serve small:2 to containerd"; bad=1; }
+	# every request of containerd went through the proxy
+	grep -E ' (HEAD|GET) http://198.18.255.2:5000/v2/provision-test/small/manifests/1[? ]' "$d/proxy.log" >"$d/proxy.hits" ||
+		{ echo "no request for small:1 in the proxy's log"; bad=1; }
+	grep -E ' (HEAD|GET) http://198.18.255.1:5000/v2/provision-test/small/manifests/2[? ]' "$d/proxy.log" >>"$d/proxy.hits" ||
+		{ echo "no request for small:2 in the proxy's log"; bad=1; }
+	return $bad
+}
+
+REG_ROOT=
+if command -v docker-registry >/dev/null 2>&1 && command -v squid >/dev/null 2>&1 && command -v curl >/dev/null 2>&1; then
+	# shellcheck source=tests/registry/lib.sh
+	. "$SRC_ROOT/tests/registry/lib.sh"
+	REG_ROOT=$(registry_images "provision-test/small:1=64k,index" "provision-test/small:2=64k+8k")
+fi
+export REG_ROOT
+
 for suite in $SUITES; do
 	export suite
 	test_case "$suite: the cached tree with $suite's own containerd (tests/releases/rootfs.sh)" '
@@ -286,5 +410,24 @@ for suite in $SUITES; do
 		[ -f "$d/excerpt" ] && note "$suite $kind dump" "$d/excerpt"
 		[ -f "$d/cri" ] && note "$suite $kind ctr plugins ls | grep cri" "$d/cri"
 	done
+	if [ -z "$REG_ROOT" ]; then
+		test_skip "$suite: ctr pulls through hosts.toml and proxy" "needs docker-registry, squid and curl (make deps)"
+		continue
+	fi
+	test_case "$suite: ctr pulls through provision's hosts.toml and proxy: from the mirror (with its credential), then, the mirror down, from the upstream" '
+		[ -s "$TEST_DIR/$suite.root" ]
+		pulls "$suite"
+		pulls_check "$suite"
+	'
+	d=$TEST_DIR/$suite-pulls
+	for t in 1 2; do
+		if [ -f "$d/pull-$t.status" ]; then
+			echo "pull small:$t: exit $(cut -d " " -f 1 "$d/pull-$t.status"), $(cut -d " " -f 2 "$d/pull-$t.status") ms" >"$d/pull-$t.note"
+			note "$suite pull" "$d/pull-$t.note"
+		fi
+	done
+	[ -f "$d/mirror.hits" ] && note "$suite mirror log" "$d/mirror.hits"
+	[ -f "$d/upstream.hits" ] && note "$suite upstream log" "$d/upstream.hits"
+	[ -f "$d/proxy.hits" ] && note "$suite proxy log" "$d/proxy.hits"
 done
 test_done

@@ -18,10 +18,16 @@
 # the node; its overlayfs snapshotter cannot sit on the overlay itself).
 # PREP, if given, runs first as `sh PREP MERGED` (MERGED: the node's root
 # as seen from the host side, inside the namespaces), e.g. the GPU
-# Operator's toolkit editing a file of the node.  Every wait is bounded.
+# Operator's toolkit editing a file of the node.  THEN, if given, runs as
+# `sh THEN MERGED DIR` once the daemon answers, inside the namespaces (the
+# registry pulls of t0270: registries, proxy and ctr on addresses of the
+# node's own loopback); the processes it starts die with the node.
+# DIR/containerd.env, if there, holds NAME=VALUE lines for the daemon's
+# environment (what a systemd drop-in's Environment= gives it).  Every
+# wait is bounded.
 set -eu
 [ -z "${NODE_SH_TRACE:-}" ] || set -x
-root=$1 dir=$2 prep=${3:-}
+root=$1 dir=$2 prep=${3:-} then=${4:-}
 if [ "${NODE_SH_INNER:-}" != 1 ]; then
 	mkdir -p "$dir/upper" "$dir/work" "$dir/merged"
 	NODE_SH_INNER=1 exec timeout -k 5 "${NODE_SH_TIMEOUT:-120}" \
@@ -43,7 +49,12 @@ ip link set lo up
 [ -z "$prep" ] || sh "$prep" "$m"
 
 chroot "$m" containerd config dump >"$dir/dump.txt" 2>"$dir/dump.err" || true
-chroot "$m" containerd >"$dir/containerd.log" 2>&1 &
+if [ -f "$dir/containerd.env" ]; then
+	# shellcheck disable=SC2046 # NAME=VALUE words, no blanks in them
+	env $(cat "$dir/containerd.env") chroot "$m" containerd >"$dir/containerd.log" 2>&1 &
+else
+	chroot "$m" containerd >"$dir/containerd.log" 2>&1 &
+fi
 pid=$!
 status="containerd did not answer on /run/containerd/containerd.sock within 60 s"
 i=0
@@ -63,6 +74,9 @@ if [ "$status" = ok ]; then
 	chroot "$m" ctr plugins ls >"$dir/plugins.txt" 2>&1 || status="ctr plugins ls failed"
 fi
 echo "$status" >"$dir/status"
+if [ "$status" = ok ] && [ -n "$then" ]; then
+	sh "$then" "$m" "$dir" >"$dir/then.out" 2>&1 || echo "exit $?" >>"$dir/then.out"
+fi
 kill -TERM $pid 2>/dev/null || true
 i=0
 while kill -0 $pid 2>/dev/null && [ $i -lt 100 ]; do
