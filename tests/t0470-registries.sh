@@ -1,0 +1,206 @@
+#!/bin/sh
+# run.sh: about 300 s in CI (beside another; measured here: see the cases' seconds)
+# t0470-registries: image pulls of a real cluster run through the registry
+# access the inventory gives (cluster.http_proxy, cluster.registries), on
+# three nspawn nodes whose kubelet stand-in has every image pulled by the
+# node's REAL containerd (knob real-pulls, tests/fakes/README.md "Image
+# pulls") from REAL registries (tests/registry/README.md):
+#
+#  1. Behind the proxy only: the cluster's registry (Debian's
+#     docker-registry, every image the cluster runs: kubeadm's of the
+#     version, Flannel's) listens on this machine's loopback, which no node
+#     can reach, under a name only squid's hosts file knows; the inventory
+#     routes registry.k8s.io and ghcr.io to it (mirror only, upstream:
+#     false) and sets http_proxy.  `up` goes green, squid's access log has
+#     each node's requests for its images, and the registry saw no client
+#     but squid.
+#  2. Mirror, then upstream: the inventory, without the proxy now, gives
+#     docker.io a pull-through mirror and, as its upstream, a second
+#     registry; `up` removes the proxy drop-in and restarts containerd; a
+#     pod's image comes from the mirror; with the mirror stopped, the next
+#     pod's image comes from the upstream.  The registries' logs (client:
+#     the node, user agent: containerd) and the kubelet's journal say which.
+# The run itself names the registry that answered once the pull phase of
+# issue 32 is there (ISSUE32-DESIGN.md); until then the evidence is the
+# servers' logs and the kubelet stand-in's "Successfully pulled image".
+# Test bodies are single-quoted: lib.sh evaluates them.
+# shellcheck disable=SC2016
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/fakes/cluster-testbed.sh
+. "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
+
+CASES="proxy-up proxy-log registry-only-squid mirror-up mirror-pull upstream-pull check"
+skip_all_cases() {
+	for c in $CASES; do test_skip "$c" "$1"; done
+	test_done
+	exit $?
+}
+for c in docker-registry squid curl; do
+	command -v $c >/dev/null 2>&1 || skip_all_cases "needs $c (make deps)"
+done
+K8S=1.30.4
+cluster_testbed 3 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
+# shellcheck source=tests/registry/lib.sh
+. "$SRC_ROOT/tests/registry/lib.sh"
+tb() { "$TESTBED" exec "$TB" "$@"; }
+# environ NODE: the environment of NODE's running containerd, one variable a line
+environ() {
+	# shellcheck disable=SC2016 # expanded on the node
+	tb "$1" sh -c 'tr "\0" "\n" </proc/$(systemctl show -p MainPID --value containerd)/environ'
+}
+kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
+exec 3>&1
+note() { awk -v l="$1" '{ print "# " l ": " $0 }' "$2" >&3; }
+
+# The images the cluster runs, from where they are defined (never typed
+# here): kubeadm's of the version (the stand-in's constants, as `kubeadm
+# config images list` prints them), the pause image of roles/kubernetes.yaml,
+# Flannel's of its manifest.
+KUBEADM_PY=$SRC_ROOT/tests/fakes/kube/kubeadm.py
+{
+	for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do echo "registry.k8s.io/$c:v$K8S"; done
+	sed -n 's/^\(ETCD\|COREDNS\)_IMAGE = "\(.*\)"$/\2/p' "$KUBEADM_PY"
+	sed -n '/^"1.30":/,/^"/s/^  pause_image: "*\([^"]*\)"*$/\1/p' "$SRC_ROOT/roles/kubernetes.yaml"
+	sed -n 's/^ *image: \(ghcr.io\/[^ ]*\)$/\1/p' "$SRC_ROOT/roles/flannel/templates/kube-flannel.yml.tmpl" | sort -u
+} >"$TEST_DIR/images"
+set --
+while read -r ref; do
+	# the registry holds each under its path without the registry's host
+	set -- "$@" "${ref#*/}=64k,index"
+done <"$TEST_DIR/images"
+ROOT=$(registry_images "$@" "provision-test/app:1=256k" "provision-test/app:2=256k") ||
+	skip_all_cases "the registry's images did not build"
+H=$TESTBED_HOST_ADDR
+NAME=registry.provision.test
+echo "127.0.0.1 $NAME" >"$TEST_DIR/squid-hosts"
+registry_start lab 127.0.0.1:15470 --root "$ROOT" || skip_all_cases "the registry did not start"
+proxy_start "$H:3128" --hosts "$TEST_DIR/squid-hosts" || skip_all_cases "squid did not start"
+for n in $TESTBED_NODES; do knob "$n" real-pulls; done
+
+# the proxy phase's inventory
+sed "s|^  kubernetes_version: .*|&\\
+  http_proxy: http://$H:3128\\
+  registries:\\
+    registry.k8s.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}\\
+    ghcr.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}|" "$INV" >"$TEST_DIR/proxy.yaml"
+# shellcheck disable=SC2034 # used in the test bodies
+UP="$PROVISION up --state $STATE --roles $ROLES --no-tui -i"
+
+test_case "proxy-up: behind the proxy only, up of 3 nodes is green (every image pulled by the nodes' containerd)" '
+	t0=$(date +%s)
+	$UP "$TEST_DIR/proxy.yaml" >up1.out 2>&1 || { tail -n 40 up1.out; false; }
+	echo "$(($(date +%s) - t0)) s" >"$TEST_DIR/up1.seconds"
+	for n in $TESTBED_NODES; do
+		expect_grep "^$n  *done  *[0-9]* changed .* 0 failed" up1.out
+		tb $n cat /etc/systemd/system/containerd.service.d/http-proxy.conf >dropin
+		expect_grep "HTTP_PROXY=http://$H:3128" dropin
+		environ $n >environ
+		expect_grep "^HTTP_PROXY=http://$H:3128\$" environ
+		tb $n cat /etc/containerd/certs.d/registry.k8s.io/hosts.toml >hosts.toml
+		expect_grep "^server = \"http://$NAME:15470\"" hosts.toml
+		tb $n journalctl --no-pager -u kubelet >"$TEST_DIR/$n.journal1"
+		expect_grep "\"Successfully pulled image\" image=\"registry.k8s.io/kube-proxy:v$K8S\"" "$TEST_DIR/$n.journal1"
+	done
+'
+[ -f "$TEST_DIR/up1.seconds" ] && note "up behind the proxy" "$TEST_DIR/up1.seconds"
+
+test_case "proxy-log: squid has each node's requests for the images it runs" '
+	log=$(proxy_log)
+	for n in $TESTBED_NODES; do
+		a=$(awk -v n=$n "\$1 == n { print \$2 }" "$TB/nodes.txt")
+		# every node runs the sandbox, kube-proxy and Flannel
+		for ref in $(grep -E "/(pause|kube-proxy|flannel-io/flannel):" "$TEST_DIR/images"); do
+			path=${ref#*/}
+			grep -E " $a TCP_[A-Z_]*/200 .* (HEAD|GET) http://$NAME:15470/v2/${path%:*}/manifests/${path##*:}" "$log" >>"$TEST_DIR/proxy.hits" ||
+				{ echo "$n ($a): no request for $ref in the log of squid"; exit 1; }
+		done
+	done
+	a1=$(awk "\$1 == \"node-1\" { print \$2 }" "$TB/nodes.txt")
+	for c in kube-apiserver etcd; do
+		grep -E " $a1 TCP_[A-Z_]*/200 .* (HEAD|GET) http://$NAME:15470/v2/$c/manifests/" "$log" >/dev/null
+	done
+'
+[ -f "$TEST_DIR/proxy.hits" ] && note "squid access log" "$TEST_DIR/proxy.hits"
+
+test_case "registry-only-squid: no client but squid reached the registry" '
+	grep -E "\"(GET|HEAD) /v2/" "$(registry_log lab)" >access
+	test -s access
+	awk "{ print \$1 }" access | sort -u >clients
+	expect_eq 127.0.0.1 "$(cat clients)" "the clients of the registry"
+	grep -c . access >"$TEST_DIR/registry.count"
+'
+[ -f "$TEST_DIR/registry.count" ] && note "registry requests, all from squid (127.0.0.1)" "$TEST_DIR/registry.count"
+
+# Phase 2: docker.io through a pull-through mirror, a second registry as its upstream, no proxy.
+registry_start upstream "$H:15471" --root "$ROOT" || skip_all_cases "the upstream registry did not start"
+registry_start mirror "$H:15472" --mirror-of "http://$H:15471" || skip_all_cases "the mirror did not start"
+sed "s|^  kubernetes_version: .*|&\\
+  registries:\\
+    registry.k8s.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}\\
+    ghcr.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}\\
+    docker.io:\\
+      mirrors: [{url: \"http://$H:15472\"}]\\
+      server: http://$H:15471|" "$INV" >"$TEST_DIR/mirror.yaml"
+
+# pod NAME IMAGE: a pod on node-2 (nodeName: no scheduler), Running within 60 s.
+pod() {
+	cat >pod.yaml <<-EOF
+		apiVersion: v1
+		kind: Pod
+		metadata: {name: $1, namespace: default}
+		spec:
+		  nodeName: node-2
+		  containers: [{name: app, image: $2}]
+	EOF
+	tb node-1 sh -c "cat >/tmp/$1.yaml" <pod.yaml
+	kc apply -f "/tmp/$1.yaml" >/dev/null
+	i=0
+	until [ "$(kc get pod "$1" -o "jsonpath={.status.phase}")" = Running ]; do
+		i=$((i + 1))
+		[ $i -lt 60 ] || { kc get pod "$1" -o yaml | tail -n 20; return 1; }
+		sleep 1
+	done
+}
+
+test_case "mirror-up: up with the mirror and without the proxy: the drop-in gone, containerd restarted without it" '
+	$UP "$TEST_DIR/mirror.yaml" >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	expect_grep "\\[node-2\\] containerd › 15-registries … changed" up2.out
+	for n in $TESTBED_NODES; do
+		expect_status 1 tb $n test -e /etc/systemd/system/containerd.service.d/http-proxy.conf
+		environ $n >environ
+		expect_no_grep "^HTTP_PROXY=" environ
+		tb $n cat /etc/containerd/certs.d/docker.io/hosts.toml >hosts.toml
+		expect_grep "^server = \"http://$H:15471\"" hosts.toml
+		expect_grep "^\\[host.\"http://$H:15472\"\\]" hosts.toml
+	done
+'
+
+test_case "mirror-pull: with the mirror up, node-2 pulls docker.io/provision-test/app:1 from the mirror" '
+	pod app1 provision-test/app:1
+	a2=$(awk "\$1 == \"node-2\" { print \$2 }" "$TB/nodes.txt")
+	grep -E "^$a2 .*\"(GET|HEAD) /v2/provision-test/app/manifests/1\?ns=docker.io HTTP[^\"]*\" 200 .*\"containerd/" "$(registry_log mirror)" >"$TEST_DIR/mirror.hits"
+	expect_no_grep "^$a2 .*/v2/provision-test/app/manifests/1" "$(registry_log upstream)"
+	tb node-2 journalctl --no-pager -u kubelet | grep "Successfully pulled image\" image=\"provision-test/app:1\"" >"$TEST_DIR/kubelet1.hits"
+'
+[ -f "$TEST_DIR/mirror.hits" ] && note "mirror log" "$TEST_DIR/mirror.hits"
+[ -f "$TEST_DIR/kubelet1.hits" ] && note "node-2 kubelet" "$TEST_DIR/kubelet1.hits"
+
+test_case "upstream-pull: the mirror down, node-2 pulls docker.io/provision-test/app:2 from the upstream" '
+	registry_stop mirror
+	pod app2 provision-test/app:2
+	a2=$(awk "\$1 == \"node-2\" { print \$2 }" "$TB/nodes.txt")
+	grep -E "^$a2 .*\"(GET|HEAD) /v2/provision-test/app/manifests/2(\?ns=docker.io)? HTTP[^\"]*\" 200 .*\"containerd/" "$(registry_log upstream)" >"$TEST_DIR/upstream.hits"
+	tb node-2 journalctl --no-pager -u kubelet | grep "Successfully pulled image\" image=\"provision-test/app:2\"" >"$TEST_DIR/kubelet2.hits"
+'
+[ -f "$TEST_DIR/upstream.hits" ] && note "upstream log" "$TEST_DIR/upstream.hits"
+[ -f "$TEST_DIR/kubelet2.hits" ] && note "node-2 kubelet" "$TEST_DIR/kubelet2.hits"
+
+test_case "check: provision check passes; a hand-edited hosts.toml and a containerd without its proxy are reported" '
+	expect_status 0 $PROVISION check --state $STATE --roles $ROLES --no-tui -i "$TEST_DIR/mirror.yaml" >check1.out 2>&1 ||
+		{ tail -n 30 check1.out; false; }
+	tb node-3 sh -c "echo \"# by hand\" >>/etc/containerd/certs.d/docker.io/hosts.toml"
+	expect_status 1 $PROVISION check --state $STATE --roles $ROLES --no-tui -i "$TEST_DIR/mirror.yaml" >check2.out 2>&1
+	expect_grep "docker.io/hosts.toml: not as the inventory says" check2.out
+'
+test_done
