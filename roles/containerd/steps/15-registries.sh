@@ -60,7 +60,9 @@ stale() {
 }
 
 if [ ! -f "$LIST" ]; then
-	echo "$LIST is missing (provision puts it there before this step)"
+	# provision uploads it before this step; `plan` uploads nothing
+	echo "$LIST is not there yet: no registry file written"
+	[ "${1:-}" = check ] && exit 1
 	exit 2
 fi
 tmpd=$(mktemp -d)
