@@ -124,6 +124,31 @@ else
 	'
 fi
 
+# A registry password is read when a run starts, before any node is
+# contacted (192.0.2.1 is TEST-NET-1: nothing answers there).
+test_case "a registry password_file that cannot be used: its line and column, exit 2, no node contacted" '
+	cat >reg.yaml <<-EOF
+		cluster:
+		  name: reg
+		  kubernetes_version: "1.30.4"
+		  registries:
+		    docker.io:
+		      mirrors:
+		        - url: https://mirror.lab.example:5000
+		          username: lab
+		          password_file: missing.txt
+		jupyterhub: {enabled: false}
+		nodes:
+		  - {name: cp, address: 192.0.2.1, roles: [control-plane, worker]}
+	EOF
+	expect_status 2 "$PROVISION" plan -i reg.yaml --state st --no-tui 2>err >out
+	expect_grep "^reg.yaml:9:26: error: cannot read .missing.txt. (password_file of registry docker.io): No such file or directory" err
+	expect_no_grep "192.0.2.1" out
+	printf "short\n" >missing.txt
+	expect_status 2 "$PROVISION" plan -i reg.yaml --state st --no-tui 2>err >out
+	expect_grep "^reg.yaml:9:26: error: .*missing.txt. (password_file of registry docker.io) must hold one line, the password, of at least 6 characters" err
+'
+
 test_case "-i is required" '
 	expect_status 2 "$PROVISION" inventory 2>err
 	expect_grep "missing inventory" err

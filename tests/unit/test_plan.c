@@ -1168,9 +1168,80 @@ static void test_hostile_kubeconfig(void **state)
 	}
 }
 
+/*
+ * cluster.registries and the proxy as roles/containerd renders them: the
+ * containerd NO_PROXY, the drop-in, hosts.toml's order (mirrors, then the
+ * upstream; with upstream: false the last mirror is the server and no
+ * mirror comes twice), the credential as a placeholder only, the mode.
+ */
+static void test_registry_values(void **state)
+{
+	static const char text[] = "cluster:\n"
+				   "  name: r\n"
+				   "  kubernetes_version: \"1.30.4\"\n"
+				   "  http_proxy: http://proxy.lab.example:3128\n"
+				   "  no_proxy: [.lab.example, 10.0.0.2]\n"
+				   "  registries:\n"
+				   "    docker.io:\n"
+				   "      mirrors:\n"
+				   "        - {url: https://m1.lab.example, username: lab, password_file: pw}\n"
+				   "        - {url: http://m2.lab.example:5000}\n"
+				   "    registry.k8s.io:\n"
+				   "      mirrors: [{url: https://a.lab.example, skip_verify: true}, {url: "
+				   "http://b.lab.example:5000}]\n"
+				   "      upstream: false\n"
+				   "jupyterhub: {enabled: false}\n"
+				   "nodes:\n"
+				   "  - {name: cp, address: 10.0.0.1, roles: [control-plane, worker]}\n"
+				   "  - {name: w, address: 10.0.0.2, roles: [worker]}\n";
+	struct inventory *inv = NULL;
+	struct diag_list dl;
+	struct strbuf tmpl = STRBUF_INIT, out = STRBUF_INIT, np = STRBUF_INIT;
+	struct error err = {0};
+	struct tval *v;
+	const char *dh, *k8s, *m1, *m2, *srv;
+
+	(void)state;
+	diag_list_init(&dl);
+	assert_int_equal(inventory_load_buffer(&inv, "r.yaml", text, strlen(text), &dl), 0);
+	diag_list_release(&dl);
+	plan_containerd_no_proxy(inv, &np);
+	assert_string_equal(np.buf, "localhost,127.0.0.1,::1,10.0.0.1,10.0.0.2,10.244.0.0/16,"
+				    "10.96.0.0/12,.svc,.cluster.local,.lab.example");
+	assert_int_equal(read_file("roles/containerd/templates/registry-files.tmpl", &tmpl), 0);
+	v = plan_values(inv, &inv->nodes[0], NULL, NULL);
+	assert_int_equal(template_render_text("registry-files.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
+	assert_non_null(strstr(out.buf, "%% file /etc/systemd/system/containerd.service.d/http-proxy.conf "
+					"0644\n"));
+	assert_non_null(strstr(out.buf, "\"NO_PROXY=localhost,127.0.0.1,::1,10.0.0.1,10.0.0.2,"));
+	dh = strstr(out.buf, "%% file /etc/containerd/certs.d/docker.io/hosts.toml 0600\n");
+	k8s = strstr(out.buf, "%% file /etc/containerd/certs.d/registry.k8s.io/hosts.toml 0644\n");
+	assert_non_null(dh);
+	assert_non_null(k8s);
+	assert_true(dh < k8s);
+	/* docker.io: the upstream as server, the mirrors in order, a placeholder for the password */
+	srv = strstr(dh, "server = \"https://registry-1.docker.io\"");
+	m1 = strstr(dh, "[host.\"https://m1.lab.example\"]");
+	m2 = strstr(dh, "[host.\"http://m2.lab.example:5000\"]");
+	assert_true(srv && m1 && m2 && srv < m1 && m1 < m2 && m2 < k8s);
+	assert_non_null(strstr(m1, "Authorization = \"@@PROVISION_SET_registry_auth_1_1@@\""));
+	/* registry.k8s.io: mirrors only, the last one the server, none twice */
+	assert_non_null(strstr(k8s, "server = \"http://b.lab.example:5000\""));
+	assert_non_null(strstr(k8s, "[host.\"https://a.lab.example\"]\n  capabilities = [\"pull\", "
+					"\"resolve\"]\n  skip_verify = true\n"));
+	assert_null(strstr(k8s, "[host.\"http://b.lab.example:5000\"]"));
+	assert_null(strstr(k8s, "registry.k8s.io\"\n"));
+	tval_free(v);
+	strbuf_release(&np);
+	strbuf_release(&tmpl);
+	strbuf_release(&out);
+	inventory_free(inv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_registry_values),
 		cmocka_unit_test_setup_teardown(test_role_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_up_then_unchanged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_stops_only_its_node, setup, teardown),
