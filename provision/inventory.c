@@ -1273,6 +1273,7 @@ static const char *const cluster_keys[] = {
     "cert_warning_days",
     "backups_keep",
     "registries",
+    "images",
 };
 enum {
 	CL_NAME,
@@ -1288,6 +1289,7 @@ enum {
 	CL_CERT_WARNING_DAYS,
 	CL_BACKUPS_KEEP,
 	CL_REGISTRIES,
+	CL_IMAGES,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1640,6 +1642,57 @@ static void parse_registries(struct parser *p, const yaml_node_t *n)
 	}
 }
 
+/* A duration: seconds, or a number with s, m or h (90s, 30m, 2h); -1 when not one. */
+static long duration_seconds(const char *s)
+{
+	long n;
+	char *end;
+
+	if (!isdigit((unsigned char)*s) || strlen(s) > 12)
+		return -1;
+	n = strtol(s, &end, 10);
+	if (!*end || !strcmp(end, "s"))
+		return n;
+	if (!strcmp(end, "m"))
+		return n * 60;
+	if (!strcmp(end, "h"))
+		return n * 3600;
+	return -1;
+}
+
+static const char *const images_keys[] = {"source", "pull_timeout"};
+static const char *const images_sources[] = {"auto", "registry", "bundle"};
+
+/* cluster.images: where images come from, how long one pull may take. */
+static void parse_images(struct parser *p, const yaml_node_t *n)
+{
+	struct cluster_settings *c = &p->inv->cluster;
+	struct fields f;
+	const yaml_node_t *y;
+	const char *t;
+	int src;
+	long secs;
+
+	if (!want_type(p, n, "images", YAML_MAPPING_NODE, NULL))
+		return;
+	map_fields(p, n, "'images'", images_keys, ARRAY_SIZE(images_keys), &f);
+	if ((y = f.val[0]) &&
+	    get_choice(p, y, "source", images_sources, ARRAY_SIZE(images_sources),
+		       "auto: import what provision fetch --images cached and pull the rest; "
+		       "registry: always pull; bundle: import only",
+		       &src))
+		c->images_source = (enum images_source)src;
+	if ((y = f.val[1]) && (t = y->type == YAML_SCALAR_NODE && !is_null(y) ? sval(y) : NULL,
+			       !t || (secs = duration_seconds(t)) < 60 || secs > 86400)) {
+		char buf[64];
+		err_at(p, y, "such as 30m, 2h or 900s",
+		       "'pull_timeout' must be a duration from 60s to 24h, not %s",
+		       describe(y, buf, sizeof(buf)));
+	} else if (y) {
+		c->image_pull_timeout = (int)secs;
+	}
+}
+
 /* An entry of no_proxy: a name, .domain, address or CIDR (it goes into a systemd unit). */
 static bool no_proxy_item_ok(const char *s)
 {
@@ -1727,6 +1780,8 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	}
 	if ((y = f.val[CL_REGISTRIES]))
 		parse_registries(p, y);
+	if ((y = f.val[CL_IMAGES]))
+		parse_images(p, y);
 	if ((y = f.val[CL_APT_KEY_FINGERPRINT]))
 		get_fingerprint(p, y, "apt_key_fingerprint", &c->apt_key_fingerprint);
 	if ((y = f.val[CL_BACKUPS_KEEP]))
@@ -2719,6 +2774,7 @@ static struct inventory *inventory_new(const char *path)
 	    .cert_warning_days = 30,
 	    .backups_keep = 5,
 	    .no_proxy = strv_new(),
+	    .image_pull_timeout = 1800,
 	};
 	ssh_defaults(&inv->ssh);
 	inv->nfs = (struct nfs_settings){

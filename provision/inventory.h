@@ -164,6 +164,13 @@ struct registry {
 	struct source_pos pos, password_file_pos;
 };
 
+/* cluster.images.source: where a node's images come from (the pull phase, `fetch --images`). */
+enum images_source {
+	IMAGES_SOURCE_AUTO = 0, /* import what `provision fetch --images` cached, pull the rest */
+	IMAGES_SOURCE_REGISTRY, /* always pull */
+	IMAGES_SOURCE_BUNDLE,	/* import only; a missing image fails preflight */
+};
+
 struct cluster_settings {
 	char *name;		   /* DNS label */
 	char *kubernetes_version;  /* exact X.Y.Z */
@@ -180,6 +187,8 @@ struct cluster_settings {
 	struct source_pos kubernetes_version_pos; /* where it is written (provision upgrade) */
 	struct registry *registries;		  /* cluster.registries, in file order */
 	size_t nr_registries;
+	enum images_source images_source;	  /* cluster.images.source, default auto */
+	int image_pull_timeout;			  /* cluster.images.pull_timeout, seconds, default 1800 */
 };
 
 struct inventory {

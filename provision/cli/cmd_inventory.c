@@ -125,6 +125,12 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 		    c->containerd_release ? "2.x from its release archive (containerd: release)"
 					  : "the distribution's package");
 	text_registries(sb, c);
+	if (c->images_source != IMAGES_SOURCE_AUTO || c->image_pull_timeout != 1800)
+		strbuf_addf(sb, FIELD "%s, a pull may take %ds\n", "images",
+			    c->images_source == IMAGES_SOURCE_BUNDLE     ? "from the bundle only"
+			    : c->images_source == IMAGES_SOURCE_REGISTRY ? "pulled from registries"
+									 : "the bundle, then registries",
+			    c->image_pull_timeout);
 
 	strbuf_addstr(sb, "\nstorage\n");
 	if (inv->nfs.server)
@@ -415,6 +421,13 @@ static void print_json(const struct inventory *inv)
 	json_object_set_new(cl, "containerd",
 			    json_string(c->containerd_release ? "release" : "distribution"));
 	json_object_set_new(cl, "registries", json_registries(c));
+	{
+		static const char *const src[] = {"auto", "registry", "bundle"};
+		json_t *im = json_object();
+		json_object_set_new(im, "source", json_string(src[c->images_source]));
+		json_object_set_new(im, "pull_timeout", json_integer(c->image_pull_timeout));
+		json_object_set_new(cl, "images", im);
+	}
 
 	if (inv->nfs.server) {
 		nfs = json_object();

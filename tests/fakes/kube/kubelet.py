@@ -123,8 +123,8 @@
 # pull time, bytes and errors are containerd's own.  What the kubelet does
 # around it copies pkg/kubelet/images/image_manager.go and
 # pkg/kubelet/kuberuntime/kuberuntime_image.go (tests/fakes/README.md,
-# "Image pulls"): IfNotPresent (an image containerd lists is not pulled
-# again), the "Pulling image" / "Successfully pulled image" / "Failed to
+# "Image pulls"): IfNotPresent (an image whose content is complete in
+# containerd, `ctr images check`, is not pulled again), the "Pulling image" / "Successfully pulled image" / "Failed to
 # pull image" log lines, the container Waiting in ContainerCreating while
 # it pulls, ErrImagePull with the CRI's message when it fails, then
 # ImagePullBackOff ("Back-off pulling image ...") for 10 s doubling to
@@ -400,13 +400,21 @@ class Puller:
         return env
 
     def present(self, ref):
+        """ref's content is all in containerd's store (IfNotPresent)."""
         with self.lock:
             if ref in self.listed and now() - self.listed_at < 60:
                 return True
-        r = subprocess.run(["ctr", "-n", "k8s.io", "images", "ls", "-q"], capture_output=True, text=True,
+        # present = its content complete (`images check`: "complete (N/N)"), unpacked
+        # or not: what provision's pull phase fetches (content fetch) counts too
+        r = subprocess.run(["ctr", "-n", "k8s.io", "images", "check"], capture_output=True, text=True,
                            check=False, timeout=30)
+        done = set()
+        for ln in r.stdout.splitlines()[1:]:
+            f = ln.split()
+            if len(f) >= 4 and f[3] == "complete":
+                done.add(f[0])
         with self.lock:
-            self.listed, self.listed_at = set(r.stdout.split()), now()
+            self.listed, self.listed_at = done, now()
             return ref in self.listed
 
     def request(self, ref):
