@@ -61,7 +61,7 @@ KUBEADM_PY=$SRC_ROOT/tests/fakes/kube/kubeadm.py
 {
 	for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do echo "registry.k8s.io/$c:v$K8S"; done
 	sed -n 's/^\(ETCD\|COREDNS\)_IMAGE = "\(.*\)"$/\2/p' "$KUBEADM_PY"
-	sed -n '/^"1.30":/,/^"/s/^  pause_image: "*\([^"]*\)"*$/\1/p' "$SRC_ROOT/roles/kubernetes.yaml"
+	sed -n '/^  "1.30":/,/^  "/s/^    pause_image: *\(.*\)$/\1/p' "$SRC_ROOT/roles/kubernetes.yaml"
 	sed -n 's/^ *image: \(ghcr.io\/[^ ]*\)$/\1/p' "$SRC_ROOT/roles/flannel/templates/kube-flannel.yml.tmpl" | sort -u
 } >"$TEST_DIR/images"
 set --
