@@ -71,9 +71,8 @@ trap 'rm -rf "$tmpd"' EXIT
 case ${1:-} in
 check)
 	rc=0
-	n=0
 	while read -r path mode; do
-		n=$((n + 1))
+		[ -n "$path" ] || continue
 		if [ ! -f "$path" ]; then
 			echo "$path: missing"
 			rc=1
