@@ -25,7 +25,7 @@ COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
 DESTDIR ?=
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-PKGS := yaml-0.1 libssh libcurl libgit2 ncursesw jansson
+PKGS := yaml-0.1 libssh libcurl libgit2 ncursesw jansson zlib
 TEST_PKGS := cmocka
 
 CFLAGS ?= -O2 -g
@@ -198,7 +198,7 @@ install: $(B)/provision $(BENCH_BIN)
 
 # Debian packages for building, testing and the local testbed (run as root).
 DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4-openssl-dev \
-	libgit2-dev libncurses-dev libjansson-dev libcmocka-dev openssh-server openssh-client \
+	libgit2-dev libncurses-dev libjansson-dev zlib1g-dev libcmocka-dev openssh-server openssh-client \
 	iproute2 systemd-container debootstrap jq tmux shellcheck cppcheck clang-format \
 	valgrind libclang-rt-14-dev pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev qemu-system-x86 qemu-utils fdisk \
 	openssl time e2fsprogs strace docker-registry squid curl

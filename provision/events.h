@@ -38,6 +38,12 @@ enum event_kind {
 	EVENT_STEP_END,	  /* a step ended: phase, step, result, duration_ms */
 	EVENT_LINE,	  /* one output line: stream, text */
 	EVENT_MESSAGE,	  /* a note about the node from provision itself: text */
+	/*
+	 * A pull's progress (a step's `::progress`, roles/README.md): phase,
+	 * role, step; text = the image; done, total = its bytes so far and in
+	 * all (0: not known yet).  At most about two a second per node.
+	 */
+	EVENT_PROGRESS,
 };
 
 /* Results of a step (roles) or command (run). */
@@ -81,6 +87,7 @@ struct event {
 	 * only the checks.
 	 */
 	uint64_t check_ms;
+	uint64_t done, total; /* EVENT_PROGRESS */
 };
 
 struct events;

@@ -437,6 +437,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		}
 		run.gpu = tval_new_map();
 		plan_run_gpu_values(run.gpu, &run);
+		plan_run_images(&run);
 		run.pass2 = true;
 		ro.node_fn = pipeline_fn;
 		ro.sessions = pass_sessions;
@@ -473,6 +474,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		free(run.role_done);
 		tval_free(run.gpu);
 		run.gpu = NULL;
+		images_plan_release(&run.images);
+		run.have_images = false;
 	}
 	for (i = 0; i < o->nr; i++)
 		if (res->nodes[i].have_facts && !res->nodes[i].preflight_failed &&

@@ -53,6 +53,7 @@
 
 #include "bench.h"
 #include "facts.h"
+#include "images.h"
 #include "inventory.h"
 #include "preflight.h"
 #include "role.h"
@@ -227,5 +228,18 @@ int plan_add_profiles(struct tval *values, struct error *err);
  */
 void plan_gpu_values(struct tval *v, const struct node *const *nodes,
 		     const struct facts *const *facts, size_t nr);
+
+/*
+ * Which node runs which image (images.h): the roles' `images`, rendered
+ * with the values their templates get on each node before any step handed
+ * one (no `set`, no `profiles`).  facts[i] may be NULL (the inventory
+ * alone: `provision fetch --images`); gpu: a map holding plan_gpu_values()
+ * over the inventory, or NULL (made from these nodes' facts).  The chart
+ * archives are read from the artifact cache `cache`.
+ */
+int plan_images(struct images_plan *out, const struct inventory *inv, const struct role_set *rs,
+		const char *cache, const struct node *const *nodes,
+		const struct facts *const *facts, size_t nr, const struct tval *gpu,
+		struct error *err);
 
 #endif

@@ -34,6 +34,8 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 
 	strbuf_addstr(sb, "cd / || exit 125\n");
 	plan_env_export(sb, "PROVISION_NODE", n->name);
+	if (nc->role)
+		plan_env_export(sb, "PROVISION_ROLE", nc->role->name);
 	for (bit = 1; bit <= NODE_ROLE_NFS_SERVER; bit <<= 1)
 		if (n->roles & bit)
 			strbuf_addf(&roles, "%s%s", roles.len ? " " : "", node_role_name(bit));
@@ -115,5 +117,7 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 			plan_env_export(sb, name, eq + 1);
 		free(name);
 	}
+	if (nc->role && nc->role->pulls)
+		plan_env_images(sb, nc, nc->role);
 	exchange_each(nc->run->exchange, nc->index, nc->role, export_handed, sb);
 }

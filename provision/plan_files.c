@@ -29,6 +29,12 @@ void plan_node_ctx_release(struct node_ctx *nc)
 	free(nc->protocol_error);
 	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
 	plan_clear_fetches(nc);
+	while (nc->nr_progress)
+		free(nc->progress_refs[--nc->nr_progress]);
+	free(nc->progress_refs);
+	free(nc->progress_ms);
+	nc->progress_refs = NULL;
+	nc->progress_ms = NULL;
 }
 
 /* Write data to dir/name atomically with mode 0600; 0 or -errno. */

@@ -30,6 +30,10 @@
 
 #define TAIL_MAX 4096	    /* output kept for a failure message */
 #define CAPTURE_MAX (256 << 10) /* a file's diff in provision plan */
+/* An image's pull time at most (PROVISION_IMAGE_PULL_TIMEOUT; cluster.images.pull_timeout) */
+#define PLAN_PULL_TIMEOUT_S 1800
+#define PLAN_STR_(x) #x
+#define PLAN_STR(x) PLAN_STR_(x)
 
 struct barrier {
 	size_t expected, done, failed;
@@ -58,6 +62,13 @@ struct run {
 	 * left-out node's recorded facts again).
 	 */
 	struct tval *gpu;
+	/*
+	 * Which node runs which image (plan_images()), made with `gpu` when a
+	 * role of the run pulls (role.yaml `pulls`): the pull steps' list
+	 * ($PROVISION_IMAGES) and what their ::progress may name.
+	 */
+	struct images_plan images;
+	bool have_images;
 	struct bench_pass *bench; /* the bench pass (plan_bench.c) */
 };
 
@@ -78,6 +89,10 @@ struct node_ctx {
 	char *skip_reason, *hint;
 	char *protocol_error;
 	bool in_cut_protocol; /* the pieces of a protocol line too long to read go unseen */
+	/* ::progress lines posted, per image: when last (at most one a second each) */
+	char **progress_refs;
+	uint64_t *progress_ms;
+	size_t nr_progress;
 };
 
 /* ---- plan.c ---- */
@@ -98,6 +113,17 @@ struct tval *plan_node_values(struct node_ctx *nc);
 void plan_env_export(struct strbuf *sb, const char *name, const char *value);
 /* The environment of a step on nc's node (roles/README.md), as sh lines. */
 void plan_env_build(struct strbuf *sb, struct node_ctx *nc);
+
+/* ---- plan_images.c ---- */
+
+/*
+ * When a role of the run pulls images: run->images for the run's nodes;
+ * what could not be resolved is said once, as a message on the control
+ * plane's row (those images are left to the kubelet).
+ */
+void plan_run_images(struct run *run);
+/* The images of the roles r pulls that node idx runs: $PROVISION_IMAGES and the pull settings. */
+void plan_env_images(struct strbuf *sb, struct node_ctx *nc, const struct role *r);
 
 /* ---- plan_step.c ---- */
 

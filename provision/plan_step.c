@@ -40,6 +40,55 @@ static void violation(struct node_ctx *nc, const char *why)
 					       why);
 }
 
+/*
+ * `::progress image=REF done=N total=N`: only from a role that pulls, only
+ * for an image of the node's list; posted as EVENT_PROGRESS at most once a
+ * second per image (and when it completes), so a node that prints faster
+ * does not flood the views.
+ */
+static void progress(struct node_ctx *nc, struct runner_job *job, const struct protocol_msg *m)
+{
+	const struct role *r = nc->role;
+	uint64_t now = now_ms();
+	struct event *ev;
+	size_t i;
+
+	if (!r || !r->pulls) {
+		violation(nc, "'::progress' from a role that pulls no images (role.yaml 'pulls')");
+		return;
+	}
+	if (!nc->run->have_images ||
+	    !images_node_needs(&nc->run->images, nc->index, (const char *const *)r->pulls, m->name,
+			       m->name_len)) {
+		violation(nc, "'::progress' for an image this node was not asked to pull");
+		return;
+	}
+	for (i = 0; i < nc->nr_progress; i++)
+		if (strlen(nc->progress_refs[i]) == m->name_len &&
+		    !memcmp(nc->progress_refs[i], m->name, m->name_len))
+			break;
+	if (i == nc->nr_progress) {
+		nc->progress_refs =
+		    xrealloc(nc->progress_refs, (nc->nr_progress + 1) * sizeof(*nc->progress_refs));
+		nc->progress_ms =
+		    xrealloc(nc->progress_ms, (nc->nr_progress + 1) * sizeof(*nc->progress_ms));
+		nc->progress_refs[i] = xstrndup(m->name, m->name_len);
+		nc->progress_ms[i] = 0;
+		nc->nr_progress++;
+	} else if (now < nc->progress_ms[i] + 1000 && !(m->total && m->done == m->total)) {
+		return;
+	}
+	nc->progress_ms[i] = now;
+	ev = event_new(EVENT_PROGRESS, runner_job_index(job));
+	ev->phase = xstrdup(r->phase);
+	ev->role = xstrdup(r->name);
+	ev->step = xstrdup(nc->step);
+	ev->text = xstrndup(m->name, m->name_len);
+	ev->done = m->done;
+	ev->total = m->total;
+	runner_job_post(job, ev);
+}
+
 bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char *line, size_t len,
 		      unsigned flags)
 {
@@ -99,6 +148,9 @@ bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char 
 	case PROTOCOL_HINT:
 		free(nc->hint);
 		nc->hint = xstrndup(m.value, m.value_len);
+		return true;
+	case PROTOCOL_PROGRESS:
+		progress(nc, job, &m);
 		return true;
 	case PROTOCOL_FETCH:
 		if (exchange_fetch(nc->run->exchange, nc->index, r, m.name, m.name_len, m.value,
@@ -216,6 +268,25 @@ void plan_record_file(struct node_ctx *nc, const char *sha, unsigned mode, const
 	s->drift = drift;
 }
 
+/*
+ * A step's command timeout: the node's command_timeout; a pull step
+ * (role.yaml `pulls`) bounds each image itself (pull timeout, stall), so
+ * it gets that much more per image it may pull (0: no timeout stays none).
+ */
+static int plan_step_timeout_ms(struct node_ctx *nc, const struct role *r)
+{
+	int t = nc->node->ssh.command_timeout;
+	struct strbuf refs = STRBUF_INIT;
+	size_t n;
+
+	if (!t || !r->pulls || !nc->run->have_images)
+		return t * 1000;
+	n = images_node_refs(&nc->run->images, nc->index, (const char *const *)r->pulls, &refs);
+	strbuf_release(&refs);
+	t += (int)(n + 1) * PLAN_PULL_TIMEOUT_S;
+	return t > INT32_MAX / 1000 ? INT32_MAX : t * 1000;
+}
+
 /* Run one call of a step ("check" or "apply"); *status gets its exit status. */
 static int call_step(struct node_ctx *nc, struct runner_job *job, const struct role *r,
 		     const struct role_step *s, const char *what, int *status, struct error *err)
@@ -232,7 +303,7 @@ static int call_step(struct node_ctx *nc, struct runner_job *job, const struct r
 	/* The shell that runs the command reads the script itself: no second sh to start. */
 	strbuf_addf(&cmd, "set -- %s && . /dev/stdin", what);
 	rc = runner_job_exec(job, r->phase, s->name, cmd.buf, input.buf, input.len,
-			     nc->node->ssh.command_timeout * 1000, &res, err);
+			     plan_step_timeout_ms(nc, r), &res, err);
 	explicit_bzero(input.buf, input.len); /* it may hold handed secrets */
 	strbuf_release(&input);
 	strbuf_release(&cmd);

@@ -31,6 +31,77 @@ static int prefix(const char *line, size_t len, const char *p)
 	return len > n && !memcmp(line, p, n);
 }
 
+/* A decimal byte count: digits only, no leading zero but "0", at most 2^53. */
+static int parse_bytes(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (!len || len > 16 || (len > 1 && s[0] == '0'))
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > PROTOCOL_PROGRESS_BYTES_MAX)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* "image=REF done=N total=N": each key once, in any order, one blank between. */
+static void parse_progress(struct protocol_msg *m, const char *p, size_t len)
+{
+	const char *end = p + len;
+	unsigned seen = 0;
+
+	m->kind = PROTOCOL_MALFORMED;
+	m->error = "malformed '::progress image=REF done=BYTES total=BYTES' line";
+	while (p < end) {
+		const char *sp = memchr(p, ' ', (size_t)(end - p));
+		const char *w_end = sp ? sp : end;
+		const char *eq = memchr(p, '=', (size_t)(w_end - p));
+		size_t kl, vl, i;
+
+		if (!eq)
+			return;
+		kl = (size_t)(eq - p);
+		vl = (size_t)(w_end - eq - 1);
+		if (kl == 5 && !memcmp(p, "image", 5) && !(seen & 1)) {
+			if (!vl || vl > PROTOCOL_PROGRESS_REF_MAX)
+				return;
+			for (i = 0; i < vl; i++) {
+				unsigned char c = (unsigned char)eq[1 + i];
+				if (c <= ' ' || c >= 0x7f)
+					return;
+			}
+			m->name = eq + 1;
+			m->name_len = vl;
+			seen |= 1;
+		} else if (kl == 4 && !memcmp(p, "done", 4) && !(seen & 2)) {
+			if (parse_bytes(eq + 1, vl, &m->done) < 0)
+				return;
+			seen |= 2;
+		} else if (kl == 5 && !memcmp(p, "total", 5) && !(seen & 4)) {
+			if (parse_bytes(eq + 1, vl, &m->total) < 0)
+				return;
+			seen |= 4;
+		} else {
+			return;
+		}
+		if (!sp)
+			break;
+		p = sp + 1;
+		if (p == end)
+			return; /* a trailing blank */
+	}
+	if (seen != 7 || (m->total && m->done > m->total))
+		return;
+	m->kind = PROTOCOL_PROGRESS;
+	m->error = NULL;
+}
+
 void protocol_parse(struct protocol_msg *m, const char *line, size_t len)
 {
 	memset(m, 0, sizeof(*m));
@@ -58,6 +129,10 @@ void protocol_parse(struct protocol_msg *m, const char *line, size_t len)
 		m->kind = line[2] == 's' ? PROTOCOL_SKIP : PROTOCOL_HINT;
 		m->value = line + 7;
 		m->value_len = len - 7;
+		return;
+	}
+	if (prefix(line, len, "::progress ")) {
+		parse_progress(m, line + 11, len - 11);
 		return;
 	}
 	if (prefix(line, len, "::fetch ")) {

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pulls.h"
 #include "util.h"
 #include "version.h"
 #include "view.h"
@@ -31,6 +32,7 @@ struct record_node {
 struct record {
 	struct record_opts o;
 	struct record_node *nodes;
+	struct pulls pulls; /* the image pulls of the run, for nodes/NODE/pulls */
 	uint64_t start_mono, start_wall;
 	char started[40];
 };
@@ -81,6 +83,7 @@ struct record *record_new(const struct record_opts *o, struct error *err)
 	r->nodes = xcalloc(o->nr ? o->nr : 1, sizeof(*r->nodes));
 	for (i = 0; i < o->nr; i++)
 		r->nodes[i].log_fd = -1;
+	pulls_init(&r->pulls, o->nr);
 	if ((e = mkdir_in(o->state_dir, "logs")) < 0) {
 		error_set(err, -1, "cannot create '%s/logs': %s", o->state_dir, strerror(-e));
 		record_free(r);
@@ -125,6 +128,7 @@ void record_free(struct record *r)
 		strbuf_release(&r->nodes[i].timings);
 	}
 	free(r->nodes);
+	pulls_release(&r->pulls);
 	free(r);
 }
 
@@ -154,7 +158,19 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 	if (ev->node >= r->o.nr)
 		return;
 	rn = &r->nodes[ev->node];
+	pulls_event(&r->pulls, ev);
 	switch (ev->kind) {
+	case EVENT_PROGRESS:
+		/* the figures go to nodes/NODE/pulls; the log gets an image's end */
+		if (!ev->total || ev->done != ev->total) {
+			strbuf_release(&sb);
+			return;
+		}
+		pulls_bytes(dur, sizeof(dur), ev->total);
+		strbuf_addf(&sb, "%s › %s: pulled ", role ? role : "", ev->step ? ev->step : "");
+		text_clean_append(&sb, ev->text ? ev->text : "");
+		strbuf_addf(&sb, " (%s)", dur);
+		break;
 	case EVENT_STEP_START:
 		if (ev->phase && !strcmp(ev->phase, "facts")) {
 			rn->in_facts = true;
@@ -367,6 +383,27 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 		path = xasprintf("nodes/%s/timings", name);
 		state_files_add(&files, path, r->nodes[i].timings.buf, r->nodes[i].timings.len);
 		free(path);
+		if (r->o.steps) {
+			/*
+			 * The pulls' figures, for the next ETA: "role\tref\tbytes\tms\tresult",
+			 * ms from the first progress to the last byte (result done) or
+			 * to the last progress heard (incomplete).
+			 */
+			const struct pull_node *pnode = &r->pulls.nodes[i];
+			strbuf_reset(&sb);
+			for (k = 0; k < pnode->nr; k++) {
+				const struct pull_image *im = &pnode->images[k];
+				uint64_t last = im->done_ms ? im->done_ms : im->last_ms;
+				strbuf_addf(
+				    &sb, "%s\t%s\t%llu\t%llu\t%s\n", im->role, im->ref,
+				    (unsigned long long)(im->done_ms ? im->total : im->done),
+				    (unsigned long long)(last - im->first_ms),
+				    im->done_ms ? "done" : "incomplete");
+			}
+			path = xasprintf("nodes/%s/pulls", name);
+			state_files_add(&files, path, sb.buf, sb.len);
+			free(path);
+		}
 		for (k = 0; k < pn->nr_steps; k++) {
 			const struct plan_step_result *ps = &pn->steps[k];
 			if (!ps->is_file || !ps->sha256[0] ||

@@ -135,9 +135,12 @@ static void unknown_key(struct loader *l, const yaml_node_t *k, const char *key,
 }
 
 static const char *const role_keys[] = {
-    "description", "phase",	"applies_to", "when",  "depends_on", "wait_for", "after",
-    "vars",	   "templates", "artifacts",  "hands", "fetches",    NULL};
+    "description", "phase",	"applies_to", "when",	 "depends_on", "wait_for", "after", "vars",
+    "templates",   "artifacts", "hands",      "fetches", "images",     "chart",	   "pulls", NULL};
 static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before", NULL};
+static const char *const image_keys[] = {"ref", "manifest", "on", NULL};
+static const char *const chart_keys[] = {"artifact", "values", NULL};
+static const char *const image_on_words[] = {"cluster", "control-plane", "workers", "gpu", NULL};
 static const char *const when_words[] = {"gpu",	    "no-gpu",		  "nfs",
 					 "not-nfs-server", "hub", "containerd-release", NULL};
 
@@ -515,6 +518,115 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 	r->fetches[r->nr_fetches++] = f;
 }
 
+/* One entry of `images`: {ref: TEMPLATE, on: WHERE} or {manifest: SRC, on: WHERE}. */
+static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+{
+	struct role_image im = {0};
+	yaml_node_pair_t *p;
+	bool ok = true;
+
+	if (m->type != YAML_MAPPING_NODE) {
+		lerr(l, m,
+		     "each entry is {ref: TEMPLATE, on: WHERE} or {manifest: TEMPLATE_SRC, on: "
+		     "WHERE}",
+		     "an 'images' entry must be a mapping");
+		return;
+	}
+	im.line = (unsigned)m->start_mark.line + 1;
+	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
+		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+		const char *key = scalar(k) ? scalar(k) : "";
+		const char *s = want_string(l, key, v);
+
+		if (!s) {
+			ok = false;
+		} else if (!strcmp(key, "ref")) {
+			struct error err = {0};
+			const char *msg;
+			free(im.ref);
+			template_free(im.tmpl);
+			im.tmpl = NULL;
+			im.ref = xstrdup(s);
+			if (template_parse(&im.tmpl, "ref", s, strlen(s), &err) < 0) {
+				/* "ref:1:COL: message": point at the value instead */
+				msg = strstr(err.msg, ": ");
+				lerr(l, v, NULL, "bad 'ref' template: %s", msg ? msg + 2 : err.msg);
+				ok = false;
+			}
+		} else if (!strcmp(key, "manifest")) {
+			free(im.manifest);
+			im.manifest = xstrdup(s);
+		} else if (!strcmp(key, "on")) {
+			size_t w;
+			for (w = 0; image_on_words[w]; w++)
+				if (!strcmp(s, image_on_words[w]))
+					break;
+			if (image_on_words[w]) {
+				im.on = (enum role_image_on)(w + 1);
+			} else {
+				lerr(l, v, "on: cluster, control-plane, workers or gpu",
+				     "unknown 'on' value '%s'", s);
+				ok = false;
+			}
+		} else {
+			unknown_key(l, k, key, image_keys);
+			ok = false;
+		}
+	}
+	if (ok && !im.ref == !im.manifest) {
+		lerr(l, m, NULL, "an 'images' entry needs one of 'ref' and 'manifest'");
+		ok = false;
+	}
+	if (ok && !im.on) {
+		lerr(l, m, "on: cluster, control-plane, workers or gpu",
+		     "an 'images' entry needs 'on'");
+		ok = false;
+	}
+	if (!ok) {
+		free(im.ref);
+		free(im.manifest);
+		template_free(im.tmpl);
+		return;
+	}
+	r->images = xrealloc(r->images, (r->nr_images + 1) * sizeof(*r->images));
+	r->images[r->nr_images++] = im;
+}
+
+static void load_chart(struct loader *l, struct role *r, const yaml_node_t *m)
+{
+	yaml_node_pair_t *p;
+
+	if (m->type != YAML_MAPPING_NODE) {
+		lerr(l, m, "chart: {artifact: NAME, values: TEMPLATE_SRC}",
+		     "'chart' must be a mapping");
+		return;
+	}
+	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
+		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+		const char *key = scalar(k) ? scalar(k) : "";
+		const char *s;
+
+		if (!strcmp(key, "artifact")) {
+			if ((s = want_string(l, key, v))) {
+				free(r->chart_artifact);
+				r->chart_artifact = xstrdup(s);
+			}
+		} else if (!strcmp(key, "values")) {
+			if ((s = want_string(l, key, v))) {
+				free(r->chart_values);
+				r->chart_values = xstrdup(s);
+			}
+		} else {
+			unknown_key(l, k, key, chart_keys);
+		}
+	}
+	if (!r->chart_artifact)
+		lerr(l, m, NULL,
+		     "'chart' needs 'artifact' (the chart archive of roles/artifacts.yaml)");
+}
+
 static void check_kube_var(struct loader *l, const struct kube_matrix *m, const yaml_node_t *item);
 
 static void load_role_yaml(struct role *r, const char *path, const struct kube_matrix *kube,
@@ -636,6 +748,21 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				else
 					load_fetch_entry(&l, r, entry);
 			}
+		} else if (!strcmp(key, "images")) {
+			yaml_node_item_t *it;
+			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
+				continue;
+			if (v->type != YAML_SEQUENCE_NODE) {
+				lerr(&l, v, NULL, "'images' must be a list");
+				continue;
+			}
+			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+			     it++)
+				load_image_entry(&l, r, yaml_document_get_node(&doc, *it));
+		} else if (!strcmp(key, "chart")) {
+			load_chart(&l, r, v);
+		} else if (!strcmp(key, "pulls")) {
+			want_list(&l, key, v, &r->pulls);
 		} else if (!strcmp(key, "artifacts")) {
 			yaml_node_item_t *it;
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
@@ -671,6 +798,11 @@ static void check_artifacts(struct role_set *rs, struct diag_list *dl)
 	for (i = 0; i < rs->nr; i++) {
 		const struct role *r = &rs->roles[i];
 		char *yaml = xasprintf("%s/role.yaml", r->dir);
+		if (r->chart_artifact && !artifact_find(&rs->artifacts, r->chart_artifact))
+			diag_add(dl, DIAG_ERROR, yaml, 0, 0,
+				 "declare it (url, sha256) in the artifact manifest",
+				 "role '%s' has chart '%s', which '%s' does not declare", r->name,
+				 r->chart_artifact, path);
 		for (j = 0; j < r->nr_artifacts; j++) {
 			const struct role_artifact *a = &r->artifacts[j];
 			bool found = !a->before;
@@ -866,6 +998,61 @@ static void load_templates(struct role *r, struct diag_list *dl)
 	}
 }
 
+/*
+ * The `images` entries: their templates use only what the role's files
+ * may (plus values, chart and subcharts with a `chart`), a manifest or
+ * values template is one of the role's.
+ */
+static void check_images(struct role *r, struct diag_list *dl)
+{
+	char *yaml = xasprintf("%s/role.yaml", r->dir);
+	size_t i, j, k;
+
+	if (r->chart_values) {
+		bool found = false;
+		for (k = 0; k < r->nr_templates; k++)
+			found = found || !strcmp(r->templates[k].src, r->chart_values);
+		if (!found)
+			diag_add(dl, DIAG_ERROR, yaml, 0, 0,
+				 "name one of the role's 'templates' (src)",
+				 "chart 'values: %s' is not a template of role '%s'",
+				 r->chart_values, r->name);
+	}
+	for (i = 0; i < r->nr_images; i++) {
+		const struct role_image *im = &r->images[i];
+		char **names = NULL;
+		size_t nr = 0;
+
+		if (im->manifest) {
+			bool found = false;
+			for (k = 0; k < r->nr_templates; k++)
+				found = found || !strcmp(r->templates[k].src, im->manifest);
+			if (!found)
+				diag_add(dl, DIAG_ERROR, yaml, im->line, 0,
+					 "name one of the role's 'templates' (src)",
+					 "'manifest: %s' is not a template of role '%s'",
+					 im->manifest, r->name);
+			continue;
+		}
+		template_names(im->tmpl, &names, &nr);
+		for (j = 0; j < nr; j++) {
+			const char *n = names[j];
+			bool chartish = !strncmp(n, "values", 6) || !strncmp(n, "chart", 5) ||
+					!strncmp(n, "subcharts", 9);
+			if (!(declared(r, n) || (r->chart_artifact && chartish)))
+				diag_add(dl, DIAG_ERROR, yaml, im->line, 0,
+					 r->chart_artifact
+					     ? "declare it in the role's 'vars' list"
+					     : "declare it in 'vars', or give the role a 'chart'",
+					 "image ref uses '%s', which role '%s' does not declare", n,
+					 r->name);
+			free(names[j]);
+		}
+		free(names);
+	}
+	free(yaml);
+}
+
 static void role_release(struct role *r)
 {
 	size_t i;
@@ -911,15 +1098,25 @@ static void role_release(struct role *r)
 		free(r->steps[i].script);
 	}
 	free(r->steps);
+	for (i = 0; i < r->nr_images; i++) {
+		free(r->images[i].ref);
+		free(r->images[i].manifest);
+		template_free(r->images[i].tmpl);
+	}
+	free(r->images);
+	free(r->chart_artifact);
+	free(r->chart_values);
+	strv_free(r->pulls);
 }
 
 /* The columns of roles/kubernetes.yaml; every row must have each. */
-static const char *const kube_columns[] = {
-    "pause_image", "apt_key_fingerprint", "kubeadm_api", "containerd_min", "containerd_preferred",
-    "cgroup",	   "patch",		  "end_of_life", NULL};
+static const char *const kube_columns[] = {"pause_image",	   "etcd_image",  "coredns_image",
+					   "apt_key_fingerprint",  "kubeadm_api", "containerd_min",
+					   "containerd_preferred", "cgroup",	  "patch",
+					   "end_of_life",	   NULL};
 #define KUBE_COLUMNS_HINT                                                                          \
-	"columns: pause_image, apt_key_fingerprint, kubeadm_api, containerd_min, "                  \
-	"containerd_preferred, cgroup, patch, end_of_life"
+	"columns: pause_image, etcd_image, coredns_image, apt_key_fingerprint, kubeadm_api, "      \
+	"containerd_min, containerd_preferred, cgroup, patch, end_of_life"
 
 static bool kube_column_known(const char *name)
 {
@@ -1302,8 +1499,21 @@ int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl)
 		free(yaml);
 		load_steps(r, dl);
 		load_templates(r, dl);
+		check_images(r, dl);
 	}
 	strv_free(names);
+	for (i = 0; i < rs->nr; i++) {
+		const struct role *r = &rs->roles[i];
+		size_t j;
+		for (j = 0; r->pulls && r->pulls[j]; j++)
+			if (!role_set_find(rs, r->pulls[j])) {
+				char *yaml = xasprintf("%s/role.yaml", r->dir);
+				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
+					 "role '%s' pulls the images of '%s', which does not exist",
+					 r->name, r->pulls[j]);
+				free(yaml);
+			}
+	}
 	check_artifacts(rs, dl);
 	check_fetches(rs, dl);
 	order_roles(rs, dl);

@@ -86,6 +86,26 @@ struct role_fetch {
 	char *path; /* the only path on the node it may come from */
 };
 
+/* Where an image of role.yaml `images` runs (images.h). */
+enum role_image_on {
+	ROLE_IMAGE_ON_CLUSTER = 1, /* every control-plane and worker node */
+	ROLE_IMAGE_ON_CONTROL_PLANE,
+	ROLE_IMAGE_ON_WORKERS, /* nodes ordinary pods (and notebooks) land on */
+	ROLE_IMAGE_ON_GPU,     /* nodes with an NVIDIA GPU */
+};
+
+/*
+ * A container image the role's workloads run (role.yaml `images`): a
+ * reference template, or every image of one of its rendered templates.
+ */
+struct role_image {
+	char *ref;	       /* the template text; NULL for a manifest */
+	struct template *tmpl; /* ref, parsed */
+	char *manifest;	       /* the src of one of the role's templates; NULL for a ref */
+	enum role_image_on on;
+	unsigned line; /* in role.yaml */
+};
+
 struct role_step {
 	char *name; /* "10-modules" (the file name without .sh) */
 	char *path;
@@ -114,6 +134,13 @@ struct role {
 	size_t nr_fetches;
 	struct role_step *steps; /* sorted by name */
 	size_t nr_steps;
+	struct role_image *images; /* what its workloads run (images.h) */
+	size_t nr_images;
+	/* `chart:` the artifact (a chart archive) and the template its values come from */
+	char *chart_artifact, *chart_values;
+	/* `pulls:` the roles whose images this role's steps pull (the pull phase); NULL-terminated
+	 */
+	char **pulls;
 };
 
 /*

@@ -412,6 +412,7 @@ void node_status_apply(struct node_status *st, const struct event *ev)
 		st->lines++;
 		break;
 	case EVENT_MESSAGE:
+	case EVENT_PROGRESS:
 		break;
 	}
 }

@@ -22,6 +22,16 @@ void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool 
 	for (i = 0; i < nr; i++)
 		if (strlen(nodes[i]->name) > v->width)
 			v->width = strlen(nodes[i]->name);
+	pulls_init(&v->pulls, nr);
+	v->progress_ms = xcalloc(nr ? nr : 1, sizeof(*v->progress_ms));
+}
+
+void view_release(struct view *v)
+{
+	if (v->pulls.nodes)
+		pulls_release(&v->pulls);
+	free(v->progress_ms);
+	v->progress_ms = NULL;
 }
 
 void view_duration(char *buf, size_t size, uint64_t ms)
@@ -54,8 +64,106 @@ static const char *kind_name(enum event_kind k)
 		return "line";
 	case EVENT_MESSAGE:
 		return "message";
+	case EVENT_PROGRESS:
+		return "progress";
 	}
 	return "unknown";
+}
+
+/*
+ * A progress event: a line when the node's last one is older than
+ * `every` ms, or when the image is complete (its own line, once).
+ */
+static bool progress_due(struct view *v, const struct event *ev, const struct pull_image *im,
+			 uint64_t every)
+{
+	bool complete = ev->total && ev->done == ev->total;
+
+	if (!im || ev->node >= v->nr)
+		return false;
+	if (complete)
+		return im->done_ms == ev->at_ms; /* the first event that said so */
+	if (v->progress_ms[ev->node] && ev->at_ms < v->progress_ms[ev->node] + every)
+		return false;
+	v->progress_ms[ev->node] = ev->at_ms;
+	return true;
+}
+
+static void json_progress(struct view *v, const struct event *ev, const struct pull_image *im)
+{
+	json_t *o = json_object();
+	struct pull_summary ps;
+	struct strbuf sb = STRBUF_INIT;
+	char *text;
+
+	pulls_node(&v->pulls, ev->node, ev->at_ms, &ps);
+	json_object_set_new(o, "event", json_string("progress"));
+	json_object_set_new(o, "node", json_string(v->nodes[ev->node]->name));
+	if (ev->phase)
+		json_object_set_new(o, "phase", json_string(ev->phase));
+	if (ev->role)
+		json_object_set_new(o, "role", json_string(ev->role));
+	if (ev->step)
+		json_object_set_new(o, "step", json_string(ev->step));
+	json_object_set_new(o, "image", json_string(ev->text));
+	json_object_set_new(o, "done", json_integer((json_int_t)ev->done));
+	json_object_set_new(o, "total", json_integer((json_int_t)ev->total));
+	if (im->done_ms)
+		json_object_set_new(o, "duration_ms",
+				    json_integer((json_int_t)(im->done_ms - im->first_ms)));
+	json_object_set_new(o, "node_rate", json_integer((json_int_t)ps.rate));
+	if (ps.eta_ms >= 0)
+		json_object_set_new(o, "node_eta_ms", json_integer((json_int_t)ps.eta_ms));
+	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	strbuf_addstr(&sb, text);
+	put(v, &sb);
+	strbuf_release(&sb);
+	free(text);
+	json_decref(o);
+}
+
+/* "[n] images-init › 10-pull … pulling REF: 12.3 MB of 250.0 MB, 4.1 MB/s, ~57s left" */
+static void plain_progress(struct view *v, const struct event *ev, const struct pull_image *im,
+			   struct strbuf *sb)
+{
+	struct pull_summary ps;
+	char a[32], b[32], r[32], d[32];
+
+	pulls_node(&v->pulls, ev->node, ev->at_ms, &ps);
+	strbuf_addf(sb, "%s › %s … ", ev->role ? ev->role : "", ev->step ? ev->step : "");
+	if (im->done_ms) {
+		uint64_t ms = im->done_ms - im->first_ms;
+		pulls_bytes(a, sizeof(a), ev->total);
+		view_duration(d, sizeof(d), ms);
+		strbuf_addstr(sb, "pulled ");
+		text_clean_append(sb, ev->text);
+		strbuf_addf(sb, " (%s in %s", a, d);
+		if (ms >= 1000) {
+			pulls_bytes(r, sizeof(r), ev->total * 1000 / ms);
+			strbuf_addf(sb, ", %s/s", r);
+		}
+		strbuf_addch(sb, ')');
+		return;
+	}
+	pulls_bytes(a, sizeof(a), ev->done);
+	strbuf_addstr(sb, "pulling ");
+	text_clean_append(sb, ev->text);
+	if (ev->total) {
+		pulls_bytes(b, sizeof(b), ev->total);
+		strbuf_addf(sb, ": %s of %s", a, b);
+	} else {
+		strbuf_addf(sb, ": %s", a);
+	}
+	if (ps.rate) {
+		pulls_bytes(r, sizeof(r), ps.rate);
+		strbuf_addf(sb, ", %s/s", r);
+	}
+	if (ps.eta_ms >= 0) {
+		view_duration(d, sizeof(d), (uint64_t)ps.eta_ms);
+		strbuf_addf(sb, ", ~%s left", d);
+	}
+	if (ps.in_flight > 1)
+		strbuf_addf(sb, " (%u images at once)", ps.in_flight);
 }
 
 static void json_event(struct view *v, const struct event *ev)
@@ -94,8 +202,23 @@ void view_event(const struct event *ev, const struct node_status *st, void *data
 {
 	struct view *v = data;
 	struct strbuf sb = STRBUF_INIT;
+	const struct pull_image *im = pulls_event(&v->pulls, ev);
 	char dur[32];
 
+	if (ev->kind == EVENT_PROGRESS) {
+		if (!progress_due(v, ev, im,
+				  v->json ? VIEW_PROGRESS_JSON_MS : VIEW_PROGRESS_PLAIN_MS))
+			return;
+		if (v->json) {
+			json_progress(v, ev, im);
+			return;
+		}
+		strbuf_addf(&sb, "[%s] ", v->nodes[ev->node]->name);
+		plain_progress(v, ev, im, &sb);
+		put(v, &sb);
+		strbuf_release(&sb);
+		return;
+	}
 	if (v->json) {
 		if (ev->kind != EVENT_LINE || v->verbose)
 			json_event(v, ev);
@@ -123,6 +246,8 @@ void view_event(const struct event *ev, const struct node_status *st, void *data
 			text_clean_append(&sb, ev->text); /* node text: the one filter (util.h) */
 		}
 		break;
+	case EVENT_PROGRESS:
+		break; /* above */
 	case EVENT_LINE:
 		if (!v->verbose) {
 			strbuf_release(&sb);

@@ -7,7 +7,10 @@
  * Plain lines (`--no-tui` or a non-terminal):
  *   [b-2] containerd › 20-config … changed 0.4s
  * Results that are `unchanged` and output lines are shown with --verbose
- * only.  JSON lines (`-o json`): one object per event.
+ * only.  JSON lines (`-o json`): one object per event.  A pull's progress
+ * (EVENT_PROGRESS) is a line at a bounded rate: per node one every
+ * VIEW_PROGRESS_PLAIN_MS (plain) or VIEW_PROGRESS_JSON_MS (JSON), and one
+ * when an image is complete.
  */
 #ifndef PROVISION_VIEW_H
 #define PROVISION_VIEW_H
@@ -17,7 +20,11 @@
 
 #include "events.h"
 #include "inventory.h"
+#include "pulls.h"
 #include "runner.h"
+
+#define VIEW_PROGRESS_PLAIN_MS 10000
+#define VIEW_PROGRESS_JSON_MS 2000
 
 struct view {
 	const struct node *const *nodes;
@@ -26,9 +33,13 @@ struct view {
 	bool verbose;
 	int fd;	     /* where lines go (stdout) */
 	size_t width; /* of the widest node name, for alignment */
+	struct pulls pulls;	/* the nodes' pulls, for the progress lines */
+	uint64_t *progress_ms;	/* per node: when its last progress line went out */
 };
 
 void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool json, bool verbose);
+/* Free what view_init made; accepts a zeroed view. */
+void view_release(struct view *v);
 /* The on_event callback for runner/plan options (data = struct view *). */
 void view_event(const struct event *ev, const struct node_status *st, void *data);
 /* "1.2s", "4m12s", "850ms" */

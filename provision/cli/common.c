@@ -835,7 +835,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct plan_result res = {0};
 	struct secrets *secrets = NULL;
 	struct error err = {0};
-	struct view view;
+	struct view view = {0};
 	char *password = NULL, *state_dir = NULL, *passphrase = NULL, *hub_github_secret = NULL;
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
 	char **reg_auth = NULL;	 /* cluster.registries' credentials (plan_opts.registry_auth) */
@@ -1079,6 +1079,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	/* ---- end TUI ---- */
 	plan_result_release(&res);
 out:
+	view_release(&view);
 	cli_run_release(&cr);
 	if (have_roles)
 		role_set_release(&rs);

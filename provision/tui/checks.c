@@ -177,6 +177,8 @@ static const char *const short_forms[][2] = {
     /* the roles */
     {"containerd", "ctrd"},
     {"containerd-release", "ctrd-rl"},
+    {"images-init", "img-in"},
+    {"images-addons", "img-add"},
     {"swap-off", "swapoff"},
     {"nfs-server", "nfs-srv"},
     {"nfs-client", "nfs-cli"},

@@ -294,6 +294,7 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 	size_t i;
 
 	memset(m, 0, sizeof(*m));
+	pulls_init(&m->pulls, nr);
 	m->inv = inv;
 	m->roles = rs;
 	m->phases = phases;
@@ -341,6 +342,7 @@ void tui_model_release(struct tui_model *m)
 {
 	size_t i;
 
+	pulls_release(&m->pulls);
 	for (i = 0; i < m->nr; i++) {
 		struct tui_node *n = &m->nodes[i];
 		free(n->cells);
@@ -756,7 +758,20 @@ void tui_model_event(struct tui_model *m, const struct event *ev)
 	if (ev->node >= m->nr)
 		return;
 	n = &m->nodes[ev->node];
+	pulls_event(&m->pulls, ev);
 	switch (ev->kind) {
+	case EVENT_PROGRESS:
+		if (ev->total && ev->done == ev->total && ev->text) {
+			char b[32];
+			struct strbuf line = STRBUF_INIT;
+			pulls_bytes(b, sizeof(b), ev->total);
+			strbuf_addstr(&line, "pulled ");
+			text_clean_append(&line, ev->text);
+			strbuf_addf(&line, " (%s)", b);
+			tui_log_add(&n->log, TUI_LINE_NOTE, line.buf);
+			strbuf_release(&line);
+		}
+		break;
 	case EVENT_NODE_STATE:
 		/*
 		 * A node's end is final within a run: later passes (the facts
@@ -895,6 +910,10 @@ bool tui_model_eta(const struct tui_model *m, size_t i, uint64_t now, uint64_t *
 {
 	const struct tui_node *n = &m->nodes[i];
 	uint64_t mean = tui_model_mean_step(m), left, eta, ran = 0;
+	struct pull_summary ps;
+	/* a pull under way: at least the time its bytes left take at its rate */
+	uint64_t pull =
+	    pulls_node(&m->pulls, i, now, &ps) && ps.eta_ms >= 0 ? (uint64_t)ps.eta_ms : 0;
 
 	*eta_ms = 0;
 	if (tui_node_finished(n))
@@ -902,10 +921,14 @@ bool tui_model_eta(const struct tui_model *m, size_t i, uint64_t now, uint64_t *
 	if (n->eta_hist_ms >= 0 && n->started_ms) {
 		uint64_t spent = now > n->started_ms ? now - n->started_ms : 0;
 		*eta_ms = (uint64_t)n->eta_hist_ms > spent ? (uint64_t)n->eta_hist_ms - spent : 0;
+		if (pull > *eta_ms)
+			*eta_ms = pull;
 		return true;
 	}
-	if (!m->step_count)
-		return false;
+	if (!m->step_count) {
+		*eta_ms = pull;
+		return pull > 0;
+	}
 	left = n->steps_total > n->steps_done ? n->steps_total - n->steps_done : 0;
 	eta = left * mean;
 	if (n->in_step && now > n->step_started_ms) {
@@ -915,6 +938,8 @@ bool tui_model_eta(const struct tui_model *m, size_t i, uint64_t now, uint64_t *
 			ran = mean;
 	}
 	*eta_ms = eta > ran ? eta - ran : 0;
+	if (pull > *eta_ms)
+		*eta_ms = pull;
 	return true;
 }
 

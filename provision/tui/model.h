@@ -26,6 +26,7 @@
 #include "../events.h"
 #include "../facts.h"
 #include "../inventory.h"
+#include "../pulls.h"
 #include "../role.h"
 #include "../util.h"
 #include "checks.h"
@@ -135,6 +136,7 @@ struct tui_model {
 	bool after_facts; /* facts are in and preflight has run */
 	bool interrupted;
 	struct tui_checks checks;
+	struct pulls pulls; /* the nodes' image pulls (EVENT_PROGRESS) */
 };
 
 struct tui_counts {

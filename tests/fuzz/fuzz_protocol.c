@@ -1,4 +1,4 @@
-/* libFuzzer harness: the step protocol (::set, ::secret, ::skip, ::hint, ::fetch). */
+/* libFuzzer harness: the step protocol (::set, ::secret, ::skip, ::hint, ::fetch, ::progress). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +23,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* The pieces lie inside the line. */
 		if (m.name < line || m.name + m.name_len > line + size || m.value < line ||
 		    m.value + m.value_len > line + size || !m.name_len)
+			abort();
+		break;
+	case PROTOCOL_PROGRESS:
+		/* the reference lies in the line, bounded, printable; the counts bounded and
+		 * ordered */
+		if (m.name < line || m.name + m.name_len > line + size || !m.name_len ||
+		    m.name_len > PROTOCOL_PROGRESS_REF_MAX)
+			abort();
+		for (size_t i = 0; i < m.name_len; i++)
+			if ((unsigned char)m.name[i] <= ' ' || (unsigned char)m.name[i] >= 0x7f)
+				abort();
+		if (m.done > PROTOCOL_PROGRESS_BYTES_MAX || m.total > PROTOCOL_PROGRESS_BYTES_MAX ||
+		    (m.total && m.done > m.total))
 			abort();
 		break;
 	case PROTOCOL_MALFORMED:

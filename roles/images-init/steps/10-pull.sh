@@ -1,0 +1,352 @@
+# images-init / images-addons 10-pull: every image of $PROVISION_IMAGES
+# (what this node will run, from the roles this role `pulls`, provision
+# /images.h) is in containerd, namespace k8s.io (where the kubelet looks),
+# complete.
+#
+# check: `ctr -n k8s.io images check` lists each one "complete"; no
+# network.  apply: each missing image is downloaded into containerd's
+# content store with `ctr -n k8s.io content fetch` -- the same command and
+# output on containerd 1.6, 1.7 and 2.x: the content and the image record
+# (name -> manifest), not unpacked: containerd's CRI unpacks an image when
+# it creates its first container (its WithNewSnapshot unpacks what is not
+# unpacked yet), and the kubelet (IfNotPresent) finds the image present and
+# pulls nothing.  At most $PROVISION_IMAGE_PULLS at once; through
+# /etc/containerd/certs.d (the registries' hosts.toml: mirrors, CAs,
+# credentials) and the proxy the running containerd has (its unit's
+# Environment), so the bytes take the path containerd's own pulls take.
+#
+# Progress: about once a second, per image in flight,
+#   ::progress image=REF done=BYTES total=BYTES
+# exact bytes from containerd's content store: the digests come from ctr's
+# own table (its lines name each blob), a blob in flight is
+# ingest/DIR/{ref,total,data}, a blob done is blobs/sha256/HEX.  total is
+# 0 until every blob of the image is known.
+#
+# Failures: an error that will not go away by itself -- the image or tag
+# does not exist, the registry wants credentials or refuses them (401,
+# 403), rate limits (429), TLS, DNS, a proxy that refuses -- stops the
+# step at once, the other pulls with it, with the image, the registry,
+# the cause and what to do.  A connection cut in the middle is tried again
+# (twice; containerd resumes the blobs it has).  An image whose bytes do
+# not move for $PROVISION_IMAGE_STALL_TIMEOUT s, or that takes more than
+# $PROVISION_IMAGE_PULL_TIMEOUT s, fails the same way.  With
+# PROVISION_IMAGE_SOURCE=bundle nothing is pulled: what the bundle did not
+# bring is an error naming `provision fetch --images`.
+#
+# On the control plane of images-init, kubeadm (installed by
+# kube-packages) is asked for its own list (`kubeadm config images list`):
+# an image it names that $PROVISION_IMAGES lacks (roles/kubernetes.yaml's
+# row is behind the patch release) is pulled too, without progress lines,
+# and said.
+set -eu
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+HOSTS_DIR=/etc/containerd/certs.d
+PULLS=${PROVISION_IMAGE_PULLS:-3}
+STALL=${PROVISION_IMAGE_STALL_TIMEOUT:-60}
+TIMEOUT=${PROVISION_IMAGE_PULL_TIMEOUT:-1800}
+SOURCE=${PROVISION_IMAGE_SOURCE:-auto}
+
+# The refs containerd holds complete (first column of `images check`).
+complete_images() {
+	ctr -n k8s.io images check 2>/dev/null | awk 'NR > 1 && $4 == "complete" { print $1 }'
+}
+
+# Those of the words of $1 not in the lines of $2.
+missing_of() {
+	for ref in $1; do
+		case "
+$2
+" in
+		*"
+$ref
+"*) ;;
+		*) echo "$ref" ;;
+		esac
+	done
+}
+
+registry_of() { # REF -> its registry host
+	echo "${1%%/*}"
+}
+
+kubeadm_extra() { # kubeadm's own images that $PROVISION_IMAGES lacks (control plane, images-init)
+	case " $PROVISION_ROLES " in *" control-plane "*) ;; *) return 0 ;; esac
+	[ "${PROVISION_ROLE:-}" = images-init ] || return 0
+	command -v kubeadm >/dev/null 2>&1 || return 0
+	list=$(kubeadm config images list --kubernetes-version "v$PROVISION_K8S_VERSION" 2>/dev/null) || return 0
+	for ref in $list; do
+		case " $PROVISION_IMAGES " in *" $ref "*) ;; *) echo "$ref" ;; esac
+	done
+}
+
+if ! ctr -n k8s.io version >/dev/null 2>&1; then
+	echo "containerd does not answer on $PROVISION_NODE (ctr version failed)"
+	pv_hint "containerd must run before images are pulled: provision up --phases prep; 'journalctl -u containerd' on $PROVISION_NODE"
+	exit 2
+fi
+
+case ${1:-} in
+check)
+	have=$(complete_images)
+	want="$PROVISION_IMAGES"
+	[ "${PROVISION_ROLE:-}" != images-init ] || want="$want $(kubeadm_extra | tr '\n' ' ')"
+	missing=$(missing_of "$want" "$have")
+	n=0
+	for ref in $want; do n=$((n + 1)); done
+	if [ -z "$missing" ]; then
+		echo "$n image(s) in containerd (k8s.io), complete"
+		exit 0
+	fi
+	m=0
+	for ref in $missing; do
+		m=$((m + 1))
+		echo "missing: $ref"
+	done
+	echo "$m of $n image(s) missing on $PROVISION_NODE"
+	exit 1
+	;;
+apply) ;;
+*)
+	echo "usage: $0 check|apply" >&2
+	exit 2
+	;;
+esac
+
+have=$(complete_images)
+extra=$(kubeadm_extra)
+for ref in $extra; do
+	echo "kubeadm $PROVISION_K8S_VERSION lists $ref, which roles/kubernetes.yaml does not: pulling it too (update the row of this minor)"
+done
+queue=$(missing_of "$PROVISION_IMAGES $extra" "$have")
+[ -n "$queue" ] || exit 0
+
+if [ "$SOURCE" = bundle ]; then
+	for ref in $queue; do
+		echo "not in the bundle: $ref"
+	done
+	echo "$(echo "$queue" | wc -w) image(s) are neither on $PROVISION_NODE nor in this machine's image bundle, and cluster.images.source is bundle (no registry)"
+	pv_hint "run 'provision fetch -i INVENTORY --images' on a machine that reaches the registries, then provision up again; or set cluster.images.source to auto"
+	exit 1
+fi
+
+# ctr pulls in its own process: the proxy of the running containerd, hosts.toml.
+for w in $(systemctl show -p Environment --value containerd 2>/dev/null || true); do
+	case $w in
+	HTTP_PROXY=* | HTTPS_PROXY=* | NO_PROXY=* | http_proxy=* | https_proxy=* | no_proxy=*) export "${w?}" ;;
+	esac
+done
+hosts=
+[ ! -d "$HOSTS_DIR" ] || hosts="--hosts-dir $HOSTS_DIR"
+root=$(containerd config dump 2>/dev/null | sed -n 's/^root = "\(.*\)"$/\1/p' | head -n 1)
+content=${root:-/var/lib/containerd}/io.containerd.content.v1.content
+
+work=$(mktemp -d)
+cleanup() {
+	for p in "$work"/*.pid; do
+		[ -f "$p" ] || continue
+		kill "$(cat "$p")" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# start I REF: `ctr content fetch REF` in the background.  $work/I.out gets,
+# once each, the digests ctr's table names ("D layer-sha256:HEX") and its
+# error lines ("E ..."), then "::rc STATUS"; $work/I.pid the pid of ctr.
+start() {
+	echo "$2" >"$work/$1.ref"
+	date +%s >"$work/$1.t0"
+	rm -f "$work/$1.moved"
+	(
+		# shellcheck disable=SC2086 # $hosts: two words or none
+		ctr -n k8s.io content fetch $hosts "$2" 2>&1 &
+		echo $! >"$work/$1.pid"
+		rc=0
+		wait $! || rc=$?
+		echo "::rc $rc"
+	) | awk '
+		/^::rc / { print; fflush(); next }
+		match($0, /^(index|manifest|config|layer)-sha256:[0-9a-f]+/) {
+			d = substr($0, RSTART, RLENGTH)
+			if (!(d in seen)) { seen[d] = 1; print "D " d; fflush() }
+			next
+		}
+		/^ctr: |level=(error|fatal|warning|info)/ { if (++e <= 20) { print "E " $0; fflush() } }
+	' >"$work/$1.out" &
+}
+
+# The bytes of each image in flight: "I DONE TOTAL" (TOTAL 0: not every blob known yet).
+measure() {
+	{
+		for f in "$content"/ingest/*/ref; do
+			[ -f "$f" ] || continue
+			dir=${f%/ref}
+			r='' t=0
+			read -r r <"$f" || true
+			[ ! -f "$dir/total" ] || read -r t <"$dir/total" || true
+			echo "I ${r##*sha256:} ${t:-0} $dir/data"
+		done
+		for live in "$work"/*.live; do
+			[ -f "$live" ] || continue
+			i=${live##*/}
+			i=${i%.live}
+			awk -v i="$i" '$1 == "D" { sub(/.*sha256:/, "", $2); print "W", i, $2 }' "$work/$i.out"
+		done
+	} >"$work/m.in"
+	blobs=$(awk '$1 == "W" { print $3 }' "$work/m.in" | sort -u)
+	datas=$(awk '$1 == "I" { print $4 }' "$work/m.in")
+	{
+		cat "$work/m.in"
+		# shellcheck disable=SC2086 # lists of paths without blanks
+		[ -z "$blobs" ] || (cd "$content/blobs/sha256" 2>/dev/null && stat -c 'B %s %n' $blobs 2>/dev/null) || true
+		# shellcheck disable=SC2086
+		[ -z "$datas" ] || stat -c 'S %s %n' $datas 2>/dev/null || true
+	} | awk '
+		$1 == "I" { itotal[$2] = $3; ipath[$4] = $2; next }
+		$1 == "S" { isize[ipath[$3]] = $2; next }
+		$1 == "B" { blob[$3] = $2; next }
+		$1 == "W" { want[$2] = want[$2] " " $3; next }
+		END {
+			for (i in want) {
+				n = split(want[i], d, " "); done = 0; total = 0; known = 1
+				for (k = 1; k <= n; k++) {
+					if (d[k] in blob) { done += blob[d[k]]; total += blob[d[k]] }
+					else if (d[k] in itotal && itotal[d[k]] > 0) { done += isize[d[k]]; total += itotal[d[k]] }
+					else known = 0
+				}
+				if (done > total || !known) total = 0
+				printf "%s %.0f %.0f\n", i, done, total
+			}
+		}'
+}
+
+# bytes I: "DONE TOTAL" of image I from the last measure
+bytes() {
+	v=$(awk -v i="$1" '$1 == i { print $2, $3 }' "$work/m.out")
+	echo "${v:-0 0}"
+}
+
+# Why a pull failed, from ctr's error lines in $1: "CAUSE|FIX" for an
+# error that stays, "" for one worth trying again.
+classify() {
+	msg=$(sed -n 's/^E ctr: //p' "$1" | tail -n 1)
+	[ -n "$msg" ] || msg=$(sed -n 's/^E //p' "$1" | tail -n 1)
+	case $msg in
+	*": not found"* | *"manifest unknown"* | *"name unknown"* | *NOT_FOUND*)
+		echo "not found: the registry has no such image or tag|check the image and its tag (the inventory's versions, roles/kubernetes.yaml, the charts' values), or use a mirror that holds it (cluster.registries), or bring it with 'provision fetch --images'" ;;
+	*"429 Too Many Requests"* | *toomanyrequests*)
+		echo "rate limited (HTTP 429 Too Many Requests)|the registry limits pulls from this address (Docker Hub: 100 per 6 h anonymous): give credentials for it (cluster.registries.HOST.username/password_file), use a mirror (cluster.registries), or bring the images with 'provision fetch --images'" ;;
+	*"401 Unauthorized"* | *"no basic auth credentials"* | *"authorization failed"* | *"pull access denied"* | *unauthorized*)
+		echo "unauthorized (HTTP 401): the registry wants credentials, or refused the ones given|give or fix the credentials for this registry (cluster.registries.HOST.username/password_file), use a mirror, or 'provision fetch --images'" ;;
+	*"403 Forbidden"* | *denied*)
+		echo "forbidden (HTTP 403): the registry refuses this client|check the credentials and the registry's access rules, use a mirror, or 'provision fetch --images'" ;;
+	*x509:* | *"tls: "* | *certificate*)
+		echo "TLS: $(echo "$msg" | sed 's/.*\(x509: [^"]*\).*/\1/' | cut -c1-160)|give the registry's or mirror's CA (cluster.registries.HOST.mirrors[].ca_file; a proxy that intercepts TLS needs its CA too), or use 'provision fetch --images'" ;;
+	*proxyconnect*)
+		echo "the proxy refused or is not reachable ($(echo "$msg" | sed 's/.*\(proxyconnect [^"]*\).*/\1/' | cut -c1-160))|check cluster.http_proxy (containerd's proxy: its unit's Environment), or use a mirror or 'provision fetch --images'" ;;
+	*"no such host"* | *"server misbehaving"* | *"lookup "*)
+		echo "DNS: the registry's name does not resolve on $PROVISION_NODE|check the node's DNS (/etc/resolv.conf); a lab that reaches the internet only through a proxy needs cluster.http_proxy; or use a mirror (cluster.registries) or 'provision fetch --images'" ;;
+	*"connection refused"*)
+		echo "connection refused (the registry, or a firewall)|the node cannot reach the registry: cluster.http_proxy, a mirror (cluster.registries), or 'provision fetch --images'" ;;
+	*"network is unreachable"* | *"no route to host"* | *"i/o timeout"* | *"deadline exceeded"*)
+		echo "not reachable from $PROVISION_NODE ($(echo "$msg" | tail -c 120))|cluster.http_proxy (a lab behind a proxy), a mirror (cluster.registries), or 'provision fetch --images'" ;;
+	*) ;;
+	esac
+}
+
+# 429: when the registry says when to come back (curl on the node, the URL in ctr's message).
+retry_after() {
+	command -v curl >/dev/null 2>&1 || return 0
+	url=$(sed -n 's/^E .*\(https\{0,1\}:\/\/[^ "\\]*\).*/\1/p' "$1" | tail -n 1)
+	url=${url%:}
+	[ -n "$url" ] || return 0
+	curl -sS -o /dev/null -D - -I --max-time 10 "$url" 2>/dev/null |
+		sed -n 's/^[Rr]etry-[Aa]fter: *\([0-9][0-9]*\).*/\1/p' | head -n 1
+}
+
+fail() { # REF CAUSE FIX
+	reg=$(registry_of "$1")
+	echo "cannot pull $1 from $reg on $PROVISION_NODE: $2"
+	pv_hint "$PROVISION_NODE cannot pull $1 ($reg: $2): $3"
+	exit 1
+}
+
+progress() { # REF DONE TOTAL: a ::progress line, for the images provision asked for
+	case " $PROVISION_IMAGES " in
+	*" $1 "*) echo "::progress image=$1 done=$2 total=$3" ;;
+	esac
+}
+
+for ref in $queue; do
+	echo "$ref" >>"$work/queue"
+done
+count=$(wc -l <"$work/queue")
+echo "pulling $count image(s) on $PROVISION_NODE, at most $PULLS at once"
+next=1 running=0 pulled=0
+while :; do
+	while [ "$running" -lt "$PULLS" ] && [ "$next" -le "$count" ]; do
+		ref=$(sed -n "${next}p" "$work/queue")
+		touch "$work/$next.live"
+		echo 0 >"$work/$next.tries"
+		start "$next" "$ref"
+		running=$((running + 1))
+		next=$((next + 1))
+	done
+	[ "$running" -gt 0 ] || break
+	sleep 1
+	now=$(date +%s)
+	measure >"$work/m.out" || true
+	for live in "$work"/*.live; do
+		[ -f "$live" ] || continue
+		i=${live##*/}
+		i=${i%.live}
+		ref=$(cat "$work/$i.ref")
+		b=$(bytes "$i")
+		d=${b% *} t=${b#* }
+		rc=$(sed -n 's/^::rc //p' "$work/$i.out" | tail -n 1)
+		if [ -z "$rc" ]; then
+			progress "$ref" "$d" "$t"
+			moved=$(cat "$work/$i.moved" 2>/dev/null || echo "x $now")
+			if [ "$d" != "${moved% *}" ]; then
+				echo "$d $now" >"$work/$i.moved"
+			elif [ $((now - ${moved#* })) -ge "$STALL" ]; then
+				fail "$ref" "stalled: no byte for $STALL s (at $d of $t bytes)" "a slow or stuck registry, mirror or proxy: check cluster.http_proxy and cluster.registries, or bring the images with 'provision fetch --images' (then nothing is pulled)"
+			fi
+			if [ $((now - $(cat "$work/$i.t0"))) -ge "$TIMEOUT" ]; then
+				fail "$ref" "not done after $TIMEOUT s ($d of $t bytes; cluster.images.pull_timeout)" "raise cluster.images.pull_timeout for a slow link, or bring the images with 'provision fetch --images'"
+			fi
+			continue
+		fi
+		if [ "$rc" = 0 ]; then
+			b=$(measure | awk -v i="$i" '$1 == i { print $2, $3 }')
+			d=${b% *} t=${b#* }
+			[ "${t:-0}" != 0 ] || t=$d
+			progress "$ref" "${t:-0}" "${t:-0}"
+			echo "pulled $ref (${t:-0} bytes)"
+			rm -f "$work/$i.live" "$work/$i.pid"
+			running=$((running - 1))
+			pulled=$((pulled + 1))
+			continue
+		fi
+		why=$(classify "$work/$i.out")
+		tries=$(cat "$work/$i.tries")
+		if [ -z "$why" ] && [ "$tries" -lt 2 ]; then
+			sed -n 's/^E //p' "$work/$i.out" | tail -n 1
+			echo "pulling $ref again (containerd keeps the blobs it has)"
+			echo $((tries + 1)) >"$work/$i.tries"
+			start "$i" "$ref"
+			continue
+		fi
+		sed -n 's/^E //p' "$work/$i.out" | tail -n 3
+		[ -n "$why" ] || why="$(sed -n 's/^E ctr: //p' "$work/$i.out" | tail -n 1 | cut -c1-200)|'ctr -n k8s.io content fetch $ref' on $PROVISION_NODE shows ctr's error again"
+		cause=${why%%|*}
+		case $cause in
+		"rate limited"*)
+			after=$(retry_after "$work/$i.out")
+			[ -z "$after" ] || cause="$cause, retry after $after s"
+			;;
+		esac
+		fail "$ref" "$cause" "${why#*|}"
+	done
+done
+echo "$pulled image(s) pulled on $PROVISION_NODE"
