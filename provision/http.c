@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -204,6 +205,194 @@ int http_download(const struct http_download *d, struct http_download_result *re
 		d->progress(d->ctx, dl.have, dl.have);
 	curl_easy_cleanup(dl.c);
 	return ret;
+}
+
+/* ---- requests with headers (the OCI client) ---- */
+
+struct req {
+	const struct http_request *r;
+	struct http_response *res;
+	CURL *c;
+	bool too_big, checked;
+	int io_errno;
+	uint64_t last_ms;
+};
+
+static char *header_value(const char *line, size_t n, const char *name)
+{
+	size_t nl = strlen(name);
+
+	if (n <= nl + 1 || strncasecmp(line, name, nl) || line[nl] != ':')
+		return NULL;
+	line += nl + 1;
+	n -= nl + 1;
+	while (n && (*line == ' ' || *line == '\t'))
+		line++, n--;
+	while (n && (line[n - 1] == '\r' || line[n - 1] == '\n' || line[n - 1] == ' '))
+		n--;
+	return xstrndup(line, n > 4096 ? 4096 : n);
+}
+
+static size_t req_header(char *buf, size_t size, size_t nmemb, void *ud)
+{
+	struct req *q = ud;
+	struct http_response *res = q->res;
+	size_t n = size * nmemb;
+	char *v;
+
+	if (n >= 5 && !strncmp(buf, "HTTP/", 5)) {
+		/* a new response (a redirect's next hop): its own headers only */
+		free(res->content_type);
+		free(res->www_authenticate);
+		free(res->docker_content_digest);
+		free(res->retry_after);
+		res->content_type = res->www_authenticate = res->docker_content_digest =
+		    res->retry_after = NULL;
+		res->content_length = -1;
+		return n;
+	}
+	if ((v = header_value(buf, n, "Content-Type"))) {
+		free(res->content_type);
+		res->content_type = v;
+	} else if ((v = header_value(buf, n, "WWW-Authenticate"))) {
+		free(res->www_authenticate);
+		res->www_authenticate = v;
+	} else if ((v = header_value(buf, n, "Docker-Content-Digest"))) {
+		free(res->docker_content_digest);
+		res->docker_content_digest = v;
+	} else if ((v = header_value(buf, n, "Retry-After"))) {
+		free(res->retry_after);
+		res->retry_after = v;
+	} else if ((v = header_value(buf, n, "Content-Length"))) {
+		res->content_length = strtoll(v, NULL, 10);
+		free(v);
+	}
+	return n;
+}
+
+static size_t req_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct req *q = ud;
+	size_t n = size * nmemb;
+	long code = 0;
+	int e;
+
+	curl_easy_getinfo(q->c, CURLINFO_RESPONSE_CODE, &code);
+	if (!q->checked && q->r->fd >= 0 && q->r->resume_from && code == 200) {
+		/* the whole body, not the rest: start the file over */
+		if (ftruncate(q->r->fd, 0) < 0 || lseek(q->r->fd, 0, SEEK_SET) < 0) {
+			q->io_errno = errno;
+			return 0;
+		}
+		if (q->r->on_restart)
+			q->r->on_restart(q->r->ctx);
+	}
+	q->checked = true;
+	if (q->r->fd >= 0 && code >= 200 && code < 300) {
+		if ((e = write_all(q->r->fd, ptr, n)) < 0) {
+			q->io_errno = -e;
+			return 0;
+		}
+	} else {
+		size_t max = q->r->max_body ? q->r->max_body : 4u << 20;
+		if (q->res->body.len + n > max) {
+			q->too_big = true;
+			return 0;
+		}
+		strbuf_add(&q->res->body, ptr, n);
+	}
+	if (q->r->on_data && code >= 200 && code < 300)
+		q->r->on_data(q->r->ctx, ptr, n);
+	q->res->received += n;
+	return n;
+}
+
+static int req_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			curl_off_t ulnow)
+{
+	struct req *q = ud;
+	uint64_t now = now_ms();
+
+	if (q->r->progress && now - q->last_ms >= 200) {
+		q->last_ms = now;
+		q->r->progress(q->r->ctx, q->r->resume_from + (uint64_t)dlnow,
+			       dltotal > 0 ? q->r->resume_from + (uint64_t)dltotal : 0);
+	}
+	return 0;
+}
+
+int http_request(const struct http_request *r, struct http_response *res, struct error *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct req q = {.r = r, .res = res};
+	struct curl_slist *hdrs = NULL;
+	CURLcode rc;
+	size_t i;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	strbuf_init(&res->body, 0);
+	res->content_length = -1;
+	http_init();
+	q.c = curl_easy_init();
+	if (!q.c)
+		return error_set(err, HTTP_ERR, "cannot start an HTTP request");
+	common_options(q.c, r->url, errbuf);
+	/* a token or password is for the registry, not for where it redirects blobs */
+	curl_easy_setopt(q.c, CURLOPT_UNRESTRICTED_AUTH, 0L);
+	for (i = 0; r->headers && r->headers[i]; i++)
+		hdrs = curl_slist_append(hdrs, r->headers[i]);
+	if (hdrs)
+		curl_easy_setopt(q.c, CURLOPT_HTTPHEADER, hdrs);
+	if (r->head)
+		curl_easy_setopt(q.c, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(q.c, CURLOPT_HEADERFUNCTION, req_header);
+	curl_easy_setopt(q.c, CURLOPT_HEADERDATA, &q);
+	curl_easy_setopt(q.c, CURLOPT_WRITEFUNCTION, req_write);
+	curl_easy_setopt(q.c, CURLOPT_WRITEDATA, &q);
+	curl_easy_setopt(q.c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(q.c, CURLOPT_XFERINFOFUNCTION, req_progress);
+	curl_easy_setopt(q.c, CURLOPT_XFERINFODATA, &q);
+	curl_easy_setopt(q.c, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(r->connect_timeout_ms ? r->connect_timeout_ms : 30000));
+	curl_easy_setopt(q.c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(q.c, CURLOPT_LOW_SPEED_TIME,
+			 (long)(r->stall_timeout_s ? r->stall_timeout_s : 60));
+	if (r->timeout_s)
+		curl_easy_setopt(q.c, CURLOPT_TIMEOUT, (long)r->timeout_s);
+	if (r->fd >= 0 && r->resume_from)
+		curl_easy_setopt(q.c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)r->resume_from);
+	if (r->insecure) {
+		curl_easy_setopt(q.c, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(q.c, CURLOPT_SSL_VERIFYHOST, 0L);
+	} else if (r->tls && r->tls->ca_pem) {
+		struct curl_blob blob = {r->tls->ca_pem, r->tls->ca_len, CURL_BLOB_COPY};
+		curl_easy_setopt(q.c, CURLOPT_CAINFO_BLOB, &blob);
+	}
+	rc = curl_easy_perform(q.c);
+	curl_easy_getinfo(q.c, CURLINFO_RESPONSE_CODE, &res->status);
+	if (q.io_errno)
+		ret = error_set(err, HTTP_ERR_IO, "'%s': cannot write the body: %s", r->url,
+				strerror(q.io_errno));
+	else if (q.too_big)
+		ret = error_set(err, HTTP_ERR, "'%s': an answer of more than %zu bytes", r->url,
+				r->max_body ? r->max_body : (size_t)4 << 20);
+	else
+		ret = translate(rc, r->url, errbuf, res->status,
+				r->stall_timeout_s ? r->stall_timeout_s : 60, err);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(q.c);
+	return ret;
+}
+
+void http_response_release(struct http_response *res)
+{
+	free(res->content_type);
+	free(res->www_authenticate);
+	free(res->docker_content_digest);
+	free(res->retry_after);
+	strbuf_release(&res->body);
+	memset(res, 0, sizeof(*res));
 }
 
 /* ---- checks ---- */

@@ -1,8 +1,10 @@
 /*
  * http: the HTTP client (libcurl; this is the only file that includes
- * <curl/curl.h>).  Two uses: downloading artifacts to this machine
- * (resumable, with progress) and the HTTP checks of validation (the API's
- * /readyz with the admin client certificate, the hub's /hub/health).
+ * <curl/curl.h>).  Three uses: downloading artifacts to this machine
+ * (resumable, with progress), the HTTP checks of validation (the API's
+ * /readyz with the admin client certificate, the hub's /hub/health), and
+ * the requests of the OCI distribution client (oci.h: headers in and out,
+ * bodies to memory or to a file as they come).
  *
  * Proxies come from the environment as libcurl reads it: http_proxy (lower
  * case only, for plain HTTP), https_proxy / HTTPS_PROXY, all_proxy and
@@ -110,6 +112,51 @@ struct http_get {
  * the body in body, capped), or a negative code when none did.
  */
 int http_get(const struct http_get *g, long *status, struct strbuf *body, struct error *err);
+
+/*
+ * One request with headers in and out (the OCI distribution API: Accept,
+ * Authorization; WWW-Authenticate, Docker-Content-Digest, Retry-After).
+ * The body goes to memory (fd < 0, at most max_body bytes; more is an
+ * error) or is appended to the open file fd (from resume_from: a Range
+ * request), each piece also handed to on_data (a running hash).
+ * Redirects are followed (registries send blobs to object storage), but
+ * an Authorization header is not sent to another host.
+ */
+struct http_request {
+	const char *url;
+	bool head;			/* HEAD instead of GET */
+	const char *const *headers;	/* "Name: value", NULL-terminated; may be NULL */
+	const struct http_tls *tls;	/* the server's CA (client identity unused); NULL: the system's */
+	bool insecure;			/* do not verify the server's certificate */
+	int connect_timeout_ms;		/* 0: 30 s */
+	int stall_timeout_s;		/* no byte for this long ends it; 0: 60 s */
+	int timeout_s;			/* the whole request; 0: none */
+	size_t max_body;		/* in memory: 0 means 4 MiB */
+	int fd;				/* >= 0: the body is appended to this file */
+	uint64_t resume_from;		/* with fd: ask for the bytes from here on */
+	void (*on_data)(void *ctx, const void *p, size_t n);
+	/* with resume_from: the server sent the whole body, not the rest (the file was emptied) */
+	void (*on_restart)(void *ctx);
+	void (*progress)(void *ctx, uint64_t have, uint64_t total); /* about every 200 ms */
+	void *ctx;
+};
+
+struct http_response {
+	long status;
+	/* the last response's headers (after redirects), NULL when absent */
+	char *content_type, *www_authenticate, *docker_content_digest, *retry_after;
+	int64_t content_length; /* -1: not said */
+	struct strbuf body;	/* in memory (fd < 0) */
+	uint64_t received;	/* body bytes received */
+};
+
+/*
+ * 0 whenever an HTTP answer came, whatever its status (res->status), or a
+ * negative code when none did (or the body was cut short, or exceeded
+ * max_body: HTTP_ERR).  Release res with http_response_release().
+ */
+int http_request(const struct http_request *r, struct http_response *res, struct error *err);
+void http_response_release(struct http_response *res);
 
 /* Decode base64 (whitespace ignored); -1 on bad input. */
 int http_base64_decode(const char *in, size_t len, struct strbuf *out);

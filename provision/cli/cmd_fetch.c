@@ -2,15 +2,24 @@
  * provision fetch: the artifacts a cluster's roles need, from their URLs
  * into this machine's cache, verified against the manifest's SHA-256
  * (roles/artifacts.yaml).  `up` does the same before it touches a node.
+ * With --images, the container images the nodes will run too (images.h:
+ * the list; oci.h: the registry client and the bundle), for each node
+ * architecture, into the same cache: `up` imports them into each node that
+ * lacks them, so that a lab without registry access comes up.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../artifacts.h"
+#include "../facts.h"
+#include "../images.h"
+#include "../oci.h"
 #include "../plan.h"
+#include "../pulls.h"
 #include "../role.h"
 #include "../util.h"
 #include "cmd.h"
@@ -18,9 +27,9 @@
 #include "run_record.h"
 
 static struct {
-	const char *inventory, *roles, *cache, *phases;
+	const char *inventory, *roles, *cache, *phases, *state;
 	const char *max_size;
-	bool record, all;
+	bool record, all, images, list;
 	int timeout, max_time;
 } args;
 
@@ -32,6 +41,14 @@ static const struct opt fetch_options[] = {
     OPT_STRING(0, "cache", &args.cache, "DIR",
 	       "the artifact cache (default: $PROVISION_CACHE or ~/.cache/provision/artifacts)"),
     OPT_BOOL(0, "all", &args.all, "every artifact of the manifest, needed or not"),
+    OPT_BOOL(0, "images", &args.images,
+	     "the container images the nodes will run too, for their architectures (the offline "
+	     "bundle 'up' imports)"),
+    OPT_BOOL(0, "list", &args.list,
+	     "with --images: print which node runs which image, and fetch no image"),
+    OPT_STRING(0, "state", &args.state, "DIR",
+	       "the cluster's state folder, for the nodes' recorded facts (default: beside the "
+	       "inventory)"),
     OPT_BOOL(
 	0, "record", &args.record,
 	"also fetch artifacts whose hash is pending and write their SHA-256 into the manifest"),
@@ -75,6 +92,168 @@ static uint64_t parse_size(const char *s)
 	if (*end || n > (UINT64_MAX >> shift))
 		return 0;
 	return (uint64_t)n << shift;
+}
+
+/* ---- --images ---- */
+
+struct img_progress {
+	bool tty, shown;
+	uint64_t last_ms, started_ms;
+};
+
+static void img_progress(void *ctx, const char *ref, const char *digest, uint64_t have,
+			 uint64_t total)
+{
+	struct img_progress *p = ctx;
+	uint64_t now = now_ms();
+	struct strbuf sb = STRBUF_INIT;
+
+	/* a line every 5 s off a terminal (after 2 s), redrawn on one */
+	if ((!p->tty && (now - p->last_ms < 5000 || now - p->started_ms < 2000)) ||
+	    (p->tty && now - p->last_ms < 200))
+		return;
+	p->last_ms = now;
+	if (p->tty)
+		strbuf_addch(&sb, '\r');
+	strbuf_addf(&sb, "fetching %s: %.19s %llu of %llu bytes", ref, digest,
+		    (unsigned long long)have, (unsigned long long)total);
+	strbuf_addstr(&sb, p->tty ? "\033[K" : "\n");
+	(void)write_all(STDERR_FILENO, sb.buf, sb.len);
+	p->shown = true;
+	strbuf_release(&sb);
+}
+
+/* The facts the last run recorded for each node (the driver image's OS, GPUs), or NULL. */
+static void recorded_facts(const char *state_dir, const struct node *const *nodes, size_t nr,
+			   struct facts *facts, const struct facts **fp)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		struct strbuf text = STRBUF_INIT;
+		struct error err = {0};
+		char *path = xasprintf("%s/nodes/%s/facts", state_dir, nodes[i]->name);
+		fp[i] = NULL;
+		text.max = FACTS_MAX + 1;
+		if (read_file(path, &text) == 0 && facts_parse(&facts[i], text.buf, text.len, &err) == 0) {
+			if (facts[i].unsafe_field)
+				facts_release(&facts[i]);
+			else
+				fp[i] = &facts[i];
+		}
+		strbuf_release(&text);
+		free(path);
+	}
+}
+
+static const char *arch_of(const struct node *n)
+{
+	return n->arch ? n->arch : "amd64";
+}
+
+/*
+ * Which node runs which image; with list, print it; else fetch each
+ * image for each architecture of the nodes that run it, and say what the
+ * bundle holds and what could not be had.
+ */
+static int fetch_images(struct inventory *inv, const struct role_set *rs,
+			const struct node *const *nodes, size_t nr, const char *cache)
+{
+	struct facts *facts = xcalloc(nr ? nr : 1, sizeof(*facts));
+	const struct facts **fp = xcalloc(nr ? nr : 1, sizeof(*fp));
+	char *state_dir = cli_state_dir(args.state, args.inventory);
+	struct images_plan plan;
+	struct error err = {0};
+	size_t i, k, failed = 0, fetched = 0, images = 0;
+	uint64_t bytes = 0;
+	int ret = EXIT_OK;
+
+	recorded_facts(state_dir, nodes, nr, facts, fp);
+	if (plan_images(&plan, inv, rs, cache, nodes, fp, nr, NULL, &err) < 0) {
+		fprintf(stderr, "provision fetch: the image list: %s\n", err.msg);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	for (i = 0; i < plan.nr; i++) {
+		const struct images_entry *e = &plan.items[i];
+		static const char *const archs[] = {"amd64", "arm64"};
+		size_t a;
+		bool dup = false;
+
+		for (k = 0; k < i && !dup; k++)
+			dup = !strcmp(plan.items[k].ref, e->ref);
+		if (dup)
+			continue;
+		for (a = 0; a < 2; a++) {
+			struct strbuf on = STRBUF_INIT;
+			struct oci_image img;
+			/* the nodes of this architecture that run it, from any role */
+			for (k = 0; k < nr; k++) {
+				size_t j;
+				bool runs = false;
+				for (j = 0; j < plan.nr && !runs; j++)
+					runs = plan.items[j].on[k] && !strcmp(plan.items[j].ref, e->ref);
+				if (runs && !strcmp(arch_of(nodes[k]), archs[a]))
+					strbuf_addf(&on, "%s%s", on.len ? "," : "", nodes[k]->name);
+			}
+			if (!on.len) {
+				strbuf_release(&on);
+				continue;
+			}
+			images++;
+			if (args.list) {
+				printf("%s\tlinux/%s\t%s\t%s\n", e->ref, archs[a], on.buf,
+				       oci_bundle_find(cache, e->ref, archs[a], &img) ? "in the bundle"
+										    : "not in the bundle");
+			} else {
+				struct img_progress p = {.tty = isatty(STDERR_FILENO) == 1,
+							 .started_ms = now_ms()};
+				struct oci_opts o = {.cache = cache, .progress = img_progress, .ctx = &p};
+				const char *t = getenv("PROVISION_FETCH_TIMEOUT");
+				struct error ferr = {0};
+				if (t && *t)
+					o.stall_timeout_s = atoi(t);
+				if (oci_fetch(&o, e->ref, archs[a], &img, &ferr) < 0) {
+					if (p.shown && p.tty)
+						fputs("\r\033[K", stderr);
+					fprintf(stderr, "provision fetch: cannot fetch %s (linux/%s, for %s): %s\n",
+						e->ref, archs[a], on.buf, ferr.msg);
+					failed++;
+				} else {
+					char size[32];
+					if (p.shown && p.tty)
+						fputs("\r\033[K", stderr);
+					pulls_bytes(size, sizeof(size), img.bytes);
+					printf("%s\tlinux/%s\t%s\t%s %s\t%s\n", e->ref, archs[a], size,
+					       img.fetched ? "fetched from" : "already in the bundle,",
+					       img.fetched ? img.endpoint : "verified", on.buf);
+					fetched += img.fetched;
+					bytes += img.bytes;
+				}
+			}
+			strbuf_release(&on);
+		}
+	}
+	for (i = 0; i < plan.nr_unresolved; i++)
+		fprintf(stderr, "provision fetch: cannot tell which images: %s\n", plan.unresolved[i]);
+	if (!args.list) {
+		char size[32];
+		pulls_bytes(size, sizeof(size), bytes);
+		printf("images of '%s': %zu in %s/images (%s), %zu fetched now%s%s\n", inv->cluster.name,
+		       images - failed, cache, size, fetched, failed ? ", " : "",
+		       failed ? "some could not be fetched (above)" : "");
+	}
+	if (failed || plan.nr_unresolved)
+		ret = EXIT_NODE_FAILED;
+	images_plan_release(&plan);
+out:
+	for (i = 0; i < nr; i++)
+		if (fp[i])
+			facts_release(&facts[i]);
+	free(facts);
+	free(fp);
+	free(state_dir);
+	return ret;
 }
 
 static int fetch_exec(int nr_pos, char **pos)
@@ -145,10 +324,19 @@ static int fetch_exec(int nr_pos, char **pos)
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	ret =
-	    cli_fetch_artifacts("fetch", &rs, inv, nodes, nr, phases, cache, args.record, args.all);
-	if (ret == EXIT_OK)
+	if (args.list && !args.images) {
+		fprintf(stderr, "provision fetch: --list goes with --images\n");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	/* --list fetches nothing: the charts in the cache say what they can */
+	ret = args.list ? EXIT_OK
+			: cli_fetch_artifacts("fetch", &rs, inv, nodes, nr, phases, cache, args.record,
+					      args.all);
+	if (ret == EXIT_OK && !args.list)
 		printf("artifacts of '%s' are in %s\n", inv->cluster.name, cache);
+	if (ret == EXIT_OK && args.images)
+		ret = fetch_images(inv, &rs, nodes, nr, cache);
 out:
 	free(cache);
 	free(nodes);
@@ -160,8 +348,8 @@ out:
 const struct cmd cmd_fetch = {
     .name = "fetch",
     .summary = "download the artifacts the roles need into this machine's cache",
-    .usage = "-i FILE [--roles DIR] [--cache DIR] [--all] [--record] [--timeout SECONDS] "
-	     "[--max-size SIZE] [--max-time SECONDS]",
+    .usage = "-i FILE [--roles DIR] [--cache DIR] [--all] [--record] [--images [--list]] "
+	     "[--timeout SECONDS] [--max-size SIZE] [--max-time SECONDS]",
     .description =
 	"Fetch every artifact (manifests, release archives, chart archives, apt keys)\n"
 	"that the roles of this inventory's nodes name, from the URL in the artifact\n"
@@ -170,7 +358,13 @@ const struct cmd cmd_fetch = {
 	"variables (https_proxy, http_proxy, no_proxy).  'up' fetches the same before it\n"
 	"touches a node, and pushes them over SSH: nodes never need the internet.\n"
 	"With --record, artifacts whose hash is still pending are fetched too and their\n"
-	"SHA-256 is written into the manifest, for review.",
+	"SHA-256 is written into the manifest, for review.\n"
+	"With --images, every container image the nodes will run (kubeadm's, Flannel's,\n"
+	"the charts' for the values provision renders) is fetched from its registry for\n"
+	"the nodes' architectures into CACHE/images, each blob verified by its digest,\n"
+	"and listed; 'up' imports what a node lacks from there.  What cannot be resolved\n"
+	"or fetched is said (exit 1).  --list prints which node runs which image and\n"
+	"whether the bundle has it, fetching nothing.",
     .options = fetch_options,
     .exec = fetch_exec,
     .min_pos = 0,
