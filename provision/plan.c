@@ -209,6 +209,8 @@ static int pipeline_fn(struct runner_job *job, void *data)
 			role_finished(&nc, r, true);
 			continue;
 		}
+		if (r->pulls)
+			ret = plan_import_images(&nc, job, r);
 		for (si = 0; si < r->nr_steps && ret == 0; si++) {
 			if (si && runner_job_stopping(job)) {
 				runner_job_interrupted(job, "interrupted before %s › %s", r->name,

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oci.h"
 #include "preflight.h"
+#include "pulls.h"
 
 struct image_values {
 	const struct inventory *inv;
@@ -123,4 +125,201 @@ void plan_run_images(struct run *run)
 		event_free(ev);
 	}
 	free(facts);
+}
+
+/* ---- the bundle into the node (provision fetch --images) ---- */
+
+/* The refs containerd on the node holds, complete (`ctr images check`); -1 when it cannot tell. */
+static int node_images(struct node_ctx *nc, struct runner_job *job, struct strbuf *out,
+		       struct error *err)
+{
+	struct transport_result res = {0};
+	int rc;
+
+	strbuf_reset(&nc->capture);
+	nc->capture.max = 1 << 20;
+	nc->capturing = nc->swallow = true;
+	rc = runner_job_exec(job, NULL, NULL,
+			     "ctr -n k8s.io images check 2>/dev/null | "
+			     "awk 'NR > 1 && $4 == \"complete\" { print $1 }'",
+			     NULL, 0, nc->node->ssh.command_timeout * 1000, &res, err);
+	nc->capturing = nc->swallow = false;
+	nc->capture.max = CAPTURE_MAX;
+	if (rc < 0)
+		return -1;
+	if (res.exit_status != 0)
+		return error_set(err, -1, "ctr images check failed on the node (exit %d)",
+				 res.exit_status);
+	strbuf_reset(out);
+	strbuf_addch(out, '\n');
+	strbuf_add(out, nc->capture.buf, nc->capture.len);
+	strbuf_reset(&nc->capture);
+	return 0;
+}
+
+struct upload {
+	struct node_ctx *nc;
+	struct runner_job *job;
+	const struct role *r;
+	const char *ref, *path;
+	uint64_t sent, total, last_ms;
+	struct error *err;
+};
+
+static void post_progress(struct upload *u, bool force)
+{
+	struct event *ev;
+	uint64_t now = now_ms();
+
+	if (!force && now < u->last_ms + 1000)
+		return;
+	u->last_ms = now;
+	ev = event_new(EVENT_PROGRESS, runner_job_index(u->job));
+	ev->phase = xstrdup(u->r->phase);
+	ev->role = xstrdup(u->r->name);
+	ev->step = xstrdup("import");
+	ev->text = xstrdup(u->ref);
+	ev->done = u->sent;
+	ev->total = u->total;
+	runner_job_post(u->job, ev);
+}
+
+/* One piece of the archive, appended to the file on the node. */
+static int upload_chunk(void *ctx, const void *p, size_t n)
+{
+	struct upload *u = ctx;
+	struct transport_result res = {0};
+	struct strbuf cmd = STRBUF_INIT;
+	int rc;
+
+	if (runner_job_cancelled(u->job))
+		return error_set(u->err, -1, "cancelled");
+	strbuf_addstr(&cmd, "cat >>");
+	strbuf_add_sh_quoted(&cmd, u->path);
+	rc = runner_job_exec(u->job, NULL, NULL, cmd.buf, p, n,
+			     u->nc->node->ssh.command_timeout * 1000, &res, u->err);
+	strbuf_release(&cmd);
+	if (rc < 0)
+		return rc;
+	if (res.exit_status != 0)
+		return error_set(u->err, -1, "cannot write '%s' on the node (disk full?)", u->path);
+	u->sent += n;
+	post_progress(u, u->sent == u->total);
+	return 0;
+}
+
+#define IMPORT_DIR "/var/lib/provision/images"
+#define IMPORT_CHUNK (4u << 20)
+
+int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct role *r)
+{
+	const struct plan_opts *o = nc->run->o;
+	const char *arch = nc->node->arch ? nc->node->arch : "amd64";
+	struct strbuf refs = STRBUF_INIT, have = STRBUF_INIT, detail = STRBUF_INIT;
+	struct oci_image *imgs = NULL;
+	struct error err = {0};
+	enum step_result result = STEP_UNCHANGED;
+	size_t nr = 0, alloc = 0, imported = 0, i;
+	uint64_t t0 = now_ms(), bytes = 0;
+	char *p, *word, *save = NULL;
+	int ret = 0;
+
+	if (!nc->run->have_images || !o->artifact_cache || o->check_only)
+		return 0;
+	images_node_refs(&nc->run->images, nc->index, (const char *const *)r->pulls, &refs);
+	for (word = strtok_r(refs.buf, " ", &save); word; word = strtok_r(NULL, " ", &save)) {
+		ALLOC_GROW(imgs, nr + 1, alloc);
+		if (oci_bundle_find(o->artifact_cache, word, arch, &imgs[nr]))
+			nr++;
+	}
+	if (!nr)
+		goto out; /* nothing of this node's in the bundle: nothing to say */
+	plan_post_step(job, EVENT_STEP_START, r, "import", STEP_NONE, 0, NULL);
+	if (node_images(nc, job, &have, &err) < 0) {
+		result = STEP_FAILED;
+		strbuf_addf(&detail, "cannot list the node's images: %s", err.msg);
+		ret = err.code == TRANSPORT_ERR_LOST ? -1 : 1;
+		goto end;
+	}
+	for (i = 0; i < nr && ret == 0; i++) {
+		struct strbuf cmd = STRBUF_INIT, line = STRBUF_INIT;
+		struct transport_result res = {0};
+		char *path = xasprintf(IMPORT_DIR "/import-%zu.tar", i);
+		struct upload u = {nc, job, r, imgs[i].ref, path, 0, 0, 0, &err};
+
+		strbuf_addf(&line, "\n%s\n", imgs[i].ref);
+		p = strstr(have.buf, line.buf);
+		strbuf_release(&line);
+		if (p) {
+			free(path);
+			continue; /* the node has it: nothing to send */
+		}
+		if (oci_archive_size(o->artifact_cache, &imgs[i], &u.total, &err) < 0) {
+			result = STEP_FAILED;
+			strbuf_addf(&detail, "%s", err.msg);
+			ret = 1;
+			free(path);
+			break;
+		}
+		strbuf_addstr(&cmd, "mkdir -p " IMPORT_DIR " && chmod 0700 " IMPORT_DIR " && rm -f ");
+		strbuf_add_sh_quoted(&cmd, path);
+		if (runner_job_exec(job, NULL, NULL, cmd.buf, NULL, 0,
+				    nc->node->ssh.command_timeout * 1000, &res, &err) < 0 ||
+		    res.exit_status != 0 ||
+		    oci_archive_write(o->artifact_cache, &imgs[i], IMPORT_CHUNK, upload_chunk, &u,
+				      &err) != 0) {
+			result = STEP_FAILED;
+			strbuf_addf(&detail, "cannot send %s to the node: %s", imgs[i].ref,
+				    err.msg[0] ? err.msg : "the node refused the file");
+			ret = err.code == TRANSPORT_ERR_LOST ? -1 : 1;
+		} else {
+			/* no unpack: containerd's CRI unpacks on the first container, as after a pull */
+			strbuf_reset(&cmd);
+			strbuf_addstr(&cmd, "ctr -n k8s.io images import --no-unpack ");
+			strbuf_add_sh_quoted(&cmd, path);
+			strbuf_addstr(&cmd, " >/dev/null && rm -f ");
+			strbuf_add_sh_quoted(&cmd, path);
+			strbuf_reset(&nc->tail);
+			if (runner_job_exec(job, r->phase, "import", cmd.buf, NULL, 0,
+					    nc->node->ssh.command_timeout * 1000, &res, &err) < 0) {
+				result = STEP_FAILED;
+				strbuf_addf(&detail, "ctr images import of %s: %s", imgs[i].ref,
+					    err.msg);
+				ret = -1;
+			} else if (res.exit_status != 0) {
+				char *why = plan_failure_text(nc, "ctr images import failed");
+				result = STEP_FAILED;
+				strbuf_addf(&detail, "%s (%s)", why, imgs[i].ref);
+				free(why);
+				ret = 1;
+			} else {
+				imported++;
+				bytes += imgs[i].bytes;
+			}
+		}
+		strbuf_release(&cmd);
+		free(path);
+	}
+	if (ret == 0 && imported) {
+		char b[32];
+		result = STEP_CHANGED;
+		pulls_bytes(b, sizeof(b), bytes);
+		strbuf_addf(&detail, "imported %zu image%s (%s) from this machine's bundle", imported,
+			    imported == 1 ? "" : "s", b);
+	} else if (ret == 0) {
+		strbuf_addf(&detail, "the %zu image%s of the bundle for it already there", nr,
+			    nr == 1 ? " is" : "s are");
+	}
+end:
+	plan_post_step_end(job, r, "import", result, now_ms() - t0, 0,
+			   detail.len ? detail.buf : NULL);
+	plan_record(nc, r, "import", false, result, now_ms() - t0, detail.len ? detail.buf : NULL);
+	if (result == STEP_FAILED)
+		runner_job_fail(job, "%s › import: %s", r->name, detail.buf);
+out:
+	free(imgs);
+	strbuf_release(&refs);
+	strbuf_release(&have);
+	strbuf_release(&detail);
+	return ret;
 }

@@ -122,6 +122,14 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc);
  * plane's row (those images are left to the kubelet).
  */
 void plan_run_images(struct run *run);
+/*
+ * Before a pull role's steps: the images of the node's share that this
+ * machine's bundle (provision fetch --images) holds for its architecture
+ * and the node lacks are sent and imported (`ctr images import`), as a
+ * step "import" of the role (only when the bundle has some).  Returns as
+ * plan_run_step().
+ */
+int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct role *r);
 /* The images of the roles r pulls that node idx runs: $PROVISION_IMAGES and the pull settings. */
 void plan_env_images(struct strbuf *sb, struct node_ctx *nc, const struct role *r);
 
