@@ -164,7 +164,7 @@ start() {
 		rc=0
 		wait $! || rc=$?
 		echo "::rc $rc"
-	) | awk '
+	) 2>/dev/null | awk '
 		/^::rc / { print; fflush(); next }
 		match($0, /^(index|manifest|config|layer)-sha256:[0-9a-f]+/) {
 			d = substr($0, RSTART, RLENGTH)
@@ -267,7 +267,7 @@ retry_after() {
 fail() { # REF CAUSE FIX
 	reg=$(registry_of "$1")
 	echo "cannot pull $1 from $reg on $PROVISION_NODE: $2"
-	pv_hint "$PROVISION_NODE cannot pull $1 ($reg: $2): $3"
+	pv_hint "$PROVISION_NODE cannot pull $1 from $reg: $3"
 	exit 1
 }
 
