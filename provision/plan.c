@@ -440,6 +440,18 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		run.gpu = tval_new_map();
 		plan_run_gpu_values(run.gpu, &run);
 		plan_run_images(&run);
+		/* cluster.images.source: bundle -- a node the bundle cannot serve stops here */
+		for (i = 0; i < o->nr; i++) {
+			if (!res->nodes[i].preflight_failed || !res->nodes[i].have_facts ||
+			    res->status[i].state >= NODE_DONE)
+				continue;
+			for (ri = 0; ri < rs->nr; ri++)
+				if (run.applies[i * rs->nr + ri]) {
+					run.applies[i * rs->nr + ri] = false;
+					run.barriers[ri].expected--;
+				}
+			synth_state(&run, i, NODE_FAILED, "preflight failed");
+		}
 		run.pass2 = true;
 		ro.node_fn = pipeline_fn;
 		ro.sessions = pass_sessions;

@@ -71,12 +71,64 @@ void plan_env_images(struct strbuf *sb, struct node_ctx *nc, const struct role *
 
 	if (nc->run->have_images)
 		images_node_refs(&nc->run->images, nc->index, (const char *const *)r->pulls, &refs);
+	static const char *const sources[] = {"auto", "registry", "bundle"};
+	const struct cluster_settings *c = &nc->run->o->inv->cluster;
+	char t[16];
+
 	plan_env_export(sb, "PROVISION_IMAGES", refs.buf);
-	plan_env_export(sb, "PROVISION_IMAGE_PULLS", "3");
-	plan_env_export(sb, "PROVISION_IMAGE_PULL_TIMEOUT", PLAN_STR(PLAN_PULL_TIMEOUT_S));
-	plan_env_export(sb, "PROVISION_IMAGE_STALL_TIMEOUT", "60");
-	plan_env_export(sb, "PROVISION_IMAGE_SOURCE", "auto");
+	plan_env_export(sb, "PROVISION_IMAGE_PULLS", PLAN_STR(PLAN_PULLS_PER_NODE));
+	snprintf(t, sizeof(t), "%d", c->image_pull_timeout > 0 ? c->image_pull_timeout : 1800);
+	plan_env_export(sb, "PROVISION_IMAGE_PULL_TIMEOUT", t);
+	plan_env_export(sb, "PROVISION_IMAGE_STALL_TIMEOUT", PLAN_STR(PLAN_PULL_STALL_S));
+	plan_env_export(sb, "PROVISION_IMAGE_SOURCE", sources[c->images_source]);
 	strbuf_release(&refs);
+}
+
+/*
+ * cluster.images.source: bundle -- every image of a node must be in this
+ * machine's bundle for its architecture: a node for which one is not fails
+ * in preflight, naming the images and the fetch command, before any node
+ * is changed.
+ */
+static void bundle_preflight(struct run *run)
+{
+	const struct plan_opts *o = run->o;
+	size_t i;
+
+	for (i = 0; i < o->nr; i++) {
+		struct strbuf refs = STRBUF_INIT, missing = STRBUF_INIT;
+		const char *arch = o->nodes[i]->arch ? o->nodes[i]->arch : "amd64";
+		char *w, *save = NULL;
+		size_t n = 0;
+
+		if (!run->res->nodes[i].have_facts || run->res->nodes[i].preflight_failed)
+			continue;
+		images_node_refs(&run->images, i, NULL, &refs);
+		for (w = strtok_r(refs.buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			struct oci_image img;
+			if (o->artifact_cache && oci_bundle_find(o->artifact_cache, w, arch, &img))
+				continue;
+			strbuf_addf(&missing, "%s%s", n++ ? ", " : "", w);
+		}
+		if (n) {
+			struct event *ev = event_new(EVENT_MESSAGE, i);
+			ev->phase = xstrdup("preflight");
+			ev->role = xstrdup("preflight");
+			ev->step = xstrdup("error");
+			ev->result = STEP_FAILED;
+			ev->text = xasprintf("%zu image%s of %s not in this machine's image bundle "
+					     "(linux/%s), and cluster.images.source is bundle: %s "
+					     "(hint: provision fetch -i %s --images, on a machine that "
+					     "reaches the registries, then provision up again)",
+					     n, n == 1 ? "" : "s", o->nodes[i]->name, arch, missing.buf,
+					     o->inv->path);
+			plan_forward(run, ev, i);
+			event_free(ev);
+			run->res->nodes[i].preflight_failed = true;
+		}
+		strbuf_release(&refs);
+		strbuf_release(&missing);
+	}
 }
 
 void plan_run_images(struct run *run)
@@ -113,6 +165,8 @@ void plan_run_images(struct run *run)
 		return;
 	}
 	run->have_images = true;
+	if (o->inv->cluster.images_source == IMAGES_SOURCE_BUNDLE)
+		bundle_preflight(run);
 	for (i = 0; i < run->images.nr_unresolved; i++) {
 		struct event *ev = event_new(EVENT_MESSAGE, cp);
 		ev->phase = xstrdup("init");
@@ -224,7 +278,8 @@ int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct
 	char *p, *word, *save = NULL;
 	int ret = 0;
 
-	if (!nc->run->have_images || !o->artifact_cache || o->check_only)
+	if (!nc->run->have_images || !o->artifact_cache || o->check_only ||
+	    o->inv->cluster.images_source == IMAGES_SOURCE_REGISTRY)
 		return 0;
 	images_node_refs(&nc->run->images, nc->index, (const char *const *)r->pulls, &refs);
 	for (word = strtok_r(refs.buf, " ", &save); word; word = strtok_r(NULL, " ", &save)) {

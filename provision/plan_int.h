@@ -30,8 +30,9 @@
 
 #define TAIL_MAX 4096	    /* output kept for a failure message */
 #define CAPTURE_MAX (256 << 10) /* a file's diff in provision plan */
-/* An image's pull time at most (PROVISION_IMAGE_PULL_TIMEOUT; cluster.images.pull_timeout) */
-#define PLAN_PULL_TIMEOUT_S 1800
+/* Pulls at once per node (PROVISION_IMAGE_PULLS), and no byte for this long fails one. */
+#define PLAN_PULLS_PER_NODE 3
+#define PLAN_PULL_STALL_S 60
 #define PLAN_STR_(x) #x
 #define PLAN_STR(x) PLAN_STR_(x)
 

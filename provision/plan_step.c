@@ -283,7 +283,9 @@ static int plan_step_timeout_ms(struct node_ctx *nc, const struct role *r)
 		return t * 1000;
 	n = images_node_refs(&nc->run->images, nc->index, (const char *const *)r->pulls, &refs);
 	strbuf_release(&refs);
-	t += (int)(n + 1) * PLAN_PULL_TIMEOUT_S;
+	/* the images go PLAN_PULLS_PER_NODE at a time, each bounded by the pull timeout */
+	t += (int)((n + PLAN_PULLS_PER_NODE - 1) / PLAN_PULLS_PER_NODE + 1) *
+	     nc->run->o->inv->cluster.image_pull_timeout;
 	return t > INT32_MAX / 1000 ? INT32_MAX : t * 1000;
 }
 

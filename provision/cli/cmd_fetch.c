@@ -96,9 +96,13 @@ static uint64_t parse_size(const char *s)
 
 /* ---- --images ---- */
 
+struct endpoints;
+
+/* What oci_fetch's callbacks share: the progress line, the registries' endpoints. */
 struct img_progress {
 	bool tty, shown;
 	uint64_t last_ms, started_ms;
+	struct endpoints *eps;
 };
 
 static void img_progress(void *ctx, const char *ref, const char *digest, uint64_t have,
@@ -146,6 +150,77 @@ static void recorded_facts(const char *state_dir, const struct node *const *node
 	}
 }
 
+/*
+ * Where this machine reaches each registry: cluster.registries as the
+ * nodes do (mirrors in order, then the upstream unless `upstream: false`),
+ * passwords read from their files now and kept in memory only; a registry
+ * the inventory does not name: https://HOST.
+ */
+struct endpoints {
+	const struct inventory *inv;
+	struct oci_endpoint *v;
+	char **passwords;
+	size_t nr;
+};
+
+static char *read_password(const char *path)
+{
+	struct strbuf pw = STRBUF_INIT;
+
+	if (read_file(path, &pw) < 0) {
+		strbuf_release(&pw);
+		return NULL;
+	}
+	strbuf_rtrim(&pw);
+	return strbuf_detach(&pw, NULL);
+}
+
+static size_t endpoints_of(struct endpoints *e, const char *host, const struct oci_endpoint **out)
+{
+	const struct registry *g = NULL;
+	size_t i;
+
+	for (i = 0; i < e->inv->cluster.nr_registries && !g; i++)
+		if (!strcmp(e->inv->cluster.registries[i].host, host))
+			g = &e->inv->cluster.registries[i];
+	for (i = 0; i < e->nr; i++)
+		if (e->passwords[i]) {
+			explicit_bzero(e->passwords[i], strlen(e->passwords[i]));
+			free(e->passwords[i]);
+		}
+	free(e->v);
+	free(e->passwords);
+	e->v = NULL;
+	e->passwords = NULL;
+	e->nr = 0;
+	if (!g)
+		return 0;
+	e->v = xcalloc(g->nr_mirrors + 1, sizeof(*e->v));
+	e->passwords = xcalloc(g->nr_mirrors + 1, sizeof(char *));
+	for (i = 0; i <= g->nr_mirrors; i++) {
+		const struct registry_mirror *m = i < g->nr_mirrors ? &g->mirrors[i] : NULL;
+		struct oci_endpoint *p = &e->v[e->nr];
+		const char *pwfile = m ? m->password_file : g->password_file;
+		if (!m && !g->upstream)
+			break;
+		p->url = m ? m->url : g->server;
+		p->ca_pem = m ? m->ca_pem : g->ca_pem;
+		p->ca_len = p->ca_pem ? strlen(p->ca_pem) : 0;
+		p->insecure = m ? m->skip_verify : g->skip_verify;
+		p->username = m ? m->username : g->username;
+		if (p->username && pwfile)
+			p->password = e->passwords[e->nr] = read_password(pwfile);
+		e->nr++;
+	}
+	*out = e->v;
+	return e->nr;
+}
+
+static size_t registry_endpoints(void *ctx, const char *host, const struct oci_endpoint **out)
+{
+	return endpoints_of(((struct img_progress *)ctx)->eps, host, out);
+}
+
 static const char *arch_of(const struct node *n)
 {
 	return n->arch ? n->arch : "amd64";
@@ -163,6 +238,7 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 	const struct facts **fp = xcalloc(nr ? nr : 1, sizeof(*fp));
 	char *state_dir = cli_state_dir(args.state, args.inventory);
 	struct images_plan plan;
+	struct endpoints eps = {inv, NULL, NULL, 0};
 	struct error err = {0};
 	size_t i, k, failed = 0, fetched = 0, images = 0;
 	uint64_t bytes = 0;
@@ -207,8 +283,12 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 										    : "not in the bundle");
 			} else {
 				struct img_progress p = {.tty = isatty(STDERR_FILENO) == 1,
-							 .started_ms = now_ms()};
-				struct oci_opts o = {.cache = cache, .progress = img_progress, .ctx = &p};
+							 .started_ms = now_ms(),
+							 .eps = &eps};
+				struct oci_opts o = {.cache = cache,
+						     .endpoints = registry_endpoints,
+						     .progress = img_progress,
+						     .ctx = &p};
 				const char *t = getenv("PROVISION_FETCH_TIMEOUT");
 				struct error ferr = {0};
 				if (t && *t)
@@ -246,6 +326,10 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 	if (failed || plan.nr_unresolved)
 		ret = EXIT_NODE_FAILED;
 	images_plan_release(&plan);
+	{
+		const struct oci_endpoint *none;
+		endpoints_of(&eps, "", &none); /* frees what the last registry had */
+	}
 out:
 	for (i = 0; i < nr; i++)
 		if (fp[i])

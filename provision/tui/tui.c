@@ -622,6 +622,82 @@ static bool phase_detail(struct tui *t, int y, int cols)
 	return true;
 }
 
+/*
+ * The nodes pulling images now (EVENT_PROGRESS), one line each under a
+ * rule, the selected node first: NODE IMAGE DONE/TOTAL RATE ~LEFT, the
+ * image cut at its front so that its name and tag stay.  At most max
+ * rows, rule included; returns the rows used (0: nobody pulls).
+ */
+static int pane_pulls(struct tui *t, int y, int max, int cols, uint64_t now)
+{
+	struct pull_summary ps;
+	size_t i, k, pulling = 0;
+	uint64_t rate = 0;
+	int rows = 0, name_w = 0;
+
+	for (i = 0; i < t->m.nr; i++)
+		if (pulls_node(&t->m.pulls, i, now, &ps) && ps.in_flight) {
+			int w = (int)crt_text_width(t->m.nodes[i].node->name);
+			pulling++;
+			rate += ps.rate;
+			name_w = w > name_w ? w : name_w;
+		}
+	if (!pulling || max < 2)
+		return 0;
+	{
+		char r[32], title[96];
+		pulls_bytes(r, sizeof(r), rate);
+		snprintf(title, sizeof(title), "pulling images %s %zu node%s %s %s/s", sym(t, "\xc2\xb7", "-"),
+			 pulling, pulling == 1 ? "" : "s", sym(t, "\xc2\xb7", "-"), r);
+		rule(t, y, cols, title);
+		rows++;
+	}
+	if (name_w > 16)
+		name_w = 16;
+	/* the selected node first, then the others in order */
+	for (k = 0; k <= t->m.nr && rows < max; k++) {
+		struct strbuf img = STRBUF_INIT, tail = STRBUF_INIT;
+		char d[32], tot[32], r[32], left[32];
+		int img_w, tail_w;
+		i = k == 0 ? t->sel : k - 1;
+		if ((k && i == t->sel) || i >= t->m.nr || !pulls_node(&t->m.pulls, i, now, &ps) ||
+		    !ps.in_flight || !ps.image)
+			continue;
+		pulls_bytes(d, sizeof(d), ps.done);
+		pulls_bytes(tot, sizeof(tot), ps.total);
+		strbuf_addf(&tail, " %s/%s", d, ps.total_known ? tot : "?");
+		if (ps.rate) {
+			pulls_bytes(r, sizeof(r), ps.rate);
+			strbuf_addf(&tail, " %s/s", r);
+		}
+		if (ps.eta_ms >= 0) {
+			duration(left, sizeof(left), (uint64_t)ps.eta_ms);
+			strbuf_addf(&tail, " ~%s", left);
+		}
+		if (ps.in_flight > 1)
+			strbuf_addf(&tail, " +%u", ps.in_flight - 1);
+		tail_w = (int)crt_text_width(tail.buf);
+		img_w = cols - name_w - 2 - tail_w;
+		if (img_w < 8)
+			img_w = 8;
+		/* the image's end: NAME:TAG says which one */
+		if ((int)strlen(ps.image->ref) > img_w) {
+			strbuf_addstr(&img, sym(t, "\xe2\x80\xa6", "~"));
+			strbuf_addstr(&img, ps.image->ref + strlen(ps.image->ref) - (size_t)(img_w - 1));
+		} else {
+			strbuf_addstr(&img, ps.image->ref);
+		}
+		crt_put(y + rows, 0, name_w, CRT_BOLD | (i == t->sel ? CRT_REVERSE : 0),
+			t->m.nodes[i].node->name, true);
+		put(y + rows, name_w + 1, img_w, CRT_NORMAL, img.buf);
+		put(y + rows, cols - tail_w, tail_w, CRT_RUNNING, tail.buf);
+		rows++;
+		strbuf_release(&img);
+		strbuf_release(&tail);
+	}
+	return rows;
+}
+
 static void pane_run(struct tui *t, const struct tui_layout *l, int cols, uint64_t now)
 {
 	const struct tui_node *n = &t->m.nodes[t->sel];
@@ -667,6 +743,12 @@ static void pane_run(struct tui *t, const struct tui_layout *l, int cols, uint64
 	if (h > 1 && phase_detail(t, y, cols)) {
 		y++;
 		h--;
+	}
+	/* Image pulls under way: every pulling node's, above the log (at most half of it). */
+	{
+		int used = pane_pulls(t, y, h > 4 ? h / 2 + 1 : h - 1, cols, now);
+		y += used;
+		h -= used;
 	}
 	if (n->cur_col >= 0)
 		log_tail(t, n, n->step_first, n->log.seq, y, h, cols);

@@ -19,6 +19,14 @@
 #            does the real ones
 #   CACHE    the artifact cache the tests give provision (PROVISION_CACHE
 #            is exported with it)
+#   REGISTRY the testbed's registry (tests/registry: Debian's docker-registry
+#            on $TESTBED_HOST_ADDR:5000) holding a small image under every
+#            name of `provision fetch --images --list` (the stand-in charts'
+#            values, this version's kubeadm list, Flannel's): INV and
+#            INV_ADMIN mirror each upstream registry of the list to it
+#            (cluster.registries, upstream: false), so the pull phase
+#            (roles images-init, images-addons) pulls for real, through the
+#            nodes' containerd, and nothing reaches the internet
 #   TESTBED_* from the testbed's testbed.env
 # Cleanup (testbed down, HTTP server stopped) is registered with
 # test_at_exit.  nspawn keeps /proc/sys read-only inside the nodes, so the
@@ -86,6 +94,42 @@ cluster_testbed() {
 	}
 	awk '!/^#/ { print $5 }' "$TB/nodes.txt" | while read -r ns; do
 		ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1
+	done
+	cluster_registry || return 1
+}
+
+# cluster_registry: the testbed's registry (see REGISTRY above), each image
+# 4 KiB (registry_images shares the blobs, so the set costs one image).
+cluster_registry() {
+	# shellcheck source=tests/registry/lib.sh
+	. "$SRC_ROOT/tests/registry/lib.sh"
+	if ! command -v docker-registry >/dev/null 2>&1; then
+		CLUSTER_SKIP="needs docker-registry (make deps)"
+		return 1
+	fi
+	if ! "$BUILD/provision" fetch -i "$INV" --roles "$ROLES" >"$TEST_DIR/fetch.log" 2>&1 ||
+		! "$BUILD/provision" fetch -i "$INV" --roles "$ROLES" --images --list >"$TEST_DIR/images.list" 2>>"$TEST_DIR/fetch.log"; then
+		sed 's/^/# /' "$TEST_DIR/fetch.log"
+		CLUSTER_SKIP="provision fetch --images --list failed (see above)"
+		return 1
+	fi
+	# PATH:TAG=4k per ref: the ref without its registry host
+	# shellcheck disable=SC2046 # one spec a word
+	_root=$(registry_images $(cut -f 1 "$TEST_DIR/images.list" | sort -u | sed 's|^[^/]*/||; s|$|=4k|')) || {
+		CLUSTER_SKIP="registry_images failed"
+		return 1
+	}
+	registry_start lab "$TESTBED_HOST_ADDR:5000" --root "$_root" || {
+		CLUSTER_SKIP="the testbed's registry did not start"
+		return 1
+	}
+	REGISTRY=http://$TESTBED_HOST_ADDR:5000
+	for f in inventory inventory-admin; do
+		cut -f 1 "$TEST_DIR/images.list" | sed 's|/.*||' | sort -u | awk -v url="$REGISTRY" '
+			BEGIN { print "  registries:" }
+			{ printf "    %s:\n      mirrors: [{url: %s}]\n      upstream: false\n", $1, url }
+		' >"$TEST_DIR/registries.yaml"
+		sed -i "/^  kubernetes_version: /r $TEST_DIR/registries.yaml" "$TEST_DIR/$f.yaml"
 	done
 }
 

@@ -12,8 +12,9 @@
 # unpacked yet), and the kubelet (IfNotPresent) finds the image present and
 # pulls nothing.  At most $PROVISION_IMAGE_PULLS at once; through
 # /etc/containerd/certs.d (the registries' hosts.toml: mirrors, CAs,
-# credentials) and the proxy the running containerd has (its unit's
-# Environment), so the bytes take the path containerd's own pulls take.
+# credentials) and the proxy containerd's service has (roles/containerd;
+# lib.sh pv_registry_env), so the bytes take the path containerd's own
+# pulls take.
 #
 # Progress: about once a second, per image in flight,
 #   ::progress image=REF done=BYTES total=BYTES
@@ -40,7 +41,6 @@
 # and said.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-HOSTS_DIR=/etc/containerd/certs.d
 PULLS=${PROVISION_IMAGE_PULLS:-3}
 STALL=${PROVISION_IMAGE_STALL_TIMEOUT:-60}
 TIMEOUT=${PROVISION_IMAGE_PULL_TIMEOUT:-1800}
@@ -129,14 +129,11 @@ if [ "$SOURCE" = bundle ]; then
 	exit 1
 fi
 
-# ctr pulls in its own process: the proxy of the running containerd, hosts.toml.
-for w in $(systemctl show -p Environment --value containerd 2>/dev/null || true); do
-	case $w in
-	HTTP_PROXY=* | HTTPS_PROXY=* | NO_PROXY=* | http_proxy=* | https_proxy=* | no_proxy=*) export "${w?}" ;;
-	esac
-done
+# ctr pulls in its own process: containerd's proxy (roles/containerd's
+# drop-in) and the registries' hosts.toml (lib.sh pv_registry_env).
+pv_registry_env
 hosts=
-[ ! -d "$HOSTS_DIR" ] || hosts="--hosts-dir $HOSTS_DIR"
+[ ! -d "$PV_HOSTS_DIR" ] || hosts="--hosts-dir $PV_HOSTS_DIR"
 root=$(containerd config dump 2>/dev/null | sed -n 's/^root = "\(.*\)"$/\1/p' | head -n 1)
 content=${root:-/var/lib/containerd}/io.containerd.content.v1.content
 
