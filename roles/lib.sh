@@ -225,6 +225,73 @@ pv_installed() {
 # SHA-256 of the chart archive and of the values file of the last install
 # that succeeded.
 PV_HELM="helm --kubeconfig /etc/kubernetes/admin.conf"
+PV_KUBECTL="kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s"
+
+# pv_pull_failures: the images the text on stdin says could not be pulled,
+# "IMAGE<TAB>WHY" once per image, as the real tools print it: the kubelet's
+# `"Failed to pull image" err="..." image="IMAGE"` (its log line),
+# `Failed to pull image "IMAGE": ...` (its event), `... failed to pull and
+# unpack image \"IMAGE\": ...` (the CRI's error, also inside ErrImagePull
+# and CreatePodSandbox lines), `failed to pull image \"IMAGE\"`, and
+# kubeadm's preflight `[ERROR ImagePull]: failed to pull image IMAGE: ...`.
+# WHY is the error's last words, at most 200 characters.
+pv_pull_failures() {
+	sed -n \
+		-e 's/.*"Failed to pull image" err="\(.*\)" image="\([^"]*\)".*/\2\t\1/p' \
+		-e 's/.*Failed to pull image \\*"\([^"\\]*\)\\*": \(.*\)/\1\t\2/p' \
+		-e 's/.*\[ERROR ImagePull\]: failed to pull image \[\{0,1\}\([^] ]*[^]: ]\)\]\{0,1\}:\{0,1\} *\(.*\)/\1\t\2/p' \
+		-e 's/.*[Ff]ailed to pull and unpack image \\*"\([^"\\]*\)\\*": \(.*\)/\1\t\2/p' \
+		-e 's/.*failed to pull image \\*"\([^"\\]*\)\\*"\(.*\)/\1\t\2/p' |
+		awk -F '\t' '!seen[$1]++ { w = $2; gsub(/\\"/, "\"", w); if (length(w) > 200) w = "..." substr(w, length(w) - 196); print $1 "\t" w }'
+}
+
+# pv_pull_cause WHY: what a pull error's words mean, and the fix, in a few words.
+pv_pull_cause() {
+	case $1 in
+	*": not found"* | *"manifest unknown"* | *NotFound* | *"not found"*) echo "the registry has no such image or tag: check the version, or use a mirror that holds it (cluster.registries), or provision fetch --images" ;;
+	*"429 Too Many Requests"* | *toomanyrequests*) echo "the registry rate-limits this address (HTTP 429): credentials (cluster.registries.HOST.username/password_file), a mirror, or provision fetch --images" ;;
+	*"401 Unauthorized"* | *"403 Forbidden"* | *"pull access denied"* | *"no basic auth credentials"* | *unauthorized*) echo "the registry refuses (401/403): credentials (cluster.registries), a mirror, or provision fetch --images" ;;
+	*x509:* | *"tls: "*) echo "TLS: the registry's certificate is not trusted: its CA (cluster.registries ca_file), or provision fetch --images" ;;
+	*proxyconnect*) echo "the proxy refused: check cluster.http_proxy" ;;
+	*"no such host"* | *"server misbehaving"*) echo "the registry's name does not resolve: the node's DNS, cluster.http_proxy, a mirror, or provision fetch --images" ;;
+	*"connection refused"* | *"i/o timeout"* | *"network is unreachable"* | *"no route to host"* | *"deadline exceeded"*) echo "the registry cannot be reached: cluster.http_proxy, a mirror (cluster.registries), or provision fetch --images" ;;
+	*) echo "see the error: 'ctr -n k8s.io content fetch --hosts-dir /etc/containerd/certs.d IMAGE' on the node says it again" ;;
+	esac
+}
+
+# pv_pods_explain NS: why the pods of namespace NS are not ready, one line
+# each (ready ones left out), from their states as the API reports them:
+#   POD (NODE): container C waits: REASON: MESSAGE   (ErrImagePull, ImagePullBackOff, ...)
+#   POD: Pending: MESSAGE                            (not scheduled)
+# and the Helm hooks of NS (DaemonSets and Jobs annotated helm.sh/hook) that
+# still run, with their pods.  At most 12 lines.  Exit 1 when it found
+# nothing to say.
+pv_pods_explain() {
+	_hooks=$($PV_KUBECTL -n "$1" get daemonsets,jobs -o 'jsonpath={range .items[*]}{.kind}{"/"}{.metadata.name}{"\t"}{.metadata.annotations.helm\.sh/hook}{"\n"}{end}' 2>/dev/null | awk -F '\t' '$2 != ""') || _hooks=
+	$PV_KUBECTL -n "$1" get pods -o 'jsonpath={range .items[*]}{.metadata.name}{"\t"}{.spec.nodeName}{"\t"}{.status.phase}{"\t"}{range .status.initContainerStatuses[*]}{.name}{"|"}{.image}{"|"}{.ready}{"|"}{.state.waiting.reason}{"|"}{.state.waiting.message}{";"}{end}{range .status.containerStatuses[*]}{.name}{"|"}{.image}{"|"}{.ready}{"|"}{.state.waiting.reason}{"|"}{.state.waiting.message}{";"}{end}{"\t"}{.status.conditions[?(@.type=="PodScheduled")].message}{"\n"}{end}' 2>/dev/null |
+		awk -F '\t' -v hooks="$_hooks" '
+		BEGIN { n = split(hooks, h, "\n"); for (i = 1; i <= n; i++) { split(h[i], f, "\t"); split(f[1], kn, "/"); hook[kn[2]] = kn[1] " " kn[2] " (Helm hook " f[2] ")" } }
+		function hookof(pod,   k) { for (k in hook) if (index(pod, k "-") == 1) return hook[k]; return "" }
+		{
+			pod = $1; node = $2; phase = $3; said = 0
+			where = node != "" ? pod " (" node ")" : pod
+			hk = hookof(pod); if (hk != "") where = where ", pod of " hk
+			m = split($4, cs, ";")
+			for (i = 1; i <= m; i++) {
+				if (cs[i] == "") continue
+				split(cs[i], c, "|")
+				if (c[4] != "" && c[4] != "PodInitializing") {
+					msg = c[5]; if (length(msg) > 160) msg = substr(msg, 1, 157) "..."
+					print where ": container " c[1] " (" c[2] ") waits: " c[4] (msg != "" ? ": " msg : ""); said = 1; lines++
+					break
+				}
+			}
+			if (!said && phase == "Pending" && node == "") { print where ": Pending, not scheduled" ($5 != "" ? ": " $5 : ""); lines++ }
+			else if (!said && phase == "Pending") { print where ": Pending (ContainerCreating)"; lines++ }
+			if (lines >= 12) exit
+		}
+		END { exit lines ? 0 : 1 }'
+}
 
 # pv_yaml_paths < YAML: one line per scalar of a YAML document as `helm get
 # values -o yaml` writes it (keys sorted, two spaces a level, a sequence's
@@ -436,9 +503,26 @@ pv_helm_install() {
 		set -- "$@" --values "$_v"
 	done
 	shift "$_n"
+	PV_HELM_WHY=
 	if ! $PV_HELM upgrade --install "$_rel" "$_chart" --namespace "$_ns" --create-namespace \
 		"$@" --wait --timeout "$_timeout"; then
-		pv_hint "helm upgrade --install $_rel did not finish within $_timeout: 'helm status $_rel -n $_ns' and 'kubectl -n $_ns get pods' on $PROVISION_NODE show what is not ready"
+		# What the wait was waiting for, from the pods' and hooks' states
+		# (not a guess): a pull error names its image, node and cause.
+		if _why=$(pv_pods_explain "$_ns"); then
+			echo "what release $_rel waits for (kubectl -n $_ns get pods):"
+			printf '%s\n' "$_why" | sed 's/^/  /'
+			_pull=$(printf '%s\n' "$_why" | sed -n 's/^\([^ ]*\) (\([^)]*\))[^:]*: container [^ ]* (\([^)]*\)) waits: \(ErrImagePull\|ImagePullBackOff\|Init:ErrImagePull\|Init:ImagePullBackOff\)\(.*\)/\2\t\3\t\5/p' | head -n 1)
+			if [ -n "$_pull" ]; then
+				_node=$(printf '%s' "$_pull" | cut -f 1)
+				_img=$(printf '%s' "$_pull" | cut -f 2)
+				PV_HELM_WHY="release $_rel in $_ns waits for a pod on $_node that cannot pull $_img: $(pv_pull_cause "$(printf '%s' "$_pull" | cut -f 3)"); then provision up again (the pull phase pulls it first)"
+			else
+				PV_HELM_WHY="release $_rel in $_ns did not become ready within $_timeout: $(printf '%s\n' "$_why" | head -n 1)"
+			fi
+			pv_hint "$PV_HELM_WHY"
+		else
+			pv_hint "helm upgrade --install $_rel did not finish within $_timeout: 'helm status $_rel -n $_ns' and 'kubectl -n $_ns get pods' on $PROVISION_NODE show what is not ready"
+		fi
 		return 1
 	fi
 	mkdir -p "$PROVISION_STATE_DIR/helm"

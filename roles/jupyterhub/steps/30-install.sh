@@ -36,7 +36,8 @@ check)
 	;;
 apply)
 	pv_helm_install "$RELEASE" "$NS" "$CHART" "$VALUES" "$TIMEOUT" "$SECRETS" || {
-		pv_hint "the hub did not become ready: kubectl -n $NS get pods; kubectl -n $NS logs deploy/hub"
+		# pv_helm_install named what the wait waited for when the pods say
+		[ -n "${PV_HELM_WHY:-}" ] || pv_hint "the hub did not become ready: kubectl -n $NS get pods; kubectl -n $NS logs deploy/hub"
 		exit 1
 	}
 	;;

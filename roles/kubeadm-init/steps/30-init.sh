@@ -119,12 +119,19 @@ compare() {
 	return $rc
 }
 
-# One hint for the [ERROR Name] lines of kubeadm's preflight in $1.
+# One hint for the [ERROR Name] lines of kubeadm's preflight in $1; a
+# check that fails for several things (ImagePull, once per image) is named
+# once, with all of them.
 preflight_hint() {
 	hints=
 	# shellcheck disable=SC2013 # check names have no blanks
-	for name in $(sed -n 's/.*\[ERROR \([^]]*\)\].*/\1/p' "$1"); do
+	for name in $(sed -n 's/.*\[ERROR \([^]]*\)\].*/\1/p' "$1" | awk '!seen[$0]++'); do
 		case $name in
+		ImagePull)
+			imgs=$(pv_pull_failures <"$1")
+			list=$(printf '%s\n' "$imgs" | cut -f 1 | paste -sd ' ' -)
+			h="$PROVISION_NODE cannot pull ${list:-the images of kubeadm}: $(pv_pull_cause "$(printf '%s\n' "$imgs" | head -n 1 | cut -f 2)")"
+			;;
 		Swap) h="turn swap off: provision up --phases prep" ;;
 		FileContent--proc-sys-net-ipv4-ip_forward) h="net.ipv4.ip_forward must be 1: provision up --phases prep (kernel role); inside a container, set it from the host" ;;
 		FileContent--proc-sys-net-bridge-*) h="br_netfilter must be loaded and the bridge-nf-call sysctls 1: provision up --phases prep (kernel role)" ;;
@@ -151,11 +158,18 @@ diagnose() {
 		pv_hint "the kubelet is not running on $PROVISION_NODE: 'journalctl -u kubelet' there says why (swap on, a bad /var/lib/kubelet/config.yaml, a cgroup driver containerd does not use); after fixing, run provision up again: it resets the half-done init"
 		return
 	fi
-	pulls=$(journalctl -u kubelet --no-pager --since "@${SINCE:-0}" 2>/dev/null |
-		sed -n 's/.*failed to pull image \\*"\([^"\\]*\)\\*".*/\1/p' | sort -u | paste -sd ' ' -)
+	# the kubelet's own words: "Failed to pull image" err=... image="...",
+	# the CRI's "failed to pull and unpack image", a sandbox's pause image
+	failures=$(journalctl -u kubelet --no-pager --since "@${SINCE:-0}" 2>/dev/null | pv_pull_failures)
+	pulls=$(printf '%s\n' "$failures" | cut -f 1 | paste -sd ' ' -)
 	if [ -n "$pulls" ]; then
-		echo "the kubelet cannot pull: $pulls"
-		pv_hint "the kubelet on $PROVISION_NODE cannot pull $pulls; containerd's sandbox image must be kubeadm's (${PROVISION_KUBE_PAUSE_IMAGE:-see roles/kubernetes.yaml}: provision up --phases prep sets it), and the node must reach registry.k8s.io (cluster.http_proxy) or a mirror holding every image of 'kubeadm config images list'; then run provision up again: it resets the half-done init"
+		why=$(printf '%s\n' "$failures" | head -n 1 | cut -f 2)
+		echo "the kubelet cannot pull: $pulls ($why)"
+		case " $pulls " in
+		*/pause:*) sandbox="containerd's sandbox image must be kubeadm's (${PROVISION_KUBE_PAUSE_IMAGE:-see roles/kubernetes.yaml}: provision up --phases prep sets it); " ;;
+		*) sandbox= ;;
+		esac
+		pv_hint "the kubelet on $PROVISION_NODE cannot pull $pulls: $(pv_pull_cause "$why"); ${sandbox}then run provision up again: it resets the half-done init (and its pull phase, images-init, pulls kubeadm's images first)"
 		return
 	fi
 	failed=
@@ -294,7 +308,11 @@ apply)
 			date -u '+at %Y-%m-%d %H:%M:%S UTC' >"$FAILED"
 		fi
 		if grep -q '\[ERROR ' "$log"; then
-			pv_hint "kubeadm's preflight failed: $(preflight_hint "$log")"
+			hint=$(preflight_hint "$log")
+			# the last line is what the summary shows: kubeadm's own is
+			# "To see the stack trace of this error execute with --v=5 or higher"
+			echo "kubeadm init's preflight failed on $PROVISION_NODE: $(sed -n 's/.*\(\[ERROR [^]]*\]\).*/\1/p' "$log" | awk '!seen[$0]++' | paste -sd ' ' -)"
+			pv_hint "kubeadm's preflight failed: $hint"
 		elif [ "$rc" = 3 ]; then
 			pv_hint "kubeadm rejected $CONFIG (exit 3: invalid configuration): check cluster.kubernetes_version, pod_cidr and service_cidr in the inventory"
 		elif grep -q 'wait-control-plane' "$log"; then

@@ -14,7 +14,9 @@ check)
 	;;
 apply)
 	pv_helm_install nfs-subdir-external-provisioner nfs-provisioner "$CHART" "$VALUES" 5m || {
-		pv_hint "the provisioner pod mounts $PROVISION_NFS_ADDRESS:$PROVISION_NFS_PATH: if it stays ContainerCreating, check the export (roles/nfs-server) and 'kubectl -n nfs-provisioner describe pod'"
+		# pv_helm_install named what the wait waited for when the pods say
+		[ -n "${PV_HELM_WHY:-}" ] ||
+			pv_hint "the provisioner pod mounts $PROVISION_NFS_ADDRESS:$PROVISION_NFS_PATH: if it stays ContainerCreating, check the export (roles/nfs-server) and 'kubectl -n nfs-provisioner describe pod'"
 		exit 1
 	}
 	;;
