@@ -621,6 +621,32 @@ static bool is_index(const char *media, const char *body, size_t len)
 	return idx;
 }
 
+/* An image's config says which platform it is for: it must be the node's. */
+static int check_config(const char *cache, const char *digest, const char *arch, struct error *err)
+{
+	char *path = blob_path(cache, digest);
+	struct strbuf sb = STRBUF_INIT;
+	json_t *j;
+	const char *os, *a;
+	int rc = 0;
+
+	sb.max = OCI_MANIFEST_MAX;
+	if (read_file(path, &sb) < 0) {
+		free(path);
+		return error_set(err, -1, "the bundle lost config %s", digest);
+	}
+	j = json_loadb(sb.buf, sb.len, 0, NULL);
+	os = json_string_value(json_object_get(j, "os"));
+	a = json_string_value(json_object_get(j, "architecture"));
+	if ((os && strcmp(os, "linux")) || (a && strcmp(a, arch)))
+		rc = error_set(err, -1, "the image is for %s/%s, not linux/%s (no index names others)",
+			       os ? os : "?", a ? a : "?", arch);
+	json_decref(j);
+	strbuf_release(&sb);
+	free(path);
+	return rc;
+}
+
 /* From one endpoint: the manifest for arch, then its blobs. */
 static int fetch_from(struct session *s, const char *arch, struct oci_image *img, struct error *err)
 {
@@ -677,6 +703,8 @@ static int fetch_from(struct session *s, const char *arch, struct oci_image *img
 		}
 		had = blob_have(s->o->cache, dg, (uint64_t)sz);
 		if (get_blob(s, dg, (uint64_t)sz, err) < 0)
+			goto out;
+		if (i == 0 && check_config(s->o->cache, dg, arch, err) < 0)
 			goto out;
 		img->fetched = img->fetched || !had;
 		img->bytes += (uint64_t)sz;
