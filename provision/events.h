@@ -41,7 +41,9 @@ enum event_kind {
 	/*
 	 * A pull's progress (a step's `::progress`, roles/README.md): phase,
 	 * role, step; text = the image; done, total = its bytes so far and in
-	 * all (0: not known yet).  At most about two a second per node.
+	 * all (0: not known yet).  At most about two a second per node.  Step
+	 * "queued" (done and total 0): before a pull role's steps, each image
+	 * of the node's share that it lacks, once (the estimate's business).
 	 */
 	EVENT_PROGRESS,
 };

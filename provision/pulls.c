@@ -75,7 +75,8 @@ const struct pull_image *pulls_event(struct pulls *p, const struct event *ev)
 		n->head = 0;
 		return NULL;
 	}
-	if (ev->kind != EVENT_PROGRESS || !ev->text)
+	/* "queued": what a pull step will pull (plan_images.c), not a pull yet */
+	if (ev->kind != EVENT_PROGRESS || !ev->text || (ev->step && !strcmp(ev->step, "queued")))
 		return NULL;
 	for (k = 0; k < n->nr; k++)
 		if (!strcmp(n->images[k].ref, ev->text))

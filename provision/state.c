@@ -972,6 +972,7 @@ struct eta_key {
 
 struct eta_plan {
 	char *node;
+	int64_t *expect; /* steps[i]'s duration as the run now expects it (state_eta_expect); -1 none */
 	char **steps; /* "role\tstep" of the newest run that ran the node */
 	char *last;   /* steps[i]'s result then: 'u' no work, 'c' changed, 'f' failed */
 	bool *again;  /* steps[i] did work in the run of the node before that too */
@@ -1002,6 +1003,14 @@ struct state_eta {
 	size_t runs;
 	int64_t overhead_median[2];
 	double overhead_ratio[2];
+	/*
+	 * The pulls (nodes/NODE/pulls): each image's bytes as last pulled, and
+	 * bytes per millisecond of each pull step ("rate" samples of eta_sample,
+	 * stored as bytes per second in ms), per node, kind and any.
+	 */
+	char **image_refs;
+	uint64_t *image_bytes;
+	size_t nr_images, alloc_images;
 };
 
 static int cmp_i64(const void *a, const void *b)
@@ -1258,6 +1267,104 @@ static void eta_group(struct state_eta *e)
 }
 
 /*
+ * The pulls of one run (newest first): each image's size (the newest
+ * seen), and per node the rate of its pull steps -- the bytes its images
+ * of a role took over that role's pull step's time (timings), as a sample
+ * "rate" of role/step in bytes per second (its "ms" field).
+ */
+static void eta_learn_pulls(struct state_eta *e, struct state *s, const char *id, const char *ran)
+{
+	const char *p = ran;
+
+	while (*p) {
+		size_t len = strcspn(p, " ");
+		char *node = xstrndup(p, len), *path = xasprintf("nodes/%s/pulls", node);
+		struct strbuf pulls = STRBUF_INIT, timings = STRBUF_INIT;
+		const char *kind = eta_kind(e, node);
+
+		if (state_read(s, id, path, &pulls, NULL) == 0 && pulls.len) {
+			char *tpath = xasprintf("nodes/%s/timings", node);
+			char *save = NULL, *line;
+			/* per role: bytes of its done pulls */
+			char *roles[8] = {NULL};
+			uint64_t bytes[8] = {0};
+			size_t nroles = 0, r, k;
+
+			(void)state_read(s, id, tpath, &timings, NULL);
+			free(tpath);
+			for (line = strtok_r(pulls.buf, "\n", &save); line;
+			     line = strtok_r(NULL, "\n", &save)) {
+				char *f[5] = {NULL}, *ls = NULL, *w;
+				int nf = 0;
+				for (w = strtok_r(line, "\t", &ls); w && nf < 5; w = strtok_r(NULL, "\t", &ls))
+					f[nf++] = w;
+				if (nf < 5 || strcmp(f[4], "done"))
+					continue;
+				for (k = 0; k < e->nr_images && strcmp(e->image_refs[k], f[1]); k++)
+					;
+				if (k == e->nr_images) {
+					ALLOC_GROW(e->image_refs, e->nr_images + 1, e->alloc_images);
+					e->image_bytes = xrealloc(e->image_bytes,
+								  e->alloc_images * sizeof(uint64_t));
+					e->image_refs[e->nr_images] = xstrdup(f[1]);
+					e->image_bytes[e->nr_images++] = strtoull(f[2], NULL, 10);
+				}
+				for (r = 0; r < nroles && strcmp(roles[r], f[0]); r++)
+					;
+				if (r == nroles && nroles < 8)
+					roles[nroles++] = f[0];
+				if (r < 8)
+					bytes[r] += strtoull(f[2], NULL, 10);
+			}
+			/* each role's pull step: the timings line of that role that took longest */
+			for (r = 0; r < nroles; r++) {
+				const char *l = timings.buf;
+				int64_t ms = 0;
+				char step[64] = "";
+				size_t rl = strlen(roles[r]);
+				while (l && *l) {
+					const char *nl = strchr(l, '\n');
+					if (!strncmp(l, roles[r], rl) && l[rl] == '\t') {
+						const char *st = l + rl + 1, *tab = strchr(st, '\t');
+						int64_t v = tab ? strtoll(tab + 1, NULL, 10) : 0;
+						const char *res = tab ? strchr(tab + 1, '\t') : NULL;
+						/* a step that pulled in this run (a file of an earlier
+						 * run lies under a run that wrote none) */
+						if (tab && v > ms && (size_t)(tab - st) < sizeof(step) &&
+						    strncmp(st, "import", 6) && res &&
+						    !strncmp(res + 1, "changed", 7)) {
+							ms = v;
+							snprintf(step, sizeof(step), "%.*s", (int)(tab - st), st);
+						}
+					}
+					l = nl ? nl + 1 : NULL;
+				}
+				if (ms > 0 && bytes[r]) {
+					const char *scopes[3] = {NULL, NULL, "*"};
+					char *sn = xasprintf("n:%s", node), *sk = kind ? xasprintf("k:%s", kind) : NULL;
+					size_t si;
+					scopes[0] = sn;
+					scopes[1] = sk;
+					for (si = 0; si < 3; si++)
+						if (scopes[si])
+							eta_sample(e, scopes[si], "pull", "rate", "r",
+								   (int64_t)(bytes[r] * 1000 / (uint64_t)ms));
+					free(sn);
+					free(sk);
+				}
+			}
+		}
+		strbuf_release(&pulls);
+		strbuf_release(&timings);
+		free(path);
+		free(node);
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+/*
  * Which machine each node was when the record last saw it: the facts of
  * the newest run of any command that ran it (a `check` after the last `up`
  * counts: it met the machine too).  Called for each run, newest first, with
@@ -1327,6 +1434,7 @@ struct state_eta *state_eta_load(struct state *s, const char *command, const cha
 			    !strcmp(cmd, command) &&
 			    (!strcmp(result, "ok") || !strcmp(result, "failed"))) {
 				eta_learn(e, s, runs[i].id, ran, strtoll(elapsed, NULL, 10));
+				eta_learn_pulls(e, s, runs[i].id, ran);
 				e->runs++;
 			}
 			free(cmd);
@@ -1359,9 +1467,14 @@ void state_eta_free(struct state_eta *e)
 	for (i = 0; i < e->nr_samples; i++)
 		free(e->samples[i].key);
 	free(e->samples);
+	for (i = 0; i < e->nr_images; i++)
+		free(e->image_refs[i]);
+	free(e->image_refs);
+	free(e->image_bytes);
 	for (i = 0; i < e->nr_plans; i++) {
 		for (k = 0; k < e->plans[i].nr; k++)
 			free(e->plans[i].steps[k]);
+		free(e->plans[i].expect);
 		free(e->plans[i].steps);
 		free(e->plans[i].last);
 		free(e->plans[i].again);
@@ -1490,12 +1603,63 @@ int64_t state_eta_node_ms(const struct state_eta *e, const char *node)
 		return -1;
 	for (i = 0; i < plan->nr; i++) {
 		/* the node's own plan says what each step will do, another's only which steps */
-		bool work = plan == eta_plan_of(e, node) ? plan->work[i] : true;
-		int64_t v = eta_lookup(e, node, plan->steps[i], work);
+		bool own = plan == eta_plan_of(e, node);
+		bool work = own ? plan->work[i] : true;
+		int64_t v = own && plan->expect && plan->expect[i] >= 0
+				? plan->expect[i]
+				: eta_lookup(e, node, plan->steps[i], work);
 		if (v > 0)
 			sum += v;
 	}
 	return sum;
+}
+
+uint64_t state_eta_image_bytes(const struct state_eta *e, const char *ref)
+{
+	size_t i;
+
+	for (i = 0; e && i < e->nr_images; i++)
+		if (!strcmp(e->image_refs[i], ref))
+			return e->image_bytes[i];
+	return 0;
+}
+
+int64_t state_eta_pull_ms(const struct state_eta *e, const char *node, uint64_t bytes)
+{
+	int64_t rate;
+
+	if (!e)
+		return -1;
+	rate = eta_find_scoped(e, node, "pull\trate", "r"); /* bytes per second */
+	if (rate <= 0)
+		return -1;
+	return (int64_t)(bytes * 1000 / (uint64_t)rate);
+}
+
+bool state_eta_expect(struct state_eta *e, const char *node, const char *role, const char *step,
+		      int64_t ms)
+{
+	struct eta_plan *plan = e ? eta_plan_of(e, node) : NULL;
+	char *rs;
+	size_t i;
+	bool found = false;
+
+	if (!plan)
+		return false;
+	rs = xasprintf("%s\t%s", role, step);
+	if (!plan->expect) {
+		plan->expect = xcalloc(plan->nr ? plan->nr : 1, sizeof(int64_t));
+		for (i = 0; i < plan->nr; i++)
+			plan->expect[i] = -1;
+	}
+	for (i = 0; i < plan->nr; i++)
+		if (!strcmp(plan->steps[i], rs)) {
+			plan->expect[i] = ms;
+			plan->work[i] = true;
+			found = true;
+		}
+	free(rs);
+	return found;
 }
 
 int64_t state_eta_total_ms(const struct state_eta *e, const char *const *nodes, size_t nr,

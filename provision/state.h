@@ -206,4 +206,21 @@ bool state_eta_machine(struct state_eta *e, const char *node, const char *machin
 /* How many earlier runs the estimate is made of. */
 size_t state_eta_runs(const struct state_eta *e);
 
+/*
+ * The pulls of earlier runs (nodes/NODE/pulls, read with their timings):
+ * an image's bytes as last pulled (0: never recorded), and how long a node
+ * takes to pull `bytes` at the rate its pull steps had -- bytes over the
+ * step's time, so the pulls at once and the step's checks are in it --
+ * else its kind's, else any node's (-1: no pull recorded).
+ */
+uint64_t state_eta_image_bytes(const struct state_eta *e, const char *ref);
+int64_t state_eta_pull_ms(const struct state_eta *e, const char *node, uint64_t bytes);
+/*
+ * The run now knows what a step of a node will take (its pull step, once
+ * it knows which images the node lacks): from now on it counts ms, as
+ * work.  False when the record has no such step for the node.
+ */
+bool state_eta_expect(struct state_eta *e, const char *node, const char *role, const char *step,
+		      int64_t ms);
+
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../artifacts.h"
+#include "../pulls.h"
 #include "../util.h"
 #include "../view.h"
 #include "cmd.h"
@@ -247,6 +248,58 @@ static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
 	}
 }
 
+/*
+ * A pull role says which images a node lacks ("queued"), then starts its
+ * pull step: that step is now expected to take what those bytes took at
+ * the node's rate in earlier runs (state_eta_pull_ms), not the check the
+ * estimate counted for a node the last run left complete -- the run's
+ * estimate is made again, and said.  Images the record never saw pulled
+ * leave the estimate as it was.
+ */
+static void eta_pull_cb(struct cli_run *cr, const struct event *ev)
+{
+	const char *name, **sel;
+	int64_t ms;
+	size_t i, n = ev->node;
+
+	if (!cr->eta || n >= cr->b.nr || !cr->queued)
+		return;
+	if (ev->kind == EVENT_PROGRESS && ev->step && !strcmp(ev->step, "queued") && ev->text) {
+		uint64_t b = state_eta_image_bytes(cr->eta, ev->text);
+		cr->queued[n]++;
+		cr->queued_bytes[n] += b;
+		cr->queued_unknown[n] += !b;
+		return;
+	}
+	if (ev->kind != EVENT_STEP_START || !cr->queued[n] || !ev->role || !ev->step ||
+	    !strcmp(ev->step, "import"))
+		return;
+	name = cr->b.nodes[n]->name;
+	ms = cr->queued_unknown[n] ? -1 : state_eta_pull_ms(cr->eta, name, cr->queued_bytes[n]);
+	if (ms >= 0 && state_eta_expect(cr->eta, name, ev->role, ev->step, ms)) {
+		sel = xcalloc(cr->b.nr + 1, sizeof(*sel));
+		for (i = 0; i < cr->b.nr; i++)
+			sel[i] = cr->b.nodes[i]->name;
+		cr->eta_ms = state_eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
+		free(sel);
+		if (cr->on_eta) {
+			cr->on_eta(n, state_eta_node_ms(cr->eta, name), cr->eta_data);
+		} else if (cr->b.text && cr->eta_ms >= 0) {
+			char dur[32], pull[32], b[32];
+			view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
+			view_duration(pull, sizeof(pull), (uint64_t)ms);
+			pulls_bytes(b, sizeof(b), cr->queued_bytes[n]);
+			printf("%s %s: %s pulls %u image%s (%s as last pulled): %s at its earlier "
+			       "pulls' rate; the run now %s\n",
+			       cr->b.cmd_name, cr->b.inv->cluster.name, name, cr->queued[n],
+			       cr->queued[n] == 1 ? "" : "s", b, pull, dur);
+			fflush(stdout);
+		}
+	}
+	cr->queued[n] = cr->queued_unknown[n] = 0;
+	cr->queued_bytes[n] = 0;
+}
+
 static void record_cb(const struct event *ev, const struct node_status *st, void *data)
 {
 	struct cli_run *cr = data;
@@ -254,6 +307,7 @@ static void record_cb(const struct event *ev, const struct node_status *st, void
 	if (cr->on_event)
 		cr->on_event(ev, st, cr->data);
 	eta_machine_cb(cr, ev);
+	eta_pull_cb(cr, ev);
 	if (cr->rec)
 		record_event(ev, st, cr->rec);
 }
@@ -278,6 +332,9 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 	memset(cr, 0, sizeof(*cr));
 	cr->b = *b;
 	cr->eta_ms = -1;
+	cr->queued_bytes = xcalloc(b->nr ? b->nr : 1, sizeof(*cr->queued_bytes));
+	cr->queued = xcalloc(b->nr ? b->nr : 1, sizeof(*cr->queued));
+	cr->queued_unknown = xcalloc(b->nr ? b->nr : 1, sizeof(*cr->queued_unknown));
 	if (state_open(&cr->state, b->state_dir, true, &err) < 0) {
 		fprintf(stderr, "provision %s: %s\n", b->cmd_name, err.msg);
 		return EXIT_LOCAL;
@@ -412,6 +469,9 @@ int cli_run_end(struct cli_run *cr, const struct plan_result *res, int exit_stat
 void cli_run_release(struct cli_run *cr)
 {
 	record_free(cr->rec);
+	free(cr->queued_bytes);
+	free(cr->queued);
+	free(cr->queued_unknown);
 	state_files_release(&cr->extra);
 	state_eta_free(cr->eta);
 	state_free(cr->state); /* unlocks */

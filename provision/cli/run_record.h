@@ -59,6 +59,14 @@ struct cli_run {
 	void *eta_data;
 	/* Files the command adds to the run's record (cli_plan_done.record). */
 	struct state_files extra;
+	/*
+	 * Per node, the images a pull role is about to pull (EVENT_PROGRESS
+	 * "queued"): their bytes as the record last saw them, and how many the
+	 * record does not know; counted into the estimate when the role's pull
+	 * step starts.
+	 */
+	uint64_t *queued_bytes;
+	unsigned *queued, *queued_unknown;
 };
 
 /* Lock, fetch, estimate, start the record.  0, or an EXIT_* status after printing why. */

@@ -540,6 +540,68 @@ static void test_eta_machine(void **unused)
 	free(dir);
 }
 
+/*
+ * Issue 32: a pull is estimated from earlier pulls.  The record keeps each
+ * image's bytes (nodes/NODE/pulls) and the pull step's time (timings); a
+ * node the last run left with every image is estimated at its check, until
+ * the run learns it lacks some again: then their bytes at its rate.
+ */
+static void test_eta_pulls(void **unused)
+{
+	char *dir = tmp_dir();
+	struct state *s = NULL;
+	struct state_eta *e;
+	struct state_files f = {0};
+	struct error err = {0};
+	const char *nodes[] = {"w1", "w2"};
+	const char *kinds[] = {"worker", "worker"};
+	char id[41];
+
+	assert_int_equal(state_open(&s, dir, true, &err), 0);
+	/* run 1: w1 pulls 300 MB in 30 s (10 MB/s), w2 200 MB in 40 s (5 MB/s) */
+	state_files_addf(&f, "summary", "command: up\nresult: ok\nduration_ms: 45000\nran: w1 w2\n");
+	state_files_addf(&f, "nodes/w1/timings",
+			 "images-addons\t10-pull\t30000\tchanged\t50\n");
+	state_files_addf(&f, "nodes/w2/timings",
+			 "images-addons\t10-pull\t40000\tchanged\t60\n");
+	state_files_addf(&f, "nodes/w1/pulls",
+			 "images-addons\treg.io/big:1\t200000000\t20000\tdone\n"
+			 "images-addons\treg.io/mid:1\t100000000\t15000\tdone\n");
+	state_files_addf(&f, "nodes/w2/pulls",
+			 "images-addons\treg.io/mid:1\t100000000\t22000\tdone\n"
+			 "images-addons\treg.io/small:1\t100000000\t20000\tincomplete\n"
+			 "images-addons\treg.io/other:1\t100000000\t20000\tdone\n");
+	commit(s, &f, "run 1\n", id);
+	state_files_release(&f);
+	/* run 2: nothing to pull */
+	eta_run(s, "up", "w1 w2", 1200,
+		(const char *const[]){"w1|images-addons\t10-pull\t80\tunchanged\n",
+				       "w2|images-addons\t10-pull\t90\tunchanged\n", NULL});
+	e = state_eta_load(s, "up", nodes, kinds, 2);
+	assert_int_equal(state_eta_image_bytes(e, "reg.io/big:1"), 200000000);
+	assert_int_equal(state_eta_image_bytes(e, "reg.io/small:1"), 0); /* never done */
+	assert_int_equal(state_eta_image_bytes(e, "reg.io/nope:1"), 0);
+	/* converged: its check */
+	assert_int_equal(state_eta_node_ms(e, "w1"), 65);
+	/* w1 lacks big and mid again: 300 MB at its 10 MB/s */
+	assert_int_equal(state_eta_pull_ms(e, "w1", 300000000), 30000);
+	assert_int_equal(state_eta_pull_ms(e, "w2", 200000000), 40000);
+	assert_true(state_eta_expect(e, "w1", "images-addons", "10-pull", 30000));
+	assert_int_equal(state_eta_node_ms(e, "w1"), 30000);
+	assert_false(state_eta_expect(e, "w1", "images-init", "10-pull", 1));
+	state_eta_free(e);
+	/* a node without pulls of its own: its kind's rate (the median of 10 and 5 MB/s) */
+	{
+		const char *n3[] = {"w1", "w2", "w3"}, *k3[] = {"worker", "worker", "worker"};
+		e = state_eta_load(s, "up", n3, k3, 3);
+		assert_int_equal(state_eta_pull_ms(e, "w3", 75000000), 10000);
+		state_eta_free(e);
+	}
+	state_free(s);
+	rm_rf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -550,6 +612,7 @@ int main(void)
 	    cmocka_unit_test(test_eta),
 	    cmocka_unit_test(test_eta_check_apply),
 	    cmocka_unit_test(test_eta_machine),
+	    cmocka_unit_test(test_eta_pulls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
