@@ -99,7 +99,12 @@ cluster_testbed() {
 }
 
 # cluster_registry: the testbed's registry (see REGISTRY above), each image
-# 4 KiB (registry_images shares the blobs, so the set costs one image).
+# 4 KiB (registry_images shares the blobs, so the set costs one image).  The
+# list is that of the most a test makes of the testbed's inventory: NFS
+# storage, the hub enabled, every worker with a GPU (the GPU Operator's
+# operands; not its driver container, for which no OS is known here and
+# which a testbed's GPU node never runs: its fake driver answers), at
+# K8S_VERSION and at each of CLUSTER_MORE_VERSIONS.
 cluster_registry() {
 	# shellcheck source=tests/registry/lib.sh
 	. "$SRC_ROOT/tests/registry/lib.sh"
@@ -107,10 +112,29 @@ cluster_registry() {
 		CLUSTER_SKIP="needs docker-registry (make deps)"
 		return 1
 	fi
-	if ! "$BUILD/provision" fetch -i "$INV" --roles "$ROLES" >"$TEST_DIR/fetch.log" 2>&1 ||
-		! "$BUILD/provision" fetch -i "$INV" --roles "$ROLES" --images --list >"$TEST_DIR/images.list" 2>>"$TEST_DIR/fetch.log"; then
+	if ! "$BUILD/provision" fetch -i "$INV" --roles "$ROLES" >"$TEST_DIR/fetch.log" 2>&1; then
 		sed 's/^/# /' "$TEST_DIR/fetch.log"
-		CLUSTER_SKIP="provision fetch --images --list failed (see above)"
+		CLUSTER_SKIP="provision fetch failed (see above)"
+		return 1
+	fi
+	: >"$TEST_DIR/images.list"
+	for _v in "$_k8s" ${CLUSTER_MORE_VERSIONS:-}; do
+		python3 - "$INV" "$TEST_DIR/inventory-images.yaml" "$_v" <<-'EOF'
+			import re, sys
+			src, dst, ver = sys.argv[1:]
+			s = open(src).read()
+			s = re.sub(r'(?m)^  kubernetes_version: .*$', '  kubernetes_version: "%s"' % ver, s)
+			s = s.replace("jupyterhub:\n  enabled: false\n",
+			              "storage:\n  nfs:\n    server: node-1\njupyterhub:\n  admin_users: [lab-admin]\n")
+			s = re.sub(r"(    roles: \[worker\])", r"\1\n    gpus: 1", s)
+			open(dst, "w").write(s)
+		EOF
+		"$BUILD/provision" fetch -i "$TEST_DIR/inventory-images.yaml" --roles "$ROLES" --state "$TEST_DIR/no-state" \
+			--images --list >>"$TEST_DIR/images.list" 2>>"$TEST_DIR/fetch.log" || :
+	done
+	if ! [ -s "$TEST_DIR/images.list" ]; then
+		sed 's/^/# /' "$TEST_DIR/fetch.log"
+		CLUSTER_SKIP="provision fetch --images --list listed nothing (see above)"
 		return 1
 	fi
 	# PATH:TAG=4k per ref: the ref without its registry host
