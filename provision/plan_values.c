@@ -163,6 +163,11 @@ static void add_registries(struct tval *cluster, const struct inventory *inv)
 	}
 }
 
+static bool host_driver_works(const struct facts *f)
+{
+	return f->nvidia_smi && f->nvidia_smi_rc == 0 && f->nr_gpus > 0;
+}
+
 struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f,
 			 const struct kube_minor *kube)
 {
@@ -243,6 +248,8 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 		tval_set_strf(m, "cpus", "%u", f->cpus);
 		tval_set_strf(m, "mem_kib", "%llu", (unsigned long long)f->mem_kib);
 		tval_set_strf(m, "gpu_count", "%zu", f->nr_gpus);
+		/* nvidia-smi answers with GPUs: no GPU Operator driver container here */
+		tval_set_str(m, "host_driver", host_driver_works(f) ? "true" : "");
 		if (f->containerd_version) {
 			char major[16] = "";
 			tval_set_str(m, "containerd_version", f->containerd_version);
@@ -266,11 +273,6 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 	}
 	tval_map_at(v, "set");
 	return v;
-}
-
-static bool host_driver_works(const struct facts *f)
-{
-	return f->nvidia_smi && f->nvidia_smi_rc == 0 && f->nr_gpus > 0;
 }
 
 void plan_gpu_values(struct tval *v, const struct node *const *nodes,

@@ -457,6 +457,44 @@ static void test_plan_stand_ins(void **unused)
 	free(cache);
 }
 
+/*
+ * The GPU Operator's driver container only on the GPU nodes whose own host
+ * driver does not answer (issue 31 F10: roles/node-labels labels the others
+ * nvidia.com/gpu.deploy.driver=false): a second GPU worker whose nvidia-smi
+ * answers gets the operands but not the driver image.
+ */
+static void test_plan_driver_nodes(void **unused)
+{
+	struct cluster c;
+	struct strbuf tgz = STRBUF_INIT;
+	struct error err = {0};
+	char *cache = xasprintf("%s/cache-driver", dir), *r;
+
+	cluster_load(&c);
+	c.facts[3].nvidia_smi = true;
+	c.facts[3].nvidia_smi_rc = 0;
+	c.facts[3].gpus = xcalloc(1, sizeof(*c.facts[3].gpus));
+	c.facts[3].gpus[0].model = xstrdup("NVIDIA GeForce RTX 3070");
+	c.facts[3].gpus[0].driver = xstrdup("580.95.05");
+	c.facts[3].nr_gpus = 1;
+	tgz_of(&tgz, "tests/fakes/charts", "gpu-operator");
+	cache_chart(&c.rs, cache, "gpu-operator-chart", &tgz);
+	if (plan_images(&c.plan, c.inv, &c.rs, cache, c.nodes, c.fp, 4, NULL, &err) < 0)
+		fail_msg("%s", err.msg);
+	r = refs_of(&c, 2, "gpu-operator");
+	expect_has(r, "nvcr.io/nvidia/driver:595.91.07-debian12", true);
+	expect_has(r, "nvcr.io/nvidia/k8s-device-plugin:v0.20.0", true);
+	free(r);
+	r = refs_of(&c, 3, "gpu-operator");
+	expect_has(r, "nvcr.io/nvidia/driver:595.91.07-debian12", false);
+	expect_has(r, "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0", false);
+	expect_has(r, "nvcr.io/nvidia/k8s-device-plugin:v0.20.0", true);
+	free(r);
+	cluster_release(&c);
+	strbuf_release(&tgz);
+	free(cache);
+}
+
 /* Without the chart archives in the cache: said, not guessed. */
 static void test_plan_unresolved(void **unused)
 {
@@ -543,10 +581,15 @@ static void test_plan_real_charts(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_normalize),	    cmocka_unit_test(test_registry),
-	    cmocka_unit_test(test_values_merge),    cmocka_unit_test(test_manifest),
-	    cmocka_unit_test(test_chart),	    cmocka_unit_test(test_plan_stand_ins),
-	    cmocka_unit_test(test_plan_unresolved), cmocka_unit_test(test_plan_real_charts),
+	    cmocka_unit_test(test_normalize),
+	    cmocka_unit_test(test_registry),
+	    cmocka_unit_test(test_values_merge),
+	    cmocka_unit_test(test_manifest),
+	    cmocka_unit_test(test_chart),
+	    cmocka_unit_test(test_plan_stand_ins),
+	    cmocka_unit_test(test_plan_unresolved),
+	    cmocka_unit_test(test_plan_real_charts),
+	    cmocka_unit_test(test_plan_driver_nodes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
