@@ -147,32 +147,82 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start I REF: `ctr content fetch REF` in the background.  $work/I.out gets,
-# once each, the digests ctr's table names ("D layer-sha256:HEX") and its
-# error lines ("E ..."), then "::rc STATUS"; $work/I.pid the pid of ctr.
+# start I REF: `ctr --debug content fetch REF` in the background.  ctr's
+# content fetch resolves and fetches in its own process (1.6, 1.7 and 2.1
+# alike) and, with --debug, logs each blob it fetches with its digest and
+# size (msg=fetch digest=... size=N: the index, the manifest, the config,
+# the layers), each host its resolver tries (msg=resolving host=...) and
+# the one that resolved the image (msg=resolved ... host=...), in the same
+# words on the three (it prints no progress table then).  $work/I.log
+# keeps those lines, "A SECONDS" for a response's Retry-After, ctr's error
+# lines (20 at most), then "::rc
+# STATUS"; nothing else of the debug lines (they carry the registries'
+# headers).  The shell reads them as they come (awk would wait for a
+# pipe's block); $work/I.pid is ctr's pid.
 start() {
 	echo "$2" >"$work/$1.ref"
 	date +%s >"$work/$1.t0"
 	rm -f "$work/$1.moved"
 	(
 		# shellcheck disable=SC2086 # $hosts: two words or none
-		ctr -n k8s.io content fetch $hosts "$2" 2>&1 &
+		ctr --debug -n k8s.io content fetch $hosts "$2" 2>&1 &
 		echo $! >"$work/$1.pid"
 		rc=0
 		wait $! || rc=$?
 		echo "::rc $rc"
-	) 2>/dev/null | awk '
-		/^::rc / { print; fflush(); next }
-		match($0, /^(index|manifest|config|layer)-sha256:[0-9a-f]+/) {
-			d = substr($0, RSTART, RLENGTH)
-			if (!(d in seen)) { seen[d] = 1; print "D " d; fflush() }
-			next
-		}
-		/^ctr: |level=(error|fatal|warning|info)/ { if (++e <= 20) { print "E " $0; fflush() } }
-	' >"$work/$1.out" &
+	) 2>/dev/null | {
+		e=0
+		while IFS= read -r l; do
+			case $l in
+			"::rc "* | *"level=debug msg=fetch digest="* | *"level=debug msg=resolving "* | *"level=debug msg=resolved "*)
+				printf '%s\n' "$l" ;;
+			*"response.header.retry-after="*)
+				# a 429's Retry-After, when in seconds (ctr logs the response's headers)
+				a=${l#*response.header.retry-after=}
+				a=${a#\"}
+				a=${a%%[!0-9]*}
+				[ -z "$a" ] || printf 'A %s\n' "$a"
+				;;
+			*level=debug*) ;;
+			"ctr: "* | *level=error* | *level=fatal* | *level=warning* | *level=info*)
+				e=$((e + 1))
+				[ "$e" -gt 20 ] || printf 'E %s\n' "$l"
+				;;
+			esac
+		done
+	} >"$work/$1.log" &
 }
 
-# The bytes of each image in flight: "I DONE TOTAL" (TOTAL 0: not every blob known yet).
+# parse I: $work/I.out from $work/I.log: once each, "D HEX SIZE KIND" per
+# blob (KIND index, manifest or blob, from its media type), "T HOST" per
+# host tried, "H HOST" for the host that resolved the image, the error
+# lines ("E ...") and "::rc STATUS".
+parse() {
+	awk '
+		/^::rc |^E |^A / { print; next }
+		/level=debug msg=fetch digest=/ && match($0, /digest="?sha256:[0-9a-f]+/) {
+			d = substr($0, RSTART, RLENGTH)
+			sub(/.*sha256:/, "", d)
+			z = ""
+			if (match($0, / size=[0-9]+/)) z = substr($0, RSTART + 6, RLENGTH - 6)
+			k = "blob"
+			if ($0 ~ /mediatype=[^ ]*(index|manifest\.list)/) k = "index"
+			else if ($0 ~ /mediatype=[^ ]*manifest/) k = "manifest"
+			if (!(d in seen) && z != "") { seen[d] = 1; print "D " d " " z " " k }
+			next
+		}
+		/level=debug msg=(resolving|resolved) / && match($0, / host="[^"]*"/) {
+			h = substr($0, RSTART + 7, RLENGTH - 8)
+			if ($0 ~ /msg=resolved /) print "H " h
+			else if (!(h in tried)) { tried[h] = 1; print "T " h }
+		}
+	' "$work/$1.log" >"$work/$1.out"
+}
+
+# The bytes of each image in flight: "I DONE TOTAL".  DONE: the bytes of
+# its blobs in the content store, whole or being written (ingest/*/data).
+# TOTAL: its index's and manifest's sizes and the sizes the manifest lists
+# (config and layers), so known once the manifest is there; 0 before.
 measure() {
 	{
 		for f in "$content"/ingest/*/ref; do
@@ -187,13 +237,19 @@ measure() {
 			[ -f "$live" ] || continue
 			i=${live##*/}
 			i=${i%.live}
-			awk -v i="$i" '$1 == "D" { sub(/.*sha256:/, "", $2); print "W", i, $2 }' "$work/$i.out"
+			awk -v i="$i" '$1 == "D" { print "W", i, $2, $3, $4 }' "$work/$i.out"
 		done
 	} >"$work/m.in"
 	blobs=$(awk '$1 == "W" { print $3 }' "$work/m.in" | sort -u)
 	datas=$(awk '$1 == "I" { print $4 }' "$work/m.in")
 	{
 		cat "$work/m.in"
+		# what each manifest in the store lists: "M HEX BYTES"
+		awk '$1 == "W" && $5 == "manifest" { print $3 }' "$work/m.in" | sort -u | while read -r m; do
+			[ -f "$content/blobs/sha256/$m" ] || continue
+			grep -o '"size": *[0-9]*' "$content/blobs/sha256/$m" |
+				awk -v m="$m" '{ sub(/.*: */, ""); n += $0 } END { printf "M %s %.0f\n", m, n }'
+		done
 		# shellcheck disable=SC2086 # lists of paths without blanks
 		[ -z "$blobs" ] || (cd "$content/blobs/sha256" 2>/dev/null && stat -c 'B %s %n' $blobs 2>/dev/null) || true
 		# shellcheck disable=SC2086
@@ -202,16 +258,23 @@ measure() {
 		$1 == "I" { itotal[$2] = $3; ipath[$4] = $2; next }
 		$1 == "S" { isize[ipath[$3]] = $2; next }
 		$1 == "B" { blob[$3] = $2; next }
-		$1 == "W" { want[$2] = want[$2] " " $3; next }
+		$1 == "M" { inner[$2] = $3; next }
+		$1 == "W" { want[$2] = want[$2] " " $3; size[$3] = $4; kind[$3] = $5; next }
 		END {
 			for (i in want) {
-				n = split(want[i], d, " "); done = 0; total = 0; known = 1
+				n = split(want[i], d, " "); done = 0; total = 0; lists = 0; known = 1
 				for (k = 1; k <= n; k++) {
-					if (d[k] in blob) { done += blob[d[k]]; total += blob[d[k]] }
-					else if (d[k] in itotal && itotal[d[k]] > 0) { done += isize[d[k]]; total += itotal[d[k]] }
+					if (d[k] in blob) done += blob[d[k]]
+					else if (d[k] in isize) done += isize[d[k]]
+					if (kind[d[k]] == "blob") continue
+					total += size[d[k]]
+					if (kind[d[k]] != "manifest") continue
+					lists++
+					if (d[k] in inner) total += inner[d[k]]
 					else known = 0
 				}
-				if (done > total || !known) total = 0
+				if (!lists || !known) total = 0
+				else if (done > total) done = total
 				printf "%s %.0f %.0f\n", i, done, total
 			}
 		}'
@@ -251,8 +314,14 @@ classify() {
 	esac
 }
 
-# 429: when the registry says when to come back (curl on the node, the URL in ctr's message).
+# 429: when the registry says when to come back: its Retry-After as ctr
+# logged it, else asked again with curl (the URL in ctr's message).
 retry_after() {
+	a=$(sed -n 's/^A //p' "$1" | tail -n 1)
+	if [ -n "$a" ]; then
+		echo "$a"
+		return 0
+	fi
 	command -v curl >/dev/null 2>&1 || return 0
 	url=$(sed -n 's/^E .*\(https\{0,1\}:\/\/[^ "\\]*\).*/\1/p' "$1" | tail -n 1)
 	url=${url%:}
@@ -261,8 +330,10 @@ retry_after() {
 		sed -n 's/^[Rr]etry-[Aa]fter: *\([0-9][0-9]*\).*/\1/p' | head -n 1
 }
 
-fail() { # REF CAUSE FIX
+fail() { # REF CAUSE FIX [OUT]: OUT, ctr's lines, for the hosts it tried
 	reg=$(registry_of "$1")
+	tried=$([ -z "${4:-}" ] || sed -n 's/^T //p' "$4" | paste -sd , - | sed 's/,/, /g')
+	[ -z "$tried" ] || [ "$tried" = "$reg" ] || reg="$reg (tried $tried)"
 	echo "cannot pull $1 from $reg on $PROVISION_NODE: $2"
 	pv_hint "$PROVISION_NODE cannot pull $1 from $reg: $3"
 	exit 1
@@ -292,6 +363,9 @@ while :; do
 	[ "$running" -gt 0 ] || break
 	sleep 1
 	now=$(date +%s)
+	for live in "$work"/*.live; do
+		[ ! -f "$live" ] || { i=${live##*/}; parse "${i%.live}"; }
+	done
 	measure >"$work/m.out" || true
 	for live in "$work"/*.live; do
 		[ -f "$live" ] || continue
@@ -307,10 +381,10 @@ while :; do
 			if [ "$d" != "${moved% *}" ]; then
 				echo "$d $now" >"$work/$i.moved"
 			elif [ $((now - ${moved#* })) -ge "$STALL" ]; then
-				fail "$ref" "stalled: no byte for $STALL s (at $d of $t bytes)" "a slow or stuck registry, mirror or proxy: check cluster.http_proxy and cluster.registries, or bring the images with 'provision fetch --images' (then nothing is pulled)"
+				fail "$ref" "stalled: no byte for $STALL s (at $d of $t bytes)" "a slow or stuck registry, mirror or proxy: check cluster.http_proxy and cluster.registries, or bring the images with 'provision fetch --images' (then nothing is pulled)" "$work/$i.out"
 			fi
 			if [ $((now - $(cat "$work/$i.t0"))) -ge "$TIMEOUT" ]; then
-				fail "$ref" "not done after $TIMEOUT s ($d of $t bytes; cluster.images.pull_timeout)" "raise cluster.images.pull_timeout for a slow link, or bring the images with 'provision fetch --images'"
+				fail "$ref" "not done after $TIMEOUT s ($d of $t bytes; cluster.images.pull_timeout)" "raise cluster.images.pull_timeout for a slow link, or bring the images with 'provision fetch --images'" "$work/$i.out"
 			fi
 			continue
 		fi
@@ -319,7 +393,8 @@ while :; do
 			d=${b% *} t=${b#* }
 			[ "${t:-0}" != 0 ] || t=$d
 			progress "$ref" "${t:-0}" "${t:-0}"
-			echo "pulled $ref (${t:-0} bytes)"
+			from=$(sed -n 's/^H //p' "$work/$i.out" | tail -n 1)
+			echo "pulled $ref${from:+ from $from} (${t:-0} bytes)"
 			rm -f "$work/$i.live" "$work/$i.pid"
 			running=$((running - 1))
 			pulled=$((pulled + 1))
@@ -343,7 +418,7 @@ while :; do
 			[ -z "$after" ] || cause="$cause, retry after $after s"
 			;;
 		esac
-		fail "$ref" "$cause" "${why#*|}"
+		fail "$ref" "$cause" "${why#*|}" "$work/$i.out"
 	done
 done
 echo "$pulled image(s) pulled on $PROVISION_NODE"
