@@ -20,9 +20,10 @@
 #     pod's image comes from the mirror; with the mirror stopped, the next
 #     pod's image comes from the upstream.  The registries' logs (client:
 #     the node, user agent: containerd) and the kubelet's journal say which.
-# The run itself names the registry that answered once the pull phase of
-# issue 32 is there (ISSUE32-DESIGN.md); until then the evidence is the
-# servers' logs and the kubelet stand-in's "Successfully pulled image".
+# The pull phase (roles images-init, images-addons) pulls the images the
+# cluster runs before kubeadm and says which registry answered ("pulled REF
+# from HOST"); the pods' images outside it (phase 2) are the kubelet
+# stand-in's, evidenced by its "Successfully pulled image".
 # Test bodies are single-quoted: lib.sh evaluates them.
 # shellcheck disable=SC2016
 # shellcheck source=tests/lib.sh
@@ -63,7 +64,9 @@ KUBEADM_PY=$SRC_ROOT/tests/fakes/kube/kubeadm.py
 	sed -n 's/^\(ETCD\|COREDNS\)_IMAGE = "\(.*\)"$/\2/p' "$KUBEADM_PY"
 	sed -n '/^  "1.30":/,/^  "/s/^    pause_image: *\(.*\)$/\1/p' "$SRC_ROOT/roles/kubernetes.yaml"
 	sed -n 's/^ *image: \(ghcr.io\/[^ ]*\)$/\1/p' "$SRC_ROOT/roles/flannel/templates/kube-flannel.yml.tmpl" | sort -u
-} >"$TEST_DIR/images"
+	# and what the pull phase pulls (provision fetch --images --list, cluster-testbed.sh)
+	cut -f 1 "$TEST_DIR/images.list" | grep -E "^(registry.k8s.io|ghcr.io)/"
+} | sort -u >"$TEST_DIR/images"
 set --
 while read -r ref; do
 	# the registry holds each under its path without the registry's host
@@ -83,7 +86,7 @@ sed "s|^  kubernetes_version: .*|&\\
   http_proxy: http://$H:3128\\
   registries:\\
     registry.k8s.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}\\
-    ghcr.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}|" "$INV" >"$TEST_DIR/proxy.yaml"
+    ghcr.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}|" "$INV_BARE" >"$TEST_DIR/proxy.yaml"
 # shellcheck disable=SC2034 # used in the test bodies
 UP="$PROVISION up --state $STATE --roles $ROLES --no-tui -i"
 
@@ -99,8 +102,9 @@ test_case "proxy-up: behind the proxy only, up of 3 nodes is green (every image 
 		expect_grep "^HTTP_PROXY=http://$H:3128\$" environ
 		tb $n cat /etc/containerd/certs.d/registry.k8s.io/hosts.toml >hosts.toml
 		expect_grep "^server = \"http://$NAME:15470\"" hosts.toml
-		tb $n journalctl --no-pager -u kubelet >"$TEST_DIR/$n.journal1"
-		expect_grep "\"Successfully pulled image\" image=\"registry.k8s.io/kube-proxy:v$K8S\"" "$TEST_DIR/$n.journal1"
+		# the pull phase says which registry answered
+		$PROVISION logs -i "$TEST_DIR/proxy.yaml" --state $STATE $n >"$TEST_DIR/$n.logs1" 2>&1
+		expect_grep "pulled registry.k8s.io/kube-proxy:v$K8S from $NAME:15470 ([0-9]* bytes)" "$TEST_DIR/$n.logs1"
 	done
 '
 [ -f "$TEST_DIR/up1.seconds" ] && note "up behind the proxy" "$TEST_DIR/up1.seconds"
@@ -141,7 +145,7 @@ sed "s|^  kubernetes_version: .*|&\\
     ghcr.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}\\
     docker.io:\\
       mirrors: [{url: \"http://$H:15472\"}]\\
-      server: http://$H:15471|" "$INV" >"$TEST_DIR/mirror.yaml"
+      server: http://$H:15471|" "$INV_BARE" >"$TEST_DIR/mirror.yaml"
 
 # pod NAME IMAGE: a pod on node-2 (nodeName: no scheduler), Running within 60 s.
 pod() {

@@ -27,6 +27,8 @@
 #            (cluster.registries, upstream: false), so the pull phase
 #            (roles images-init, images-addons) pulls for real, through the
 #            nodes' containerd, and nothing reaches the internet
+#   INV_BARE INV without those cluster.registries (a test that gives its
+#            own); $TEST_DIR/images.list holds the list (--list lines)
 #   TESTBED_* from the testbed's testbed.env
 # Cleanup (testbed down, HTTP server stopped) is registered with
 # test_at_exit.  nspawn keeps /proc/sys read-only inside the nodes, so the
@@ -126,6 +128,7 @@ cluster_registry() {
 			s = re.sub(r'(?m)^  kubernetes_version: .*$', '  kubernetes_version: "%s"' % ver, s)
 			s = s.replace("jupyterhub:\n  enabled: false\n",
 			              "storage:\n  nfs:\n    server: node-1\njupyterhub:\n  admin_users: [lab-admin]\n")
+			s = re.sub(r"(  - name: node-1\n    address: \S+\n    roles: \[)control-plane\]", r"\1control-plane, nfs-server]", s)
 			s = re.sub(r"(    roles: \[worker\])", r"\1\n    gpus: 1", s)
 			open(dst, "w").write(s)
 		EOF
@@ -148,6 +151,8 @@ cluster_registry() {
 		return 1
 	}
 	REGISTRY=http://$TESTBED_HOST_ADDR:5000
+	INV_BARE=$TEST_DIR/inventory-bare.yaml
+	cp "$INV" "$INV_BARE"
 	for f in inventory inventory-admin; do
 		cut -f 1 "$TEST_DIR/images.list" | sed 's|/.*||' | sort -u | awk -v url="$REGISTRY" '
 			BEGIN { print "  registries:" }
