@@ -79,7 +79,7 @@ _provision() {
 	bundle)
 		opts="--inventory -i --state --output -o --help" ;;
 	fetch)
-		opts="--inventory -i --roles --phases -p --cache --all --record --timeout --max-size --max-time --help" ;;
+		opts="--inventory -i --roles --phases -p --cache --all --images --list --state --record --timeout --max-size --max-time --help" ;;
 	esac
 	COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 }

@@ -179,6 +179,8 @@ static const char *const short_forms[][2] = {
     {"containerd-release", "ctrd-rl"},
     {"images-init", "img-in"},
     {"images-addons", "img-add"},
+    {"images-upgrade", "img-upg"},
+    {"images-upgrade-workers", "img-uw"},
     {"swap-off", "swapoff"},
     {"nfs-server", "nfs-srv"},
     {"nfs-client", "nfs-cli"},

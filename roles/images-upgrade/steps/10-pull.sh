@@ -1,0 +1,1 @@
+../../images-init/steps/10-pull.sh
