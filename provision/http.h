@@ -124,16 +124,16 @@ int http_get(const struct http_get *g, long *status, struct strbuf *body, struct
  */
 struct http_request {
 	const char *url;
-	bool head;			/* HEAD instead of GET */
-	const char *const *headers;	/* "Name: value", NULL-terminated; may be NULL */
-	const struct http_tls *tls;	/* the server's CA (client identity unused); NULL: the system's */
-	bool insecure;			/* do not verify the server's certificate */
-	int connect_timeout_ms;		/* 0: 30 s */
-	int stall_timeout_s;		/* no byte for this long ends it; 0: 60 s */
-	int timeout_s;			/* the whole request; 0: none */
-	size_t max_body;		/* in memory: 0 means 4 MiB */
-	int fd;				/* >= 0: the body is appended to this file */
-	uint64_t resume_from;		/* with fd: ask for the bytes from here on */
+	bool head;		    /* HEAD instead of GET */
+	const char *const *headers; /* "Name: value", NULL-terminated; may be NULL */
+	const struct http_tls *tls; /* the server's CA; NULL: the system's */
+	bool insecure;		    /* do not verify the server's certificate */
+	int connect_timeout_ms;	    /* 0: 30 s */
+	int stall_timeout_s;	    /* no byte for this long ends it; 0: 60 s */
+	int timeout_s;		    /* the whole request; 0: none */
+	size_t max_body;	    /* in memory: 0 means 4 MiB */
+	int fd;			    /* >= 0: the body is appended to this file */
+	uint64_t resume_from;	    /* with fd: ask for the bytes from here on */
 	void (*on_data)(void *ctx, const void *p, size_t n);
 	/* with resume_from: the server sent the whole body, not the rest (the file was emptied) */
 	void (*on_restart)(void *ctx);

@@ -639,7 +639,8 @@ static int check_config(const char *cache, const char *digest, const char *arch,
 	os = json_string_value(json_object_get(j, "os"));
 	a = json_string_value(json_object_get(j, "architecture"));
 	if ((os && strcmp(os, "linux")) || (a && strcmp(a, arch)))
-		rc = error_set(err, -1, "the image is for %s/%s, not linux/%s (no index names others)",
+		rc = error_set(err, -1,
+			       "the image is for %s/%s, not linux/%s (no index names others)",
 			       os ? os : "?", a ? a : "?", arch);
 	json_decref(j);
 	strbuf_release(&sb);

@@ -116,12 +116,13 @@ static void bundle_preflight(struct run *run)
 			ev->role = xstrdup("preflight");
 			ev->step = xstrdup("error");
 			ev->result = STEP_FAILED;
-			ev->text = xasprintf("%zu image%s of %s not in this machine's image bundle "
-					     "(linux/%s), and cluster.images.source is bundle: %s "
-					     "(hint: provision fetch -i %s --images, on a machine that "
-					     "reaches the registries, then provision up again)",
-					     n, n == 1 ? "" : "s", o->nodes[i]->name, arch, missing.buf,
-					     o->inv->path);
+			ev->text =
+			    xasprintf("%zu image%s of %s not in this machine's image bundle "
+				      "(linux/%s), and cluster.images.source is bundle: %s "
+				      "(hint: provision fetch -i %s --images, on a machine that "
+				      "reaches the registries, then provision up again)",
+				      n, n == 1 ? "" : "s", o->nodes[i]->name, arch, missing.buf,
+				      o->inv->path);
 			plan_forward(run, ev, i);
 			event_free(ev);
 			run->res->nodes[i].preflight_failed = true;
@@ -262,7 +263,7 @@ static int upload_chunk(void *ctx, const void *p, size_t n)
 	return 0;
 }
 
-#define IMPORT_DIR "/var/lib/provision/images"
+#define IMPORT_DIR   "/var/lib/provision/images"
 #define IMPORT_CHUNK (4u << 20)
 
 int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct role *r)
@@ -334,7 +335,8 @@ int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct
 			free(path);
 			break;
 		}
-		strbuf_addstr(&cmd, "mkdir -p " IMPORT_DIR " && chmod 0700 " IMPORT_DIR " && rm -f ");
+		strbuf_addstr(&cmd,
+			      "mkdir -p " IMPORT_DIR " && chmod 0700 " IMPORT_DIR " && rm -f ");
 		strbuf_add_sh_quoted(&cmd, path);
 		if (runner_job_exec(job, NULL, NULL, cmd.buf, NULL, 0,
 				    nc->node->ssh.command_timeout * 1000, &res, &err) < 0 ||
@@ -346,7 +348,8 @@ int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct
 				    err.msg[0] ? err.msg : "the node refused the file");
 			ret = err.code == TRANSPORT_ERR_LOST ? -1 : 1;
 		} else {
-			/* no unpack: containerd's CRI unpacks on the first container, as after a pull */
+			/* no unpack: containerd's CRI unpacks on the first container, as after a
+			 * pull */
 			strbuf_reset(&cmd);
 			strbuf_addstr(&cmd, "ctr -n k8s.io images import --no-unpack ");
 			strbuf_add_sh_quoted(&cmd, path);
@@ -377,8 +380,8 @@ int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct
 		char b[32];
 		result = STEP_CHANGED;
 		pulls_bytes(b, sizeof(b), bytes);
-		strbuf_addf(&detail, "imported %zu image%s (%s) from this machine's bundle", imported,
-			    imported == 1 ? "" : "s", b);
+		strbuf_addf(&detail, "imported %zu image%s (%s) from this machine's bundle",
+			    imported, imported == 1 ? "" : "s", b);
 	} else if (ret == 0) {
 		strbuf_addf(&detail, "the %zu image%s of the bundle for it already there", nr,
 			    nr == 1 ? " is" : "s are");

@@ -32,9 +32,9 @@
 #define CAPTURE_MAX (256 << 10) /* a file's diff in provision plan */
 /* Pulls at once per node (PROVISION_IMAGE_PULLS), and no byte for this long fails one. */
 #define PLAN_PULLS_PER_NODE 3
-#define PLAN_PULL_STALL_S 60
-#define PLAN_STR_(x) #x
-#define PLAN_STR(x) PLAN_STR_(x)
+#define PLAN_PULL_STALL_S   60
+#define PLAN_STR_(x)	    #x
+#define PLAN_STR(x)	    PLAN_STR_(x)
 
 struct barrier {
 	size_t expected, done, failed;

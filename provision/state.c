@@ -972,7 +972,8 @@ struct eta_key {
 
 struct eta_plan {
 	char *node;
-	int64_t *expect; /* steps[i]'s duration as the run now expects it (state_eta_expect); -1 none */
+	int64_t
+	    *expect; /* steps[i]'s duration as the run now expects it (state_eta_expect); -1 none */
 	char **steps; /* "role\tstep" of the newest run that ran the node */
 	char *last;   /* steps[i]'s result then: 'u' no work, 'c' changed, 'f' failed */
 	bool *again;  /* steps[i] did work in the run of the node before that too */
@@ -1296,16 +1297,18 @@ static void eta_learn_pulls(struct state_eta *e, struct state *s, const char *id
 			     line = strtok_r(NULL, "\n", &save)) {
 				char *f[5] = {NULL}, *ls = NULL, *w;
 				int nf = 0;
-				for (w = strtok_r(line, "\t", &ls); w && nf < 5; w = strtok_r(NULL, "\t", &ls))
+				for (w = strtok_r(line, "\t", &ls); w && nf < 5;
+				     w = strtok_r(NULL, "\t", &ls))
 					f[nf++] = w;
 				if (nf < 5 || strcmp(f[4], "done"))
 					continue;
 				for (k = 0; k < e->nr_images && strcmp(e->image_refs[k], f[1]); k++)
 					;
 				if (k == e->nr_images) {
-					ALLOC_GROW(e->image_refs, e->nr_images + 1, e->alloc_images);
-					e->image_bytes = xrealloc(e->image_bytes,
-								  e->alloc_images * sizeof(uint64_t));
+					ALLOC_GROW(e->image_refs, e->nr_images + 1,
+						   e->alloc_images);
+					e->image_bytes = xrealloc(
+					    e->image_bytes, e->alloc_images * sizeof(uint64_t));
 					e->image_refs[e->nr_images] = xstrdup(f[1]);
 					e->image_bytes[e->nr_images++] = strtoull(f[2], NULL, 10);
 				}
@@ -1325,30 +1328,37 @@ static void eta_learn_pulls(struct state_eta *e, struct state *s, const char *id
 				while (l && *l) {
 					const char *nl = strchr(l, '\n');
 					if (!strncmp(l, roles[r], rl) && l[rl] == '\t') {
-						const char *st = l + rl + 1, *tab = strchr(st, '\t');
+						const char *st = l + rl + 1,
+							   *tab = strchr(st, '\t');
 						int64_t v = tab ? strtoll(tab + 1, NULL, 10) : 0;
-						const char *res = tab ? strchr(tab + 1, '\t') : NULL;
-						/* a step that pulled in this run (a file of an earlier
-						 * run lies under a run that wrote none) */
-						if (tab && v > ms && (size_t)(tab - st) < sizeof(step) &&
+						const char *res =
+						    tab ? strchr(tab + 1, '\t') : NULL;
+						/* a step that pulled in this run (a file of an
+						 * earlier run lies under a run that wrote none) */
+						if (tab && v > ms &&
+						    (size_t)(tab - st) < sizeof(step) &&
 						    strncmp(st, "import", 6) && res &&
 						    !strncmp(res + 1, "changed", 7)) {
 							ms = v;
-							snprintf(step, sizeof(step), "%.*s", (int)(tab - st), st);
+							snprintf(step, sizeof(step), "%.*s",
+								 (int)(tab - st), st);
 						}
 					}
 					l = nl ? nl + 1 : NULL;
 				}
 				if (ms > 0 && bytes[r]) {
 					const char *scopes[3] = {NULL, NULL, "*"};
-					char *sn = xasprintf("n:%s", node), *sk = kind ? xasprintf("k:%s", kind) : NULL;
+					char *sn = xasprintf("n:%s", node),
+					     *sk = kind ? xasprintf("k:%s", kind) : NULL;
 					size_t si;
 					scopes[0] = sn;
 					scopes[1] = sk;
 					for (si = 0; si < 3; si++)
 						if (scopes[si])
-							eta_sample(e, scopes[si], "pull", "rate", "r",
-								   (int64_t)(bytes[r] * 1000 / (uint64_t)ms));
+							eta_sample(e, scopes[si], "pull", "rate",
+								   "r",
+								   (int64_t)(bytes[r] * 1000 /
+									     (uint64_t)ms));
 					free(sn);
 					free(sk);
 				}

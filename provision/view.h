@@ -24,7 +24,7 @@
 #include "runner.h"
 
 #define VIEW_PROGRESS_PLAIN_MS 10000
-#define VIEW_PROGRESS_JSON_MS 2000
+#define VIEW_PROGRESS_JSON_MS  2000
 
 struct view {
 	const struct node *const *nodes;
@@ -33,8 +33,8 @@ struct view {
 	bool verbose;
 	int fd;	     /* where lines go (stdout) */
 	size_t width; /* of the widest node name, for alignment */
-	struct pulls pulls;	/* the nodes' pulls, for the progress lines */
-	uint64_t *progress_ms;	/* per node: when its last progress line went out */
+	struct pulls pulls;    /* the nodes' pulls, for the progress lines */
+	uint64_t *progress_ms; /* per node: when its last progress line went out */
 };
 
 void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool json, bool verbose);

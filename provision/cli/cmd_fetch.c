@@ -139,7 +139,8 @@ static void recorded_facts(const char *state_dir, const struct node *const *node
 		char *path = xasprintf("%s/nodes/%s/facts", state_dir, nodes[i]->name);
 		fp[i] = NULL;
 		text.max = FACTS_MAX + 1;
-		if (read_file(path, &text) == 0 && facts_parse(&facts[i], text.buf, text.len, &err) == 0) {
+		if (read_file(path, &text) == 0 &&
+		    facts_parse(&facts[i], text.buf, text.len, &err) == 0) {
 			if (facts[i].unsafe_field)
 				facts_release(&facts[i]);
 			else
@@ -268,7 +269,8 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 				size_t j;
 				bool runs = false;
 				for (j = 0; j < plan.nr && !runs; j++)
-					runs = plan.items[j].on[k] && !strcmp(plan.items[j].ref, e->ref);
+					runs = plan.items[j].on[k] &&
+					       !strcmp(plan.items[j].ref, e->ref);
 				if (runs && !strcmp(arch_of(nodes[k]), archs[a]))
 					strbuf_addf(&on, "%s%s", on.len ? "," : "", nodes[k]->name);
 			}
@@ -279,8 +281,9 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 			images++;
 			if (args.list) {
 				printf("%s\tlinux/%s\t%s\t%s\n", e->ref, archs[a], on.buf,
-				       oci_bundle_find(cache, e->ref, archs[a], &img) ? "in the bundle"
-										    : "not in the bundle");
+				       oci_bundle_find(cache, e->ref, archs[a], &img)
+					   ? "in the bundle"
+					   : "not in the bundle");
 			} else {
 				struct img_progress p = {.tty = isatty(STDERR_FILENO) == 1,
 							 .started_ms = now_ms(),
@@ -296,7 +299,9 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 				if (oci_fetch(&o, e->ref, archs[a], &img, &ferr) < 0) {
 					if (p.shown && p.tty)
 						fputs("\r\033[K", stderr);
-					fprintf(stderr, "provision fetch: cannot fetch %s (linux/%s, for %s): %s\n",
+					fprintf(stderr,
+						"provision fetch: cannot fetch %s (linux/%s, for "
+						"%s): %s\n",
 						e->ref, archs[a], on.buf, ferr.msg);
 					failed++;
 				} else {
@@ -304,9 +309,10 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 					if (p.shown && p.tty)
 						fputs("\r\033[K", stderr);
 					pulls_bytes(size, sizeof(size), img.bytes);
-					printf("%s\tlinux/%s\t%s\t%s %s\t%s\n", e->ref, archs[a], size,
-					       img.fetched ? "fetched from" : "already in the bundle,",
-					       img.fetched ? img.endpoint : "verified", on.buf);
+					printf(
+					    "%s\tlinux/%s\t%s\t%s %s\t%s\n", e->ref, archs[a], size,
+					    img.fetched ? "fetched from" : "already in the bundle,",
+					    img.fetched ? img.endpoint : "verified", on.buf);
 					fetched += img.fetched;
 					bytes += img.bytes;
 				}
@@ -315,12 +321,13 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 		}
 	}
 	for (i = 0; i < plan.nr_unresolved; i++)
-		fprintf(stderr, "provision fetch: cannot tell which images: %s\n", plan.unresolved[i]);
+		fprintf(stderr, "provision fetch: cannot tell which images: %s\n",
+			plan.unresolved[i]);
 	if (!args.list) {
 		char size[32];
 		pulls_bytes(size, sizeof(size), bytes);
-		printf("images of '%s': %zu in %s/images (%s), %zu fetched now%s%s\n", inv->cluster.name,
-		       images - failed, cache, size, fetched, failed ? ", " : "",
+		printf("images of '%s': %zu in %s/images (%s), %zu fetched now%s%s\n",
+		       inv->cluster.name, images - failed, cache, size, fetched, failed ? ", " : "",
 		       failed ? "some could not be fetched (above)" : "");
 	}
 	if (failed || plan.nr_unresolved)
@@ -415,8 +422,8 @@ static int fetch_exec(int nr_pos, char **pos)
 	}
 	/* --list fetches nothing: the charts in the cache say what they can */
 	ret = args.list ? EXIT_OK
-			: cli_fetch_artifacts("fetch", &rs, inv, nodes, nr, phases, cache, args.record,
-					      args.all);
+			: cli_fetch_artifacts("fetch", &rs, inv, nodes, nr, phases, cache,
+					      args.record, args.all);
 	if (ret == EXIT_OK && !args.list)
 		printf("artifacts of '%s' are in %s\n", inv->cluster.name, cache);
 	if (ret == EXIT_OK && args.images)

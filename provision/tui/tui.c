@@ -647,8 +647,9 @@ static int pane_pulls(struct tui *t, int y, int max, int cols, uint64_t now)
 	{
 		char r[32], title[96];
 		pulls_bytes(r, sizeof(r), rate);
-		snprintf(title, sizeof(title), "pulling images %s %zu node%s %s %s/s", sym(t, "\xc2\xb7", "-"),
-			 pulling, pulling == 1 ? "" : "s", sym(t, "\xc2\xb7", "-"), r);
+		snprintf(title, sizeof(title), "pulling images %s %zu node%s %s %s/s",
+			 sym(t, "\xc2\xb7", "-"), pulling, pulling == 1 ? "" : "s",
+			 sym(t, "\xc2\xb7", "-"), r);
 		rule(t, y, cols, title);
 		rows++;
 	}
@@ -683,7 +684,8 @@ static int pane_pulls(struct tui *t, int y, int max, int cols, uint64_t now)
 		/* the image's end: NAME:TAG says which one */
 		if ((int)strlen(ps.image->ref) > img_w) {
 			strbuf_addstr(&img, sym(t, "\xe2\x80\xa6", "~"));
-			strbuf_addstr(&img, ps.image->ref + strlen(ps.image->ref) - (size_t)(img_w - 1));
+			strbuf_addstr(&img,
+				      ps.image->ref + strlen(ps.image->ref) - (size_t)(img_w - 1));
 		} else {
 			strbuf_addstr(&img, ps.image->ref);
 		}

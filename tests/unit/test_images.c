@@ -495,6 +495,33 @@ static void test_plan_driver_nodes(void **unused)
 	free(cache);
 }
 
+/* No GPU node: the GPU Operator's steps skip, and none of its images is listed (NFD neither). */
+static void test_plan_no_gpu(void **unused)
+{
+	struct cluster c;
+	struct strbuf tgz = STRBUF_INIT;
+	struct error err = {0};
+	char *cache = xasprintf("%s/cache-nogpu", dir), *r;
+	size_t i;
+
+	cluster_load(&c);
+	c.facts[2].nr_nvidia_pci = 0;
+	tgz_of(&tgz, "tests/fakes/charts", "gpu-operator");
+	cache_chart(&c.rs, cache, "gpu-operator-chart", &tgz);
+	if (plan_images(&c.plan, c.inv, &c.rs, cache, c.nodes, c.fp, 4, NULL, &err) < 0)
+		fail_msg("%s", err.msg);
+	for (i = 0; i < c.plan.nr_unresolved; i++) /* the other charts are not in this cache */
+		assert_null(strstr(c.plan.unresolved[i], "gpu-operator"));
+	for (i = 0; i < 4; i++) {
+		r = refs_of(&c, i, "gpu-operator");
+		assert_string_equal(r, "");
+		free(r);
+	}
+	cluster_release(&c);
+	strbuf_release(&tgz);
+	free(cache);
+}
+
 /* Without the chart archives in the cache: said, not guessed. */
 static void test_plan_unresolved(void **unused)
 {
@@ -590,6 +617,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_unresolved),
 	    cmocka_unit_test(test_plan_real_charts),
 	    cmocka_unit_test(test_plan_driver_nodes),
+	    cmocka_unit_test(test_plan_no_gpu),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -52,7 +52,8 @@ static void test_rate_and_eta(void **unused)
 	step(&p, 0, EVENT_STEP_START, 1000);
 	/* 10 MB/s for 5 s on a 100 MB image */
 	for (t = 0; t <= 5; t++)
-		feed(&p, 0, "registry.k8s.io/etcd:3.6.8-0", t * 10000000, 100000000, 1000 + t * 1000);
+		feed(&p, 0, "registry.k8s.io/etcd:3.6.8-0", t * 10000000, 100000000,
+		     1000 + t * 1000);
 	assert_true(pulls_node(&p, 0, 6000, &s));
 	assert_int_equal(s.in_flight, 1);
 	assert_int_equal(s.done, 50000000);

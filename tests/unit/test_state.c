@@ -559,11 +559,10 @@ static void test_eta_pulls(void **unused)
 
 	assert_int_equal(state_open(&s, dir, true, &err), 0);
 	/* run 1: w1 pulls 300 MB in 30 s (10 MB/s), w2 200 MB in 40 s (5 MB/s) */
-	state_files_addf(&f, "summary", "command: up\nresult: ok\nduration_ms: 45000\nran: w1 w2\n");
-	state_files_addf(&f, "nodes/w1/timings",
-			 "images-addons\t10-pull\t30000\tchanged\t50\n");
-	state_files_addf(&f, "nodes/w2/timings",
-			 "images-addons\t10-pull\t40000\tchanged\t60\n");
+	state_files_addf(&f, "summary",
+			 "command: up\nresult: ok\nduration_ms: 45000\nran: w1 w2\n");
+	state_files_addf(&f, "nodes/w1/timings", "images-addons\t10-pull\t30000\tchanged\t50\n");
+	state_files_addf(&f, "nodes/w2/timings", "images-addons\t10-pull\t40000\tchanged\t60\n");
 	state_files_addf(&f, "nodes/w1/pulls",
 			 "images-addons\treg.io/big:1\t200000000\t20000\tdone\n"
 			 "images-addons\treg.io/mid:1\t100000000\t15000\tdone\n");
@@ -576,7 +575,7 @@ static void test_eta_pulls(void **unused)
 	/* run 2: nothing to pull */
 	eta_run(s, "up", "w1 w2", 1200,
 		(const char *const[]){"w1|images-addons\t10-pull\t80\tunchanged\n",
-				       "w2|images-addons\t10-pull\t90\tunchanged\n", NULL});
+				      "w2|images-addons\t10-pull\t90\tunchanged\n", NULL});
 	e = state_eta_load(s, "up", nodes, kinds, 2);
 	assert_int_equal(state_eta_image_bytes(e, "reg.io/big:1"), 200000000);
 	assert_int_equal(state_eta_image_bytes(e, "reg.io/small:1"), 0); /* never done */
