@@ -158,6 +158,17 @@ static void add_registries(struct tval *cluster, const struct inventory *inv)
 				tval_set_str(me, "server", "true");
 			creds = creds || m->username != NULL;
 		}
+		/*
+		 * containerd 1.6 and 1.7 refuse a hosts.toml without a [host]
+		 * table ("failed to decode hosts.toml" error="invalid `host`
+		 * tree", getSortedHosts) and go to the registry's default
+		 * upstream instead; 2.x reads it.  Where the file would have none
+		 * (the upstream alone, or one mirror with upstream: false), its
+		 * server is written as a [host] table too (tried twice only when
+		 * it fails).
+		 */
+		if (r->upstream ? r->nr_mirrors == 0 : r->nr_mirrors == 1)
+			tval_set_str(e, "server_as_host", "true");
 		/* the file holds a credential: root alone reads it */
 		tval_set_str(e, "mode", creds ? "0600" : "0644");
 	}

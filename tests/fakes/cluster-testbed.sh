@@ -132,6 +132,8 @@ cluster_registry() {
 			s = re.sub(r"(    roles: \[worker\])", r"\1\n    gpus: 1", s)
 			open(dst, "w").write(s)
 		EOF
+		# its charts too (the NFS provisioner's, the hub's), for their values
+		"$BUILD/provision" fetch -i "$TEST_DIR/inventory-images.yaml" --roles "$ROLES" >>"$TEST_DIR/fetch.log" 2>&1 || :
 		"$BUILD/provision" fetch -i "$TEST_DIR/inventory-images.yaml" --roles "$ROLES" --state "$TEST_DIR/no-state" \
 			--images --list >>"$TEST_DIR/images.list" 2>>"$TEST_DIR/fetch.log" || :
 	done

@@ -1190,6 +1190,11 @@ static void test_registry_values(void **state)
 				   "      mirrors: [{url: https://a.lab.example, skip_verify: true}, {url: "
 				   "http://b.lab.example:5000}]\n"
 				   "      upstream: false\n"
+				   "    ghcr.io:\n"
+				   "      mirrors: [{url: http://g.lab.example:5000}]\n"
+				   "      upstream: false\n"
+				   "    quay.io:\n"
+				   "      skip_verify: true\n"
 				   "jupyterhub: {enabled: false}\n"
 				   "nodes:\n"
 				   "  - {name: cp, address: 10.0.0.1, roles: [control-plane, worker]}\n"
@@ -1199,7 +1204,7 @@ static void test_registry_values(void **state)
 	struct strbuf tmpl = STRBUF_INIT, out = STRBUF_INIT, np = STRBUF_INIT;
 	struct error err = {0};
 	struct tval *v;
-	const char *dh, *k8s, *m1, *m2, *srv;
+	const char *dh, *k8s, *m1, *m2, *srv, *gh, *qy;
 
 	(void)state;
 	diag_list_init(&dl);
@@ -1231,6 +1236,22 @@ static void test_registry_values(void **state)
 					"\"resolve\"]\n  skip_verify = true\n"));
 	assert_null(strstr(k8s, "[host.\"http://b.lab.example:5000\"]"));
 	assert_null(strstr(k8s, "registry.k8s.io\"\n"));
+	/*
+	 * A file without [host] table is refused by containerd 1.6 and 1.7
+	 * ("invalid `host` tree"), which then pull from the upstream: one
+	 * mirror with upstream: false, and the upstream alone, get theirs.
+	 */
+	gh = strstr(out.buf, "%% file /etc/containerd/certs.d/ghcr.io/hosts.toml 0644\n");
+	qy = strstr(out.buf, "%% file /etc/containerd/certs.d/quay.io/hosts.toml 0644\n");
+	assert_true(gh && qy && k8s < gh && gh < qy);
+	assert_non_null(strstr(gh, "server = \"http://g.lab.example:5000\""));
+	m1 = strstr(gh, "[host.\"http://g.lab.example:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n");
+	assert_true(m1 && m1 < qy);
+	assert_non_null(strstr(qy, "server = \"https://quay.io\""));
+	assert_non_null(strstr(qy, "[host.\"https://quay.io\"]\n  capabilities = [\"pull\", "
+				   "\"resolve\"]\n  skip_verify = true\n"));
+	assert_null(strstr(dh, "[host.\"https://registry-1.docker.io\"]"));
+	assert_null(strstr(k8s, "[host.\"http://b.lab.example:5000\"]"));
 	tval_free(v);
 	strbuf_release(&np);
 	strbuf_release(&tmpl);

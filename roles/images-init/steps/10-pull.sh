@@ -211,8 +211,9 @@ parse() {
 			if (!(d in seen) && z != "") { seen[d] = 1; print "D " d " " z " " k }
 			next
 		}
-		/level=debug msg=(resolving|resolved) / && match($0, / host="[^"]*"/) {
-			h = substr($0, RSTART + 7, RLENGTH - 8)
+		/level=debug msg=(resolving|resolved) / && match($0, / host=("[^"]*"|[^ ]+)/) {
+			h = substr($0, RSTART + 6, RLENGTH - 6)
+			gsub(/"/, "", h)
 			if ($0 ~ /msg=resolved /) print "H " h
 			else if (!(h in tried)) { tried[h] = 1; print "T " h }
 		}
@@ -289,6 +290,13 @@ bytes() {
 # Why a pull failed, from ctr's error lines in $1: "CAUSE|FIX" for an
 # error that stays, "" for one worth trying again.
 classify() {
+	# containerd 1.6/1.7 refuse a hosts.toml they cannot read and go to the
+	# registry's upstream instead: that is the cause, whatever came after
+	bad=$(sed -n 's/^E .*msg="failed to decode hosts.toml" error="\([^"]*\)".*/\1/p' "$1" | head -n 1)
+	if [ -n "$bad" ]; then
+		echo "containerd cannot read $PV_HOSTS_DIR/$(registry_of "$ref")/hosts.toml ($bad), so it went to the registry itself|check that file (roles/containerd writes it from cluster.registries: provision up --phases prep puts it back)"
+		return 0
+	fi
 	msg=$(sed -n 's/^E ctr: //p' "$1" | tail -n 1)
 	[ -n "$msg" ] || msg=$(sed -n 's/^E //p' "$1" | tail -n 1)
 	case $msg in
