@@ -213,9 +213,9 @@ struct req {
 	const struct http_request *r;
 	struct http_response *res;
 	CURL *c;
-	bool too_big, checked;
+	bool too_big, file_too_big, checked;
 	int io_errno;
-	uint64_t last_ms;
+	uint64_t last_ms, file_have; /* with fd: the file's bytes */
 };
 
 static char *header_value(const char *line, size_t n, const char *name)
@@ -284,15 +284,21 @@ static size_t req_write(char *ptr, size_t size, size_t nmemb, void *ud)
 			q->io_errno = errno;
 			return 0;
 		}
+		q->file_have = 0;
 		if (q->r->on_restart)
 			q->r->on_restart(q->r->ctx);
 	}
 	q->checked = true;
 	if (q->r->fd >= 0 && code >= 200 && code < 300) {
+		if (q->r->max_size && q->file_have + n > q->r->max_size) {
+			q->file_too_big = true; /* ends the transfer: no byte past the bound */
+			return 0;
+		}
 		if ((e = write_all(q->r->fd, ptr, n)) < 0) {
 			q->io_errno = -e;
 			return 0;
 		}
+		q->file_have += n;
 	} else {
 		size_t max = q->r->max_body ? q->r->max_body : 4u << 20;
 		if (q->res->body.len + n > max) {
@@ -324,7 +330,7 @@ static int req_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off
 int http_request(const struct http_request *r, struct http_response *res, struct error *err)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
-	struct req q = {.r = r, .res = res};
+	struct req q = {.r = r, .res = res, .file_have = r->resume_from};
 	struct curl_slist *hdrs = NULL;
 	CURLcode rc;
 	size_t i;
@@ -377,6 +383,9 @@ int http_request(const struct http_request *r, struct http_response *res, struct
 	else if (q.too_big)
 		ret = error_set(err, HTTP_ERR, "'%s': an answer of more than %zu bytes", r->url,
 				r->max_body ? r->max_body : (size_t)4 << 20);
+	else if (q.file_too_big)
+		ret = error_set(err, HTTP_ERR_TOO_BIG, "'%s': more than the %llu bytes expected",
+				r->url, (unsigned long long)r->max_size);
 	else
 		ret = translate(rc, r->url, errbuf, res->status,
 				r->stall_timeout_s ? r->stall_timeout_s : 60, err);

@@ -33,7 +33,7 @@ enum {
 	HTTP_ERR_TIMEOUT = -3, /* no connection, or no data for too long */
 	HTTP_ERR_PARTIAL = -4, /* the connection ended before the body did: resume */
 	HTTP_ERR_IO = -5,      /* writing the file on this machine */
-	HTTP_ERR_TOO_BIG = -6, /* more bytes than http_download.max_size */
+	HTTP_ERR_TOO_BIG = -6, /* more bytes than max_size (a download, a request's file) */
 };
 
 void http_init(void);
@@ -134,6 +134,7 @@ struct http_request {
 	size_t max_body;	    /* in memory: 0 means 4 MiB */
 	int fd;			    /* >= 0: the body is appended to this file */
 	uint64_t resume_from;	    /* with fd: ask for the bytes from here on */
+	uint64_t max_size;	    /* with fd: the most the file may hold; 0: no bound */
 	void (*on_data)(void *ctx, const void *p, size_t n);
 	/* with resume_from: the server sent the whole body, not the rest (the file was emptied) */
 	void (*on_restart)(void *ctx);
@@ -153,7 +154,7 @@ struct http_response {
 /*
  * 0 whenever an HTTP answer came, whatever its status (res->status), or a
  * negative code when none did (or the body was cut short, or exceeded
- * max_body: HTTP_ERR).  Release res with http_response_release().
+ * max_body: HTTP_ERR; a file past max_size: HTTP_ERR_TOO_BIG).  Release res with http_response_release().
  */
 int http_request(const struct http_request *r, struct http_response *res, struct error *err);
 void http_response_release(struct http_response *res);

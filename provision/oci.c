@@ -270,6 +270,14 @@ static int authenticate(struct session *s, const char *challenge, struct error *
 		error_set(err, -1, "unauthorized (HTTP 401): a Bearer challenge without a realm");
 		goto out;
 	}
+	if (!strncmp(s->ep->url, "https://", 8) && strncmp(realm, "https://", 8)) {
+		/* credentials and tokens never go from https down to http (http.h) */
+		error_set(err, -1,
+			  "unauthorized (HTTP 401): %s sends for its token to a plain http:// "
+			  "realm (refused)",
+			  s->ep->url);
+		goto out;
+	}
 	strbuf_addf(&url, "%s%s", realm, strchr(realm, '?') ? "&" : "?");
 	if (service) {
 		strbuf_addstr(&url, "service=");
@@ -483,6 +491,12 @@ static int get_blob(struct session *s, const char *digest, uint64_t size, struct
 		rc = 0;
 		goto out;
 	}
+	if (s->o->max_blob_size && size > s->o->max_blob_size) {
+		error_set(err, -1, "%s: blob %s is %llu bytes, more than the %llu allowed (--max-size)",
+			  s->ep->url, digest, (unsigned long long)size,
+			  (unsigned long long)s->o->max_blob_size);
+		goto out;
+	}
 	strbuf_addf(&url, "%s/v2/%s/blobs/%s", s->ep->url, s->ref->repository, digest);
 	for (attempt = 0; attempt < 3; attempt++) {
 		uint64_t have = 0;
@@ -509,6 +523,8 @@ static int get_blob(struct session *s, const char *digest, uint64_t size, struct
 			request_init(&rq, s, url.buf);
 			rq.fd = fd;
 			rq.resume_from = have;
+			rq.max_size = size; /* what the manifest says, not a byte more */
+			rq.timeout_s = s->o->blob_timeout_s;
 			rq.on_data = blob_data;
 			rq.on_restart = blob_restart;
 			rq.progress = blob_progress;
@@ -518,6 +534,8 @@ static int get_blob(struct session *s, const char *digest, uint64_t size, struct
 				fd = -1;
 				if (err->code == HTTP_ERR_PARTIAL || err->code == HTTP_ERR_TIMEOUT)
 					continue;
+				if (err->code == HTTP_ERR_TOO_BIG)
+					unlink(part);
 				goto out;
 			}
 			if (res.status != 200 && res.status != 206 &&

@@ -71,6 +71,8 @@ struct oci_opts {
 	size_t (*endpoints)(void *ctx, const char *registry, const struct oci_endpoint **out);
 	int connect_timeout_ms; /* 0: 30 s */
 	int stall_timeout_s;	/* 0: 60 s */
+	int blob_timeout_s;	/* one blob's download in all; 0: none */
+	uint64_t max_blob_size; /* a larger blob is refused before a byte comes; 0: no bound */
 	/* a blob coming in: its digest, bytes so far and in all */
 	void (*progress)(void *ctx, const char *ref, const char *digest, uint64_t have,
 			 uint64_t total);

@@ -9,9 +9,12 @@
 # second fetch that downloads nothing, an OCI index resolved to the node's
 # platform and an image for another platform refused, token
 # authentication (the token in no output), a registry that sends a blob
-# whose bytes are not its digest (refused, nothing kept), a tag that does
-# not exist, 429 with its Retry-After, 401 without and with credentials;
-# then the archive a node imports (tests/tools/oci) as tar sees it.
+# whose bytes are not its digest (refused, nothing kept), one that sends
+# more than the manifest's size (stopped there, nothing kept), an https
+# registry whose token service is plain http:// (refused: no credentials
+# down to http), a tag that does not exist, 429 with its Retry-After, 401
+# without and with credentials; then the archive a node imports
+# (tests/tools/oci) as tar sees it.
 # About 10 s.
 # shellcheck disable=SC2016 # test bodies are single-quoted: lib.sh evaluates them
 # shellcheck source=tests/lib.sh
@@ -30,6 +33,7 @@ free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 P_LAB=$(free_port) P_TOKEN=$(free_port) P_429=$(free_port) P_AUTH=$(free_port) P_BAD=$(free_port)
+P_TLS=$(free_port)
 
 registry_start lab "127.0.0.1:$P_LAB" || exit 1
 registry_push lab lab/small:v1 --layer 64k --seed small >/dev/null || exit 1
@@ -41,6 +45,13 @@ test_at_exit "kill $!"
 python3 "$SRC_ROOT/tests/tools/token-registry.py" "127.0.0.1:$P_BAD" "http://127.0.0.1:$P_LAB" --corrupt --lifetime 300 \
 	>"$TEST_DIR/corrupt.log" 2>&1 &
 test_at_exit "kill $!"
+mkdir -p "$REGISTRY_DIR/tls-front"
+_registry_cert tls-front 127.0.0.1 || exit 1
+CA=$(registry_ca)
+python3 "$SRC_ROOT/tests/tools/token-registry.py" "127.0.0.1:$P_TLS" "http://127.0.0.1:$P_LAB" --lifetime 300 \
+	--tls "$REGISTRY_DIR/tls-front/server.crt" "$REGISTRY_DIR/tls-front/server.key" \
+	--realm "http://127.0.0.1:$P_TOKEN/token" >"$TEST_DIR/tls.log" 2>&1 &
+test_at_exit "kill $!"
 front_start refuse "127.0.0.1:$P_429" 429 120 || exit 1
 printf 'a-registry-password\n' >"$TEST_DIR/pw"
 chmod 600 "$TEST_DIR/pw"
@@ -48,7 +59,8 @@ registry_start auth "127.0.0.1:$P_AUTH" --htpasswd lab "$TEST_DIR/pw" || exit 1
 python3 "$REGISTRY_LIB_DIR/mkimage.py" push "http://127.0.0.1:$P_AUTH" lab/private:v1 --layer 16k --seed private \
 	--user lab --password-file "$TEST_DIR/pw" >/dev/null || exit 1
 i=0
-until grep -q listening "$TEST_DIR/token.log" && grep -q listening "$TEST_DIR/corrupt.log"; do
+until grep -q listening "$TEST_DIR/token.log" && grep -q listening "$TEST_DIR/corrupt.log" &&
+	grep -q listening "$TEST_DIR/tls.log"; do
 	i=$((i + 1))
 	[ "$i" -lt 50 ] || { cat "$TEST_DIR/token.log"; exit 1; }
 	sleep 0.1
@@ -90,6 +102,9 @@ inventory() { # [extra registry lines]
 			      upstream: false
 			    docker.io:
 			      mirrors: [{url: "http://127.0.0.1:$P_BAD"}]
+			      upstream: false
+			    lab.example.com:
+			      mirrors: [{url: "https://127.0.0.1:$P_TLS", ca_file: "$CA", username: lab, password_file: "$TEST_DIR/pw"}]
 			      upstream: false
 			ssh: {user: admin}
 			jupyterhub: {enabled: false}
@@ -179,6 +194,30 @@ test_case "a registry whose blob is not what its digest says: refused with both 
 	for f in "$CACHE"/images/blobs/sha256/*; do
 		[ "$(sha256sum <"$f" | cut -c1-64)" = "${f##*/}" ] || { echo "$f is not its digest"; false; }
 	done
+'
+
+test_case "a registry that sends more than the manifest says a blob is: stopped at that size, nothing kept" '
+	app_images "docker.io/lab/padded-long:v1@cluster"
+	registry_push lab lab/padded-long:v1 --layer 48k --seed padded >/dev/null
+	fetch --images >out 2>err && rc=0 || rc=$?
+	cat err
+	[ "$rc" = 1 ]
+	expect_grep "cannot fetch docker.io/lab/padded-long:v1 (linux/amd64, for cp,w1): .http://127.0.0.1:$P_BAD/v2/lab/padded-long/blobs/sha256:[0-9a-f]*.: more than the [0-9]* bytes expected" err
+	! ls "$CACHE"/images/blobs/sha256/ | grep -q partial
+	for f in "$CACHE"/images/blobs/sha256/*; do
+		[ "$(sha256sum <"$f" | cut -c1-64)" = "${f##*/}" ] || { echo "$f is not its digest"; false; }
+	done
+'
+
+test_case "an https registry whose token service is plain http://: refused, no credentials sent down to http" '
+	app_images "lab.example.com/lab/tokened:v1@cluster"
+	before=$(grep -c "token-request" "$TEST_DIR/token.log")
+	fetch --images >out 2>err && rc=0 || rc=$?
+	cat err
+	[ "$rc" = 1 ]
+	grep -q "token-front 401 GET /v2/lab/tokened/manifests/v1 none" "$TEST_DIR/tls.log"
+	expect_grep "cannot fetch lab.example.com/lab/tokened:v1 (linux/amd64, for cp,w1): unauthorized (HTTP 401): https://127.0.0.1:$P_TLS sends for its token to a plain http:// realm (refused)" err
+	[ "$(grep -c "token-request" "$TEST_DIR/token.log")" = "$before" ]
 '
 
 test_case "a tag that does not exist: not found, at which registry" '

@@ -292,11 +292,18 @@ static int fetch_images(struct inventory *inv, const struct role_set *rs,
 						     .endpoints = registry_endpoints,
 						     .progress = img_progress,
 						     .ctx = &p};
-				const char *t = getenv("PROVISION_FETCH_TIMEOUT");
+				const char *t = getenv("PROVISION_FETCH_TIMEOUT"),
+					   *mt = getenv("PROVISION_FETCH_MAX_TIME"),
+					   *ms = getenv("PROVISION_FETCH_MAX_SIZE");
 				struct error ferr = {0};
 				if (t && *t)
 					o.stall_timeout_s = atoi(t);
+				if (mt && *mt)
+					o.blob_timeout_s = atoi(mt);
+				if (ms && *ms)
+					o.max_blob_size = strtoull(ms, NULL, 10);
 				if (oci_fetch(&o, e->ref, archs[a], &img, &ferr) < 0) {
+					error_make_safe(&ferr); /* it may quote a registry */
 					if (p.shown && p.tty)
 						fputs("\r\033[K", stderr);
 					fprintf(stderr,
