@@ -527,8 +527,9 @@ class Kubelet:
         if self.puller is None:
             self.puller = Puller()
         ref = normalize_ref(image)
-        if self.puller.present(ref):
-            st.pop("pull_asked", None)
+        # a pull this container asked for is taken first: once it is done the
+        # image is present too, and its "Successfully pulled image" is due
+        if not st.get("pull_asked") and self.puller.present(ref):
             return None
         t = now()
         if t < st.get("pull_next", 0):
@@ -536,6 +537,8 @@ class Kubelet:
         res = self.puller.take(ref) if st.get("pull_asked") else None
         if res == ("again",):
             st.pop("pull_asked", None)
+            if self.puller.present(ref):
+                return None
             res = None
         if res is None:
             if not st.get("pull_asked"):
