@@ -15,7 +15,7 @@
 # down to http), a tag that does not exist, 429 with its Retry-After, 401
 # without and with credentials; then the archive a node imports
 # (tests/tools/oci) as tar sees it.
-# About 15 s.
+# About 5 s (15 s when the images and the CA are made first).
 # shellcheck disable=SC2016 # test bodies are single-quoted: lib.sh evaluates them
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
