@@ -1272,6 +1272,7 @@ static const char *const cluster_keys[] = {
     "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint", "containerd",
     "cert_warning_days",
     "backups_keep",
+    "helm",
 };
 enum {
 	CL_NAME,
@@ -1286,6 +1287,7 @@ enum {
 	CL_CONTAINERD,
 	CL_CERT_WARNING_DAYS,
 	CL_BACKUPS_KEEP,
+	CL_HELM,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1393,6 +1395,16 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 			       "write 'distribution' (the node's containerd package, the default) or "
 			       "'release' (containerd 2.x from its release archive)",
 			       "'containerd' must be distribution or release, not '%s'", t);
+	}
+	/* the Helm major roles/helm installs (its artifacts are pinned per major) */
+	if ((y = f.val[CL_HELM]) && (t = get_text(p, y, "helm"))) {
+		if (!strcmp(t, "3") || !strcmp(t, "4"))
+			c->helm_major = t[0] - '0';
+		else
+			err_at(p, y,
+			       "write 4 (Helm 4, the default) or 3 (Helm 3, until its security "
+			       "support ends)",
+			       "'helm' must be 4 or 3, not '%s'", t);
 	}
 }
 
@@ -2372,6 +2384,7 @@ static struct inventory *inventory_new(const char *path)
 	    .api_port = 6443,
 	    .cert_warning_days = 30,
 	    .backups_keep = 5,
+	    .helm_major = 4,
 	    .no_proxy = strv_new(),
 	};
 	ssh_defaults(&inv->ssh);

@@ -82,6 +82,8 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 	strbuf_addf(sb, FIELD "%s\n", "containerd",
 		    c->containerd_release ? "2.x from its release archive (containerd: release)"
 					  : "the distribution's package");
+	strbuf_addf(sb, FIELD "Helm %d%s\n", "helm", c->helm_major,
+		    c->helm_major == 4 ? "" : " (helm: 3; Helm 3's security fixes end 2027-02-10)");
 
 	strbuf_addstr(sb, "\nstorage\n");
 	if (inv->nfs.server)
@@ -329,6 +331,7 @@ static void print_json(const struct inventory *inv)
 	json_object_set_new(cl, "no_proxy", jstrv(c->no_proxy));
 	json_object_set_new(cl, "containerd",
 			    json_string(c->containerd_release ? "release" : "distribution"));
+	json_object_set_new(cl, "helm", json_integer(c->helm_major));
 
 	if (inv->nfs.server) {
 		nfs = json_object();
