@@ -4,6 +4,7 @@ in the roles, and whether each flag it passes is one the real tool accepts
 for that command.
 
     roles-flags.py ROLES TABLE... [-v]
+    roles-flags.py ROLES TABLE... [-v] --run BINARY...
 
 ROLES is roles/ (lib.sh, */steps/*.sh; */templates/* that are shell
 scripts), each TABLE a flag table of the project (tests/fakes/cli/
@@ -17,6 +18,21 @@ does not ("FILE:LINE: TOOL COMMAND: FLAG ..."), then the counts:
 
 and exits 1 when a flag is not in a table (or a command has no table),
 0 otherwise.  -v lists every invocation with its flags.
+
+Helm 3 and 4: a helm command line in a branch of `case "$PV_HELM_MAJOR"
+in 3) ... ;; *) ... ;; esac` (roles/lib.sh) runs with that branch's major
+only (`*`: the majors no other branch names): it is checked against the
+helm tables of that major (helm-3.*.flags, helm-4.*.flags); every other
+helm line against all of them.
+
+--run BINARY...: run every helm and kubectl command line with the real
+binaries named (helm-X.Y.Z, kubectl-X.Y.Z: a helm line with the helms of
+its majors, a kubectl line with every kubectl) against an API server that
+does not answer (https://127.0.0.1:1, a scratch kubeconfig and HOME), the
+words the reader cannot know filled in by the kind of their flag (a
+duration 30s, an int 1, a path a small manifest, else "x"); prints each
+line a binary refused (an unknown flag, bad usage) or that failed in
+another way, and the counts; exits 1 when any did.
 
 The scripts are read, not run: a small POSIX sh reader (comments, quotes,
 line continuations, here-documents, $(...) also inside double quotes,
