@@ -417,7 +417,6 @@ for h in json.load(sys.stdin):
 }
 test_case "helm 4 takes over: without helm: 3, up replaces /usr/local/bin/helm only; every release's history as Helm 3 left it; helm 4 reads them (client-side apply); check clean" "
 	hist >hist3
-	cat hist3
 	expect_grep '^gpu-operator 1 deployed gpu-operator-v26.7.0 Install complete\$' hist3
 	expect_grep '^nfs-subdir-external-provisioner 1 superseded nfs-subdir-external-provisioner-4.0.18 Install complete\$' hist3
 	expect_grep '^nfs-subdir-external-provisioner [0-9]* deployed nfs-subdir-external-provisioner-4.0.18 Upgrade complete\$' hist3
@@ -434,12 +433,14 @@ test_case "helm 4 takes over: without helm: 3, up replaces /usr/local/bin/helm o
 	expect_eq \"\$(cat want4)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm 4 binary'
 	hist >hist4
 	expect_eq \"\$(cat hist3)\" \"\$(cat hist4)\" 'the releases'\\'' history under helm 4 (no new revision, no reinstall)'
+	sed 's/^/# helm 4 history: /' hist4 >&3
 	tb node-1 $HELM1 get metadata nfs-subdir-external-provisioner -n nfs-provisioner >meta4
 	expect_grep '^APPLY_METHOD: client-side apply (defaulted)\$' meta4
 	expect_grep '^STATUS: deployed\$' meta4
 	$CHECK >check-h4.out 2>&1 || { tail -n 40 check-h4.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^drift  *\$n  *pass  *as provision left it\" check-h4.out; done
-"
+	grep '^drift ' check-h4.out | sed 's/^/# /' >&3
+" 3>&1
 
 test_case "facts decide: with node-4's driver not loaded, plan shows driver.enabled turning true" "
 	'$GPU_NODE' '$TB' node-4 rtx3070 --driver-not-loaded --packages >gpu-node.out 2>&1 || { cat gpu-node.out; false; }
