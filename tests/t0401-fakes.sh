@@ -212,6 +212,16 @@ test_case "flags per command, from the real tools' tables: what they reject, wit
 	rejects helm 'upgrade r c --wait=true2' 'Error: invalid argument \"true2\" for \"--wait\" flag: invalid wait input \"true2\". Valid inputs are watcher, hookOnly, and legacy'
 	rejects helm3 'upgrade r c --wait=legacy' 'Error: invalid argument \"legacy\" for \"--wait\" flag: strconv.ParseBool: parsing \"legacy\": invalid syntax'
 	rejects helm3 'status r --show-desc' 'helm stand-in (tests/fakes/kube/helm.py): --show-desc is a real flag here that the stand-in does not act on'
+	# deprecated flags: pflag's line, each time given, then the stand-in's
+	# limit (it acts on none of them); the lines of the real helm 4.1.4
+	# and 3.17.3 (helm 3 knows no --atomic deprecation)
+	rejects helm 'upgrade r c --atomic' 'Flag --atomic has been deprecated, use --rollback-on-failure instead
+helm stand-in (tests/fakes/kube/helm.py): --atomic is a real flag here that the stand-in does not act on'
+	rejects helm 'upgrade r c --force' 'Flag --force has been deprecated, use --force-replace instead
+helm stand-in (tests/fakes/kube/helm.py): --force is a real flag here that the stand-in does not act on'
+	rejects helm3 'upgrade r c --atomic' 'helm stand-in (tests/fakes/kube/helm.py): --atomic is a real flag here that the stand-in does not act on'
+	rejects helm3 'upgrade r c --recreate-pods' 'Flag --recreate-pods has been deprecated, functionality will no longer be updated. Consult the documentation for other methods to recreate pods
+helm stand-in (tests/fakes/kube/helm.py): --recreate-pods is a real flag here that the stand-in does not act on'
 	rejects kubeadm 'token list --ttl 1h' 'unknown flag: --ttl
 To see the stack trace of this error execute with --v=5 or higher'
 	rejects kubeadm 'token delete --description x abcdef' 'unknown flag: --description
