@@ -210,6 +210,8 @@ test_case "flags per command, from the real tools' tables: what they reject, wit
 	rejects helm 'upgrade r c --recreate-pods' 'Error: unknown flag: --recreate-pods'
 	rejects helm 'version --client' 'Error: unknown flag: --client'
 	rejects helm 'upgrade r c --wait=true2' 'Error: invalid argument \"true2\" for \"--wait\" flag: invalid wait input \"true2\". Valid inputs are watcher, hookOnly, and legacy'
+	rejects helm 'uninstall r --wait=x' 'Error: invalid argument \"x\" for \"--wait\" flag: invalid wait input \"x\". Valid inputs are watcher, hookOnly, and legacy'
+	rejects helm3 'uninstall r --wait=legacy' 'Error: invalid argument \"legacy\" for \"--wait\" flag: strconv.ParseBool: parsing \"legacy\": invalid syntax'
 	rejects helm3 'upgrade r c --wait=legacy' 'Error: invalid argument \"legacy\" for \"--wait\" flag: strconv.ParseBool: parsing \"legacy\": invalid syntax'
 	rejects helm3 'status r --show-desc' 'helm stand-in (tests/fakes/kube/helm.py): --show-desc is a real flag here that the stand-in does not act on'
 	# deprecated flags: pflag's line, each time given, then the stand-in's

@@ -20,7 +20,7 @@
 #   helm get values NAME [-n NS] [-a/--all] [--revision N] [-o table|json|yaml]
 #   helm get metadata NAME [-n NS] [--revision N] [-o table|json|yaml]
 #   helm history NAME [-n NS] [--max N] [-o table|json|yaml]
-#   helm uninstall NAME [-n NS]
+#   helm uninstall NAME [-n NS] [--wait[=...]] [--timeout D]
 # Per Helm major (the version built, HELM_FAKE_VERSION; tests/fakes/README.md,
 # "Helm 3 and Helm 4"), as helm/helm's sources at v3.17.3 and v4.2.4 say:
 #   - the flags: the real table of that major (CLI_FLAGS);
@@ -126,7 +126,7 @@ KINDS = {
              {"a": "all", "A": "all-namespaces", "f": "filter", "o": "output", "q": "short"}),
     "version": ({"short": "bool", "template": "str", "client": "bool"}, {"c": "client"}),
     "status": ({"output": "str"}, {"o": "output"}),
-    "uninstall": ({"wait": "bool", "timeout": "dur"}, {}),
+    "uninstall": ({"wait": "bool" if HELM_MAJOR == 3 else "opt:watcher", "timeout": "dur"}, {}),
     "get values": ({"all": "bool", "revision": "int", "output": "str"}, {"a": "all", "o": "output"}),
     "get metadata": ({"revision": "int", "output": "str"}, {"o": "output"}),
     "history": ({"max": "int", "output": "str"}, {"o": "output"}),
@@ -714,6 +714,10 @@ def main():
                 sys.stdout.write(status_text(rel))
             return 0
         if cmd == "uninstall":
+            # --wait: helm 4's strategies as upgrade's (its value checked,
+            # its warning printed); the objects go at once here, so every
+            # strategy has nothing to wait for
+            wait_strategy(flags)
             c = client(flags)
             ns = flags.get("namespace", "default")
             rel = latest(c, ns, pos[0]) if pos else None
