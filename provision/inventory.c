@@ -1274,6 +1274,7 @@ static const char *const cluster_keys[] = {
     "backups_keep",
     "registries",
     "images",
+    "helm",
 };
 enum {
 	CL_NAME,
@@ -1290,6 +1291,7 @@ enum {
 	CL_BACKUPS_KEEP,
 	CL_REGISTRIES,
 	CL_IMAGES,
+	CL_HELM,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1794,6 +1796,16 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 			       "write 'distribution' (the node's containerd package, the default) or "
 			       "'release' (containerd 2.x from its release archive)",
 			       "'containerd' must be distribution or release, not '%s'", t);
+	}
+	/* the Helm major roles/helm installs (its artifacts are pinned per major) */
+	if ((y = f.val[CL_HELM]) && (t = get_text(p, y, "helm"))) {
+		if (!strcmp(t, "3") || !strcmp(t, "4"))
+			c->helm_major = t[0] - '0';
+		else
+			err_at(p, y,
+			       "write 4 (Helm 4, the default) or 3 (Helm 3, until its security "
+			       "support ends)",
+			       "'helm' must be 4 or 3, not '%s'", t);
 	}
 }
 
@@ -2773,6 +2785,7 @@ static struct inventory *inventory_new(const char *path)
 	    .api_port = 6443,
 	    .cert_warning_days = 30,
 	    .backups_keep = 5,
+	    .helm_major = 4,
 	    .no_proxy = strv_new(),
 	    .image_pull_timeout = 1800,
 	};

@@ -182,6 +182,7 @@ struct cluster_settings {
 	char *http_proxy;	   /* NULL: none */
 	char **no_proxy;	   /* extra NO_PROXY entries, NULL-terminated (maybe empty) */
 	bool containerd_release;   /* containerd: release (roles/containerd-release) */
+	int helm_major;		   /* helm: 4 (default) or 3, the Helm roles/helm installs */
 	int cert_warning_days;	   /* check warns below this many days left, default 30 */
 	int backups_keep;	   /* etcd backups kept on this machine, default 5 (provision backup) */
 	struct source_pos kubernetes_version_pos; /* where it is written (provision upgrade) */

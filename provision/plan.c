@@ -220,7 +220,7 @@ static int pipeline_fn(struct runner_job *job, void *data)
 			}
 			for (ti = 0; ti < r->nr_artifacts && ret == 0; ti++) {
 				const struct role_artifact *a = &r->artifacts[ti];
-				if (!role_artifact_for(a, nc.node))
+				if (!role_artifact_for(a, o->inv, nc.node))
 					continue;
 				if (a->before ? !strcmp(a->before, r->steps[si].name) : si == 0)
 					ret = plan_deploy_artifact(&nc, job, r, a);

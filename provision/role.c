@@ -232,7 +232,8 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 	r->templates[r->nr_templates++] = t;
 }
 
-static const char *const artifact_keys[] = {"name", "dest", "mode", "owner", "before", "arch", NULL};
+static const char *const artifact_keys[] = {"name",   "dest", "mode", "owner",
+					    "before", "arch", "helm", NULL};
 
 static void load_artifact_entry(struct loader *l, struct role *r, const yaml_node_t *m)
 {
@@ -257,6 +258,19 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 				lerr(l, v,
 				     "write the mode as a quoted octal string such as \"0644\"",
 				     "'mode' must be an octal mode");
+				ok = false;
+			}
+			continue;
+		}
+		if (!strcmp(key, "helm")) {
+			s = scalar(v);
+			if (s && (!strcmp(s, "3") || !strcmp(s, "4"))) {
+				a.helm = s[0] - '0';
+			} else {
+				lerr(l, v,
+				     "write 3 or 4: the artifact reaches the nodes when the "
+				     "inventory's cluster.helm is that major",
+				     "'helm' must be 3 or 4");
 				ok = false;
 			}
 			continue;
@@ -1549,8 +1563,11 @@ bool role_may_apply(const struct role *r, const struct inventory *inv, const str
 	return role_applies(r, inv, n, true) || role_applies(r, inv, n, false);
 }
 
-bool role_artifact_for(const struct role_artifact *a, const struct node *n)
+bool role_artifact_for(const struct role_artifact *a, const struct inventory *inv,
+		       const struct node *n)
 {
+	if (a->helm && a->helm != inv->cluster.helm_major)
+		return false;
 	return !a->arch || !strcmp(a->arch, n->arch ? n->arch : "amd64");
 }
 

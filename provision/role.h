@@ -49,10 +49,12 @@ struct role_artifact {
 	char *owner;
 	char *before; /* as for templates */
 	char *arch;   /* "amd64" or "arm64": only nodes of that arch get it; NULL: every node */
+	int helm;     /* 3 or 4: only with the inventory's cluster.helm of that major; 0: always */
 };
 
-/* Whether node N gets artifact A (its arch). */
-bool role_artifact_for(const struct role_artifact *a, const struct node *n);
+/* Whether node N gets artifact A (its arch, the inventory's Helm major). */
+bool role_artifact_for(const struct role_artifact *a, const struct inventory *inv,
+		       const struct node *n);
 
 /* Whom a handed value reaches (role.yaml `hands`, `to:`). */
 enum role_hand_to {

@@ -224,6 +224,16 @@ pv_installed() {
 # (templates/), never --set.  /var/lib/provision/helm/NS.RELEASE records the
 # SHA-256 of the chart archive and of the values file of the last install
 # that succeeded.
+#
+# Helm 3 and Helm 4 (the inventory's cluster.helm chooses the archive,
+# roles/helm): every helm command line here means the same with both.
+# Where the two majors spell it differently the line is chosen by
+# PV_HELM_MAJOR (pv_helm_major) in a `case "$PV_HELM_MAJOR" in 3) ... ;;
+# *) ... ;; esac`, the form tests/tools/roles-flags.py checks each branch
+# of against that major's real flags (t0402) and runs with that major's
+# real helm (t0403).  Both majors read and write the same release records
+# (Secrets sh.helm.release.v1.NAME.vN): Helm 4 takes over the releases
+# Helm 3 installed, and the other way round, without reinstalling them.
 PV_HELM="helm --kubeconfig /etc/kubernetes/admin.conf"
 PV_KUBECTL="kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s"
 
@@ -291,6 +301,25 @@ pv_pods_explain() {
 			if (lines >= 12) exit
 		}
 		END { exit lines ? 0 : 1 }'
+}
+
+# pv_helm_major: PV_HELM_MAJOR=3 or 4, the major version of the helm on
+# PATH, from `helm version --template '{{.Version}}'` (v3.18.4, v4.2.4:
+# both majors take that flag and print that form); 1, saying why, when
+# helm does not answer or is another major.
+pv_helm_major() {
+	_hm=$(helm version --template '{{.Version}}' 2>&1) || {
+		echo "helm version: $(printf '%s\n' "$_hm" | tail -n 1)"
+		return 1
+	}
+	case $_hm in
+	v3.*) PV_HELM_MAJOR=3 ;;
+	v4.*) PV_HELM_MAJOR=4 ;;
+	*)
+		echo "helm version says '$_hm': provision drives Helm 3 and Helm 4"
+		return 1
+		;;
+	esac
 }
 
 # pv_yaml_paths < YAML: one line per scalar of a YAML document as `helm get
@@ -435,7 +464,14 @@ pv_helm_state() {
 		return 2
 	}
 	_chart=$(printf '%s\n' "$_meta" | sed -n 's/^name: *["'\'']*\([^"'\'' ]*\).*/\1/p' | head -n 1)-$(printf '%s\n' "$_meta" | sed -n 's/^version: *["'\'']*\([^"'\'' ]*\).*/\1/p' | head -n 1)
-	_list=$($PV_HELM list -n "$2" -a -o json --filter "^$1\$" 2>&1) || {
+	# Every state, the newest revision of each release: helm 3's -a and
+	# helm 4's default (helm 4 removed -a), spelt the same for both: the
+	# six state flags together make both majors' state mask ListAll
+	# (pkg/action/list.go SetStateMask of v3.17 and v4.2); without one,
+	# helm 3 would list only deployed and failed releases and a release
+	# left pending-upgrade would read as not installed.
+	_list=$($PV_HELM list -n "$2" --deployed --failed --pending --superseded --uninstalled --uninstalling \
+		-o json --filter "^$1\$" 2>&1) || {
 		printf '%s\n' "$_list" | tail -n 3
 		return 2
 	}
@@ -503,9 +539,33 @@ pv_helm_install() {
 		set -- "$@" --values "$_v"
 	done
 	shift "$_n"
+	pv_helm_major || return 1
+	# --wait: helm 3's readiness (Deployments' and StatefulSets' pods
+	# ready, DaemonSets' pods ready on their nodes, PVCs Bound, Services'
+	# addresses; polled every 2 s) is helm 4's --wait=legacy
+	# (pkg/kube/wait.go, "Helm 3-style periodic polling"); helm 4's bare
+	# --wait is kstatus ("watcher": watches every object of the release
+	# and waits for custom resources to be reconciled too, e.g. the GPU
+	# Operator's ClusterPolicy until every GPU node is done, which
+	# gpu-operator's 20-validated waits for itself, per node, saying
+	# which).  legacy keeps the timeouts the roles chose meaning what they
+	# meant.  No --server-side: helm 4's default ("auto") keeps the apply
+	# method a release was installed with (client-side for Helm 3's
+	# releases: taken over without a re-apply) and uses server-side apply
+	# for a release it installs first; helm 3 has no such flag.
 	PV_HELM_WHY=
-	if ! $PV_HELM upgrade --install "$_rel" "$_chart" --namespace "$_ns" --create-namespace \
-		"$@" --wait --timeout "$_timeout"; then
+	_rc=0
+	case "$PV_HELM_MAJOR" in
+	3)
+		$PV_HELM upgrade --install "$_rel" "$_chart" --namespace "$_ns" --create-namespace \
+			"$@" --wait --timeout "$_timeout" || _rc=$?
+		;;
+	*)
+		$PV_HELM upgrade --install "$_rel" "$_chart" --namespace "$_ns" --create-namespace \
+			"$@" --wait=legacy --timeout "$_timeout" || _rc=$?
+		;;
+	esac
+	if [ "$_rc" != 0 ]; then
 		# What the wait was waiting for, from the pods' and hooks' states
 		# (not a guess): a pull error names its image, node and cause.
 		if _why=$(pv_pods_explain "$_ns"); then

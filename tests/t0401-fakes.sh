@@ -20,24 +20,31 @@ test_need_cmd python3 openssl
 # (skipped, saying so, without it).
 
 
-# fake TOOL ARGS...: run the fake TOOL of Kubernetes 1.30.4 as build.sh packs it.
+# fake TOOL ARGS...: run the fake TOOL of Kubernetes 1.30.4 as build.sh packs it
+# (helm: Helm FAKE_HELM_VERSION, default the first of build.sh's HELMS, 4.2.4).
 fake() {
 	t=$1
 	shift
-	[ -f "$TEST_DIR/$t" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$t" 1.30.4 "$TEST_DIR/$t"
-	python3 "$TEST_DIR/$t" "$@"
+	_f=$TEST_DIR/$t${FAKE_HELM_VERSION:+-$FAKE_HELM_VERSION}
+	[ -f "$_f" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$t" 1.30.4 "$_f"
+	python3 "$_f" "$@"
+}
+# helm3 ARGS...: the helm stand-in of Helm 3.18.4
+helm3() {
+	FAKE_HELM_VERSION=3.18.4 fake helm "$@"
 }
 
 # pyfake TOOL [VERSION]: python code on stdin, with the functions of the fake
-# TOOL of Kubernetes VERSION (default 1.30.4) loaded.
+# TOOL of Kubernetes VERSION (default 1.30.4) loaded (helm: as for fake).
 pyfake() {
 	_v=${2:-1.30.4}
-	[ -f "$TEST_DIR/$1-$_v.src" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --source "$1" "$_v" "$TEST_DIR/$1-$_v.src"
+	_s=$TEST_DIR/$1-$_v${FAKE_HELM_VERSION:+-$FAKE_HELM_VERSION}
+	[ -f "$_s.src" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --source "$1" "$_v" "$_s.src"
 	{
-		sed 's/^if __name__ == "__main__":$/if False:/' "$TEST_DIR/$1-$_v.src"
+		sed 's/^if __name__ == "__main__":$/if False:/' "$_s.src"
 		cat
-	} >"$TEST_DIR/py-$1-$_v.py"
-	python3 "$TEST_DIR/py-$1-$_v.py"
+	} >"$_s.py"
+	python3 "$_s.py"
 }
 
 if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2>&1 && command -v gpg >/dev/null 2>&1; then
@@ -58,11 +65,12 @@ if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2
 		gpg --batch --homedir kd/gnupg --verify \"\$r/Release.gpg\" \"\$r/Release\" 2>gpg.out || { cat gpg.out; false; }
 		gpgconf --homedir kd/gnupg --kill gpg-agent 2>/dev/null || true
 		grep -q 'BEGIN PGP SIGNED MESSAGE' \"\$r/InRelease\"
-		tar -tzf kd/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz >helm.list
-		expect_grep '^linux-amd64/helm\$' helm.list
-		tar -xzOf kd/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz linux-amd64/helm >helm.bin
-		python3 helm.bin version --short >hs
-		expect_grep '^v3.18.4+gd80839c\$' hs
+		for h in 4.2.4+g3900f43 3.18.4+gd80839c; do
+			tar -tzf kd/repo/artifacts/helm-v\${h%+*}-linux-amd64.tar.gz >helm.list
+			expect_grep '^linux-amd64/helm\$' helm.list
+			tar -xzOf kd/repo/artifacts/helm-v\${h%+*}-linux-amd64.tar.gz linux-amd64/helm >helm.bin
+			expect_eq \"v\$h\" \"\$(python3 helm.bin version --short)\" 'helm version --short'
+		done
 		for c in gpu-operator-v26.7.0 nfs-subdir-external-provisioner-4.0.18; do
 			tar -tzf kd/repo/artifacts/\$c.tgz >c.list
 			expect_grep '/Chart.yaml\$' c.list
@@ -79,8 +87,14 @@ test_case "versions in the real tools' shapes" "
 	expect_eq 'Client Version: v1.30.4
 Kustomize Version: v5.0.4-0.20230601165947-6ce0bf390ce3' \"\$(fake kubectl version --client)\" 'kubectl version --client'
 	expect_eq 'Kubernetes v1.30.4' \"\$(fake kubelet --version)\" 'kubelet --version'
-	fake helm version >hv
+	helm3 version >hv
 	expect_grep '^version.BuildInfo{Version:\"v3.18.4\", GitCommit:\"d80839cf37d860c8aa9a0503fe463278f26cd5e2\", GitTreeState:\"clean\", GoVersion:\"go1.24.4\"}\$' hv
+	# helm 4 adds the client-go it was built with, as a Kubernetes minor
+	fake helm version >hv
+	expect_grep '^version.BuildInfo{Version:\"v4.2.4\", GitCommit:\"3900f434fd3ef2b84065dc04508df48f288dba00\", GitTreeState:\"clean\", GoVersion:\"go1.26\", KubeClientVersion:\"v1.36\"}\$' hv
+	expect_eq v4.2.4 \"\$(fake helm version --template '{{.Version}}')\" 'helm 4 version --template'
+	expect_eq v3.18.4 \"\$(helm3 version --template '{{.Version}}')\" 'helm 3 version --template'
+	expect_eq \"\$(helm3 version)\" \"\$(helm3 version --client)\" 'helm 3 version --client (hidden, the same)' 
 	fake kubeadm token generate >tok
 	expect_grep '^[a-z0-9]\\{6\\}\\.[a-z0-9]\\{16\\}\$' tok
 "
@@ -160,11 +174,21 @@ test_case "label selectors; bootstrap-token JWS; the CA pin equals the openssl p
 	EOF
 "
 
+tool() {
+	if [ "$1" = helm3 ]; then
+		shift
+		helm3 "$@"
+	else
+		fake "$@"
+	fi
+}
+
 # rejects TOOL "ARGS" EXPECTED: the fake TOOL exits 1 with EXPECTED on
 # standard error (nothing on standard output), before any cluster contact.
+# (TOOL helm3: the helm stand-in of Helm 3.18.4; helm: of Helm 4.2.4)
 rejects() {
 	# shellcheck disable=SC2086 # ARGS: words
-	expect_status 1 fake "$1" $2 >r.out 2>r.err
+	expect_status 1 tool "$1" $2 >r.out 2>r.err
 	expect_eq "" "$(cat r.out)" "$1 $2: standard output"
 	expect_eq "$3" "$(cat r.err)" "$1 $2: standard error"
 	echo "$1 $2: exit 1, $(head -n 1 r.err)"
@@ -179,6 +203,27 @@ test_case "flags per command, from the real tools' tables: what they reject, wit
 	rejects helm 'upgrade r c --all' 'Error: unknown flag: --all'
 	rejects helm '--kubeconfig /x upgrade r c -a' \"Error: unknown shorthand flag: 'a' in -a\"
 	rejects helm 'upgrade r c --timeout 15' 'Error: invalid argument \"15\" for \"--timeout\" flag: time: missing unit in duration \"15\"'
+	# helm 4 removed these, helm 3 has them (the stand-in does not act on
+	# the last two); the messages of the real helm 4.1.4
+	rejects helm 'list -a' \"Error: unknown shorthand flag: 'a' in -a\"
+	rejects helm 'status r --show-desc' 'Error: unknown flag: --show-desc'
+	rejects helm 'upgrade r c --recreate-pods' 'Error: unknown flag: --recreate-pods'
+	rejects helm 'version --client' 'Error: unknown flag: --client'
+	rejects helm 'upgrade r c --wait=true2' 'Error: invalid argument \"true2\" for \"--wait\" flag: invalid wait input \"true2\". Valid inputs are watcher, hookOnly, and legacy'
+	rejects helm 'uninstall r --wait=x' 'Error: invalid argument \"x\" for \"--wait\" flag: invalid wait input \"x\". Valid inputs are watcher, hookOnly, and legacy'
+	rejects helm3 'uninstall r --wait=legacy' 'Error: invalid argument \"legacy\" for \"--wait\" flag: strconv.ParseBool: parsing \"legacy\": invalid syntax'
+	rejects helm3 'upgrade r c --wait=legacy' 'Error: invalid argument \"legacy\" for \"--wait\" flag: strconv.ParseBool: parsing \"legacy\": invalid syntax'
+	rejects helm3 'status r --show-desc' 'helm stand-in (tests/fakes/kube/helm.py): --show-desc is a real flag here that the stand-in does not act on'
+	# deprecated flags: pflag's line, each time given, then the stand-in's
+	# limit (it acts on none of them); the lines of the real helm 4.1.4
+	# and 3.17.3 (helm 3 knows no --atomic deprecation)
+	rejects helm 'upgrade r c --atomic' 'Flag --atomic has been deprecated, use --rollback-on-failure instead
+helm stand-in (tests/fakes/kube/helm.py): --atomic is a real flag here that the stand-in does not act on'
+	rejects helm 'upgrade r c --force' 'Flag --force has been deprecated, use --force-replace instead
+helm stand-in (tests/fakes/kube/helm.py): --force is a real flag here that the stand-in does not act on'
+	rejects helm3 'upgrade r c --atomic' 'helm stand-in (tests/fakes/kube/helm.py): --atomic is a real flag here that the stand-in does not act on'
+	rejects helm3 'upgrade r c --recreate-pods' 'Flag --recreate-pods has been deprecated, functionality will no longer be updated. Consult the documentation for other methods to recreate pods
+helm stand-in (tests/fakes/kube/helm.py): --recreate-pods is a real flag here that the stand-in does not act on'
 	rejects kubeadm 'token list --ttl 1h' 'unknown flag: --ttl
 To see the stack trace of this error execute with --v=5 or higher'
 	rejects kubeadm 'token delete --description x abcdef' 'unknown flag: --description
@@ -196,9 +241,13 @@ See 'kubectl drain --help' for usage.\"
 
 test_case "short flags per command: helm list -f is --filter, helm upgrade -f is --values, kubectl -f is --filename" "
 	export HOME=\$PWD KUBECONFIG=
-	pyfake helm <<-'EOF'
+	FAKE_HELM_VERSION=3.18.4 pyfake helm <<-'EOF'
 		flags, pos = parse('list', ['-f', '^a\$', '-a', '-o', 'json', '-n', 'ns'])
 		assert flags == {'filter': '^a\$', 'all': True, 'output': 'json', 'namespace': 'ns'}, flags
+	EOF
+	pyfake helm <<-'EOF'
+		flags, pos = parse('list', ['-f', '^a\$', '--deployed', '-o', 'json', '-n', 'ns'])
+		assert flags == {'filter': '^a\$', 'deployed': True, 'output': 'json', 'namespace': 'ns'}, flags
 		flags, pos = parse('upgrade', ['--install', 'r', 'c.tgz', '-f', 'a.yaml', '--values=b.yaml,c.yaml', '--wait', '--timeout', '15m', '--create-namespace', '--namespace', 'ns'])
 		assert flags['values'] == ['a.yaml', 'b.yaml', 'c.yaml'] and flags['timeout'] == '15m' and flags['install'], flags
 		assert pos == ['r', 'c.tgz'], pos
@@ -214,6 +263,65 @@ test_case "short flags per command: helm list -f is --filter, helm upgrade -f is
 		flags, pos = parse(['pvc', 'c', '--ignore-not-found', '--wait=false', '--grace-period=0'], {'ignore-not-found': 'bool', 'wait': 'bool', 'grace-period': 'int'})
 		assert flags == {'ignore-not-found': True, 'wait': False, 'grace-period': 0}, flags
 	EOF
+"
+
+test_case "helm 3 and helm 4 stand-ins: list's states, --wait's strategies, the apply method a release keeps (Helm 3's taken over client-side)" "
+	export HOME=\$PWD KUBECONFIG=
+	for v in 3.18.4 4.2.4; do
+		CHART='$SRC_ROOT/tests/fakes/charts/nfs-subdir-external-provisioner' FAKE_HELM_VERSION=\$v pyfake helm <<-'EOF'
+			import io, contextlib
+			REL = []
+			def rel(name, version, status, method=None):
+			    r = {'name': name, 'namespace': 'ns', 'version': version, 'config': {}, 'manifest': '',
+			         'chart': {'metadata': {'name': 'c', 'version': '1.0'}, 'values': {}},
+			         'info': {'status': status, 'first_deployed': 0, 'last_deployed': version, 'description': ''}}
+			    if method:
+			        r['apply_method'] = method
+			    return r
+			releases = lambda c, ns: [dict(r) for r in REL]
+			client = lambda flags: None
+			def listed(*args):
+			    out = io.StringIO()
+			    with contextlib.redirect_stdout(out):
+			        cmd_list(*parse('list', list(args) + ['-o', 'json']))
+			    return sorted((x['name'], x['revision'], x['status']) for x in json.loads(out.getvalue()))
+			REL[:] = [rel('a', 1, 'superseded'), rel('a', 2, 'deployed'), rel('b', 1, 'deployed'), rel('b', 2, 'pending-upgrade'),
+			          rel('c', 1, 'failed'), rel('d', 1, 'uninstalled')]
+			every = [('a', '2', 'deployed'), ('b', '2', 'pending-upgrade'), ('c', '1', 'failed'), ('d', '1', 'uninstalled')]
+			# the roles' line: every state, the newest revision of each, in both majors
+			assert listed('--deployed', '--failed', '--pending', '--superseded', '--uninstalled', '--uninstalling') == every
+			# no state flag: helm 3 deployed and failed only (b's newest is pending: none), helm 4 every state
+			assert listed() == (every if HELM_MAJOR == 4 else [('a', '2', 'deployed'), ('c', '1', 'failed')]), listed()
+			assert listed('--superseded') == [('a', '1', 'superseded')], listed('--superseded')
+			# --wait: helm 3 a boolean, helm 4 a strategy
+			w = lambda *a: wait_strategy(parse('upgrade', ['r', 'c'] + list(a))[0])
+			if HELM_MAJOR == 3:
+			    assert (w(), w('--wait')) == ('hookOnly', 'legacy')
+			else:
+			    assert (w(), w('--wait'), w('--wait=legacy'), w('--wait=hookOnly')) == ('hookOnly', 'watcher', 'legacy', 'hookOnly')
+			# the apply method: a first install by helm 4 server-side; a Helm 3
+			# release (none recorded) upgraded client-side; an ssa one stays ssa
+			STORED = []
+			store = lambda c, r: STORED.append(dict(r, info=dict(r['info'])))
+			apply_manifest = lambda c, ns, text: []
+			class C:
+			    def get(self, path, *a):
+			        return {}
+			client = lambda flags: C()
+			def upgrade(prev):
+			    REL[:] = prev
+			    del STORED[:]
+			    with contextlib.redirect_stdout(io.StringIO()):
+			        cmd_upgrade(*parse('upgrade', ['--install', 'n', os.environ['CHART'], '-n', 'ns']))
+			    last = STORED[-1]
+			    assert last['info']['status'] == 'deployed' and last['version'] == len(prev) + 1, last
+			    return last.get('apply_method')
+			assert upgrade([]) == ('ssa' if HELM_MAJOR == 4 else None)
+			assert upgrade([rel('n', 1, 'deployed')]) == ('csa' if HELM_MAJOR == 4 else None)
+			assert upgrade([rel('n', 1, 'deployed', 'ssa')]) == ('ssa' if HELM_MAJOR == 4 else None)
+			print('helm %s: list, --wait and the apply method as the real one' % HELM_VERSION)
+		EOF
+	done
 "
 
 test_case "GPU Operator stand-in: devicePlugin.config as the chart renders it and the device plugin v0.20.0 reads it (time-slicing replicas, names, errors)" "

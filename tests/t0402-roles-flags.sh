@@ -4,9 +4,11 @@
 # t0402-roles-flags: every flag the roles pass to helm, kubeadm and kubectl
 # (roles/lib.sh, roles/*/steps/*.sh, templates that are shell scripts) is
 # one the real tool accepts for that command: the project's tables of
-# tests/fakes/cli (tests/fakes/README.md, "Flags"): the one build.sh embeds
-# in the helm stand-in for the pinned Helm, kubeadm's, and every kubectl
-# minor's (the roles drive all of them).  Read, not run
+# tests/fakes/cli (tests/fakes/README.md, "Flags"): the ones build.sh embeds
+# in the helm stand-ins for the pinned Helms (3 and 4: a command line in a
+# branch of `case "$PV_HELM_MAJOR"` against its major's table only, every
+# other against both), kubeadm's, and every kubectl minor's (the roles
+# drive all of them).  Read, not run
 # (tests/tools/roles-flags.py): no nodes, a second or two.  Prints the
 # counts of invocations and flags checked.  The tables themselves: each
 # reads; and where ../shared/upstream/cli (the team's reference data, not
@@ -18,8 +20,9 @@
 test_need_cmd python3
 
 CLI=$SRC_ROOT/tests/fakes/cli
-HELM=$(sed -n 's/^HELM=//p' "$SRC_ROOT/tests/fakes/kube-debs/build.sh")
-TABLES="$(python3 "$SRC_ROOT/tests/tools/cli-flags.py" pick helm "$HELM" "$CLI") $CLI/kubeadm.flags $(echo "$CLI"/kubectl-*.flags)"
+HELMS=$(sed -n 's/^HELMS="\(.*\)"$/\1/p' "$SRC_ROOT/tests/fakes/kube-debs/build.sh")
+HELM_TABLES=$(for h in $HELMS; do python3 "$SRC_ROOT/tests/tools/cli-flags.py" pick helm "$h" "$CLI"; done | paste -sd ' ' -)
+TABLES="$HELM_TABLES $CLI/kubeadm.flags $(echo "$CLI"/kubectl-*.flags)"
 FLAGS="python3 $SRC_ROOT/tests/tools/roles-flags.py"
 
 test_case "every flag the roles pass to helm, kubeadm and kubectl is in the real tool's table for its command" "
@@ -29,8 +32,10 @@ test_case "every flag the roles pass to helm, kubeadm and kubectl is in the real
 	# command (\$KC, \$PV_HELM), a function wrapping it with \"\$@\" (kc),
 	# \"\$@\" rebuilt with set -- (pv_helm_install), \$(...) inside double
 	# quotes, a program path in a variable (\"\$BIN\" version)
-	expect_grep '^roles/lib.sh:[0-9]*: helm upgrade: --kubeconfig --install --namespace --create-namespace --values --wait --timeout\$' flags.out
-	expect_grep '^roles/lib.sh:[0-9]*: helm list: --kubeconfig -n -a -o --filter\$' flags.out
+	expect_grep '^roles/lib.sh:[0-9]*: helm upgrade: --kubeconfig --install --namespace --create-namespace --values --wait --timeout \\[helm 3 only\\]\$' flags.out
+	expect_grep '^roles/lib.sh:[0-9]*: helm upgrade: --kubeconfig --install --namespace --create-namespace --values --wait --timeout \\[helm 4 only\\]\$' flags.out
+	expect_grep '^roles/lib.sh:[0-9]*: helm list: --kubeconfig -n --deployed --failed --pending --superseded --uninstalled --uninstalling -o --filter\$' flags.out
+	expect_grep '^roles/lib.sh:[0-9]*: helm version: --template\$' flags.out
 	expect_grep '^roles/kubeadm-init/steps/30-init.sh:[0-9]*: kubectl get: --kubeconfig --request-timeout --raw\$' flags.out
 	expect_grep '^roles/upgrade-uncordon/steps/10-uncordon.sh:[0-9]*: kubectl get: --kubeconfig -o\$' flags.out
 	expect_grep '^roles/remove-node/steps/20-drain.sh:[0-9]*: kubectl drain: --kubeconfig --ignore-daemonsets --delete-emptydir-data --timeout\$' flags.out
@@ -54,7 +59,11 @@ test_case "a flag the real tool does not take for that command fails it, however
 	# pv_helm_install: the values files come through set -- \"\$@\" --values
 	sed -i 's/set -- \"\\\$@\" --values \"\\\$_v\"/set -- \"\$@\" --filter \"\$_v\"/' roles/lib.sh
 	# \$PV_HELM list inside \$(...)
-	sed -i 's/\\\$PV_HELM list -n \"\\\$2\" -a/& --install/' roles/lib.sh
+	sed -i 's/\\\$PV_HELM list -n \"\\\$2\" --deployed/& --install/' roles/lib.sh
+	# a flag of one major only: helm 4's in the branch for helm 3; helm 3's
+	# -a (helm 4 removed it) in a line both majors run
+	sed -i 's/\"\\\$@\" --wait --timeout \"\\\$_timeout\"/& --rollback-on-failure/' roles/lib.sh
+	sed -i 's/\\\$PV_HELM list -n \"\\\$2\" /& -a /' roles/lib.sh
 	# kubeadm token list piped into awk
 	sed -i 's/kubeadm token list --kubeconfig=\"\\\$ADMIN\"/& --ttl 1h/' roles/join-tokens/steps/20-tokens.sh
 	# the kc() wrapper of kubectl
@@ -79,7 +88,10 @@ test_case "a flag the real tool does not take for that command fails it, however
 	expect_grep '^roles/planted/steps/10-planted.sh:3: kubectl get: --recursive-bogus is not' flags.out
 	expect_grep '^roles/planted/steps/10-planted.sh:5: kubectl taint: -A is not' flags.out
 	expect_grep '^roles/planted/steps/10-planted.sh:6: helm list: --values is not' flags.out
-	expect_grep '; not in the real tables 8\$' flags.out
+	expect_grep '^roles/lib.sh:[0-9]*: helm upgrade: --rollback-on-failure is not a flag of the real helm upgrade (tests/fakes/cli/helm-3.17.3.flags), nor a global one' flags.out
+	expect_grep '^roles/lib.sh:[0-9]*: helm list: -a is not a flag of the real helm list (tests/fakes/cli/helm-4.1.4.flags), nor a global one' flags.out
+	expect_eq 1 \"\$(grep -c rollback-on-failure flags.out)\" 'lines naming --rollback-on-failure (helm 4 has it)'
+	expect_grep '; not in the real tables 11\$' flags.out
 "
 
 CF="python3 $SRC_ROOT/tests/tools/cli-flags.py"

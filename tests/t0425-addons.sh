@@ -46,16 +46,26 @@
 #     containerd loses its CRI plugin, node-3 turns NotReady ("container
 #     runtime is down") and check fails there (issue 17's bug 1).
 #
+# Helm 3 to Helm 4 (issue 34): the add-ons are installed by Helm 3.18.4
+# (the inventory's `helm: 3`); then the key goes (Helm 4.2.4, the default)
+# and `up` replaces /usr/local/bin/helm and nothing else: every release's
+# history is what Helm 3 left (no reinstall, no new revision), helm 4 reads
+# them (client-side apply, as Helm 3 applied them), check is clean; the
+# cases after it run on Helm 4, whose first upgrade of the GPU Operator's
+# release (the driver container's case) is revision 2 of the same release,
+# still client-side.
+#
 # Helm and the charts are the stand-ins of tests/fakes (kube-debs/build.sh:
-# Helm's release archive with the fake helm, chart archives), fetched,
-# verified and pushed by provision from the artifact manifest of $ROLES.
+# Helm's release archives with the fake helm of each major, chart
+# archives), fetched, verified and pushed by provision from the artifact
+# manifest of $ROLES.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="gpu-nodes up validation junit stand-ins runc-pod helm values gpu-state storage own-claim second-up drift-none drift-report drift-repair limit driver-facts driver-container runtime-gone old-layout no-secrets"
+CASES="gpu-nodes up validation junit stand-ins runc-pod helm values gpu-state storage own-claim second-up drift-none drift-report drift-repair limit helm4 driver-facts driver-container runtime-gone old-layout no-secrets"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -74,6 +84,9 @@ import re, sys
 p = sys.argv[1]
 s = open(p).read()
 s = s.replace("jupyterhub:\n", "storage:\n  nfs:\n    server: node-1\n    path: /nfs\njupyterhub:\n", 1)
+# Helm 3 first (Helm 4 takes over below)
+s = re.sub(r"(\n  kubernetes_version: .*\n)", r"\1  helm: 3\n", s, count=1)
+assert "\n  helm: 3\n" in s, s
 s = re.sub(r"(  - name: node-1\n    address: \S+\n    roles: \[)control-plane\]", r"\1control-plane, nfs-server]", s)
 open(p, "w").write(s)
 EOF
@@ -391,6 +404,44 @@ test_case "up -l node-1 (GPU nodes left out): their recorded facts keep the GPU 
 	expect_eq \"\$(cat gpu.values)\" \"\$(cat gpu3.values)\" 'values after up -l node-1'
 "
 
+# hist: every release's revisions as helm history prints them (revision,
+# status, chart, description), both releases
+hist() {
+	for r in 'gpu-operator -n gpu-operator' 'nfs-subdir-external-provisioner -n nfs-provisioner'; do
+		# shellcheck disable=SC2086 # release and namespace: words
+		tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf history $r -o json | python3 -c '
+import json, sys
+for h in json.load(sys.stdin):
+    print(sys.argv[1], h["revision"], h["status"], h["chart"], h["description"])' "${r%% *}"
+	done
+}
+test_case "helm 4 takes over: without helm: 3, up replaces /usr/local/bin/helm only; every release's history as Helm 3 left it; helm 4 reads them (client-side apply); check clean" "
+	hist >hist3
+	expect_grep '^gpu-operator 1 deployed gpu-operator-v26.7.0 Install complete\$' hist3
+	expect_grep '^nfs-subdir-external-provisioner 1 superseded nfs-subdir-external-provisioner-4.0.18 Install complete\$' hist3
+	expect_grep '^nfs-subdir-external-provisioner [0-9]* deployed nfs-subdir-external-provisioner-4.0.18 Upgrade complete\$' hist3
+	sed -i '/^  helm: 3\$/d' '$INV'
+	$UP >up-h4.out 2>&1 || { tail -n 40 up-h4.out; false; }
+	expect_grep '\\[node-1\\] helm › /var/lib/provision/artifacts/helm-linux.tar.gz … changed' up-h4.out
+	expect_grep '\\[node-1\\] helm › 10-install … changed' up-h4.out
+	grep '… changed' up-h4.out >changed-h4
+	expect_eq 2 \"\$(grep -c . changed-h4)\" 'steps changed (the helm archive and binary only)'
+	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done \" up-h4.out; done
+	tb node-1 /usr/local/bin/helm version --short >hv4
+	expect_grep '^v4.2.4+g3900f43\$' hv4
+	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v4.2.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want4
+	expect_eq \"\$(cat want4)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm 4 binary'
+	hist >hist4
+	expect_eq \"\$(cat hist3)\" \"\$(cat hist4)\" 'the releases'\\'' history under helm 4 (no new revision, no reinstall)'
+	sed 's/^/# helm 4 history: /' hist4 >&3
+	tb node-1 $HELM1 get metadata nfs-subdir-external-provisioner -n nfs-provisioner >meta4
+	expect_grep '^APPLY_METHOD: client-side apply (defaulted)\$' meta4
+	expect_grep '^STATUS: deployed\$' meta4
+	$CHECK >check-h4.out 2>&1 || { tail -n 40 check-h4.out; false; }
+	for n in $TESTBED_NODES; do expect_grep \"^drift  *\$n  *pass  *as provision left it\" check-h4.out; done
+	grep '^drift ' check-h4.out | sed 's/^/# /' >&3
+" 3>&1
+
 test_case "facts decide: with node-4's driver not loaded, plan shows driver.enabled turning true" "
 	'$GPU_NODE' '$TB' node-4 rtx3070 --driver-not-loaded --packages >gpu-node.out 2>&1 || { cat gpu-node.out; false; }
 	$PROVISION plan -i $INV --state $STATE --roles $ROLES --phases addons --no-tui -v >plan.out 2>&1 || true
@@ -416,6 +467,13 @@ test_case "up --phases addons then: node-4 fails its preflight alone; driver.ena
 	expect_eq 'NVIDIA GeForce RTX 3070' \"\$(tb node-4 nvidia-smi --query-gpu=name --format=csv,noheader)\"
 	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -n gpu-operator -o json >r4.json
 	expect_grep '\"revision\":\"2\"' r4.json
+	# helm 4's first upgrade of the release Helm 3 installed: revision 2 of
+	# it, client-side as revision 1 was (--server-side=auto)
+	hist >hist5
+	expect_grep '^gpu-operator 1 superseded gpu-operator-v26.7.0 Install complete\$' hist5
+	expect_grep '^gpu-operator 2 deployed gpu-operator-v26.7.0 Upgrade complete\$' hist5
+	tb node-1 $HELM1 get metadata gpu-operator -n gpu-operator >meta5
+	expect_grep '^APPLY_METHOD: client-side apply\$' meta5
 	expect_status 1 $CHECK >check4.out 2>&1
 	expect_grep '^gpu-operator-validated  *node-4  *pass ' check4.out
 	# the row is the diff's first 600 characters: node-4's summary line

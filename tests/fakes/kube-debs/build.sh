@@ -13,9 +13,11 @@
 #                                             cri-tools and kubernetes-cni of that minor
 # and, in OUT/repo/artifacts/, what roles/artifacts.yaml names, under the
 # file names of the real URLs:
-#   helm-v3.18.4-linux-amd64.tar.gz       Helm's release archive layout
+#   helm-vX.Y.Z-linux-amd64.tar.gz        Helm's release archive layout
 #                                         (linux-amd64/helm, LICENSE, README.md)
-#                                         with the fake helm
+#                                         with the fake helm of that version,
+#                                         one per Helm of HELMS (4.2.4, 3.18.4:
+#                                         the two majors roles/artifacts.yaml pins)
 #   NAME-VERSION.tgz                      each chart of ../charts/NAME (a chart
 #                                         archive: NAME/Chart.yaml, values.yaml,
 #                                         templates/), VERSION from its Chart.yaml
@@ -61,9 +63,11 @@ SRC=$(cd "$HERE/../kube" && pwd)
 # tests/tools/cli-flags.sh from the real helm and kubectl, kubeadm's by hand
 # from its sources; tests/fakes/README.md, "Flags"), embedded in the
 # stand-ins of helm, kubeadm and kubectl: helm's of the same major as the
-# Helm built (HELM), kubectl's of the minor built (else the nearest minor),
-# kubeadm's one table.
-HELM=3.18.4
+# Helm built (each of HELMS; --program and --source build the first, or
+# FAKE_HELM_VERSION), kubectl's of the minor built (else the nearest
+# minor), kubeadm's one table.
+HELMS="4.2.4 3.18.4"
+HELM=${FAKE_HELM_VERSION:-${HELMS%% *}}
 CLI=$(cd "$HERE/../cli" && pwd)
 FLAGS_PY=$HERE/../../tools/cli-flags.py
 # table TOOL VERSION: the table build.sh embeds for TOOL of VERSION
@@ -81,6 +85,7 @@ source_of() {
 	mkdir -p "$(dirname "$3")"
 	{
 		echo "FAKE_VERSION = \"$1\""
+		[ "$2" != helm ] || echo "HELM_FAKE_VERSION = \"$HELM\""
 		case $2 in
 		helm | kubeadm | kubectl)
 			_t=$(table "$2" "$1") || exit 1
@@ -308,11 +313,14 @@ for v in "$@"; do
 done
 
 last=$(for v in "$@"; do echo "$v"; done | sort -V | tail -n 1)
-d=$STAGE/helm/linux-amd64
-program "$last" helm "$d/helm"
-echo "Apache License 2.0 (the real archive's LICENSE; this is provision's test fake of helm)" >"$d/LICENSE"
-echo "helm v$HELM: provision's test fake (tests/fakes/kube/helm.py)" >"$d/README.md"
-tar -C "$STAGE/helm" --owner=0 --group=0 --mtime=@0 --sort=name -czf "$OUT/repo/artifacts/helm-v$HELM-linux-amd64.tar.gz" linux-amd64
+for HELM in $HELMS; do
+	rm -rf "$STAGE/helm"
+	d=$STAGE/helm/linux-amd64
+	program "$last" helm "$d/helm"
+	echo "Apache License 2.0 (the real archive's LICENSE; this is provision's test fake of helm)" >"$d/LICENSE"
+	echo "helm v$HELM: provision's test fake (tests/fakes/kube/helm.py)" >"$d/README.md"
+	tar -C "$STAGE/helm" --owner=0 --group=0 --mtime=@0 --sort=name -czf "$OUT/repo/artifacts/helm-v$HELM-linux-amd64.tar.gz" linux-amd64
+done
 for c in "$HERE"/../charts/*/; do
 	[ -f "$c/Chart.yaml" ] || continue
 	name=$(basename "$c")

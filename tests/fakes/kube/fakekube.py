@@ -1533,7 +1533,12 @@ def field_selector_matches(sel, obj):
 # what kind of value each takes (kinds) and which long name a shorthand
 # stands for in that command (shorts: helm list's -f is --filter, helm
 # upgrade's is --values); a real flag it does not act on stops it with
-# FlagNotModelled (a stand-in's limit, never a silent pass).
+# FlagNotModelled (a stand-in's limit, never a silent pass).  A flag the
+# table marks deprecated (pflag's MarkDeprecated: helm 4's --atomic and
+# --force, helm 3's upgrade --recreate-pods) prints pflag's line on standard
+# error each time it is given, "Flag --atomic has been deprecated, use
+# --rollback-on-failure instead", as the real binary does, before anything
+# else happens.
 
 
 class FlagError(Exception):
@@ -1581,7 +1586,16 @@ def cli_names(command):
     table = CLI_FLAGS["sub"].get(command)  # noqa: F821  (build.sh embeds it)
     if table is None:
         raise FlagNotModelled("no flag table for %s" % json.dumps(command))
-    return set(table) | set(CLI_FLAGS["global"])  # noqa: F821
+    names = FlagNames(set(table) | set(CLI_FLAGS["global"]))  # noqa: F821
+    dep = CLI_FLAGS.get("deprecated", {})  # noqa: F821
+    names.deprecated = dict(dep.get("global", {}), **dep.get(command, {}))
+    return names
+
+
+class FlagNames(set):
+    """The names cli_names returns, with .deprecated: "--long" -> the real
+    binary's deprecation message."""
+    deprecated = {}
 
 
 def pflag_parse(argv, names, kinds, shorts=None):
@@ -1595,10 +1609,17 @@ def pflag_parse(argv, names, kinds, shorts=None):
     rev = {v: k for k, v in shorts.items()}
     flags, args = {}, []
 
+    deprecated = getattr(names, "deprecated", {})
+
+    def warn_deprecated(name):
+        if "--" + name in deprecated:
+            sys.stderr.write("Flag --%s has been deprecated, %s\n" % (name, deprecated["--" + name]))
+
     def label(name):
         return "-%s, --%s" % (rev[name], name) if name in rev else "--" + name
 
     def kind_of(name, shown):
+        warn_deprecated(name)
         k = kinds.get(name)
         if k is None:
             raise FlagNotModelled("%s is a real flag here that the stand-in does not act on" % shown)

@@ -9,14 +9,41 @@
 # "sh.helm.release.v1.NAME.vREVISION" of type helm.sh/release.v1 with labels
 # name/owner=helm/status/version and the release gzipped and base64-encoded
 # in data.release):
-#   helm version [--short] [--template]
+#   helm version [--short] [--template] [-c/--client: helm 3]
 #   helm upgrade --install NAME CHART [-n NS] [--create-namespace]
 #        [-f/--values FILE]... [--set K=V]... [--wait] [--timeout D]
-#        [--version V] [--atomic]
-#   helm list [-n NS | -A] [-a] [--filter REGEX] [-o table|json|yaml]
+#        [--version V] [--server-side true|false|auto: helm 4]
+#   helm list [-n NS | -A] [-a: helm 3] [--deployed] [--failed] [--pending]
+#        [--superseded] [--uninstalled] [--uninstalling] [--filter REGEX]
+#        [-o table|json|yaml]
 #   helm status NAME [-n NS] [-o json]
 #   helm get values NAME [-n NS] [-a/--all] [--revision N] [-o table|json|yaml]
-#   helm uninstall NAME [-n NS]
+#   helm get metadata NAME [-n NS] [--revision N] [-o table|json|yaml]
+#   helm history NAME [-n NS] [--max N] [-o table|json|yaml]
+#   helm uninstall NAME [-n NS] [--wait[=...]] [--timeout D]
+# Per Helm major (the version built, HELM_FAKE_VERSION; tests/fakes/README.md,
+# "Helm 3 and Helm 4"), as helm/helm's sources at v3.17.3 and v4.2.4 say:
+#   - the flags: the real table of that major (CLI_FLAGS);
+#   - list without a state flag: helm 3 deployed and failed releases only,
+#     helm 4 every state (pkg/action/list.go SetStateMask); the state flags
+#     together are every state in both;
+#   - --wait: helm 3 a boolean (its readiness, below); helm 4 a strategy
+#     (pkg/cmd/flags.go AddWaitFlag): "legacy" is helm 3's readiness,
+#     "watcher" (a bare --wait) kstatus, "hookOnly" (no --wait) none,
+#     true/false the deprecated booleans (watcher, hookOnly) with helm's
+#     warning, anything else refused;
+#   - the apply method a release is stored with (release.v1 apply_method,
+#     helm 4 only; `helm get metadata` shows it): a release helm 4
+#     installs first is server-side ("ssa"); an upgrade with
+#     --server-side=auto (the default) keeps the last revision's method, a
+#     revision without one (Helm 3's) being client-side ("csa")
+#     (pkg/action/upgrade.go getUpgradeServerSideValue).  Both apply the
+#     objects alike here (the API server stand-in has no server-side apply);
+#   - "Kubernetes cluster unreachable" (helm 3) / "kubernetes cluster
+#     unreachable" (helm 4), `helm version`'s BuildInfo (helm 4 adds
+#     KubeClientVersion).
+# Both majors store and read releases alike (Secrets, below): a release one
+# installed the other lists, upgrades and keeps the history of.
 # CHART is a chart directory or a .tgz of one.  Templates are rendered with
 # the small subset of Go templates charts use for plain values ({{ .Values.a.b
 # }}, .Release.*, .Chart.*, `| quote`, `| default X`, if/else/end, {{- -}}
@@ -31,20 +58,36 @@
 # --wait waits (ready) and at uninstall (uninstalled); the kubelet acts out
 # the chart's images with the same file's image acts.
 # Kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config.
-# Flags: each command accepts what the real helm v3.15.4 accepts for it
-# (the table build.sh embeds, see "Flags" below and tests/fakes/README.md;
-# v3.18.4, the version it reports, only added upgrade flags provision does
-# not pass); the ones listed above are those it acts on.
+# Flags: each command accepts what the real helm of its major accepts for
+# it (the table build.sh embeds, see "Flags" below and tests/fakes/README.md);
+# the ones listed above are those it acts on.
 
 import gzip
 
 import tarfile
 
-HELM_VERSION = "v3.18.4"
-# helm/helm tag v3.18.4's commit, and the Go of its release build (`helm
-# version` of the release archive prints both).
-HELM_GIT_COMMIT = "d80839cf37d860c8aa9a0503fe463278f26cd5e2"
-HELM_GO_VERSION = "go1.24.4"
+try:
+    HELM_FAKE_VERSION  # noqa: F821  (set by build.sh in front of this file)
+except NameError:
+    HELM_FAKE_VERSION = os.environ.get("FAKE_HELM_VERSION", "4.2.4")
+# What `helm version` of each release archive the stand-in can be built as
+# prints: helm/helm's tag commit, the Go of the release build and (helm 4)
+# the client-go it was built with as a Kubernetes minor
+# (internal/version/version.go).  3.18.4: the archive's own output; 4.2.4:
+# tag v4.2.4 (3900f434...), go.mod k8s.io/client-go v0.36.1, built with
+# Go 1.26 (.github/env GOLANG_VERSION=1.26: the patch release setup-go
+# took that day is not known here, so the stand-in says go1.26).
+HELM_BUILDS = {
+    "3.18.4": ("d80839cf37d860c8aa9a0503fe463278f26cd5e2", "go1.24.4", None),
+    "4.2.4": ("3900f434fd3ef2b84065dc04508df48f288dba00", "go1.26", "v1.36"),
+}
+if HELM_FAKE_VERSION not in HELM_BUILDS:
+    raise SystemExit("helm stand-in: no build data for Helm %s (tests/fakes/kube/helm.py HELM_BUILDS)" % HELM_FAKE_VERSION)
+HELM_VERSION = "v" + HELM_FAKE_VERSION
+HELM_MAJOR = int(HELM_FAKE_VERSION.split(".")[0])
+HELM_GIT_COMMIT, HELM_GO_VERSION, HELM_KUBE_CLIENT = HELM_BUILDS[HELM_FAKE_VERSION]
+# pkg/kube/client.go IsReachable: helm 4 lowered the word
+UNREACHABLE = "Kubernetes cluster unreachable" if HELM_MAJOR == 3 else "kubernetes cluster unreachable"
 R = resource_by_name
 
 
@@ -58,31 +101,37 @@ def client(flags):
     try:
         return Client.from_kubeconfig(path, timeout=30)
     except KubeconfigError as e:
-        raise Fail("Kubernetes cluster unreachable: %s" % e) from e
+        raise Fail("%s: %s" % (UNREACHABLE, e)) from e
 
 
 # Flags: which ones each command accepts is the real Helm's table (CLI_FLAGS,
 # from tests/fakes/cli/helm-X.Y.Z.flags, the table of the Helm major built,
 # read from the real binary's help: see tests/fakes/README.md, "Flags").
-# The pinned 3.18.4 gets helm 3.17.3's table: between the two tags cmd/helm
-# and pkg/cli add one flag, registry login's --plain-http.
-# A flag outside the table: "Error: unknown flag: --x" on standard error
-# and exit 1, as cobra prints it for helm (SilenceUsage, no usage text) and
-# helm's main exits.
+# 3.18.4 gets helm 3.17.3's table (between the two tags cmd/helm and
+# pkg/cli add one flag, registry login's --plain-http), 4.2.4 helm
+# 4.1.4's.  A flag outside the table: "Error: unknown flag: --x" on
+# standard error and exit 1, as cobra prints it for helm (SilenceUsage, no
+# usage text) and helm's main exits.  A flag in the table that is not
+# below: the stand-in's "does not act on" message.
 GLOBAL_KINDS = {"namespace": "str", "kubeconfig": "str", "kube-context": "str", "debug": "bool"}
+LIST_STATES = ("deployed", "failed", "pending", "superseded", "uninstalled", "uninstalling")
 KINDS = {
-    "upgrade": ({"install": "bool", "create-namespace": "bool", "values": "csv", "set": "list", "wait": "bool",
-                 "timeout": "dur", "version": "str", "atomic": "bool", "output": "str", "reuse-values": "bool",
+    "upgrade": ({"install": "bool", "create-namespace": "bool", "values": "csv", "set": "list",
+                 "wait": "bool" if HELM_MAJOR == 3 else "opt:watcher", "server-side": "str",
+                 "timeout": "dur", "version": "str", "output": "str", "reuse-values": "bool",
                  "reset-values": "bool"},
                 {"f": "values", "i": "install", "o": "output"}),
-    "list": ({"all": "bool", "all-namespaces": "bool", "filter": "str", "output": "str", "short": "bool"},
+    "list": (dict({"all": "bool", "all-namespaces": "bool", "filter": "str", "output": "str", "short": "bool"},
+                  **{st: "bool" for st in LIST_STATES}),
              {"a": "all", "A": "all-namespaces", "f": "filter", "o": "output", "q": "short"}),
-    "version": ({"short": "bool", "template": "str"}, {}),
+    "version": ({"short": "bool", "template": "str", "client": "bool"}, {"c": "client"}),
     "status": ({"output": "str"}, {"o": "output"}),
-    "uninstall": ({"wait": "bool", "timeout": "dur"}, {}),
+    "uninstall": ({"wait": "bool" if HELM_MAJOR == 3 else "opt:watcher", "timeout": "dur"}, {}),
     "get values": ({"all": "bool", "revision": "int", "output": "str"}, {"a": "all", "o": "output"}),
+    "get metadata": ({"revision": "int", "output": "str"}, {"o": "output"}),
+    "history": ({"max": "int", "output": "str"}, {"o": "output"}),
 }
-ALIASES = {"ls": "list", "delete": "uninstall", "un": "uninstall", "del": "uninstall"}
+ALIASES = {"ls": "list", "delete": "uninstall", "un": "uninstall", "del": "uninstall", "hist": "history"}
 
 
 def parse(cmd, argv):
@@ -281,20 +330,43 @@ def hooks(rel):
 
 
 def ready(c, objs, rel=None):
-    """None when the release is ready (helm's --wait), else why not."""
+    """None when the release is ready (helm's --wait), else (why not, kind,
+    namespace, name)."""
     for res, ns, name in objs:
         o = c.get(res.path(ns, name))
         st = o.get("status") or {}
         if res.kind == "Deployment" and st.get("readyReplicas", 0) < (o.get("spec") or {}).get("replicas", 1):
-            return "Deployment is not ready: %s/%s" % (ns, name)
+            return "Deployment is not ready: %s/%s" % (ns, name), res.kind, ns, name
         if res.kind == "DaemonSet" and st.get("numberReady", 0) < st.get("desiredNumberScheduled", 1):
-            return "DaemonSet is not ready: %s/%s" % (ns, name)
+            return "DaemonSet is not ready: %s/%s" % (ns, name), res.kind, ns, name
         if res.kind == "PersistentVolumeClaim" and st.get("phase") != "Bound":
-            return "PersistentVolumeClaim is not bound: %s/%s" % (ns, name)
+            return "PersistentVolumeClaim is not bound: %s/%s" % (ns, name), res.kind, ns, name
     h = hooks(rel) if rel else None
     if h is not None and hasattr(h, "ready"):
-        return h.ready(c, rel)
+        why = h.ready(c, rel)
+        if why is not None:
+            return why, "Pod", rel["namespace"], rel["name"]
     return None
+
+
+def wait_strategy(flags):
+    """What upgrade --wait waits for: "legacy" (helm 3's readiness),
+    "watcher" (helm 4's kstatus) or "hookOnly" (nothing)."""
+    w = flags.get("wait")
+    if HELM_MAJOR == 3:
+        return "legacy" if w else "hookOnly"
+    if w is None:
+        return "hookOnly"
+    if w in ("true", "false"):
+        # pkg/cmd/flags.go waitValue.Set: slog's default text handler
+        alt = "watcher" if w == "true" else "hookOnly"
+        sys.stderr.write('level=WARN msg="--wait=%s is deprecated (boolean value) and can be replaced with --wait=%s"\n'
+                         % (w, alt))
+        return alt
+    if w not in ("watcher", "legacy", "hookOnly"):
+        raise FlagError('invalid argument %s for "--wait" flag: invalid wait input %s. Valid inputs are watcher, '
+                        'hookOnly, and legacy' % (json.dumps(w), json.dumps(w)))
+    return w
 
 
 def fmt_time(t):
@@ -312,6 +384,10 @@ def cmd_upgrade(flags, pos):
         raise Fail('"helm upgrade" requires 2 arguments\n\nUsage:  helm upgrade [RELEASE] [CHART] [flags]')
     name, chart = pos
     ns = flags.get("namespace", "default")
+    strategy = wait_strategy(flags)
+    ssa_opt = flags.get("server-side", "auto")
+    if ssa_opt not in ("true", "false", "auto"):
+        raise Fail("UPGRADE FAILED: invalid/unknown release server-side apply method: %s" % ssa_opt)
     c = client(flags)
     meta, files = load_chart(chart)
     if flags.get("version") and str(meta.get("version")) != flags["version"]:
@@ -363,20 +439,35 @@ def cmd_upgrade(flags, pos):
            "chart": {"metadata": meta, "values": chart_vals}, "info": {"status": "pending-install" if prev is None else "pending-upgrade",
                                                  "first_deployed": prev["info"]["first_deployed"] if prev else now(),
                                                  "last_deployed": now(), "description": ""}}
+    if HELM_MAJOR >= 4:
+        # pkg/cmd/upgrade.go (a first install: server-side unless
+        # --server-side=false), pkg/action/upgrade.go
+        # getUpgradeServerSideValue (auto: the last revision's method, none
+        # being client-side)
+        if prev is None:
+            ssa = ssa_opt != "false"
+        else:
+            ssa = ssa_opt == "true" or (ssa_opt == "auto" and prev.get("apply_method") == "ssa")
+        rel["apply_method"] = "ssa" if ssa else "csa"
     verb = "INSTALLATION" if prev is None else "UPGRADE"
     try:
         objs = apply_manifest(c, ns, manifest)
         h = hooks(rel)
         if h is not None and hasattr(h, "installed"):
             h.installed(c, rel)
-        if flags.get("wait"):
+        if strategy in ("legacy", "watcher"):
             deadline = now() + parse_duration(flags.get("timeout", "5m0s"))
             while True:
                 why = ready(c, objs, rel)
                 if why is None:
                     break
                 if now() > deadline:
-                    sys.stderr.write("wait: %s\n" % why)
+                    if strategy == "watcher":
+                        # pkg/kube/statuswait.go: each object not Current,
+                        # then the context's error, errors.Join'ed
+                        raise Fail("%s FAILED: resource %s/%s/%s not ready. status: InProgress, message: %s\n"
+                                   "context deadline exceeded" % ((verb,) + why[1:] + (why[0],)))
+                    sys.stderr.write("wait: %s\n" % why[0])
                     raise Fail("%s FAILED: context deadline exceeded" % verb)
                 time.sleep(2)
     except Fail:
@@ -399,14 +490,24 @@ def cmd_upgrade(flags, pos):
 def cmd_list(flags, pos):
     c = client(flags)
     ns = None if flags.get("all-namespaces") else flags.get("namespace", "default")
+    # pkg/action/list.go SetStateMask: -a (helm 3) every state; else the
+    # states the flags name; none: helm 3 deployed and failed, helm 4 every
+    # state.  Only --superseded: every superseded revision, not the newest
+    # of each release (Run's filterLatestReleases).
+    named = [st for st in LIST_STATES if flags.get(st)]
+    if flags.get("all") or (not named and HELM_MAJOR >= 4):
+        named = list(LIST_STATES)
+    elif not named:
+        named = ["deployed", "failed"]
+    states = {"pending-install", "pending-upgrade", "pending-rollback"} if "pending" in named else set()
+    states |= set(named) - {"pending"}
+    flt = re.compile(flags["filter"]) if flags.get("filter") else None
     rels = {}
     for r in releases(c, ns):
-        k = (r["namespace"], r["name"])
+        k = (r["namespace"], r["name"]) if named != ["superseded"] else (r["namespace"], r["name"], r["version"])
         if k not in rels or r["version"] > rels[k]["version"]:
             rels[k] = r
-    flt = re.compile(flags["filter"]) if flags.get("filter") else None
-    rels = {k: r for k, r in rels.items() if (flt is None or flt.search(r["name"]))
-            and (flags.get("all") or r["info"]["status"] in ("deployed", "failed"))}
+    rels = {k: r for k, r in rels.items() if (flt is None or flt.search(r["name"])) and r["info"]["status"] in states}
     rows = [{"name": r["name"], "namespace": r["namespace"], "revision": str(r["version"]),
              "updated": fmt_time(r["info"]["last_deployed"]), "status": r["info"]["status"],
              "chart": "%s-%s" % (r["chart"]["metadata"].get("name"), r["chart"]["metadata"].get("version")),
@@ -457,6 +558,94 @@ def cmd_get_values(flags, pos):
     return 0
 
 
+def release_at(c, flags, name):
+    """The release NAME's --revision (default the newest), or Fail."""
+    ns = flags.get("namespace", "default")
+    rev = int(flags.get("revision") or 0)
+    if rev:
+        rel = next((r for r in releases(c, ns) if r["name"] == name and r["version"] == rev), None)
+    else:
+        rel = latest(c, ns, name)
+    if rel is None:
+        raise Fail("release: not found")
+    return rel
+
+
+def output_format(flags):
+    fmt = flags.get("output", "table")
+    if fmt not in ("table", "json", "yaml"):
+        raise FlagError('invalid argument %s for "-o, --output" flag: invalid format type' % json.dumps(fmt))
+    return fmt
+
+
+def cmd_get_metadata(flags, pos):
+    """cmd/helm/get_metadata.go of v3.17.3, pkg/cmd/get_metadata.go of
+    v4.2.4 (which adds LABELS and APPLY_METHOD): the release's chart,
+    revision, status and when it was deployed (RFC 3339)."""
+    if len(pos) != 1:
+        raise Fail('"helm get metadata" requires 1 argument\n\nUsage:  helm get metadata RELEASE_NAME [flags]')
+    fmt = output_format(flags)
+    rel = release_at(client(flags), flags, pos[0])
+    meta = rel["chart"]["metadata"]
+    deployed = datetime.datetime.fromtimestamp(rel["info"]["last_deployed"], datetime.timezone.utc) \
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+    m = {"name": rel["name"], "chart": meta.get("name"), "version": str(meta.get("version")),
+         "appVersion": str(meta.get("appVersion", "")), "namespace": rel["namespace"], "revision": rel["version"],
+         "status": rel["info"]["status"], "deployedAt": deployed}
+    if HELM_MAJOR >= 4 and rel.get("apply_method"):
+        m["applyMethod"] = rel["apply_method"]
+    if fmt == "json":
+        print(json.dumps(m, separators=(",", ":")))
+        return 0
+    if fmt == "yaml":
+        sys.stdout.write(yaml_dump(m))
+        return 0
+    lines = ["NAME: %s" % m["name"], "CHART: %s" % m["chart"], "VERSION: %s" % m["version"],
+             "APP_VERSION: %s" % m["appVersion"], "ANNOTATIONS: "]
+    if HELM_MAJOR >= 4:
+        lines.append("LABELS: ")
+    lines += ["DEPENDENCIES: ", "NAMESPACE: %s" % m["namespace"], "REVISION: %d" % m["revision"],
+              "STATUS: %s" % m["status"], "DEPLOYED_AT: %s" % deployed]
+    if HELM_MAJOR >= 4:
+        lines.append("APPLY_METHOD: %s" % {"": "client-side apply (defaulted)", "csa": "client-side apply",
+                                            "ssa": "server-side apply"}.get(rel.get("apply_method", ""),
+                                                                            "unknown (%s)" % json.dumps(rel.get("apply_method"))))
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_history(flags, pos):
+    """cmd/helm/history.go of v3.17.1 (pkg/cmd/history.go of v4.2.4: the
+    same fields): the newest --max revisions (256), oldest first; json
+    fields revision, updated, status, chart, app_version, description in
+    that order."""
+    if len(pos) != 1:
+        raise Fail('"helm history" requires 1 argument\n\nUsage:  helm history RELEASE_NAME [flags]')
+    fmt = output_format(flags)
+    c = client(flags)
+    rs = sorted((r for r in releases(c, flags.get("namespace", "default")) if r["name"] == pos[0]),
+                key=lambda r: r["version"])
+    if not rs:
+        raise Fail("release: not found")
+    rs = rs[-int(flags.get("max") or 256):]
+    rows = [{"revision": r["version"], "updated": datetime.datetime.fromtimestamp(
+                r["info"]["last_deployed"], datetime.timezone.utc).isoformat(),
+             "status": r["info"]["status"],
+             "chart": "%s-%s" % (r["chart"]["metadata"].get("name"), r["chart"]["metadata"].get("version")),
+             "app_version": str(r["chart"]["metadata"].get("appVersion", "")),
+             "description": r["info"].get("description", "")} for r in rs]
+    if fmt == "json":
+        print(json.dumps(rows, separators=(",", ":")))
+    elif fmt == "yaml":
+        sys.stdout.write(yaml_dump(rows))
+    else:
+        print("REVISION\tUPDATED\tSTATUS\tCHART\tAPP VERSION\tDESCRIPTION")
+        for x in rows:
+            print("%d\t%s\t%s\t%s\t%s\t%s" % (x["revision"], x["updated"], x["status"], x["chart"], x["app_version"],
+                                               x["description"]))
+    return 0
+
+
 def main():
     argv = sys.argv[1:]
     # the command is the first word that is not a flag or a global flag's
@@ -478,26 +667,29 @@ def main():
         j = next((k for k, a in enumerate(rest) if not a.startswith("-") and (k == 0 or not rest[k - 1].startswith("-")
                                                                                or "=" in rest[k - 1])), None)
         sub = rest[j] if j is not None else None
-        if sub in ("all", "hooks", "manifest", "metadata", "notes"):
+        if sub in ("all", "hooks", "manifest", "notes"):
             sys.stderr.write("helm stand-in (tests/fakes/kube/helm.py): helm get %s is a real command that the stand-in does not act on\n" % sub)
             return 1
-        if sub != "values":
+        if sub not in ("values", "metadata"):
             print("This command consists of multiple subcommands which can be used to get extended information about the release")
             return 0
-        cmd, rest = "get values", rest[:j] + rest[j + 1:]
+        cmd, rest = "get " + sub, rest[:j] + rest[j + 1:]
     if cmd not in KINDS:
         sys.stderr.write('Error: unknown command "%s" for "helm"\n' % cmd)
         return 1
     try:
         flags, pos = parse(cmd, rest)
         if cmd == "version":
-            if flags.get("short"):
+            if flags.get("template"):
+                # text/template: the template as it is, {{.Version}} filled
+                # in, no newline (helm prints none after a template)
+                sys.stdout.write(re.sub(r"\{\{-? *\.Version *-?\}\}", HELM_VERSION, flags["template"]))
+            elif flags.get("short"):
                 print("%s+g%s" % (HELM_VERSION, HELM_GIT_COMMIT[:7]))
-            elif flags.get("template"):
-                print(flags["template"].replace("{{.Version}}", HELM_VERSION).replace("{{ .Version }}", HELM_VERSION))
             else:
-                print('version.BuildInfo{Version:"%s", GitCommit:"%s", GitTreeState:"clean", GoVersion:"%s"}'
-                      % (HELM_VERSION, HELM_GIT_COMMIT, HELM_GO_VERSION))
+                print('version.BuildInfo{Version:"%s", GitCommit:"%s", GitTreeState:"clean", GoVersion:"%s"%s}'
+                      % (HELM_VERSION, HELM_GIT_COMMIT, HELM_GO_VERSION,
+                         ', KubeClientVersion:"%s"' % HELM_KUBE_CLIENT if HELM_KUBE_CLIENT else ""))
             return 0
         if cmd == "upgrade":
             return cmd_upgrade(flags, pos)
@@ -505,6 +697,10 @@ def main():
             return cmd_list(flags, pos)
         if cmd == "get values":
             return cmd_get_values(flags, pos)
+        if cmd == "get metadata":
+            return cmd_get_metadata(flags, pos)
+        if cmd == "history":
+            return cmd_history(flags, pos)
         if cmd == "status":
             if not pos:
                 raise Fail('"helm status" requires 1 argument')
@@ -518,6 +714,10 @@ def main():
                 sys.stdout.write(status_text(rel))
             return 0
         if cmd == "uninstall":
+            # --wait: helm 4's strategies as upgrade's (its value checked,
+            # its warning printed); the objects go at once here, so every
+            # strategy has nothing to wait for
+            wait_strategy(flags)
             c = client(flags)
             ns = flags.get("namespace", "default")
             rel = latest(c, ns, pos[0]) if pos else None
@@ -546,7 +746,7 @@ def main():
         sys.stderr.write("Error: %s\n" % e)
         return 1
     except ConnError as e:
-        sys.stderr.write("Error: Kubernetes cluster unreachable: %s\n" % e)
+        sys.stderr.write("Error: %s: %s\n" % (UNREACHABLE, e))
         return 1
     except APIError as e:
         sys.stderr.write("Error: %s\n" % e)
