@@ -588,10 +588,11 @@ static void test_plan_real_charts(void **unused)
 	expect_has(r, "nvcr.io/nvidia/driver:595.91.07-debian12", true);
 	expect_has(r, "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0", true);
 	expect_has(r, "registry.k8s.io/nfd/node-feature-discovery:v0.19.0", true);
-	/* z2jh 3.3.8 with provision's values: the hook off, the continuous puller on */
+	/* z2jh 3.3.8 with provision's values: the hook off, the continuous puller
+	 * on, no user-scheduler (its kube-scheduler image is not pulled) */
 	expect_has(r, "quay.io/jupyter/pytorch-notebook:cuda12-python-3.11", true);
 	expect_has(r, "quay.io/jupyterhub/k8s-network-tools:3.3.8", true);
-	expect_has(r, "registry.k8s.io/kube-scheduler:v1.26.15", true);
+	expect_has(r, "registry.k8s.io/kube-scheduler:v1.26.15", false);
 	expect_has(r, "registry.k8s.io/pause:3.9", true);
 	expect_has(r, "quay.io/jupyterhub/k8s-image-awaiter:3.3.8", false);
 	expect_has(r, "docker.io/library/traefik:v2.11.0", false);
