@@ -45,8 +45,27 @@ int plan_images(struct images_plan *out, const struct inventory *inv, const stru
 
 	iv.kube = kube_matrix_find(&rs->kube, inv->cluster.kubernetes_version);
 	if (!gpu) {
+		struct strbuf names = STRBUF_INIT;
+		const struct tval *n;
+		struct tval *g;
+
 		own = tval_new_map();
 		plan_gpu_values(own, nodes, facts, nr);
+		/*
+		 * A node whose facts are not known yet (fetch --images before the
+		 * first up) is a GPU node when the inventory gives it GPUs: the
+		 * roles' `{% if gpu.names %}` then lists the GPU Operator's
+		 * cluster-wide images (the operator, NFD) for an offline bundle.
+		 */
+		g = tval_map_at(own, "gpu");
+		n = tval_lookup(g, "names");
+		if (n && n->kind == TVAL_STR && n->str)
+			strbuf_addstr(&names, n->str);
+		for (i = 0; i < nr; i++)
+			if (!facts[i] && nodes[i]->gpus > 0)
+				strbuf_addf(&names, "%s%s", names.len ? " " : "", nodes[i]->name);
+		tval_set_str(g, "names", names.buf);
+		strbuf_release(&names);
 		iv.gpu = own;
 	}
 	for (i = 0; i < nr; i++)

@@ -522,6 +522,44 @@ static void test_plan_no_gpu(void **unused)
 	free(cache);
 }
 
+/*
+ * Before the first up (fetch --images for an offline lab) no node's facts
+ * are known: the inventory's `gpus:` makes the GPU worker a GPU node, and
+ * the GPU Operator's cluster-wide images (the operator, NFD) are listed with
+ * its operands.  Before, gpu.names came from facts only: the operands were
+ * listed, the operator and NFD not, and such a bundle's up failed pulling them.
+ */
+static void test_plan_no_facts(void **unused)
+{
+	struct cluster c;
+	struct strbuf tgz = STRBUF_INIT;
+	struct error err = {0};
+	char *cache = xasprintf("%s/cache-nofacts", dir), *r;
+	size_t i;
+
+	cluster_load(&c);
+	for (i = 0; i < 4; i++)
+		c.fp[i] = NULL;
+	tgz_of(&tgz, "tests/fakes/charts", "gpu-operator");
+	cache_chart(&c.rs, cache, "gpu-operator-chart", &tgz);
+	if (plan_images(&c.plan, c.inv, &c.rs, cache, c.nodes, c.fp, 4, NULL, &err) < 0)
+		fail_msg("%s", err.msg);
+	r = refs_of(&c, 0, "gpu-operator");
+	expect_has(r, "nvcr.io/nvidia/gpu-operator:v26.7.0", true);
+	expect_has(r, "registry.k8s.io/nfd/node-feature-discovery:v0.19.0", true);
+	free(r);
+	r = refs_of(&c, 2, "gpu-operator");
+	expect_has(r, "nvcr.io/nvidia/k8s-device-plugin:v0.20.0", true);
+	expect_has(r, "registry.k8s.io/nfd/node-feature-discovery:v0.19.0", true);
+	free(r);
+	r = refs_of(&c, 3, "gpu-operator");
+	expect_has(r, "nvcr.io/nvidia/k8s-device-plugin:v0.20.0", false);
+	free(r);
+	cluster_release(&c);
+	strbuf_release(&tgz);
+	free(cache);
+}
+
 /* Without the chart archives in the cache: said, not guessed. */
 static void test_plan_unresolved(void **unused)
 {
@@ -619,6 +657,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_real_charts),
 	    cmocka_unit_test(test_plan_driver_nodes),
 	    cmocka_unit_test(test_plan_no_gpu),
+	    cmocka_unit_test(test_plan_no_facts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
