@@ -464,7 +464,21 @@ pv_installing() {
 # ~/.kube left behind goes too.
 pv_restore() {
 	b=$PROVISION_BACKUP_DIR$1
-	if [ -e "$b" ]; then
+	if [ -d "$1" ] && [ ! -L "$1" ]; then
+		# A folder an older provision noted as a file (the hub's database
+		# folder): in provision's own folder, all of it is provision's;
+		# elsewhere it is left, and said.
+		case $1 in
+		"$PROVISION_STATE_DIR"/?*)
+			rm -rf "$1"
+			echo "removed $1 (a folder provision made in its own)"
+			;;
+		*)
+			echo "kept $1: a folder, not a file provision wrote"
+			return 1
+			;;
+		esac
+	elif [ -e "$b" ]; then
 		tmp=$(mktemp "$(dirname "$1")/.${1##*/}.provision-XXXXXX") || return 1
 		if ! cp -p "$b" "$tmp" || ! mv -f "$tmp" "$1"; then
 			rm -f "$tmp"
@@ -495,6 +509,84 @@ pv_restore() {
 # pv_managed_files: the files provision wrote on this node, one a line.
 pv_managed_files() {
 	[ -f "$PROVISION_STATE_DIR/managed" ] && cat "$PROVISION_STATE_DIR/managed"
+	return 0
+}
+
+# pv_managed_dir DIR MODE OWNER NAME...: the folder DIR exists with MODE
+# and OWNER (uid:gid); when provision makes it (it was not there), it is
+# noted in $PROVISION_STATE_DIR/managed-dirs with NAME... (shell patterns,
+# quoted: 'jupyterhub.sqlite*'), the files that what provision installs
+# writes in it.  provision reset (pv_restore_dir) removes DIR and those
+# files, and only when nothing else is in it.  A DIR that was there before
+# provision is never noted: reset leaves it.  (An older provision noted the
+# hub's database folder as a managed file: it moves to this list.)
+pv_managed_dir() {
+	_md=$1 _md_mode=$2 _md_own=$3
+	shift 3
+	_md_list=$PROVISION_STATE_DIR/managed-dirs
+	if [ ! -d "$_md" ]; then
+		mkdir -p "$_md" || return 1
+		_md_new=1
+	elif grep -qxF "$_md" "$PROVISION_STATE_DIR/managed" 2>/dev/null; then
+		_md_new=1
+		grep -vxF "$_md" "$PROVISION_STATE_DIR/managed" >"$PROVISION_STATE_DIR/managed.tmp" || true
+		mv -f "$PROVISION_STATE_DIR/managed.tmp" "$PROVISION_STATE_DIR/managed"
+	else
+		_md_new=0
+	fi
+	if [ "$_md_new" = 1 ] && ! pv_managed_dirs | grep -q "^$_md	"; then
+		mkdir -p "$PROVISION_STATE_DIR"
+		printf '%s\t%s\n' "$_md" "$*" >>"$_md_list"
+	fi
+	chown "$_md_own" "$_md" && chmod "$_md_mode" "$_md"
+}
+
+# pv_managed_dirs: "DIR<TAB>NAME..." of each folder provision made
+# (pv_managed_dir), one a line.
+pv_managed_dirs() {
+	[ -f "$PROVISION_STATE_DIR/managed-dirs" ] && cat "$PROVISION_STATE_DIR/managed-dirs"
+	return 0
+}
+
+# pv_restore_dir DIR NAME...: undo pv_managed_dir: the files of DIR whose
+# names match NAME... (regular files, not links) and DIR itself removed,
+# DIR leaving the list; 1, saying what, when DIR holds anything else (not
+# provision's: a person's files are never removed) and then nothing is.
+pv_restore_dir() {
+	_rd=$1
+	shift
+	if [ -d "$_rd" ] && [ ! -L "$_rd" ]; then
+		_rd_other=$(
+			set -f
+			for _rd_p in "$_rd"/* "$_rd"/.[!.]* "$_rd"/..?*; do
+				[ -e "$_rd_p" ] || [ -L "$_rd_p" ] || continue
+				_rd_ok=0
+				for _rd_n in "$@"; do
+					# shellcheck disable=SC2254 # the names are patterns
+					case ${_rd_p##*/} in $_rd_n) _rd_ok=1 ;; esac
+				done
+				if [ "$_rd_ok" = 0 ] || [ -L "$_rd_p" ] || [ ! -f "$_rd_p" ]; then
+					echo "$_rd_p"
+				fi
+			done
+		)
+		if [ -n "$_rd_other" ]; then
+			echo "kept $_rd: it holds what provision did not make there: $(printf '%s\n' "$_rd_other" | head -n 5 | paste -sd ' ' -)"
+			return 1
+		fi
+		_rd_n=0
+		for _rd_p in "$_rd"/* "$_rd"/.[!.]* "$_rd"/..?*; do
+			[ -f "$_rd_p" ] || continue
+			rm -f "$_rd_p"
+			_rd_n=$((_rd_n + 1))
+		done
+		rmdir "$_rd" || return 1
+		echo "removed $_rd (made by provision; its $_rd_n file(s) were what provision installed wrote there)"
+	fi
+	if [ -f "$PROVISION_STATE_DIR/managed-dirs" ]; then
+		grep -v "^$_rd	" "$PROVISION_STATE_DIR/managed-dirs" >"$PROVISION_STATE_DIR/managed-dirs.tmp" || true
+		mv -f "$PROVISION_STATE_DIR/managed-dirs.tmp" "$PROVISION_STATE_DIR/managed-dirs"
+	fi
 	return 0
 }
 
