@@ -298,8 +298,10 @@ int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const stru
 		goto done;
 	}
 	snprintf(mode, sizeof(mode), "%o", ra->mode);
+	/* check: 4 when the node has no copy at all (drift tells "not installed yet") */
 	file_command(&cmd, o->roles, ra->dest, a->sha256, mode, ra->owner,
-		     o->check_only ? "[ -f \"$1\" ] && [ \"$(sha256sum <\"$1\" | cut -c1-64)\" = \"$2\" ]\n"
+		     o->check_only ? "[ -f \"$1\" ] || exit 4\n"
+				     "[ \"$(sha256sum <\"$1\" | cut -c1-64)\" = \"$2\" ]\n"
 				   : "pv_prepare \"$1\" \"$2\" \"$3\" \"$4\"\n");
 	strbuf_reset(&nc->tail);
 	rc = runner_job_exec(job, r->phase, ra->dest, cmd.buf, NULL, 0,
@@ -310,13 +312,19 @@ int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const stru
 		ret = -1;
 	} else if (res.exit_status == 0) {
 		result = STEP_UNCHANGED;
+	} else if (o->check_only && res.exit_status == 4) {
+		/* as pv_diff says of a template that is not there */
+		result = STEP_WOULD_CHANGE;
+		detail = xasprintf("new file %s: artifact %s (sha256 %.12s…)", ra->dest, a->name,
+				   a->sha256);
 	} else if (res.exit_status != 1) {
 		result = STEP_FAILED;
 		detail = plan_failure_text(nc, "cannot inspect the file on the node");
 		ret = 1;
 	} else if (o->check_only) {
 		result = STEP_WOULD_CHANGE;
-		detail = xasprintf("artifact %s (sha256 %.12s…)", a->name, a->sha256);
+		detail = xasprintf("the node's copy differs from artifact %s (sha256 %.12s…)",
+				   a->name, a->sha256);
 	} else if (!o->artifact_cache ||
 		   artifact_read(o->artifact_cache, a, &content, &err) < 0) {
 		result = STEP_FAILED;

@@ -33,6 +33,10 @@
 
 struct barrier {
 	size_t expected, done, failed;
+	/* of `failed`: those where the role did not run at all (skipped), and why, on which node
+	 * (the first) */
+	size_t skipped;
+	char *skip_why, *skip_node;
 };
 
 struct run {
