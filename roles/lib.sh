@@ -430,6 +430,58 @@ pv_helm_install() {
 	printf '%s\n' "$_want" | pv_write "$PROVISION_STATE_DIR/helm/$_ns.$_rel" 0644
 }
 
+# pv_ready_text "STATUS|REASON|MESSAGE": a Node's Ready condition as
+# kubectl's STATUS column names it, with the kubelet's reason and message:
+# "Ready", "NotReady: KubeletNotReady: container runtime network not
+# ready: ...", "Unknown: NodeStatusUnknown: Kubelet stopped posting node
+# status."; anything else (kubectl's error) as it is.
+pv_ready_text() {
+	case $1 in
+	*'|'*'|'*)
+		_rt_s=${1%%|*}
+		_rt_r=${1#*|}
+		_rt_m=${_rt_r#*|}
+		_rt_r=${_rt_r%%|*}
+		case $_rt_s in
+		True) _rt_s=Ready ;;
+		False) _rt_s=NotReady ;;
+		'') _rt_s=Unknown ;;
+		esac
+		echo "$_rt_s${_rt_r:+: $_rt_r}${_rt_m:+: $_rt_m}"
+		;;
+	*) echo "$1" ;;
+	esac
+}
+
+# pv_drain_blockers NODE SECONDS MOVABLE... < DRAIN_OUTPUT: after a `kubectl drain NODE
+# ... --timeout=SECONDSs` that failed, one line naming the pods that kept
+# NODE from draining, with drain's own reason.  kubectl drain checks every
+# pod first and evicts none when it refuses one ("error: cannot delete Pods
+# that declare no controller (use --force to override): default/lonely"):
+# then only those block, and the others are still there because of them.
+# Otherwise the pods whose eviction the API server refused ("error when
+# evicting pods/"NAME" -n "NS" ...: a PodDisruptionBudget), else those drain
+# would still move when its timeout came (MOVABLE, a command printing
+# "namespace/name (kind)" per pod).
+pv_drain_blockers() {
+	_db_node=$1 _db_secs=$2
+	shift 2
+	_db_out=$(cat)
+	_db=$(printf '%s\n' "$_db_out" | sed -n 's/^error: \(cannot delete [^:]*\): \(.*\)$/\2 (drain: \1)/p' |
+		sort -u | paste -sd ';' - | sed 's/;/; /g')
+	if [ -n "$_db" ]; then
+		echo "pods that would not leave $_db_node: $_db"
+		return 0
+	fi
+	_db=$(printf '%s\n' "$_db_out" | sed -n 's/.*error when evicting pods\/"\([^"]*\)" -n "\([^"]*\)".*/\2\/\1/p' |
+		sort -u | paste -sd ',' - | sed 's/,/, /g')
+	if [ -n "$_db" ]; then
+		echo "pods that would not leave $_db_node: $_db (drain: their eviction was refused, a PodDisruptionBudget allows none now)"
+		return 0
+	fi
+	echo "pods that would not leave $_db_node: $("$@" | paste -sd ',' - | sed 's/,/, /g') (drain: still there when its ${_db_secs}s ran out)"
+}
+
 # pv_note LIST VALUE: remember VALUE in $PROVISION_STATE_DIR/LIST, once
 # (what provision did that provision reset undoes: masked units, packages).
 pv_note() {

@@ -118,4 +118,31 @@ else
 	test_skip "the tables agree with ../shared/upstream/cli where it has the same tool and version" "$UPSTREAM_MISSING"
 fi
 
+# Issue 33: a Node's Ready condition as kubectl names it (the raw
+# "False|KubeletNotReady|..." of the jsonpath reached the admin).
+test_case "pv_ready_text: NotReady, Unknown, Ready with the kubelet's reason and message; kubectl's error as it is" "
+	t() { sh -c '. \"\$1\"; pv_ready_text \"\$2\"' sh '$SRC_ROOT/roles/lib.sh' \"\$1\"; }
+	expect_eq 'NotReady: KubeletNotReady: container runtime network not ready: NetworkReady=false' \\
+		\"\$(t 'False|KubeletNotReady|container runtime network not ready: NetworkReady=false')\"
+	expect_eq 'Unknown: NodeStatusUnknown: Kubelet stopped posting node status.' \\
+		\"\$(t 'Unknown|NodeStatusUnknown|Kubelet stopped posting node status.')\"
+	expect_eq 'Ready: KubeletReady: kubelet is posting ready status' \"\$(t 'True|KubeletReady|kubelet is posting ready status')\"
+	expect_eq 'Unknown' \"\$(t '||')\"
+	expect_eq 'Error from server (NotFound): nodes \\\"b-9\\\" not found' \"\$(t 'Error from server (NotFound): nodes \\\"b-9\\\" not found')\"
+"
+
+# Issue 33: plain `up` shows a failed step's last line and its hint, not the
+# lines above them (those are in `provision logs`): a hint that points
+# "above" points at nothing.  Every non-comment line of the roles' shell
+# (steps and lib.sh: hints are built there) is read for the word.
+test_case "no hint in the roles points at lines above it: each names the node, the object and the command" "
+	for f in '$SRC_ROOT'/roles/lib.sh '$SRC_ROOT'/roles/*/steps/*.sh; do
+		awk -v f=\"\${f#'$SRC_ROOT'/}\" '/^[ \\t]*#/ { next } /(^|[^a-z])above([^a-z]|\$)/ { print f \":\" NR \": \" \$0 }' \"\$f\"
+	done >above.out
+	if [ -s above.out ]; then echo 'hints or messages that point above:'; cat above.out; false; fi
+	# and the check itself finds one
+	printf '%s\\n' 'pv_hint \"see the error above\"' >planted.sh
+	awk '/^[ \\t]*#/ { next } /(^|[^a-z])above([^a-z]|\$)/ { n++ } END { exit !n }' planted.sh
+"
+
 test_done
