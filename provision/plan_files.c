@@ -26,8 +26,9 @@ void plan_node_ctx_release(struct node_ctx *nc)
 	strbuf_release(&nc->tail);
 	free(nc->skip_reason);
 	free(nc->hint);
+	free(nc->note);
 	free(nc->protocol_error);
-	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
+	nc->skip_reason = nc->hint = nc->note = nc->protocol_error = NULL;
 	plan_clear_fetches(nc);
 }
 

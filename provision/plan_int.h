@@ -79,7 +79,7 @@ struct node_ctx {
 	bool swallow;	 /* capture without posting (fetched files: they may hold keys) */
 	char **fetches;	 /* "PATH\nNAME" asked for with ::fetch by the current step */
 	size_t nr_fetches;
-	char *skip_reason, *hint;
+	char *skip_reason, *hint, *note;
 	char *protocol_error;
 	bool in_cut_protocol; /* the pieces of a protocol line too long to read go unseen */
 };

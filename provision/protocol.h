@@ -2,6 +2,7 @@
  * protocol: the lines a step prints to talk to provision (roles/README.md):
  *   ::set NAME=VALUE      ::secret NAME=VALUE     (NAME or NAME@NODE)
  *   ::skip REASON         ::hint TEXT             ::fetch /PATH NAME
+ *   ::note TEXT
  * A pure parser, so that it can be fuzzed; plan.c acts on the result.
  */
 #ifndef PROVISION_PROTOCOL_H
@@ -16,13 +17,15 @@ enum protocol_kind {
 	PROTOCOL_SKIP,
 	PROTOCOL_HINT,
 	PROTOCOL_FETCH,
+	PROTOCOL_NOTE,	    /* shown with the result of a step that changed */
 	PROTOCOL_MALFORMED, /* looks like a protocol line but is not valid: `error` says why */
 };
 
 struct protocol_msg {
 	enum protocol_kind kind;
 	/* Pointers into the line (not NUL-terminated) with their lengths. */
-	const char *name, *value; /* SET/SECRET: NAME, VALUE; FETCH: PATH, NAME; SKIP/HINT: value */
+	const char *name,
+	    *value; /* SET/SECRET: NAME, VALUE; FETCH: PATH, NAME; SKIP/HINT/NOTE: value */
 	size_t name_len, value_len;
 	const char *error; /* MALFORMED: a static message */
 };

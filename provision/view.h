@@ -8,6 +8,10 @@
  *   [b-2] containerd › 20-config … changed 0.4s
  * Results that are `unchanged` and output lines are shown with --verbose
  * only.  JSON lines (`-o json`): one object per event.
+ *
+ * ^C: view_tick (the run's on_tick) says at once what an interrupt does,
+ * one line per interrupt: the first stops the run after the steps running
+ * now (named), the second stops their commands (runner.h, "Interrupts").
  */
 #ifndef PROVISION_VIEW_H
 #define PROVISION_VIEW_H
@@ -26,11 +30,20 @@ struct view {
 	bool verbose;
 	int fd;	     /* where lines go (stdout) */
 	size_t width; /* of the widest node name, for alignment */
+	char **running;	     /* per node: "role › step" it is in, or NULL (for ^C) */
+	unsigned interrupts; /* runner_interrupts() already announced */
 };
 
 void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool json, bool verbose);
+void view_release(struct view *v);
 /* The on_event callback for runner/plan options (data = struct view *). */
 void view_event(const struct event *ev, const struct node_status *st, void *data);
+/*
+ * The on_tick callback (data = struct view *): when an interrupt came
+ * since the last call, one line saying what it does now and what the next
+ * one would do (plain), or {"event":"interrupt",...} (JSON).
+ */
+void view_tick(void *data);
 /* "1.2s", "4m12s", "850ms" */
 void view_duration(char *buf, size_t size, uint64_t ms);
 

@@ -13,6 +13,12 @@ pv_say_secret() {
 	printf '::secret %s=%s\n' "$1" "$2"
 }
 
+# pv_say_note TEXT: ::note TEXT, shown with the result of a step that
+# changed (what the admin should know of how it changed).
+pv_say_note() {
+	printf '::note %s\n' "$*"
+}
+
 pv_skip() {
 	printf '::skip %s\n' "$*"
 }
@@ -359,7 +365,10 @@ pv_helm_state() {
 		return 1
 	fi
 	if [ "$_status" != deployed ]; then
-		echo "release $1 (namespace $2): $_status"
+		case $_status in
+		failed | pending-*) echo "release $1 (namespace $2): $_status (left by an interrupted or failed run: provision up recovers it)" ;;
+		*) echo "release $1 (namespace $2): $_status" ;;
+		esac
 		return 1
 	fi
 	if [ "$_have" != "$_chart" ]; then
@@ -401,11 +410,63 @@ pv_helm_state() {
 	return 0
 }
 
+# pv_helm_revisions RELEASE NAMESPACE: "REVISION STATUS" of each revision
+# helm keeps of RELEASE, oldest first (`helm history -o json`: its fields
+# revision, updated, status, ... in that order, as helm 3 and 4 print them);
+# nothing when there is no such release.
+pv_helm_revisions() {
+	$PV_HELM history "$1" -n "$2" -o json 2>/dev/null |
+		grep -o '"revision":[0-9]*,"updated":"[^"]*","status":"[^"]*"' |
+		sed 's/^"revision":\([0-9]*\),"updated":"[^"]*","status":"\([^"]*\)"$/\1 \2/'
+}
+
+# pv_helm_recover RELEASE NAMESPACE: a release a cut-off run left behind
+# (provision up interrupted while helm waited: helm marks the revision
+# failed on SIGINT/SIGTERM, or leaves it pending-install, pending-upgrade or
+# pending-rollback when it is killed first) is made upgradable again, and
+# the step says so with ::note.  failed: helm upgrades from it as it is
+# (pkg/action/upgrade.go: from the last deployed revision, else the failed
+# one).  pending-*: helm refuses any other operation on it ("another
+# operation (install/upgrade/rollback) is in progress"): rolled back to the
+# last deployed revision, or, when none ever was, uninstalled (what was
+# half-installed goes; the install that follows starts afresh).  provision
+# holds the state folder's lock, so no other provision runs helm here; a
+# helm someone runs by hand on the control plane at the same time would
+# see its release rolled back.
+pv_helm_recover() {
+	_revs=$(pv_helm_revisions "$1" "$2")
+	[ -n "$_revs" ] || return 0
+	_last=$(printf '%s\n' "$_revs" | tail -n 1)
+	case ${_last#* } in
+	failed)
+		pv_say_note "release $1 (namespace $2): revision ${_last% *} was left failed by an earlier run (interrupted, or helm timed out): upgraded again"
+		;;
+	pending-install | pending-upgrade | pending-rollback)
+		_dep=$(printf '%s\n' "$_revs" | awk '$2 == "deployed" { r = $1 } END { print r }')
+		if [ -n "$_dep" ]; then
+			echo "release $1 (namespace $2): revision ${_last% *} was left ${_last#* } (helm was cut off); helm rollback $1 $_dep"
+			$PV_HELM rollback "$1" "$_dep" -n "$2" || return 1
+			pv_say_note "release $1 (namespace $2) was left ${_last#* } by an interrupted run: rolled back to revision $_dep (the last deployed), then upgraded"
+		else
+			echo "release $1 (namespace $2): revision ${_last% *} was left ${_last#* } and none was ever deployed; helm uninstall $1"
+			$PV_HELM uninstall "$1" -n "$2" || return 1
+			pv_say_note "release $1 (namespace $2) was left ${_last#* } by an interrupted first install: uninstalled, then installed afresh"
+		fi
+		;;
+	esac
+	return 0
+}
+
 # pv_helm_install RELEASE NAMESPACE CHART.tgz VALUES TIMEOUT [VALUES...]:
 # helm upgrade --install ... --values each file --wait --timeout TIMEOUT,
-# then record the stamp.
+# then record the stamp.  A release an interrupted run left failed or
+# pending is recovered first (pv_helm_recover).
 pv_helm_install() {
 	_rel=$1 _ns=$2 _chart=$3 _timeout=$5
+	pv_helm_recover "$_rel" "$_ns" || {
+		pv_hint "release $_rel (namespace $_ns) was left pending by an interrupted run and could not be recovered on $PROVISION_NODE: 'helm history $_rel -n $_ns' shows its revisions; 'helm rollback $_rel REVISION -n $_ns' to a deployed one, or 'helm uninstall $_rel -n $_ns', then run provision up again"
+		return 1
+	}
 	_want=$(sha256sum <"$3" | cut -c1-64)
 	_v1=$4
 	shift 5

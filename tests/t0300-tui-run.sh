@@ -299,6 +299,36 @@ test_case "q, y, then q again cancels the running steps at once" "
 	expect_sane_terminal cancel
 "
 
+# ---- ^C without the live view (issue 33): plain lines and JSON lines
+
+gate close
+run plainc 200 40 LANG=C.UTF-8 -- up -i "$INV" --roles "$ROLES" --phases prep --no-tui -v
+
+test_case "plain output: the first ^C says at once that the run stops after the steps running now (named) and what a second ^C does; the second cancels them, exit 130" "
+	wait_for plainc '^\\[node-1\\] │ waiting for /tmp/tui-go' &&
+	t0=\$(date +%s%N) &&
+	keys plainc C-c &&
+	wait_for plainc '^\\^C: stopping: no new step starts; the steps running now finish first \\(.*node-1: tui-gate › 10-wait.*\\), then the run ends \\(exit 130\\)\\.  \\^C again stops them at once\\.' 5 &&
+	ms=\$(( (\$(date +%s%N) - t0) / 1000000 )) &&
+	echo \"# the first ^C's line after \$ms ms\" &&
+	[ \"\$ms\" -le 2000 ] || { echo \"the first ^C's line came after \$ms ms\"; false; } &&
+	keys plainc C-c &&
+	wait_for plainc '^\\^C again: cancelling: the commands running now are stopped \\(.*node-1: tui-gate › 10-wait' 5 &&
+	expect_eq 130 \"\$(wait_rc plainc 15)\" 'exit status'
+"
+
+gate close
+run jsonc 250 40 LANG=C.UTF-8 -- up -i "$INV" --roles "$ROLES" --phases prep -o json -v
+
+test_case "JSON output: each ^C is an interrupt object (stopping, then cancelling) with the steps running" "
+	wait_for jsonc 'waiting for /tmp/tui-go' &&
+	keys jsonc C-c &&
+	wait_for jsonc '^\\{\"event\":\"interrupt\",\"interrupts\":1,\"action\":\"stopping\",\"running\":\\[.*\\{\"node\":\"node-1\",\"step\":\"tui-gate \\\\u203a 10-wait\"\\}' 5 &&
+	keys jsonc C-c &&
+	wait_for jsonc '^\\{\"event\":\"interrupt\",\"interrupts\":2,\"action\":\"cancelling\"' 5 &&
+	expect_eq 130 \"\$(wait_rc jsonc 15)\" 'exit status'
+"
+
 # ---- check: the same view, opened on the matrix
 # (check runs the roles' checks too, tui-gate's among them: not held, and
 # node-2's disk there, so that the failures are node-3's preflight and

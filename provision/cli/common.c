@@ -727,7 +727,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	struct plan_result res = {0};
 	struct secrets *secrets = NULL;
 	struct error err = {0};
-	struct view view;
+	struct view view = {0};
 	char *password = NULL, *state_dir = NULL, *passphrase = NULL, *hub_github_secret = NULL;
 	struct tui *tui = NULL; /* the live view (tui/tui.h), on a terminal */
 	struct cli_run cr = {0}; /* the state folder: lock, artifacts, ETA, run record */
@@ -881,6 +881,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.state_dir = state_dir,
 			.hub_github_secret = hub_github_secret,
 			.on_event = view_event,
+			.on_tick = view_tick, /* says what a ^C does (the TUI has its own) */
 			.data = &view,
 		};
 		/* ---- TUI (tui/tui.h): on a terminal, for text output, unless --no-tui ---- */
@@ -966,6 +967,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	/* ---- end TUI ---- */
 	plan_result_release(&res);
 out:
+	view_release(&view);
 	cli_run_release(&cr);
 	if (have_roles)
 		role_set_release(&rs);
