@@ -329,6 +329,17 @@ test_case "JSON output: each ^C is an interrupt object (stopping, then cancellin
 	expect_eq 130 \"\$(wait_rc jsonc 15)\" 'exit status'
 "
 
+run runc 200 40 LANG=C.UTF-8 -- run -i "$INV" -- "echo started; sleep 60"
+
+test_case "provision run: the first ^C says at once that no new node starts and the running commands finish; the second stops them, exit 130" "
+	wait_for runc '^node-1: started' &&
+	keys runc C-c &&
+	wait_for runc '^\\^C: stopping: no new node starts; the commands running now finish first \\(exit 130\\)\\.  \\^C again stops them at once\\.' 5 &&
+	keys runc C-c &&
+	wait_for runc '^\\^C again: cancelling: the commands running now are stopped \\(exit 130\\)\\.' 5 &&
+	expect_eq 130 \"\$(wait_rc runc 15)\" 'exit status'
+"
+
 # ---- check: the same view, opened on the matrix
 # (check runs the roles' checks too, tui-gate's among them: not held, and
 # node-2's disk there, so that the failures are node-3's preflight and
