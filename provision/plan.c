@@ -112,7 +112,7 @@ static char *wait_for(struct node_ctx *nc, const struct role *r)
 			snprintf(more, sizeof(more), " and %zu more", skipped - 1);
 		if (!failed && skipped)
 			/* it did not fail: it did not run, and that has its own reason */
-			why = xasprintf("waits for role '%s', which did not run on %s%s: %s",
+			why = xasprintf("waits for role '%s', which was skipped on %s%s (%s)",
 					w->name, b->skip_node, more, b->skip_why);
 		pthread_mutex_unlock(&run->lock);
 		if (failed)
@@ -122,7 +122,7 @@ static char *wait_for(struct node_ctx *nc, const struct role *r)
 			return why;
 		if (missing)
 			return xasprintf(
-			    "waits for role '%s', which did not run on %zu node%s (not "
+			    "waits for role '%s', which was skipped on %zu node%s (not "
 			    "reached: the run stopped, or the node was not reachable)",
 			    w->name, missing, missing == 1 ? "" : "s");
 	}
