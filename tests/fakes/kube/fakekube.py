@@ -1078,7 +1078,7 @@ def kube_disk_cache(client):
                                                                  for v in doc.get("versions", [])]})
             else:
                 gl["groups"].extend(doc.get("groups", []))
-        old = os.umask(0o007)
+        old = os.umask(0o027)  # folders 0750 (intermediate ones too), files chmod 0660
         try:
             for d in (disc, os.path.join(base, "http")):
                 os.makedirs(d, 0o750, exist_ok=True)
