@@ -440,8 +440,10 @@ def cmd_upgrade(flags, pos):
         raise
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # the release upgraded from (a failed one when none was deployed) and any
+    # deployed one are superseded (pkg/action/upgrade.go)
     for r in releases(c, ns):
-        if r["name"] == name and r["info"]["status"] == "deployed":
+        if r["name"] == name and (r["info"]["status"] == "deployed" or (prev and r["version"] == prev["version"])):
             r["info"]["status"] = "superseded"
             store(c, r)
     rel["info"]["status"] = "deployed"
