@@ -442,7 +442,8 @@ pv_helm_recover() {
 		pv_say_note "release $1 (namespace $2): revision ${_last% *} was left failed by an earlier run (interrupted, or helm timed out): upgraded again"
 		;;
 	pending-install | pending-upgrade | pending-rollback)
-		_dep=$(printf '%s\n' "$_revs" | awk '$2 == "deployed" { r = $1 } END { print r }')
+		# the last deployed revision; else the last that once was (superseded)
+		_dep=$(printf '%s\n' "$_revs" | awk '$2 == "deployed" { d = $1 } $2 == "superseded" { s = $1 } END { print d ? d : s }')
 		if [ -n "$_dep" ]; then
 			echo "release $1 (namespace $2): revision ${_last% *} was left ${_last#* } (helm was cut off); helm rollback $1 $_dep"
 			$PV_HELM rollback "$1" "$_dep" -n "$2" || return 1
