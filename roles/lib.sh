@@ -671,7 +671,6 @@ pv_restore_dir() {
 	shift
 	if [ -d "$_rd" ] && [ ! -L "$_rd" ]; then
 		_rd_other=$(
-			set -f
 			for _rd_p in "$_rd"/* "$_rd"/.[!.]* "$_rd"/..?*; do
 				[ -e "$_rd_p" ] || [ -L "$_rd_p" ] || continue
 				_rd_ok=0

@@ -131,6 +131,31 @@ test_case "pv_ready_text: NotReady, Unknown, Ready with the kubelet's reason and
 	expect_eq 'Error from server (NotFound): nodes \\\"b-9\\\" not found' \"\$(t 'Error from server (NotFound): nodes \\\"b-9\\\" not found')\"
 "
 
+# Issue 33: the hub's database folder is a folder provision made
+# (pv_managed_dir), removed by reset only with the files the hub writes
+# there; a person's file in it keeps it, and everything in it.
+test_case "pv_managed_dir / pv_restore_dir: a folder provision made goes with its own files; one that holds anything else is kept whole, naming it" "
+	mkdir -p st home
+	r() { (PROVISION_STATE_DIR=\$PWD/st PROVISION_BACKUP_DIR=\$PWD/st/backup; . '$SRC_ROOT/roles/lib.sh'; \"\$@\"); }
+	r pv_managed_dir \$PWD/st/db 0700 \"\$(id -u):\$(id -g)\" 'jupyterhub.sqlite*'
+	expect_eq \"\$PWD/st/db	jupyterhub.sqlite*\" \"\$(cat st/managed-dirs)\" 'managed-dirs'
+	expect_eq 700 \"\$(stat -c %a st/db)\" 'mode'
+	touch st/db/jupyterhub.sqlite st/db/jupyterhub.sqlite-journal st/db/notes.txt st/db/.hidden
+	expect_status 1 r pv_restore_dir \$PWD/st/db 'jupyterhub.sqlite*' >kept.out
+	expect_grep \"^kept \$PWD/st/db: it holds what provision did not make there: .*notes.txt\" kept.out
+	expect_grep '.hidden' kept.out
+	expect_eq '.hidden jupyterhub.sqlite jupyterhub.sqlite-journal notes.txt' \"\$(ls -A st/db | paste -sd ' ' -)\" 'nothing removed'
+	rm st/db/notes.txt st/db/.hidden
+	r pv_restore_dir \$PWD/st/db 'jupyterhub.sqlite*' >gone.out
+	expect_grep \"^removed \$PWD/st/db (made by provision; its 2 file(s)\" gone.out
+	test ! -e st/db
+	expect_eq '' \"\$(cat st/managed-dirs)\" 'managed-dirs after'
+	# a folder that was there before provision is not noted
+	mkdir mine
+	r pv_managed_dir \$PWD/mine 0700 \"\$(id -u):\$(id -g)\" 'x*'
+	expect_no_grep mine st/managed-dirs
+"
+
 # Issue 33: plain `up` shows a failed step's last line and its hint, not the
 # lines above them (those are in `provision logs`): a hint that points
 # "above" points at nothing.  Every non-comment line of the roles' shell
