@@ -87,6 +87,9 @@ void view_tick(void *data)
 	}
 	if (busy > shown)
 		strbuf_addf(&now, " and %zu more", busy - shown);
+	/* on a terminal, over the "^C" the terminal echoed at the start of the line */
+	if (!v->json && isatty(v->fd))
+		strbuf_addch(&sb, '\r');
 	if (n == 1 && busy)
 		strbuf_addf(&sb,
 			    "^C: stopping: no new step starts; the steps running now finish first "

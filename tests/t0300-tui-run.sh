@@ -316,6 +316,11 @@ test_case "plain output: the first ^C says at once that the run stops after the 
 	wait_for plainc '^\\^C again: cancelling: the commands running now are stopped \\(.*node-1: tui-gate › 10-wait' 5 &&
 	expect_eq 130 \"\$(wait_rc plainc 15)\" 'exit status'
 "
+# whatever the case did: that run is over before the next one takes the state folder
+finish() { # finish NAME: a provision still running in NAME's pane is stopped
+	[ -s "$TEST_DIR/$1.rc" ] || { keys "$1" C-c; keys "$1" C-c; wait_rc "$1" 20 >/dev/null || true; }
+}
+finish plainc
 
 gate close
 run jsonc 250 40 LANG=C.UTF-8 -- up -i "$INV" --roles "$ROLES" --phases prep -o json -v
@@ -328,6 +333,7 @@ test_case "JSON output: each ^C is an interrupt object (stopping, then cancellin
 	wait_for jsonc '^\\{\"event\":\"interrupt\",\"interrupts\":2,\"action\":\"cancelling\"' 5 &&
 	expect_eq 130 \"\$(wait_rc jsonc 15)\" 'exit status'
 "
+finish jsonc
 
 run runc 200 40 LANG=C.UTF-8 -- run -i "$INV" -- "echo started; sleep 60"
 
@@ -339,6 +345,7 @@ test_case "provision run: the first ^C says at once that no new node starts and 
 	wait_for runc '^\\^C again: cancelling: the commands running now are stopped \\(exit 130\\)\\.' 5 &&
 	expect_eq 130 \"\$(wait_rc runc 15)\" 'exit status'
 "
+finish runc
 
 # ---- check: the same view, opened on the matrix
 # (check runs the roles' checks too, tui-gate's among them: not held, and

@@ -95,7 +95,13 @@ static void run_tick(void *data)
 		free(line);
 		json_decref(o);
 	} else {
-		cli_write_line(STDERR_FILENO, NULL, text, strlen(text));
+		struct strbuf line = STRBUF_INIT;
+		/* on a terminal, over the "^C" the terminal echoed at the start of the line */
+		if (isatty(STDERR_FILENO))
+			strbuf_addch(&line, '\r');
+		strbuf_addstr(&line, text);
+		cli_write_line(STDERR_FILENO, NULL, line.buf, line.len);
+		strbuf_release(&line);
 	}
 }
 
