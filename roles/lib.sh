@@ -41,7 +41,11 @@ pv_managed() {
 	grep -qxF "$1" "$PROVISION_STATE_DIR/managed" || printf '%s\n' "$1" >>"$PROVISION_STATE_DIR/managed"
 }
 
-# pv_backup FILE: keep the original of FILE, the first time only.
+# pv_backup FILE: keep the original of FILE, the first time only.  A file
+# provision created (managed, and no original kept) has no original: its
+# next version must not keep provision's first one as "the original", which
+# provision reset would put back (issue 33: the hub's values.yaml, rewritten
+# by add-node, came back after a reset).
 pv_backup() {
 	[ -e "$1" ] || return 0
 	b=$PROVISION_BACKUP_DIR$1
@@ -49,6 +53,9 @@ pv_backup() {
 	# kill -9): never the backup itself, so it goes.
 	rm -f "$b".tmp.*
 	[ -e "$b" ] && return 0
+	if [ -f "$PROVISION_STATE_DIR/managed" ] && grep -qxF "$1" "$PROVISION_STATE_DIR/managed"; then
+		return 0
+	fi
 	mkdir -p "${b%/*}"
 	# Flushed before the rename: a backup is never rewritten, so one left
 	# empty by a power cut would lose the original for good.

@@ -156,6 +156,24 @@ test_case "pv_managed_dir / pv_restore_dir: a folder provision made goes with it
 	expect_no_grep mine st/managed-dirs
 "
 
+# Issue 33: a file provision created, then wrote again (the hub's values
+# after add-node), got provision's first version kept as "the original", and
+# reset put that back: /etc/provision/jupyterhub/values.yaml stayed.
+test_case "pv_write twice: a file provision created goes at reset, however often it was rewritten; a file that was there keeps its original" "
+	r() { (PROVISION_STATE_DIR=\$PWD/st PROVISION_BACKUP_DIR=\$PWD/st/backup; . '$SRC_ROOT/roles/lib.sh'; \"\$@\"); }
+	echo v1 | r pv_write \$PWD/made.conf 0644
+	echo v2 | r pv_write \$PWD/made.conf 0644
+	test ! -e st/backup\$PWD/made.conf
+	r pv_restore \$PWD/made.conf >made.out
+	expect_grep 'removed .*made.conf (written by provision)' made.out
+	test ! -e made.conf
+	echo mine >had.conf
+	echo v1 | r pv_write \$PWD/had.conf 0644
+	echo v2 | r pv_write \$PWD/had.conf 0644
+	r pv_restore \$PWD/had.conf >had.out
+	expect_eq mine \"\$(cat had.conf)\" 'the original back'
+"
+
 # Issue 33: plain `up` shows a failed step's last line and its hint, not the
 # lines above them (those are in `provision logs`): a hint that points
 # "above" points at nothing.  Every non-comment line of the roles' shell

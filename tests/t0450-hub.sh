@@ -404,6 +404,14 @@ test_case "the next up recovers the failed release and says so; the hub answers"
 
 test_case "a release a killed helm left pending-upgrade (helm refuses it: another operation is in progress) is rolled back to its last deployed revision by the next up, which says so" "
 	knob node-1 slow-start 'hub 100000'
+	# until the running hub is not Ready either (the kubelet reads the knob at its next sync)
+	i=0
+	until [ \"\$(kc -n jhub get deployment hub -o 'jsonpath={.status.readyReplicas}')\" = '' ] ||
+		[ \"\$(kc -n jhub get deployment hub -o 'jsonpath={.status.readyReplicas}')\" = 0 ]; do
+		i=\$((i + 1))
+		[ \$i -lt 60 ] || { echo 'the hub stayed Ready'; false; }
+		sleep 1
+	done
 	deployed=\$(last_revision | cut -d ' ' -f 1)
 	tb node-1 timeout -s KILL 15 $HELM upgrade --install jhub /var/lib/provision/charts/jupyterhub.tgz -n jhub \\
 		--values /etc/provision/jupyterhub/values.yaml --values /etc/provision/jupyterhub/secrets.yaml --wait --timeout 5m >killed.out 2>&1 || true

@@ -124,9 +124,12 @@ check)
 	verify
 	;;
 apply)
-	# Nothing to apply: the reset left something; say what, and fail.
-	verify || true
-	pv_hint "run provision reset again; if the same item stays, it is not provision's (another CNI, a process started by hand): remove it on the node"
+	# Nothing to apply: the reset left something; say what (the NOT clean
+	# lines last: the failed step shows its last line), and fail.
+	out=$(verify) || true
+	printf '%s\n' "$out" | grep -v '^NOT clean' || true
+	printf '%s\n' "$out" | grep '^NOT clean' || true
+	pv_hint "run provision reset again; if the same item stays on $PROVISION_NODE, it is not provision's (another CNI, a process started by hand, a file put there by hand): remove it there"
 	exit 1
 	;;
 *)
