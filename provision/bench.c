@@ -392,8 +392,10 @@ void bench_judge(struct validation *v, size_t node, const struct bench_node *b,
 		return;
 	}
 	if (b->fail[BENCH_HOST]) {
-		validation_add(v, "bench-cpu", node, CHECK_FAIL, "the workload runs on the node",
-			       b->fail[BENCH_HOST], "see the node's error above");
+		validation_add(
+		    v, "bench-cpu", node, CHECK_FAIL, "the workload runs on the node",
+		    b->fail[BENCH_HOST],
+		    "'provision bench -l NODE -v' shows the workload's output on the node");
 		return;
 	}
 	judge_one(v, node, b, false);

@@ -55,10 +55,16 @@ static size_t role_index(const struct run *run, const struct role *r)
 	return (size_t)(r - run->o->roles->roles);
 }
 
-static void role_finished(struct node_ctx *nc, const struct role *r, bool failed)
+/*
+ * r ended on this node: failed (its steps failed, or, with skip_why, it did
+ * not run: it waited for a role that failed, or the node stopped earlier).
+ */
+static void role_finished(struct node_ctx *nc, const struct role *r, bool failed,
+			  const char *skip_why)
 {
 	struct run *run = nc->run;
 	size_t ri = role_index(run, r);
+	struct barrier *b;
 
 	if (nc->role_done[ri])
 		return;
@@ -66,9 +72,17 @@ static void role_finished(struct node_ctx *nc, const struct role *r, bool failed
 	/* Before the barrier counts it: a role waiting for r then sees its values. */
 	exchange_role_done(run->exchange, nc->index, r, !failed);
 	pthread_mutex_lock(&run->lock);
-	run->barriers[ri].done++;
+	b = &run->barriers[ri];
+	b->done++;
 	if (failed)
-		run->barriers[ri].failed++;
+		b->failed++;
+	if (failed && skip_why) {
+		b->skipped++;
+		if (!b->skip_why) {
+			b->skip_why = xstrdup(skip_why);
+			b->skip_node = xstrdup(nc->node->name);
+		}
+	}
 	pthread_cond_broadcast(&run->cond);
 	pthread_mutex_unlock(&run->lock);
 }
@@ -87,14 +101,30 @@ static char *wait_for(struct node_ctx *nc, const struct role *r)
 	for (i = 0; r->wait_for && r->wait_for[i]; i++) {
 		const struct role *w = role_set_find(run->o->roles, r->wait_for[i]);
 		struct barrier *b = &run->barriers[role_index(run, w)];
-		size_t failed;
+		size_t failed, skipped, missing;
+		char *why = NULL, more[48] = "";
 
 		pthread_mutex_lock(&run->lock);
-		failed = b->failed + (b->expected - b->done);
+		skipped = b->skipped;
+		failed = b->failed - skipped;
+		missing = b->expected - b->done;
+		if (skipped > 1)
+			snprintf(more, sizeof(more), " and %zu more", skipped - 1);
+		if (!failed && skipped)
+			/* it did not fail: it did not run, and that has its own reason */
+			why = xasprintf("waits for role '%s', which was skipped on %s%s (%s)",
+					w->name, b->skip_node, more, b->skip_why);
 		pthread_mutex_unlock(&run->lock);
 		if (failed)
 			return xasprintf("waits for role '%s', which failed on %zu node%s", w->name,
 					 failed, failed == 1 ? "" : "s");
+		if (why)
+			return why;
+		if (missing)
+			return xasprintf(
+			    "waits for role '%s', which was skipped on %zu node%s (not "
+			    "reached: the run stopped, or the node was not reachable)",
+			    w->name, missing, missing == 1 ? "" : "s");
 	}
 	return NULL;
 }
@@ -181,6 +211,7 @@ static int pipeline_fn(struct runner_job *job, void *data)
 	const struct role_set *rs = o->roles;
 	size_t idx = run->map[runner_job_index(job)], ri, si, ti;
 	struct node_ctx nc = {.run = run, .index = idx, .node = o->nodes[idx]};
+	const struct role *failed_at = NULL;
 	int ret = 0;
 
 	nc.role_done = &run->role_done[idx * rs->nr];
@@ -205,8 +236,8 @@ static int pipeline_fn(struct runner_job *job, void *data)
 			plan_post_step(job, EVENT_STEP_START, r, "wait", STEP_NONE, 0, NULL);
 			plan_post_step(job, EVENT_STEP_END, r, "wait", STEP_SKIPPED, 0, why);
 			plan_record(&nc, r, "wait", false, STEP_SKIPPED, 0, why);
+			role_finished(&nc, r, true, why);
 			free(why);
-			role_finished(&nc, r, true);
 			continue;
 		}
 		if (r->pulls)
@@ -234,13 +265,21 @@ static int pipeline_fn(struct runner_job *job, void *data)
 			if (ret == 0)
 				ret = plan_run_step(&nc, job, r, &r->steps[si]);
 		}
-		role_finished(&nc, r, ret != 0);
+		role_finished(&nc, r, ret != 0, NULL);
+		if (ret != 0)
+			failed_at = r;
 	}
-	/* A failed node reaches no later role: they count as failed for the barriers. */
-	if (ret != 0)
+	/* A failed node reaches no later role: they count as not run for the barriers. */
+	if (ret != 0) {
+		char *why = failed_at
+				? xasprintf("%s stopped earlier: role '%s' failed there",
+					    nc.node->name, failed_at->name)
+				: xasprintf("%s stopped earlier (interrupted)", nc.node->name);
 		for (ri = 0; ri < rs->nr; ri++)
 			if (run->applies[idx * rs->nr + ri])
-				role_finished(&nc, &rs->roles[ri], true);
+				role_finished(&nc, &rs->roles[ri], true, why);
+		free(why);
+	}
 
 	runner_job_set_filter(job, NULL, NULL);
 	strbuf_release(&nc.capture);
@@ -555,6 +594,10 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	}
 	res->elapsed_ms = now_ms() - t0;
 
+	for (i = 0; run.barriers && rs && i < rs->nr; i++) {
+		free(run.barriers[i].skip_why);
+		free(run.barriers[i].skip_node);
+	}
 	free(run.barriers);
 	free(run.applies);
 	free(run.seen_running); /* read by pass_event until the last pass */

@@ -10,6 +10,14 @@
  * "drift" check of that node, failed, with the differing lines, keys or
  * packages, and a node where nothing would change into one pass.  A step
  * whose check failed outright fails its drift check too: it cannot tell.
+ *
+ * A role no `up` ever installed on the node (every file it puts there is
+ * missing: a hub added to the inventory, `up` not run since) is not
+ * drift: nothing was changed by hand.  Its steps and files make one
+ * "drift" warning per node, "not installed yet", naming the roles; the
+ * next `up` installs them.  A missing file of a role that is installed
+ * (removed by hand) is drift.  (Before, such files were drift rows with
+ * an empty observed value: an artifact's detail has no diff line.)
  */
 #include "plan_int.h"
 
@@ -69,24 +77,48 @@ static void drift_summary(struct strbuf *out, const char *detail, bool is_file)
 	strbuf_release(&clean);
 }
 
+/* A file step whose file is not on the node (pv_diff's "new file", an absent artifact). */
+static bool file_missing(const struct plan_step_result *s)
+{
+	return s->is_file && s->result == STEP_WOULD_CHANGE && s->detail &&
+	       !strncmp(s->detail, "new file", 8);
+}
+
+/* Role r has files on this node and none of them is there: never installed. */
+static bool never_installed(const struct plan_node *pn, const struct role *r)
+{
+	size_t k, files = 0, missing = 0;
+
+	for (k = 0; k < pn->nr_steps; k++) {
+		if (pn->steps[k].role != r || !pn->steps[k].is_file)
+			continue;
+		files++;
+		missing += file_missing(&pn->steps[k]);
+	}
+	return files && missing == files;
+}
+
 void plan_drift_checks(struct run *run)
 {
 	const struct plan_opts *o = run->o;
 	struct plan_result *res = run->res;
 	struct validation *v = &res->validation;
-	struct strbuf obs = STRBUF_INIT;
+	struct strbuf obs = STRBUF_INIT, later = STRBUF_INIT;
 	size_t i, k;
 
 	for (i = 0; i < o->nr; i++) {
 		const struct plan_node *pn = &res->nodes[i];
 		unsigned differ = 0, checked = 0;
+		const struct role *named = NULL;
 
 		/* Unreachable or refused by preflight: the node's own checks say so. */
 		if (!pn->have_facts || pn->preflight_failed)
 			continue;
+		strbuf_reset(&later);
 		for (k = 0; k < pn->nr_steps; k++) {
 			const struct plan_step_result *s = &pn->steps[k];
 			const char *what;
+			size_t before;
 
 			checked++;
 			if (s->result == STEP_WOULD_CHANGE)
@@ -95,12 +127,21 @@ void plan_drift_checks(struct run *run)
 				what = "cannot tell: ";
 			else
 				continue;
+			if (s->result == STEP_WOULD_CHANGE && never_installed(pn, s->role)) {
+				/* the steps of a role follow each other: its name once */
+				if (named != s->role)
+					strbuf_addf(&later, "%s%s", later.len ? ", " : "",
+						    s->role->name);
+				named = s->role;
+				continue;
+			}
 			differ++;
 			strbuf_reset(&obs);
 			strbuf_addf(&obs, "%s › %s: %s", s->role->name, s->step, what);
+			before = obs.len;
 			if (s->detail && *s->detail)
 				drift_summary(&obs, s->detail, s->is_file);
-			else
+			if (obs.len == before)
 				strbuf_addstr(&obs,
 					      s->is_file ? "differs" : "not as provision left it");
 			validation_add(
@@ -112,7 +153,14 @@ void plan_drift_checks(struct run *run)
 				  "puts it back (or change the inventory or the roles "
 				  "to keep it)");
 		}
-		if (!differ) {
+		if (later.len) {
+			strbuf_reset(&obs);
+			strbuf_addf(&obs, "not installed yet: %s (none of their files is on the node)",
+				    later.buf);
+			validation_add(v, "drift", i, CHECK_WARN, "as the last 'provision up' left it",
+				       obs.buf, "'provision up' installs them");
+		}
+		if (!differ && !later.len) {
 			strbuf_reset(&obs);
 			strbuf_addf(&obs, "as provision left it (%u steps checked)", checked);
 			validation_add(v, "drift", i, CHECK_PASS,
@@ -120,4 +168,5 @@ void plan_drift_checks(struct run *run)
 		}
 	}
 	strbuf_release(&obs);
+	strbuf_release(&later);
 }

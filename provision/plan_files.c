@@ -26,8 +26,9 @@ void plan_node_ctx_release(struct node_ctx *nc)
 	strbuf_release(&nc->tail);
 	free(nc->skip_reason);
 	free(nc->hint);
+	free(nc->note);
 	free(nc->protocol_error);
-	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
+	nc->skip_reason = nc->hint = nc->note = nc->protocol_error = NULL;
 	plan_clear_fetches(nc);
 	while (nc->nr_progress)
 		free(nc->progress_refs[--nc->nr_progress]);
@@ -304,8 +305,10 @@ int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const stru
 		goto done;
 	}
 	snprintf(mode, sizeof(mode), "%o", ra->mode);
+	/* check: 4 when the node has no copy at all (drift tells "not installed yet") */
 	file_command(&cmd, o->roles, ra->dest, a->sha256, mode, ra->owner,
-		     o->check_only ? "[ -f \"$1\" ] && [ \"$(sha256sum <\"$1\" | cut -c1-64)\" = \"$2\" ]\n"
+		     o->check_only ? "[ -f \"$1\" ] || exit 4\n"
+				     "[ \"$(sha256sum <\"$1\" | cut -c1-64)\" = \"$2\" ]\n"
 				   : "pv_prepare \"$1\" \"$2\" \"$3\" \"$4\"\n");
 	strbuf_reset(&nc->tail);
 	rc = runner_job_exec(job, r->phase, ra->dest, cmd.buf, NULL, 0,
@@ -316,13 +319,19 @@ int plan_deploy_artifact(struct node_ctx *nc, struct runner_job *job, const stru
 		ret = -1;
 	} else if (res.exit_status == 0) {
 		result = STEP_UNCHANGED;
+	} else if (o->check_only && res.exit_status == 4) {
+		/* as pv_diff says of a template that is not there */
+		result = STEP_WOULD_CHANGE;
+		detail = xasprintf("new file %s: artifact %s (sha256 %.12s…)", ra->dest, a->name,
+				   a->sha256);
 	} else if (res.exit_status != 1) {
 		result = STEP_FAILED;
 		detail = plan_failure_text(nc, "cannot inspect the file on the node");
 		ret = 1;
 	} else if (o->check_only) {
 		result = STEP_WOULD_CHANGE;
-		detail = xasprintf("artifact %s (sha256 %.12s…)", a->name, a->sha256);
+		detail = xasprintf("the node's copy differs from artifact %s (sha256 %.12s…)",
+				   a->name, a->sha256);
 	} else if (!o->artifact_cache ||
 		   artifact_read(o->artifact_cache, a, &content, &err) < 0) {
 		result = STEP_FAILED;

@@ -38,6 +38,10 @@
 
 struct barrier {
 	size_t expected, done, failed;
+	/* of `failed`: those where the role did not run at all (skipped), and why, on which node
+	 * (the first) */
+	size_t skipped;
+	char *skip_why, *skip_node;
 };
 
 struct run {
@@ -87,7 +91,7 @@ struct node_ctx {
 	bool swallow;	 /* capture without posting (fetched files: they may hold keys) */
 	char **fetches;	 /* "PATH\nNAME" asked for with ::fetch by the current step */
 	size_t nr_fetches;
-	char *skip_reason, *hint;
+	char *skip_reason, *hint, *note;
 	char *protocol_error;
 	bool in_cut_protocol; /* the pieces of a protocol line too long to read go unseen */
 	/* ::progress lines posted, per image: when last (at most one a second each) */

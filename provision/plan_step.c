@@ -152,6 +152,10 @@ bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char 
 	case PROTOCOL_PROGRESS:
 		progress(nc, job, &m);
 		return true;
+	case PROTOCOL_NOTE:
+		free(nc->note);
+		nc->note = xstrndup(m.value, m.value_len);
+		return true;
 	case PROTOCOL_FETCH:
 		if (exchange_fetch(nc->run->exchange, nc->index, r, m.name, m.name_len, m.value,
 				   m.value_len, &err) < 0) {
@@ -342,8 +346,9 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 	strbuf_reset(&nc->tail);
 	free(nc->skip_reason);
 	free(nc->hint);
+	free(nc->note);
 	free(nc->protocol_error);
-	nc->skip_reason = nc->hint = nc->protocol_error = NULL;
+	nc->skip_reason = nc->hint = nc->note = nc->protocol_error = NULL;
 	nc->in_cut_protocol = false;
 	plan_clear_fetches(nc);
 	nc->role = r;
@@ -393,6 +398,9 @@ int plan_run_step(struct node_ctx *nc, struct runner_job *job, const struct role
 				goto lost;
 			if (status == 0) {
 				result = STEP_CHANGED;
+				/* what the step said of how it changed (::note) */
+				if (nc->note)
+					detail = xstrdup(nc->note);
 			} else {
 				char what[96];
 				snprintf(what, sizeof(what),

@@ -302,9 +302,13 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 			       "the control plane answers", "not among the selected nodes",
 			       "run without -l, or include the control plane");
 	} else if (!res->nodes[cp].have_facts) {
+		char *fix =
+		    xasprintf("'provision run -l %s -- true' says why the control plane cannot "
+			      "be reached (SSH, sudo)",
+			      o->nodes[cp]->name);
 		validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_FAIL,
-			       "the control plane answers", "unreachable",
-			       "see the control plane's error above");
+			       "the control plane answers", "unreachable", fix);
+		free(fix);
 	} else {
 		run->queries = q;
 		run->map[0] = cp;

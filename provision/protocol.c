@@ -125,8 +125,11 @@ void protocol_parse(struct protocol_msg *m, const char *line, size_t len)
 		m->value_len = len - (size_t)(eq + 1 - line);
 		return;
 	}
-	if (prefix(line, len, "::skip ") || prefix(line, len, "::hint ")) {
-		m->kind = line[2] == 's' ? PROTOCOL_SKIP : PROTOCOL_HINT;
+	if (prefix(line, len, "::skip ") || prefix(line, len, "::hint ") ||
+	    prefix(line, len, "::note ")) {
+		m->kind = line[2] == 's'   ? PROTOCOL_SKIP
+			  : line[2] == 'h' ? PROTOCOL_HINT
+					   : PROTOCOL_NOTE;
 		m->value = line + 7;
 		m->value_len = len - 7;
 		return;

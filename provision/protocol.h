@@ -3,6 +3,7 @@
  *   ::set NAME=VALUE      ::secret NAME=VALUE     (NAME or NAME@NODE)
  *   ::skip REASON         ::hint TEXT             ::fetch /PATH NAME
  *   ::progress image=REF done=BYTES total=BYTES   (a pull's bytes so far)
+ *   ::note TEXT
  * A pure parser, so that it can be fuzzed; plan.c acts on the result.
  */
 #ifndef PROVISION_PROTOCOL_H
@@ -19,13 +20,15 @@ enum protocol_kind {
 	PROTOCOL_HINT,
 	PROTOCOL_FETCH,
 	PROTOCOL_PROGRESS,
+	PROTOCOL_NOTE,	    /* shown with the result of a step that changed */
 	PROTOCOL_MALFORMED, /* looks like a protocol line but is not valid: `error` says why */
 };
 
 struct protocol_msg {
 	enum protocol_kind kind;
 	/* Pointers into the line (not NUL-terminated) with their lengths. */
-	const char *name, *value; /* SET/SECRET: NAME, VALUE; FETCH: PATH, NAME; SKIP/HINT: value */
+	const char *name,
+	    *value; /* SET/SECRET: NAME, VALUE; FETCH: PATH, NAME; SKIP/HINT/NOTE: value */
 	size_t name_len, value_len;
 	/* PROGRESS: name = the image reference; bytes so far and in all (0: not known yet) */
 	uint64_t done, total;

@@ -343,6 +343,19 @@ static size_t scrub_flags(struct strbuf *sb)
 			at++;
 			while (at < sb->len && sb->buf[at] == ' ')
 				at++;
+			/*
+			 * A placeholder, not a value: kubeadm's "--token <value withheld>"
+			 * (--skip-token-print), the docs' "<token>".  No token starts
+			 * with '<'; the whole "<...>" is kept as it is.
+			 */
+			if (at < sb->len && sb->buf[at] == '<') {
+				const char *gt = memchr(sb->buf + at, '>', sb->len - at);
+				const char *nl = memchr(sb->buf + at, '\n', sb->len - at);
+				if (gt && (!nl || gt < nl)) {
+					from = (size_t)(gt - sb->buf) + 1;
+					continue;
+				}
+			}
 			end = at;
 			while (end < sb->len && !strchr(" \t\n\"'\\", sb->buf[end]))
 				end++;
@@ -1181,6 +1194,10 @@ static void eta_learn(struct state_eta *e, struct state *s, const char *id, cons
 						if (!scopes[si])
 							continue;
 						eta_sample(e, scopes[si], f[0], f[1], "*", ms);
+						/* not a role's step (facts): it never does work */
+						if (!strcmp(f[3], "ok"))
+							eta_sample(e, scopes[si], f[0], f[1], "o",
+								   ms);
 						if (!work) {
 							eta_sample(e, scopes[si], f[0], f[1], "k", ms);
 							continue;
@@ -1544,24 +1561,41 @@ static int64_t eta_find_scoped(const struct state_eta *e, const char *node, cons
 
 /*
  * A step expected to do work: its check and its apply (or, from records
- * that do not split them, the whole of it when it did work); else its check.
- * Whatever is missing, any time it took.
+ * that do not split them, the whole of it when it did work), from the
+ * node's own runs, else from nodes of its kind, else from any node; -1
+ * when no node of the record ever saw it do work ("no history": its check
+ * alone, what a converged node spends on it, would be 10 to 70 times too
+ * little for a kubeadm init: issue 33).  A step expected to change nothing:
+ * its check, else any time it took.
  */
 static int64_t eta_lookup(const struct state_eta *e, const char *node, const char *role_step,
 			  bool work)
 {
-	int64_t k = eta_find_scoped(e, node, role_step, "k"), v = -1;
+	const char *kind = eta_kind(e, node);
+	char *scope[3] = {xasprintf("n:%s", node), kind ? xasprintf("k:%s", kind) : NULL,
+			  xstrdup("*")};
+	int64_t v = -1;
+	size_t i;
 
-	if (work) {
-		int64_t a = eta_find_scoped(e, node, role_step, "a");
-		if (k >= 0 && a >= 0)
-			v = k + a;
-		else
-			v = eta_find_scoped(e, node, role_step, "c");
-	} else {
-		v = k;
+	if (!work) {
+		v = eta_find_scoped(e, node, role_step, "k");
+		if (v < 0)
+			v = eta_find_scoped(e, node, role_step, "*");
 	}
-	return v >= 0 ? v : eta_find_scoped(e, node, role_step, "*");
+	for (i = 0; work && i < 3 && v < 0; i++) {
+		int64_t k, a;
+		if (!scope[i])
+			continue;
+		k = eta_find(e, scope[i], role_step, "k");
+		a = eta_find(e, scope[i], role_step, "a");
+		v = k >= 0 && a >= 0 ? k + a : eta_find(e, scope[i], role_step, "c");
+	}
+	/* the facts, which never do work: any time they took */
+	if (work && v < 0 && eta_find_scoped(e, node, role_step, "o") >= 0)
+		v = eta_find_scoped(e, node, role_step, "*");
+	for (i = 0; i < 3; i++)
+		free(scope[i]);
+	return v;
 }
 
 /* Is this step of the node expected to do work (struct eta_plan)? */
@@ -1592,15 +1626,20 @@ int64_t state_eta_ms(const struct state_eta *e, const char *node, const char *ro
 	return v;
 }
 
-int64_t state_eta_node_ms(const struct state_eta *e, const char *node)
+/*
+ * The known part of a node's work (the steps it ran last time, or the
+ * newest node of its kind's), -1 when the record has no such node;
+ * *unknown gets how many of those steps have no history of doing work, and
+ * what (the first), the step's "role › step", to *what when non-NULL.
+ */
+static int64_t eta_node(const struct state_eta *e, const char *node, size_t *unknown, char **what)
 {
 	const struct eta_plan *plan;
 	const char *kind;
 	int64_t sum = 0;
 	size_t i;
 
-	if (!e)
-		return -1;
+	*unknown = 0;
 	plan = eta_plan_of(e, node);
 	/* A node never seen: the steps of the newest node of its kind. */
 	kind = eta_kind(e, node);
@@ -1620,6 +1659,14 @@ int64_t state_eta_node_ms(const struct state_eta *e, const char *node)
 				: eta_lookup(e, node, plan->steps[i], work);
 		if (v > 0)
 			sum += v;
+		if (v < 0 && work) {
+			if (!*unknown && what) {
+				const char *tab = strchr(plan->steps[i], '\t');
+				*what = xasprintf("%.*s › %s", (int)(tab - plan->steps[i]),
+						  plan->steps[i], tab + 1);
+			}
+			(*unknown)++;
+		}
 	}
 	return sum;
 }
@@ -1672,6 +1719,46 @@ bool state_eta_expect(struct state_eta *e, const char *node, const char *role, c
 	return found;
 }
 
+int64_t state_eta_node_ms(const struct state_eta *e, const char *node)
+{
+	size_t unknown;
+	int64_t v;
+
+	if (!e)
+		return -1;
+	v = eta_node(e, node, &unknown, NULL);
+	/* a step with no history: no estimate, rather than a tiny one */
+	return unknown ? -1 : v;
+}
+
+size_t state_eta_unknown(const struct state_eta *e, const char *const *nodes, size_t nr,
+			 struct strbuf *what)
+{
+	size_t i, total = 0, first = 0;
+
+	for (i = 0; e && e->runs && i < nr; i++) {
+		char *step = NULL;
+		size_t unknown;
+		if (eta_node(e, nodes[i], &unknown, &step) < 0) {
+			/* no node of its kind in the record: none of its steps is known */
+			unknown = 1;
+			step = xstrdup("every step (no node of its kind in the record)");
+		}
+		if (unknown && what && !total) {
+			strbuf_addf(what, "%s on %s", step, nodes[i]);
+			first = unknown;
+		}
+		total += unknown;
+		free(step);
+	}
+	if (what && total > first)
+		strbuf_addf(what, " and %zu more step%s", total - first,
+			    total - first == 1 ? "" : "s");
+	else if (what && first > 1)
+		strbuf_addf(what, " and %zu more step%s there", first - 1, first == 2 ? "" : "s");
+	return total;
+}
+
 int64_t state_eta_total_ms(const struct state_eta *e, const char *const *nodes, size_t nr,
 			   int forks)
 {
@@ -1683,7 +1770,9 @@ int64_t state_eta_total_ms(const struct state_eta *e, const char *const *nodes, 
 		return -1;
 	for (i = 0; i < nr; i++) {
 		const struct eta_plan *plan = eta_plan_of(e, nodes[i]);
-		int64_t v = state_eta_node_ms(e, nodes[i]);
+		size_t unknown;
+		/* the known part of each node: a lower bound where steps have no history */
+		int64_t v = eta_node(e, nodes[i], &unknown, NULL);
 		work = work || !plan;
 		for (k = 0; plan && k < plan->nr; k++)
 			work = work || plan->work[k];

@@ -182,8 +182,20 @@ void state_eta_free(struct state_eta *e);
  */
 int64_t state_eta_ms(const struct state_eta *e, const char *node, const char *role,
 		     const char *step);
-/* The expected duration of a node's work: the steps it ran last time; -1 when unknown. */
+/*
+ * The expected duration of a node's work: the steps it ran last time (a
+ * new node: those of the newest node of its kind); -1 when unknown, and
+ * when one of those steps is expected to do work but no node of the record
+ * ever saw it do work (no history: not a tiny number).
+ */
 int64_t state_eta_node_ms(const struct state_eta *e, const char *node);
+/*
+ * How many steps of these nodes have no history of doing work (the total
+ * of state_eta_total_ms leaves them out: a lower bound then); with what,
+ * the first "role › step on NODE", and how many more.
+ */
+size_t state_eta_unknown(const struct state_eta *e, const char *const *nodes, size_t nr,
+			 struct strbuf *what);
 /*
  * The expected duration of a run on these nodes with at most `forks` at
  * once: the slowest node (or the nodes' total over the window, when that

@@ -74,9 +74,14 @@ void validate_facts(struct validation *v, const struct node *const *nodes,
 		struct strbuf obs = STRBUF_INIT;
 
 		if (!f) {
+			char *fix =
+			    xasprintf("'provision run -l %s -- true' says why %s cannot be "
+				      "reached (SSH, sudo); 'provision logs %s' shows the facts "
+				      "script's output",
+				      nodes[i]->name, nodes[i]->name, nodes[i]->name);
 			validation_add(v, "reachable", i, CHECK_FAIL, "the node answers over SSH",
-				       "no facts: unreachable or the facts script failed",
-				       "see the node's error above; 'provision run -l NODE -- true' tests the connection");
+				       "no facts: unreachable or the facts script failed", fix);
+			free(fix);
 			continue;
 		}
 		validation_add(v, "reachable", i, CHECK_PASS, "the node answers over SSH", "answers",
@@ -221,8 +226,25 @@ int validate_kube_nodes(struct validation *v, const char *json, size_t len,
 			validation_add(v, "node-ready", i, CHECK_PASS, "a Ready Node", "Ready", NULL);
 			continue;
 		}
-		snprintf(obs, sizeof(obs), "Ready=%s%s%s", status ? status : "unknown",
-			 msg ? ": " : "", msg ? msg : "");
+		/* as kubectl's STATUS column and roles/kubeadm-join 40-ready say it */
+		{
+			const char *reason = NULL;
+			json_t *conds =
+				   json_object_get(json_object_get(found, "status"), "conditions"),
+			       *c;
+			json_array_foreach(conds, k, c)
+			{
+				const char *t = json_string_value(json_object_get(c, "type"));
+				if (t && !strcmp(t, "Ready"))
+					reason = json_string_value(json_object_get(c, "reason"));
+			}
+			snprintf(obs, sizeof(obs), "%s%s%s%s%s",
+				 !status		    ? "Unknown"
+				 : !strcmp(status, "False") ? "NotReady"
+							    : status,
+				 reason ? ": " : "", reason ? reason : "", msg ? ": " : "",
+				 msg ? msg : "");
+		}
 		validation_add(v, "node-ready", i, CHECK_FAIL, "a Ready Node", obs,
 			       "look at 'journalctl -u kubelet' on the node; a missing CNI config "
 			       "(Flannel not running there) is the usual cause");
@@ -239,6 +261,78 @@ static bool pod_running(json_t *pod)
 	return phase && !strcmp(phase, "Running") && (!ready || !strcmp(ready, "True"));
 }
 
+/*
+ * A pod that is not Running and Ready, as kubectl's STATUS column and
+ * roles/flannel 20-running show it: its first waiting init container
+ * ("Init:ImagePullBackOff", PodInitializing left out), else its first
+ * waiting container ("CrashLoopBackOff"), else "Running, not Ready", else
+ * its phase; *message gets that container's message (or the Ready
+ * condition's, or PodScheduled's), *image the container's image.
+ */
+static const char *pod_state(json_t *pod, char *buf, size_t size, const char **message,
+			     const char **image)
+{
+	static const char *const lists[] = {"initContainerStatuses", "containerStatuses"};
+	json_t *status = json_object_get(pod, "status"), *c;
+	const char *phase = str_at(pod, "status", "phase");
+	size_t i, k;
+
+	*message = *image = NULL;
+	for (k = 0; k < 2; k++) {
+		json_array_foreach(json_object_get(status, lists[k]), i, c)
+		{
+			json_t *w = json_object_get(json_object_get(c, "state"), "waiting");
+			const char *reason = json_string_value(json_object_get(w, "reason"));
+			if (!reason || !strcmp(reason, "PodInitializing"))
+				continue;
+			*message = json_string_value(json_object_get(w, "message"));
+			*image = json_string_value(json_object_get(c, "image"));
+			snprintf(buf, size, "%s%s", k ? "" : "Init:", reason);
+			return buf;
+		}
+	}
+	if (phase && !strcmp(phase, "Running")) {
+		condition(pod, "Ready", message);
+		return "Running, not Ready";
+	}
+	if (phase && !strcmp(phase, "Pending"))
+		condition(pod, "PodScheduled", message);
+	return phase ? phase : "unknown";
+}
+
+/* An image that cannot be pulled (the kubelet's reasons). */
+static bool pull_failure(const char *state)
+{
+	return strstr(state, "ImagePull") || strstr(state, "InvalidImageName") ||
+	       strstr(state, "ErrImageNeverPull");
+}
+
+/*
+ * What to do about a pod in state (pod_state), standing alone: the node,
+ * the pod or the image, the command.  A new string.
+ */
+static char *pod_fix(const char *state, const char *ns, const char *pod, const char *node,
+		     const char *image, const char *registry)
+{
+	if (pull_failure(state))
+		return xasprintf(
+		    "%s cannot pull %s: 'crictl pull %s' on %s shows why; the node "
+		    "needs %s (through cluster.http_proxy) or a registry mirror that holds "
+		    "the image",
+		    node ? node : "the node", image ? image : "the pod's image",
+		    image ? image : "IMAGE", node ? node : "the node", registry);
+	if (!strcmp(state, "Pending"))
+		return xasprintf("'kubectl -n %s describe pod %s' on the control plane says why it "
+				 "is not scheduled",
+				 ns, pod);
+	return xasprintf(
+	    "'kubectl -n %s logs %s' on the control plane%s", ns, pod,
+	    !strcmp(ns, "kube-flannel")
+		? "; a Flannel pod that fails usually cannot find the node's interface "
+		  "or its pod CIDR (cluster.pod_cidr)"
+		: "");
+}
+
 static bool label_is(json_t *pod, const char *key, const char *value)
 {
 	const char *l =
@@ -252,30 +346,59 @@ int validate_kube_pods(struct validation *v, const char *json, size_t len,
 		       const struct node *const *nodes, size_t nr, struct error *err)
 {
 	json_t *root = load(json, len, "PodList", err), *items, *pod;
-	size_t i, k, dns_total = 0, dns_running = 0;
-	char obs[256];
+	size_t i, k, dns_total = 0, dns_running = 0, dns_up = 0;
+	struct strbuf obs = STRBUF_INIT, det = STRBUF_INIT;
+	char *fix = NULL, buf[128];
 
 	if (!root)
 		return -1;
 	items = json_object_get(root, "items");
+	/*
+	 * CoreDNS: each pod that is not Running and Ready says what it is
+	 * (kubectl's STATUS), and the fix is the first such pod's.
+	 */
 	json_array_foreach(items, k, pod)
 	{
 		const char *ns = str_at(pod, "metadata", "namespace");
-		if (ns && !strcmp(ns, "kube-system") && label_is(pod, "k8s-app", "kube-dns")) {
-			dns_total++;
-			dns_running += pod_running(pod);
+		const char *name = str_at(pod, "metadata", "name"), *msg, *image, *state;
+		const char *phase = str_at(pod, "status", "phase");
+		if (!ns || strcmp(ns, "kube-system") || !label_is(pod, "k8s-app", "kube-dns"))
+			continue;
+		dns_total++;
+		dns_up += phase && !strcmp(phase, "Running");
+		if (pod_running(pod)) {
+			dns_running++;
+			continue;
 		}
+		state = pod_state(pod, buf, sizeof(buf), &msg, &image);
+		strbuf_addf(&det, "; %s %s%s%s%s", name ? name : "?", state, msg ? " (" : "",
+			    msg ? msg : "", msg ? ")" : "");
+		if (!fix)
+			fix = !strcmp(state, "Pending")
+				  ? xstrdup("CoreDNS stays Pending until a pod network (Flannel) "
+					    "runs: run 'provision up --phases cni'")
+				  : pod_fix(state, "kube-system", name ? name : "POD",
+					    str_at(pod, "spec", "nodeName"), image,
+					    "registry.k8s.io");
 	}
-	snprintf(obs, sizeof(obs), "%zu of %zu Running", dns_running, dns_total);
+	/* "0 of 2 Running" said nothing of two pods that run but are not Ready */
+	strbuf_addf(&obs, "%zu of %zu Running and Ready", dns_running, dns_total);
+	if (dns_up > dns_running)
+		strbuf_addf(&obs, " (%zu Running, not Ready)", dns_up - dns_running);
+	strbuf_add(&obs, det.buf, det.len);
+	strbuf_release(&det);
 	validation_add(v, "coredns", CHECK_CLUSTER,
 		       dns_total && dns_running == dns_total ? CHECK_PASS : CHECK_FAIL,
-		       "every CoreDNS pod Running", obs,
-		       dns_total && dns_running == dns_total
-			       ? NULL
-			       : "CoreDNS stays Pending until a pod network (Flannel) runs: "
-				 "run 'provision up --phases cni'");
+		       "every CoreDNS pod Running and Ready", obs.buf,
+		       dns_total && dns_running == dns_total ? NULL
+		       : fix				     ? fix
+			     : "no CoreDNS pod (k8s-app=kube-dns in kube-system): kubeadm init "
+			       "installs it; run 'provision up'");
+	free(fix);
+	fix = NULL;
 	for (i = 0; i < nr; i++) {
-		const char *state = "no Flannel pod";
+		const char *state = "no Flannel pod", *msg = NULL, *image = NULL, *name = NULL;
+		bool ok = false;
 		if (!in_cluster(nodes[i]))
 			continue;
 		json_array_foreach(items, k, pod)
@@ -284,18 +407,29 @@ int validate_kube_pods(struct validation *v, const char *json, size_t len,
 			const char *on = str_at(pod, "spec", "nodeName");
 			if (!ns || strcmp(ns, "kube-flannel") || !on || strcmp(on, nodes[i]->name))
 				continue;
-			state = pod_running(pod) ? "Running" : str_at(pod, "status", "phase");
-			if (!state)
-				state = "unknown";
+			name = str_at(pod, "metadata", "name");
+			ok = pod_running(pod);
+			state = ok ? "Running" : pod_state(pod, buf, sizeof(buf), &msg, &image);
 			break;
 		}
-		validation_add(v, "flannel", i, !strcmp(state, "Running") ? CHECK_PASS : CHECK_FAIL,
-			       "its Flannel pod Running", state,
-			       !strcmp(state, "Running")
-				       ? NULL
-				       : "look at 'kubectl -n kube-flannel logs' for the node's pod; "
-					 "the node's interface and the pod CIDR must match the inventory");
+		strbuf_reset(&obs);
+		strbuf_addstr(&obs, state);
+		if (msg)
+			strbuf_addf(&obs, " (%s)", msg);
+		if (!ok)
+			fix = name ? pod_fix(state, "kube-flannel", name, nodes[i]->name, image,
+					     "the registry of Flannel's images (ghcr.io)")
+				   : xasprintf("the DaemonSet kube-flannel-ds has no pod on %s: "
+					       "'kubectl -n kube-flannel describe daemonset "
+					       "kube-flannel-ds' on the control plane, or run "
+					       "'provision up --phases cni'",
+					       nodes[i]->name);
+		validation_add(v, "flannel", i, ok ? CHECK_PASS : CHECK_FAIL,
+			       "its Flannel pod Running and Ready", obs.buf, fix);
+		free(fix);
+		fix = NULL;
 	}
+	strbuf_release(&obs);
 	json_decref(root);
 	return 0;
 }

@@ -9,6 +9,8 @@
 
 #include "util.h"
 
+static void put(struct view *v, struct strbuf *sb);
+
 void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool json, bool verbose)
 {
 	size_t i;
@@ -19,6 +21,9 @@ void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool 
 	v->json = json;
 	v->verbose = verbose;
 	v->fd = STDOUT_FILENO;
+	v->running = xcalloc(nr ? nr : 1, sizeof(*v->running));
+	/* interrupts before the run are not this run's to announce */
+	v->interrupts = runner_interrupts();
 	for (i = 0; i < nr; i++)
 		if (strlen(nodes[i]->name) > v->width)
 			v->width = strlen(nodes[i]->name);
@@ -28,10 +33,104 @@ void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool 
 
 void view_release(struct view *v)
 {
+	size_t i;
+
 	if (v->pulls.nodes)
 		pulls_release(&v->pulls);
 	free(v->progress_ms);
 	v->progress_ms = NULL;
+	for (i = 0; v->running && i < v->nr; i++)
+		free(v->running[i]);
+	free(v->running);
+	v->running = NULL;
+}
+
+/* What node n is doing now, for the ^C line (events of steps). */
+static void track(struct view *v, const struct event *ev)
+{
+	char **cur;
+
+	if (!v->running || ev->node >= v->nr)
+		return;
+	cur = &v->running[ev->node];
+	if (ev->kind == EVENT_STEP_START && ev->step) {
+		free(*cur);
+		*cur = ev->role ? xasprintf("%s › %s", ev->role, ev->step) : xstrdup(ev->step);
+	} else if (ev->kind == EVENT_STEP_END ||
+		   (ev->kind == EVENT_NODE_STATE && ev->state >= NODE_DONE)) {
+		free(*cur);
+		*cur = NULL;
+	}
+}
+
+void view_tick(void *data)
+{
+	struct view *v = data;
+	struct strbuf sb = STRBUF_INIT, now = STRBUF_INIT;
+	unsigned n = runner_interrupts();
+	size_t i, shown = 0, busy = 0;
+	json_t *o, *list;
+
+	if (n <= v->interrupts)
+		return;
+	v->interrupts = n;
+	list = json_array();
+	for (i = 0; v->running && i < v->nr; i++) {
+		if (!v->running[i])
+			continue;
+		busy++;
+		if (v->json) {
+			json_t *r = json_object();
+			json_object_set_new(r, "node", json_string(v->nodes[i]->name));
+			json_object_set_new(r, "step", json_string(v->running[i]));
+			json_array_append_new(list, r);
+		}
+		if (shown < 4) {
+			strbuf_addf(&now, "%s%s: %s", shown ? ", " : "", v->nodes[i]->name,
+				    v->running[i]);
+			shown++;
+		}
+	}
+	if (busy > shown)
+		strbuf_addf(&now, " and %zu more", busy - shown);
+	/* on a terminal, over the "^C" the terminal echoed at the start of the line */
+	if (!v->json && isatty(v->fd))
+		strbuf_addch(&sb, '\r');
+	if (n == 1 && busy)
+		strbuf_addf(&sb,
+			    "^C: stopping: no new step starts; the steps running now finish first "
+			    "(%s), then the run ends (exit 130).  ^C again stops them at once.",
+			    now.buf);
+	else if (n == 1)
+		strbuf_addstr(&sb, "^C: stopping: no new step starts; the run ends (exit 130).  "
+				   "^C again stops the commands running at once.");
+	else
+		strbuf_addf(
+		    &sb,
+		    "^C again: cancelling: the commands running now are stopped%s%s%s (exit "
+		    "130).  Run the command again afterwards: each step checks first and "
+		    "takes up what was left half done (up recovers a Helm release left "
+		    "failed or pending).",
+		    busy ? " (" : "", now.buf, busy ? ")" : "");
+	if (v->json) {
+		char *text;
+		o = json_object();
+		json_object_set_new(o, "event", json_string("interrupt"));
+		json_object_set_new(o, "interrupts", json_integer((json_int_t)n));
+		json_object_set_new(o, "action", json_string(n == 1 ? "stopping" : "cancelling"));
+		json_object_set_new(o, "running", list);
+		json_object_set_new(o, "text", json_string(sb.buf));
+		text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+		strbuf_reset(&sb);
+		strbuf_addstr(&sb, text);
+		free(text);
+		json_decref(o);
+	} else {
+		json_decref(list);
+	}
+	put(v, &sb);
+	strbuf_release(&sb);
+	strbuf_release(&now);
 }
 
 void view_duration(char *buf, size_t size, uint64_t ms)
@@ -205,6 +304,7 @@ void view_event(const struct event *ev, const struct node_status *st, void *data
 	const struct pull_image *im = pulls_event(&v->pulls, ev);
 	char dur[32];
 
+	track(v, ev);
 	if (ev->kind == EVENT_PROGRESS) {
 		if (!progress_due(v, ev, im,
 				  v->json ? VIEW_PROGRESS_JSON_MS : VIEW_PROGRESS_PLAIN_MS))

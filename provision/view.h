@@ -11,6 +11,10 @@
  * (EVENT_PROGRESS) is a line at a bounded rate: per node one every
  * VIEW_PROGRESS_PLAIN_MS (plain) or VIEW_PROGRESS_JSON_MS (JSON), and one
  * when an image is complete.
+ *
+ * ^C: view_tick (the run's on_tick) says at once what an interrupt does,
+ * one line per interrupt: the first stops the run after the steps running
+ * now (named), the second stops their commands (runner.h, "Interrupts").
  */
 #ifndef PROVISION_VIEW_H
 #define PROVISION_VIEW_H
@@ -35,6 +39,8 @@ struct view {
 	size_t width; /* of the widest node name, for alignment */
 	struct pulls pulls;    /* the nodes' pulls, for the progress lines */
 	uint64_t *progress_ms; /* per node: when its last progress line went out */
+	char **running;	     /* per node: "role › step" it is in, or NULL (for ^C) */
+	unsigned interrupts; /* runner_interrupts() already announced */
 };
 
 void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool json, bool verbose);
@@ -42,6 +48,12 @@ void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool 
 void view_release(struct view *v);
 /* The on_event callback for runner/plan options (data = struct view *). */
 void view_event(const struct event *ev, const struct node_status *st, void *data);
+/*
+ * The on_tick callback (data = struct view *): when an interrupt came
+ * since the last call, one line saying what it does now and what the next
+ * one would do (plain), or {"event":"interrupt",...} (JSON).
+ */
+void view_tick(void *data);
 /* "1.2s", "4m12s", "850ms" */
 void view_duration(char *buf, size_t size, uint64_t ms);
 

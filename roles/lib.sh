@@ -13,6 +13,12 @@ pv_say_secret() {
 	printf '::secret %s=%s\n' "$1" "$2"
 }
 
+# pv_say_note TEXT: ::note TEXT, shown with the result of a step that
+# changed (what the admin should know of how it changed).
+pv_say_note() {
+	printf '::note %s\n' "$*"
+}
+
 pv_skip() {
 	printf '::skip %s\n' "$*"
 }
@@ -35,7 +41,11 @@ pv_managed() {
 	grep -qxF "$1" "$PROVISION_STATE_DIR/managed" || printf '%s\n' "$1" >>"$PROVISION_STATE_DIR/managed"
 }
 
-# pv_backup FILE: keep the original of FILE, the first time only.
+# pv_backup FILE: keep the original of FILE, the first time only.  A file
+# provision created (managed, and no original kept) has no original: its
+# next version must not keep provision's first one as "the original", which
+# provision reset would put back (issue 33: the hub's values.yaml, rewritten
+# by add-node, came back after a reset).
 pv_backup() {
 	[ -e "$1" ] || return 0
 	b=$PROVISION_BACKUP_DIR$1
@@ -43,6 +53,9 @@ pv_backup() {
 	# kill -9): never the backup itself, so it goes.
 	rm -f "$b".tmp.*
 	[ -e "$b" ] && return 0
+	if [ -f "$PROVISION_STATE_DIR/managed" ] && grep -qxF "$1" "$PROVISION_STATE_DIR/managed"; then
+		return 0
+	fi
 	mkdir -p "${b%/*}"
 	# Flushed before the rename: a backup is never rewritten, so one left
 	# empty by a power cut would lose the original for good.
@@ -482,7 +495,10 @@ pv_helm_state() {
 		return 1
 	fi
 	if [ "$_status" != deployed ]; then
-		echo "release $1 (namespace $2): $_status"
+		case $_status in
+		failed | pending-*) echo "release $1 (namespace $2): $_status (left by an interrupted or failed run: provision up recovers it)" ;;
+		*) echo "release $1 (namespace $2): $_status" ;;
+		esac
 		return 1
 	fi
 	if [ "$_have" != "$_chart" ]; then
@@ -524,11 +540,64 @@ pv_helm_state() {
 	return 0
 }
 
+# pv_helm_revisions RELEASE NAMESPACE: "REVISION STATUS" of each revision
+# helm keeps of RELEASE, oldest first (`helm history -o json`: its fields
+# revision, updated, status, ... in that order, as helm 3 and 4 print them);
+# nothing when there is no such release.
+pv_helm_revisions() {
+	$PV_HELM history "$1" -n "$2" -o json 2>/dev/null |
+		grep -o '"revision":[0-9]*,"updated":"[^"]*","status":"[^"]*"' |
+		sed 's/^"revision":\([0-9]*\),"updated":"[^"]*","status":"\([^"]*\)"$/\1 \2/'
+}
+
+# pv_helm_recover RELEASE NAMESPACE: a release a cut-off run left behind
+# (provision up interrupted while helm waited: helm marks the revision
+# failed on SIGINT/SIGTERM, or leaves it pending-install, pending-upgrade or
+# pending-rollback when it is killed first) is made upgradable again, and
+# the step says so with ::note.  failed: helm upgrades from it as it is
+# (pkg/action/upgrade.go: from the last deployed revision, else the failed
+# one).  pending-*: helm refuses any other operation on it ("another
+# operation (install/upgrade/rollback) is in progress"): rolled back to the
+# last deployed revision, or, when none ever was, uninstalled (what was
+# half-installed goes; the install that follows starts afresh).  provision
+# holds the state folder's lock, so no other provision runs helm here; a
+# helm someone runs by hand on the control plane at the same time would
+# see its release rolled back.
+pv_helm_recover() {
+	_revs=$(pv_helm_revisions "$1" "$2")
+	[ -n "$_revs" ] || return 0
+	_last=$(printf '%s\n' "$_revs" | tail -n 1)
+	case ${_last#* } in
+	failed)
+		pv_say_note "release $1 (namespace $2): revision ${_last% *} was left failed by an earlier run (interrupted, or helm timed out): upgraded again"
+		;;
+	pending-install | pending-upgrade | pending-rollback)
+		# the last deployed revision; else the last that once was (superseded)
+		_dep=$(printf '%s\n' "$_revs" | awk '$2 == "deployed" { d = $1 } $2 == "superseded" { s = $1 } END { print d ? d : s }')
+		if [ -n "$_dep" ]; then
+			echo "release $1 (namespace $2): revision ${_last% *} was left ${_last#* } (helm was cut off); helm rollback $1 $_dep"
+			$PV_HELM rollback "$1" "$_dep" -n "$2" || return 1
+			pv_say_note "release $1 (namespace $2) was left ${_last#* } by an interrupted run: rolled back to revision $_dep (the last deployed), then upgraded"
+		else
+			echo "release $1 (namespace $2): revision ${_last% *} was left ${_last#* } and none was ever deployed; helm uninstall $1"
+			$PV_HELM uninstall "$1" -n "$2" || return 1
+			pv_say_note "release $1 (namespace $2) was left ${_last#* } by an interrupted first install: uninstalled, then installed afresh"
+		fi
+		;;
+	esac
+	return 0
+}
+
 # pv_helm_install RELEASE NAMESPACE CHART.tgz VALUES TIMEOUT [VALUES...]:
 # helm upgrade --install ... --values each file --wait --timeout TIMEOUT,
-# then record the stamp.
+# then record the stamp.  A release an interrupted run left failed or
+# pending is recovered first (pv_helm_recover).
 pv_helm_install() {
 	_rel=$1 _ns=$2 _chart=$3 _timeout=$5
+	pv_helm_recover "$_rel" "$_ns" || {
+		pv_hint "release $_rel (namespace $_ns) was left pending by an interrupted run and could not be recovered on $PROVISION_NODE: 'helm history $_rel -n $_ns' shows its revisions; 'helm rollback $_rel REVISION -n $_ns' to a deployed one, or 'helm uninstall $_rel -n $_ns', then run provision up again"
+		return 1
+	}
 	_want=$(sha256sum <"$3" | cut -c1-64)
 	_v1=$4
 	shift 5
@@ -594,6 +663,58 @@ pv_helm_install() {
 	printf '%s\n' "$_want" | pv_write "$PROVISION_STATE_DIR/helm/$_ns.$_rel" 0644
 }
 
+# pv_ready_text "STATUS|REASON|MESSAGE": a Node's Ready condition as
+# kubectl's STATUS column names it, with the kubelet's reason and message:
+# "Ready", "NotReady: KubeletNotReady: container runtime network not
+# ready: ...", "Unknown: NodeStatusUnknown: Kubelet stopped posting node
+# status."; anything else (kubectl's error) as it is.
+pv_ready_text() {
+	case $1 in
+	*'|'*'|'*)
+		_rt_s=${1%%|*}
+		_rt_r=${1#*|}
+		_rt_m=${_rt_r#*|}
+		_rt_r=${_rt_r%%|*}
+		case $_rt_s in
+		True) _rt_s=Ready ;;
+		False) _rt_s=NotReady ;;
+		'') _rt_s=Unknown ;;
+		esac
+		echo "$_rt_s${_rt_r:+: $_rt_r}${_rt_m:+: $_rt_m}"
+		;;
+	*) echo "$1" ;;
+	esac
+}
+
+# pv_drain_blockers NODE SECONDS MOVABLE... < DRAIN_OUTPUT: after a `kubectl drain NODE
+# ... --timeout=SECONDSs` that failed, one line naming the pods that kept
+# NODE from draining, with drain's own reason.  kubectl drain checks every
+# pod first and evicts none when it refuses one ("error: cannot delete Pods
+# that declare no controller (use --force to override): default/lonely"):
+# then only those block, and the others are still there because of them.
+# Otherwise the pods whose eviction the API server refused ("error when
+# evicting pods/"NAME" -n "NS" ...: a PodDisruptionBudget), else those drain
+# would still move when its timeout came (MOVABLE, a command printing
+# "namespace/name (kind)" per pod).
+pv_drain_blockers() {
+	_db_node=$1 _db_secs=$2
+	shift 2
+	_db_out=$(cat)
+	_db=$(printf '%s\n' "$_db_out" | sed -n 's/^error: \(cannot delete [^:]*\): \(.*\)$/\2 (drain: \1)/p' |
+		sort -u | paste -sd ';' - | sed 's/;/; /g')
+	if [ -n "$_db" ]; then
+		echo "pods that would not leave $_db_node: $_db"
+		return 0
+	fi
+	_db=$(printf '%s\n' "$_db_out" | sed -n 's/.*error when evicting pods\/"\([^"]*\)" -n "\([^"]*\)".*/\2\/\1/p' |
+		sort -u | paste -sd ',' - | sed 's/,/, /g')
+	if [ -n "$_db" ]; then
+		echo "pods that would not leave $_db_node: $_db (drain: their eviction was refused, a PodDisruptionBudget allows none now)"
+		return 0
+	fi
+	echo "pods that would not leave $_db_node: $("$@" | paste -sd ',' - | sed 's/,/, /g') (drain: still there when its ${_db_secs}s ran out)"
+}
+
 # pv_note LIST VALUE: remember VALUE in $PROVISION_STATE_DIR/LIST, once
 # (what provision did that provision reset undoes: masked units, packages).
 pv_note() {
@@ -628,7 +749,21 @@ pv_installing() {
 # ~/.kube left behind goes too.
 pv_restore() {
 	b=$PROVISION_BACKUP_DIR$1
-	if [ -e "$b" ]; then
+	if [ -d "$1" ] && [ ! -L "$1" ]; then
+		# A folder an older provision noted as a file (the hub's database
+		# folder): in provision's own folder, all of it is provision's;
+		# elsewhere it is left, and said.
+		case $1 in
+		"$PROVISION_STATE_DIR"/?*)
+			rm -rf "$1"
+			echo "removed $1 (a folder provision made in its own)"
+			;;
+		*)
+			echo "kept $1: a folder, not a file provision wrote"
+			return 1
+			;;
+		esac
+	elif [ -e "$b" ]; then
 		tmp=$(mktemp "$(dirname "$1")/.${1##*/}.provision-XXXXXX") || return 1
 		if ! cp -p "$b" "$tmp" || ! mv -f "$tmp" "$1"; then
 			rm -f "$tmp"
@@ -659,6 +794,83 @@ pv_restore() {
 # pv_managed_files: the files provision wrote on this node, one a line.
 pv_managed_files() {
 	[ -f "$PROVISION_STATE_DIR/managed" ] && cat "$PROVISION_STATE_DIR/managed"
+	return 0
+}
+
+# pv_managed_dir DIR MODE OWNER NAME...: the folder DIR exists with MODE
+# and OWNER (uid:gid); when provision makes it (it was not there), it is
+# noted in $PROVISION_STATE_DIR/managed-dirs with NAME... (shell patterns,
+# quoted: 'jupyterhub.sqlite*'), the files that what provision installs
+# writes in it.  provision reset (pv_restore_dir) removes DIR and those
+# files, and only when nothing else is in it.  A DIR that was there before
+# provision is never noted: reset leaves it.  (An older provision noted the
+# hub's database folder as a managed file: it moves to this list.)
+pv_managed_dir() {
+	_md=$1 _md_mode=$2 _md_own=$3
+	shift 3
+	_md_list=$PROVISION_STATE_DIR/managed-dirs
+	if [ ! -d "$_md" ]; then
+		mkdir -p "$_md" || return 1
+		_md_new=1
+	elif grep -qxF "$_md" "$PROVISION_STATE_DIR/managed" 2>/dev/null; then
+		_md_new=1
+		grep -vxF "$_md" "$PROVISION_STATE_DIR/managed" >"$PROVISION_STATE_DIR/managed.tmp" || true
+		mv -f "$PROVISION_STATE_DIR/managed.tmp" "$PROVISION_STATE_DIR/managed"
+	else
+		_md_new=0
+	fi
+	if [ "$_md_new" = 1 ] && ! pv_managed_dirs | grep -q "^$_md	"; then
+		mkdir -p "$PROVISION_STATE_DIR"
+		printf '%s\t%s\n' "$_md" "$*" >>"$_md_list"
+	fi
+	chown "$_md_own" "$_md" && chmod "$_md_mode" "$_md"
+}
+
+# pv_managed_dirs: "DIR<TAB>NAME..." of each folder provision made
+# (pv_managed_dir), one a line.
+pv_managed_dirs() {
+	[ -f "$PROVISION_STATE_DIR/managed-dirs" ] && cat "$PROVISION_STATE_DIR/managed-dirs"
+	return 0
+}
+
+# pv_restore_dir DIR NAME...: undo pv_managed_dir: the files of DIR whose
+# names match NAME... (regular files, not links) and DIR itself removed,
+# DIR leaving the list; 1, saying what, when DIR holds anything else (not
+# provision's: a person's files are never removed) and then nothing is.
+pv_restore_dir() {
+	_rd=$1
+	shift
+	if [ -d "$_rd" ] && [ ! -L "$_rd" ]; then
+		_rd_other=$(
+			for _rd_p in "$_rd"/* "$_rd"/.[!.]* "$_rd"/..?*; do
+				[ -e "$_rd_p" ] || [ -L "$_rd_p" ] || continue
+				_rd_ok=0
+				for _rd_n in "$@"; do
+					# shellcheck disable=SC2254 # the names are patterns
+					case ${_rd_p##*/} in $_rd_n) _rd_ok=1 ;; esac
+				done
+				if [ "$_rd_ok" = 0 ] || [ -L "$_rd_p" ] || [ ! -f "$_rd_p" ]; then
+					echo "$_rd_p"
+				fi
+			done
+		)
+		if [ -n "$_rd_other" ]; then
+			echo "kept $_rd: it holds what provision did not make there: $(printf '%s\n' "$_rd_other" | head -n 5 | paste -sd ' ' -)"
+			return 1
+		fi
+		_rd_n=0
+		for _rd_p in "$_rd"/* "$_rd"/.[!.]* "$_rd"/..?*; do
+			[ -f "$_rd_p" ] || continue
+			rm -f "$_rd_p"
+			_rd_n=$((_rd_n + 1))
+		done
+		rmdir "$_rd" || return 1
+		echo "removed $_rd (made by provision; its $_rd_n file(s) were what provision installed wrote there)"
+	fi
+	if [ -f "$PROVISION_STATE_DIR/managed-dirs" ]; then
+		grep -v "^$_rd	" "$PROVISION_STATE_DIR/managed-dirs" >"$PROVISION_STATE_DIR/managed-dirs.tmp" || true
+		mv -f "$PROVISION_STATE_DIR/managed-dirs.tmp" "$PROVISION_STATE_DIR/managed-dirs"
+	fi
 	return 0
 }
 

@@ -299,6 +299,55 @@ test_case "q, y, then q again cancels the running steps at once" "
 	expect_sane_terminal cancel
 "
 
+# ---- ^C without the live view (issue 33): plain lines and JSON lines
+
+gate close
+run plainc 200 40 LANG=C.UTF-8 -- up -i "$INV" --roles "$ROLES" --phases prep --no-tui -v
+
+test_case "plain output: the first ^C says at once that the run stops after the steps running now (named) and what a second ^C does; the second cancels them, exit 130" "
+	wait_for plainc '^\\[node-1\\] │ waiting for /tmp/tui-go' &&
+	t0=\$(date +%s%N) &&
+	keys plainc C-c &&
+	wait_for plainc '^\\^C: stopping: no new step starts; the steps running now finish first \\(.*node-1: tui-gate › 10-wait.*\\), then the run ends \\(exit 130\\)\\.  \\^C again stops them at once\\.' 5 &&
+	ms=\$(( (\$(date +%s%N) - t0) / 1000000 )) &&
+	echo \"# the first ^C's line after \$ms ms\" &&
+	[ \"\$ms\" -le 2000 ] || { echo \"the first ^C's line came after \$ms ms\"; false; } &&
+	keys plainc C-c &&
+	wait_for plainc '^\\^C again: cancelling: the commands running now are stopped \\(.*node-1: tui-gate › 10-wait' 5 &&
+	expect_eq 130 \"\$(wait_rc plainc 15)\" 'exit status'
+"
+# whatever the case did: that run is over before the next one takes the state folder
+finish() { # finish NAME: a provision still running in NAME's pane is stopped
+	[ -s "$TEST_DIR/$1.rc" ] || { keys "$1" C-c; keys "$1" C-c; wait_rc "$1" 20 >/dev/null || true; }
+}
+finish plainc
+
+gate close
+run jsonc 250 40 LANG=C.UTF-8 -- up -i "$INV" --roles "$ROLES" --phases prep -o json -v
+
+test_case "JSON output: each ^C is an interrupt object (stopping, then cancelling) with the steps running" "
+	wait_for jsonc 'waiting for /tmp/tui-go' &&
+	keys jsonc C-c &&
+	# (the terminal's echo of ^C may come first: JSON lines are not written over it)
+	wait_for jsonc '^(\\^C)?\\{\"event\":\"interrupt\",\"interrupts\":1,\"action\":\"stopping\",\"running\":\\[.*\\{\"node\":\"node-1\",\"step\":\"tui-gate \\\\u203A 10-wait\"\\}' 5 &&
+	keys jsonc C-c &&
+	wait_for jsonc '^(\\^C)?\\{\"event\":\"interrupt\",\"interrupts\":2,\"action\":\"cancelling\"' 5 &&
+	expect_eq 130 \"\$(wait_rc jsonc 15)\" 'exit status'
+"
+finish jsonc
+
+run runc 200 40 LANG=C.UTF-8 -- run -i "$INV" -- "echo started; sleep 60"
+
+test_case "provision run: the first ^C says at once that no new node starts and the running commands finish; the second stops them, exit 130" "
+	wait_for runc '^node-1: started' &&
+	keys runc C-c &&
+	wait_for runc '^\\^C: stopping: no new node starts; the commands running now finish first \\(exit 130\\)\\.  \\^C again stops them at once\\.' 5 &&
+	keys runc C-c &&
+	wait_for runc '^\\^C again: cancelling: the commands running now are stopped \\(exit 130\\)\\.' 5 &&
+	expect_eq 130 \"\$(wait_rc runc 15)\" 'exit status'
+"
+finish runc
+
 # ---- check: the same view, opened on the matrix
 # (check runs the roles' checks too, tui-gate's among them: not held, and
 # node-2's disk there, so that the failures are node-3's preflight and

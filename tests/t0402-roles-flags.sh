@@ -130,4 +130,74 @@ else
 	test_skip "the tables agree with ../shared/upstream/cli where it has the same tool and version" "$UPSTREAM_MISSING"
 fi
 
+# Issue 33: a Node's Ready condition as kubectl names it (the raw
+# "False|KubeletNotReady|..." of the jsonpath reached the admin).
+test_case "pv_ready_text: NotReady, Unknown, Ready with the kubelet's reason and message; kubectl's error as it is" "
+	t() { sh -c '. \"\$1\"; pv_ready_text \"\$2\"' sh '$SRC_ROOT/roles/lib.sh' \"\$1\"; }
+	expect_eq 'NotReady: KubeletNotReady: container runtime network not ready: NetworkReady=false' \\
+		\"\$(t 'False|KubeletNotReady|container runtime network not ready: NetworkReady=false')\"
+	expect_eq 'Unknown: NodeStatusUnknown: Kubelet stopped posting node status.' \\
+		\"\$(t 'Unknown|NodeStatusUnknown|Kubelet stopped posting node status.')\"
+	expect_eq 'Ready: KubeletReady: kubelet is posting ready status' \"\$(t 'True|KubeletReady|kubelet is posting ready status')\"
+	expect_eq 'Unknown' \"\$(t '||')\"
+	expect_eq 'Error from server (NotFound): nodes \\\"b-9\\\" not found' \"\$(t 'Error from server (NotFound): nodes \\\"b-9\\\" not found')\"
+"
+
+# Issue 33: the hub's database folder is a folder provision made
+# (pv_managed_dir), removed by reset only with the files the hub writes
+# there; a person's file in it keeps it, and everything in it.
+test_case "pv_managed_dir / pv_restore_dir: a folder provision made goes with its own files; one that holds anything else is kept whole, naming it" "
+	mkdir -p st home
+	r() { (PROVISION_STATE_DIR=\$PWD/st PROVISION_BACKUP_DIR=\$PWD/st/backup; . '$SRC_ROOT/roles/lib.sh'; \"\$@\"); }
+	r pv_managed_dir \$PWD/st/db 0700 \"\$(id -u):\$(id -g)\" 'jupyterhub.sqlite*'
+	expect_eq \"\$PWD/st/db	jupyterhub.sqlite*\" \"\$(cat st/managed-dirs)\" 'managed-dirs'
+	expect_eq 700 \"\$(stat -c %a st/db)\" 'mode'
+	touch st/db/jupyterhub.sqlite st/db/jupyterhub.sqlite-journal st/db/notes.txt st/db/.hidden
+	expect_status 1 r pv_restore_dir \$PWD/st/db 'jupyterhub.sqlite*' >kept.out
+	expect_grep \"^kept \$PWD/st/db: it holds what provision did not make there: .*notes.txt\" kept.out
+	expect_grep '.hidden' kept.out
+	expect_eq '.hidden jupyterhub.sqlite jupyterhub.sqlite-journal notes.txt' \"\$(ls -A st/db | paste -sd ' ' -)\" 'nothing removed'
+	rm st/db/notes.txt st/db/.hidden
+	r pv_restore_dir \$PWD/st/db 'jupyterhub.sqlite*' >gone.out
+	expect_grep \"^removed \$PWD/st/db (made by provision; its 2 file(s)\" gone.out
+	test ! -e st/db
+	expect_eq '' \"\$(cat st/managed-dirs)\" 'managed-dirs after'
+	# a folder that was there before provision is not noted
+	mkdir mine
+	r pv_managed_dir \$PWD/mine 0700 \"\$(id -u):\$(id -g)\" 'x*'
+	expect_no_grep mine st/managed-dirs
+"
+
+# Issue 33: a file provision created, then wrote again (the hub's values
+# after add-node), got provision's first version kept as "the original", and
+# reset put that back: /etc/provision/jupyterhub/values.yaml stayed.
+test_case "pv_write twice: a file provision created goes at reset, however often it was rewritten; a file that was there keeps its original" "
+	r() { (PROVISION_STATE_DIR=\$PWD/st PROVISION_BACKUP_DIR=\$PWD/st/backup; . '$SRC_ROOT/roles/lib.sh'; \"\$@\"); }
+	echo v1 | r pv_write \$PWD/made.conf 0644
+	echo v2 | r pv_write \$PWD/made.conf 0644
+	test ! -e st/backup\$PWD/made.conf
+	r pv_restore \$PWD/made.conf >made.out
+	expect_grep 'removed .*made.conf (written by provision)' made.out
+	test ! -e made.conf
+	echo mine >had.conf
+	echo v1 | r pv_write \$PWD/had.conf 0644
+	echo v2 | r pv_write \$PWD/had.conf 0644
+	r pv_restore \$PWD/had.conf >had.out
+	expect_eq mine \"\$(cat had.conf)\" 'the original back'
+"
+
+# Issue 33: plain `up` shows a failed step's last line and its hint, not the
+# lines above them (those are in `provision logs`): a hint that points
+# "above" points at nothing.  Every non-comment line of the roles' shell
+# (steps and lib.sh: hints are built there) is read for the word.
+test_case "no hint in the roles points at lines above it: each names the node, the object and the command" "
+	for f in '$SRC_ROOT'/roles/lib.sh '$SRC_ROOT'/roles/*/steps/*.sh; do
+		awk -v f=\"\${f#'$SRC_ROOT'/}\" '/^[ \\t]*#/ { next } /(^|[^a-z])above([^a-z]|\$)/ { print f \":\" NR \": \" \$0 }' \"\$f\"
+	done >above.out
+	if [ -s above.out ]; then echo 'hints or messages that point above:'; cat above.out; false; fi
+	# and the check itself finds one
+	printf '%s\\n' 'pv_hint \"see the error above\"' >planted.sh
+	awk '/^[ \\t]*#/ { next } /(^|[^a-z])above([^a-z]|\$)/ { n++ } END { exit !n }' planted.sh
+"
+
 test_done

@@ -8,7 +8,9 @@
 #   - the control plane cannot be removed, and nothing happens without a
 #     terminal or --yes (exit 2);
 #   - a pod without a controller on node-3 does not leave: the drain fails
-#     naming it, exit 1, and node-3 stays in the cluster and is not reset;
+#     naming it with drain's own reason, and only it (not the ReplicaSet's
+#     pod beside it, which drain had no turn to evict: issue 33), exit 1,
+#     and node-3 stays in the cluster and is not reset;
 #   - node-2 is removed: gone from `kubectl get nodes`, no pod bound to it,
 #     the others still Ready, node-2 itself reset (kubelet disabled and
 #     stopped, no flannel.1, no /etc/kubernetes/kubelet.conf) and verified;
@@ -58,12 +60,24 @@ test_case "refusals: the control plane (exit 2); no terminal and no --yes (exit 
 	expect_eq '' \"\$(kc get node node-2 -o 'jsonpath={.spec.unschedulable}')\" 'node-2 not cordoned'
 "
 
-test_case "a pod without a controller on node-3: drain fails naming it, exit 1, node-3 neither deleted nor reset" "
+test_case "a pod without a controller on node-3 (a ReplicaSet's pod beside it): drain fails naming only the bare pod, with drain's reason, exit 1, node-3 neither deleted nor reset" "
 	printf '%s\n' 'apiVersion: v1' 'kind: Pod' 'metadata:' '  name: lonely' '  namespace: default' 'spec:' \
 		'  nodeName: node-3' '  containers:' '  - name: c' '    image: registry.example/lonely:1' |
 		tb node-1 sh -c 'cat >/tmp/lonely.yaml && kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f /tmp/lonely.yaml'
+	printf '%s\n' 'apiVersion: apps/v1' 'kind: Deployment' 'metadata:' '  name: web' '  namespace: default' 'spec:' \
+		'  replicas: 1' '  selector:' '    matchLabels: {app: web}' '  template:' '    metadata:' '      labels: {app: web}' \
+		'    spec:' '      nodeSelector: {kubernetes.io/hostname: node-3}' '      containers:' '      - name: c' \
+		'        image: registry.example/web:1' |
+		tb node-1 sh -c 'cat >/tmp/web.yaml && kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f /tmp/web.yaml'
+	i=0
+	until [ \"\$(kc get pods -n default -l app=web -o 'jsonpath={.items[*].spec.nodeName}')\" = node-3 ]; do
+		i=\$((i + 1))
+		[ \$i -lt 60 ] || { echo 'the web pod is not on node-3'; kc get pods -A -o wide; false; }
+		sleep 1
+	done
 	expect_status 1 '$PROVISION' remove-node -i '$INV' $P --yes node-3 >stuck.out 2>&1
-	expect_grep 'remove-node › 20-drain … failed .*pods that would not leave node-3: default/lonely (no controller)' stuck.out
+	expect_grep 'remove-node › 20-drain … failed .*: pods that would not leave node-3: default/lonely (drain: cannot delete Pods that declare no controller (use --force to override)) (hint: ' stuck.out
+	expect_no_grep 'would not leave node-3: .*web' stuck.out
 	expect_grep 'NOT removed from the cluster' stuck.out
 	expect_grep 'reset-cluster .*skipped.*waits for role .remove-node., which failed' stuck.out
 	expect_grep '\\[node-3\\] reset-prep › wait … skipped' stuck.out
@@ -75,6 +89,7 @@ test_case "a pod without a controller on node-3: drain fails naming it, exit 1, 
 	kc get node node-3 -o name | grep -qx node/node-3
 	expect_eq 'active enabled' \"\$(tb node-3 systemctl is-active kubelet) \$(tb node-3 systemctl is-enabled kubelet)\" 'node-3 kubelet'
 	tb node-3 test -f /etc/kubernetes/kubelet.conf
+	kc delete deployment web -n default >/dev/null
 "
 
 test_case "remove-node node-2: gone from the cluster, no pod bound to it, the others Ready, node-2 reset and verified" "

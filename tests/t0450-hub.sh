@@ -33,14 +33,25 @@
 #     (gpu_sharing): the GPU Operator's time-slicing values, node-3's
 #     nvidia.com/device-plugin.config label, 4 allocatable nvidia.com/gpu
 #     there (1 on node-2), the hub's "shared by up to 4" profile in place of
-#     the whole RTX 3070 one, and check's gpu-allocatable passing.
+#     the whole RTX 3070 one, and check's gpu-allocatable passing;
+#   - ^C in plain output while helm waits for the hub (kept unready by the
+#     fakes' slow-start knob): the first ^C says at once that the run stops
+#     after jupyterhub › 30-install and what a second does; the second
+#     cancels it (exit 130) and helm marks the release failed; the next `up`
+#     recovers it and says so; a release left pending-upgrade by a helm
+#     that was killed is rolled back to its last deployed revision by the
+#     next `up`, which says so (issue 33);
+#   - `provision reset` of the cluster after the hub: every node verified
+#     clean, nothing left under /root/.kube, /etc/provision or
+#     /var/lib/provision on any node, the NFS export's folders (users'
+#     homes) untouched (issue 33).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="up values health second-up add-node add-node-profile no-secrets remove-node gpu-sharing"
+CASES="up values health second-up add-node add-node-profile no-secrets remove-node gpu-sharing interrupt recover-failed recover-pending reset"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -338,6 +349,117 @@ test_case "gpu_sharing: 4 on node-3 (RTX 3070): time-slicing values, its label, 
 	$PROVISION check -i share.yaml --state $STATE --roles $ROLES >check-share.out 2>&1 || { cat check-share.out; false; }
 	expect_grep '^gpu-allocatable  *node-3  *pass ' check-share.out
 	expect_no_grep ' fail ' check-share.out
+"
+
+# ^C while helm waits, the releases an interrupted run leaves, the reset (issue 33).
+# The cluster: node-1..node-3 of share.yaml.  A start_timeout of its own makes
+# the hub's values differ, so that jupyterhub › 30-install upgrades the release;
+# slow-start keeps the new hub pod unready, so that helm waits.
+HELM="helm --kubeconfig=/etc/kubernetes/admin.conf"
+last_revision() { # "REVISION STATUS DESCRIPTION" of jhub's last revision
+	# shellcheck disable=SC2086 # HELM: the command and its flag, two words
+	tb node-1 $HELM history jhub -n jhub -o json | python3 -c 'import json, sys; r = json.load(sys.stdin)[-1]; print(r["revision"], r["status"], r["description"])'
+}
+
+test_case "^C in plain output while helm waits: the first says at once what stops and what a second does; the second cancels helm (exit 130), which marks the release failed" "
+	sed 's/^  start_timeout: 1200\$/  start_timeout: 1300/' share.yaml >int.yaml
+	expect_eq 1 \"\$(grep -c '^  start_timeout: 1300\$' int.yaml)\" 'start_timeout in int.yaml'
+	knob node-1 slow-start 'hub 100000'
+	$PROVISION up -i int.yaml --state $STATE --roles $ROLES --no-tui >int.out 2>&1 &
+	pid=\$!
+	echo \$pid >int.pid
+	test_at_exit \"kill -KILL \$pid\"
+	i=0
+	until last_revision | grep -q ' pending-upgrade '; do
+		i=\$((i + 1))
+		[ \$i -lt 300 ] || { echo 'helm never waited for the hub'; tail -n 40 int.out; false; }
+		sleep 1
+	done
+	sleep 2
+	kill -INT \$pid
+	i=0
+	until grep -q '^^C: stopping' int.out; do
+		i=\$((i + 1))
+		[ \$i -lt 20 ] || { echo 'nothing said 2 s after the first ^C:'; cat int.out; false; }
+		sleep 0.1
+	done
+	expect_grep '^^C: stopping: no new step starts; the steps running now finish first (.*node-1: jupyterhub › 30-install.*), then the run ends (exit 130).  ^C again stops them at once.\$' int.out
+	kill -INT \$pid
+	rc=0
+	wait \$pid || rc=\$?
+	cat int.out
+	expect_eq 130 \$rc 'exit status'
+	expect_grep '^^C again: cancelling: the commands running now are stopped (.*node-1: jupyterhub › 30-install' int.out
+	last_revision >int.rev
+	expect_grep '^[0-9]* failed Upgrade \"jhub\" failed: context canceled\$' int.rev
+"
+
+# Whatever that case did, its up is over before the next case takes the state
+# folder (a ^C that said nothing left it running on main).
+if [ -s "$TEST_DIR/int.pid" ]; then
+	p=$(cat "$TEST_DIR/int.pid")
+	kill -INT "$p" 2>/dev/null && sleep 1 && kill -INT "$p" 2>/dev/null
+	i=0
+	while kill -0 "$p" 2>/dev/null && [ $i -lt 60 ]; do
+		i=$((i + 1))
+		sleep 1
+	done
+fi
+
+test_case "the next up recovers the failed release and says so; the hub answers" "
+	unknob node-1 slow-start
+	$PROVISION up -i int.yaml --state $STATE --roles $ROLES --no-tui >rec1.out 2>&1 || { tail -n 60 rec1.out; false; }
+	expect_grep '^\\[node-1\\] jupyterhub › 30-install … changed [^:]*: release jhub (namespace jhub): revision [0-9]* was left failed by an earlier run (interrupted, or helm timed out): upgraded again\$' rec1.out
+	expect_grep '^validation: [0-9]* passed, 0 failed' rec1.out
+	last_revision >rec1.rev
+	expect_grep '^[0-9]* deployed Upgrade complete\$' rec1.rev
+"
+
+test_case "a release a killed helm left pending-upgrade (helm refuses it: another operation is in progress) is rolled back to its last deployed revision by the next up, which says so" "
+	knob node-1 slow-start 'hub 100000'
+	# until the running hub is not Ready either (the kubelet reads the knob at its next sync)
+	i=0
+	until [ \"\$(kc -n jhub get deployment hub -o 'jsonpath={.status.readyReplicas}')\" = '' ] ||
+		[ \"\$(kc -n jhub get deployment hub -o 'jsonpath={.status.readyReplicas}')\" = 0 ]; do
+		i=\$((i + 1))
+		[ \$i -lt 60 ] || { echo 'the hub stayed Ready'; false; }
+		sleep 1
+	done
+	deployed=\$(last_revision | cut -d ' ' -f 1)
+	tb node-1 timeout -s KILL 15 $HELM upgrade --install jhub /var/lib/provision/charts/jupyterhub.tgz -n jhub \\
+		--values /etc/provision/jupyterhub/values.yaml --values /etc/provision/jupyterhub/secrets.yaml --wait --timeout 5m >killed.out 2>&1 || true
+	last_revision >killed.rev
+	expect_grep \"^\$((deployed + 1)) pending-upgrade \" killed.rev
+	expect_status 1 tb node-1 $HELM upgrade --install jhub /var/lib/provision/charts/jupyterhub.tgz -n jhub \\
+		--values /etc/provision/jupyterhub/values.yaml >refused.out 2>&1
+	expect_grep 'UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress' refused.out
+	unknob node-1 slow-start
+	$PROVISION check -i int.yaml --state $STATE --roles $ROLES >check-pending.out 2>&1 || true
+	expect_grep 'release jhub (namespace jhub): pending-upgrade (left by an interrupted or failed run: provision up recovers it)' check-pending.out
+	$PROVISION up -i int.yaml --state $STATE --roles $ROLES --no-tui >rec2.out 2>&1 || { tail -n 60 rec2.out; false; }
+	expect_grep \"^\\\\[node-1\\\\] jupyterhub › 30-install … changed [^:]*: release jhub (namespace jhub) was left pending-upgrade by an interrupted run: rolled back to revision \$deployed (the last deployed), then upgraded\\\$\" rec2.out
+	expect_grep '^validation: [0-9]* passed, 0 failed' rec2.out
+	last_revision >rec2.rev
+	expect_grep '^[0-9]* deployed Upgrade complete\$' rec2.rev
+	python3 -c 'import sys, urllib.request as u; r = u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=10); assert r.status == 200' 'http://$(addr node-1):$PORT/hub/health'
+"
+
+test_case "reset after the hub: every node verified clean; nothing left under /root/.kube, /etc/provision, /var/lib/provision; the NFS export's folders kept" "
+	for n in node-1 node-2 node-3; do tb \$n test -d /root/.kube/cache; done
+	tb node-1 test -d /var/lib/provision/jupyterhub
+	tb node-1 test -d /etc/provision/jupyterhub
+	tb node-1 sh -c 'mkdir -p /srv/nfs/jhub-claim-hubadmin && echo notebook >/srv/nfs/jhub-claim-hubadmin/work.ipynb'
+	tb node-1 sh -c 'cd /srv/nfs && find . | sort' >nfs.before
+	$PROVISION reset -i int.yaml --state $STATE --roles $ROLES --no-tui --yes >reset.out 2>&1 || { tail -n 60 reset.out; false; }
+	expect_grep '^reset .*: 3 nodes, .* 0 failed, 0 unreachable' reset.out
+	expect_eq 3 \"\$(grep -c 'verified: clean (ports, processes, folders, interfaces, chains, kubelet); reachable over SSH' reset.out)\" 'nodes verified clean'
+	for n in node-1 node-2 node-3; do
+		left=\$(tb \$n sh -c 'for d in /root/.kube /etc/provision /var/lib/provision; do [ ! -e \$d ] || find \$d; done')
+		expect_eq '' \"\$left\" \"what is left on \$n\"
+	done
+	tb node-1 sh -c 'cd /srv/nfs && find . | sort' >nfs.after
+	diff nfs.before nfs.after
+	expect_eq notebook \"\$(tb node-1 cat /srv/nfs/jhub-claim-hubadmin/work.ipynb)\" 'a user file on the export'
 "
 
 test_done

@@ -63,7 +63,47 @@ struct run_state {
 	bool capture, json;
 	char *command;
 	int timeout_ms;
+	unsigned interrupts; /* runner_interrupts() already said (run_tick) */
 };
+
+/*
+ * What a ^C does, said at once on standard error (stdout holds the nodes'
+ * output; JSON goes there as one object): the first lets the running
+ * commands finish and starts no other node, the second stops them.
+ */
+static void run_tick(void *data)
+{
+	struct run_state *s = data;
+	unsigned n = runner_interrupts();
+	const char *text;
+
+	if (n <= s->interrupts)
+		return;
+	s->interrupts = n;
+	text = n == 1 ? "^C: stopping: no new node starts; the commands running now finish "
+			"first (exit 130).  ^C again stops them at once."
+		      : "^C again: cancelling: the commands running now are stopped (exit 130).";
+	if (s->json) {
+		json_t *o = json_object();
+		char *line;
+		json_object_set_new(o, "event", json_string("interrupt"));
+		json_object_set_new(o, "interrupts", json_integer((json_int_t)n));
+		json_object_set_new(o, "action", json_string(n == 1 ? "stopping" : "cancelling"));
+		json_object_set_new(o, "text", json_string(text));
+		line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+		cli_write_line(STDOUT_FILENO, NULL, line, strlen(line));
+		free(line);
+		json_decref(o);
+	} else {
+		struct strbuf line = STRBUF_INIT;
+		/* on a terminal, over the "^C" the terminal echoed at the start of the line */
+		if (isatty(STDERR_FILENO))
+			strbuf_addch(&line, '\r');
+		strbuf_addstr(&line, text);
+		cli_write_line(STDERR_FILENO, NULL, line.buf, line.len);
+		strbuf_release(&line);
+	}
+}
 
 static int run_node_fn(struct runner_job *job, void *data)
 {
@@ -275,6 +315,7 @@ static int run_exec(int nr_pos, char **pos)
 			.own_shell = true,
 			.node_fn = run_node_fn,
 			.on_event = run_on_event,
+			.on_tick = run_tick,
 			.data = &s,
 			.handle_signals = true,
 		};

@@ -993,7 +993,8 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.state_dir = state_dir,
 			.hub_github_secret = hub_github_secret,
 			.on_event = view_event,
-		    .registry_auth = reg_auth,
+			.registry_auth = reg_auth,
+			.on_tick = view_tick, /* says what a ^C does (the TUI has its own) */
 			.data = &view,
 		};
 		/* ---- TUI (tui/tui.h): on a terminal, for text output, unless --no-tui ---- */

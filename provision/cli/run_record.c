@@ -384,7 +384,17 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 	cr->eta_ms = state_eta_total_ms(cr->eta, sel, b->nr, b->forks);
 	if (b->text) {
 		char dur[32];
-		if (cr->eta_ms >= 0) {
+		struct strbuf what = STRBUF_INIT;
+		cr->eta_unknown = state_eta_unknown(cr->eta, sel, b->nr, &what);
+		if (cr->eta_ms >= 0 && cr->eta_unknown) {
+			/* a step no earlier run saw do work: not a tiny number, "no history" */
+			view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
+			printf("%s %s: estimated at least %s (median step times of %zu earlier "
+			       "run%s); "
+			       "no history of %s doing work\n",
+			       b->cmd_name, b->inv->cluster.name, dur, state_eta_runs(cr->eta),
+			       state_eta_runs(cr->eta) == 1 ? "" : "s", what.buf);
+		} else if (cr->eta_ms >= 0) {
 			view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
 			printf("%s %s: estimated %s (median step times of %zu earlier run%s)\n",
 			       b->cmd_name, b->inv->cluster.name, dur, state_eta_runs(cr->eta),
@@ -393,6 +403,7 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 			printf("%s %s: no earlier run to estimate the time from\n", b->cmd_name,
 			       b->inv->cluster.name);
 		}
+		strbuf_release(&what);
 		fflush(stdout);
 	}
 	for (i = 0; i < b->inv->nr_nodes; i++)
@@ -459,8 +470,14 @@ int cli_run_end(struct cli_run *cr, const struct plan_result *res, int exit_stat
 		    ((double)res->elapsed_ms - (double)cr->eta_ms) * 100.0 / (double)cr->eta_ms;
 		view_duration(dur, sizeof(dur), res->elapsed_ms);
 		view_duration(eta, sizeof(eta), (uint64_t)cr->eta_ms);
-		printf("%s %s: took %s, estimated %s (%+.0f%%)\n", cr->b.cmd_name,
-		       cr->b.inv->cluster.name, dur, eta, off);
+		if (cr->eta_unknown)
+			printf(
+			    "%s %s: took %s, estimated at least %s (%zu step%s with no history)\n",
+			    cr->b.cmd_name, cr->b.inv->cluster.name, dur, eta, cr->eta_unknown,
+			    cr->eta_unknown == 1 ? "" : "s");
+		else
+			printf("%s %s: took %s, estimated %s (%+.0f%%)\n", cr->b.cmd_name,
+			       cr->b.inv->cluster.name, dur, eta, off);
 	}
 	fflush(stdout);
 	return exit_status;

@@ -46,6 +46,7 @@ struct cli_run {
 	struct record *rec;
 	struct state_eta *eta;
 	int64_t eta_ms;
+	size_t eta_unknown; /* steps with no history: eta_ms is a lower bound */
 	char *cache; /* the artifact cache */
 	/* The view's callbacks, called before the record's. */
 	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);

@@ -41,6 +41,7 @@ struct fake_node {
 	bool unreachable;
 	bool fail_apply;   /* step maybe-fail: apply exits 1 */
 	const char *fail_line; /* its last line (default: an apt error) */
+	bool fail_plain;   /* step plain: apply exits 1 */
 	bool desired[16];  /* per fake step kind */
 	/*
 	 * A hostile node (issue 19): lines it adds to the output of its facts,
@@ -260,6 +261,11 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 			res->exit_status = n->desired[k] ? 0 : 1;
 			return 0;
 		}
+		if (!strcmp(kind, "plain") && n->fail_plain) {
+			say(req, "E: no space left on device");
+			res->exit_status = 1;
+			return 0;
+		}
 		if (!strcmp(kind, "maybe-fail") && n->fail_apply) {
 			say(req,
 			    n->fail_line ? n->fail_line : "E: the package cannot be installed");
@@ -416,10 +422,14 @@ static int teardown(void **state)
 	return 0;
 }
 
+static bool execute_drift; /* the next execute() is `check`: drift and validation */
+
 static void execute(struct fixture *f, bool check_only, struct secrets *sec, struct collected *c,
 		    struct plan_result *res)
 {
 	struct plan_opts o = {
+		.drift = execute_drift,
+		.validate = execute_drift,
 		.inv = f->inv,
 		.roles = &f->rs,
 		.nodes = f->nodes,
@@ -516,6 +526,31 @@ static void test_failure_stops_only_its_node(void **state)
 	secrets_free(sec);
 }
 
+/*
+ * Issue 33: a role that did not run on a node (the node stopped at an
+ * earlier role) did not fail there: a role waiting for it says so, and why,
+ * instead of "which failed on 1 node".
+ */
+static void test_wait_for_a_role_that_did_not_run(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct plan_result res;
+	struct collected c;
+
+	fake_nodes[2].fail_plain = true; /* w-2 stops at alpha: beta never runs there */
+	execute(f, false, sec, &c, &res);
+	assert_int_equal(res.failed, 1);
+	assert_int_equal(res.status[2].state, NODE_FAILED);
+	assert_non_null(strstr(res.status[2].reason, "alpha › 10-plain: apply failed (exit 1)"));
+	assert_null(strstr(c.all.buf, "waits for role 'beta', which failed"));
+	assert_non_null(strstr(c.all.buf, "waits for role 'beta', which was skipped on w-2 (w-2 "
+					  "stopped earlier: role 'alpha' failed there)"));
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
 static void test_plan_changes_nothing(void **state)
 {
 	struct fixture *f = *state;
@@ -532,6 +567,46 @@ static void test_plan_changes_nothing(void **state)
 		assert_true(res.nodes[i].changed >= 4);
 	}
 	assert_int_equal(c.ends[STEP_WOULD_CHANGE], 4 * 6);
+	plan_result_release(&res);
+	strbuf_release(&c.all);
+	secrets_free(sec);
+}
+
+/*
+ * Issue 33: on nodes where beta was never installed (its only file is not
+ * there), check listed the file as drift; and an artifact's row had an
+ * empty observed value.  A role none of whose files is on the node is "not
+ * installed yet", one warning per node; the roles without files that would
+ * change stay drift.
+ */
+static void test_drift_not_installed(void **state)
+{
+	struct fixture *f = *state;
+	struct secrets *sec = secrets_new();
+	struct plan_result res;
+	struct collected c;
+	size_t i, warn = 0;
+
+	execute_drift = true;
+	execute(f, true, sec, &c, &res);
+	execute_drift = false;
+	for (i = 0; i < res.validation.nr; i++) {
+		const struct check *k = &res.validation.items[i];
+		if (strcmp(k->id, "drift"))
+			continue;
+		assert_null(strstr(k->observed, "/etc/hello.conf"));
+		assert_true(k->observed[strlen(k->observed) - 1] != ' ');
+		if (k->status == CHECK_WARN) {
+			warn++;
+			assert_string_equal(k->observed, "not installed yet: beta (none of their "
+							 "files is on the node)");
+			assert_string_equal(k->fix, "'provision up' installs them");
+		} else {
+			assert_int_equal(k->status, CHECK_FAIL);
+			assert_null(strstr(k->observed, "beta"));
+		}
+	}
+	assert_int_equal(warn, 4);
 	plan_result_release(&res);
 	strbuf_release(&c.all);
 	secrets_free(sec);
@@ -1266,7 +1341,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_role_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_up_then_unchanged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_stops_only_its_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_for_a_role_that_did_not_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_plan_changes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drift_not_installed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreachable_node, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_leaves_nodes_done, setup, teardown),
 		cmocka_unit_test(test_phases),

@@ -59,6 +59,10 @@ static void test_other_lines(void **state)
 	expect_piece(m.value, m.value_len, "no nfsd in this kernel");
 	m = parse("::hint run apt-get -f install");
 	assert_int_equal(m.kind, PROTOCOL_HINT);
+	m = parse("::note release jhub rolled back to revision 2, then upgraded");
+	assert_int_equal(m.kind, PROTOCOL_NOTE);
+	expect_piece(m.value, m.value_len, "release jhub rolled back to revision 2, then upgraded");
+	assert_int_equal(parse("::notes x").kind, PROTOCOL_NONE);
 	m = parse("::fetch /etc/kubernetes/admin.conf admin.conf");
 	assert_int_equal(m.kind, PROTOCOL_FETCH);
 	expect_piece(m.name, m.name_len, "/etc/kubernetes/admin.conf");

@@ -296,6 +296,11 @@ static void test_scrub(void **unused)
 		     "kubeadm join 10.0.0.1:6443 --token [removed by provision] \\\n", 1);
 	expect_scrub("--certificate-key=0123456789abcdef --v=5\n",
 		     "--certificate-key=[removed by provision] --v=5\n", 1);
+	/* kubeadm init --skip-token-print's placeholder is no token (issue 33) */
+	expect_scrub("kubeadm join 10.0.0.1:6443 --token <value withheld> \\\n",
+		     "kubeadm join 10.0.0.1:6443 --token <value withheld> \\\n", 0);
+	expect_scrub("--token <token> --token abcdef.0123456789abcdef\n",
+		     "--token <token> --token [removed by provision]\n", 1);
 	expect_scrub("--token [secret] --token \"$TOKEN\" --tokens x\n",
 		     "--token [secret] --token \"$TOKEN\" --tokens x\n", 0);
 	/* A flag starts a word: scrubbing twice gave different results when a
@@ -401,6 +406,60 @@ static void test_eta(void **unused)
 	assert_int_equal(state_eta_total_ms(e, sel3, 2, 64), 6600 + 1300);
 	/* One node at a time: the nodes' total. */
 	assert_int_equal(state_eta_total_ms(e, sel2, 2, 1), 650 + 1100 + 300);
+	state_eta_free(e);
+	state_free(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+/*
+ * Issue 33: a step no node of the record ever saw do work (kubeadm init on a
+ * control plane the record never met, the record's own control plane only
+ * ever checked it: 726 ms) was estimated at its check time, 10-70 times too
+ * little.  It has no history: the node's estimate says so (-1), the run's
+ * is the known part, and what is unknown is named.
+ */
+static void test_eta_no_history(void **unused)
+{
+	char *dir = tmp_dir();
+	struct state *s = NULL;
+	struct state_eta *e;
+	struct error err = {0};
+	struct strbuf what = STRBUF_INIT;
+	const char *nodes[] = {"cp", "w1", "n1", "w2"};
+	const char *kinds[] = {"control-plane", "worker", "control-plane", "worker"};
+	const char *sel[] = {"n1", "w2"}, *old[] = {"cp", "w1"};
+	int r;
+
+	assert_int_equal(state_open(&s, dir, true, &err), 0);
+	for (r = 0; r < 3; r++)
+		eta_run(s, "up", "cp w1", 2000,
+			(const char *const[]){"cp|facts\tgather\t500\tok\t500\n"
+					      "kubeadm-init\t30-init\t726\tunchanged\t726\n",
+					      "w1|facts\tgather\t600\tok\t600\n"
+					      "kernel\t10-modules\t150\tunchanged\t150\n",
+					      NULL});
+	eta_run(s, "up", "w1", 6000,
+		(const char *const[]){"w1|facts\tgather\t600\tok\t600\n"
+				      "kernel\t10-modules\t5000\tchanged\t150\n",
+				      NULL});
+	e = state_eta_load(s, "up", nodes, kinds, 4);
+	/* n1 was never seen: 30-init does work there, and no node ever did it */
+	assert_int_equal(state_eta_ms(e, "n1", "kubeadm-init", "30-init"), -1);
+	assert_int_equal(state_eta_node_ms(e, "n1"), -1);
+	/* the facts never do work: any node's time */
+	assert_int_equal(state_eta_ms(e, "n1", "facts", "gather"), 500);
+	/* a step another node did work in: its time there (w1's apply) */
+	assert_int_equal(state_eta_ms(e, "w2", "kernel", "10-modules"), 5000);
+	assert_int_equal(state_eta_node_ms(e, "w2"), 600 + 5000);
+	/* the converged nodes keep their checks */
+	assert_int_equal(state_eta_ms(e, "cp", "kubeadm-init", "30-init"), 726);
+	assert_int_equal(state_eta_unknown(e, old, 2, NULL), 0);
+	/* the run: what is known (w2's 5.6 s, n1's facts), and what is not, named */
+	assert_int_equal(state_eta_unknown(e, sel, 2, &what), 1);
+	assert_string_equal(what.buf, "kubeadm-init › 30-init on n1");
+	assert_true(state_eta_total_ms(e, sel, 2, 64) >= 600 + 5000);
+	strbuf_release(&what);
 	state_eta_free(e);
 	state_free(s);
 	rm_rf(dir);
@@ -612,6 +671,7 @@ int main(void)
 	    cmocka_unit_test(test_eta_check_apply),
 	    cmocka_unit_test(test_eta_machine),
 	    cmocka_unit_test(test_eta_pulls),
+	    cmocka_unit_test(test_eta_no_history),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

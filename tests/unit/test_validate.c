@@ -56,7 +56,8 @@ static void test_nodes(void **state)
 	assert_int_equal(find(&v, "node-ready", 0)->status, CHECK_PASS);
 	assert_int_equal(find(&v, "node-ready", 1)->status, CHECK_PASS);
 	assert_int_equal(find(&v, "node-ready", 2)->status, CHECK_FAIL);
-	assert_non_null(strstr(find(&v, "node-ready", 2)->observed, "Ready=False: container runtime network not ready"));
+	assert_non_null(strstr(find(&v, "node-ready", 2)->observed,
+			       "NotReady: KubeletNotReady: container runtime network not ready"));
 	assert_int_equal(find(&v, "node-ready", 3)->status, CHECK_FAIL);
 	assert_string_equal(find(&v, "node-ready", 3)->observed, "not in the cluster");
 	assert_non_null(strstr(find(&v, "node-ready", 3)->fix, "kubeadm join"));
@@ -79,11 +80,65 @@ static void test_pods(void **state)
 	for (i = 0; i < v.nr; i++)
 		assert_true(v.items[i].node != 3); /* the NFS-only node has no Flannel pod to check */
 	assert_int_equal(find(&v, "coredns", CHECK_CLUSTER)->status, CHECK_FAIL);
-	assert_string_equal(find(&v, "coredns", CHECK_CLUSTER)->observed, "1 of 2 Running");
+	assert_string_equal(
+	    find(&v, "coredns", CHECK_CLUSTER)->observed,
+	    "1 of 2 Running and Ready; coredns-7db6d8ff4d-tx7vb Pending (0/3 nodes are "
+	    "available: 3 node(s) had untolerated taint {node.kubernetes.io/not-ready: "
+	    "}.)");
+	assert_non_null(strstr(find(&v, "coredns", CHECK_CLUSTER)->fix,
+			       "CoreDNS stays Pending until a pod network (Flannel) runs"));
 	assert_int_equal(find(&v, "flannel", 0)->status, CHECK_PASS);
 	assert_int_equal(find(&v, "flannel", 1)->status, CHECK_PASS);
 	assert_int_equal(find(&v, "flannel", 2)->status, CHECK_FAIL);
 	assert_string_equal(find(&v, "flannel", 2)->observed, "Pending");
+	validation_release(&v);
+	free(json);
+}
+
+/*
+ * Issue 33: check said "Pending ... the node's interface and the pod CIDR
+ * must match the inventory" of a Flannel pod whose image could not be
+ * pulled, and "0 of 2 Running" of two CoreDNS pods that run but are not
+ * Ready.  It says what kubectl shows, with the message, and a fix that names
+ * the node, the image or pod, and the command.
+ */
+static void test_pods_diagnosed(void **state)
+{
+	struct node n[3] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
+			    mk("b-3", NODE_ROLE_WORKER)};
+	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
+	struct validation v = {0};
+	struct error err = {0};
+	const struct check *c;
+	size_t len;
+	char *json = load("pods-pull-and-unready.json", &len);
+
+	assert_int_equal(validate_kube_pods(&v, json, len, nodes, 3, &err), 0);
+	c = find(&v, "flannel", 0);
+	assert_int_equal(c->status, CHECK_FAIL);
+	assert_string_equal(c->observed,
+			    "Init:ImagePullBackOff (Back-off pulling image "
+			    "\"ghcr.io/flannel-io/flannel-cni-plugin:v1.7.1-flannel1\")");
+	assert_non_null(strstr(c->fix,
+			       "b-0 cannot pull ghcr.io/flannel-io/flannel-cni-plugin:v1.7.1-"
+			       "flannel1: 'crictl pull ghcr.io/flannel-io/flannel-cni-plugin:"
+			       "v1.7.1-flannel1' on b-0 shows why"));
+	assert_null(strstr(c->fix, "pod CIDR"));
+	assert_int_equal(find(&v, "flannel", 1)->status, CHECK_PASS);
+	c = find(&v, "flannel", 2);
+	assert_int_equal(c->status, CHECK_FAIL);
+	assert_non_null(strstr(c->observed, "CrashLoopBackOff (back-off 1m20s restarting"));
+	assert_non_null(strstr(c->fix, "'kubectl -n kube-flannel logs kube-flannel-ds-m2c8d'"));
+	c = find(&v, "coredns", CHECK_CLUSTER);
+	assert_int_equal(c->status, CHECK_FAIL);
+	assert_string_equal(
+	    c->observed,
+	    "0 of 2 Running and Ready (2 Running, not Ready); coredns-7db6d8ff4d-5hq2n "
+	    "Running, not Ready (containers with unready status: [coredns]); "
+	    "coredns-7db6d8ff4d-tx7vb Running, not Ready (containers with unready "
+	    "status: [coredns])");
+	assert_non_null(strstr(c->fix, "'kubectl -n kube-system logs coredns-7db6d8ff4d-5hq2n'"));
+	assert_null(strstr(c->fix, "Pending"));
 	validation_release(&v);
 	free(json);
 }
@@ -256,10 +311,10 @@ static void test_storage(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nodes),     cmocka_unit_test(test_pods),
-		cmocka_unit_test(test_bad_input), cmocka_unit_test(test_readyz),
-		cmocka_unit_test(test_facts_checks), cmocka_unit_test(test_gpus),
-		cmocka_unit_test(test_storage),
+	    cmocka_unit_test(test_nodes),	   cmocka_unit_test(test_pods),
+	    cmocka_unit_test(test_pods_diagnosed), cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_readyz),	   cmocka_unit_test(test_facts_checks),
+	    cmocka_unit_test(test_gpus),	   cmocka_unit_test(test_storage),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,7 +48,7 @@ apply)
 		exit 1
 	fi
 	if ! pv_installing apt_get install -y containerd; then
-		pv_hint "apt-get install containerd failed: see the lines above (is dpkg interrupted? run dpkg --configure -a on the node)"
+		pv_hint "apt-get install containerd failed on $PROVISION_NODE: apt's whole output is in 'provision logs $PROVISION_NODE'; 'apt-get install containerd' there shows it again; an interrupted dpkg is repaired with 'dpkg --configure -a' there"
 		exit 1
 	fi
 	;;

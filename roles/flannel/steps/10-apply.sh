@@ -34,7 +34,7 @@ kubectl_hint() {
 	if printf '%s\n' "$1" | grep -Eq 'Unable to connect|connection refused|i/o timeout|deadline exceeded|no route to host|TLS handshake'; then
 		pv_hint "kubectl cannot reach the API server on $PROVISION_NODE: see the kubeadm-init role's result"
 	else
-		pv_hint "kubectl $2 failed on $PROVISION_NODE: see the error above"
+		pv_hint "kubectl $2 failed on $PROVISION_NODE: 'kubectl --kubeconfig=/etc/kubernetes/admin.conf $2' there shows kubectl's error again (the step's whole output: provision logs $PROVISION_NODE)"
 	fi
 }
 
@@ -141,13 +141,13 @@ apply)
 		if [ -n "$live" ] && [ "$live" != "$want" ]; then
 			echo "daemonset $DS selects its pods by $live, $MANIFEST by $want: replacing it, its pods left running"
 			if ! $KC -n "$NS" delete daemonset "$DS" --cascade=orphan; then
-				pv_hint "kubectl delete daemonset $DS --cascade=orphan failed on $PROVISION_NODE: see the error above; nothing was changed"
+				pv_hint "kubectl -n $NS delete daemonset $DS --cascade=orphan failed on $PROVISION_NODE (nothing was changed): run it there with --kubeconfig=/etc/kubernetes/admin.conf to see kubectl's error (the step's whole output: provision logs $PROVISION_NODE)"
 				exit 1
 			fi
 		fi
 	fi
 	if ! $KC apply -f "$MANIFEST"; then
-		pv_hint "kubectl apply -f $MANIFEST failed on $PROVISION_NODE: see the error above"
+		pv_hint "kubectl apply -f $MANIFEST failed on $PROVISION_NODE: 'kubectl --kubeconfig=/etc/kubernetes/admin.conf apply -f $MANIFEST' there shows kubectl's error again (the step's whole output: provision logs $PROVISION_NODE)"
 		exit 1
 	fi
 	;;

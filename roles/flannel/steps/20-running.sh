@@ -80,6 +80,28 @@ report() {
 	return $bad
 }
 
+# pull_hint REPORT: the hint for the first pod of REPORT (report's lines)
+# whose image cannot be pulled, naming its node and the image (from the
+# kubelet's message: ... image "IMAGE" ...).
+pull_hint() {
+	l=$(printf '%s\n' "$1" | grep -E 'ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull' | head -n 1)
+	img=$(printf '%s\n' "$l" | sed -n 's/.*[Ii]mage \\*"\([^"\\]*\)\\*".*/\1/p' | head -n 1)
+	case $l in
+	*": Flannel pod "*) on=${l%%: Flannel pod *} ;;
+	*" on "*) on=${l##* on } ;;
+	*) on="the node of that pod" ;;
+	esac
+	reg=${img%%/*}
+	case $reg in
+	*.* | *:*) ;;
+	*) reg=docker.io ;;
+	esac
+	if [ -z "$img" ]; then
+		img=IMAGE reg="its registry"
+	fi
+	pv_hint "$on cannot pull $img: 'crictl pull $img' on $on shows why; $on needs $reg (through cluster.http_proxy), or a registry mirror that holds the image"
+}
+
 # No control plane yet (kubeadm-init has not run): nothing to compare with.
 if [ ! -f /etc/kubernetes/admin.conf ]; then
 	echo "no cluster yet: /etc/kubernetes/admin.conf is missing (roles/kubeadm-init makes it)"
@@ -114,13 +136,14 @@ apply)
 		if [ -n "$pull_since" ] && [ $((now - pull_since)) -ge "$PULL_GRACE" ]; then
 			printf '%s\n' "$last"
 			echo "an image cannot be pulled (for ${PULL_GRACE}s)"
-			pv_hint "the node named above cannot pull the image in the message: 'crictl pull IMAGE' there shows why; the node needs the registry (ghcr.io for Flannel, registry.k8s.io for CoreDNS), through cluster.http_proxy, or a registry mirror that holds the image"
+			pull_hint "$last"
 			exit 1
 		fi
 		if [ $((now - start)) -ge "$TIMEOUT" ]; then
 			printf '%s\n' "$last"
 			echo "not running after ${TIMEOUT}s"
-			pv_hint "kubectl -n kube-flannel get pods -o wide and kubectl -n kube-flannel logs POD on $PROVISION_NODE; a Flannel pod that crashes usually cannot find the node's interface or its pod CIDR (cluster.pod_cidr)"
+			pod=$(printf '%s\n' "$last" | sed -n 's/^[^ ]*: Flannel pod \([^ ]*\) .*/\1/p' | head -n 1)
+			pv_hint "on $PROVISION_NODE: kubectl -n kube-flannel logs ${pod:-POD} (and kubectl -n kube-flannel get pods -o wide); a Flannel pod that crashes usually cannot find the node's interface or its pod CIDR (cluster.pod_cidr)"
 			exit 1
 		fi
 		sleep 3

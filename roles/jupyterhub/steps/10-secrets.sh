@@ -18,7 +18,14 @@
 #
 # /var/lib/provision/jupyterhub (0700, uid 1000: the chart's hub container
 # runs as 1000) holds the hub's SQLite database, on this node's own disk
-# (role.yaml says why not NFS).
+# (role.yaml says why not NFS).  It is a folder provision makes
+# (pv_managed_dir, with the names the hub writes there: jupyterhub.sqlite,
+# its journal and the backups `jupyterhub --upgrade-db` makes,
+# jupyterhub.sqlite.DATE): provision reset removes it with the cluster, as
+# kubeadm reset removes etcd's data, and keeps it, failing, when anything
+# else is in it.  The users' files are not there (their homes are on the
+# NFS export).  /etc/provision/jupyterhub is made with pv_mkdir: reset
+# removes it once empty.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 DIR=/etc/provision/jupyterhub
@@ -55,7 +62,9 @@ case $GITHUB in
 esac
 
 db_ok() {
-	[ -d "$DB" ] && [ "$(stat -c %a:%u "$DB")" = "700:$HUB_UID" ]
+	[ -d "$DB" ] && [ "$(stat -c %a:%u "$DB")" = "700:$HUB_UID" ] &&
+		# an older provision noted it as a managed file: apply moves it
+		! pv_managed_files | grep -qxF "$DB"
 }
 
 case ${1:-} in
@@ -78,7 +87,7 @@ check)
 	exit $rc
 	;;
 apply)
-	mkdir -p "$DIR"
+	pv_mkdir "$DIR"
 	chmod 0700 "$DIR"
 	if ! secrets_ok; then
 		# Keep what can be kept: a secret already made stays (a new cookie
@@ -104,10 +113,7 @@ apply)
 		} | pv_write "$SECRETS" 0600
 		echo "wrote the hub secrets in $SECRETS"
 	fi
-	mkdir -p "$DB"
-	chown "$HUB_UID:$HUB_UID" "$DB"
-	chmod 0700 "$DB"
-	pv_managed "$DB"
+	pv_managed_dir "$DB" 0700 "$HUB_UID:$HUB_UID" 'jupyterhub.sqlite*'
 	;;
 *)
 	echo "usage: $0 check|apply" >&2

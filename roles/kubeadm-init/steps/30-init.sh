@@ -101,7 +101,7 @@ compare() {
 		*NotFound*) return 3 ;;
 		esac
 		echo "cannot read the kubeadm-config ConfigMap: $cc"
-		pv_hint "kubectl on $PROVISION_NODE cannot read kube-system/kubeadm-config: see the error above"
+		pv_hint "kubectl on $PROVISION_NODE cannot read kube-system/kubeadm-config: 'kubectl --kubeconfig=/etc/kubernetes/admin.conf -n kube-system get configmap kubeadm-config' there shows why"
 		return 2
 	}
 	rc=0
@@ -126,6 +126,8 @@ preflight_hint() {
 	hints=
 	# shellcheck disable=SC2013 # check names have no blanks
 	for name in $(sed -n 's/.*\[ERROR \([^]]*\)\].*/\1/p' "$1" | awk '!seen[$0]++'); do
+		# kubeadm's own words for it (node text, cut short)
+		msg=$(sed -n "s/.*\[ERROR $name\]: *//p" "$1" | head -n 1 | cut -c 1-160)
 		case $name in
 		ImagePull)
 			imgs=$(pv_pull_failures <"$1")
@@ -141,7 +143,7 @@ preflight_hint() {
 		FileExisting-*) h="install ${name#FileExisting-} on $PROVISION_NODE" ;;
 		NumCPU | Mem) h="a control plane needs at least 2 CPUs and 1700 MB of memory ($name)" ;;
 		IsPrivilegedUser) h="kubeadm must run as root (check the inventory's sudo setting)" ;;
-		*) h="see kubeadm's [ERROR $name] line above" ;;
+		*) h="kubeadm on $PROVISION_NODE says: ${msg:-(no message)}" ;;
 		esac
 		hints="${hints:+$hints; }[ERROR $name] $h"
 	done
@@ -267,7 +269,7 @@ apply)
 		echo "$PROVISION_NODE holds a half-done kubeadm init ($half): resetting it (kubeadm reset -f) and running kubeadm init again"
 		if ! kubeadm reset -f >"${TMPDIR:-/tmp}/provision-kubeadm-reset.log" 2>&1; then
 			tail -n 5 "${TMPDIR:-/tmp}/provision-kubeadm-reset.log"
-			pv_hint "kubeadm reset -f failed on $PROVISION_NODE: see its last lines above"
+			pv_hint "kubeadm reset -f failed on $PROVISION_NODE: 'kubeadm reset -f' there shows why again (its last lines: provision logs $PROVISION_NODE)"
 			exit 1
 		fi
 		rm -f "$FAILED" "${TMPDIR:-/tmp}/provision-kubeadm-reset.log"
@@ -318,7 +320,7 @@ apply)
 		elif grep -q 'wait-control-plane' "$log"; then
 			diagnose
 		else
-			pv_hint "kubeadm init failed (exit $rc): see its output above; 'kubeadm reset -f' on $PROVISION_NODE undoes a partial init"
+			pv_hint "kubeadm init failed on $PROVISION_NODE (exit $rc): its whole output is in 'provision logs $PROVISION_NODE'; 'kubeadm reset -f' there undoes a partial init"
 		fi
 		exit 1
 	fi

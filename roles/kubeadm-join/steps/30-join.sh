@@ -40,14 +40,20 @@ preflight_hint() {
 	hints=
 	# shellcheck disable=SC2013 # check names have no blanks
 	for name in $(sed -n 's/.*\[ERROR \([^]]*\)\].*/\1/p' "$1"); do
+		# kubeadm's own words for it (node text, cut short)
+		msg=$(sed -n "s/.*\[ERROR $name\]: *//p" "$1" | head -n 1 | cut -c 1-160)
 		case $name in
+		ImagePull)
+			img=$(printf '%s\n' "$msg" | sed -n 's/^failed to pull image \([^ ]*\): .*/\1/p')
+			h="$PROVISION_NODE cannot pull ${img:-an image of 'kubeadm config images list'}: 'crictl pull ${img:-IMAGE}' there shows why; the node needs registry.k8s.io (cluster.http_proxy) or a mirror holding the image"
+			;;
 		FileContent--proc-sys-net-ipv4-ip_forward) h="net.ipv4.ip_forward must be 1: provision up --phases prep (kernel role); inside a container, set it from the host" ;;
 		FileContent--proc-sys-net-bridge-*) h="br_netfilter must be loaded and the bridge-nf-call sysctls 1: provision up --phases prep (kernel role)" ;;
 		Port-*) h="port ${name#Port-} is in use on $PROVISION_NODE ('ss -ltnp sport = :${name#Port-}')" ;;
 		FileAvailable--etc-kubernetes-*) h="$PROVISION_NODE holds files of an earlier join: 'kubeadm reset -f' there, then provision up" ;;
 		CRI) h="containerd does not answer on its socket: provision up --phases prep; journalctl -u containerd on $PROVISION_NODE" ;;
 		FileExisting-*) h="install ${name#FileExisting-} on $PROVISION_NODE" ;;
-		*) h="see kubeadm's [ERROR $name] line above" ;;
+		*) h="kubeadm on $PROVISION_NODE says: ${msg:-(no message)}" ;;
 		esac
 		hints="${hints:+$hints; }[ERROR $name] $h"
 	done
@@ -175,9 +181,9 @@ apply)
 	elif grep -q 'already exists in the cluster' "$log"; then
 		pv_hint "a Ready Node named $PROVISION_NODE is already in the cluster (another machine with this name?): delete it there with kubectl delete node $PROVISION_NODE if it is stale"
 	elif [ "$rc" = 3 ]; then
-		pv_hint "kubeadm rejected the join configuration (exit 3): see the message above"
+		pv_hint "kubeadm on $PROVISION_NODE rejected the join configuration (exit 3: invalid configuration): its message is in 'provision logs $PROVISION_NODE'; check cluster.kubernetes_version in the inventory"
 	else
-		pv_hint "kubeadm join failed (exit $rc): see its output above and 'journalctl -u kubelet' on $PROVISION_NODE"
+		pv_hint "kubeadm join failed on $PROVISION_NODE (exit $rc): its whole output is in 'provision logs $PROVISION_NODE'; 'journalctl -u kubelet' there shows the kubelet's side"
 	fi
 	exit 1
 	;;

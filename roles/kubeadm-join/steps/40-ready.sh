@@ -24,7 +24,7 @@ check)
 		echo "$PROVISION_NODE: Ready"
 		;;
 	*)
-		echo "$PROVISION_NODE: not Ready: $r"
+		echo "$PROVISION_NODE: $(pv_ready_text "$r")"
 		exit 1
 		;;
 	esac
@@ -40,7 +40,7 @@ apply)
 			;;
 		esac
 		if [ $(($(date +%s) - start)) -ge "$TIMEOUT" ]; then
-			echo "$PROVISION_NODE: not Ready after ${TIMEOUT}s: $r"
+			echo "$PROVISION_NODE: not Ready after ${TIMEOUT}s: $(pv_ready_text "$r")"
 			pv_hint "on the control plane: kubectl -n kube-flannel get pods -o wide (the Flannel pod of $PROVISION_NODE writes the CNI config); on $PROVISION_NODE: journalctl -u kubelet"
 			exit 1
 		fi

@@ -26,7 +26,7 @@ apply)
 		exit 1
 	fi
 	if ! pv_installing apt_get install -y nfs-common; then
-		pv_hint "apt-get install nfs-common failed: see the lines above (is dpkg interrupted? run dpkg --configure -a on the node)"
+		pv_hint "apt-get install nfs-common failed on $PROVISION_NODE: apt's whole output is in 'provision logs $PROVISION_NODE'; 'apt-get install nfs-common' there shows it again; an interrupted dpkg is repaired with 'dpkg --configure -a' there"
 		exit 1
 	fi
 	;;

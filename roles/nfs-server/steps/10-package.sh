@@ -46,7 +46,7 @@ apply)
 		exit 1
 	fi
 	if ! pv_installing apt_get install -y nfs-kernel-server; then
-		pv_hint "apt-get install nfs-kernel-server failed: see the lines above (is dpkg interrupted? run dpkg --configure -a on the node)"
+		pv_hint "apt-get install nfs-kernel-server failed on $PROVISION_NODE: apt's whole output is in 'provision logs $PROVISION_NODE'; 'apt-get install nfs-kernel-server' there shows it again; an interrupted dpkg is repaired with 'dpkg --configure -a' there"
 		exit 1
 	fi
 	;;

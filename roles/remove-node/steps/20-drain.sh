@@ -42,15 +42,21 @@ check)
 	;;
 apply)
 	rc=0
+	left=
 	for n in $(present); do
 		echo "kubectl drain $n --ignore-daemonsets --delete-emptydir-data --timeout=${PROVISION_DRAIN_TIMEOUT}s"
-		if ! $KC drain "$n" --ignore-daemonsets --delete-emptydir-data --timeout="${PROVISION_DRAIN_TIMEOUT}s" 2>&1; then
-			echo "pods that would not leave $n: $(movable "$n" | paste -sd ',' - | sed 's/,/, /g')"
+		r=0
+		out=$($KC drain "$n" --ignore-daemonsets --delete-emptydir-data --timeout="${PROVISION_DRAIN_TIMEOUT}s" 2>&1) || r=1
+		printf '%s\n' "$out"
+		if [ "$r" != 0 ]; then
+			# only the pods that really block (drain's refusal), not those it had no turn to evict
+			printf '%s\n' "$out" | pv_drain_blockers "$n" "$PROVISION_DRAIN_TIMEOUT" movable "$n"
+			left="${left:+$left }$n"
 			rc=1
 		fi
 	done
 	if [ "$rc" != 0 ]; then
-		pv_hint "move or delete those pods (a pod without a controller is not recreated anywhere), or wait for what blocks their eviction (a PodDisruptionBudget), then run remove-node again; the node was neither deleted nor reset and stays cordoned (kubectl uncordon NODE to use it again)"
+		pv_hint "on the control plane, delete or move those pods of $left (kubectl delete pod -n NAMESPACE NAME: a pod without a controller is not recreated anywhere), or wait for what blocks their eviction (kubectl get pdb -A), then run provision remove-node again; $left was neither deleted nor reset and stays cordoned (kubectl uncordon $left to use it again)"
 	fi
 	exit $rc
 	;;

@@ -32,7 +32,7 @@ apply)
 	if command -v kubeadm >/dev/null 2>&1; then
 		echo "kubeadm reset -f"
 		if ! kubeadm reset -f 2>&1; then
-			pv_hint "kubeadm reset failed: see its output above; run provision reset again once the cause is fixed"
+			pv_hint "kubeadm reset -f failed on $PROVISION_NODE: its whole output is in 'provision logs $PROVISION_NODE' ('kubeadm reset -f' there shows it again); run provision reset again once the cause is fixed"
 			exit 1
 		fi
 	else

@@ -35,7 +35,7 @@ apply)
 		[ -z "$held" ] || apt-mark unhold $held
 		echo "apt-get purge $*"
 		if ! pv_apt_get purge -y --allow-change-held-packages "$@"; then
-			pv_hint "apt-get purge failed: see the lines above (is dpkg interrupted? dpkg --configure -a on the node)"
+			pv_hint "apt-get purge $* failed on $PROVISION_NODE: apt's whole output is in 'provision logs $PROVISION_NODE'; an interrupted dpkg is repaired with 'dpkg --configure -a' there, then run provision reset again"
 			exit 1
 		fi
 	fi

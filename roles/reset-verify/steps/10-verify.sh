@@ -1,6 +1,11 @@
 # reset-verify 10-verify: everything a reset must leave behind it, checked
-# on the node; each line says "verified" or "NOT clean".
+# on the node; each line says "verified" or "NOT clean".  Besides
+# Kubernetes' own: what provision's use of the cluster made (issue 33):
+# kubectl's and helm's cache ($KUBECACHEDIR or ~/.kube/cache), the add-ons'
+# files in /etc/provision, the folders provision made for what it installed
+# (the hub's database) and its records of the cluster in /var/lib/provision.
 set -eu
+HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d : -f 6)}
 PORTS="6443 2379 2380 10250 10257 10259 10256"
 PROCS="kubelet kube-apiserver kube-controller-manager kube-scheduler etcd kube-proxy flanneld"
 
@@ -57,6 +62,27 @@ verify() {
 	else
 		echo "verified: kubeadm's and the CNI's files and folders gone or empty"
 	fi
+	left=
+	c=${KUBECACHEDIR:-$HOME/.kube/cache}
+	[ ! -e "$c" ] || left="$left $c"
+	if [ -d /etc/provision ]; then
+		f=$(find /etc/provision -mindepth 1 ! -type d 2>/dev/null | head -n 3 | paste -sd ' ' -)
+		[ -z "$f" ] || left="$left $f"
+	fi
+	for d in $(pv_managed_dirs | cut -f 1) "$PROVISION_STATE_DIR/jupyterhub" "$PROVISION_STATE_DIR/kubeadm-init.gate"; do
+		[ ! -e "$d" ] || left="$left $d"
+	done
+	for d in "$PROVISION_STATE_DIR/helm" "$PROVISION_STATE_DIR/charts"; do
+		if [ -d "$d" ] && [ -n "$(ls -A "$d" 2>/dev/null)" ]; then
+			left="$left $d"
+		fi
+	done
+	if [ -n "$left" ]; then
+		echo "NOT clean: provision's use of the cluster left:$left"
+		bad=1
+	else
+		echo "verified: no kubectl cache, no /etc/provision file, no cluster record of provision's"
+	fi
 	ifs=
 	for i in cni0 flannel.1; do
 		! ip link show dev "$i" >/dev/null 2>&1 || ifs="$ifs $i"
@@ -98,9 +124,12 @@ check)
 	verify
 	;;
 apply)
-	# Nothing to apply: the reset left something; say what, and fail.
-	verify || true
-	pv_hint "run provision reset again; if the same item stays, it is not provision's (another CNI, a process started by hand): remove it on the node"
+	# Nothing to apply: the reset left something; say what (the NOT clean
+	# lines last: the failed step shows its last line), and fail.
+	out=$(verify) || true
+	printf '%s\n' "$out" | grep -v '^NOT clean' || true
+	printf '%s\n' "$out" | grep '^NOT clean' || true
+	pv_hint "run provision reset again; if the same item stays on $PROVISION_NODE, it is not provision's (another CNI, a process started by hand, a file put there by hand): remove it there"
 	exit 1
 	;;
 *)

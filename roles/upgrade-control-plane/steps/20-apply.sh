@@ -20,7 +20,7 @@ apply)
 	echo "versions before: control plane $(server)"
 	echo "kubeadm upgrade plan $V"
 	if ! kubeadm upgrade plan "$V" 2>&1; then
-		pv_hint "kubeadm upgrade plan refused $V: see its output above; nothing was changed"
+		pv_hint "kubeadm upgrade plan on $PROVISION_NODE refused $V (nothing was changed): 'kubeadm upgrade plan $V' there says why (its output: provision logs $PROVISION_NODE)"
 		exit 1
 	fi
 	# the node's own kubelet settings (roles/kubeadm-init's kubeadm patch:
@@ -29,7 +29,7 @@ apply)
 	[ ! -d /etc/kubernetes/provision-patches ] || set -- --patches /etc/kubernetes/provision-patches
 	echo "kubeadm upgrade apply $V -y${1:+ $*}"
 	if ! kubeadm upgrade apply "$V" -y "$@" 2>&1; then
-		pv_hint "kubeadm upgrade apply failed: see its output above (kubeadm rolls the static pods back itself); fix the cause and run provision upgrade again"
+		pv_hint "kubeadm upgrade apply $V failed on $PROVISION_NODE (kubeadm rolls the static pods back itself): its whole output is in 'provision logs $PROVISION_NODE'; fix the cause and run provision upgrade again"
 		exit 1
 	fi
 	echo "versions after: control plane $(server)"

@@ -35,9 +35,13 @@ check)
 apply)
 	for n in $(todo); do
 		echo "kubectl drain $n --ignore-daemonsets --delete-emptydir-data --timeout=${PROVISION_DRAIN_TIMEOUT:-300}s"
-		if ! $KC drain "$n" --ignore-daemonsets --delete-emptydir-data --timeout="${PROVISION_DRAIN_TIMEOUT:-300}s" 2>&1; then
-			echo "pods that would not leave $n: $(movable "$n" | paste -sd ',' - | sed 's/,/, /g')"
-			pv_hint "move or delete those pods, then run provision upgrade again; $n stays cordoned and was not upgraded, the workers after it were not touched"
+		rc=0
+		out=$($KC drain "$n" --ignore-daemonsets --delete-emptydir-data --timeout="${PROVISION_DRAIN_TIMEOUT:-300}s" 2>&1) || rc=1
+		printf '%s\n' "$out"
+		if [ "$rc" != 0 ]; then
+			# only the pods that really block (drain's refusal), not those it had no turn to evict
+			printf '%s\n' "$out" | pv_drain_blockers "$n" "${PROVISION_DRAIN_TIMEOUT:-300}" movable "$n"
+			pv_hint "on the control plane, delete or move those pods of $n (kubectl delete pod -n NAMESPACE NAME), or wait for what blocks their eviction (kubectl get pdb -A), then run provision upgrade again; $n stays cordoned and was not upgraded, the workers after it were not touched"
 			exit 1
 		fi
 	done

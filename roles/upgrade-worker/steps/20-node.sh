@@ -21,7 +21,7 @@ apply)
 	[ ! -d /etc/kubernetes/provision-patches ] || set -- --patches /etc/kubernetes/provision-patches
 	echo "kubeadm upgrade node${1:+ $*}"
 	if ! kubeadm upgrade node "$@" 2>&1; then
-		pv_hint "kubeadm upgrade node failed: see its output above; the node stays cordoned"
+		pv_hint "kubeadm upgrade node failed on $PROVISION_NODE (it stays cordoned): its whole output is in 'provision logs $PROVISION_NODE'; fix the cause and run provision upgrade again"
 		exit 1
 	fi
 	mkdir -p "$PROVISION_STATE_DIR"

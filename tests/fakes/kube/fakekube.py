@@ -1041,6 +1041,67 @@ def load_kubeconfig(path, context=None):
 # ---------------------------------------------------------------- HTTPS client
 
 
+def kube_disk_cache(client):
+    """The disk cache the real kubectl and helm keep of the API server's
+    discovery (k8s.io/cli-runtime genericclioptions.ConfigFlags
+    ToDiscoveryClient, which both use): under $KUBECACHEDIR, else
+    ~/.kube/cache (homedir.HomeDir(): $HOME), a folder per server in
+    discovery/ named by computeDiscoverCacheDir (the scheme dropped, every
+    character but letters, digits, '_', '/', '.', '(' and ')' made '_':
+    198.18.0.2_6443) with servergroups.json and GROUP/VERSION/
+    serverresources.json, and the HTTP cache of those answers in http/ (one
+    file per URL, named by its SHA-256, as client-go's sumDiskCache);
+    folders 0750, files 0660, as client-go's disk cache makes them.  Written
+    when missing or older than 6 h (the TTL ConfigFlags gives), by a
+    command that maps resources (not `get --raw`, not `version`).  Errors
+    are ignored, as the real clients ignore a cache they cannot write."""
+    try:
+        base = os.environ.get("KUBECACHEDIR") or os.path.join(os.path.expanduser("~"), ".kube", "cache")
+        host = re.sub(r"[^(\w/.)]", "_", (client.server or "").replace("https://", "", 1).replace("http://", "", 1))
+        disc = os.path.join(base, "discovery", host)
+        groups = os.path.join(disc, "servergroups.json")
+        try:
+            if time.time() - os.stat(groups).st_mtime < 6 * 3600:
+                return
+        except OSError:
+            pass
+        answers = []
+        for path in ("/api", "/apis"):
+            status, body = client.raw("GET", path)
+            if status == 200:
+                answers.append((path, body))
+        gl = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+        for path, body in answers:
+            doc = json.loads(body or b"{}")
+            if path == "/api":
+                gl["groups"].insert(0, {"name": "", "versions": [{"groupVersion": v, "version": v}
+                                                                 for v in doc.get("versions", [])]})
+            else:
+                gl["groups"].extend(doc.get("groups", []))
+        old = os.umask(0o027)  # folders 0750 (intermediate ones too), files chmod 0660
+        try:
+            for d in (disc, os.path.join(base, "http")):
+                os.makedirs(d, 0o750, exist_ok=True)
+            for path, body in answers:
+                url = "%s%s" % (client.server, path)
+                write_file(os.path.join(base, "http", hashlib.sha256(url.encode()).hexdigest()),
+                           b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body, 0o660)
+            for g in gl["groups"]:
+                for v in g.get("versions", []):
+                    gv = v.get("groupVersion", "")
+                    d = os.path.join(disc, *gv.split("/")) if gv else None
+                    if d:
+                        os.makedirs(d, 0o750, exist_ok=True)
+                        write_file(os.path.join(d, "serverresources.json"),
+                                   json.dumps({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                                               "resources": []}), 0o660)
+            write_file(groups, json.dumps(gl), 0o660)
+        finally:
+            os.umask(old)
+    except (OSError, ValueError, ConnError):
+        pass
+
+
 class APIError(Exception):
     """An HTTP error from the API server with its Status object."""
 

@@ -20,6 +20,7 @@
 #   helm get values NAME [-n NS] [-a/--all] [--revision N] [-o table|json|yaml]
 #   helm get metadata NAME [-n NS] [--revision N] [-o table|json|yaml]
 #   helm history NAME [-n NS] [--max N] [-o table|json|yaml]
+#   helm rollback NAME [REVISION] [-n NS] [--wait] [--timeout D]
 #   helm uninstall NAME [-n NS] [--wait[=...]] [--timeout D]
 # Per Helm major (the version built, HELM_FAKE_VERSION; tests/fakes/README.md,
 # "Helm 3 and Helm 4"), as helm/helm's sources at v3.17.3 and v4.2.4 say:
@@ -44,6 +45,25 @@
 #     KubeClientVersion).
 # Both majors store and read releases alike (Secrets, below): a release one
 # installed the other lists, upgrades and keeps the history of.
+# Release states as helm v3.17.1 keeps them (pkg/action/install.go,
+# upgrade.go, rollback.go): the new revision is stored pending-install or
+# pending-upgrade before its objects are applied; an upgrade of a release
+# whose last revision is pending-* fails with "UPGRADE FAILED: another
+# operation (install/upgrade/rollback) is in progress" (errPending); a
+# failed last revision is upgraded from (the last deployed one, else the
+# failed one).  SIGINT or SIGTERM while upgrade --install applies or waits:
+# "Release NAME has been cancelled." on stdout, the revision stored failed
+# ("Upgrade \"NAME\" failed: context canceled", or "Release \"NAME\"
+# failed: context canceled" for a first install), "Error: UPGRADE FAILED:
+# context canceled" (a first install through upgrade --install: "Error:
+# context canceled", not wrapped), exit 1 (cmd/helm/upgrade.go, install.go
+# runInstall: signal.Notify(os.Interrupt, syscall.SIGTERM)); killed
+# (SIGKILL) it leaves the revision pending.  rollback stores a new revision
+# from the old one's chart, values and manifest, supersedes the deployed
+# ones, and prints "Rollback was a success! Happy Helming!".
+# upgrade, rollback and uninstall write the discovery cache under
+# ~/.kube/cache as the real helm's kube client does (fakekube.py
+# kube_disk_cache).
 # CHART is a chart directory or a .tgz of one.  Templates are rendered with
 # the small subset of Go templates charts use for plain values ({{ .Values.a.b
 # }}, .Release.*, .Chart.*, `| quote`, `| default X`, if/else/end, {{- -}}
@@ -63,6 +83,7 @@
 # the ones listed above are those it acts on.
 
 import gzip
+import signal
 
 import tarfile
 
@@ -93,6 +114,10 @@ R = resource_by_name
 
 class Fail(Exception):
     pass
+
+
+class Cancelled(Exception):
+    """SIGINT or SIGTERM during upgrade --install (helm's context cancelled)."""
 
 
 def client(flags):
@@ -130,6 +155,8 @@ KINDS = {
     "get values": ({"all": "bool", "revision": "int", "output": "str"}, {"a": "all", "o": "output"}),
     "get metadata": ({"revision": "int", "output": "str"}, {"o": "output"}),
     "history": ({"max": "int", "output": "str"}, {"o": "output"}),
+    "rollback": ({"wait": "bool", "timeout": "dur", "dry-run": "bool", "force": "bool", "no-hooks": "bool",
+                  "recreate-pods": "bool", "cleanup-on-fail": "bool", "history-max": "int", "wait-for-jobs": "bool"}, {}),
 }
 ALIASES = {"ls": "list", "delete": "uninstall", "un": "uninstall", "del": "uninstall", "hist": "history"}
 
@@ -406,6 +433,14 @@ def cmd_upgrade(flags, pos):
     prev = latest(c, ns, name)
     if prev is None and not flags.get("install"):
         raise Fail('UPGRADE FAILED: "%s" has no deployed releases' % name)
+    if prev is not None and prev["info"]["status"].startswith("pending-"):
+        raise Fail("UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress")
+    kube_disk_cache(c)
+    # the release upgraded from: the last deployed one, else a failed last one
+    if prev is not None and prev["info"]["status"] != "deployed":
+        prev = next((r for r in sorted(releases(c, ns), key=lambda r: -r["version"])
+                     if r["name"] == name and r["info"]["status"] == "deployed"), prev)
+    last_rev = latest(c, ns, name)["version"] if prev is not None else 0
     # pkg/action/upgrade.go reuseValues: --reset-values takes only the new
     # values; --reuse-values merges the new ones over the last release's
     # config; neither, and no new values at all: the last config again.
@@ -424,7 +459,7 @@ def cmd_upgrade(flags, pos):
         if not flags.get("create-namespace"):
             raise Fail('INSTALLATION FAILED: create: failed to create: namespaces "%s" not found' % ns) from e
         c.post(R("namespaces").path(), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    rev = (prev["version"] + 1) if prev else 1
+    rev = last_rev + 1
     ctx = {"Values": vals, "Release": {"Name": name, "Namespace": ns, "Revision": rev, "IsInstall": prev is None,
                                        "IsUpgrade": prev is not None, "Service": "Helm"},
            "Chart": {"Name": meta.get("name"), "Version": str(meta.get("version")), "AppVersion": str(meta.get("appVersion", ""))}}
@@ -450,6 +485,15 @@ def cmd_upgrade(flags, pos):
             ssa = ssa_opt == "true" or (ssa_opt == "auto" and prev.get("apply_method") == "ssa")
         rel["apply_method"] = "ssa" if ssa else "csa"
     verb = "INSTALLATION" if prev is None else "UPGRADE"
+    # stored pending before anything is applied: a helm killed from here on
+    # leaves it so (the pessimistic lock of pkg/action/upgrade.go)
+    store(c, rel)
+
+    def cancelled(signum, frame):
+        print("Release %s has been cancelled." % name, flush=True)
+        raise Cancelled()
+    signal.signal(signal.SIGINT, cancelled)
+    signal.signal(signal.SIGTERM, cancelled)
     try:
         objs = apply_manifest(c, ns, manifest)
         h = hooks(rel)
@@ -470,14 +514,27 @@ def cmd_upgrade(flags, pos):
                     sys.stderr.write("wait: %s\n" % why[0])
                     raise Fail("%s FAILED: context deadline exceeded" % verb)
                 time.sleep(2)
+    except Cancelled:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        rel["info"]["status"] = "failed"
+        rel["info"]["description"] = ('Release "%s" failed: context canceled' if prev is None
+                                      else 'Upgrade "%s" failed: context canceled') % name
+        store(c, rel)
+        raise Fail("context canceled" if prev is None else "UPGRADE FAILED: context canceled")
     except Fail:
         rel["info"]["status"] = "failed"
         rel["info"]["description"] = "Release %s failed: context deadline exceeded" % ("install" if prev is None else "upgrade")
         store(c, rel)
         raise
-    if prev:
-        prev["info"]["status"] = "superseded"
-        store(c, prev)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # the release upgraded from (a failed one when none was deployed) and any
+    # deployed one are superseded (pkg/action/upgrade.go)
+    for r in releases(c, ns):
+        if r["name"] == name and (r["info"]["status"] == "deployed" or (prev and r["version"] == prev["version"])):
+            r["info"]["status"] = "superseded"
+            store(c, r)
     rel["info"]["status"] = "deployed"
     rel["info"]["description"] = "Install complete" if prev is None else "Upgrade complete"
     store(c, rel)
@@ -646,6 +703,56 @@ def cmd_history(flags, pos):
     return 0
 
 
+def cmd_rollback(flags, pos):
+    """pkg/action/rollback.go of v3.17.1: a new revision (the last + 1)
+    from REVISION's chart, values and manifest (default: the one before the
+    last), stored pending-rollback, applied, waited for with --wait, then
+    deployed, and the deployed ones superseded.  The state of the last
+    revision is not checked (a pending one is rolled back from)."""
+    if not pos:
+        raise Fail('"helm rollback" requires at least 1 argument\n\nUsage:  helm rollback <RELEASE> [REVISION] [flags]')
+    name, ns = pos[0], flags.get("namespace", "default")
+    c = client(flags)
+    rs = [r for r in releases(c, ns) if r["name"] == name]
+    if not rs:
+        raise Fail("release: not found")
+    cur = max(rs, key=lambda r: r["version"])
+    try:
+        want = int(pos[1]) if len(pos) > 1 else cur["version"] - 1
+    except ValueError as e:
+        raise Fail("could not convert revision to a number: %s" % e) from e
+    old = next((r for r in rs if r["version"] == want), None)
+    if old is None:
+        raise Fail("release has no %d version" % want)
+    kube_disk_cache(c)
+    rel = {"name": name, "namespace": ns, "version": cur["version"] + 1, "config": old.get("config") or {},
+           "manifest": old["manifest"], "chart": old["chart"],
+           "info": {"status": "pending-rollback", "first_deployed": cur["info"]["first_deployed"],
+                    "last_deployed": now(), "description": "Rollback to %d" % want}}
+    store(c, rel)
+    objs = apply_manifest(c, ns, rel["manifest"])
+    if flags.get("wait"):
+        deadline = now() + parse_duration(flags.get("timeout", "5m0s"))
+        while True:
+            why = ready(c, objs, rel)
+            if why is None:
+                break
+            if now() > deadline:
+                rel["info"]["status"] = "failed"
+                rel["info"]["description"] = 'Release "%s" failed: context deadline exceeded' % name
+                store(c, rel)
+                raise Fail("release %s failed: context deadline exceeded" % name)
+            time.sleep(2)
+    for r in rs:
+        if r["info"]["status"] == "deployed":
+            r["info"]["status"] = "superseded"
+            store(c, r)
+    rel["info"]["status"] = "deployed"
+    store(c, rel)
+    print("Rollback was a success! Happy Helming!")
+    return 0
+
+
 def main():
     argv = sys.argv[1:]
     # the command is the first word that is not a flag or a global flag's
@@ -701,6 +808,8 @@ def main():
             return cmd_get_metadata(flags, pos)
         if cmd == "history":
             return cmd_history(flags, pos)
+        if cmd == "rollback":
+            return cmd_rollback(flags, pos)
         if cmd == "status":
             if not pos:
                 raise Fail('"helm status" requires 1 argument')
@@ -723,6 +832,7 @@ def main():
             rel = latest(c, ns, pos[0]) if pos else None
             if rel is None:
                 raise Fail("uninstall: Release not loaded: %s: release: not found" % (pos[0] if pos else ""))
+            kube_disk_cache(c)
             h = hooks(rel)
             if h is not None and hasattr(h, "uninstalled"):
                 h.uninstalled(c, rel)

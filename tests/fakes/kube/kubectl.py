@@ -26,6 +26,10 @@
 #     cordon, uncordon, drain (--ignore-daemonsets, --delete-emptydir-data,
 #     --force), cluster-info.
 #   - the global flags --profile and --profile-output (see profiling()).
+#   - the disk cache of discovery (~/.kube/cache/discovery/HOST_PORT,
+#     ~/.kube/cache/http: fakekube.py kube_disk_cache) written by every
+#     command that maps resources, as the real kubectl does (not by
+#     `get --raw` or `version`).
 #   - messages and exit codes: "Error from server (NotFound): nodes "x" not
 #     found", "(Forbidden)", "(AlreadyExists)", "Unable to connect to the
 #     server: ...", "error: the server doesn't have a resource type "x"",
@@ -141,12 +145,21 @@ class Ctx:
                                  insecure=flags.get("insecure-skip-tls-verify", False), timeout=timeout)
         self.ns = flags.get("namespace") or (self.kc or {}).get("namespace") or "default"
         self.all_ns = flags.get("all-namespaces", False)
+        self.cached = False
 
     def call(self, method, path, body=None, ctype="application/json", query=None):
+        # a command that maps resources does discovery first, through the
+        # disk cache (fakekube.py kube_disk_cache): ~/.kube/cache, even when
+        # the call then fails (not when the server cannot be reached)
         try:
             return self.client.call(method, path, body, ctype, query)
         except ConnError as e:
+            self.cached = True
             raise Fail(conn_message(self.client, e)) from e
+        finally:
+            if not self.cached and not path.startswith("/version"):
+                self.cached = True
+                kube_disk_cache(self.client)
 
     def get(self, path, query=None):
         return self.call("GET", path, query=query)
