@@ -59,6 +59,8 @@ skip_all_cases() {
 }
 K8S=1.30.4
 PORT=30123
+# the notebook image its inventory sets (below) is in the testbed's registry too
+CLUSTER_MORE_IMAGES=quay.io/jupyter/pytorch-notebook:cuda12-python-3.11
 cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
 if [ -z "${ROLES:-}" ] || [ ! -d "$ROLES/helm" ]; then
 	skip_all_cases "needs the add-on roles and the fakes' artifacts (helm, charts)"

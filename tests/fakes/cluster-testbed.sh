@@ -28,7 +28,9 @@
 #            (roles images-init, images-addons) pulls for real, through the
 #            nodes' containerd, and nothing reaches the internet
 #   INV_BARE INV without those cluster.registries (a test that gives its
-#            own); $TEST_DIR/images.list holds the list (--list lines)
+#            own); $TEST_DIR/images.list holds the list (--list lines);
+#            CLUSTER_MORE_IMAGES: refs a test's own inventory adds (set
+#            before cluster_testbed)
 #   TESTBED_* from the testbed's testbed.env
 # Cleanup (testbed down, HTTP server stopped) is registered with
 # test_at_exit.  nspawn keeps /proc/sys read-only inside the nodes, so the
@@ -142,6 +144,11 @@ cluster_registry() {
 		CLUSTER_SKIP="provision fetch --images --list listed nothing (see above)"
 		return 1
 	fi
+	# the images a test's own inventory adds (t0450's notebook image), as
+	# fetch --images --list writes them: REF, then what it does not use
+	for _ref in ${CLUSTER_MORE_IMAGES:-}; do
+		printf '%s\tlinux/amd64\t(the test)\n' "$_ref" >>"$TEST_DIR/images.list"
+	done
 	# PATH:TAG=4k per ref: the ref without its registry host
 	# shellcheck disable=SC2046 # one spec a word
 	_root=$(registry_images $(cut -f 1 "$TEST_DIR/images.list" | sort -u | sed 's|^[^/]*/||; s|$|=4k|')) || {
