@@ -129,6 +129,26 @@ static char *wait_for(struct node_ctx *nc, const struct role *r)
 	return NULL;
 }
 
+/*
+ * A role this node skipped (it waited for one that failed or did not run)
+ * is not there for the roles that depend on it here: gpu-operator without
+ * the helm it depends on would fail on 'helm: not found'.  Returns NULL, or
+ * why r is skipped too.
+ */
+static char *depends_skipped(const struct run *run, size_t idx, const struct role *r)
+{
+	const struct role_set *rs = run->o->roles;
+	size_t i;
+
+	for (i = 0; r->depends_on && r->depends_on[i]; i++) {
+		const struct role *d = role_set_find(rs, r->depends_on[i]);
+		if (d && run->role_skipped[idx * rs->nr + role_index(run, d)])
+			return xasprintf("needs role '%s', which was skipped on %s", d->name,
+					 run->o->nodes[idx]->name);
+	}
+	return NULL;
+}
+
 /* ---- node work ---- */
 
 static int facts_fn(struct runner_job *job, void *data)
@@ -232,7 +252,10 @@ static int pipeline_fn(struct runner_job *job, void *data)
 			break;
 		}
 		why = wait_for(&nc, r);
+		if (!why)
+			why = depends_skipped(run, idx, r);
 		if (why) {
+			run->role_skipped[idx * rs->nr + ri] = true;
 			plan_post_step(job, EVENT_STEP_START, r, "wait", STEP_NONE, 0, NULL);
 			plan_post_step(job, EVENT_STEP_END, r, "wait", STEP_SKIPPED, 0, why);
 			plan_record(&nc, r, "wait", false, STEP_SKIPPED, 0, why);
@@ -462,6 +485,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		run.barriers = xcalloc(rs->nr ? rs->nr : 1, sizeof(*run.barriers));
 		run.applies = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		run.role_done = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
+		run.role_skipped =
+		    xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		for (i = 0; i < o->nr; i++) {
 			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
 			unsigned ph = run_phases & (o->node_phases ? o->node_phases[i] : ~0u);
@@ -525,6 +550,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			}
 		}
 		free(run.role_done);
+		free(run.role_skipped);
 		tval_free(run.gpu);
 		run.gpu = NULL;
 		images_plan_release(&run.images);

@@ -53,6 +53,7 @@ struct run {
 	bool *seen_running;	   /* per node: NODE_RUNNING already shown */
 	bool validating;	   /* nodes have their final state: passes only add to it */
 	bool *role_done;	   /* [node * nr_roles + role] */
+	bool *role_skipped;	   /* [node * nr_roles + role]: did not run there (a wait) */
 	struct kube_query *queries; /* the validation pass */
 	struct certs_query *certs;  /* the certificates pass (plan_certs.c), per node */
 	pthread_mutex_t lock;

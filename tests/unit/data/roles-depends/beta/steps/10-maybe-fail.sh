@@ -1,0 +1,1 @@
+# fake-step: maybe-fail

@@ -1,0 +1,1 @@
+# helpers (the unit tests' fake transport never runs them)
