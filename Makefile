@@ -202,8 +202,12 @@ DEB_PACKAGES := build-essential clang pkg-config libyaml-dev libssh-dev libcurl4
 	iproute2 systemd-container debootstrap jq tmux shellcheck cppcheck clang-format \
 	valgrind libclang-rt-14-dev pdsh clustershell sudo procps psmisc apt-utils gnupg python3 dpkg-dev qemu-system-x86 qemu-utils fdisk \
 	openssl time e2fsprogs strace docker-registry squid curl npm
+# npm: Debian's package, or the npm an installed nodejs brings (NodeSource's
+# nodejs bundles it and conflicts with Debian's npm package).
 deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		if [ $$p = npm ] && command -v npm >/dev/null; then continue; fi; \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
