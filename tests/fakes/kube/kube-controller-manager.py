@@ -273,7 +273,15 @@ class CM:
                 patch["taints"] = taints or None
             if patch:
                 self.c.patch(R("nodes").path(None, name), {"spec": patch})
-        return self.items(R("nodes")) if self.c.writes != w else nodes
+        if self.c.writes == w:
+            return nodes
+        # the Nodes as they are now, but only those this pass looked at: one
+        # that registered meanwhile gets its podCIDR in the next pass before
+        # a DaemonSet pod goes there (the real nodeipam controller sets it
+        # within milliseconds of the Node's creation; flanneld on a Node
+        # without one exits: "pod cidr not assigned")
+        seen = {n["metadata"]["name"] for n in nodes}
+        return [n for n in self.items(R("nodes")) if n["metadata"]["name"] in seen]
 
     def next_cidr(self, used):
         base, bits = self.cidr.split("/")
