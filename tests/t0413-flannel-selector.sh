@@ -26,6 +26,8 @@ skip_all_cases() {
 }
 test_need_upstream flannel-v0.25.6/kube-flannel.yml
 K8S=1.35.2
+# the older Flannel's images (the release manifest it applies) in the testbed's registry too
+CLUSTER_MORE_IMAGES="docker.io/flannel/flannel-cni-plugin:v1.5.1-flannel2 docker.io/flannel/flannel:v0.25.6"
 cluster_testbed 2 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
 LOG=$STATE/logs/node-1.log
 

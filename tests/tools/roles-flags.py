@@ -618,6 +618,11 @@ def argv_of(tool, words, tabs, binary, scratch):
         if w.at:
             continue
         if i - 1 in used or not t.startswith("-") or t == "-" or re.match(r"^-[0-9]", t):
+            if VAR.search(t) and tool == "helm" and cmd == "rollback" and len(out) > 2 and out[-2] == "rollback":
+                # rollback RELEASE REVISION: the revision a number (helm parses
+                # it before any API call)
+                out.append("1")
+                continue
             if w.var and tool == "kubectl" and cmd in ("label", "annotate") and len(out) > 3:
                 # the labels or annotations a variable holds (node-labels'
                 # $c: "KEY=VALUE" or "KEY-" words)

@@ -48,8 +48,23 @@ nodes() {
 report() {
 	fl=$(pods kube-flannel app=flannel) && dn=$(pods kube-system k8s-app=kube-dns) && ns=$(nodes) || return 2
 	bad=0
+	# the DaemonSet rolled out as `kubectl rollout status` tells it: its
+	# current template's pods on every node it wants (after a replaced
+	# DaemonSet, the old pods it adopted are Running and Ready until the
+	# controller replaces them)
+	ro=$($KC -n kube-flannel get daemonset kube-flannel-ds -o 'jsonpath={.metadata.generation}|{.status.observedGeneration}|{.status.updatedNumberScheduled}|{.status.desiredNumberScheduled}' 2>/dev/null) || ro=
+	IFS='|' read -r gen seen updated desired <<-EOT
+		$ro
+	EOT
+	if [ -n "$gen" ] && { [ "${seen:-0}" -lt "$gen" ] || [ "${updated:-0}" -lt "${desired:-0}" ]; }; then
+		echo "Flannel's DaemonSet: ${updated:-0} of ${desired:-?} pods of its current template scheduled (generation $gen, seen ${seen:-not yet})"
+		bad=1
+	fi
 	for n in $ns; do
-		line=$(printf '%s\n' "$fl" | awk -F '|' -v n="$n" '$1 == n' | head -n 1)
+		# every Flannel pod of the node: while a replaced DaemonSet's pod
+		# gives way to the new one's, the node has two, and the new one
+		# counts (the first line may be the old, ready one)
+		line=$(printf '%s\n' "$fl" | awk -F '|' -v n="$n" '$1 == n { l = $0; if ($3 != "Running" || $4 != "True") { print; f = 1; exit } } END { if (!f && l != "") print l }')
 		if [ -z "$line" ]; then
 			echo "$n: no Flannel pod yet"
 			bad=1

@@ -344,7 +344,9 @@ class CM:
                                                                 for o in p["metadata"].get("ownerReferences") or [])]
             ready = sum(1 for p in mine if pod_ready(p))
             st = {"currentNumberScheduled": len(mine), "desiredNumberScheduled": len(eligible), "numberMisscheduled": 0,
-                  "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": len(mine),
+                  "numberReady": ready, "numberAvailable": ready,
+                  # the pods of the current template (pkg/controller/daemon: by controller-revision-hash)
+                  "updatedNumberScheduled": sum(1 for p in mine if (p["metadata"].get("labels") or {}).get("controller-revision-hash") == h),
                   "observedGeneration": ds["metadata"].get("generation", 1)}
             if len(eligible) - ready:
                 st["numberUnavailable"] = len(eligible) - ready
