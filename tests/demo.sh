@@ -47,6 +47,8 @@ fi
 . "$top/tests/fakes/cluster-testbed.sh"
 
 step "test nodes: lab B on this machine (6 systemd-nspawn nodes, own sshd each)"
+# the notebook image lab B's hub names (below) is in the testbed's registry too
+CLUSTER_MORE_IMAGES=quay.io/jupyter/pytorch-notebook:cuda12-python-3.11
 if ! cluster_testbed 6 "$K8S"; then
 	echo "demo: $CLUSTER_SKIP" >&2
 	exit 1
