@@ -118,7 +118,7 @@ registry_images() {
 		EOF
 		timeout 1800 docker-registry serve "$_root.tmp.yml" >"$_root.tmp.log" 2>&1 &
 		_pid=$!
-		trap 'kill $_pid 2>/dev/null' EXIT
+		trap 'kill $_pid 2>/dev/null || :' EXIT
 		_registry_wait "http://127.0.0.1:$_port/v2/" || exit 1
 		for _spec in "$@"; do
 			_ref=${_spec%%=*}
@@ -133,6 +133,10 @@ registry_images() {
 		done
 		kill "$_pid"
 		wait "$_pid" 2>/dev/null
+		# the registry is gone: the trap has nothing to stop (dash ended the
+		# subshell with the trap's failed kill as its status: a first build
+		# of the images said 'registry_images failed' after it had worked)
+		trap - EXIT
 		touch "$_root.tmp/.complete"
 		rm -f "$_root.tmp.yml" "$_root.tmp.log"
 		mv "$_root.tmp" "$_root"
