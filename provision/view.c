@@ -188,6 +188,17 @@ static bool progress_due(struct view *v, const struct event *ev, const struct pu
 	return true;
 }
 
+/* The event's phase, role and step, those it has, into JSON object o. */
+static void json_where(json_t *o, const struct event *ev)
+{
+	if (ev->phase)
+		json_object_set_new(o, "phase", json_string(ev->phase));
+	if (ev->role)
+		json_object_set_new(o, "role", json_string(ev->role));
+	if (ev->step)
+		json_object_set_new(o, "step", json_string(ev->step));
+}
+
 static void json_progress(struct view *v, const struct event *ev, const struct pull_image *im)
 {
 	json_t *o = json_object();
@@ -198,12 +209,7 @@ static void json_progress(struct view *v, const struct event *ev, const struct p
 	pulls_node(&v->pulls, ev->node, ev->at_ms, &ps);
 	json_object_set_new(o, "event", json_string("progress"));
 	json_object_set_new(o, "node", json_string(v->nodes[ev->node]->name));
-	if (ev->phase)
-		json_object_set_new(o, "phase", json_string(ev->phase));
-	if (ev->role)
-		json_object_set_new(o, "role", json_string(ev->role));
-	if (ev->step)
-		json_object_set_new(o, "step", json_string(ev->step));
+	json_where(o, ev);
 	json_object_set_new(o, "image", json_string(ev->text));
 	json_object_set_new(o, "done", json_integer((json_int_t)ev->done));
 	json_object_set_new(o, "total", json_integer((json_int_t)ev->total));
@@ -275,12 +281,7 @@ static void json_event(struct view *v, const struct event *ev)
 	json_object_set_new(o, "node", json_string(v->nodes[ev->node]->name));
 	if (ev->kind == EVENT_NODE_STATE)
 		json_object_set_new(o, "state", json_string(node_state_name(ev->state)));
-	if (ev->phase)
-		json_object_set_new(o, "phase", json_string(ev->phase));
-	if (ev->role)
-		json_object_set_new(o, "role", json_string(ev->role));
-	if (ev->step)
-		json_object_set_new(o, "step", json_string(ev->step));
+	json_where(o, ev);
 	if (ev->kind == EVENT_STEP_END || ev->kind == EVENT_MESSAGE)
 		json_object_set_new(o, "result", json_string(step_result_name(ev->result)));
 	if (ev->kind == EVENT_STEP_END)

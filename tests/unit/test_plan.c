@@ -1283,7 +1283,7 @@ static void test_registry_values(void **state)
 				   "  name: r\n"
 				   "  kubernetes_version: \"1.30.4\"\n"
 				   "  http_proxy: http://proxy.lab.example:3128\n"
-				   "  no_proxy: [.lab.example, 10.0.0.2]\n"
+				   "  no_proxy: [.lab.example, 198.18.0.2]\n"
 				   "  registries:\n"
 				   "    docker.io:\n"
 				   "      mirrors:\n"
@@ -1300,8 +1300,8 @@ static void test_registry_values(void **state)
 				   "      skip_verify: true\n"
 				   "jupyterhub: {enabled: false}\n"
 				   "nodes:\n"
-				   "  - {name: cp, address: 10.0.0.1, roles: [control-plane, worker]}\n"
-				   "  - {name: w, address: 10.0.0.2, roles: [worker]}\n";
+				   "  - {name: cp, address: 198.18.0.1, roles: [control-plane, worker]}\n"
+				   "  - {name: w, address: 198.18.0.2, roles: [worker]}\n";
 	struct inventory *inv = NULL;
 	struct diag_list dl;
 	struct strbuf tmpl = STRBUF_INIT, out = STRBUF_INIT, np = STRBUF_INIT;
@@ -1314,14 +1314,14 @@ static void test_registry_values(void **state)
 	assert_int_equal(inventory_load_buffer(&inv, "r.yaml", text, strlen(text), &dl), 0);
 	diag_list_release(&dl);
 	plan_containerd_no_proxy(inv, &np);
-	assert_string_equal(np.buf, "localhost,127.0.0.1,::1,10.0.0.1,10.0.0.2,10.244.0.0/16,"
+	assert_string_equal(np.buf, "localhost,127.0.0.1,::1,198.18.0.1,198.18.0.2,10.244.0.0/16,"
 				    "10.96.0.0/12,.svc,.cluster.local,.lab.example");
 	assert_int_equal(read_file("roles/containerd/templates/registry-files.tmpl", &tmpl), 0);
 	v = plan_values(inv, &inv->nodes[0], NULL, NULL);
 	assert_int_equal(template_render_text("registry-files.tmpl", tmpl.buf, tmpl.len, v, &out, &err), 0);
 	assert_non_null(strstr(out.buf, "%% file /etc/systemd/system/containerd.service.d/http-proxy.conf "
 					"0644\n"));
-	assert_non_null(strstr(out.buf, "\"NO_PROXY=localhost,127.0.0.1,::1,10.0.0.1,10.0.0.2,"));
+	assert_non_null(strstr(out.buf, "\"NO_PROXY=localhost,127.0.0.1,::1,198.18.0.1,198.18.0.2,"));
 	dh = strstr(out.buf, "%% file /etc/containerd/certs.d/docker.io/hosts.toml 0600\n");
 	k8s = strstr(out.buf, "%% file /etc/containerd/certs.d/registry.k8s.io/hosts.toml 0644\n");
 	assert_non_null(dh);
