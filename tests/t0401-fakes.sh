@@ -305,8 +305,11 @@ test_case "helm 3 and helm 4 stand-ins: list's states, --wait's strategies, the 
 			store = lambda c, r: STORED.append(dict(r, info=dict(r['info'])))
 			apply_manifest = lambda c, ns, text: []
 			class C:
+			    server = 'https://198.18.0.2:6443'
 			    def get(self, path, *a):
 			        return {}
+			    def raw(self, method, path, *a):
+			        return 200, (b'{\"versions\": [\"v1\"]}' if path == '/api' else b'{\"groups\": []}')
 			client = lambda flags: C()
 			def upgrade(prev):
 			    REL[:] = prev
