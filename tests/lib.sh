@@ -154,6 +154,13 @@ expect_status() { # expect_status N CMD...
 		return 1
 	fi
 }
+# run_tail FILE: what a failed provision run printed, for the case's
+# failure output (which keeps its last 40 lines): the summary, the failed
+# steps and the hints, without the steps that went well (a run's hundreds
+# of "… changed" lines hid the reason in CI's log).
+run_tail() {
+	grep -v '^\[[^]]*\] .* … \(changed\|pulled\|skipped\|unchanged\|ok\)\b' "$1" | tail -n 30
+}
 expect_grep() { # expect_grep PATTERN FILE
 	grep -q -e "$1" "$2" || { echo "'$1' not found in $2:"; sed 's/^/| /' "$2" | head -40; return 1; }
 }

@@ -58,7 +58,7 @@ knob node-1 record-tokens
 
 test_case "up: exit 0, every node done, the cluster phases ran on the right nodes" "
 	t0=\$(date +%s)
-	$UP >up1.out 2>&1 || { tail -n 60 up1.out; false; }
+	$UP >up1.out 2>&1 || { run_tail up1.out; false; }
 	echo \$((\$(date +%s) - t0)) >up1.seconds
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *[0-9]* changed .* 0 failed\" up1.out; done
 	expect_grep '\\[node-1\\] kubeadm-init › 30-init … changed' up1.out
@@ -249,7 +249,7 @@ test_case "kubeconfig for the login user (admin, through sudo): ~admin/.kube/con
 "
 
 test_case "a second up changes nothing" "
-	$UP >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	$UP >up2.out 2>&1 || { run_tail up2.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *0 changed .* 0 failed\" up2.out; done
 	expect_no_grep ' changed [0-9]' up2.out
 	expect_grep '^validation: [0-9]* passed, 0 failed' up2.out
@@ -273,7 +273,7 @@ test_case "$RELEASE_CASE" "
 	sed 's/^  kubernetes_version: .*/&\\n  containerd: release/' '$INV' >inv-release.yaml
 	grep -q '^  containerd: release\$' inv-release.yaml
 	UPR=\"$PROVISION up -i inv-release.yaml --state $STATE --roles $ROLES --no-tui\"
-	\$UPR >up-release.out 2>&1 || { tail -n 60 up-release.out; false; }
+	\$UPR >up-release.out 2>&1 || { run_tail up-release.out; false; }
 	for n in $TESTBED_NODES; do
 		expect_grep \"\\\\[\$n\\\\] containerd-release › 20-service … changed\" up-release.out
 		expect_eq /usr/local/bin/containerd \"\$(tb \$n sh -c 'readlink /proc/\$(systemctl show -p MainPID --value containerd)/exe')\" \"containerd on \$n\"
@@ -283,7 +283,7 @@ test_case "$RELEASE_CASE" "
 	cat nodes
 	expect_eq 4 \"\$(awk '\$2 == \"Ready\"' nodes | wc -l)\" 'Ready nodes'
 	$PROVISION check -i inv-release.yaml --state $STATE --roles $ROLES >check-release.out 2>&1 || { cat check-release.out; false; }
-	\$UPR >up-release2.out 2>&1 || { tail -n 30 up-release2.out; false; }
+	\$UPR >up-release2.out 2>&1 || { run_tail up-release2.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *0 changed\" up-release2.out; done
 "
 fi

@@ -39,7 +39,7 @@ kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
 knob node-1 record-tokens
 
 test_case "prepare: prep and kube-packages on every node" "
-	$UP --phases prep,kube-packages >prep.out 2>&1 || { tail -n 30 prep.out; false; }
+	$UP --phases prep,kube-packages >prep.out 2>&1 || { run_tail prep.out; false; }
 "
 
 test_case "a flapping /readyz: kubeadm init succeeds, the stability gate fails and says why" "
@@ -59,7 +59,7 @@ test_case "a flapping /readyz: kubeadm init succeeds, the stability gate fails a
 
 test_case "the crash loop over, the next up passes the gate; the control plane and Flannel come up" "
 	unknob node-1 crashloop
-	$UP --phases init,cni >init2.out 2>&1 || { tail -n 40 init2.out; false; }
+	$UP --phases init,cni >init2.out 2>&1 || { run_tail init2.out; false; }
 	expect_grep '\\[node-1\\] kubeadm-init › 50-stable … changed' init2.out
 	expect_no_grep '30-init … changed' init2.out
 	tb node-1 test ! -e /var/lib/provision/kubeadm-init.gate
@@ -80,7 +80,7 @@ test_case "containerd without SystemdCgroup under a systemd kubelet: the gate na
 "
 
 test_case "up --phases prep puts containerd back; the control plane recovers" "
-	$UP --phases prep,init >recover.out 2>&1 || { tail -n 40 recover.out; false; }
+	$UP --phases prep,init >recover.out 2>&1 || { run_tail recover.out; false; }
 	expect_grep '\\[node-1\\] containerd › /etc/containerd/config.toml … changed' recover.out
 	expect_grep '\\[node-1\\] containerd › 20-service … changed' recover.out
 	tb node-1 containerd config dump >dump
@@ -118,7 +118,7 @@ test_case "a worker whose join token expired fails alone, with the reason and th
 test_case "the next up joins node-3 and deletes every join token" "
 	unknob node-1 token-ttl
 	unknob node-3 join-delay
-	$UP >join2.out 2>&1 || { tail -n 40 join2.out; false; }
+	$UP >join2.out 2>&1 || { run_tail join2.out; false; }
 	expect_grep '\\[node-3\\] kubeadm-join › 30-join … changed' join2.out
 	expect_grep '\\[node-1\\] join-cleanup › 10-tokens … changed' join2.out
 	expect_grep '^validation: [0-9]* passed, 0 failed' join2.out

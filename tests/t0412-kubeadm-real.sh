@@ -46,7 +46,7 @@ tb() { "$TESTBED" exec "$TB" "$@"; }
 kc() { tb node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
 
 test_case "prepare: prep and kube-packages on both nodes" "
-	$UP --phases prep,kube-packages >prep.out 2>&1 || { tail -n 30 prep.out; false; }
+	$UP --phases prep,kube-packages >prep.out 2>&1 || { run_tail prep.out; false; }
 "
 
 test_case "containerd's sandbox image is kubeadm's of Kubernetes 1.30 (pause:3.9), not its built-in pause:3.6" "
@@ -59,7 +59,7 @@ test_case "containerd's sandbox image is kubeadm's of Kubernetes 1.30 (pause:3.9
 
 test_case "etcd slow to start (60 s) and mirror pods late: init passes, 50-stable waits for the components with progress" "
 	knob node-1 slow-start 'etcd 60'
-	$UP --phases init >init.out 2>&1 || { tail -n 30 init.out; false; }
+	$UP --phases init >init.out 2>&1 || { run_tail init.out; false; }
 	expect_grep '\\[node-1\\] kubeadm-init › 30-init … changed' init.out
 	expect_grep '\\[node-1\\] kubeadm-init › 50-stable … changed' init.out
 	expect_grep 'waiting for the control plane.s components ([0-9]*s of at most 250s): not Ready yet: etcd' '$LOG'
@@ -108,7 +108,7 @@ test_case "a Flannel init container whose image cannot be pulled: named, with th
 
 test_case "the next up: green, Flannel running, node-2 joined and Ready" "
 	unknob node-1 image-pull-fail
-	$UP >up.out 2>&1 || { tail -n 40 up.out; false; }
+	$UP >up.out 2>&1 || { run_tail up.out; false; }
 	expect_grep '^node-1  *done' up.out
 	expect_grep '^node-2  *done' up.out
 	expect_grep '\\[node-2\\] kubeadm-join › 30-join … changed' up.out
@@ -146,7 +146,7 @@ test_case "kubeadm init dies in wait-control-plane (kube-apiserver exits): the h
 
 test_case "the next up: the half-done init detected, reset and done again (only kubeadm's images pullable)" "
 	unknob node-1 container-fail
-	$UP --phases init >redo.out 2>&1 || { tail -n 40 redo.out; false; }
+	$UP --phases init >redo.out 2>&1 || { run_tail redo.out; false; }
 	expect_grep 'node-1 holds a half-done kubeadm init (.*): resetting it (kubeadm reset -f) and running kubeadm init again' '$LOG'
 	expect_grep '\\[node-1\\] kubeadm-init › 30-init … changed' redo.out
 	expect_grep '\\[node-1\\] kubeadm-init › 50-stable … changed' redo.out

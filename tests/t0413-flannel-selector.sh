@@ -61,7 +61,7 @@ flannel_pods() {
 
 test_case "an older provision's cluster: kube-flannel-ds selects app=flannel,k8s-app=flannel" "
 	grep -A3 '^  selector:' '$OLD/flannel/templates/kube-flannel.yml.tmpl'
-	up '$OLD' >old.out 2>&1 || { tail -n 30 old.out; false; }
+	up '$OLD' >old.out 2>&1 || { run_tail old.out; false; }
 	expect_eq '{\"matchLabels\":{\"app\":\"flannel\",\"k8s-app\":\"flannel\"}}' \"\$(kc -n kube-flannel get ds kube-flannel-ds -o 'jsonpath={.spec.selector}')\" 'old selector'
 	kc -n kube-flannel get ds kube-flannel-ds -o 'jsonpath={.metadata.uid}' >old.uid
 	flannel_pods >old.pods
@@ -86,7 +86,7 @@ test_case "plan: the manifest's diff takes k8s-app out of the selector" "
 "
 
 test_case "up: the DaemonSet replaced with the release's selector; a Flannel pod of it on every node, the network kept" "
-	up '$ROLES' >up.out 2>&1 || { tail -n 40 up.out; false; }
+	up '$ROLES' >up.out 2>&1 || { run_tail up.out; false; }
 	expect_grep '\\[node-1\\] flannel › 10-apply … changed' up.out
 	expect_grep 'replacing it, its pods left running' '$LOG'
 	expect_grep 'daemonset.apps \"kube-flannel-ds\" deleted' '$LOG'
@@ -118,7 +118,7 @@ test_case "the release's manifest now applies over provision's (server dry run)"
 "
 
 test_case "a second up: Flannel as desired, nothing replaced" "
-	up '$ROLES' >up2.out 2>&1 || { tail -n 30 up2.out; false; }
+	up '$ROLES' >up2.out 2>&1 || { run_tail up2.out; false; }
 	expect_no_grep '\\[node-1\\] flannel › 10-apply … changed' up2.out
 	expect_eq \"\$(cat new.uid)\" \"\$(kc -n kube-flannel get ds kube-flannel-ds -o 'jsonpath={.metadata.uid}')\" 'the same DaemonSet'
 "

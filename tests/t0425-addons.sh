@@ -110,7 +110,7 @@ test_case "GPU nodes: node-2 GTX 1080 Ti, node-3 RTX 2080 Ti, node-4 RTX 3070, d
 "
 
 test_case "up: exit 0; helm, the GPU Operator and the NFS provisioner installed on the control plane only" "
-	$UP >up1.out 2>&1 || { tail -n 80 up1.out; false; }
+	$UP >up1.out 2>&1 || { run_tail up1.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *[0-9]* changed .* 0 failed\" up1.out; done
 	expect_grep '\\[node-1\\] helm › 10-install … changed' up1.out
 	expect_grep '\\[node-1\\] gpu-operator › 10-release … changed' up1.out
@@ -122,7 +122,7 @@ test_case "up: exit 0; helm, the GPU Operator and the NFS provisioner installed 
 test_case "validation: every check passes at the end of up and in check, the add-on checks among them" "
 	expect_grep '^validation: [0-9]* passed, 0 failed' up1.out
 	expect_no_grep ' fail  ' up1.out
-	$CHECK >check.out 2>&1 || { tail -n 40 check.out; false; }
+	$CHECK >check.out 2>&1 || { run_tail check.out; false; }
 	for n in node-2 node-3 node-4; do
 		expect_grep \"^gpu-allocatable  *\$n  *pass  *1\\\$\" check.out
 		expect_grep \"^gpu-operator-validated  *\$n  *pass  *Running, driver, toolkit, cuda and plugin validations completed\\\$\" check.out
@@ -136,7 +136,7 @@ test_case "validation: every check passes at the end of up and in check, the add
 test_case "check --junit: gpu-pod passes on each GPU node with its model listed, a testcase per node" "
 	kc get pods -A -l provision.dev/check=gpu-pod -o name >left
 	expect_eq '' \"\$(cat left)\" 'check pods left behind by up'
-	$CHECK --junit junit.xml >check-junit.out 2>&1 || { tail -n 40 check-junit.out; false; }
+	$CHECK --junit junit.xml >check-junit.out 2>&1 || { run_tail check-junit.out; false; }
 	expect_grep '^gpu-pod  *node-2  *pass  *1× GeForce GTX 1080 Ti (11 GiB): nvidia-smi -L lists 1× NVIDIA GeForce GTX 1080 Ti; CPU only: no GPU listed (exit 127)\$' check-junit.out
 	expect_grep '^gpu-pod  *node-3  *pass  *1× GeForce RTX 2080 Ti (11 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX 2080 Ti; CPU only: no GPU listed (exit 127)\$' check-junit.out
 	expect_grep '^gpu-pod  *node-4  *pass  *1× GeForce RTX 3070 (8 GiB): nvidia-smi -L lists 1× NVIDIA GeForce RTX 3070; CPU only: no GPU listed (exit 127)\$' check-junit.out
@@ -337,7 +337,7 @@ test_case "a claim of our own: Bound to a folder NAMESPACE-CLAIM-VOLUME on the e
 "
 
 test_case "a second up changes nothing; the releases stay at revision 1" "
-	$UP >up2.out 2>&1 || { tail -n 60 up2.out; false; }
+	$UP >up2.out 2>&1 || { run_tail up2.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done  *0 changed\" up2.out; done
 	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -A -o json >r2.json
 	expect_eq 2 \"\$(grep -o '\"revision\":\"1\"' r2.json | wc -l | tr -d ' ')\" 'releases at revision 1'
@@ -352,7 +352,7 @@ test_case "a second up changes nothing; the releases stay at revision 1" "
 NFS_REL="nfs-subdir-external-provisioner -n nfs-provisioner"
 HELM1="helm --kubeconfig /etc/kubernetes/admin.conf"
 test_case "drift: none after up; the GPU nodes' nvidia runtimes and the toolkit's own file are not drift; helm get values as Helm 3 prints it" "
-	$CHECK >drift0.out 2>&1 || { tail -n 40 drift0.out; false; }
+	$CHECK >drift0.out 2>&1 || { run_tail drift0.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^drift  *\$n  *pass  *as provision left it ([0-9]* steps checked)\\\$\" drift0.out; done
 	expect_eq 3 \"\$(tb node-2 grep -c '^    BinaryName = \"$TK/' /etc/containerd/config.toml)\" 'nvidia runtimes in node-2 config.toml'
 	tb node-2 test -s /var/lib/provision/nvidia-toolkit/conf.d/99-nvidia.toml || { echo 'node-2: no toolkit drop-in'; false; }
@@ -387,18 +387,18 @@ test_case "drift: plan shows the keys, the lines and the package; up puts all th
 	expect_grep '^        storageClass.archiveOnDelete: true -> false\$' drift-plan.out
 	expect_grep '^      +  sandbox_image = \"registry.k8s.io/pause:3.9\"\$' drift-plan.out
 	expect_grep '^      kubelet: 1.30.4-[^ ]*, not held\$' drift-plan.out
-	$UP >drift-up.out 2>&1 || { tail -n 40 drift-up.out; false; }
+	$UP >drift-up.out 2>&1 || { run_tail drift-up.out; false; }
 	expect_grep '\\[node-1\\] nfs-provisioner › 10-release … changed' drift-up.out
 	expect_grep '\\[node-3\\] containerd › /etc/containerd/config.toml … changed' drift-up.out
 	expect_grep '\\[node-4\\] kube-packages › 20-packages … changed' drift-up.out
 	expect_eq hi \"\$(tb node-4 dpkg-query -W -f='\${db:Status-Abbrev}' kubelet | cut -c1-2)\" 'kubelet held again'
-	$CHECK >drift2.out 2>&1 || { tail -n 40 drift2.out; false; }
+	$CHECK >drift2.out 2>&1 || { run_tail drift2.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^drift  *\$n  *pass \" drift2.out; done
 	for f in drift0.out drift1.out drift-plan.out drift-up.out drift2.out; do expect_no_grep 't0425-drift-s3cret' \$f; done
 "
 
 test_case "up -l node-1 (GPU nodes left out): their recorded facts keep the GPU Operator's values; nothing changes" "
-	$UP -l node-1 >up3.out 2>&1 || { tail -n 40 up3.out; false; }
+	$UP -l node-1 >up3.out 2>&1 || { run_tail up3.out; false; }
 	expect_grep '^node-1  *done  *0 changed' up3.out
 	tb node-1 cat /etc/provision/helm/gpu-operator.values.yaml >gpu3.values
 	expect_eq \"\$(cat gpu.values)\" \"\$(cat gpu3.values)\" 'values after up -l node-1'
@@ -421,7 +421,7 @@ test_case "helm 4 takes over: without helm: 3, up replaces /usr/local/bin/helm o
 	expect_grep '^nfs-subdir-external-provisioner 1 superseded nfs-subdir-external-provisioner-4.0.18 Install complete\$' hist3
 	expect_grep '^nfs-subdir-external-provisioner [0-9]* deployed nfs-subdir-external-provisioner-4.0.18 Upgrade complete\$' hist3
 	sed -i '/^  helm: 3\$/d' '$INV'
-	$UP >up-h4.out 2>&1 || { tail -n 40 up-h4.out; false; }
+	$UP >up-h4.out 2>&1 || { run_tail up-h4.out; false; }
 	expect_grep '\\[node-1\\] helm › /var/lib/provision/artifacts/helm-linux.tar.gz … changed' up-h4.out
 	expect_grep '\\[node-1\\] helm › 10-install … changed' up-h4.out
 	grep '… changed' up-h4.out >changed-h4
@@ -437,7 +437,7 @@ test_case "helm 4 takes over: without helm: 3, up replaces /usr/local/bin/helm o
 	tb node-1 $HELM1 get metadata nfs-subdir-external-provisioner -n nfs-provisioner >meta4
 	expect_grep '^APPLY_METHOD: client-side apply (defaulted)\$' meta4
 	expect_grep '^STATUS: deployed\$' meta4
-	$CHECK >check-h4.out 2>&1 || { tail -n 40 check-h4.out; false; }
+	$CHECK >check-h4.out 2>&1 || { run_tail check-h4.out; false; }
 	for n in $TESTBED_NODES; do expect_grep \"^drift  *\$n  *pass  *as provision left it\" check-h4.out; done
 	grep '^drift ' check-h4.out | sed 's/^/# /' >&3
 " 3>&1

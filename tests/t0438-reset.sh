@@ -73,7 +73,7 @@ for n in node-1 node-2 node-3; do
 done
 
 test_case "up: the cluster, and on every node what a cluster leaves: flannel.1, KUBE-* and FLANNEL-* chains" "
-	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { tail -n 40 up.out; false; }
+	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { run_tail up.out; false; }
 	for n in node-1 node-2 node-3; do
 		tb \$n ip link show dev flannel.1 >/dev/null
 		tb \$n iptables-save >ipt.\$n
@@ -98,8 +98,8 @@ test_case "no terminal and no --yes: exit 2, nothing changed" "
 "
 
 test_case "reset --yes (node-3 with --keep-prep): exit 0, every step on every node done" "
-	'$PROVISION' reset -i '$INV' $P --yes -l node-3 --keep-prep >reset3.out 2>&1 || { tail -n 60 reset3.out; false; }
-	'$PROVISION' reset -i '$INV' $P --yes -l node-1,node-2 >reset.out 2>&1 || { tail -n 80 reset.out; false; }
+	'$PROVISION' reset -i '$INV' $P --yes -l node-3 --keep-prep >reset3.out 2>&1 || { run_tail reset3.out; false; }
+	'$PROVISION' reset -i '$INV' $P --yes -l node-1,node-2 >reset.out 2>&1 || { run_tail reset.out; false; }
 	expect_grep '^reset .*: 2 nodes, .* 0 failed, 0 unreachable' reset.out
 	expect_grep '^reset .*: 1 node, .* 0 failed, 0 unreachable' reset3.out
 	expect_no_grep 'reset-prep' reset3.out
@@ -148,15 +148,15 @@ test_case "the lab's own chain, rule and CNI file survive; Kubernetes' are gone"
 "
 
 test_case "a second reset (--keep-prep: node-3 keeps its preparation): nothing left to remove, still verified" "
-	'$PROVISION' reset -i '$INV' $P --yes --keep-prep >reset2.out 2>&1 || { tail -n 40 reset2.out; false; }
+	'$PROVISION' reset -i '$INV' $P --yes --keep-prep >reset2.out 2>&1 || { run_tail reset2.out; false; }
 	[ \"\$(grep -c 'removed: nothing (it was clean)' reset2.out)\" = 3 ]
 	[ \"\$(grep -c 'verified: clean' reset2.out)\" = 3 ]
 "
 
 test_case "a node where only the prep phase ran: reset, and its files are as before up" "
-	'$PROVISION' up -i '$INV' $P -l node-2 --phases prep >prep.out 2>&1 || { tail -n 40 prep.out; false; }
+	'$PROVISION' up -i '$INV' $P -l node-2 --phases prep >prep.out 2>&1 || { run_tail prep.out; false; }
 	tb node-2 test -f /etc/sysctl.d/99-provision-k8s.conf
-	'$PROVISION' reset -i '$INV' $P --yes -l node-2 >reset-prep.out 2>&1 || { tail -n 40 reset-prep.out; false; }
+	'$PROVISION' reset -i '$INV' $P --yes -l node-2 >reset-prep.out 2>&1 || { run_tail reset-prep.out; false; }
 	# files: what the prep phase's containerd wrote for the testbed's registry
 	# (cluster.registries: hosts.toml), removed with provision's other files
 	expect_grep '^node-2  *removed: \(files, \)\{0,1\}prep files, prep units, prep state\$' reset-prep.out

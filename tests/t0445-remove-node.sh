@@ -46,7 +46,7 @@ ready() {
 }
 
 test_case "up: four nodes Ready" "
-	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { tail -n 40 up.out; false; }
+	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { run_tail up.out; false; }
 	ready node-1 node-2 node-3 node-4
 "
 
@@ -93,7 +93,7 @@ test_case "a pod without a controller on node-3 (a ReplicaSet's pod beside it): 
 "
 
 test_case "remove-node node-2: gone from the cluster, no pod bound to it, the others Ready, node-2 reset and verified" "
-	'$PROVISION' remove-node -i '$INV' $P --yes node-2 >rm.out 2>&1 || { tail -n 60 rm.out; false; }
+	'$PROVISION' remove-node -i '$INV' $P --yes node-2 >rm.out 2>&1 || { run_tail rm.out; false; }
 	expect_grep 'node-2 cordoned, drained and deleted from the cluster' rm.out
 	expect_grep '^node-2  *removed: kubeadm, kubelet, cni' rm.out
 	expect_grep 'verified: clean .*reachable over SSH' rm.out
@@ -113,7 +113,7 @@ test_case "remove-node node-2: gone from the cluster, no pod bound to it, the ot
 test_case "a dead node with --force: deleted with its pods, not contacted, the report says so" "
 	'$TESTBED' kill-node '$TB' node-4
 	logins=\$(grep -c 'Accepted publickey' '$TB/nodes/node-4/sshd.log' || true)
-	'$PROVISION' remove-node -i '$INV' $P --yes --force node-4 >dead.out 2>&1 || { tail -n 40 dead.out; false; }
+	'$PROVISION' remove-node -i '$INV' $P --yes --force node-4 >dead.out 2>&1 || { run_tail dead.out; false; }
 	expect_grep 'node-4 deleted from the cluster with their pods (--force: not drained)' dead.out
 	expect_grep 'node-side reset skipped (--force): it was not contacted' dead.out
 	expect_no_grep '\\[node-4\\]' dead.out

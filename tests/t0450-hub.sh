@@ -172,7 +172,7 @@ snapshot() {
 }
 
 test_case "up: every phase, exit 0, the hub installed on node-1, every validation passes (hub-health too)" "
-	$UP >up1.out 2>&1 || { tail -n 60 up1.out; false; }
+	$UP >up1.out 2>&1 || { run_tail up1.out; false; }
 	for n in node-1 node-2 node-3; do expect_grep \"^\$n  *done  *[0-9]* changed .* 0 failed\" up1.out; done
 	expect_grep '\\[node-1\\] jupyterhub › 10-secrets … changed' up1.out
 	expect_grep '\\[node-1\\] jupyterhub › 30-install … changed' up1.out
@@ -247,7 +247,7 @@ test_case "/hub/health answers 200 through the NodePort from this machine; a rea
 "
 
 test_case "a second up changes nothing and validates" "
-	$UP >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	$UP >up2.out 2>&1 || { run_tail up2.out; false; }
 	for n in node-1 node-2 node-3; do expect_grep \"^\$n  *done  *0 changed .* 0 failed\" up2.out; done
 	expect_no_grep ' changed [0-9]' up2.out
 	expect_grep '^validation: [0-9]* passed, 0 failed' up2.out
@@ -258,7 +258,7 @@ test_case "add-node node-4 (RTX 4080): joins; node-2 and node-3 untouched (files
 	snapshot node-3 node3.before
 	s2=\$(grep -c 'Accepted publickey' '$TB/nodes/node-2/sshd.log')
 	s3=\$(grep -c 'Accepted publickey' '$TB/nodes/node-3/sshd.log')
-	$PROVISION add-node -i $HUB_INV4 --state $STATE --roles $ROLES --no-tui node-4 >add.out 2>&1 || { tail -n 60 add.out; false; }
+	$PROVISION add-node -i $HUB_INV4 --state $STATE --roles $ROLES --no-tui node-4 >add.out 2>&1 || { run_tail add.out; false; }
 	expect_grep '^node-4  *done  *[0-9]* changed .* 0 failed' add.out
 	expect_grep '\\[node-4\\] kubeadm-join › 30-join … changed' add.out
 	expect_grep '\\[node-1\\] jupyterhub › 30-install … changed' add.out
@@ -304,7 +304,7 @@ test_case "no token, certificate key, hub secret or password in any file the run
 "
 
 test_case "remove-node node-4, the only RTX 4080: the profile goes, the others stay, node-2 and node-3 Ready" "
-	$PROVISION remove-node -i $HUB_INV4 --state $STATE --roles $ROLES --no-tui --yes node-4 >rm.out 2>&1 || { tail -n 60 rm.out; false; }
+	$PROVISION remove-node -i $HUB_INV4 --state $STATE --roles $ROLES --no-tui --yes node-4 >rm.out 2>&1 || { run_tail rm.out; false; }
 	expect_no_grep '^node-[23] ' rm.out
 	kc get nodes -o name >nodes.left
 	expect_no_grep 'node/node-4' nodes.left
@@ -324,7 +324,7 @@ test_case "remove-node node-4, the only RTX 4080: the profile goes, the others s
 test_case "gpu_sharing: 4 on node-3 (RTX 3070): time-slicing values, its label, 4 allocatable, a shared profile saying what it gives, check passes" "
 	sed 's/^    gpus: 1\$/&\n    GPUS_OF_NODE/' $HUB_INV | awk '/GPUS_OF_NODE/ { if (n == \"node-3\") print \"    gpu_sharing: 4\"; next } /- name:/ { n = \$3 } { print }' >share.yaml
 	expect_eq 1 \"\$(grep -c '^    gpu_sharing: 4\$' share.yaml)\" 'gpu_sharing in the inventory'
-	$PROVISION up -i share.yaml --state $STATE --roles $ROLES --no-tui >up-share.out 2>&1 || { tail -n 60 up-share.out; false; }
+	$PROVISION up -i share.yaml --state $STATE --roles $ROLES --no-tui >up-share.out 2>&1 || { run_tail up-share.out; false; }
 	expect_grep '^validation: [0-9]* passed, 0 failed' up-share.out
 	tb node-1 cat /etc/provision/helm/gpu-operator.values.yaml >gpuop.yaml
 	python3 - gpuop.yaml <<-'EOF'
@@ -410,7 +410,7 @@ fi
 
 test_case "the next up recovers the failed release and says so; the hub answers" "
 	unknob node-1 slow-start
-	$PROVISION up -i int.yaml --state $STATE --roles $ROLES --no-tui >rec1.out 2>&1 || { tail -n 60 rec1.out; false; }
+	$PROVISION up -i int.yaml --state $STATE --roles $ROLES --no-tui >rec1.out 2>&1 || { run_tail rec1.out; false; }
 	expect_grep '^\\[node-1\\] jupyterhub › 30-install … changed [^:]*: release jhub (namespace jhub): revision [0-9]* was left failed by an earlier run (interrupted, or helm timed out): upgraded again\$' rec1.out
 	expect_grep '^validation: [0-9]* passed, 0 failed' rec1.out
 	last_revision >rec1.rev
@@ -438,7 +438,7 @@ test_case "a release a killed helm left pending-upgrade (helm refuses it: anothe
 	unknob node-1 slow-start
 	$PROVISION check -i int.yaml --state $STATE --roles $ROLES >check-pending.out 2>&1 || true
 	expect_grep 'release jhub (namespace jhub): pending-upgrade (left by an interrupted or failed run: provision up recovers it)' check-pending.out
-	$PROVISION up -i int.yaml --state $STATE --roles $ROLES --no-tui >rec2.out 2>&1 || { tail -n 60 rec2.out; false; }
+	$PROVISION up -i int.yaml --state $STATE --roles $ROLES --no-tui >rec2.out 2>&1 || { run_tail rec2.out; false; }
 	expect_grep \"^\\\\[node-1\\\\] jupyterhub › 30-install … changed [^:]*: release jhub (namespace jhub) was left pending-upgrade by an interrupted run: rolled back to revision \$deployed (the last deployed), then upgraded\\\$\" rec2.out
 	expect_grep '^validation: [0-9]* passed, 0 failed' rec2.out
 	last_revision >rec2.rev
@@ -452,7 +452,7 @@ test_case "reset after the hub: every node verified clean; nothing left under /r
 	tb node-1 test -d /etc/provision/jupyterhub
 	tb node-1 sh -c 'mkdir -p /srv/nfs/jhub-claim-hubadmin && echo notebook >/srv/nfs/jhub-claim-hubadmin/work.ipynb'
 	tb node-1 sh -c 'cd /srv/nfs && find . | sort' >nfs.before
-	$PROVISION reset -i int.yaml --state $STATE --roles $ROLES --no-tui --yes >reset.out 2>&1 || { tail -n 60 reset.out; false; }
+	$PROVISION reset -i int.yaml --state $STATE --roles $ROLES --no-tui --yes >reset.out 2>&1 || { run_tail reset.out; false; }
 	expect_grep '^reset .*: 3 nodes, .* 0 failed, 0 unreachable' reset.out
 	expect_eq 3 \"\$(grep -c 'verified: clean (ports, processes, folders, interfaces, chains, kubelet); reachable over SSH' reset.out)\" 'nodes verified clean'
 	for n in node-1 node-2 node-3; do

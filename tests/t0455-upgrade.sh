@@ -53,7 +53,7 @@ kubelets() { kc get nodes -o 'jsonpath={range .items[*]}{.metadata.name} {.statu
 with_version() { sed "s/^  kubernetes_version: .*/  kubernetes_version: \"$1\"/" "$INV" >"$2"; }
 
 test_case "up at 1.33.9" "
-	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { tail -n 40 up.out; false; }
+	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { run_tail up.out; false; }
 	kubelets >v0
 	expect_eq 3 \"\$(grep -c ' v1.33.9\$' v0)\" 'kubelets at v1.33.9'
 "
@@ -125,7 +125,7 @@ test_case "a pod without a controller on node-2: control plane upgraded, node-2 
 
 test_case "the pod gone, the same command finishes, minor by minor: every component and package at 1.36.4, held, Ready, schedulable; kubeadm-config in v1beta4" "
 	kc delete pod lonely
-	'$PROVISION' upgrade -i new.yaml $P $NB --parallel 2 >up2.out 2>&1 || { tail -n 60 up2.out; false; }
+	'$PROVISION' upgrade -i new.yaml $P $NB --parallel 2 >up2.out 2>&1 || { run_tail up2.out; false; }
 	grep '^upgrade: ' up2.out
 	kubelets >v3
 	expect_eq 3 \"\$(grep -c ' v1.36.4\$' v3)\" 'kubelets at v1.36.4'
@@ -167,7 +167,7 @@ test_case "the versions before and after are in the output and in the recorded l
 "
 
 test_case "a second upgrade changes nothing" "
-	'$PROVISION' upgrade -i new.yaml $P $NB >up3.out 2>&1 || { tail -n 40 up3.out; false; }
+	'$PROVISION' upgrade -i new.yaml $P $NB >up3.out 2>&1 || { run_tail up3.out; false; }
 	expect_grep 'done: the control plane and 0 workers upgraded to 1.36.4' up3.out
 	expect_grep '^upgrade .*: 1 node, 0 changed' up3.out
 "

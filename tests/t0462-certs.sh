@@ -74,7 +74,7 @@ resign() {
 gap() { awk '$2 != "ok" { if (!s) s = $1; g = $1 - s + 1; if (g > m) m = g; next } { s = 0 } END { print m + 0 }' "$1"; }
 
 test_case "up on two nodes; check clean, the certificate checks among them" "
-	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { tail -n 40 up.out; false; }
+	'$PROVISION' up -i '$INV' $P >up.out 2>&1 || { run_tail up.out; false; }
 	'$PROVISION' check -i '$INV' $C >check.out 2>&1 || { cat check.out; false; }
 	expect_grep '^certificates  *node-1  *pass  *11 certificates and 3 CAs; the first to expire: .* (36[45] days left)' check.out
 	expect_grep '^kubelet-client-cert  *node-2  *pass  *expires ' check.out
@@ -91,7 +91,7 @@ test_case "certificates ending in 10 days: check warns with the days left of eac
 	expect_grep '<system-out>warning: less than 30 days: admin.conf 10 days left' junit.xml
 	'$PROVISION' check -i '$INV' $C -o json >warn.json 2>&1 || true
 	expect_grep '\"step\":\"certificates\",\"result\":\"warning\"' warn.json
-	'$PROVISION' up -i '$INV' $P >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	'$PROVISION' up -i '$INV' $P >up2.out 2>&1 || { run_tail up2.out; false; }
 	expect_eq 1 \"\$(grep -c \"^certificates: some expire within the warning period; renew them with 'provision renew-certs -i $INV'\\\$\" up2.out)\" 'one line offering renew-certs'
 "
 

@@ -93,7 +93,7 @@ UP="$PROVISION up --state $STATE --roles $ROLES --no-tui -i"
 
 test_case "proxy-up: behind the proxy only, up of 3 nodes is green (every image pulled by the nodes' containerd)" '
 	t0=$(date +%s)
-	$UP "$TEST_DIR/proxy.yaml" >up1.out 2>&1 || { tail -n 40 up1.out; false; }
+	$UP "$TEST_DIR/proxy.yaml" >up1.out 2>&1 || { run_tail up1.out; false; }
 	echo "$(($(date +%s) - t0)) s" >"$TEST_DIR/up1.seconds"
 	for n in $TESTBED_NODES; do
 		expect_grep "^$n  *done  *[0-9]* changed .* 0 failed" up1.out
@@ -169,7 +169,7 @@ pod() {
 }
 
 test_case "mirror-up: up with the mirror and without the proxy: the drop-in gone, containerd restarted without it" '
-	$UP "$TEST_DIR/mirror.yaml" >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	$UP "$TEST_DIR/mirror.yaml" >up2.out 2>&1 || { run_tail up2.out; false; }
 	expect_grep "\\[node-2\\] containerd › 15-registries … changed" up2.out
 	for n in $TESTBED_NODES; do
 		expect_status 1 tb $n test -e /etc/systemd/system/containerd.service.d/http-proxy.conf

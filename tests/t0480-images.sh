@@ -143,7 +143,7 @@ test_case "record: nodes/node-1/pulls keeps the image'\''s bytes as pulled" '
 
 test_case "plain-eta: a second pull prints bytes and rate, and its estimate is within 25 % of the pull step'\''s time" '
 	forget node-1 "$ETCD" big
-	$PROVISION up -i "$TEST_DIR/slow.yaml" $OPTS --no-tui >up2.out 2>&1 || { tail -n 40 up2.out; false; }
+	$PROVISION up -i "$TEST_DIR/slow.yaml" $OPTS --no-tui >up2.out 2>&1 || { run_tail up2.out; false; }
 	grep -E "^\[node-1\] |pull" up2.out | cut -c1-200 >pull.lines
 	grep "pulling $ETCD: [0-9.]* [MG]B of [0-9.]* [MG]B, [0-9.]* [kMG]B/s, ~[0-9.ms]* left" up2.out >"$TEST_DIR/plain.lines" ||
 		{ echo "no plain progress line of $ETCD; node-1 and the pulls said:"; tail -n 25 pull.lines; false; }
@@ -221,7 +221,7 @@ test_case "mirror-down: with registry.k8s.io'\''s mirror down, node-2 pulls from
 [ -f "$TEST_DIR/fallback.lines" ] && note "mirror down" "$TEST_DIR/fallback.lines"
 
 test_case "fetch-images: every image of the list in this machine's cache, listed, verified" '
-	$PROVISION fetch -i "$INV" --roles $ROLES --images >fetch.out 2>&1 || { tail -n 20 fetch.out; false; }
+	$PROVISION fetch -i "$INV" --roles $ROLES --images >fetch.out 2>&1 || { run_tail fetch.out; false; }
 	cut -f 1 "$TEST_DIR/images.list" | sort -u >all
 	for ref in $($PROVISION fetch -i "$INV" --roles $ROLES --images --list | cut -f 1 | sort -u); do
 		grep -q "^$ref	" fetch.out || { echo "$ref not in the bundle listing"; cat fetch.out; exit 1; }
@@ -237,7 +237,7 @@ test_case "offline-up: the registries stopped, up imports what node-2 lacks from
 	for ref in "$PROXY_IMG" $(cut -f 1 "$TEST_DIR/images.list" | grep "^ghcr.io/flannel-io/"); do
 		tb node-2 ctr -n k8s.io images rm --sync "$ref" >/dev/null 2>&1 || :
 	done
-	$PROVISION up -i "$INV" $OPTS --no-tui >off1.out 2>&1 || { tail -n 40 off1.out; false; }
+	$PROVISION up -i "$INV" $OPTS --no-tui >off1.out 2>&1 || { run_tail off1.out; false; }
 	grep "^\[node-2\] images-init › import … changed .*imported [0-9]* images\{0,1\} (.*) from this machine.s bundle" off1.out >"$TEST_DIR/import.lines"
 	for n in node-1 node-2; do expect_grep "^$n  *done  .* 0 failed" off1.out; done
 	tb node-2 ctr -n k8s.io images check >check.out
@@ -246,7 +246,7 @@ test_case "offline-up: the registries stopped, up imports what node-2 lacks from
 [ -f "$TEST_DIR/import.lines" ] && note "import" "$TEST_DIR/import.lines"
 
 test_case "offline-again: a second up imports nothing" '
-	$PROVISION up -i "$INV" $OPTS --no-tui >off2.out 2>&1 || { tail -n 40 off2.out; false; }
+	$PROVISION up -i "$INV" $OPTS --no-tui >off2.out 2>&1 || { run_tail off2.out; false; }
 	expect_no_grep "imported [0-9]" off2.out
 	for n in node-1 node-2; do expect_grep "^$n  *done  *0 changed .* 0 failed" off2.out; done
 '
