@@ -505,6 +505,7 @@ static void test_plan_no_gpu(void **unused)
 	size_t i;
 
 	cluster_load(&c);
+	free(c.facts[2].nvidia_pci[0]); /* no GPU on its bus now */
 	c.facts[2].nr_nvidia_pci = 0;
 	tgz_of(&tgz, "tests/fakes/charts", "gpu-operator");
 	cache_chart(&c.rs, cache, "gpu-operator-chart", &tgz);
