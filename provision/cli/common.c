@@ -1000,10 +1000,10 @@ int cli_plan_run(const struct cli_plan_args *a)
 		/* ---- TUI (tui/tui.h): on a terminal, for text output, unless --no-tui ---- */
 		if (!a->no_tui && !view.json && isatty(STDOUT_FILENO)) {
 			size_t k;
-			/* Each node's time in earlier runs: the TUI's ETA (state.c). */
+			/* Each node's time in earlier runs: the TUI's ETA (eta.c). */
 			eta_hist = xcalloc(nr ? nr : 1, sizeof(*eta_hist));
 			for (k = 0; k < nr; k++)
-				eta_hist[k] = cr.eta ? state_eta_node_ms(cr.eta, nodes[k]->name) : -1;
+				eta_hist[k] = cr.eta ? eta_node_ms(cr.eta, nodes[k]->name) : -1;
 			struct tui_config tc = {
 				.kind = TUI_RUN,
 				.command = a->cmd_name,

@@ -229,15 +229,15 @@ static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
 	    ev->node >= cr->b.nr || !cr->eta)
 		return;
 	name = cr->b.nodes[ev->node]->name;
-	if (!state_eta_machine(cr->eta, name, ev->text + 11))
+	if (!eta_machine(cr->eta, name, ev->text + 11))
 		return;
 	sel = xcalloc(cr->b.nr + 1, sizeof(*sel));
 	for (i = 0; i < cr->b.nr; i++)
 		sel[i] = cr->b.nodes[i]->name;
-	cr->eta_ms = state_eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
+	cr->eta_ms = eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
 	free(sel);
 	if (cr->on_eta) {
-		cr->on_eta(ev->node, state_eta_node_ms(cr->eta, name), cr->eta_data);
+		cr->on_eta(ev->node, eta_node_ms(cr->eta, name), cr->eta_data);
 	} else if (cr->b.text && cr->eta_ms >= 0) {
 		char dur[32];
 		view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
@@ -251,7 +251,7 @@ static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
 /*
  * A pull role says which images a node lacks ("queued"), then starts its
  * pull step: that step is now expected to take what those bytes took at
- * the node's rate in earlier runs (state_eta_pull_ms), not the check the
+ * the node's rate in earlier runs (eta_pull_ms), not the check the
  * estimate counted for a node the last run left complete -- the run's
  * estimate is made again, and said.  Images the record never saw pulled
  * leave the estimate as it was.
@@ -265,7 +265,7 @@ static void eta_pull_cb(struct cli_run *cr, const struct event *ev)
 	if (!cr->eta || n >= cr->b.nr || !cr->queued)
 		return;
 	if (ev->kind == EVENT_PROGRESS && ev->step && !strcmp(ev->step, "queued") && ev->text) {
-		uint64_t b = state_eta_image_bytes(cr->eta, ev->text);
+		uint64_t b = eta_image_bytes(cr->eta, ev->text);
 		cr->queued[n]++;
 		cr->queued_bytes[n] += b;
 		cr->queued_unknown[n] += !b;
@@ -275,15 +275,15 @@ static void eta_pull_cb(struct cli_run *cr, const struct event *ev)
 	    !strcmp(ev->step, "import"))
 		return;
 	name = cr->b.nodes[n]->name;
-	ms = cr->queued_unknown[n] ? -1 : state_eta_pull_ms(cr->eta, name, cr->queued_bytes[n]);
-	if (ms >= 0 && state_eta_expect(cr->eta, name, ev->role, ev->step, ms)) {
+	ms = cr->queued_unknown[n] ? -1 : eta_pull_ms(cr->eta, name, cr->queued_bytes[n]);
+	if (ms >= 0 && eta_expect(cr->eta, name, ev->role, ev->step, ms)) {
 		sel = xcalloc(cr->b.nr + 1, sizeof(*sel));
 		for (i = 0; i < cr->b.nr; i++)
 			sel[i] = cr->b.nodes[i]->name;
-		cr->eta_ms = state_eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
+		cr->eta_ms = eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
 		free(sel);
 		if (cr->on_eta) {
-			cr->on_eta(n, state_eta_node_ms(cr->eta, name), cr->eta_data);
+			cr->on_eta(n, eta_node_ms(cr->eta, name), cr->eta_data);
 		} else if (cr->b.text && cr->eta_ms >= 0) {
 			char dur[32], pull[32], b[32];
 			view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
@@ -376,29 +376,29 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 		names[i] = b->inv->nodes[i].name;
 		kinds[i] = cli_node_kind(&b->inv->nodes[i]);
 	}
-	cr->eta = state_eta_load(cr->state, b->cmd_name, (const char *const *)names,
-				 (const char *const *)kinds, b->inv->nr_nodes);
+	cr->eta = eta_load(cr->state, b->cmd_name, (const char *const *)names,
+			   (const char *const *)kinds, b->inv->nr_nodes);
 	sel = xcalloc(b->nr + 1, sizeof(*sel));
 	for (i = 0; i < b->nr; i++)
 		sel[i] = b->nodes[i]->name;
-	cr->eta_ms = state_eta_total_ms(cr->eta, sel, b->nr, b->forks);
+	cr->eta_ms = eta_total_ms(cr->eta, sel, b->nr, b->forks);
 	if (b->text) {
 		char dur[32];
 		struct strbuf what = STRBUF_INIT;
-		cr->eta_unknown = state_eta_unknown(cr->eta, sel, b->nr, &what);
+		cr->eta_unknown = eta_unknown(cr->eta, sel, b->nr, &what);
 		if (cr->eta_ms >= 0 && cr->eta_unknown) {
 			/* a step no earlier run saw do work: not a tiny number, "no history" */
 			view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
 			printf("%s %s: estimated at least %s (median step times of %zu earlier "
 			       "run%s); "
 			       "no history of %s doing work\n",
-			       b->cmd_name, b->inv->cluster.name, dur, state_eta_runs(cr->eta),
-			       state_eta_runs(cr->eta) == 1 ? "" : "s", what.buf);
+			       b->cmd_name, b->inv->cluster.name, dur, eta_runs(cr->eta),
+			       eta_runs(cr->eta) == 1 ? "" : "s", what.buf);
 		} else if (cr->eta_ms >= 0) {
 			view_duration(dur, sizeof(dur), (uint64_t)cr->eta_ms);
 			printf("%s %s: estimated %s (median step times of %zu earlier run%s)\n",
-			       b->cmd_name, b->inv->cluster.name, dur, state_eta_runs(cr->eta),
-			       state_eta_runs(cr->eta) == 1 ? "" : "s");
+			       b->cmd_name, b->inv->cluster.name, dur, eta_runs(cr->eta),
+			       eta_runs(cr->eta) == 1 ? "" : "s");
 		} else {
 			printf("%s %s: no earlier run to estimate the time from\n", b->cmd_name,
 			       b->inv->cluster.name);
@@ -490,7 +490,7 @@ void cli_run_release(struct cli_run *cr)
 	free(cr->queued);
 	free(cr->queued_unknown);
 	state_files_release(&cr->extra);
-	state_eta_free(cr->eta);
+	eta_free(cr->eta);
 	state_free(cr->state); /* unlocks */
 	free(cr->cache);
 	memset(cr, 0, sizeof(*cr));

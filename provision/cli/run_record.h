@@ -24,6 +24,7 @@
 #include "../record.h"
 #include "../role.h"
 #include "../secrets.h"
+#include "../eta.h"
 #include "../state.h"
 
 struct cli_run_begin {
@@ -44,7 +45,7 @@ struct cli_run {
 	struct cli_run_begin b;
 	struct state *state;
 	struct record *rec;
-	struct state_eta *eta;
+	struct eta *eta;
 	int64_t eta_ms;
 	size_t eta_unknown; /* steps with no history: eta_ms is a lower bound */
 	char *cache; /* the artifact cache */
@@ -53,7 +54,7 @@ struct cli_run {
 	void (*on_tick)(void *data);
 	void *data;
 	/*
-	 * The view's ETA of node i changed (a reinstalled node: state_eta_machine);
+	 * The view's ETA of node i changed (a reinstalled node: eta_machine);
 	 * NULL: a line says so on stdout (text output).
 	 */
 	void (*on_eta)(size_t node, int64_t ms, void *data);

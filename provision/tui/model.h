@@ -103,7 +103,7 @@ struct tui_node {
 	bool in_step;			      /* between a step's start and end */
 	uint64_t started_ms, ended_ms;
 	unsigned steps_total, steps_done;
-	int64_t eta_hist_ms; /* what the node took in earlier runs (state.c); -1: unknown */
+	int64_t eta_hist_ms; /* what the node took in earlier runs (eta.h); -1: unknown */
 	struct tui_log log;
 	struct strbuf facts_text; /* the facts step's output, until parsed */
 	struct facts facts;

@@ -45,7 +45,7 @@ struct tui_config {
 	const struct node *const *nodes;
 	size_t nr;
 	int refresh_s; /* TUI_STATUS: seconds between rounds */
-	/* Per node, what earlier runs of the command took (state.c's ETA); NULL or -1: unknown. */
+	/* Per node, what earlier runs of the command took (eta.h); NULL or -1: unknown. */
 	const int64_t *eta_hist_ms;
 };
 

@@ -1,0 +1,880 @@
+/* eta: see eta.h.  Reads the record through state.h; no libgit2 here. */
+#include "eta.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ETA_MAX_RUNS 9
+/* How far back the record is searched for the machine a node was (eta_machine). */
+#define ETA_MACHINE_RUNS 64
+
+/*
+ * Samples are keyed "SCOPE\tROLE\tSTEP\tCLASS": SCOPE is "n:NODE", "k:KIND"
+ * or "*" (any node); CLASS is
+ *   "k"  the step's first check: the whole step when it found nothing to do
+ *        (unchanged, skipped), the check's share when it did work and the
+ *        record says (timings' 5th field);
+ *   "a"  the rest of a step that did work: apply and the check after it;
+ *   "c"  the whole of a step that did work (changed, failed): for records
+ *        that do not split check from apply;
+ *   "*"  any.
+ * A step is expected to do work (check + apply) when its node never ran,
+ * when the last run did not leave it converged (it failed, or it did not
+ * run), when it did work in the last two runs of the node (a step that
+ * changes every time), or when an earlier step of its role is expected to
+ * do work (what it depends on changes); else only its check runs.  So the
+ * no-change run after a first run is estimated from the first run's check
+ * times.  Collected as a flat list, then sorted and grouped: loading is
+ * O(n log n) and a lookup is a binary search, whatever the number of nodes.
+ */
+struct eta_sample {
+	char *key;
+	int64_t ms;
+};
+
+struct eta_key {
+	char *key;
+	int64_t median;
+};
+
+struct eta_plan {
+	char *node;
+	int64_t *expect; /* steps[i]'s duration as the run now expects it (eta_expect); -1 none */
+	char **steps;	 /* "role\tstep" of the newest run that ran the node */
+	char *last;	 /* steps[i]'s result then: 'u' no work, 'c' changed, 'f' failed */
+	bool *again;	 /* steps[i] did work in the run of the node before that too */
+	bool *work;	 /* steps[i] is expected to do work (check + apply): eta_settle() */
+	size_t nr, alloc;
+	bool older; /* the run before the newest was read */
+};
+
+/* What the time outside the nodes' steps was, in runs that did work and in runs that did not. */
+struct eta_overhead {
+	int64_t *ms;
+	double *ratio; /* ms / the slowest node's steps */
+	size_t nr, alloc;
+};
+
+struct eta {
+	struct eta_sample *samples;
+	size_t nr_samples, alloc_samples;
+	struct eta_key *keys;
+	size_t nr;
+	struct eta_plan *plans;
+	size_t nr_plans, alloc_plans;
+	char **nodes, **kinds; /* the inventory's, sorted by node */
+	char **machines;       /* nodes[i]'s machine-id in the newest run that ran it, or NULL */
+	bool *met;	       /* eta_machine was told nodes[i]'s machine (once counts) */
+	size_t nr_nodes;
+	struct eta_overhead overhead[2]; /* [0] runs that changed nothing, [1] the others */
+	size_t runs;
+	int64_t overhead_median[2];
+	double overhead_ratio[2];
+	/*
+	 * The pulls (nodes/NODE/pulls): each image's bytes as last pulled, and
+	 * bytes per millisecond of each pull step ("rate" samples of eta_sample,
+	 * stored as bytes per second in ms), per node, kind and any.
+	 */
+	char **image_refs;
+	uint64_t *image_bytes;
+	size_t nr_images, alloc_images;
+};
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int64_t median(int64_t *v, size_t n)
+{
+	if (!n)
+		return -1;
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double median_d(double *v, size_t n)
+{
+	size_t i, j;
+
+	if (!n)
+		return -1;
+	for (i = 1; i < n; i++) /* few runs: insertion sort */
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static const char *eta_kind(const struct eta *e, const char *node)
+{
+	size_t i;
+
+	for (i = 0; i < e->nr_nodes; i++)
+		if (!strcmp(e->nodes[i], node))
+			return e->kinds[i];
+	return NULL;
+}
+
+static void eta_sample(struct eta *e, const char *scope, const char *role, const char *step,
+		       const char *cls, int64_t ms)
+{
+	ALLOC_GROW(e->samples, e->nr_samples + 1, e->alloc_samples);
+	e->samples[e->nr_samples].key = xasprintf("%s\t%s\t%s\t%s", scope, role, step, cls);
+	e->samples[e->nr_samples++].ms = ms;
+}
+
+/*
+ * The value of a "key<sep>value" line (a summary's "key: value", the facts'
+ * "key=value"), blanks after sep skipped, or NULL; caller frees.
+ */
+static char *line_value(const char *text, const char *key, char sep)
+{
+	size_t kl = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		if (len > kl + 1 && !strncmp(p, key, kl) && p[kl] == sep) {
+			const char *v = p + kl + 1;
+			while (*v == ' ')
+				v++;
+			return xstrndup(v, len - (size_t)(v - p));
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+static char *summary_get(const char *text, const char *key)
+{
+	return line_value(text, key, ':');
+}
+
+static struct eta_plan *eta_plan_of(const struct eta *e, const char *node)
+{
+	size_t i;
+
+	for (i = 0; i < e->nr_plans; i++)
+		if (!strcmp(e->plans[i].node, node))
+			return &e->plans[i];
+	return NULL;
+}
+
+/* In the run before the newest of the node: step role/step did work, or not. */
+static void eta_older(struct eta_plan *plan, const char *role, const char *step, bool work)
+{
+	size_t i, rl = strlen(role);
+
+	for (i = 0; i < plan->nr && work; i++)
+		if (!strncmp(plan->steps[i], role, rl) && plan->steps[i][rl] == '\t' &&
+		    !strcmp(plan->steps[i] + rl + 1, step))
+			plan->again[i] = true;
+}
+
+/*
+ * Which steps of a node are expected to do work: those that failed last
+ * time, those that changed in its last two runs (they change every time),
+ * and the steps of a role after one of those (what they depend on changes).
+ * A step that changed once was left converged: its check after apply passed.
+ */
+static void eta_settle(struct eta_plan *plan)
+{
+	size_t i;
+
+	plan->work = xcalloc(plan->nr ? plan->nr : 1, sizeof(bool));
+	for (i = 0; i < plan->nr; i++) {
+		const char *tab = strchr(plan->steps[i], '\t');
+		plan->work[i] = plan->last[i] == 'f' || (plan->last[i] == 'c' && plan->again[i]);
+		if (i > 0 && plan->work[i - 1] &&
+		    !strncmp(plan->steps[i - 1], plan->steps[i],
+			     (size_t)(tab - plan->steps[i]) + 1))
+			plan->work[i] = true;
+	}
+}
+
+/* Learn from one run (newest first): the timings of each node it ran. */
+static void eta_learn(struct eta *e, struct state *s, const char *id, const char *ran,
+		      int64_t elapsed)
+{
+	const char *p = ran;
+	int64_t slowest = 0;
+	bool changed = false;
+
+	while (*p) {
+		size_t len = strcspn(p, " ");
+		char *node = xstrndup(p, len), *path = xasprintf("nodes/%s/timings", node);
+		char *scope_n = xasprintf("n:%s", node), *scope_k = NULL;
+		struct strbuf t = STRBUF_INIT;
+		const char *kind = eta_kind(e, node), *l;
+		struct eta_plan *plan = NULL, *newer = eta_plan_of(e, node);
+		bool older = newer && !newer->older;
+		int64_t sum = 0;
+
+		if (kind)
+			scope_k = xasprintf("k:%s", kind);
+		if (!newer) {
+			ALLOC_GROW(e->plans, e->nr_plans + 1, e->alloc_plans);
+			plan = &e->plans[e->nr_plans++];
+			memset(plan, 0, sizeof(*plan));
+			plan->node = xstrdup(node);
+		}
+		if (state_read(s, id, path, &t, NULL) == 0) {
+			for (l = t.buf; *l;) {
+				const char *nl = strchr(l, '\n');
+				size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+				char *line = xstrndup(l, ll), *f[5] = {NULL}, *save = NULL, *w;
+				int nf = 0;
+				for (w = strtok_r(line, "\t", &save); w && nf < 5;
+				     w = strtok_r(NULL, "\t", &save))
+					f[nf++] = w;
+				if (nf >= 4) {
+					int64_t ms = strtoll(f[2], NULL, 10);
+					int64_t check = nf == 5 ? strtoll(f[4], NULL, 10) : -1;
+					bool work = strcmp(f[3], "unchanged") &&
+						    strcmp(f[3], "skipped") && strcmp(f[3], "ok");
+					const char *scopes[3] = {scope_n, scope_k, "*"};
+					size_t si;
+
+					sum += ms;
+					changed = changed || work;
+					if (check > ms)
+						check = ms;
+					for (si = 0; si < 3; si++) {
+						if (!scopes[si])
+							continue;
+						eta_sample(e, scopes[si], f[0], f[1], "*", ms);
+						/* not a role's step (facts): it never does work */
+						if (!strcmp(f[3], "ok"))
+							eta_sample(e, scopes[si], f[0], f[1], "o",
+								   ms);
+						if (!work) {
+							eta_sample(e, scopes[si], f[0], f[1], "k",
+								   ms);
+							continue;
+						}
+						eta_sample(e, scopes[si], f[0], f[1], "c", ms);
+						if (check >= 0) {
+							eta_sample(e, scopes[si], f[0], f[1], "k",
+								   check);
+							eta_sample(e, scopes[si], f[0], f[1], "a",
+								   ms - check);
+						}
+					}
+					if (plan) {
+						ALLOC_GROW(plan->steps, plan->nr + 1, plan->alloc);
+						plan->last = xrealloc(plan->last, plan->alloc);
+						plan->again = xrealloc(plan->again,
+								       plan->alloc * sizeof(bool));
+						plan->last[plan->nr] = !work ? 'u'
+								       : !strcmp(f[3], "failed")
+									   ? 'f'
+									   : 'c';
+						plan->again[plan->nr] = false;
+						plan->steps[plan->nr++] =
+						    xasprintf("%s\t%s", f[0], f[1]);
+					} else if (older) {
+						eta_older(newer, f[0], f[1], work);
+					}
+				}
+				free(line);
+				l += ll + (nl ? 1 : 0);
+			}
+		}
+		if (older)
+			newer->older = true;
+		if (sum > slowest)
+			slowest = sum;
+		strbuf_release(&t);
+		free(path);
+		free(node);
+		free(scope_n);
+		free(scope_k);
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+	if (elapsed >= slowest) {
+		struct eta_overhead *o = &e->overhead[changed];
+		ALLOC_GROW(o->ms, o->nr + 1, o->alloc);
+		o->ratio = xrealloc(o->ratio, o->alloc * sizeof(double));
+		o->ms[o->nr] = elapsed - slowest;
+		o->ratio[o->nr++] = slowest ? (double)(elapsed - slowest) / (double)slowest : 0;
+	}
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct eta_sample *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : cmp_i64(&x->ms, &y->ms);
+}
+
+/* Sort the samples and keep one median per key. */
+static void eta_group(struct eta *e)
+{
+	size_t i = 0, j, k;
+	int64_t *v;
+
+	if (!e->nr_samples)
+		return;
+	qsort(e->samples, e->nr_samples, sizeof(*e->samples), cmp_sample);
+	e->keys = xcalloc(e->nr_samples, sizeof(*e->keys));
+	v = xcalloc(e->nr_samples, sizeof(*v));
+	while (i < e->nr_samples) {
+		for (j = i; j < e->nr_samples && !strcmp(e->samples[j].key, e->samples[i].key); j++)
+			v[j - i] = e->samples[j].ms;
+		e->keys[e->nr].key = e->samples[i].key;
+		e->keys[e->nr++].median = median(v, j - i);
+		for (k = i + 1; k < j; k++)
+			free(e->samples[k].key);
+		i = j;
+	}
+	free(v);
+	free(e->samples);
+	e->samples = NULL;
+	e->nr_samples = 0;
+}
+
+/*
+ * The pulls of one run (newest first): each image's size (the newest
+ * seen), and per node the rate of its pull steps -- the bytes its images
+ * of a role took over that role's pull step's time (timings), as a sample
+ * "rate" of role/step in bytes per second (its "ms" field).
+ */
+static void eta_learn_pulls(struct eta *e, struct state *s, const char *id, const char *ran)
+{
+	const char *p = ran;
+
+	while (*p) {
+		size_t len = strcspn(p, " ");
+		char *node = xstrndup(p, len), *path = xasprintf("nodes/%s/pulls", node);
+		struct strbuf pulls = STRBUF_INIT, timings = STRBUF_INIT;
+		const char *kind = eta_kind(e, node);
+
+		if (state_read(s, id, path, &pulls, NULL) == 0 && pulls.len) {
+			char *tpath = xasprintf("nodes/%s/timings", node);
+			char *save = NULL, *line;
+			/* per role: bytes of its done pulls */
+			char *roles[8] = {NULL};
+			uint64_t bytes[8] = {0};
+			size_t nroles = 0, r, k;
+
+			(void)state_read(s, id, tpath, &timings, NULL);
+			free(tpath);
+			for (line = strtok_r(pulls.buf, "\n", &save); line;
+			     line = strtok_r(NULL, "\n", &save)) {
+				char *f[5] = {NULL}, *ls = NULL, *w;
+				int nf = 0;
+				for (w = strtok_r(line, "\t", &ls); w && nf < 5;
+				     w = strtok_r(NULL, "\t", &ls))
+					f[nf++] = w;
+				if (nf < 5 || strcmp(f[4], "done"))
+					continue;
+				for (k = 0; k < e->nr_images && strcmp(e->image_refs[k], f[1]); k++)
+					;
+				if (k == e->nr_images) {
+					ALLOC_GROW(e->image_refs, e->nr_images + 1,
+						   e->alloc_images);
+					e->image_bytes = xrealloc(
+					    e->image_bytes, e->alloc_images * sizeof(uint64_t));
+					e->image_refs[e->nr_images] = xstrdup(f[1]);
+					e->image_bytes[e->nr_images++] = strtoull(f[2], NULL, 10);
+				}
+				for (r = 0; r < nroles && strcmp(roles[r], f[0]); r++)
+					;
+				if (r == nroles && nroles < 8)
+					roles[nroles++] = f[0];
+				if (r < 8)
+					bytes[r] += strtoull(f[2], NULL, 10);
+			}
+			/* each role's pull step: the timings line of that role that took longest */
+			for (r = 0; r < nroles; r++) {
+				const char *l = timings.buf;
+				int64_t ms = 0;
+				char step[64] = "";
+				size_t rl = strlen(roles[r]);
+				while (l && *l) {
+					const char *nl = strchr(l, '\n');
+					if (!strncmp(l, roles[r], rl) && l[rl] == '\t') {
+						const char *st = l + rl + 1,
+							   *tab = strchr(st, '\t');
+						int64_t v = tab ? strtoll(tab + 1, NULL, 10) : 0;
+						const char *res =
+						    tab ? strchr(tab + 1, '\t') : NULL;
+						/* a step that pulled in this run (a file of an
+						 * earlier run lies under a run that wrote none) */
+						if (tab && v > ms &&
+						    (size_t)(tab - st) < sizeof(step) &&
+						    strncmp(st, "import", 6) && res &&
+						    !strncmp(res + 1, "changed", 7)) {
+							ms = v;
+							snprintf(step, sizeof(step), "%.*s",
+								 (int)(tab - st), st);
+						}
+					}
+					l = nl ? nl + 1 : NULL;
+				}
+				if (ms > 0 && bytes[r]) {
+					const char *scopes[3] = {NULL, NULL, "*"};
+					char *sn = xasprintf("n:%s", node),
+					     *sk = kind ? xasprintf("k:%s", kind) : NULL;
+					size_t si;
+					scopes[0] = sn;
+					scopes[1] = sk;
+					for (si = 0; si < 3; si++)
+						if (scopes[si])
+							eta_sample(e, scopes[si], "pull", "rate",
+								   "r",
+								   (int64_t)(bytes[r] * 1000 /
+									     (uint64_t)ms));
+					free(sn);
+					free(sk);
+				}
+			}
+		}
+		strbuf_release(&pulls);
+		strbuf_release(&timings);
+		free(path);
+		free(node);
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+/*
+ * Which machine each node was when the record last saw it: the facts of
+ * the newest run of any command that ran it (a `check` after the last `up`
+ * counts: it met the machine too).  Called for each run, newest first, with
+ * the nodes it ran; at most ETA_MACHINE_RUNS runs back.
+ */
+static size_t learn_machines(struct eta *e, struct state *s, const char *id, const char *ran)
+{
+	const char *p = ran;
+	size_t found = 0;
+
+	while (*p) {
+		size_t len = strcspn(p, " "), k;
+		for (k = 0; k < e->nr_nodes; k++) {
+			struct strbuf facts = STRBUF_INIT;
+			char *path;
+			if (e->machines[k] || strlen(e->nodes[k]) != len ||
+			    strncmp(p, e->nodes[k], len))
+				continue;
+			path = xasprintf("nodes/%s/facts", e->nodes[k]);
+			if (state_read(s, id, path, &facts, NULL) == 0)
+				e->machines[k] = line_value(facts.buf, "machine_id", '=');
+			found += e->machines[k] != NULL;
+			strbuf_release(&facts);
+			free(path);
+		}
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+	return found;
+}
+
+struct eta *eta_load(struct state *s, const char *command, const char *const *nodes,
+		     const char *const *kinds, size_t nr)
+{
+	struct eta *e = xcalloc(1, sizeof(*e));
+	struct state_run *runs = NULL;
+	size_t nr_runs = 0, i, known = 0;
+
+	e->nr_nodes = nr;
+	e->nodes = xcalloc(nr ? nr : 1, sizeof(char *));
+	e->kinds = xcalloc(nr ? nr : 1, sizeof(char *));
+	e->machines = xcalloc(nr ? nr : 1, sizeof(char *));
+	e->met = xcalloc(nr ? nr : 1, sizeof(bool));
+	for (i = 0; i < nr; i++) {
+		e->nodes[i] = xstrdup(nodes[i]);
+		e->kinds[i] = xstrdup(kinds[i]);
+	}
+	if (s && state_runs(s, &runs, &nr_runs, NULL) == 0) {
+		/* One reading of each summary: the runs to learn from, the machines the nodes were.
+		 */
+		for (i = 0; i < nr_runs &&
+			    (e->runs < ETA_MAX_RUNS || (i < ETA_MACHINE_RUNS && known < nr));
+		     i++) {
+			struct strbuf sum = STRBUF_INIT;
+			char *cmd = NULL, *ran = NULL, *elapsed = NULL, *result = NULL;
+			if (state_read(s, runs[i].id, "summary", &sum, NULL) == 0) {
+				cmd = summary_get(sum.buf, "command");
+				ran = summary_get(sum.buf, "ran");
+				elapsed = summary_get(sum.buf, "duration_ms");
+				result = summary_get(sum.buf, "result");
+			}
+			/* Runs that were cut short say nothing about how long a run takes. */
+			if (ran && i < ETA_MACHINE_RUNS && known < nr)
+				known += learn_machines(e, s, runs[i].id, ran);
+			if (e->runs < ETA_MAX_RUNS && cmd && ran && elapsed && result &&
+			    !strcmp(cmd, command) &&
+			    (!strcmp(result, "ok") || !strcmp(result, "failed"))) {
+				eta_learn(e, s, runs[i].id, ran, strtoll(elapsed, NULL, 10));
+				eta_learn_pulls(e, s, runs[i].id, ran);
+				e->runs++;
+			}
+			free(cmd);
+			free(ran);
+			free(elapsed);
+			free(result);
+			strbuf_release(&sum);
+		}
+		state_runs_free(runs, nr_runs);
+	}
+	eta_group(e);
+	for (i = 0; i < e->nr_plans; i++)
+		eta_settle(&e->plans[i]);
+	for (i = 0; i < 2; i++) {
+		e->overhead_median[i] = median(e->overhead[i].ms, e->overhead[i].nr);
+		e->overhead_ratio[i] = median_d(e->overhead[i].ratio, e->overhead[i].nr);
+	}
+	return e;
+}
+
+void eta_free(struct eta *e)
+{
+	size_t i, k;
+
+	if (!e)
+		return;
+	for (i = 0; i < e->nr; i++)
+		free(e->keys[i].key);
+	free(e->keys);
+	for (i = 0; i < e->nr_samples; i++)
+		free(e->samples[i].key);
+	free(e->samples);
+	for (i = 0; i < e->nr_images; i++)
+		free(e->image_refs[i]);
+	free(e->image_refs);
+	free(e->image_bytes);
+	for (i = 0; i < e->nr_plans; i++) {
+		for (k = 0; k < e->plans[i].nr; k++)
+			free(e->plans[i].steps[k]);
+		free(e->plans[i].expect);
+		free(e->plans[i].steps);
+		free(e->plans[i].last);
+		free(e->plans[i].again);
+		free(e->plans[i].work);
+		free(e->plans[i].node);
+	}
+	free(e->plans);
+	for (i = 0; i < e->nr_nodes; i++) {
+		free(e->nodes[i]);
+		free(e->kinds[i]);
+		free(e->machines[i]);
+	}
+	free(e->nodes);
+	free(e->kinds);
+	free(e->machines);
+	free(e->met);
+	for (i = 0; i < 2; i++) {
+		free(e->overhead[i].ms);
+		free(e->overhead[i].ratio);
+	}
+	free(e);
+}
+
+static int cmp_key(const void *k, const void *entry)
+{
+	return strcmp(k, ((const struct eta_key *)entry)->key);
+}
+
+static int64_t eta_find(const struct eta *e, const char *scope, const char *role_step,
+			const char *cls)
+{
+	char *key = xasprintf("%s\t%s\t%s", scope, role_step, cls);
+	const struct eta_key *k =
+	    e->nr ? bsearch(key, e->keys, e->nr, sizeof(*e->keys), cmp_key) : NULL;
+
+	free(key);
+	return k ? k->median : -1;
+}
+
+/* The median of class cls: the node's own, else its kind's, else any node's; -1 none. */
+static int64_t eta_find_scoped(const struct eta *e, const char *node, const char *role_step,
+			       const char *cls)
+{
+	const char *kind = eta_kind(e, node);
+	char *scope[3] = {xasprintf("n:%s", node), kind ? xasprintf("k:%s", kind) : NULL,
+			  xstrdup("*")};
+	int64_t v = -1;
+	size_t i;
+
+	for (i = 0; i < 3 && v < 0; i++)
+		if (scope[i])
+			v = eta_find(e, scope[i], role_step, cls);
+	for (i = 0; i < 3; i++)
+		free(scope[i]);
+	return v;
+}
+
+/*
+ * A step expected to do work: its check and its apply (or, from records
+ * that do not split them, the whole of it when it did work), from the
+ * node's own runs, else from nodes of its kind, else from any node; -1
+ * when no node of the record ever saw it do work ("no history": its check
+ * alone, what a converged node spends on it, would be 10 to 70 times too
+ * little for a kubeadm init: issue 33).  A step expected to change nothing:
+ * its check, else any time it took.
+ */
+static int64_t eta_lookup(const struct eta *e, const char *node, const char *role_step, bool work)
+{
+	const char *kind = eta_kind(e, node);
+	char *scope[3] = {xasprintf("n:%s", node), kind ? xasprintf("k:%s", kind) : NULL,
+			  xstrdup("*")};
+	int64_t v = -1;
+	size_t i;
+
+	if (!work) {
+		v = eta_find_scoped(e, node, role_step, "k");
+		if (v < 0)
+			v = eta_find_scoped(e, node, role_step, "*");
+	}
+	for (i = 0; work && i < 3 && v < 0; i++) {
+		int64_t k, a;
+		if (!scope[i])
+			continue;
+		k = eta_find(e, scope[i], role_step, "k");
+		a = eta_find(e, scope[i], role_step, "a");
+		v = k >= 0 && a >= 0 ? k + a : eta_find(e, scope[i], role_step, "c");
+	}
+	/* the facts, which never do work: any time they took */
+	if (work && v < 0 && eta_find_scoped(e, node, role_step, "o") >= 0)
+		v = eta_find_scoped(e, node, role_step, "*");
+	for (i = 0; i < 3; i++)
+		free(scope[i]);
+	return v;
+}
+
+/* Is this step of the node expected to do work (struct eta_plan)? */
+static bool eta_work(const struct eta *e, const char *node, const char *role_step)
+{
+	const struct eta_plan *plan = eta_plan_of(e, node);
+	size_t i;
+
+	if (!plan)
+		return true; /* a new node */
+	for (i = 0; i < plan->nr; i++)
+		if (!strcmp(plan->steps[i], role_step))
+			return plan->work[i];
+	return true; /* a step it did not run */
+}
+
+int64_t eta_step_ms(const struct eta *e, const char *node, const char *role, const char *step)
+{
+	char *rs;
+	int64_t v;
+
+	if (!e)
+		return -1;
+	rs = xasprintf("%s\t%s", role, step);
+	v = eta_lookup(e, node, rs, eta_work(e, node, rs));
+	free(rs);
+	return v;
+}
+
+/*
+ * The known part of a node's work (the steps it ran last time, or the
+ * newest node of its kind's), -1 when the record has no such node;
+ * *unknown gets how many of those steps have no history of doing work, and
+ * what (the first), the step's "role › step", to *what when non-NULL.
+ */
+static int64_t eta_node(const struct eta *e, const char *node, size_t *unknown, char **what)
+{
+	const struct eta_plan *plan;
+	const char *kind;
+	int64_t sum = 0;
+	size_t i;
+
+	*unknown = 0;
+	plan = eta_plan_of(e, node);
+	/* A node never seen: the steps of the newest node of its kind. */
+	kind = eta_kind(e, node);
+	for (i = 0; i < e->nr_plans && !plan && kind; i++) {
+		const char *k = eta_kind(e, e->plans[i].node);
+		if (k && !strcmp(k, kind))
+			plan = &e->plans[i];
+	}
+	if (!plan)
+		return -1;
+	for (i = 0; i < plan->nr; i++) {
+		/* the node's own plan says what each step will do, another's only which steps */
+		bool own = plan == eta_plan_of(e, node);
+		bool work = own ? plan->work[i] : true;
+		int64_t v = own && plan->expect && plan->expect[i] >= 0
+				? plan->expect[i]
+				: eta_lookup(e, node, plan->steps[i], work);
+		if (v > 0)
+			sum += v;
+		if (v < 0 && work) {
+			if (!*unknown && what) {
+				const char *tab = strchr(plan->steps[i], '\t');
+				*what = xasprintf("%.*s › %s", (int)(tab - plan->steps[i]),
+						  plan->steps[i], tab + 1);
+			}
+			(*unknown)++;
+		}
+	}
+	return sum;
+}
+
+uint64_t eta_image_bytes(const struct eta *e, const char *ref)
+{
+	size_t i;
+
+	for (i = 0; e && i < e->nr_images; i++)
+		if (!strcmp(e->image_refs[i], ref))
+			return e->image_bytes[i];
+	return 0;
+}
+
+int64_t eta_pull_ms(const struct eta *e, const char *node, uint64_t bytes)
+{
+	int64_t rate;
+
+	if (!e)
+		return -1;
+	rate = eta_find_scoped(e, node, "pull\trate", "r"); /* bytes per second */
+	if (rate <= 0)
+		return -1;
+	return (int64_t)(bytes * 1000 / (uint64_t)rate);
+}
+
+bool eta_expect(struct eta *e, const char *node, const char *role, const char *step, int64_t ms)
+{
+	struct eta_plan *plan = e ? eta_plan_of(e, node) : NULL;
+	char *rs;
+	size_t i;
+	bool found = false;
+
+	if (!plan)
+		return false;
+	rs = xasprintf("%s\t%s", role, step);
+	if (!plan->expect) {
+		plan->expect = xcalloc(plan->nr ? plan->nr : 1, sizeof(int64_t));
+		for (i = 0; i < plan->nr; i++)
+			plan->expect[i] = -1;
+	}
+	for (i = 0; i < plan->nr; i++)
+		if (!strcmp(plan->steps[i], rs)) {
+			plan->expect[i] = ms;
+			plan->work[i] = true;
+			found = true;
+		}
+	free(rs);
+	return found;
+}
+
+int64_t eta_node_ms(const struct eta *e, const char *node)
+{
+	size_t unknown;
+	int64_t v;
+
+	if (!e)
+		return -1;
+	v = eta_node(e, node, &unknown, NULL);
+	/* a step with no history: no estimate, rather than a tiny one */
+	return unknown ? -1 : v;
+}
+
+size_t eta_unknown(const struct eta *e, const char *const *nodes, size_t nr, struct strbuf *what)
+{
+	size_t i, total = 0, first = 0;
+
+	for (i = 0; e && e->runs && i < nr; i++) {
+		char *step = NULL;
+		size_t unknown;
+		if (eta_node(e, nodes[i], &unknown, &step) < 0) {
+			/* no node of its kind in the record: none of its steps is known */
+			unknown = 1;
+			step = xstrdup("every step (no node of its kind in the record)");
+		}
+		if (unknown && what && !total) {
+			strbuf_addf(what, "%s on %s", step, nodes[i]);
+			first = unknown;
+		}
+		total += unknown;
+		free(step);
+	}
+	if (what && total > first)
+		strbuf_addf(what, " and %zu more step%s", total - first,
+			    total - first == 1 ? "" : "s");
+	else if (what && first > 1)
+		strbuf_addf(what, " and %zu more step%s there", first - 1, first == 2 ? "" : "s");
+	return total;
+}
+
+int64_t eta_total_ms(const struct eta *e, const char *const *nodes, size_t nr, int forks)
+{
+	int64_t slowest = 0, total = 0, over;
+	bool work = false;
+	size_t i, k;
+
+	if (!e || !e->runs)
+		return -1;
+	for (i = 0; i < nr; i++) {
+		const struct eta_plan *plan = eta_plan_of(e, nodes[i]);
+		size_t unknown;
+		/* the known part of each node: a lower bound where steps have no history */
+		int64_t v = eta_node(e, nodes[i], &unknown, NULL);
+		work = work || !plan;
+		for (k = 0; plan && k < plan->nr; k++)
+			work = work || plan->work[k];
+		if (v < 0)
+			continue;
+		total += v;
+		if (v > slowest)
+			slowest = v;
+	}
+	if (forks > 0 && total / forks > slowest)
+		slowest = total / forks;
+	/*
+	 * The time outside the steps (connecting, the passes' barriers,
+	 * validation) of earlier runs like this one, that did work or not; with
+	 * none such, the other kind's in proportion to the steps' time (a run
+	 * that does work waits at its barriers for work, one that does not for
+	 * checks).
+	 */
+	over = e->overhead_median[work];
+	if (over < 0 && e->overhead_ratio[!work] >= 0)
+		over = (int64_t)(e->overhead_ratio[!work] * (double)slowest);
+	return slowest + (over > 0 ? over : 0);
+}
+
+bool eta_machine(struct eta *e, const char *node, const char *machine_id)
+{
+	struct eta_plan *plan;
+	size_t i, k;
+	bool other;
+
+	if (!e || !machine_id || !*machine_id)
+		return false;
+	for (i = 0; i < e->nr_nodes && strcmp(e->nodes[i], node); i++)
+		;
+	/* the first word counts: a node that names several machines changes nothing more */
+	if (i == e->nr_nodes || e->met[i])
+		return false;
+	e->met[i] = true;
+	other = e->machines[i] && strcmp(e->machines[i], machine_id);
+	free(e->machines[i]);
+	e->machines[i] = xstrdup(machine_id);
+	plan = eta_plan_of(e, node);
+	if (!other || !plan)
+		return false; /* the same machine, or one this command never ran: as estimated */
+	for (k = 0; k < plan->nr; k++)
+		plan->work[k] = true;
+	return true;
+}
+
+size_t eta_runs(const struct eta *e)
+{
+	return e ? e->runs : 0;
+}
