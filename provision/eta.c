@@ -128,34 +128,6 @@ static void eta_sample(struct eta *e, const char *scope, const char *role, const
 	e->samples[e->nr_samples++].ms = ms;
 }
 
-/*
- * The value of a "key<sep>value" line (a summary's "key: value", the facts'
- * "key=value"), blanks after sep skipped, or NULL; caller frees.
- */
-static char *line_value(const char *text, const char *key, char sep)
-{
-	size_t kl = strlen(key);
-	const char *p = text;
-
-	while (p && *p) {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		if (len > kl + 1 && !strncmp(p, key, kl) && p[kl] == sep) {
-			const char *v = p + kl + 1;
-			while (*v == ' ')
-				v++;
-			return xstrndup(v, len - (size_t)(v - p));
-		}
-		p = nl ? nl + 1 : NULL;
-	}
-	return NULL;
-}
-
-static char *summary_get(const char *text, const char *key)
-{
-	return line_value(text, key, ':');
-}
-
 static struct eta_plan *eta_plan_of(const struct eta *e, const char *node)
 {
 	size_t i;
@@ -469,7 +441,11 @@ static size_t learn_machines(struct eta *e, struct state *s, const char *id, con
 				continue;
 			path = xasprintf("nodes/%s/facts", e->nodes[k]);
 			if (state_read(s, id, path, &facts, NULL) == 0)
-				e->machines[k] = line_value(facts.buf, "machine_id", '=');
+				e->machines[k] = state_facts_get(facts.buf, "machine_id");
+			if (e->machines[k] && !*e->machines[k]) { /* no machine named */
+				free(e->machines[k]);
+				e->machines[k] = NULL;
+			}
 			found += e->machines[k] != NULL;
 			strbuf_release(&facts);
 			free(path);
@@ -506,15 +482,15 @@ struct eta *eta_load(struct state *s, const char *command, const char *const *no
 			struct strbuf sum = STRBUF_INIT;
 			char *cmd = NULL, *ran = NULL, *elapsed = NULL, *result = NULL;
 			if (state_read(s, runs[i].id, "summary", &sum, NULL) == 0) {
-				cmd = summary_get(sum.buf, "command");
-				ran = summary_get(sum.buf, "ran");
-				elapsed = summary_get(sum.buf, "duration_ms");
-				result = summary_get(sum.buf, "result");
+				cmd = state_summary_get(sum.buf, "command");
+				ran = state_summary_get(sum.buf, "ran");
+				elapsed = state_summary_get(sum.buf, "duration_ms");
+				result = state_summary_get(sum.buf, "result");
 			}
 			/* Runs that were cut short say nothing about how long a run takes. */
 			if (ran && i < ETA_MACHINE_RUNS && known < nr)
 				known += learn_machines(e, s, runs[i].id, ran);
-			if (e->runs < ETA_MAX_RUNS && cmd && ran && elapsed && result &&
+			if (e->runs < ETA_MAX_RUNS && cmd && ran && *ran && elapsed && result &&
 			    !strcmp(cmd, command) &&
 			    (!strcmp(result, "ok") || !strcmp(result, "failed"))) {
 				eta_learn(e, s, runs[i].id, ran, strtoll(elapsed, NULL, 10));

@@ -816,6 +816,35 @@ struct list_ctx {
 	size_t n, alloc;
 };
 
+static char *line_value(const char *text, const char *key, char sep)
+{
+	size_t kl = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		if (len > kl && !strncmp(p, key, kl) && p[kl] == sep) {
+			const char *v = p + kl + 1;
+			while (*v == ' ')
+				v++;
+			return xstrndup(v, len - (size_t)(v - p));
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+char *state_summary_get(const char *summary, const char *key)
+{
+	return line_value(summary, key, ':');
+}
+
+char *state_facts_get(const char *facts, const char *key)
+{
+	return line_value(facts, key, '=');
+}
+
 static int list_cb(const char *root, const git_tree_entry *entry, void *payload)
 {
 	struct list_ctx *lc = payload;

@@ -143,6 +143,16 @@ int state_resolve(struct state *s, const char *spec, char id[41], struct error *
 int state_read(struct state *s, const char *id, const char *path, struct strbuf *out,
 	       struct error *err);
 
+/*
+ * The record's text files are lines of "key: value" (summary) or
+ * "key=value" (facts): the value of the first line for `key`, blanks after
+ * the separator skipped ("" for an empty value), or NULL when no line has
+ * it; caller frees.  The one reader of those lines (the ETA, history, show,
+ * bundle).
+ */
+char *state_summary_get(const char *summary, const char *key);
+char *state_facts_get(const char *facts, const char *key);
+
 /* The paths of a run's files under `prefix` ("" for all), sorted; caller frees. */
 int state_list(struct state *s, const char *id, const char *prefix, char ***paths, size_t *nr,
 	       struct error *err);

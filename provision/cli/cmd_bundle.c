@@ -116,7 +116,7 @@ static int bundle_exec(int nr_pos, char **pos)
 		goto out;
 	}
 	state_read(s, id, "summary", &sum, NULL);
-	cluster = cli_summary_get(sum.buf, "cluster");
+	cluster = state_summary_get(sum.buf, "cluster");
 	top = xasprintf("%s-bundle-%.8s", cluster ? cluster : "cluster", id);
 	out = args.out ? xstrdup(args.out) : xasprintf("%s.tar", top);
 	for (i = 0; i < nr; i++) {

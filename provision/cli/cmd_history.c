@@ -61,13 +61,13 @@ static int history_exec(int nr_pos, char **pos)
 		char *cmd, *result, *ms, *eta_ms, *nodes, *changed, *failed;
 
 		state_read(s, runs[i].id, "summary", &sum, NULL);
-		cmd = cli_summary_get(sum.buf, "command");
-		result = cli_summary_get(sum.buf, "result");
-		ms = cli_summary_get(sum.buf, "duration_ms");
-		eta_ms = cli_summary_get(sum.buf, "eta_ms");
-		nodes = cli_summary_get(sum.buf, "nodes");
-		changed = cli_summary_get(sum.buf, "changed");
-		failed = cli_summary_get(sum.buf, "failed");
+		cmd = state_summary_get(sum.buf, "command");
+		result = state_summary_get(sum.buf, "result");
+		ms = state_summary_get(sum.buf, "duration_ms");
+		eta_ms = state_summary_get(sum.buf, "eta_ms");
+		nodes = state_summary_get(sum.buf, "nodes");
+		changed = state_summary_get(sum.buf, "changed");
+		failed = state_summary_get(sum.buf, "failed");
 		cli_run_time(when, sizeof(when), runs[i].time);
 		ms_text(dur, sizeof(dur), ms);
 		ms_text(eta, sizeof(eta), eta_ms);

@@ -81,9 +81,9 @@ static int show_exec(int nr_pos, char **pos)
 			strbuf_addf(&out, "  %.*s\n", (int)len, p);
 			p += len + (nl ? 1 : 0);
 		}
-		ran = cli_summary_get(sum.buf, "ran");
+		ran = state_summary_get(sum.buf, "ran");
 		{
-			char *result = cli_summary_get(sum.buf, "result");
+			char *result = state_summary_get(sum.buf, "result");
 			if (result && !strcmp(result, "killed")) {
 				/* It recorded no results: what it did is in its logs. */
 				strbuf_addf(&out,

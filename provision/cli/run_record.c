@@ -532,22 +532,3 @@ void cli_run_time(char *buf, size_t size, int64_t t)
 	localtime_r(&tt, &tm);
 	strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
 }
-
-char *cli_summary_get(const char *text, const char *key)
-{
-	size_t kl = strlen(key);
-	const char *p = text;
-
-	while (p && *p) {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		if (len > kl && !strncmp(p, key, kl) && p[kl] == ':') {
-			const char *v = p + kl + 1;
-			while (*v == ' ')
-				v++;
-			return xstrndup(v, len - (size_t)(v - p));
-		}
-		p = nl ? nl + 1 : NULL;
-	}
-	return NULL;
-}

@@ -104,7 +104,4 @@ int cli_state_open_ro(const char *cmd_name, const char *inventory, const char *s
 /* "2026-11-22 10:00:00" for a run's time. */
 void cli_run_time(char *buf, size_t size, int64_t t);
 
-/* The value of `key: value` in a run's summary file, or NULL; caller frees. */
-char *cli_summary_get(const char *summary, const char *key);
-
 #endif
