@@ -1,6 +1,7 @@
 /* eta: see eta.h.  Reads the record through state.h; no libgit2 here. */
 #include "eta.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,21 +39,31 @@ struct eta_key {
 	int64_t median;
 };
 
+/*
+ * A node's steps: every step its runs read ran, each as the newest run
+ * that ran it left it, and the coming run's steps (seq) among them.
+ */
 struct eta_plan {
 	char *node;
-	int64_t *expect; /* steps[i]'s duration as the run now expects it (eta_expect); -1 none */
-	char **steps;	 /* "role\tstep" of the newest run that ran the node */
-	char *last;	 /* steps[i]'s result then: 'u' no work, 'c' changed, 'f' failed */
-	bool *again;	 /* steps[i] did work in the run of the node before that too */
-	bool *work;	 /* steps[i] is expected to do work (check + apply): eta_settle() */
+	char **steps;	 /* "role\tstep" */
+	char *last;	 /* its result then: 'u' no work, 'c' changed, 'f' failed; 'n' never ran */
+	bool *again;	 /* it did work in the run of the node before that too */
+	unsigned *age;	 /* which run of the node ran it last: 0 the newest */
+	unsigned *seen;	 /* in how many runs of the node (counted to 2) */
+	bool *work;	 /* it is expected to do work (check + apply): eta_settle() */
+	int64_t *expect; /* its duration as the run now expects it (eta_expect); -1 none */
 	size_t nr, alloc;
-	bool older; /* the run before the newest was read */
+	size_t *seq; /* the coming run's steps, in order: indices into steps */
+	size_t nr_seq;
+	unsigned runs; /* runs of the node read */
+	bool other;    /* another machine than the record saw (eta_machine) */
 };
 
 /* What the time outside the nodes' steps was, in runs that did work and in runs that did not. */
 struct eta_overhead {
 	int64_t *ms;
 	double *ratio; /* ms / the slowest node's steps */
+	char **phases; /* the run's phases, as its summary says ("" not said) */
 	size_t nr, alloc;
 };
 
@@ -138,41 +149,125 @@ static struct eta_plan *eta_plan_of(const struct eta *e, const char *node)
 	return NULL;
 }
 
-/* In the run before the newest of the node: step role/step did work, or not. */
-static void eta_older(struct eta_plan *plan, const char *role, const char *step, bool work)
+static struct eta_plan *eta_plan_new(struct eta *e, const char *node)
 {
-	size_t i, rl = strlen(role);
+	struct eta_plan *plan;
 
-	for (i = 0; i < plan->nr && work; i++)
-		if (!strncmp(plan->steps[i], role, rl) && plan->steps[i][rl] == '\t' &&
-		    !strcmp(plan->steps[i] + rl + 1, step))
-			plan->again[i] = true;
+	ALLOC_GROW(e->plans, e->nr_plans + 1, e->alloc_plans);
+	plan = &e->plans[e->nr_plans++];
+	memset(plan, 0, sizeof(*plan));
+	plan->node = xstrdup(node);
+	return plan;
+}
+
+/* The index of step rs ("role\tstep") in the plan, looked for from hint on; nr if none. */
+static size_t eta_step_of(const struct eta_plan *plan, const char *rs, size_t hint)
+{
+	size_t i, k;
+
+	for (k = 0; k < plan->nr; k++) {
+		i = (hint + k) % plan->nr;
+		if (!strcmp(plan->steps[i], rs))
+			return i;
+	}
+	return plan->nr;
+}
+
+static size_t eta_step_add(struct eta_plan *plan, const char *rs, char last, unsigned age)
+{
+	size_t i = plan->nr;
+
+	ALLOC_GROW(plan->steps, plan->nr + 1, plan->alloc);
+	plan->last = xrealloc(plan->last, plan->alloc);
+	plan->again = xrealloc(plan->again, plan->alloc * sizeof(bool));
+	plan->age = xrealloc(plan->age, plan->alloc * sizeof(unsigned));
+	plan->seen = xrealloc(plan->seen, plan->alloc * sizeof(unsigned));
+	if (plan->expect)
+		plan->expect = xrealloc(plan->expect, plan->alloc * sizeof(int64_t));
+	plan->steps[i] = xstrdup(rs);
+	plan->last[i] = last;
+	plan->again[i] = false;
+	plan->age[i] = age;
+	plan->seen[i] = last == 'n' ? 0 : 1;
+	if (plan->expect)
+		plan->expect[i] = -1;
+	plan->nr++;
+	return i;
+}
+
+/* Steps a and b ("role\tstep") are of the same role. */
+static bool eta_same_role(const char *a, const char *b)
+{
+	size_t rl = strcspn(a, "\t");
+
+	return !strncmp(a, b, rl) && (b[rl] == '\t' || !b[rl]);
 }
 
 /*
- * Which steps of a node are expected to do work: those that failed last
- * time, those that changed in its last two runs (they change every time),
- * and the steps of a role after one of those (what they depend on changes).
- * A step that changed once was left converged: its check after apply passed.
+ * Which steps of a node are expected to do work: those it never ran, those
+ * that failed last time, those that changed in its last two runs of them
+ * (they change every time), those the run learnt a duration of
+ * (eta_expect), every step of another machine (eta_machine), and in the
+ * coming run the steps of a role after one of those (what they depend on
+ * changes).  A step that changed once was left converged: its check after
+ * apply passed.
  */
 static void eta_settle(struct eta_plan *plan)
 {
 	size_t i;
 
+	free(plan->work);
 	plan->work = xcalloc(plan->nr ? plan->nr : 1, sizeof(bool));
-	for (i = 0; i < plan->nr; i++) {
-		const char *tab = strchr(plan->steps[i], '\t');
-		plan->work[i] = plan->last[i] == 'f' || (plan->last[i] == 'c' && plan->again[i]);
-		if (i > 0 && plan->work[i - 1] &&
-		    !strncmp(plan->steps[i - 1], plan->steps[i],
-			     (size_t)(tab - plan->steps[i]) + 1))
-			plan->work[i] = true;
+	for (i = 0; i < plan->nr; i++)
+		plan->work[i] = plan->other || plan->last[i] == 'n' || plan->last[i] == 'f' ||
+				(plan->last[i] == 'c' && plan->again[i]) ||
+				(plan->expect && plan->expect[i] >= 0);
+	for (i = 1; i < plan->nr_seq; i++)
+		if (plan->work[plan->seq[i - 1]] &&
+		    eta_same_role(plan->steps[plan->seq[i - 1]], plan->steps[plan->seq[i]]))
+			plan->work[plan->seq[i]] = true;
+}
+
+/* Without eta_run_steps, the coming run is the steps of the node's newest run. */
+static void eta_seq_newest(struct eta_plan *plan)
+{
+	size_t i;
+
+	free(plan->seq);
+	plan->seq = xcalloc(plan->nr ? plan->nr : 1, sizeof(size_t));
+	plan->nr_seq = 0;
+	for (i = 0; i < plan->nr; i++)
+		if (plan->age[i] == 0)
+			plan->seq[plan->nr_seq++] = i;
+}
+
+/*
+ * A step of the node's run number `age` (0: its newest): the first run
+ * that has it says how it was left, the second whether it did work again.
+ */
+static void eta_learn_step(struct eta_plan *plan, const char *role, const char *step,
+			   const char *result, bool work, unsigned age, size_t *hint)
+{
+	char *rs = xasprintf("%s\t%s", role, step);
+	size_t i = eta_step_of(plan, rs, *hint);
+
+	if (i == plan->nr)
+		i = eta_step_add(plan, rs,
+				 !work			     ? 'u'
+				 : !strcmp(result, "failed") ? 'f'
+							     : 'c',
+				 age);
+	else if (plan->seen[i] == 1 && plan->age[i] != age) {
+		plan->again[i] = work;
+		plan->seen[i] = 2;
 	}
+	*hint = i + 1;
+	free(rs);
 }
 
 /* Learn from one run (newest first): the timings of each node it ran. */
 static void eta_learn(struct eta *e, struct state *s, const char *id, const char *ran,
-		      int64_t elapsed)
+		      const char *phases, int64_t elapsed)
 {
 	const char *p = ran;
 	int64_t slowest = 0;
@@ -184,18 +279,16 @@ static void eta_learn(struct eta *e, struct state *s, const char *id, const char
 		char *scope_n = xasprintf("n:%s", node), *scope_k = NULL;
 		struct strbuf t = STRBUF_INIT;
 		const char *kind = eta_kind(e, node), *l;
-		struct eta_plan *plan = NULL, *newer = eta_plan_of(e, node);
-		bool older = newer && !newer->older;
+		struct eta_plan *plan = eta_plan_of(e, node);
+		unsigned age;
+		size_t hint = 0;
 		int64_t sum = 0;
 
 		if (kind)
 			scope_k = xasprintf("k:%s", kind);
-		if (!newer) {
-			ALLOC_GROW(e->plans, e->nr_plans + 1, e->alloc_plans);
-			plan = &e->plans[e->nr_plans++];
-			memset(plan, 0, sizeof(*plan));
-			plan->node = xstrdup(node);
-		}
+		if (!plan)
+			plan = eta_plan_new(e, node);
+		age = plan->runs++;
 		if (state_read(s, id, path, &t, NULL) == 0) {
 			for (l = t.buf; *l;) {
 				const char *nl = strchr(l, '\n');
@@ -238,28 +331,12 @@ static void eta_learn(struct eta *e, struct state *s, const char *id, const char
 								   ms - check);
 						}
 					}
-					if (plan) {
-						ALLOC_GROW(plan->steps, plan->nr + 1, plan->alloc);
-						plan->last = xrealloc(plan->last, plan->alloc);
-						plan->again = xrealloc(plan->again,
-								       plan->alloc * sizeof(bool));
-						plan->last[plan->nr] = !work ? 'u'
-								       : !strcmp(f[3], "failed")
-									   ? 'f'
-									   : 'c';
-						plan->again[plan->nr] = false;
-						plan->steps[plan->nr++] =
-						    xasprintf("%s\t%s", f[0], f[1]);
-					} else if (older) {
-						eta_older(newer, f[0], f[1], work);
-					}
+					eta_learn_step(plan, f[0], f[1], f[3], work, age, &hint);
 				}
 				free(line);
 				l += ll + (nl ? 1 : 0);
 			}
 		}
-		if (older)
-			newer->older = true;
 		if (sum > slowest)
 			slowest = sum;
 		strbuf_release(&t);
@@ -275,7 +352,9 @@ static void eta_learn(struct eta *e, struct state *s, const char *id, const char
 		struct eta_overhead *o = &e->overhead[changed];
 		ALLOC_GROW(o->ms, o->nr + 1, o->alloc);
 		o->ratio = xrealloc(o->ratio, o->alloc * sizeof(double));
+		o->phases = xrealloc(o->phases, o->alloc * sizeof(char *));
 		o->ms[o->nr] = elapsed - slowest;
+		o->phases[o->nr] = xstrdup(phases ? phases : "");
 		o->ratio[o->nr++] = slowest ? (double)(elapsed - slowest) / (double)slowest : 0;
 	}
 }
@@ -457,6 +536,38 @@ static size_t learn_machines(struct eta *e, struct state *s, const char *id, con
 	return found;
 }
 
+/*
+ * The time outside the steps of earlier runs that changed nothing and of
+ * the others: the medians of the runs of these phases when there are any
+ * (a run's barriers depend on its passes: init alone has one, the whole up
+ * five), else of every run.
+ */
+static void eta_overhead_of(struct eta *e, const char *phases)
+{
+	size_t c, i, n;
+
+	for (c = 0; c < 2; c++) {
+		const struct eta_overhead *o = &e->overhead[c];
+		int64_t *ms = xcalloc(o->nr ? o->nr : 1, sizeof(*ms));
+		double *ratio = xcalloc(o->nr ? o->nr : 1, sizeof(*ratio));
+		for (n = i = 0; phases && i < o->nr; i++)
+			if (!strcmp(o->phases[i], phases)) {
+				ms[n] = o->ms[i];
+				ratio[n++] = o->ratio[i];
+			}
+		for (i = 0; !n && i < o->nr; i++) {
+			ms[i] = o->ms[i];
+			ratio[i] = o->ratio[i];
+		}
+		if (!n)
+			n = o->nr;
+		e->overhead_median[c] = median(ms, n);
+		e->overhead_ratio[c] = median_d(ratio, n);
+		free(ms);
+		free(ratio);
+	}
+}
+
 struct eta *eta_load(struct state *s, const char *command, const char *const *nodes,
 		     const char *const *kinds, size_t nr)
 {
@@ -481,8 +592,10 @@ struct eta *eta_load(struct state *s, const char *command, const char *const *no
 		     i++) {
 			struct strbuf sum = STRBUF_INIT;
 			char *cmd = NULL, *ran = NULL, *elapsed = NULL, *result = NULL;
+			char *phases = NULL;
 			if (state_read(s, runs[i].id, "summary", &sum, NULL) == 0) {
 				cmd = state_summary_get(sum.buf, "command");
+				phases = state_summary_get(sum.buf, "phases");
 				ran = state_summary_get(sum.buf, "ran");
 				elapsed = state_summary_get(sum.buf, "duration_ms");
 				result = state_summary_get(sum.buf, "result");
@@ -493,7 +606,8 @@ struct eta *eta_load(struct state *s, const char *command, const char *const *no
 			if (e->runs < ETA_MAX_RUNS && cmd && ran && *ran && elapsed && result &&
 			    !strcmp(cmd, command) &&
 			    (!strcmp(result, "ok") || !strcmp(result, "failed"))) {
-				eta_learn(e, s, runs[i].id, ran, strtoll(elapsed, NULL, 10));
+				eta_learn(e, s, runs[i].id, ran, phases,
+					  strtoll(elapsed, NULL, 10));
 				eta_learn_pulls(e, s, runs[i].id, ran);
 				e->runs++;
 			}
@@ -501,17 +615,17 @@ struct eta *eta_load(struct state *s, const char *command, const char *const *no
 			free(ran);
 			free(elapsed);
 			free(result);
+			free(phases);
 			strbuf_release(&sum);
 		}
 		state_runs_free(runs, nr_runs);
 	}
 	eta_group(e);
-	for (i = 0; i < e->nr_plans; i++)
+	for (i = 0; i < e->nr_plans; i++) {
+		eta_seq_newest(&e->plans[i]);
 		eta_settle(&e->plans[i]);
-	for (i = 0; i < 2; i++) {
-		e->overhead_median[i] = median(e->overhead[i].ms, e->overhead[i].nr);
-		e->overhead_ratio[i] = median_d(e->overhead[i].ratio, e->overhead[i].nr);
 	}
+	eta_overhead_of(e, NULL);
 	return e;
 }
 
@@ -538,6 +652,9 @@ void eta_free(struct eta *e)
 		free(e->plans[i].steps);
 		free(e->plans[i].last);
 		free(e->plans[i].again);
+		free(e->plans[i].age);
+		free(e->plans[i].seen);
+		free(e->plans[i].seq);
 		free(e->plans[i].work);
 		free(e->plans[i].node);
 	}
@@ -552,6 +669,9 @@ void eta_free(struct eta *e)
 	free(e->machines);
 	free(e->met);
 	for (i = 0; i < 2; i++) {
+		for (k = 0; k < e->overhead[i].nr; k++)
+			free(e->overhead[i].phases[k]);
+		free(e->overhead[i].phases);
 		free(e->overhead[i].ms);
 		free(e->overhead[i].ratio);
 	}
@@ -638,10 +758,8 @@ static bool eta_work(const struct eta *e, const char *node, const char *role_ste
 
 	if (!plan)
 		return true; /* a new node */
-	for (i = 0; i < plan->nr; i++)
-		if (!strcmp(plan->steps[i], role_step))
-			return plan->work[i];
-	return true; /* a step it did not run */
+	i = eta_step_of(plan, role_step, 0);
+	return i == plan->nr || plan->work[i]; /* a step it did not run does work */
 }
 
 int64_t eta_step_ms(const struct eta *e, const char *node, const char *role, const char *step)
@@ -657,33 +775,43 @@ int64_t eta_step_ms(const struct eta *e, const char *node, const char *role, con
 	return v;
 }
 
+/* The newest node of this one's kind that the record has, or NULL. */
+static const struct eta_plan *eta_plan_of_kind(const struct eta *e, const char *node)
+{
+	const char *kind = eta_kind(e, node);
+	size_t i;
+
+	for (i = 0; i < e->nr_plans && kind; i++) {
+		const char *k = eta_kind(e, e->plans[i].node);
+		if (e->plans[i].runs && k && !strcmp(k, kind))
+			return &e->plans[i];
+	}
+	return NULL;
+}
+
 /*
- * The known part of a node's work (the steps it ran last time, or the
- * newest node of its kind's), -1 when the record has no such node;
+ * The known part of a node's work (the coming run's steps: eta_run_steps,
+ * else those it ran last time, else the newest node of its kind's), -1
+ * when the record has no such node;
  * *unknown gets how many of those steps have no history of doing work, and
  * what (the first), the step's "role › step", to *what when non-NULL.
  */
 static int64_t eta_node(const struct eta *e, const char *node, size_t *unknown, char **what)
 {
-	const struct eta_plan *plan;
-	const char *kind;
+	const struct eta_plan *plan = eta_plan_of(e, node);
+	/* the node's own plan says what each step will do, another's only which steps */
+	bool own = plan != NULL;
 	int64_t sum = 0;
-	size_t i;
+	size_t k;
 
 	*unknown = 0;
-	plan = eta_plan_of(e, node);
 	/* A node never seen: the steps of the newest node of its kind. */
-	kind = eta_kind(e, node);
-	for (i = 0; i < e->nr_plans && !plan && kind; i++) {
-		const char *k = eta_kind(e, e->plans[i].node);
-		if (k && !strcmp(k, kind))
-			plan = &e->plans[i];
-	}
+	if (!plan)
+		plan = eta_plan_of_kind(e, node);
 	if (!plan)
 		return -1;
-	for (i = 0; i < plan->nr; i++) {
-		/* the node's own plan says what each step will do, another's only which steps */
-		bool own = plan == eta_plan_of(e, node);
+	for (k = 0; k < plan->nr_seq; k++) {
+		size_t i = plan->seq[k];
 		bool work = own ? plan->work[i] : true;
 		int64_t v = own && plan->expect && plan->expect[i] >= 0
 				? plan->expect[i]
@@ -693,8 +821,9 @@ static int64_t eta_node(const struct eta *e, const char *node, size_t *unknown, 
 		if (v < 0 && work) {
 			if (!*unknown && what) {
 				const char *tab = strchr(plan->steps[i], '\t');
-				*what = xasprintf("%.*s › %s", (int)(tab - plan->steps[i]),
-						  plan->steps[i], tab + 1);
+				*what = tab ? xasprintf("%.*s › %s", (int)(tab - plan->steps[i]),
+							plan->steps[i], tab + 1)
+					    : xstrdup(plan->steps[i]);
 			}
 			(*unknown)++;
 		}
@@ -780,9 +909,9 @@ size_t eta_unknown(const struct eta *e, const char *const *nodes, size_t nr, str
 		total += unknown;
 		free(step);
 	}
+	/* the first node's other steps count among the "more" (they were left out) */
 	if (what && total > first)
-		strbuf_addf(what, " and %zu more step%s", total - first,
-			    total - first == 1 ? "" : "s");
+		strbuf_addf(what, " and %zu more step%s", total - 1, total == 2 ? "" : "s");
 	else if (what && first > 1)
 		strbuf_addf(what, " and %zu more step%s there", first - 1, first == 2 ? "" : "s");
 	return total;
@@ -802,8 +931,8 @@ int64_t eta_total_ms(const struct eta *e, const char *const *nodes, size_t nr, i
 		/* the known part of each node: a lower bound where steps have no history */
 		int64_t v = eta_node(e, nodes[i], &unknown, NULL);
 		work = work || !plan;
-		for (k = 0; plan && k < plan->nr; k++)
-			work = work || plan->work[k];
+		for (k = 0; plan && k < plan->nr_seq; k++)
+			work = work || plan->work[plan->seq[k]];
 		if (v < 0)
 			continue;
 		total += v;
@@ -828,7 +957,7 @@ int64_t eta_total_ms(const struct eta *e, const char *const *nodes, size_t nr, i
 bool eta_machine(struct eta *e, const char *node, const char *machine_id)
 {
 	struct eta_plan *plan;
-	size_t i, k;
+	size_t i;
 	bool other;
 
 	if (!e || !machine_id || !*machine_id)
@@ -843,11 +972,106 @@ bool eta_machine(struct eta *e, const char *node, const char *machine_id)
 	free(e->machines[i]);
 	e->machines[i] = xstrdup(machine_id);
 	plan = eta_plan_of(e, node);
-	if (!other || !plan)
+	if (!other || !plan || !plan->runs)
 		return false; /* the same machine, or one this command never ran: as estimated */
-	for (k = 0; k < plan->nr; k++)
-		plan->work[k] = true;
+	plan->other = true;
+	eta_settle(plan);
 	return true;
+}
+
+/* Put step i of the plan into the coming run, once. */
+static void eta_seq_add(struct eta_plan *plan, size_t i, size_t *alloc)
+{
+	size_t k;
+
+	for (k = 0; k < plan->nr_seq; k++)
+		if (plan->seq[k] == i)
+			return;
+	ALLOC_GROW(plan->seq, plan->nr_seq + 1, *alloc);
+	plan->seq[plan->nr_seq++] = i;
+}
+
+/*
+ * A role of the coming run on the node: its steps as the node's newest run
+ * of it ran them (files included), else as the newest node of its kind ran
+ * them (new here: they do work), then those of `steps` (the role's, from
+ * role.h) that neither ran (new too).
+ */
+static void eta_seq_role(const struct eta *e, struct eta_plan *plan, const char *node,
+			 const char *const *steps, size_t nr, size_t *alloc)
+{
+	const struct eta_plan *from = plan;
+	unsigned age = UINT_MAX;
+	size_t i, k, start = plan->nr_seq;
+
+	for (i = 0; i < plan->nr; i++)
+		if (plan->last[i] != 'n' && eta_same_role(steps[0], plan->steps[i]) &&
+		    plan->age[i] < age)
+			age = plan->age[i];
+	if (age == UINT_MAX) {
+		/* the newest node of its kind that ran the role */
+		const char *kind = eta_kind(e, node);
+		from = NULL;
+		for (k = 0; k < e->nr_plans && !from && kind; k++) {
+			const struct eta_plan *o = &e->plans[k];
+			const char *ok = eta_kind(e, o->node);
+			if (o == plan || !o->runs || !ok || strcmp(ok, kind))
+				continue;
+			for (i = 0; i < o->nr; i++)
+				if (o->last[i] != 'n' && eta_same_role(steps[0], o->steps[i]) &&
+				    o->age[i] < age)
+					age = o->age[i];
+			if (age != UINT_MAX)
+				from = o;
+		}
+	}
+	for (i = 0; from && i < from->nr; i++) {
+		size_t at;
+		if (from->last[i] == 'n' || from->age[i] != age ||
+		    !eta_same_role(steps[0], from->steps[i]))
+			continue;
+		at = from == plan ? i : eta_step_of(plan, from->steps[i], 0);
+		if (at == plan->nr)
+			at = eta_step_add(plan, from->steps[i], 'n', UINT_MAX);
+		eta_seq_add(plan, at, alloc);
+	}
+	/* the role's steps that did not run there: after the role's last step that did */
+	for (k = 0; k < nr; k++) {
+		size_t at = eta_step_of(plan, steps[k], 0);
+		if (at == plan->nr)
+			at = eta_step_add(plan, steps[k], 'n', UINT_MAX);
+		for (i = start; i < plan->nr_seq && plan->seq[i] != at; i++)
+			;
+		if (i == plan->nr_seq)
+			eta_seq_add(plan, at, alloc);
+	}
+}
+
+void eta_run_steps(struct eta *e, const char *node, const char *const *steps, size_t nr)
+{
+	struct eta_plan *plan;
+	size_t i, n, alloc = 0;
+
+	if (!e)
+		return;
+	plan = eta_plan_of(e, node);
+	if (!plan)
+		plan = eta_plan_new(e, node);
+	free(plan->seq);
+	plan->seq = NULL;
+	plan->nr_seq = 0;
+	for (i = 0; i < nr; i += n) {
+		for (n = 1; i + n < nr && eta_same_role(steps[i], steps[i + n]); n++)
+			;
+		eta_seq_role(e, plan, node, steps + i, n, &alloc);
+	}
+	eta_settle(plan);
+}
+
+void eta_phases(struct eta *e, const char *phases)
+{
+	if (e)
+		eta_overhead_of(e, phases ? phases : "all");
 }
 
 size_t eta_runs(const struct eta *e)

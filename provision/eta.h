@@ -50,6 +50,24 @@ struct eta *eta_load(struct state *s, const char *command, const char *const *no
 		     const char *const *kinds, size_t nr);
 void eta_free(struct eta *e);
 /*
+ * The steps the coming run will run on a node, in run order ("role\tstep":
+ * "facts\tgather", then the steps of each role of the run's phases that
+ * applies to the node, as role.h lists them).  From this call on the
+ * node's estimate is made of these: each role as the node's newest run of
+ * it ran it (its files included), else as the newest node of its kind ran
+ * it, else these steps; a step the node never ran does work.  Without it a
+ * node's estimate is the steps of its newest run, whatever phases that run
+ * had (issue 33: after `up --phases prep` the estimate of `up --phases
+ * init` was prep's checks, 353 ms for a 66 s init).
+ */
+void eta_run_steps(struct eta *e, const char *node, const char *const *steps, size_t nr);
+/*
+ * The coming run's phases as the record's summary writes them ("all",
+ * "init", "prep,kube-packages"): the time outside the steps is taken from
+ * earlier runs of the same phases when there are any, else from any run.
+ */
+void eta_phases(struct eta *e, const char *phases);
+/*
  * The expected duration of one step (role "facts", step "gather" included)
  * on a node: its own median, else the median on nodes of its kind, else
  * on any node.  -1 when no earlier run ran it.

@@ -959,6 +959,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.nodes = nodes,
 			.nr = nr,
 			.phases = phases,
+			.node_phases = node_phases,
 			.forks = a->forks,
 			.record = !a->check_only,
 			.text = !view.json && !a->check_only,

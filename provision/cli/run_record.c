@@ -320,6 +320,36 @@ static void tick_cb(void *data)
 		cr->on_tick(cr->data);
 }
 
+/*
+ * The steps the run will run on node i, for the estimate: the facts, then
+ * the steps of each role of its phases that applies to it (a GPU role where
+ * the inventory declares GPUs: the facts are not in yet).
+ */
+static void eta_steps_of(struct eta *eta, const struct cli_run_begin *b, size_t i)
+{
+	const struct node *n = b->nodes[i];
+	unsigned phases = b->phases & (b->node_phases ? b->node_phases[i] : ~0u);
+	const char **steps = NULL;
+	size_t nr = 1, alloc = 0, ri, k;
+
+	ALLOC_GROW(steps, nr, alloc);
+	steps[0] = xstrdup("facts\tgather");
+	for (ri = 0; ri < b->roles->nr; ri++) {
+		const struct role *r = &b->roles->roles[ri];
+		int ph = role_phase_index(r->phase);
+		if (ph < 0 || !(phases & (1u << ph)) || !role_applies(r, b->inv, n, n->gpus > 0))
+			continue;
+		for (k = 0; k < r->nr_steps; k++) {
+			ALLOC_GROW(steps, nr + 1, alloc);
+			steps[nr++] = xasprintf("%s\t%s", r->name, r->steps[k].name);
+		}
+	}
+	eta_run_steps(eta, n->name, steps, nr);
+	for (k = 0; k < nr; k++)
+		free((char *)steps[k]);
+	free(steps);
+}
+
 int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 {
 	struct state_lock_info prev;
@@ -381,6 +411,10 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 	sel = xcalloc(b->nr + 1, sizeof(*sel));
 	for (i = 0; i < b->nr; i++)
 		sel[i] = b->nodes[i]->name;
+	/* the run's phases and steps, not those of each node's last run (issue 33) */
+	eta_phases(cr->eta, b->phases_text ? b->phases_text : "all");
+	for (i = 0; i < b->nr && b->phases && b->roles; i++)
+		eta_steps_of(cr->eta, b, i);
 	cr->eta_ms = eta_total_ms(cr->eta, sel, b->nr, b->forks);
 	if (b->text) {
 		char dur[32];

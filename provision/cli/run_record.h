@@ -35,6 +35,7 @@ struct cli_run_begin {
 	const struct node *const *nodes;
 	size_t nr;
 	unsigned phases;
+	const unsigned *node_phases; /* per node, the phases it may run (add-node); NULL all */
 	int forks;
 	bool record; /* commit the run (up, check; not plan) */
 	bool text;   /* plain text output: print the estimate and its accuracy */

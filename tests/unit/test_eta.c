@@ -381,6 +381,202 @@ static void test_eta_pulls(void **unused)
 	free(dir);
 }
 
+/* A run of `command` with its phases as the summary writes them ("all", "init"). */
+static void eta_run_phases(struct state *s, const char *phases, const char *ran, unsigned duration,
+			   const char *const *timings)
+{
+	struct state_files f = {0};
+	char id[41];
+	size_t i;
+
+	state_files_addf(&f, "summary",
+			 "command: up\nresult: ok\nduration_ms: %u\nphases: %s\nran: %s\n",
+			 duration, phases, ran);
+	for (i = 0; timings[i]; i++) {
+		const char *bar = strchr(timings[i], '|');
+		char *path = xasprintf("nodes/%.*s/timings", (int)(bar - timings[i]), timings[i]);
+		state_files_add(&f, path, bar + 1, strlen(bar + 1));
+		free(path);
+	}
+	commit(s, &f, "run\n", id);
+}
+
+/* The coming run: its phases, and each node's steps as the CLI gives them (role.h's). */
+static struct eta *eta_coming(struct state *s, const char *phases, bool all)
+{
+	static const char *const nodes[] = {"cp", "w1"};
+	static const char *const kinds[] = {"control-plane", "worker"};
+	static const char *const cp_init[] = {"facts\tgather", "images-init\t10-pull",
+					      "kubeadm-init\t30-init", "kubeadm-init\t50-stable"};
+	static const char *const cp_all[] = {"facts\tgather",
+					     "swap-off\t10-swapoff",
+					     "kernel\t10-modules",
+					     "kernel\t20-sysctl",
+					     "containerd\t10-install",
+					     "containerd\t20-service",
+					     "kube-packages\t20-packages",
+					     "images-init\t10-pull",
+					     "kubeadm-init\t30-init",
+					     "kubeadm-init\t50-stable",
+					     "flannel\t10-apply",
+					     "flannel\t20-running"};
+	static const char *const w1_all[] = {"facts\tgather",
+					     "swap-off\t10-swapoff",
+					     "kernel\t10-modules",
+					     "kernel\t20-sysctl",
+					     "containerd\t10-install",
+					     "containerd\t20-service",
+					     "kube-packages\t20-packages",
+					     "kubeadm-join\t30-join",
+					     "kubeadm-join\t40-ready"};
+	struct eta *e = eta_load(s, "up", nodes, kinds, 2);
+
+	eta_phases(e, phases);
+	if (all) {
+		eta_run_steps(e, "cp", cp_all, sizeof(cp_all) / sizeof(*cp_all));
+		eta_run_steps(e, "w1", w1_all, sizeof(w1_all) / sizeof(*w1_all));
+	} else {
+		eta_run_steps(e, "cp", cp_init, sizeof(cp_init) / sizeof(*cp_init));
+		eta_run_steps(e, "w1", cp_init, 1);
+	}
+	return e;
+}
+
+/* |estimate - took| within 25 % of took. */
+static void expect_within_25(int64_t estimate, int64_t took)
+{
+	int64_t off = estimate > took ? estimate - took : took - estimate;
+
+	if (estimate < 0 || off * 4 > took)
+		fail_msg("estimated %lld ms, took %lld ms (%+lld %%)", (long long)estimate,
+			 (long long)took, (long long)((estimate - took) * 100 / took));
+}
+
+/*
+ * Issue 33: after a --phases-limited run the estimate of the next run was
+ * made of the steps the node ran last, whatever their phases: t0412's `up
+ * --phases init` after `up --phases prep,kube-packages` was estimated at
+ * prep's checks (353 ms) and took 66 s (kubeadm init; the cluster tests'
+ * figure in issue 33: 714 ms for 45.6 s); a full `up` after an init-only
+ * run at init's checks, an init-only run after a full one at every phase's.
+ * The record (a lab's first days, the figures t0412 saw): prep, init, the
+ * whole `up` (Flannel and the join), then init and everything unchanged.
+ */
+static void test_eta_phases(void **unused)
+{
+	char *dir = tmp_dir();
+	struct state *s = NULL;
+	struct eta *e;
+	struct error err = {0};
+	struct strbuf what = STRBUF_INIT;
+	const char *both[] = {"cp", "w1"};
+	/* prep and kube-packages: their checks, unchanged */
+	const char *prep_u = "swap-off\t10-swapoff\t100\tunchanged\t100\n"
+			     "kernel\t10-modules\t150\tunchanged\t150\n"
+			     "kernel\t20-sysctl\t120\tunchanged\t120\n"
+			     "containerd\t10-install\t300\tunchanged\t300\n"
+			     "containerd\t20-service\t200\tunchanged\t200\n"
+			     "kube-packages\t20-packages\t400\tunchanged\t400\n";
+	const char *init_u = "images-init\t10-pull\t300\tunchanged\t300\n"
+			     "kubeadm-init\t30-init\t700\tunchanged\t700\n"
+			     "kubeadm-init\t50-stable\t400\tunchanged\t400\n";
+	char *cp3, *w13, *cp5, *w15;
+
+	assert_int_equal(state_open(&s, dir, true, &err), 0);
+	/* 1: up --phases prep,kube-packages, everything to do (34 s) */
+	eta_run_phases(s, "prep,kube-packages", "cp w1", 34000,
+		       (const char *const[]){"cp|facts\tgather\t500\tok\t500\n"
+					     "swap-off\t10-swapoff\t800\tchanged\t100\n"
+					     "kernel\t10-modules\t1500\tchanged\t150\n"
+					     "kernel\t20-sysctl\t900\tchanged\t120\n"
+					     "containerd\t10-install\t15000\tchanged\t300\n"
+					     "containerd\t20-service\t2000\tchanged\t200\n"
+					     "kube-packages\t20-packages\t12000\tchanged\t400\n",
+					     "w1|facts\tgather\t600\tok\t600\n"
+					     "swap-off\t10-swapoff\t700\tchanged\t100\n"
+					     "kernel\t10-modules\t1400\tchanged\t150\n"
+					     "kernel\t20-sysctl\t800\tchanged\t120\n"
+					     "containerd\t10-install\t14000\tchanged\t300\n"
+					     "containerd\t20-service\t1900\tchanged\t200\n"
+					     "kube-packages\t20-packages\t11500\tchanged\t400\n",
+					     NULL});
+	/* then up --phases init: no node ever ran init -- no history, not prep's checks */
+	e = eta_coming(s, "init", false);
+	assert_int_equal(eta_unknown(e, both, 2, &what), 3);
+	assert_string_equal(what.buf, "images-init › 10-pull on cp and 2 more steps there");
+	assert_int_equal(eta_node_ms(e, "cp"), -1);
+	assert_int_equal(eta_node_ms(e, "w1"), 600); /* its facts: no role of init is its */
+	strbuf_reset(&what);
+	eta_free(e);
+
+	/* 2: up --phases init did it (67 s) */
+	eta_run_phases(s, "init", "cp w1", 67000,
+		       (const char *const[]){"cp|facts\tgather\t480\tok\t480\n"
+					     "images-init\t10-pull\t20000\tchanged\t300\n"
+					     "kubeadm-init\t30-init\t40000\tchanged\t700\n"
+					     "kubeadm-init\t50-stable\t5000\tchanged\t400\n",
+					     "w1|facts\tgather\t590\tok\t590\n", NULL});
+	/* then the whole up: Flannel and the join never ran -- named, not left out */
+	e = eta_coming(s, "all", true);
+	assert_int_equal(eta_unknown(e, both, 2, &what), 4);
+	assert_string_equal(what.buf, "flannel › 10-apply on cp and 3 more steps");
+	strbuf_reset(&what);
+	eta_free(e);
+
+	/* 3: the whole up (24.6 s): Flannel and the join did work, the rest checked */
+	cp3 = xasprintf("cp|facts\tgather\t520\tok\t520\n%s%s"
+			"flannel\t10-apply\t3000\tchanged\t300\n"
+			"flannel\t20-running\t7400\tchanged\t500\n",
+			prep_u, init_u);
+	w13 = xasprintf("w1|facts\tgather\t610\tok\t610\n%s"
+			"kubeadm-join\t30-join\t3900\tchanged\t300\n"
+			"kubeadm-join\t40-ready\t6500\tchanged\t300\n",
+			prep_u);
+	eta_run_phases(s, "all", "cp w1", 24600, (const char *const[]){cp3, w13, NULL});
+	/* 4: up --phases init, nothing to do: 2.6 s (cp's steps 1.9 s) */
+	eta_run_phases(s, "init", "cp w1", 2600,
+		       (const char *const[]){"cp|facts\tgather\t500\tok\t500\n"
+					     "images-init\t10-pull\t300\tunchanged\t300\n"
+					     "kubeadm-init\t30-init\t700\tunchanged\t700\n"
+					     "kubeadm-init\t50-stable\t400\tunchanged\t400\n",
+					     "w1|facts\tgather\t600\tok\t600\n", NULL});
+	/* the whole up after it: every phase's checks (5 s, run 5 below), not init's */
+	e = eta_coming(s, "all", true);
+	assert_int_equal(eta_unknown(e, both, 2, NULL), 0);
+	assert_int_equal(eta_node_ms(e, "cp"), 500 + 1270 + 1400 + 800);
+	assert_int_equal(eta_node_ms(e, "w1"), 600 + 1270 + 600);
+	expect_within_25(eta_total_ms(e, both, 2, 64), 5000);
+	eta_free(e);
+	/* 5: the whole up, nothing to do: 5 s (cp's steps 3.97 s) */
+	cp5 = xasprintf("cp|facts\tgather\t500\tok\t500\n%s%s"
+			"flannel\t10-apply\t300\tunchanged\t300\n"
+			"flannel\t20-running\t500\tunchanged\t500\n",
+			prep_u, init_u);
+	w15 = xasprintf("w1|facts\tgather\t600\tok\t600\n%s"
+			"kubeadm-join\t30-join\t300\tunchanged\t300\n"
+			"kubeadm-join\t40-ready\t300\tunchanged\t300\n",
+			prep_u);
+	eta_run_phases(s, "all", "cp w1", 5000, (const char *const[]){cp5, w15, NULL});
+	/* up --phases init after it: init's checks (2.6 s, as run 4), not every phase's */
+	e = eta_coming(s, "init", false);
+	assert_int_equal(eta_node_ms(e, "cp"), 500 + 1400);
+	expect_within_25(eta_total_ms(e, both, 2, 64), 2600);
+	eta_free(e);
+	/* and the whole up: as run 5 */
+	e = eta_coming(s, "all", true);
+	expect_within_25(eta_total_ms(e, both, 2, 64), 5000);
+	eta_free(e);
+
+	strbuf_release(&what);
+	free(cp3);
+	free(w13);
+	free(cp5);
+	free(w15);
+	state_free(s);
+	rm_rf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +585,7 @@ int main(void)
 	    cmocka_unit_test(test_eta_machine),
 	    cmocka_unit_test(test_eta_pulls),
 	    cmocka_unit_test(test_eta_no_history),
+	    cmocka_unit_test(test_eta_phases),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
