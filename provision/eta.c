@@ -20,13 +20,13 @@
  *   "c"  the whole of a step that did work (changed, failed): for records
  *        that do not split check from apply;
  *   "*"  any.
- * A step is expected to do work (check + apply) when its node never ran,
- * when the last run did not leave it converged (it failed, or it did not
- * run), when it did work in the last two runs of the node (a step that
+ * A step is expected to do work (check + apply) when its node never ran
+ * it, when the node's newest run of it did not leave it converged (it
+ * failed), when it did work in the node's last two runs of it (a step that
  * changes every time), or when an earlier step of its role is expected to
  * do work (what it depends on changes); else only its check runs.  So the
  * no-change run after a first run is estimated from the first run's check
- * times.  Collected as a flat list, then sorted and grouped: loading is
+ * times, and a run of other phases in between changes nothing of that.  Collected as a flat list, then sorted and grouped: loading is
  * O(n log n) and a lookup is a binary search, whatever the number of nodes.
  */
 struct eta_sample {

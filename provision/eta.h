@@ -41,10 +41,11 @@ struct eta;
 
 /*
  * Learn step times from the last runs of `command` ("up"; at most 9: the
- * recent ones follow a machine whose load changes): the median duration of each step per node, and
- * per kind of node.  The nodes of the inventory and their kinds ("control-plane", "worker gpu", any
- * string: nodes with the same string are alike) say which nodes stand for which.  Never fails: with
- * no history the estimate knows nothing.
+ * recent ones follow a machine whose load changes): the median duration of
+ * each step per node, and per kind of node.  The nodes of the inventory and
+ * their kinds ("control-plane", "worker gpu", any string: nodes with the
+ * same string are alike) say which nodes stand for which.  Never fails:
+ * with no history the estimate knows nothing.
  */
 struct eta *eta_load(struct state *s, const char *command, const char *const *nodes,
 		     const char *const *kinds, size_t nr);
@@ -74,8 +75,9 @@ void eta_phases(struct eta *e, const char *phases);
  */
 int64_t eta_step_ms(const struct eta *e, const char *node, const char *role, const char *step);
 /*
- * The expected duration of a node's work: the steps it ran last time (a
- * new node: those of the newest node of its kind); -1 when unknown, and
+ * The expected duration of a node's work: the coming run's steps
+ * (eta_run_steps), else the steps it ran last time (a new node: those of
+ * the newest node of its kind); -1 when unknown, and
  * when one of those steps is expected to do work but no node of the record
  * ever saw it do work (no history: not a tiny number).
  */
