@@ -21,6 +21,18 @@
 #     pod's image comes from the mirror; with the mirror stopped, the next
 #     pod's image comes from the upstream.  The registries' logs (client:
 #     the node, user agent: containerd) and the kubelet's journal say which.
+# Before them, on the fresh nodes (issue 32's "offline" must-show):
+#  0. Offline: `provision fetch --images` on this machine, the registry
+#     (every image routed to it, upstream: false) reachable from here, puts
+#     every image of the list into the bundle (this machine's cache), and
+#     `fetch --images --list` lists each "in the bundle"; then no registry
+#     runs at all (that one stopped, the testbed's stopped, squid not yet
+#     started: nothing answers at the one address the nodes' containerd is
+#     given) and `up` of the 3 fresh nodes is green, each node importing
+#     its share from the bundle; no node pulled (no "pulled" in the pull
+#     steps, no "Pulling image" in any kubelet's journal); a second `up`
+#     imports nothing.  The images are then removed from every node and the
+#     bundle from the cache, so that cases 1 and 2 pull again.
 # The pull phase (roles images-init, images-addons) pulls the images the
 # cluster runs before kubeadm and says which registry answered ("pulled REF
 # from HOST"); the pods' images outside it (phase 2) are the kubelet
@@ -32,11 +44,16 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="proxy-up proxy-log registry-only-squid mirror-up mirror-pull upstream-pull check"
+CASES="offline-fetch offline-up offline-again proxy-up proxy-log registry-only-squid mirror-up mirror-pull upstream-pull check"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
 	exit $?
+}
+# skip_rest REASON: the cases after the offline ones skipped (those ran)
+skip_rest() {
+	CASES=${CASES#offline-fetch offline-up offline-again }
+	skip_all_cases "$1"
 }
 for c in docker-registry squid curl; do
 	command -v $c >/dev/null 2>&1 || skip_all_cases "needs $c (make deps)"
@@ -77,10 +94,87 @@ ROOT=$(registry_images "$@" "provision-test/app:1=256k" "provision-test/app:2=25
 	skip_all_cases "the registry's images did not build"
 H=$TESTBED_HOST_ADDR
 NAME=registry.provision.test
-echo "127.0.0.1 $NAME" >"$TEST_DIR/squid-hosts"
-registry_start behind 127.0.0.1:15470 --root "$ROOT" || skip_all_cases "the registry did not start"
-proxy_start "$H:3128" --hosts "$TEST_DIR/squid-hosts" || skip_all_cases "squid did not start"
 for n in $TESTBED_NODES; do knob "$n" real-pulls; done
+# shellcheck disable=SC2034 # used in the test bodies
+UP="$PROVISION up --state $STATE --roles $ROLES --no-tui -i"
+
+# Offline: every registry of the list routed to one registry on the
+# testbed bridge (upstream: false: containerd is given no other host),
+# which runs while fetch does and is stopped before up.
+cut -f 1 "$TEST_DIR/images.list" | sed 's|/.*||' | sort -u | awk -v url="http://$H:15473" '
+	BEGIN { print "  registries:" }
+	{ printf "    %s:\n      mirrors: [{url: \"%s\"}]\n      upstream: false\n", $1, url }
+' >"$TEST_DIR/offline-registries.yaml"
+sed "/^  kubernetes_version: /r $TEST_DIR/offline-registries.yaml" "$INV_BARE" >"$TEST_DIR/offline.yaml"
+registry_start offline "$H:15473" --root "$ROOT" || skip_all_cases "the offline case's registry did not start"
+# shellcheck disable=SC2034 # used in the test bodies
+FETCH="$PROVISION fetch -i $TEST_DIR/offline.yaml --roles $ROLES --state $STATE --images"
+
+test_case "offline-fetch: fetch --images fills the bundle from the registry; --list says every image is in it" '
+	$FETCH >fetch.out 2>&1 || { run_tail fetch.out; false; }
+	expect_grep "	fetched from [a-z:/]*$H:15473	" fetch.out
+	$FETCH --list >"$TEST_DIR/bundle.list" 2>list.err || { cat list.err; false; }
+	test -s "$TEST_DIR/bundle.list"
+	expect_no_grep "not in the bundle" "$TEST_DIR/bundle.list"
+	for ref in $(grep -E "/(pause|kube-proxy|flannel-io/flannel):" "$TEST_DIR/images"); do
+		grep -q "^$ref	linux/amd64	.*node-1,node-2,node-3.*	in the bundle\$" "$TEST_DIR/bundle.list" ||
+			{ echo "$ref: not in the bundle for every node"; cat "$TEST_DIR/bundle.list"; exit 1; }
+	done
+	expect_grep "^registry.k8s.io/kube-apiserver:v$K8S	linux/amd64	node-1	in the bundle\$" "$TEST_DIR/bundle.list"
+'
+[ -f "$TEST_DIR/bundle.list" ] && note "bundle (fetch --images --list)" "$TEST_DIR/bundle.list"
+
+test_case "offline-up: no registry running, up of the 3 fresh nodes is green, each importing its share from the bundle" '
+	registry_stop offline
+	registry_stop lab
+	for u in "http://$H:15473" "$REGISTRY"; do
+		expect_eq 000 "$(curl -s -o /dev/null -w "%{http_code}" -m 5 "$u/v2/")" "HTTP status of $u"
+	done
+	# fresh nodes: no image in them (no containerd yet, or an empty one)
+	for n in $TESTBED_NODES; do
+		expect_eq "" "$(tb $n sh -c "ctr -n k8s.io images ls -q 2>/dev/null")" "$n: images before up"
+	done
+	t0=$(date +%s)
+	$UP "$TEST_DIR/offline.yaml" >off1.out 2>&1 || { run_tail off1.out; false; }
+	echo "$(($(date +%s) - t0)) s" >"$TEST_DIR/off1.seconds"
+	: >"$TEST_DIR/import.lines"
+	for n in $TESTBED_NODES; do
+		expect_grep "^$n  *done  *[0-9]* changed .* 0 failed" off1.out
+		grep "^\[$n\] images-init › import … changed .*imported [0-9]* images\{0,1\} (.*) from this machine.s bundle" off1.out >>"$TEST_DIR/import.lines" ||
+			{ echo "$n: no import"; grep "^\[$n\] images-" off1.out; exit 1; }
+		$PROVISION logs -i "$TEST_DIR/offline.yaml" --state $STATE $n >logs 2>&1
+		expect_no_grep "pulled [^ ]* from " logs
+		tb $n journalctl --no-pager -u kubelet >journal
+		test -s journal
+		expect_no_grep "Pulling image" journal
+		tb $n ctr -n k8s.io images ls -q >images.$n
+		expect_grep "^registry.k8s.io/kube-proxy:v$K8S\$" images.$n
+	done
+	grep -c . images.node-1 images.node-2 images.node-3 >"$TEST_DIR/node.images"
+'
+[ -f "$TEST_DIR/off1.seconds" ] && note "offline up" "$TEST_DIR/off1.seconds"
+[ -f "$TEST_DIR/import.lines" ] && note "import" "$TEST_DIR/import.lines"
+[ -f "$TEST_DIR/node.images" ] && note "images in each node's containerd" "$TEST_DIR/node.images"
+
+test_case "offline-again: a second up, still without a registry, imports nothing and changes nothing" '
+	$UP "$TEST_DIR/offline.yaml" >off2.out 2>&1 || { run_tail off2.out; false; }
+	expect_no_grep "imported [0-9]" off2.out
+	for n in $TESTBED_NODES; do expect_grep "^$n  *done  *0 changed .* 0 failed" off2.out; done
+	grep -E "^node-[0-9]  *done" off2.out >"$TEST_DIR/off2.lines"
+'
+[ -f "$TEST_DIR/off2.lines" ] && note "second up" "$TEST_DIR/off2.lines"
+
+# The cases below pull again: no image left in the nodes, no bundle here.
+for n in $TESTBED_NODES; do
+	# shellcheck disable=SC2016 # expanded on the node
+	tb "$n" sh -c 'ctr -n k8s.io images rm --sync $(ctr -n k8s.io images ls -q) >/dev/null 2>&1
+		ctr -n k8s.io content ls -q | xargs -r ctr -n k8s.io content rm >/dev/null 2>&1; :'
+done
+rm -rf "$CACHE/images"
+
+echo "127.0.0.1 $NAME" >"$TEST_DIR/squid-hosts"
+registry_start behind 127.0.0.1:15470 --root "$ROOT" || skip_rest "the registry did not start"
+proxy_start "$H:3128" --hosts "$TEST_DIR/squid-hosts" || skip_rest "squid did not start"
 
 # the proxy phase's inventory
 sed "s|^  kubernetes_version: .*|&\\
@@ -88,8 +182,6 @@ sed "s|^  kubernetes_version: .*|&\\
   registries:\\
     registry.k8s.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}\\
     ghcr.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}|" "$INV_BARE" >"$TEST_DIR/proxy.yaml"
-# shellcheck disable=SC2034 # used in the test bodies
-UP="$PROVISION up --state $STATE --roles $ROLES --no-tui -i"
 
 test_case "proxy-up: behind the proxy only, up of 3 nodes is green (every image pulled by the nodes' containerd)" '
 	t0=$(date +%s)
@@ -138,8 +230,8 @@ test_case "registry-only-squid: no client but squid reached the registry" '
 [ -f "$TEST_DIR/registry.count" ] && note "registry requests, all from squid (127.0.0.1)" "$TEST_DIR/registry.count"
 
 # Phase 2: docker.io through a pull-through mirror, a second registry as its upstream, no proxy.
-registry_start upstream "$H:15471" --root "$ROOT" || skip_all_cases "the upstream registry did not start"
-registry_start mirror "$H:15472" --mirror-of "http://$H:15471" || skip_all_cases "the mirror did not start"
+registry_start upstream "$H:15471" --root "$ROOT" || skip_rest "the upstream registry did not start"
+registry_start mirror "$H:15472" --mirror-of "http://$H:15471" || skip_rest "the mirror did not start"
 sed "s|^  kubernetes_version: .*|&\\
   registries:\\
     registry.k8s.io: {mirrors: [{url: \"http://$NAME:15470\"}], upstream: false}\\
