@@ -149,6 +149,11 @@ demo: $(B)/provision
 	$(B)/provision inventory -i inventory/lab-b.yaml
 	sh tests/demo.sh
 
+# The demo, then `provision reset` of its cluster and every node checked clean.
+demo-reset: $(B)/provision
+	$(B)/provision inventory -i inventory/lab-b.yaml
+	DEMO_RESET=1 sh tests/demo.sh
+
 # The VM tier alone (tests/vm: QEMU VMs, root; make check runs it too).
 vm-check: $(B)/provision
 	$(Q)sh tests/vm/check.sh
@@ -249,5 +254,5 @@ lint:
 clean:
 	rm -rf $(B)
 
-.PHONY: all demo test-caches fuzz check check-asan check-unit check-valgrind vm-check tests install deps real-clients bench-deps style lint clean
+.PHONY: all demo demo-reset test-caches fuzz check check-asan check-unit check-valgrind vm-check tests install deps real-clients bench-deps style lint clean
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -26,6 +26,16 @@
 # says what one share gives), a second `up` that changes nothing,
 # `provision add-node` of the RTX 4080 worker (only it and the control plane
 # are touched; its profile appears), then the nodes are removed.
+#
+# DEMO_RESET=1 (`make demo-reset`): before the nodes are removed, `provision
+# reset` of the whole cluster (all six nodes, the hub's control plane
+# included), then each node is checked from this machine, apart from
+# reset's own verification: nothing under /root/.kube, /etc/provision and
+# /var/lib/provision; no file under /etc/kubernetes; /var/lib/kubelet,
+# /var/lib/etcd and /var/lib/cni gone or empty; no Flannel file in
+# /etc/cni/net.d; no cni0 or flannel.1; kubelet.service not active; none of
+# the ports 6443 2379 2380 10250 10256 10257 10259 listening; the demo
+# fails on a node that is not clean.  About a minute more.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PROVISION=${PROVISION:-$top/build/provision}
@@ -130,6 +140,52 @@ fi
 
 step "the hub's profiles now"
 "$PROVISION" run -i "$inv" -l node-1 -- "grep display_name /etc/provision/jupyterhub/values.yaml"
+
+if [ "${DEMO_RESET:-0}" = 1 ]; then
+	step "provision reset: the whole cluster undone, every node verified clean"
+	# shellcheck disable=SC2086 # the options are words
+	"$PROVISION" reset -i "$inv" $run_opts --yes --no-tui | tail -n 12
+	step "each node checked from this machine (testbed.sh exec), apart from reset's own verification"
+	# one line per item: "clean: ..." or "LEFT: ..."
+	# shellcheck disable=SC2016 # expanded on the node
+	clean_check='
+		left() { find "$1" -mindepth 1 2>/dev/null | head -n 5 | paste -sd " " -; }
+		for d in /root/.kube /etc/provision /var/lib/provision; do
+			l=$(left "$d")
+			if [ -n "$l" ]; then echo "LEFT: under $d: $l"
+			elif [ -e "$d" ]; then echo "clean: $d empty"
+			else echo "clean: $d absent"; fi
+		done
+		l=$(find /etc/kubernetes -type f 2>/dev/null | head -n 5 | paste -sd " " -)
+		if [ -n "$l" ]; then echo "LEFT: files under /etc/kubernetes: $l"; else echo "clean: no file under /etc/kubernetes"; fi
+		l=
+		for d in /var/lib/kubelet /var/lib/etcd /var/lib/cni; do [ -z "$(left "$d")" ] || l="$l $d"; done
+		if [ -n "$l" ]; then echo "LEFT: not empty:$l"; else echo "clean: /var/lib/kubelet, /var/lib/etcd, /var/lib/cni gone or empty"; fi
+		l=$(ls /etc/cni/net.d 2>/dev/null | grep -i flannel | paste -sd " " -)
+		if [ -n "$l" ]; then echo "LEFT: /etc/cni/net.d: $l"; else echo "clean: no Flannel file in /etc/cni/net.d"; fi
+		l=
+		for i in cni0 flannel.1; do ! ip link show dev "$i" >/dev/null 2>&1 || l="$l $i"; done
+		if [ -n "$l" ]; then echo "LEFT: interfaces:$l"; else echo "clean: no cni0, flannel.1"; fi
+		a=$(systemctl is-active kubelet 2>/dev/null) || :
+		case $a in active | activating | reloading) echo "LEFT: kubelet.service $a" ;; *) echo "clean: kubelet.service ${a:-inactive}" ;; esac
+		l=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '"'"'$4 == "0A" { split($2, a, ":"); print a[2] }'"'"' |
+			while read -r h; do printf "%d\n" "0x$h"; done | grep -xE "6443|2379|2380|10250|10256|10257|10259" | sort -u | paste -sd " " -)
+		if [ -n "$l" ]; then echo "LEFT: listening: $l"; else echo "clean: ports 6443 2379 2380 10250 10256 10257 10259 free"; fi
+	'
+	bad=0
+	for n in node-1 node-2 node-3 node-4 node-5 node-6; do
+		"$TESTBED" exec "$TB" "$n" sh -c "$clean_check" >"$TEST_DIR/clean.$n" 2>&1 || :
+		sed "s/^/$n  /" "$TEST_DIR/clean.$n"
+		if grep -q '^LEFT' "$TEST_DIR/clean.$n" || [ "$(grep -c '^clean' "$TEST_DIR/clean.$n")" != 9 ]; then
+			bad=$((bad + 1))
+		fi
+	done
+	if [ "$bad" != 0 ]; then
+		echo "demo: $bad of 6 nodes not clean after reset (see above)" >&2
+		exit 1
+	fi
+	echo "reset: 6 of 6 nodes clean (9 checks each)"
+fi
 
 step "done: the test nodes are removed"
 "$TESTBED" down "$TB"
