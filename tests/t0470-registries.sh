@@ -73,14 +73,12 @@ exec 3>&1
 note() { awk -v l="$1" '{ print "# " l ": " $0 }' "$2" >&3; }
 
 # The images the cluster runs, from where they are defined (never typed
-# here): kubeadm's of the version (the stand-in's constants, as `kubeadm
-# config images list` prints them), the pause image of roles/kubernetes.yaml,
+# here): kubeadm's of the version (etcd, CoreDNS and pause from the row of
+# roles/kubernetes.yaml, which the kubeadm stand-in deploys too),
 # Flannel's of its manifest.
-KUBEADM_PY=$SRC_ROOT/tests/fakes/kube/kubeadm.py
 {
 	for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do echo "registry.k8s.io/$c:v$K8S"; done
-	sed -n 's/^\(ETCD\|COREDNS\)_IMAGE = "\(.*\)"$/\2/p' "$KUBEADM_PY"
-	sed -n '/^  "1.30":/,/^  "/s/^    pause_image: *\(.*\)$/\1/p' "$SRC_ROOT/roles/kubernetes.yaml"
+	sed -n '/^  "1.30":/,/^  "/s/^    \(pause\|etcd\|coredns\)_image: *\(.*\)$/\2/p' "$SRC_ROOT/roles/kubernetes.yaml"
 	sed -n 's/^ *image: \(ghcr.io\/[^ ]*\)$/\1/p' "$SRC_ROOT/roles/flannel/templates/kube-flannel.yml.tmpl" | sort -u
 	# and what the pull phase pulls (provision fetch --images --list, cluster-testbed.sh)
 	cut -f 1 "$TEST_DIR/images.list" | grep -E "^(registry.k8s.io|ghcr.io)/"

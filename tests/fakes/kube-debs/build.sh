@@ -69,6 +69,7 @@ SRC=$(cd "$HERE/../kube" && pwd)
 HELMS="4.2.4 3.18.4"
 HELM=${FAKE_HELM_VERSION:-${HELMS%% *}}
 CLI=$(cd "$HERE/../cli" && pwd)
+KUBERNETES_YAML=$HERE/../../../roles/kubernetes.yaml
 FLAGS_PY=$HERE/../../tools/cli-flags.py
 # table TOOL VERSION: the table build.sh embeds for TOOL of VERSION
 table() {
@@ -86,6 +87,13 @@ source_of() {
 	{
 		echo "FAKE_VERSION = \"$1\""
 		[ "$2" != helm ] || echo "HELM_FAKE_VERSION = \"$HELM\""
+		# kubeadm's etcd and CoreDNS images: its minor's row of roles/kubernetes.yaml
+		if [ "$2" = kubeadm ]; then
+			sed -n "/^  \"${1%.*}\":\$/,/^  \"/s/^    \(etcd\|coredns\)_image: *\([^ ]*\)\$/\1 \2/p" "$KUBERNETES_YAML" |
+				while read -r _k _ref; do
+					echo "KUBEADM_$(echo "$_k" | tr a-z A-Z)_IMAGE = \"$_ref\""
+				done
+		fi
 		case $2 in
 		helm | kubeadm | kubectl)
 			_t=$(table "$2" "$1") || exit 1
