@@ -143,8 +143,18 @@ step "the hub's profiles now"
 
 if [ "${DEMO_RESET:-0}" = 1 ]; then
 	step "provision reset: the whole cluster undone, every node verified clean"
+	t0=$(date +%s)
+	rc=0
 	# shellcheck disable=SC2086 # the options are words
-	"$PROVISION" reset -i "$inv" $run_opts --yes --no-tui | tail -n 12
+	"$PROVISION" reset -i "$inv" $run_opts --yes --no-tui >"$TEST_DIR/reset.out" 2>&1 || rc=$?
+	# its report: per node what was removed and verified
+	sed -n '/^node-[0-9]  /,$p' "$TEST_DIR/reset.out"
+	echo "provision reset: exit $rc after $(($(date +%s) - t0)) s"
+	if [ "$rc" != 0 ]; then
+		echo "demo: provision reset failed; its failed steps:" >&2
+		grep -E '^\[node-[0-9]\] .*(failed|NOT clean)' "$TEST_DIR/reset.out" >&2 || :
+		exit 1
+	fi
 	step "each node checked from this machine (testbed.sh exec), apart from reset's own verification"
 	# one line per item: "clean: ..." or "LEFT: ..."
 	# shellcheck disable=SC2016 # expanded on the node
