@@ -24,7 +24,16 @@
 #     (and the fix).  Before the pull phase nothing pulled ahead: the first
 #     wait on such an image was kubeadm's wait-control-plane (4m0s) on the
 #     control plane, or a Helm --wait (5m to 20m, roles/*/steps) for an
-#     addon's image.
+#     addon's image.  Measured on 2 testbed nodes with NFS storage, the NFS
+#     provisioner's image unpullable: a7ff137 (before; the stand-in
+#     kubelet's knob image-pull-fail, no real pulls then) failed `up` after
+#     5m51s, nfs-provisioner › 10-release failing at 5m01s (helm's --timeout
+#     5m) with "Release ... does not exist. Installing it now." and a hint
+#     about the NFS export, no image named; main (the testbed's registry
+#     without that image) failed it after 72 s, images-addons › 10-pull
+#     failing at 1.3s with "cannot pull registry.k8s.io/sig-storage/
+#     nfs-subdir-external-provisioner:v4.0.2 from registry.k8s.io (tried
+#     198.18.2.1:5000) on node-2: not found".
 #     Mirror down: registry.k8s.io's one mirror has nothing listening, the
 #     testbed's registry its upstream (server): node-2 pulls from the
 #     upstream and the pull step names it ("pulled REF from HOST").
