@@ -16,9 +16,13 @@
 # so) and written through a 0600 temporary file (pv_write).
 #
 # containerd reads hosts.toml at every pull: nothing restarts here.  The
-# proxy drop-in needs systemd to reload and containerd to restart: step
-# 20-service does both when the running daemon's environment is not the
-# unit's.
+# proxy drop-in needs systemd to reload and containerd to restart: this
+# step reloads systemd when it wrote or removed a unit file, and step
+# 20-service restarts containerd when the running daemon's environment is
+# not the unit's.  (systemd 252, Debian 12's, does not count a drop-in
+# added in a new containerd.service.d as a change (NeedDaemonReload stays
+# no), so until the reload `systemctl show` kept the old environment and a
+# proxy added to a running cluster never reached containerd: t0470.)
 set -eu
 LIST=/etc/provision/containerd/registry-files
 WROTE=$PROVISION_STATE_DIR/containerd-registry-files
@@ -99,12 +103,18 @@ apply)
 		pv_mkdir "$(dirname "$path")"
 		pv_write "$path" "$mode" <"$tmpd/content"
 		echo "wrote $path"
+		case $path in /etc/systemd/*) touch "$tmpd/units" ;; esac
 	done <"$tmpd/list"
 	rm -f "$tmpd/content"
 	for path in $(stale); do
 		pv_restore "$path"
 		echo "removed $path (no longer in the inventory)"
+		case $path in /etc/systemd/*) touch "$tmpd/units" ;; esac
 	done
+	if [ -f "$tmpd/units" ] && [ -d /run/systemd/system ]; then
+		echo "systemctl daemon-reload (containerd's unit changed; 20-service restarts containerd with it)"
+		systemctl daemon-reload
+	fi
 	mkdir -p "$PROVISION_STATE_DIR"
 	cut -d ' ' -f 1 "$tmpd/list" | sed '/^$/d' >"$WROTE.new"
 	mv -f "$WROTE.new" "$WROTE"
