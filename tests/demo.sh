@@ -35,7 +35,7 @@
 # /var/lib/etcd and /var/lib/cni gone or empty; no Flannel file in
 # /etc/cni/net.d; no cni0 or flannel.1; kubelet.service not active; none of
 # the ports 6443 2379 2380 10250 10256 10257 10259 listening; the demo
-# fails on a node that is not clean.  About a minute more.
+# fails on a node that is not clean.  About 15 s more (reset took 6 s).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PROVISION=${PROVISION:-$top/build/provision}

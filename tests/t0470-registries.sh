@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
-# run.sh: about 120 s in CI (beside another; tests/run.sh starts the longest first)
+# run.sh: about 135 s in CI (beside another; tests/run.sh starts the longest first)
 # t0470-registries: image pulls of a real cluster run through the registry
 # access the inventory gives (cluster.http_proxy, cluster.registries), on
 # three nspawn nodes whose kubelet stand-in has every image pulled by the
