@@ -91,7 +91,7 @@ source_of() {
 		if [ "$2" = kubeadm ]; then
 			sed -n "/^  \"${1%.*}\":\$/,/^  \"/s/^    \(etcd\|coredns\)_image: *\([^ ]*\)\$/\1 \2/p" "$KUBERNETES_YAML" |
 				while read -r _k _ref; do
-					echo "KUBEADM_$(echo "$_k" | tr a-z A-Z)_IMAGE = \"$_ref\""
+					echo "KUBEADM_$(echo "$_k" | tr '[:lower:]' '[:upper:]')_IMAGE = \"$_ref\""
 				done
 		fi
 		case $2 in
