@@ -459,6 +459,17 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 							  o->inv->cluster.kubernetes_version)
 				       : NULL,
 			      o->nodes, facts, o->nr);
+	/* Helm's skew: for the runs that drive the add-ons (up, check, add-node: phase addons) */
+	if (!o->skip_preflight && o->roles && role_phase_index("addons") >= 0 &&
+	    ((o->drift ? plan_all_phases() : o->phases) & (1u << role_phase_index("addons")))) {
+		const struct node *cp = inventory_control_plane(o->inv);
+		char *helm = cp ? role_set_helm_version(o->roles, o->inv, cp) : NULL;
+
+		preflight_helm(&res->preflight, o->inv,
+			       kube_matrix_find(&o->roles->kube, o->inv->cluster.kubernetes_version),
+			       helm, o->nodes, facts, o->nr);
+		free(helm);
+	}
 	for (i = 0; i < res->preflight.nr; i++) {
 		const struct preflight_problem *p = &res->preflight.items[i];
 		struct event *ev = event_new(EVENT_MESSAGE, p->node);

@@ -183,6 +183,35 @@ static void check_kube_minor(struct preflight *pf, size_t i, const struct node *
 	}
 }
 
+void preflight_helm(struct preflight *pf, const struct inventory *inv, const struct kube_minor *kube,
+		    const char *helm_version, const struct node *const *nodes,
+		    const struct facts *const *facts, size_t nr)
+{
+	const char *ranges = kube_minor_get(kube, "helm");
+	const char *version = inv->cluster.kubernetes_version;
+	size_t i;
+
+	if (!ranges || !helm_version || kube_helm_supported(ranges, helm_version))
+		return;
+	for (i = 0; i < nr; i++) {
+		char *hint;
+
+		if (!facts[i] || !(nodes[i]->roles & NODE_ROLE_CONTROL_PLANE))
+			continue;
+		hint = xasprintf(
+		    "pin a Helm of %s in roles/artifacts.yaml (the helm archives roles/helm names), or "
+		    "give kubernetes_version a minor Helm %s supports (roles/kubernetes.yaml, column "
+		    "helm): a Helm release supports the Kubernetes minor it was built against and "
+		    "the three before it (helm.sh/docs/topics/version_skew)",
+		    ranges, helm_version);
+		add(pf, i, true, hint,
+		    "Helm %s, which drives the add-ons, does not support Kubernetes %s: its minor "
+		    "needs Helm %s",
+		    helm_version, version, ranges);
+		free(hint);
+	}
+}
+
 /* The release archives a node gets follow its inventory arch: it must be the machine's. */
 static void check_arch(struct preflight *pf, size_t i, const struct node *n,
 		       const struct facts *f)

@@ -38,6 +38,15 @@ struct preflight {
  */
 void preflight_run(struct preflight *pf, const struct inventory *inv, const struct kube_minor *kube,
 		   const struct node *const *nodes, const struct facts *const *facts, size_t nr);
+/*
+ * The Helm that drives the add-ons (helm_version, roles/helm's archive)
+ * against the cluster's minor (kube's helm column, Helm's version skew
+ * policy): outside it, a fatal problem on the control plane among nodes
+ * (helm_version or kube NULL: not checked).
+ */
+void preflight_helm(struct preflight *pf, const struct inventory *inv, const struct kube_minor *kube,
+		    const char *helm_version, const struct node *const *nodes,
+		    const struct facts *const *facts, size_t nr);
 void preflight_release(struct preflight *pf);
 /* Whether node i has a fatal problem. */
 bool preflight_node_failed(const struct preflight *pf, size_t i);

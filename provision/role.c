@@ -1127,10 +1127,10 @@ static void role_release(struct role *r)
 static const char *const kube_columns[] = {"pause_image",	   "etcd_image",  "coredns_image",
 					   "apt_key_fingerprint",  "kubeadm_api", "containerd_min",
 					   "containerd_preferred", "cgroup",	  "patch",
-					   "end_of_life",	   NULL};
+					   "end_of_life",	   "helm",	  NULL};
 #define KUBE_COLUMNS_HINT                                                                          \
 	"columns: pause_image, etcd_image, coredns_image, apt_key_fingerprint, kubeadm_api, "      \
-	"containerd_min, containerd_preferred, cgroup, patch, end_of_life"
+	"containerd_min, containerd_preferred, cgroup, patch, end_of_life, helm"
 
 static bool kube_column_known(const char *name)
 {
@@ -1203,6 +1203,84 @@ char *kube_matrix_minors(const struct kube_matrix *m)
 	return strbuf_detach(&sb, NULL);
 }
 
+/* "3.19-3.22, 4.0-4.3": whether Helm MAJOR.MINOR is in one of the ranges. */
+bool kube_helm_supported(const char *ranges, const char *helm_version)
+{
+	unsigned hm, hn, am, an, bm, bn;
+	const char *p = ranges;
+	int k;
+
+	if (!ranges || !helm_version || sscanf(helm_version, "%u.%u", &hm, &hn) != 2)
+		return false;
+	while (*p) {
+		p += strspn(p, " ,");
+		if (!*p)
+			break;
+		k = sscanf(p, "%u.%u-%u.%u", &am, &an, &bm, &bn);
+		if (k == 2) {
+			bm = am;
+			bn = an;
+		} else if (k != 4) {
+			return false;
+		}
+		if (hm == am && am == bm && hn >= an && hn <= bn)
+			return true;
+		p += strcspn(p, ",");
+	}
+	return false;
+}
+
+/* "3.19-3.22, 4.0-4.3" well formed: MAJOR.A-MAJOR.B (A <= B) or MAJOR.A, ", "-separated. */
+static bool helm_ranges_ok(const char *s)
+{
+	const char *p = s;
+	unsigned am, an, bm, bn;
+	int used, k;
+
+	while (*p) {
+		used = 0;
+		k = sscanf(p, "%u.%u-%u.%u%n", &am, &an, &bm, &bn, &used);
+		if (k != 4 || am != bm || an > bn) {
+			used = 0;
+			if (sscanf(p, "%u.%u%n", &am, &an, &used) != 2)
+				return false;
+		}
+		p += used;
+		if (!*p)
+			return true;
+		if (strncmp(p, ", ", 2))
+			return false;
+		p += 2;
+	}
+	return false;
+}
+
+char *role_set_helm_version(const struct role_set *rs, const struct inventory *inv,
+			    const struct node *n)
+{
+	const struct role *r = role_set_find(rs, "helm");
+	size_t i;
+
+	for (i = 0; r && n && i < r->nr_artifacts; i++) {
+		const struct role_artifact *a = &r->artifacts[i];
+		const struct artifact *m;
+		const char *v;
+		size_t len;
+
+		if (!role_artifact_for(a, inv, n) || !(m = artifact_find(&rs->artifacts, a->name)))
+			continue;
+		if (!m->url || !(v = strstr(m->url, "/helm-v")))
+			continue;
+		v += 7;
+		len = strspn(v, "0123456789.");
+		while (len && v[len - 1] == '.')
+			len--;
+		if (len)
+			return xstrndup(v, len);
+	}
+	return NULL;
+}
+
 static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t *k,
 		     const yaml_node_t *v)
 {
@@ -1240,6 +1318,11 @@ static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t 
 		}
 		if (!(val = want_string(l, key, cv)))
 			continue;
+		if (!strcmp(key, "helm") && !helm_ranges_ok(val)) {
+			lerr(l, cv, "Helm minors as \"3.19-3.22, 4.0-4.3\"",
+			     "minor %s: helm '%s' is not a list of Helm minor ranges", minor, val);
+			continue;
+		}
 		strv_push(&row->keys, key);
 		strv_push(&row->vals, val);
 		row->nr++;

@@ -151,7 +151,7 @@ struct role {
  * pause image of that minor).  Templates see a row as kube.COLUMN, steps as
  * PROVISION_KUBE_COLUMN (upper case).  The columns are role.c's
  * kube_columns: pause_image, apt_key_fingerprint, kubeadm_api,
- * containerd_min, cgroup, patch, end_of_life.
+ * containerd_min, containerd_preferred, cgroup, patch, end_of_life, helm.
  */
 struct kube_minor {
 	char *minor;
@@ -173,6 +173,8 @@ const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const cha
 const char *kube_minor_get(const struct kube_minor *row, const char *name);
 /* The minors of the table, ", "-separated; caller frees. */
 char *kube_matrix_minors(const struct kube_matrix *m);
+/* Whether Helm HELM_VERSION (X.Y[.Z]) is in RANGES, a row's helm column ("3.19-3.22, 4.0-4.3"). */
+bool kube_helm_supported(const char *ranges, const char *helm_version);
 
 struct role_set {
 	char *dir;
@@ -203,6 +205,13 @@ int role_phase_index(const char *phase);
 int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl);
 void role_set_release(struct role_set *rs);
 const struct role *role_set_find(const struct role_set *rs, const char *name);
+/*
+ * The Helm version roles/helm installs on node N (the control plane): the
+ * X.Y.Z of its archive's URL (.../helm-vX.Y.Z-linux-ARCH.tar.gz) in the
+ * artifact manifest; NULL when there is none.  Caller frees.
+ */
+char *role_set_helm_version(const struct role_set *rs, const struct inventory *inv,
+			    const struct node *n);
 
 /*
  * Whether a role applies to a node, given what is known: the inventory and

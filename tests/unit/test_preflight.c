@@ -386,6 +386,59 @@ static void test_matrix_ubuntu(void **state)
 	strbuf_release(&roles);
 }
 
+/*
+ * Helm's version skew (roles/kubernetes.yaml, column helm): a Helm minor in
+ * the row's ranges passes, one outside is refused on the control plane with
+ * both versions and the fix; the worker gets nothing.
+ */
+static void test_helm_skew(void **state)
+{
+	static const char yaml[] =
+	    "cluster:\n  name: t\n  kubernetes_version: \"1.37.1\"\n"
+	    "ssh:\n  user: admin\njupyterhub:\n  enabled: false\n"
+	    "nodes:\n  - name: cp\n    address: 198.18.0.10\n"
+	    "    roles: [control-plane]\n  - name: w\n    address: 198.18.0.11\n"
+	    "    roles: [worker]\n";
+	char *keys[] = {"helm", NULL}, *vals[] = {"3.22-3.25, 4.3-4.6", NULL};
+	struct kube_minor row = {.minor = "1.37", .keys = keys, .vals = vals, .nr = 1};
+	struct inventory *inv = NULL;
+	struct diag_list dl;
+	struct facts f;
+	const struct facts *fp[2] = {&f, &f};
+	const struct node *np[2];
+	struct preflight pf = {0};
+
+	(void)state;
+	assert_true(kube_helm_supported("3.22-3.25, 4.3-4.6", "4.3.0"));
+	assert_true(kube_helm_supported("3.22-3.25, 4.3-4.6", "3.22.0"));
+	assert_true(kube_helm_supported("3.16-3.19, 4.0", "4.0.1"));
+	assert_false(kube_helm_supported("3.22-3.25, 4.3-4.6", "4.2.4"));
+	assert_false(kube_helm_supported("3.22-3.25, 4.3-4.6", "3.18.4"));
+	assert_false(kube_helm_supported("3.22-3.25, 4.3-4.6", "4.7.0"));
+	assert_false(kube_helm_supported("3.15-3.18", "4.0.0"));
+	assert_false(kube_helm_supported("3.15-3.18", "x"));
+	memset(&f, 0, sizeof(f));
+	diag_list_init(&dl);
+	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml, strlen(yaml), &dl));
+	diag_list_release(&dl);
+	np[0] = &inv->nodes[0];
+	np[1] = &inv->nodes[1];
+	preflight_helm(&pf, inv, &row, "4.3.0", np, fp, 2);
+	assert_int_equal(0, pf.nr);
+	preflight_helm(&pf, inv, &row, NULL, np, fp, 2);
+	assert_int_equal(0, pf.nr);
+	preflight_helm(&pf, inv, &row, "4.2.4", np, fp, 2);
+	assert_int_equal(1, pf.nr);
+	assert_int_equal(0, pf.items[0].node);
+	assert_true(pf.items[0].fatal);
+	assert_string_equal("Helm 4.2.4, which drives the add-ons, does not support Kubernetes "
+			    "1.37.1: its minor needs Helm 3.22-3.25, 4.3-4.6",
+			    pf.items[0].msg);
+	assert_non_null(strstr(pf.items[0].hint, "roles/artifacts.yaml"));
+	preflight_release(&pf);
+	inventory_free(inv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +450,7 @@ int main(void)
 	    cmocka_unit_test(test_matrix_cgroup),
 	    cmocka_unit_test(test_matrix_containerd),
 	    cmocka_unit_test(test_matrix_ubuntu),
+	    cmocka_unit_test(test_helm_skew),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
