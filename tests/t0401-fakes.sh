@@ -390,8 +390,8 @@ kubeadm_reads() {
 	EOF
 }
 
-test_case "kubeadm's config API per minor: the roles' config read without a warning by 1.30, 1.31, 1.35 and 1.36; v1beta3 deprecated from 1.31 and gone in 1.36; v1beta4 fields and shapes" "
-	for v in 1.30.4 1.31.14 1.35.8 1.36.4; do
+test_case "kubeadm's config API per minor: the roles' config read without a warning by 1.30, 1.31, 1.35, 1.36 and 1.37; v1beta3 deprecated from 1.31 and gone in 1.37; v1beta4 fields and shapes" "
+	for v in 1.30.4 1.31.14 1.35.8 1.36.4 1.37.1; do
 		cat >inv-\$v.yaml <<-EOF
 			cluster: {name: t, kubernetes_version: \"\$v\"}
 			ssh: {user: admin}
@@ -415,7 +415,10 @@ test_case "kubeadm's config API per minor: the roles' config read without a warn
 	expect_eq 'ok ClusterConfiguration InitConfiguration KubeletConfiguration' \"\$(cat r)\" 'kubeadm 1.31 reads v1beta3'
 	expect_grep 'your configuration file uses a deprecated API spec: \"kubeadm.k8s.io/v1beta3\" (kind: \"InitConfiguration\")' w
 	kubeadm_reads 1.36.4 v3.yaml init >r 2>w
-	expect_eq 'error: your configuration file uses an old API spec: \"kubeadm.k8s.io/v1beta3\" (kind: \"InitConfiguration\"). Please use kubeadm v1.35 instead and run '\"'\"'kubeadm config migrate --old-config old.yaml --new-config new.yaml'\"'\"', which will write the new, similar spec using a newer API version.' \"\$(cat r)\" 'kubeadm 1.36 and v1beta3'
+	expect_eq 'ok ClusterConfiguration InitConfiguration KubeletConfiguration' \"\$(cat r)\" 'kubeadm 1.36 still reads v1beta3'
+	expect_grep 'your configuration file uses a deprecated API spec: \"kubeadm.k8s.io/v1beta3\"' w
+	kubeadm_reads 1.37.1 v3.yaml init >r 2>w
+	expect_eq 'error: your configuration file uses an old API spec: \"kubeadm.k8s.io/v1beta3\" (kind: \"InitConfiguration\"). Please use kubeadm v1.35 instead and run '\"'\"'kubeadm config migrate --old-config old.yaml --new-config new.yaml'\"'\"', which will write the new, similar spec using a newer API version.' \"\$(cat r)\" 'kubeadm 1.37 and v1beta3'
 	kubeadm_reads 1.30.4 init-1.31.14.yaml init >r 2>w
 	expect_eq 'error: no kind \"InitConfiguration\" is registered for version \"kubeadm.k8s.io/v1beta4\" in scheme \"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31\"' \"\$(cat r)\" 'kubeadm 1.30 and v1beta4'
 	kubeadm_reads 1.31.14 v3-shape4.yaml init >r 2>w

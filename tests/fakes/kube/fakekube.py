@@ -60,7 +60,7 @@ def knob(name, default=None):
 
 # kubeadm's pause image per minor (cmd/kubeadm/app/constants PauseVersion, as
 # `kubeadm config images list` prints it)
-KUBEADM_PAUSE = {28: "3.9", 29: "3.9", 30: "3.9", 31: "3.10", 32: "3.10", 33: "3.10", 34: "3.10.1", 35: "3.10.1", 36: "3.10.2"}
+KUBEADM_PAUSE = {28: "3.9", 29: "3.9", 30: "3.9", 31: "3.10", 32: "3.10", 33: "3.10", 34: "3.10.1", 35: "3.10.1", 36: "3.10.2", 37: "3.10.2"}
 
 
 def kubeadm_pause_image(minor=None):

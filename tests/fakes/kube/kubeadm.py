@@ -171,10 +171,10 @@ V1BETA4 = "kubeadm.k8s.io/v1beta4"
 
 def supported_kubeadm_apis():
     """The kubeadm API versions this minor reads: v1beta3 from 1.22 until
-    1.35 (kubeadm 1.36 removed it: kubernetes/kubernetes#136016), v1beta4
-    from 1.31."""
+    1.36 (kubeadm 1.37 removed it: kubernetes/kubernetes#136016, listed in
+    the 1.37 release notes, not 1.36's), v1beta4 from 1.31."""
     apis = []
-    if 22 <= FAKE_MINOR <= 35:
+    if 22 <= FAKE_MINOR <= 36:
         apis.append(V1BETA3)
     if FAKE_MINOR >= 31:
         apis.append(V1BETA4)
@@ -186,7 +186,8 @@ def supported_kubeadm_apis():
 OLD_KNOWN_APIS = {"kubeadm.k8s.io/v1alpha1": "v1.11", "kubeadm.k8s.io/v1alpha2": "v1.12",
                   "kubeadm.k8s.io/v1alpha3": "v1.14", "kubeadm.k8s.io/v1beta1": "v1.15",
                   "kubeadm.k8s.io/v1beta2": "v1.22"}
-if FAKE_MINOR >= 36:
+# #136016's release note: "The 1.35 kubeadm binary can be used to migrate to v1beta4".
+if FAKE_MINOR >= 37:
     OLD_KNOWN_APIS[V1BETA3] = "v1.35"
 
 
