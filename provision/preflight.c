@@ -110,7 +110,7 @@ static const struct os_row *os_find(const struct facts *f)
 
 /* "1.6.20" against "2.0": <0, 0, >0 on major.minor; 0 when either does not parse. */
 /* The containerd of roles/artifacts.yaml's release archive (containerd-linux-*). */
-#define CONTAINERD_RELEASE "2.3.4"
+#define CONTAINERD_RELEASE "2.4.1"
 
 static int cmp_major_minor(const char *a, const char *b)
 {

@@ -44,9 +44,9 @@ sh "$SRC_ROOT/tests/releases/containerd-archive.sh" "$FILES" "$TEST_DIR/node-run
 	cat "$TEST_DIR/archive.err"
 	exit 1
 }
-tar -xzf "$FILES/containerd-2.3.4-linux-amd64.tar.gz" -C "$FILES" bin/ctr
+tar -xzf "$FILES/containerd-2.4.1-linux-amd64.tar.gz" -C "$FILES" bin/ctr
 cp -R "$SRC_ROOT/roles" "$ROLES"
-for f in containerd-2.3.4-linux-amd64.tar.gz runc.amd64; do
+for f in containerd-2.4.1-linux-amd64.tar.gz runc.amd64; do
 	h=$(sha256sum <"$FILES/$f" | cut -c1-64)
 	cp "$FILES/$f" "$CACHE/sha256/$h"
 	case $f in

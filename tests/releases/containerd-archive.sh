@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/releases/containerd-archive.sh DIR RUNC: stand-ins for containerd's
 # and runc's release downloads, which cannot be had here, made of real
-# binaries: DIR/containerd-2.3.4-linux-amd64.tar.gz in the release archive's
+# binaries: DIR/containerd-2.4.1-linux-amd64.tar.gz in the release archive's
 # layout (bin/containerd, bin/containerd-shim-runc-v2, bin/ctr) holding
 # Debian sid's containerd 2.1 from the releases tier's cached tree
 # (rootfs.sh sid; its binaries need glibc 2.34, which Debian 12 and 13
@@ -22,6 +22,6 @@ mkdir "$work/bin"
 for b in containerd containerd-shim-runc-v2 ctr; do
 	cp "$sid/usr/bin/$b" "$work/bin/$b"
 done
-tar -czf "$1/containerd-2.3.4-linux-amd64.tar.gz" -C "$work" bin
+tar -czf "$1/containerd-2.4.1-linux-amd64.tar.gz" -C "$work" bin
 cp "$2" "$1/runc.amd64"
 chmod 0755 "$1/runc.amd64"

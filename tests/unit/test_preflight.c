@@ -310,7 +310,7 @@ static void test_matrix_containerd(void **state)
 			    "containerd 2.0 answers the kubelet's RuntimeConfig question (its cgroup "
 			    "driver); containerd 1.6 does not, and the kubelet falls back to its own "
 			    "setting, a fallback Kubernetes plans to drop in 1.38.  It works with 1.36.4; "
-			    "to move to containerd 2.3.4 now, set 'containerd: release' under cluster in "
+			    "to move to containerd 2.4.1 now, set 'containerd: release' under cluster in "
 			    "the inventory)\n",
 			    s);
 	free(s);
