@@ -189,20 +189,41 @@ void preflight_helm(struct preflight *pf, const struct inventory *inv, const str
 {
 	const char *ranges = kube_minor_get(kube, "helm");
 	const char *version = inv->cluster.kubernetes_version;
+	int skew;
 	size_t i;
 
-	if (!ranges || !helm_version || kube_helm_supported(ranges, helm_version))
+	if (!ranges || !helm_version || !(skew = kube_helm_skew(ranges, helm_version)))
 		return;
 	for (i = 0; i < nr; i++) {
 		char *hint;
 
 		if (!facts[i] || !(nodes[i]->roles & NODE_ROLE_CONTROL_PLANE))
 			continue;
+		if (skew > 0) {
+			/*
+			 * A cluster older than the Helm's four minors: outside what
+			 * Helm tests, but within what it can talk to (Helm keeps no
+			 * forward compatibility, not backward): a warning, as for a
+			 * minor past its end of life.
+			 */
+			hint = xasprintf("upgrade the cluster to a minor Helm %s supports "
+					 "(provision upgrade; roles/kubernetes.yaml, column helm): a "
+					 "Helm release supports the Kubernetes minor it was built "
+					 "against and the three before it "
+					 "(helm.sh/docs/topics/version_skew)",
+					 helm_version);
+			add(pf, i, false, hint,
+			    "Helm %s, which drives the add-ons, is newer than Kubernetes %s's "
+			    "Helms (%s): not tested with this minor",
+			    helm_version, version, ranges);
+			free(hint);
+			continue;
+		}
 		hint = xasprintf(
 		    "pin a Helm of %s in roles/artifacts.yaml (the helm archives roles/helm names), or "
 		    "give kubernetes_version a minor Helm %s supports (roles/kubernetes.yaml, column "
 		    "helm): a Helm release supports the Kubernetes minor it was built against and "
-		    "the three before it (helm.sh/docs/topics/version_skew)",
+		    "the three before it, never a newer one (helm.sh/docs/topics/version_skew)",
 		    ranges, helm_version);
 		add(pf, i, true, hint,
 		    "Helm %s, which drives the add-ons, does not support Kubernetes %s: its minor "

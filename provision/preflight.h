@@ -41,7 +41,9 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 /*
  * The Helm that drives the add-ons (helm_version, roles/helm's archive)
  * against the cluster's minor (kube's helm column, Helm's version skew
- * policy): outside it, a fatal problem on the control plane among nodes
+ * policy): older than the minor's Helms (built against an older
+ * Kubernetes), a fatal problem on the control plane among nodes; newer (a
+ * cluster older than the Helm's four minors), a warning there
  * (helm_version or kube NULL: not checked).
  */
 void preflight_helm(struct preflight *pf, const struct inventory *inv, const struct kube_minor *kube,

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1203,15 +1204,14 @@ char *kube_matrix_minors(const struct kube_matrix *m)
 	return strbuf_detach(&sb, NULL);
 }
 
-/* "3.19-3.22, 4.0-4.3": whether Helm MAJOR.MINOR is in one of the ranges. */
-bool kube_helm_supported(const char *ranges, const char *helm_version)
+int kube_helm_skew(const char *ranges, const char *helm_version)
 {
-	unsigned hm, hn, am, an, bm, bn;
+	unsigned hm, hn, am, an, bm, bn, lo_major = UINT_MAX, hi_major = 0;
 	const char *p = ranges;
 	int k;
 
 	if (!ranges || !helm_version || sscanf(helm_version, "%u.%u", &hm, &hn) != 2)
-		return false;
+		return -1;
 	while (*p) {
 		p += strspn(p, " ,");
 		if (!*p)
@@ -1220,14 +1220,24 @@ bool kube_helm_supported(const char *ranges, const char *helm_version)
 		if (k == 2) {
 			bm = am;
 			bn = an;
-		} else if (k != 4) {
-			return false;
+		} else if (k != 4 || am != bm) {
+			return -1;
 		}
-		if (hm == am && am == bm && hn >= an && hn <= bn)
-			return true;
+		if (hm == am)
+			return hn < an ? -1 : hn > bn ? 1 : 0;
+		if (am < lo_major)
+			lo_major = am;
+		if (am > hi_major)
+			hi_major = am;
 		p += strcspn(p, ",");
 	}
-	return false;
+	/* no range of Helm's major: a major after every listed one is newer */
+	return lo_major != UINT_MAX && hm > hi_major ? 1 : -1;
+}
+
+bool kube_helm_supported(const char *ranges, const char *helm_version)
+{
+	return kube_helm_skew(ranges, helm_version) == 0;
 }
 
 /* "3.19-3.22, 4.0-4.3" well formed: MAJOR.A-MAJOR.B (A <= B) or MAJOR.A, ", "-separated. */

@@ -175,6 +175,14 @@ const char *kube_minor_get(const struct kube_minor *row, const char *name);
 char *kube_matrix_minors(const struct kube_matrix *m);
 /* Whether Helm HELM_VERSION (X.Y[.Z]) is in RANGES, a row's helm column ("3.19-3.22, 4.0-4.3"). */
 bool kube_helm_supported(const char *ranges, const char *helm_version);
+/*
+ * Where Helm HELM_VERSION stands against RANGES: 0 in them; -1 older than
+ * its major's range (built against a Kubernetes older than the minor, or a
+ * major before every listed one), or not a version; 1 newer (the minor is
+ * older than the Helm's supported four, or the major comes after every
+ * listed one).
+ */
+int kube_helm_skew(const char *ranges, const char *helm_version);
 
 struct role_set {
 	char *dir;

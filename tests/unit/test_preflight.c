@@ -417,6 +417,13 @@ static void test_helm_skew(void **state)
 	assert_false(kube_helm_supported("3.22-3.25, 4.3-4.6", "4.7.0"));
 	assert_false(kube_helm_supported("3.15-3.18", "4.0.0"));
 	assert_false(kube_helm_supported("3.15-3.18", "x"));
+	assert_int_equal(0, kube_helm_skew("3.22-3.25, 4.3-4.6", "4.3.0"));
+	assert_int_equal(-1, kube_helm_skew("3.22-3.25, 4.3-4.6", "4.2.4"));
+	assert_int_equal(-1, kube_helm_skew("3.22-3.25, 4.3-4.6", "3.18.4"));
+	assert_int_equal(1, kube_helm_skew("3.22-3.25, 4.3-4.6", "4.7.0"));
+	assert_int_equal(1, kube_helm_skew("3.15-3.18", "4.3.0"));
+	assert_int_equal(-1, kube_helm_skew("3.22-3.25, 4.3-4.6", "2.17.0"));
+	assert_int_equal(-1, kube_helm_skew("3.15-3.18", "x"));
 	memset(&f, 0, sizeof(f));
 	diag_list_init(&dl);
 	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml, strlen(yaml), &dl));
@@ -435,6 +442,16 @@ static void test_helm_skew(void **state)
 			    "1.37.1: its minor needs Helm 3.22-3.25, 4.3-4.6",
 			    pf.items[0].msg);
 	assert_non_null(strstr(pf.items[0].hint, "roles/artifacts.yaml"));
+	preflight_release(&pf);
+	/* a cluster older than the Helm's minors: a warning, not a refusal */
+	memset(&pf, 0, sizeof(pf));
+	preflight_helm(&pf, inv, &row, "4.7.0", np, fp, 2);
+	assert_int_equal(1, pf.nr);
+	assert_false(pf.items[0].fatal);
+	assert_string_equal("Helm 4.7.0, which drives the add-ons, is newer than Kubernetes 1.37.1's "
+			    "Helms (3.22-3.25, 4.3-4.6): not tested with this minor",
+			    pf.items[0].msg);
+	assert_non_null(strstr(pf.items[0].hint, "provision upgrade"));
 	preflight_release(&pf);
 	inventory_free(inv);
 }
