@@ -317,7 +317,7 @@ pv_pods_explain() {
 }
 
 # pv_helm_major: PV_HELM_MAJOR=3 or 4, the major version of the helm on
-# PATH, from `helm version --template '{{.Version}}'` (v3.18.4, v4.2.4:
+# PATH, from `helm version --template '{{.Version}}'` (v3.22.0, v4.3.0:
 # both majors take that flag and print that form); 1, saying why, when
 # helm does not answer or is another major.
 pv_helm_major() {

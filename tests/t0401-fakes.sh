@@ -21,7 +21,7 @@ test_need_cmd python3 openssl
 
 
 # fake TOOL ARGS...: run the fake TOOL of Kubernetes 1.30.4 as build.sh packs it
-# (helm: Helm FAKE_HELM_VERSION, default the first of build.sh's HELMS, 4.2.4).
+# (helm: Helm FAKE_HELM_VERSION, default the first of build.sh's HELMS, 4.3.0).
 fake() {
 	t=$1
 	shift
@@ -29,9 +29,9 @@ fake() {
 	[ -f "$_f" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$t" 1.30.4 "$_f"
 	python3 "$_f" "$@"
 }
-# helm3 ARGS...: the helm stand-in of Helm 3.18.4
+# helm3 ARGS...: the helm stand-in of Helm 3.22.0
 helm3() {
-	FAKE_HELM_VERSION=3.18.4 fake helm "$@"
+	FAKE_HELM_VERSION=3.22.0 fake helm "$@"
 }
 
 # pyfake TOOL [VERSION]: python code on stdin, with the functions of the fake
@@ -65,7 +65,7 @@ if command -v dpkg-deb >/dev/null 2>&1 && command -v apt-ftparchive >/dev/null 2
 		gpg --batch --homedir kd/gnupg --verify \"\$r/Release.gpg\" \"\$r/Release\" 2>gpg.out || { cat gpg.out; false; }
 		gpgconf --homedir kd/gnupg --kill gpg-agent 2>/dev/null || true
 		grep -q 'BEGIN PGP SIGNED MESSAGE' \"\$r/InRelease\"
-		for h in 4.2.4+g3900f43 3.18.4+gd80839c; do
+		for h in 4.3.0+gbec5b06 3.22.0+g144ca65; do
 			tar -tzf kd/repo/artifacts/helm-v\${h%+*}-linux-amd64.tar.gz >helm.list
 			expect_grep '^linux-amd64/helm\$' helm.list
 			tar -xzOf kd/repo/artifacts/helm-v\${h%+*}-linux-amd64.tar.gz linux-amd64/helm >helm.bin
@@ -88,12 +88,15 @@ test_case "versions in the real tools' shapes" "
 Kustomize Version: v5.0.4-0.20230601165947-6ce0bf390ce3' \"\$(fake kubectl version --client)\" 'kubectl version --client'
 	expect_eq 'Kubernetes v1.30.4' \"\$(fake kubelet --version)\" 'kubelet --version'
 	helm3 version >hv
-	expect_grep '^version.BuildInfo{Version:\"v3.18.4\", GitCommit:\"d80839cf37d860c8aa9a0503fe463278f26cd5e2\", GitTreeState:\"clean\", GoVersion:\"go1.24.4\"}\$' hv
+	expect_grep '^version.BuildInfo{Version:\"v3.22.0\", GitCommit:\"144ca65f8501953fa8b41cd1d37c7223051c85b7\", GitTreeState:\"clean\", GoVersion:\"go1.26.8\"}\$' hv
 	# helm 4 adds the client-go it was built with, as a Kubernetes minor
 	fake helm version >hv
-	expect_grep '^version.BuildInfo{Version:\"v4.2.4\", GitCommit:\"3900f434fd3ef2b84065dc04508df48f288dba00\", GitTreeState:\"clean\", GoVersion:\"go1.26\", KubeClientVersion:\"v1.36\"}\$' hv
-	expect_eq v4.2.4 \"\$(fake helm version --template '{{.Version}}')\" 'helm 4 version --template'
-	expect_eq v3.18.4 \"\$(helm3 version --template '{{.Version}}')\" 'helm 3 version --template'
+	expect_grep '^version.BuildInfo{Version:\"v4.3.0\", GitCommit:\"bec5b06ed841fe5269972d864d5177944fd5970f\", GitTreeState:\"clean\", GoVersion:\"go1.27.1\", KubeClientVersion:\"v1.37\"}\$' hv
+	# the Helm before (4.2.4) builds alike (its own commit and client-go)
+	FAKE_HELM_VERSION=4.2.4 fake helm version >hv42
+	expect_grep '^version.BuildInfo{Version:\"v4.2.4\", GitCommit:\"3900f434fd3ef2b84065dc04508df48f288dba00\", GitTreeState:\"clean\", GoVersion:\"go1.26\", KubeClientVersion:\"v1.36\"}\$' hv42
+	expect_eq v4.3.0 \"\$(fake helm version --template '{{.Version}}')\" 'helm 4 version --template'
+	expect_eq v3.22.0 \"\$(helm3 version --template '{{.Version}}')\" 'helm 3 version --template'
 	expect_eq \"\$(helm3 version)\" \"\$(helm3 version --client)\" 'helm 3 version --client (hidden, the same)' 
 	fake kubeadm token generate >tok
 	expect_grep '^[a-z0-9]\\{6\\}\\.[a-z0-9]\\{16\\}\$' tok
@@ -185,7 +188,7 @@ tool() {
 
 # rejects TOOL "ARGS" EXPECTED: the fake TOOL exits 1 with EXPECTED on
 # standard error (nothing on standard output), before any cluster contact.
-# (TOOL helm3: the helm stand-in of Helm 3.18.4; helm: of Helm 4.2.4)
+# (TOOL helm3: the helm stand-in of Helm 3.22.0; helm: of Helm 4.3.0)
 rejects() {
 	# shellcheck disable=SC2086 # ARGS: words
 	expect_status 1 tool "$1" $2 >r.out 2>r.err
@@ -241,7 +244,7 @@ See 'kubectl drain --help' for usage.\"
 
 test_case "short flags per command: helm list -f is --filter, helm upgrade -f is --values, kubectl -f is --filename" "
 	export HOME=\$PWD KUBECONFIG=
-	FAKE_HELM_VERSION=3.18.4 pyfake helm <<-'EOF'
+	FAKE_HELM_VERSION=3.22.0 pyfake helm <<-'EOF'
 		flags, pos = parse('list', ['-f', '^a\$', '-a', '-o', 'json', '-n', 'ns'])
 		assert flags == {'filter': '^a\$', 'all': True, 'output': 'json', 'namespace': 'ns'}, flags
 	EOF
@@ -267,7 +270,7 @@ test_case "short flags per command: helm list -f is --filter, helm upgrade -f is
 
 test_case "helm 3 and helm 4 stand-ins: list's states, --wait's strategies, the apply method a release keeps (Helm 3's taken over client-side)" "
 	export HOME=\$PWD KUBECONFIG=
-	for v in 3.18.4 4.2.4; do
+	for v in 3.22.0 4.2.4 4.3.0; do
 		CHART='$SRC_ROOT/tests/fakes/charts/nfs-subdir-external-provisioner' FAKE_HELM_VERSION=\$v pyfake helm <<-'EOF'
 			import io, contextlib
 			REL = []

@@ -46,8 +46,8 @@
 #     containerd loses its CRI plugin, node-3 turns NotReady ("container
 #     runtime is down") and check fails there (issue 17's bug 1).
 #
-# Helm 3 to Helm 4 (issue 34): the add-ons are installed by Helm 3.18.4
-# (the inventory's `helm: 3`); then the key goes (Helm 4.2.4, the default)
+# Helm 3 to Helm 4 (issue 34): the add-ons are installed by Helm 3.22.0
+# (the inventory's `helm: 3`); then the key goes (Helm 4.3.0, the default)
 # and `up` replaces /usr/local/bin/helm and nothing else: every release's
 # history is what Helm 3 left (no reinstall, no new revision), helm 4 reads
 # them (client-side apply, as Helm 3 applied them), check is clean; the
@@ -212,8 +212,8 @@ test_case "no GPU request on a GPU node: the CUDA image's NVIDIA_VISIBLE_DEVICES
 
 test_case "helm: the pinned archive's program; both releases deployed, revision 1, as Secrets" "
 	tb node-1 /usr/local/bin/helm version --short >hv
-	expect_grep '^v3.18.4+g' hv
-	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
+	expect_grep '^v3.22.0+g' hv
+	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.22.0-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
 	expect_eq \"\$(cat want)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm binary'
 	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -A -o json >releases.json
 	python3 - releases.json <<-'EOF'
@@ -428,8 +428,8 @@ test_case "helm 4 takes over: without helm: 3, up replaces /usr/local/bin/helm o
 	expect_eq 2 \"\$(grep -c . changed-h4)\" 'steps changed (the helm archive and binary only)'
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done \" up-h4.out; done
 	tb node-1 /usr/local/bin/helm version --short >hv4
-	expect_grep '^v4.2.4+g3900f43\$' hv4
-	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v4.2.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want4
+	expect_grep '^v4.3.0+gbec5b06\$' hv4
+	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v4.3.0-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want4
 	expect_eq \"\$(cat want4)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm 4 binary'
 	hist >hist4
 	expect_eq \"\$(cat hist3)\" \"\$(cat hist4)\" 'the releases'\\'' history under helm 4 (no new revision, no reinstall)'

@@ -6,8 +6,9 @@
 #     PROVISION_TEST_TODAY, else the date);
 #   - every row's helm column is what Helm's n-3 skew policy gives
 #     (Kubernetes 1.X: Helm 3.(X-15)..3.(X-12), 4.(X-34)..4.(X-31));
-#   - the Helm that roles/helm installs by default (its archive's version in
-#     roles/artifacts.yaml) supports the default minor;
+#   - the Helms that roles/helm installs (Helm 4 by default, Helm 3 with the
+#     inventory's `helm: 3`; their archives' versions in roles/artifacts.yaml)
+#     support the default minor (preflight refuses an older one);
 #   - the hub's user-scheduler (z2jh's kube-scheduler, pinned by the chart:
 #     3.3.8 v1.26.15, 4.4.0 v1.30.14, values.yaml scheduling.userScheduler
 #     .image.tag) is turned off in roles/jupyterhub's values, or within the
@@ -42,7 +43,7 @@ test_case "the default minor, its Helm and the hub's kube-scheduler within their
 		helm_role = yaml.safe_load(open(roles + '/helm/role.yaml'))
 		helms = set()
 		for a in helm_role['artifacts']:
-		    if str(a.get('helm', '')) == '3' or a.get('arch', 'amd64') != 'amd64':
+		    if a.get('arch', 'amd64') != 'amd64':
 		        continue
 		    v = re.search(r'/helm-v([0-9.]+)-linux', arts[a['name']]['url'])
 		    if v:

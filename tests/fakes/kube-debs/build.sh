@@ -16,7 +16,7 @@
 #   helm-vX.Y.Z-linux-amd64.tar.gz        Helm's release archive layout
 #                                         (linux-amd64/helm, LICENSE, README.md)
 #                                         with the fake helm of that version,
-#                                         one per Helm of HELMS (4.2.4, 3.18.4:
+#                                         one per Helm of HELMS (4.3.0, 3.22.0:
 #                                         the two majors roles/artifacts.yaml pins)
 #   NAME-VERSION.tgz                      each chart of ../charts/NAME (a chart
 #                                         archive: NAME/Chart.yaml, values.yaml,
@@ -66,7 +66,7 @@ SRC=$(cd "$HERE/../kube" && pwd)
 # Helm built (each of HELMS; --program and --source build the first, or
 # FAKE_HELM_VERSION), kubectl's of the minor built (else the nearest
 # minor), kubeadm's one table.
-HELMS="4.2.4 3.18.4"
+HELMS="4.3.0 3.22.0"
 HELM=${FAKE_HELM_VERSION:-${HELMS%% *}}
 CLI=$(cd "$HERE/../cli" && pwd)
 KUBERNETES_YAML=$HERE/../../../roles/kubernetes.yaml

@@ -90,17 +90,23 @@ import tarfile
 try:
     HELM_FAKE_VERSION  # noqa: F821  (set by build.sh in front of this file)
 except NameError:
-    HELM_FAKE_VERSION = os.environ.get("FAKE_HELM_VERSION", "4.2.4")
+    HELM_FAKE_VERSION = os.environ.get("FAKE_HELM_VERSION", "4.3.0")
 # What `helm version` of each release archive the stand-in can be built as
 # prints: helm/helm's tag commit, the Go of the release build and (helm 4)
 # the client-go it was built with as a Kubernetes minor
 # (internal/version/version.go).  3.18.4: the archive's own output; 4.2.4:
 # tag v4.2.4 (3900f434...), go.mod k8s.io/client-go v0.36.1, built with
 # Go 1.26 (.github/env GOLANG_VERSION=1.26: the patch release setup-go
-# took that day is not known here, so the stand-in says go1.26).
+# took that day is not known here, so the stand-in says go1.26); 4.3.0 and
+# 3.22.0 (the pins of roles/artifacts.yaml): the real archives' output as
+# public transcripts of `helm version` give it alike (4.3.0: bec5b06e...,
+# go1.27.1, KubeClientVersion v1.37; 3.22.0: 144ca65f..., the tag commit
+# Helm's v3.22.0 release notes list first, go1.26.8).
 HELM_BUILDS = {
     "3.18.4": ("d80839cf37d860c8aa9a0503fe463278f26cd5e2", "go1.24.4", None),
+    "3.22.0": ("144ca65f8501953fa8b41cd1d37c7223051c85b7", "go1.26.8", None),
     "4.2.4": ("3900f434fd3ef2b84065dc04508df48f288dba00", "go1.26", "v1.36"),
+    "4.3.0": ("bec5b06ed841fe5269972d864d5177944fd5970f", "go1.27.1", "v1.37"),
 }
 if HELM_FAKE_VERSION not in HELM_BUILDS:
     raise SystemExit("helm stand-in: no build data for Helm %s (tests/fakes/kube/helm.py HELM_BUILDS)" % HELM_FAKE_VERSION)
@@ -132,9 +138,9 @@ def client(flags):
 # Flags: which ones each command accepts is the real Helm's table (CLI_FLAGS,
 # from tests/fakes/cli/helm-X.Y.Z.flags, the table of the Helm major built,
 # read from the real binary's help: see tests/fakes/README.md, "Flags").
-# 3.18.4 gets helm 3.17.3's table (between the two tags cmd/helm and
-# pkg/cli add one flag, registry login's --plain-http), 4.2.4 helm
-# 4.1.4's.  A flag outside the table: "Error: unknown flag: --x" on
+# 3.18.4 and 3.22.0 get helm 3.17.3's table (between 3.17.3 and 3.18.4
+# cmd/helm and pkg/cli add one flag, registry login's --plain-http), 4.2.4
+# and 4.3.0 helm 4.1.4's.  A flag outside the table: "Error: unknown flag: --x" on
 # standard error and exit 1, as cobra prints it for helm (SilenceUsage, no
 # usage text) and helm's main exits.  A flag in the table that is not
 # below: the stand-in's "does not act on" message.
