@@ -39,7 +39,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PROVISION=${PROVISION:-$top/build/provision}
-K8S=${DEMO_K8S:-1.36.4}
+K8S=${DEMO_K8S:-1.37.1}
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 

@@ -50,7 +50,7 @@ test_case "1.34.11: both nodes pass (cgroup v1 is still allowed); the minor's en
 	plan_result 1.34.11 >result.out
 	cat result.out plan-1.34.11.err
 	expect_grep '^inv-1.34.11.yaml:[0-9]*:[0-9]*: warning: Kubernetes 1.34 reached its end of life on 2026-10-27: it gets no more security fixes' plan-1.34.11.err
-	expect_grep 'hint: raise kubernetes_version (1.36.4 is the newest provision pins)' plan-1.34.11.err
+	expect_grep 'hint: raise kubernetes_version (1.37.1 is the newest provision pins)' plan-1.34.11.err
 	expect_grep '^node-1=done node-2=done\$' result.out
 	expect_no_grep 'cgroup' result.out
 "

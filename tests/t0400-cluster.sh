@@ -21,7 +21,7 @@
 # net.ipv4.ip_forward=1 in each node's network namespace from the host, as
 # that step does on a real node (kubeadm's preflight needs it).
 #
-# The cluster runs the default of roles/kubernetes.yaml (1.36.4: kubeadm's
+# The cluster runs the default of roles/kubernetes.yaml (1.37.1: kubeadm's
 # v1beta4 API, cgroup v2 nodes) on Debian 13 nodes (the other cluster tests
 # run Debian 12 ones: so the roles run on both releases in every test run;
 # PROVISION_TESTBED_SUITE=bookworm for Debian 12 here too).
@@ -43,7 +43,7 @@ skip_all_cases() {
 	test_done
 	exit $?
 }
-K8S=${PROVISION_TEST_K8S:-1.36.4}
+K8S=${PROVISION_TEST_K8S:-1.37.1}
 PROVISION_TESTBED_SUITE=${PROVISION_TESTBED_SUITE:-trixie}
 export PROVISION_TESTBED_SUITE
 cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
