@@ -323,14 +323,18 @@ struct cluster {
 	struct images_plan plan;
 };
 
+/* The inventory cluster_load reads: lab, or another version of it. */
+static const char *lab_text;
+
 static void cluster_load(struct cluster *c)
 {
+	const char *text = lab_text ? lab_text : lab;
 	struct diag_list dl;
 	size_t i;
 
 	memset(c, 0, sizeof(*c));
 	diag_list_init(&dl);
-	if (inventory_load_buffer(&c->inv, "lab.yaml", lab, strlen(lab), &dl) < 0)
+	if (inventory_load_buffer(&c->inv, "lab.yaml", text, strlen(text), &dl) < 0)
 		fail_msg("inventory: %s", dl.nr ? dl.items[0].msg : "?");
 	if (role_set_load(&c->rs, "roles", &dl) < 0) {
 		for (i = 0; i < dl.nr; i++)
@@ -586,6 +590,40 @@ static void test_plan_unresolved(void **unused)
 	free(cache);
 }
 
+/* Kubernetes 1.37.1 (the default): its kubeadm's etcd, CoreDNS and pause, from its row. */
+static void test_plan_kube_137(void **unused)
+{
+	struct cluster c;
+	struct error err = {0};
+	struct strbuf sb = STRBUF_INIT;
+	const char *at = strstr(lab, "1.36.4");
+	char *cache = xasprintf("%s/empty-137", dir), *r;
+
+	strbuf_add(&sb, lab, (size_t)(at - lab));
+	strbuf_addstr(&sb, "1.37.1");
+	strbuf_addstr(&sb, at + strlen("1.36.4"));
+	lab_text = sb.buf;
+	cluster_load(&c);
+	lab_text = NULL;
+	assert_int_equal(plan_images(&c.plan, c.inv, &c.rs, cache, c.nodes, c.fp, 4, NULL, &err),
+			 0);
+	r = refs_of(&c, 0, NULL);
+	expect_has(r, "registry.k8s.io/kube-apiserver:v1.37.1", true);
+	expect_has(r, "registry.k8s.io/kube-proxy:v1.37.1", true);
+	expect_has(r, "registry.k8s.io/etcd:3.7.0-0", true);
+	expect_has(r, "registry.k8s.io/coredns/coredns:v1.14.6", true);
+	expect_has(r, "registry.k8s.io/pause:3.10.2", true);
+	expect_has(r, "registry.k8s.io/etcd:3.6.8-0", false);
+	free(r);
+	r = refs_of(&c, 3, NULL);
+	expect_has(r, "registry.k8s.io/kube-proxy:v1.37.1", true);
+	expect_has(r, "registry.k8s.io/etcd:3.7.0-0", false);
+	free(r);
+	cluster_release(&c);
+	strbuf_release(&sb);
+	free(cache);
+}
+
 /* The real charts (../shared/upstream/charts): what the real values.yaml say. */
 static void test_plan_real_charts(void **unused)
 {
@@ -655,6 +693,7 @@ int main(void)
 	    cmocka_unit_test(test_chart),
 	    cmocka_unit_test(test_plan_stand_ins),
 	    cmocka_unit_test(test_plan_unresolved),
+	    cmocka_unit_test(test_plan_kube_137),
 	    cmocka_unit_test(test_plan_real_charts),
 	    cmocka_unit_test(test_plan_driver_nodes),
 	    cmocka_unit_test(test_plan_no_gpu),
