@@ -886,7 +886,8 @@ static bool role_in_cluster(const struct images_input *in, const struct role *r)
 static struct tval *role_chart(struct images_plan *p, const struct images_input *in,
 			       const struct role *r, size_t vn)
 {
-	const struct artifact *a = artifact_find(&in->roles->artifacts, r->chart_artifact);
+	const char *name = role_chart_artifact(r, in->inv);
+	const struct artifact *a = artifact_find(&in->roles->artifacts, name);
 	const struct role_template *t = role_template_by_src(r, r->chart_values);
 	struct strbuf tgz = STRBUF_INIT, rendered = STRBUF_INIT;
 	struct tval *chart = NULL, *vals = NULL;
@@ -894,7 +895,7 @@ static struct tval *role_chart(struct images_plan *p, const struct images_input 
 
 	if (!a || !a->sha256) {
 		unresolved(
-		    p, r, "chart artifact '%s' has no pinned SHA-256 in %s", r->chart_artifact,
+		    p, r, "chart artifact '%s' has no pinned SHA-256 in %s", name,
 		    in->roles->artifacts.path ? in->roles->artifacts.path : "artifacts.yaml");
 		goto out;
 	}

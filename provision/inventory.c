@@ -2447,8 +2447,10 @@ static void parse_hub(struct parser *p, const yaml_node_t *key, const yaml_node_
 	if ((y = f.val[HUB_ENABLED]))
 		get_bool(p, y, "enabled", &hub->enabled);
 	if ((y = f.val[HUB_CHART_VERSION]) && (t = get_text(p, y, "chart_version"))) {
-		if (chart_version_ok(t))
+		if (chart_version_ok(t)) {
 			set_str(&hub->chart_version, t);
+			hub->chart_version_pos = pos_of(y);
+		}
 		else
 			err_at(p, y, "pin a release of the jupyterhub chart such as 3.3.8",
 			       "'chart_version' must be an exact version X.Y.Z, not '%s'", t);
@@ -2765,6 +2767,14 @@ static void check_hub(struct parser *p)
 	if (inv->hub.auth == HUB_AUTH_NATIVE && !inv->hub.admin_users[0])
 		warn_pos(p, where, "list at least one user in jupyterhub.admin_users",
 			 "jupyterhub has no admin_users: nobody can approve sign-ups");
+	/* GitHub lets in the admins and allowed users only: never every GitHub account */
+	if (inv->hub.auth == HUB_AUTH_GITHUB && !inv->hub.admin_users[0] &&
+	    !inv->hub.allowed_users[0])
+		err_pos(p, where,
+			"list the GitHub accounts that may log in in jupyterhub.allowed_users "
+			"(and the admins in admin_users)",
+			"jupyterhub with GitHub sign-in names neither admin_users nor allowed_users: "
+			"nobody could log in");
 }
 
 /* Loading -------------------------------------------------------------------- */
@@ -3075,6 +3085,7 @@ void inventory_free(struct inventory *inv)
 	free(inv->nfs.export_network);
 	free(inv->nfs.options);
 	free(inv->hub.chart_version);
+	free(inv->hub.chart_resolved);
 	free(inv->hub.image);
 	free(inv->hub.storage);
 	strv_free(inv->hub.admin_users);

@@ -115,6 +115,9 @@ enum hub_auth {
 struct hub_settings {
 	bool enabled;	      /* default true */
 	char *chart_version;  /* pinned chart version; NULL: the jupyterhub role's pin */
+	struct source_pos chart_version_pos;
+	/* the chart version the roles install (role_set_resolve_hub_chart); NULL: not resolved */
+	char *chart_resolved;
 	int node_port;	      /* proxy NodePort, default 30080 (30000-32767) */
 	char *image;	      /* singleuser image "name:tag"; NULL: the chart's default */
 	char *storage;	      /* per-user volume size, e.g. "10Gi" */

@@ -99,8 +99,11 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 		plan_env_export(sb, "PROVISION_NFS_NETWORK", inv->nfs.export_network);
 		plan_env_export(sb, "PROVISION_NFS_OPTIONS", inv->nfs.options);
 	}
-	if (inv->hub.enabled && inv->hub.chart_version)
-		plan_env_export(sb, "PROVISION_HUB_CHART_VERSION", inv->hub.chart_version);
+	/* the chart release provision pushes (roles/jupyterhub 30-install checks the archive) */
+	if (inv->hub.enabled && (inv->hub.chart_resolved || inv->hub.chart_version))
+		plan_env_export(sb, "PROVISION_HUB_CHART_VERSION",
+				inv->hub.chart_resolved ? inv->hub.chart_resolved
+							: inv->hub.chart_version);
 	plan_env_export(sb, "PROVISION_BACKUP_DIR", "/var/lib/provision/backup");
 	plan_env_export(sb, "PROVISION_GPU_NODES", tval_lookup(nc->run->gpu, "gpu.names")->str);
 	plan_env_export(sb, "PROVISION_GPU_HOST_DRIVER",

@@ -43,8 +43,12 @@ static void add_hub(struct tval *v, const struct inventory *inv, const struct no
 	struct tval *m = tval_map_at(v, "hub"), *a;
 
 	tval_set_str(m, "enabled", "true");
-	if (h->chart_version)
-		tval_set_str(m, "chart_version", h->chart_version);
+	/* the release the roles install (role_set_resolve_hub_chart), and its major */
+	if (h->chart_resolved || h->chart_version) {
+		const char *ver = h->chart_resolved ? h->chart_resolved : h->chart_version;
+		tval_set_str(m, "chart_version", ver);
+		tval_set_strf(m, "chart_major", "%.*s", (int)strcspn(ver, "."), ver);
+	}
 	tval_set_strf(m, "node_port", "%d", h->node_port);
 	if (cp)
 		tval_set_strf(m, "url", strchr(cp->address, ':') ? "http://[%s]:%d/" : "http://%s:%d/",

@@ -233,8 +233,9 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 	r->templates[r->nr_templates++] = t;
 }
 
-static const char *const artifact_keys[] = {"name",   "dest", "mode", "owner",
-					    "before", "arch", "helm", NULL};
+static const char *const artifact_keys[] = {"name",	  "dest",	   "mode",    "owner",
+					    "before", "arch",	   "helm",    "chart_version",
+					    "default", NULL};
 
 static void load_artifact_entry(struct loader *l, struct role *r, const yaml_node_t *m)
 {
@@ -276,8 +277,23 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 			}
 			continue;
 		}
+		if (!strcmp(key, "default")) {
+			s = scalar(v);
+			if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
+				a.chart_default = !strcmp(s, "true");
+			} else {
+				lerr(l, v,
+				     "write true on the chart version the inventory gets when it "
+				     "pins none",
+				     "'default' must be true or false");
+				ok = false;
+			}
+			continue;
+		}
 		if (!strcmp(key, "name"))
 			slot = &a.name;
+		else if (!strcmp(key, "chart_version"))
+			slot = &a.chart_version;
 		else if (!strcmp(key, "dest"))
 			slot = &a.dest;
 		else if (!strcmp(key, "owner"))
@@ -311,12 +327,18 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 		     "'arch' must be amd64 or arm64, not '%s'", a.arch);
 		ok = false;
 	}
+	if (a.chart_default && !a.chart_version) {
+		lerr(l, m, "give the artifact its chart_version: X.Y.Z",
+		     "'default: true' is for an artifact with a chart_version");
+		ok = false;
+	}
 	if (!ok) {
 		free(a.name);
 		free(a.dest);
 		free(a.owner);
 		free(a.before);
 		free(a.arch);
+		free(a.chart_version);
 		return;
 	}
 	if (!a.owner)
@@ -1095,6 +1117,7 @@ static void role_release(struct role *r)
 		free(r->artifacts[i].owner);
 		free(r->artifacts[i].before);
 		free(r->artifacts[i].arch);
+		free(r->artifacts[i].chart_version);
 	}
 	free(r->artifacts);
 	for (i = 0; i < r->nr_hands; i++) {
@@ -1656,12 +1679,97 @@ bool role_may_apply(const struct role *r, const struct inventory *inv, const str
 	return role_applies(r, inv, n, true) || role_applies(r, inv, n, false);
 }
 
+/* An artifact with a chart_version: the inventory's jupyterhub.chart_version, or the default. */
+static bool chart_picked(const struct role_artifact *a, const struct inventory *inv)
+{
+	if (!a->chart_version)
+		return true;
+	return inv->hub.chart_version ? !strcmp(a->chart_version, inv->hub.chart_version)
+				      : a->chart_default;
+}
+
 bool role_artifact_for(const struct role_artifact *a, const struct inventory *inv,
 		       const struct node *n)
 {
 	if (a->helm && a->helm != inv->cluster.helm_major)
 		return false;
+	if (!chart_picked(a, inv))
+		return false;
 	return !a->arch || !strcmp(a->arch, n->arch ? n->arch : "amd64");
+}
+
+static const struct role_artifact *role_artifact_named(const struct role *r, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < r->nr_artifacts; i++)
+		if (!strcmp(r->artifacts[i].name, name))
+			return &r->artifacts[i];
+	return NULL;
+}
+
+const char *role_chart_artifact(const struct role *r, const struct inventory *inv)
+{
+	const struct role_artifact *c = role_artifact_named(r, r->chart_artifact);
+	size_t i;
+
+	if (!c || !c->chart_version)
+		return r->chart_artifact;
+	for (i = 0; i < r->nr_artifacts; i++) {
+		const struct role_artifact *a = &r->artifacts[i];
+		if (a->chart_version && !strcmp(a->dest, c->dest) && chart_picked(a, inv))
+			return a->name;
+	}
+	return r->chart_artifact;
+}
+
+int role_set_resolve_hub_chart(const struct role_set *rs, struct inventory *inv,
+			       struct diag_list *dl)
+{
+	const char *want = inv->hub.chart_version, *found = NULL;
+	struct strbuf offered = STRBUF_INIT;
+	size_t i, j;
+
+	free(inv->hub.chart_resolved);
+	inv->hub.chart_resolved = NULL;
+	for (i = 0; i < rs->nr; i++) {
+		const struct role *r = &rs->roles[i];
+		if (!(r->when & ROLE_WHEN_HUB))
+			continue;
+		for (j = 0; j < r->nr_artifacts; j++) {
+			const struct role_artifact *a = &r->artifacts[j];
+			if (!a->chart_version)
+				continue;
+			strbuf_addf(&offered, "%s%s%s", offered.len ? ", " : "", a->chart_version,
+				    a->chart_default ? " (the default)" : "");
+			if (want ? !strcmp(want, a->chart_version) : a->chart_default)
+				found = a->chart_version;
+		}
+	}
+	if (found || !offered.len) {
+		/* no role offers versions: the inventory's pin, checked on the node */
+		inv->hub.chart_resolved = xstrdup(found ? found : want ? want : "");
+		strbuf_release(&offered);
+		if (!inv->hub.chart_resolved[0]) {
+			free(inv->hub.chart_resolved);
+			inv->hub.chart_resolved = NULL;
+		}
+		return 0;
+	}
+	if (want)
+		diag_add(dl, DIAG_ERROR, inv->path, inv->hub.chart_version_pos.line,
+			 inv->hub.chart_version_pos.col,
+			 "pin one the jupyterhub role offers, or add that chart to roles/artifacts.yaml "
+			 "and the role's artifacts",
+			 "jupyterhub.chart_version %s: no chart of that version is offered (offered: %s)",
+			 want, offered.buf);
+	else
+		diag_add(dl, DIAG_ERROR, inv->path, 0, 0,
+			 "mark one chart artifact of the jupyterhub role 'default: true'",
+			 "the roles offer the jupyterhub charts %s but none is the default",
+			 offered.buf);
+	strbuf_release(&offered);
+	return -1;
 }
 
 static void sanitized(char *out, size_t size, const char *s)

@@ -50,9 +50,16 @@ struct role_artifact {
 	char *before; /* as for templates */
 	char *arch;   /* "amd64" or "arm64": only nodes of that arch get it; NULL: every node */
 	int helm;     /* 3 or 4: only with the inventory's cluster.helm of that major; 0: always */
+	/*
+	 * The chart release the artifact is (`chart_version: X.Y.Z`): it reaches
+	 * the nodes when the inventory's jupyterhub.chart_version is that, and,
+	 * with `default: true`, when the inventory pins none.  NULL: always.
+	 */
+	char *chart_version;
+	bool chart_default;
 };
 
-/* Whether node N gets artifact A (its arch, the inventory's Helm major). */
+/* Whether node N gets artifact A (its arch, the inventory's Helm major and chart version). */
 bool role_artifact_for(const struct role_artifact *a, const struct inventory *inv,
 		       const struct node *n);
 
@@ -242,5 +249,23 @@ bool role_applies(const struct role *r, const struct inventory *inv, const struc
 
 /* Whether role R may apply to node N before its facts say whether it has a GPU. */
 bool role_may_apply(const struct role *r, const struct inventory *inv, const struct node *n);
+
+/*
+ * The chart artifact role r installs for inventory inv: among r's artifacts
+ * with a chart_version and the dest of its `chart:` artifact, the one the
+ * inventory picks (role_artifact_for); else r->chart_artifact.
+ */
+const char *role_chart_artifact(const struct role *r, const struct inventory *inv);
+
+/*
+ * The chart release of the hub the roles install for inventory inv, into
+ * inv->hub.chart_resolved (the jupyterhub values read it: hub.chart_version,
+ * hub.chart_major): the inventory's jupyterhub.chart_version, or the
+ * version of the role's `default: true` chart artifact.  An inventory
+ * version no role artifact offers is an error in dl at its position
+ * (file:line:col), naming the versions offered; -1 then.
+ */
+int role_set_resolve_hub_chart(const struct role_set *rs, struct inventory *inv,
+			       struct diag_list *dl);
 
 #endif

@@ -105,6 +105,92 @@ test_case "lab A: a-2's RTX 4080 + A2 by hostname (1 and 2 GPUs), GTX 1080 Ti by
 	EOF
 "
 
+# hub4 OUT: the jupyterhub section of a values file, as "key=value" lines
+# (allowed, allow_all, slug_scheme, authenticator), for the checks below.
+hub4() {
+	python3 - "$1" <<-'EOF'
+		import sys, yaml
+		c = yaml.safe_load(open(sys.argv[1]))['hub']['config']
+		a = c['Authenticator']
+		print('authenticator=%s' % c['JupyterHub']['authenticator_class'])
+		print('admins=%s' % ','.join(a.get('admin_users') or []))
+		print('allowed=%s' % ','.join(a.get('allowed_users') or []))
+		print('allow_all=%s' % a.get('allow_all'))
+		print('slug_scheme=%s' % (c.get('KubeSpawner') or {}).get('slug_scheme'))
+		print('config_keys=%s' % ','.join(sorted(c)))
+	EOF
+}
+
+test_case "z2jh 4.4.0 (chart_version: 4.4.0), labs A and B: the allowed users as the inventory says, allow_all only where the authenticator is the gate, slug_scheme escape; 3.3.8's values have neither" "
+	hub_inventory lab-b b4.inv -e 's/^jupyterhub:\$/&\n  chart_version: 4.4.0/'
+	hub_values lab-b b-0 b4.yaml b4.inv
+	hub4 b4.yaml >b4.hub
+	cat b4.hub
+	expect_grep '^authenticator=nativeauthenticator.NativeAuthenticator\$' b4.hub
+	expect_grep '^allowed=\$' b4.hub
+	expect_grep '^allow_all=True\$' b4.hub
+	expect_grep '^slug_scheme=escape\$' b4.hub
+	expect_grep '^config_keys=Authenticator,JupyterHub,KubeSpawner,NativeAuthenticator\$' b4.hub
+	hub_inventory lab-a a4.inv -e 's/^jupyterhub:\$/&\n  chart_version: 4.4.0/'
+	hub_values lab-a a-01 a4.yaml a4.inv
+	hub4 a4.yaml >a4.hub
+	cat a4.hub
+	expect_grep '^allowed=sensei,student1,student2\$' a4.hub
+	expect_grep '^allow_all=None\$' a4.hub
+	expect_grep '^slug_scheme=escape\$' a4.hub
+	# the rest of the values is the same as 3.3.8's (profiles, storage, hub)
+	hub_values lab-a a-01 a3.yaml
+	python3 - a3.yaml a4.yaml <<-'EOF'
+		import sys, yaml
+		a3, a4 = (yaml.safe_load(open(f)) for f in sys.argv[1:])
+		assert 'KubeSpawner' not in a3['hub']['config'] and 'allow_all' not in a3['hub']['config']['Authenticator'], a3['hub']['config']
+		for v in (a3, a4):
+		    v['hub'].pop('config')
+		assert a3 == a4, 'the 4.4.0 values differ from 3.3.8 outside hub.config'
+	EOF
+"
+
+test_case "z2jh 4.4.0 with GitHub: never allow_all (any GitHub account), the admins or allowed users only; with LDAP: allow_all without allowed users, not with them" "
+	hub_inventory lab-b gh4.inv -e 's/^jupyterhub:\$/&\n  chart_version: 4.4.0/' \
+		-e 's/^    type: native .*/    type: github\n    github:\n      client_id: Iv1.0123456789abcdef\n      client_secret_file: \/nonexistent/'
+	hub_values lab-b b-0 gh4.yaml gh4.inv
+	hub4 gh4.yaml >gh4.hub
+	cat gh4.hub
+	expect_grep '^authenticator=github\$' gh4.hub
+	expect_grep '^admins=lab-admin\$' gh4.hub
+	expect_grep '^allow_all=None\$' gh4.hub
+	sed 's/^  admin_users: .*/  allowed_users: [octocat]/' gh4.inv >gh4u.inv
+	hub_values lab-b b-0 gh4u.yaml gh4u.inv
+	hub4 gh4u.yaml >gh4u.hub
+	expect_grep '^allowed=octocat\$' gh4u.hub
+	expect_grep '^allow_all=None\$' gh4u.hub
+	hub_inventory lab-b ld4.inv -e 's/^jupyterhub:\$/&\n  chart_version: 4.4.0/' \
+		-e 's/^    type: native .*/    type: ldap\n    ldap:\n      server: ldaps:\/\/ldap.example.ac.jp:636\n      bind_dn_template: uid={username},ou=people,dc=example,dc=ac,dc=jp/'
+	hub_values lab-b b-0 ld4.yaml ld4.inv
+	hub4 ld4.yaml >ld4.hub
+	cat ld4.hub
+	expect_grep '^authenticator=ldapauthenticator.LDAPAuthenticator\$' ld4.hub
+	expect_grep '^allow_all=True\$' ld4.hub
+	sed 's/^  admin_users: .*/&\n  allowed_users: [alice]/' ld4.inv >ld4u.inv
+	hub_values lab-b b-0 ld4u.yaml ld4u.inv
+	hub4 ld4u.yaml >ld4u.hub
+	expect_grep '^allowed=alice\$' ld4u.hub
+	expect_grep '^allow_all=None\$' ld4u.hub
+"
+
+test_case "a chart_version no role offers: file:line:col, exit 2, before any node (plan, up, fetch)" "
+	hub_inventory lab-b b43.inv -e 's/^jupyterhub:\$/&\n  chart_version: 4.3.0/'
+	line=\$(grep -n '^  chart_version: 4.3.0\$' b43.inv | cut -d : -f 1)
+	for cmd in 'plan --state st' 'up --state st --no-tui' 'fetch --cache cache'; do
+		expect_status 2 '$PROVISION' \$cmd -i b43.inv --roles '$SRC_ROOT/roles' >out 2>err
+		cat err
+		expect_grep \"^b43.inv:\$line:18: error: jupyterhub.chart_version 4.3.0: no chart of that version is offered (offered: 3.3.8 (the default), 4.4.0)\\\$\" err
+		expect_eq '' \"\$(cat out)\" 'output'
+	done
+	test ! -e st/logs
+	test ! -e cache
+"
+
 test_case "handed nodes that are not kubectl's: an error naming what is wrong, no output" "
 	expect_status 1 '$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$SRC_ROOT/inventory/lab-b.yaml' b-0 - hub_nodes=2 hub_node_1=@'$DATA/lab-b-b-2.json' >out 2>err
 	expect_grep 'hub_nodes says 2 nodes but hub_node_2 was not handed' err

@@ -24,6 +24,7 @@ pinned() {
 	sed -n "/^$1:/,/^\$/s|^  url: .*/[a-z-]*-\(v*[0-9][0-9.]*\)\.tgz\$|\1|p" "$SRC_ROOT/roles/artifacts.yaml"
 }
 Z2JH=$(pinned jupyterhub-chart)
+Z2JH4=$(pinned jupyterhub-chart-4)
 GPUOP=$(pinned gpu-operator-chart)
 NFS=$(pinned nfs-subdir-external-provisioner-chart)
 
@@ -48,7 +49,10 @@ schema() {
 		            out[k] = v
 		    return out
 		v = coalesce(yaml.safe_load(open(sys.argv[2] + "/values.yaml")) or {}, yaml.safe_load(open(sys.argv[1])) or {})
-		s = json.load(open(sys.argv[2] + "/values.schema.json"))
+		try:
+		    s = json.load(open(sys.argv[2] + "/values.schema.json"))
+		except FileNotFoundError:  # the same schema as the chart's source writes it
+		    s = yaml.safe_load(open(sys.argv[2] + "/values.schema.yaml"))
 		errs = sorted(jsonschema.validators.validator_for(s)(s).iter_errors(v), key=lambda e: list(e.absolute_path))
 		for e in errs:
 		    print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
@@ -95,6 +99,34 @@ if test_have_upstream "z2jh-$Z2JH/values.schema.json" "z2jh-$Z2JH/values.yaml"; 
 	"
 else
 	test_skip "jupyterhub $Z2JH values against its schema" "$UPSTREAM_MISSING"
+fi
+
+if test_have_upstream "z2jh-$Z2JH4/values.schema.yaml" "z2jh-$Z2JH4/values.yaml" "z2jh-$Z2JH/values.schema.json"; then
+	test_case "jupyterhub $Z2JH4 (chart_version: $Z2JH4): the values of labs A and B and of GitHub and LDAP sign-in are valid against that chart's schema; a hub.config key that is no class name fails it, as it did not fail $Z2JH's" "
+		four='s/^jupyterhub:\$/&\n  chart_version: $Z2JH4/'
+		hub_inventory lab-a a4.inv -e \"\$four\"
+		hub_inventory lab-b b4.inv -e \"\$four\"
+		hub_inventory lab-b gh4.inv -e \"\$four\" \\
+			-e 's/^    type: native .*/    type: github\n    github:\n      client_id: Iv1.0123456789abcdef\n      client_secret_file: \/nonexistent/'
+		hub_inventory lab-b ld4.inv -e \"\$four\" \\
+			-e 's/^    type: native .*/    type: ldap\n    ldap:\n      server: ldaps:\/\/ldap.example.ac.jp:636\n      bind_dn_template: uid={username},ou=people,dc=example,dc=ac,dc=jp/'
+		hub_values lab-a a-01 a4.yaml a4.inv
+		for l in b4 gh4 ld4; do hub_values lab-b b-0 \$l.yaml \$l.inv; done
+		for v in a4.yaml b4.yaml gh4.yaml ld4.yaml; do
+			grep -q '^      slug_scheme: escape\$' \$v
+			schema \$v '$UPSTREAM/z2jh-$Z2JH4' >\$v.errors || { cat \$v.errors; false; }
+		done
+		# z2jh 4.3.0 made hub.config's top-level keys class names (a capital
+		# first, a mapping): a trait written one level too high is refused
+		sed 's/^  config:\$/&\n    allow_all: true/' b4.yaml >bad4.yaml
+		grep -q '^    allow_all: true\$' bad4.yaml
+		expect_status 1 schema bad4.yaml '$UPSTREAM/z2jh-$Z2JH4' >bad4.errors
+		cat bad4.errors
+		expect_grep \"^hub/config: 'allow_all' does not match any of the regexes: \" bad4.errors
+		schema bad4.yaml '$UPSTREAM/z2jh-$Z2JH' >bad3.errors || { cat bad3.errors; false; }
+	"
+else
+	test_skip "jupyterhub $Z2JH4 values against its schema" "$UPSTREAM_MISSING"
 fi
 
 if test_have_upstream "gpu-operator-$GPUOP/values.yaml"; then

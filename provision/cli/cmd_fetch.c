@@ -384,6 +384,16 @@ static int fetch_exec(int nr_pos, char **pos)
 		inventory_free(inv);
 		return EXIT_USAGE;
 	}
+	if (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0) {
+		for (i = 0; i < dl.nr; i++) {
+			char *line = diag_format(&dl.items[i]);
+			fprintf(stderr, "%s\n", line);
+			free(line);
+		}
+		diag_list_release(&dl);
+		ret = EXIT_USAGE;
+		goto out;
+	}
 	diag_list_release(&dl);
 	ret = cli_select_nodes("fetch", inv, NULL, &nodes, &nr);
 	if (ret)

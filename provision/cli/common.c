@@ -890,6 +890,16 @@ int cli_plan_run(const struct cli_plan_args *a)
 	}
 	if (!a->kubernetes_version)
 		warn_end_of_life(a, inv, &rs.kube);
+	/* the hub's chart release: the inventory's pin must be one the roles offer */
+	diag_list_init(&dl);
+	if (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0) {
+		print_diags(&dl);
+		diag_list_release(&dl);
+		fprintf(stderr, "provision %s: nothing was changed\n", a->cmd_name);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	diag_list_release(&dl);
 	if (a->add_nodes) {
 		ret = select_add_nodes(a, inv, &nodes, &nr, &node_phases);
 		if (ret)

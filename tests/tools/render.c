@@ -101,7 +101,8 @@ static int cmd_template(int argc, char **argv)
 
 	diag_list_init(&dl);
 	memset(&facts, 0, sizeof(facts));
-	if (role_set_load(&rs, dir, &dl) < 0 || inventory_load(&inv, inv_path, &dl) < 0) {
+	if (role_set_load(&rs, dir, &dl) < 0 || inventory_load(&inv, inv_path, &dl) < 0 ||
+	    (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0)) {
 		print_diags(&dl);
 		diag_list_release(&dl);
 		return 1;
