@@ -534,6 +534,62 @@ static void test_plan_no_gpu(void **unused)
  * its operands.  Before, gpu.names came from facts only: the operands were
  * listed, the operator and NFD not, and such a bundle's up failed pulling them.
  */
+/* The hub's chart: the default, the inventory's pin, a pin no role offers. */
+static void test_hub_chart_pick(void **unused)
+{
+	struct cluster c;
+	struct diag_list dl;
+	const struct role *r;
+	const struct role_artifact *a3 = NULL, *a4 = NULL;
+	struct tval *v;
+	size_t i;
+
+	(void)unused;
+	cluster_load(&c);
+	r = role_set_find(&c.rs, "jupyterhub");
+	assert_non_null(r);
+	for (i = 0; i < r->nr_artifacts; i++) {
+		if (!strcmp(r->artifacts[i].name, "jupyterhub-chart"))
+			a3 = &r->artifacts[i];
+		if (!strcmp(r->artifacts[i].name, "jupyterhub-chart-4"))
+			a4 = &r->artifacts[i];
+	}
+	assert_non_null(a3);
+	assert_non_null(a4);
+	diag_list_init(&dl);
+	assert_int_equal(0, role_set_resolve_hub_chart(&c.rs, c.inv, &dl));
+	assert_string_equal("3.3.8", c.inv->hub.chart_resolved);
+	assert_string_equal("jupyterhub-chart", role_chart_artifact(r, c.inv));
+	assert_true(role_artifact_for(a3, c.inv, c.nodes[0]));
+	assert_false(role_artifact_for(a4, c.inv, c.nodes[0]));
+	v = plan_values(c.inv, c.nodes[0], NULL, NULL);
+	assert_string_equal("3", tval_lookup(v, "hub.chart_major")->str);
+	tval_free(v);
+
+	c.inv->hub.chart_version = xstrdup("4.4.0");
+	assert_int_equal(0, role_set_resolve_hub_chart(&c.rs, c.inv, &dl));
+	assert_string_equal("4.4.0", c.inv->hub.chart_resolved);
+	assert_string_equal("jupyterhub-chart-4", role_chart_artifact(r, c.inv));
+	assert_false(role_artifact_for(a3, c.inv, c.nodes[0]));
+	assert_true(role_artifact_for(a4, c.inv, c.nodes[0]));
+	v = plan_values(c.inv, c.nodes[0], NULL, NULL);
+	assert_string_equal("4", tval_lookup(v, "hub.chart_major")->str);
+	assert_string_equal("4.4.0", tval_lookup(v, "hub.chart_version")->str);
+	tval_free(v);
+	assert_int_equal(0, dl.errors);
+
+	free(c.inv->hub.chart_version);
+	c.inv->hub.chart_version = xstrdup("4.3.0");
+	assert_int_equal(-1, role_set_resolve_hub_chart(&c.rs, c.inv, &dl));
+	assert_int_equal(1, dl.errors);
+	assert_non_null(strstr(dl.items[0].msg, "jupyterhub.chart_version 4.3.0: no chart of that "
+						"version is offered (offered: 3.3.8 (the default), 4.4.0)"));
+	assert_false(role_artifact_for(a3, c.inv, c.nodes[0]));
+	assert_false(role_artifact_for(a4, c.inv, c.nodes[0]));
+	diag_list_release(&dl);
+	cluster_release(&c);
+}
+
 static void test_plan_no_facts(void **unused)
 {
 	struct cluster c;
@@ -698,6 +754,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_driver_nodes),
 	    cmocka_unit_test(test_plan_no_gpu),
 	    cmocka_unit_test(test_plan_no_facts),
+	    cmocka_unit_test(test_hub_chart_pick),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
