@@ -51,7 +51,7 @@
 # shellcheck source=tests/fakes/cluster-testbed.sh
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
 
-CASES="up values health second-up add-node add-node-profile no-secrets remove-node gpu-sharing interrupt recover-failed recover-pending reset"
+CASES="up values health second-up add-node add-node-profile no-secrets remove-node gpu-sharing interrupt recover-failed recover-pending hub-home hub-upgrade reset"
 skip_all_cases() {
 	for c in $CASES; do test_skip "$c" "$1"; done
 	test_done
@@ -59,8 +59,10 @@ skip_all_cases() {
 }
 K8S=1.30.4
 PORT=30123
-# the notebook image its inventory sets (below) is in the testbed's registry too
-CLUSTER_MORE_IMAGES=quay.io/jupyter/pytorch-notebook:cuda12-python-3.11
+# the notebook image its inventory sets (below) is in the testbed's registry
+# too, and the hub and proxy images of z2jh 4.4.0 (the stand-in chart's; the
+# registry's list is made for the default chart, 3.3.8)
+CLUSTER_MORE_IMAGES="quay.io/jupyter/pytorch-notebook:cuda12-python-3.11 quay.io/jupyterhub/k8s-hub:4.4.0 quay.io/jupyterhub/configurable-http-proxy:5.2.0"
 cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
 if [ -z "${ROLES:-}" ] || [ ! -d "$ROLES/helm" ]; then
 	skip_all_cases "needs the add-on roles and the fakes' artifacts (helm, charts)"
@@ -117,6 +119,12 @@ cat >>"$HUB_INV4" <<EOF
 EOF
 UP="$PROVISION up -i $HUB_INV --state $STATE --roles $ROLES --no-tui"
 knob node-1 record-tokens
+# The hub stand-in (tests/fakes/kube/chart_jupyterhub.py): an API token for
+# this test (a service with admin:users and admin:servers), read when the hub
+# starts, and NativeAuthenticator's approved users, read at each login.
+HUB_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+knob node-1 hub-api-token "$HUB_TOKEN"
+knob node-1 hub-native-users "$(printf 'student_1:correct-horse-1\nada.l:correct-horse-2')"
 
 # profiles FILE: the profiles of a values.yaml as "slug|display|gpus|selector|cpu g/l|mem g/l" lines,
 # after checking the 1.5x rule and that the values parse.
@@ -444,6 +452,131 @@ test_case "a release a killed helm left pending-upgrade (helm refuses it: anothe
 	last_revision >rec2.rev
 	expect_grep '^[0-9]* deployed Upgrade complete\$' rec2.rev
 	python3 -c 'import sys, urllib.request as u; r = u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=10); assert r.status == 200' 'http://$(addr node-1):$PORT/hub/health'
+"
+
+# hub login USER PASSWORD: "in" when the hub's login form logs USER in (302
+# with the session cookie), else "refused HTTP-STATUS";
+# hub start USER: a server with the CPU-only profile (REST API, the test's
+# token), ready; hub stop USER; hub contents USER: the names in the user's
+# home as the notebook server lists them (GET /user/USER/api/contents).
+cat >"$TEST_DIR/hub.py" <<'PY'
+import json, sys, time, urllib.error, urllib.parse, urllib.request
+base, token, cmd, user = sys.argv[1:5]
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *a):
+        return None
+op = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect)
+def call(method, path, body=None, auth=True):
+    req = urllib.request.Request(base + path, method=method, data=body)
+    if auth:
+        req.add_header("Authorization", "token " + token)
+    try:
+        r = op.open(req, timeout=30)
+        return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+def server():
+    st, body = call("GET", "/hub/api/users/" + urllib.parse.quote(user))
+    assert st == 200, (st, body)
+    return json.loads(body).get("servers", {}).get("")
+if cmd == "login":
+    st, _ = call("POST", "/hub/login", urllib.parse.urlencode({"username": user, "password": sys.argv[5]}).encode(), False)
+    print("in" if st == 302 else "refused %d" % st)
+elif cmd == "start":
+    st, body = call("POST", "/hub/api/users/%s/server" % urllib.parse.quote(user), json.dumps({"profile": "cpu"}).encode())
+    assert st in (201, 202), (st, body)
+    for _ in range(120):
+        s = server()
+        if s and s.get("ready"):
+            break
+        time.sleep(1)
+    else:
+        sys.exit("the server of %s is not ready: %s" % (user, s))
+elif cmd == "stop":
+    st, body = call("DELETE", "/hub/api/users/%s/server" % urllib.parse.quote(user))
+    assert st in (202, 204), (st, body)
+    for _ in range(60):
+        if not server():
+            break
+        time.sleep(1)
+    else:
+        sys.exit("the server of %s did not stop" % user)
+elif cmd == "contents":
+    st, body = call("GET", "/user/%s/api/contents" % urllib.parse.quote(user), auth=False)
+    assert st == 200, (st, body)
+    for e in json.loads(body)["content"]:
+        print(e["name"])
+PY
+hub() {
+	python3 "$TEST_DIR/hub.py" "http://$(addr node-1):$PORT" "$HUB_TOKEN" "$@"
+}
+# home POD: "POD CLAIM CLAIM-UID FOLDER" of a user's running pod: its home
+# claim, that claim's uid, and the NFS folder of its volume (on node-1)
+home() {
+	_claim=$(kc -n jhub get pod "$1" -o json | python3 -c 'import json, sys; print(*[v["persistentVolumeClaim"]["claimName"] for v in json.load(sys.stdin)["spec"]["volumes"] if "persistentVolumeClaim" in v])')
+	_pv=$(kc -n jhub get pvc "$_claim" -o 'jsonpath={.spec.volumeName}')
+	echo "$1 $_claim $(kc -n jhub get pvc "$_claim" -o 'jsonpath={.metadata.uid}') $(kc get pv "$_pv" -o 'jsonpath={.spec.nfs.path}')"
+}
+# release_chart: "CHART STATUS" of the release jhub
+release_chart() {
+	# shellcheck disable=SC2086 # HELM: the command and its flag, two words
+	tb node-1 $HELM list -n jhub -o json | python3 -c 'import json, sys; r = json.load(sys.stdin)[0]; print(r["chart"], r["status"])'
+}
+
+# The hub of z2jh 3.3.8 (the default), then the same users after `up` to
+# 4.4.0 (issue 34).  The cluster: node-1..node-3 of int.yaml.
+test_case "z2jh 3.3.8: student_1 logs in, gets a notebook whose home is a claim on NFS (claim-student-5f1, KubeSpawner 6's name), keeps a file there, stops" "
+	expect_eq in \"\$(hub login student_1 correct-horse-1)\" 'login of student_1'
+	hub start student_1
+	home jupyter-student-5f1 >home1
+	cat home1
+	expect_eq claim-student-5f1 \"\$(cut -d ' ' -f 2 home1)\" 'the home claim'
+	folder=\$(cut -d ' ' -f 4 home1)
+	case \$folder in /srv/nfs/jhub-claim-student-5f1-pvc-*) ;; *) echo \"home folder \$folder\"; false ;; esac
+	tb node-1 sh -c \"echo notebook >\$folder/work.ipynb\"
+	hub contents student_1 >contents1
+	expect_eq work.ipynb \"\$(cat contents1)\" 'the home as the notebook lists it'
+	hub stop student_1
+	i=0
+	while kc -n jhub get pod jupyter-student-5f1 >/dev/null 2>&1; do
+		i=\$((i + 1))
+		[ \$i -lt 60 ] || { echo 'the pod jupyter-student-5f1 stayed after the stop'; false; }
+		sleep 1
+	done
+	kc -n jhub get pvc claim-student-5f1 >/dev/null
+"
+
+test_case "up to z2jh 4.4.0 (chart_version: 4.4.0): the release upgraded in place; student_1 logs in (JupyterHub 5's rules), gets the same pod name and the same claim, with the file; a user new on 4.4.0 gets KubeSpawner 6's names too" "
+	sed 's/^jupyterhub:\$/&\n  chart_version: 4.4.0/' int.yaml >up4.yaml
+	expect_eq 1 \"\$(grep -c '^  chart_version: 4.4.0\$' up4.yaml)\" 'chart_version in up4.yaml'
+	$PROVISION up -i up4.yaml --state $STATE --roles $ROLES --no-tui >up4.out 2>&1 || { run_tail up4.out; false; }
+	expect_grep '^\\[node-1\\] jupyterhub › 30-install … changed' up4.out
+	expect_grep '^validation: [0-9]* passed, 0 failed' up4.out
+	expect_eq 'jupyterhub-4.4.0 deployed' \"\$(release_chart)\" 'release'
+	tb node-1 cat /etc/provision/jupyterhub/values.yaml >values4.yaml
+	python3 - values4.yaml <<-'EOF'
+		import sys, yaml
+		c = yaml.safe_load(open(sys.argv[1]))['hub']['config']
+		assert c['KubeSpawner'] == {'slug_scheme': 'escape'}, c
+		assert c['Authenticator'].get('allow_all') is True and 'allowed_users' not in c['Authenticator'], c
+	EOF
+	expect_eq in \"\$(hub login student_1 correct-horse-1)\" 'login of student_1 on 4.4.0'
+	hub login student_1 wrong-password-1 | grep '^refused '
+	hub login mallory correct-horse-1 | grep '^refused '
+	hub start student_1
+	home jupyter-student-5f1 >home2
+	cat home2
+	expect_eq \"\$(cut -d ' ' -f 2- home1)\" \"\$(cut -d ' ' -f 2- home2)\" 'claim, its uid and folder after the upgrade'
+	hub contents student_1 >contents2
+	expect_eq work.ipynb \"\$(cat contents2)\" 'the home as the notebook lists it after the upgrade'
+	expect_eq 1 \"\$(kc -n jhub get pvc -o name | grep -c student)\" 'claims of student_1'
+	expect_eq in \"\$(hub login ada.l correct-horse-2)\" 'login of ada.l'
+	hub start ada.l
+	home jupyter-ada-2el >home3
+	cat home3
+	expect_eq claim-ada-2el \"\$(cut -d ' ' -f 2 home3)\" 'the home claim of a user new on 4.4.0'
+	hub stop ada.l
+	hub stop student_1
 "
 
 test_case "reset after the hub: every node verified clean; nothing left under /root/.kube, /etc/provision, /var/lib/provision; the NFS export's folders kept" "

@@ -20,7 +20,10 @@
 #                                         the two majors roles/artifacts.yaml pins)
 #   NAME-VERSION.tgz                      each chart of ../charts/NAME (a chart
 #                                         archive: NAME/Chart.yaml, values.yaml,
-#                                         templates/), VERSION from its Chart.yaml
+#                                         templates/), VERSION from its Chart.yaml;
+#                                         and one per ../charts/NAME/versions/V/:
+#                                         the chart with the files there in place
+#                                         of its own (Chart.yaml, values.yaml)
 # and OUT/gnupg (the throwaway key), OUT/key.fpr (its fingerprint, for the
 # inventory's cluster.apt_key_fingerprint: like a lab mirror that signs with
 # its own key).
@@ -103,6 +106,12 @@ source_of() {
 		esac
 		cat "$SRC/fakekube.py"
 		echo
+		case $2 in
+		kubelet)
+			# what the hub stand-in loads into Debian's JupyterHub (chart_jupyterhub.py)
+			printf 'JHUB_FAKE_HUB_SOURCE = %s\n' "$(python3 -c 'import sys; print(repr(open(sys.argv[1], encoding="utf-8").read()))' "$SRC/jupyterhub_fake_hub.py")"
+			;;
+		esac
 		case $2 in
 		helm | kubelet)
 			for f in "$SRC"/chart_*.py; do
@@ -329,11 +338,25 @@ for HELM in $HELMS; do
 	echo "helm v$HELM: provision's test fake (tests/fakes/kube/helm.py)" >"$d/README.md"
 	tar -C "$STAGE/helm" --owner=0 --group=0 --mtime=@0 --sort=name -czf "$OUT/repo/artifacts/helm-v$HELM-linux-amd64.tar.gz" linux-amd64
 done
+chart_version() {
+	sed -n 's/^version: *"\{0,1\}\([^" ]*\)"\{0,1\}$/\1/p' "$1/Chart.yaml"
+}
 for c in "$HERE"/../charts/*/; do
 	[ -f "$c/Chart.yaml" ] || continue
 	name=$(basename "$c")
-	ver=$(sed -n 's/^version: *"\{0,1\}\([^" ]*\)"\{0,1\}$/\1/p' "$c/Chart.yaml")
-	tar -C "$c/.." --owner=0 --group=0 --mtime=@0 --sort=name -czf "$OUT/repo/artifacts/$name-$ver.tgz" "$name"
+	ver=$(chart_version "$c")
+	tar -C "$c/.." --owner=0 --group=0 --mtime=@0 --sort=name --exclude="$name/versions" \
+		-czf "$OUT/repo/artifacts/$name-$ver.tgz" "$name"
+	for v in "$c"versions/*/; do
+		[ -f "$v/Chart.yaml" ] || continue
+		rm -rf "$STAGE/chart"
+		mkdir -p "$STAGE/chart"
+		cp -R "$c" "$STAGE/chart/$name"
+		rm -rf "$STAGE/chart/$name/versions"
+		cp "$v"* "$STAGE/chart/$name/"
+		tar -C "$STAGE/chart" --owner=0 --group=0 --mtime=@0 --sort=name \
+			-czf "$OUT/repo/artifacts/$name-$(chart_version "$v").tgz" "$name"
+	done
 done
 
 for repo in "$OUT"/repo/core:/stable:/*/deb; do

@@ -1,11 +1,12 @@
 # Stand-in for what the programs of the chart jupyterhub/jupyterhub 3.3.8
-# (Zero to JupyterHub) do once they run: the hub image
+# and 4.4.0 (Zero to JupyterHub) do once they run: the hub image
 # (quay.io/jupyterhub/k8s-hub) is acted out by the REAL JupyterHub of
 # Debian 12 (package jupyterhub 3.0, with node-configurable-http-proxy),
 # started by the kubelet on the node the hub pod lands on, so that
 # /hub/health, the login page and the REST API are answered by a real hub.
-# Copied from the real chart and hub image (z2jh "Configuration Reference",
-# jupyterhub_config.py and z2jh.py of the hub image, JupyterHub's docs):
+# Copied from the real chart and hub image (z2jh "Configuration
+# Reference", jupyterhub_config.py and z2jh.py of the hub image,
+# JupyterHub's docs):
 #   - the hub reads the chart's values from its Secret (the real hub: the
 #     Secret mounted at /usr/local/etc/jupyterhub/secret/values.yaml), here
 #     through the API as the hub's service account (ServiceAccount, Role
@@ -14,6 +15,14 @@
 #     default) is JupyterHub's DummyAuthenticator, which accepts any
 #     password; anything else is a real authenticator (below);
 #     hub.config.Authenticator.admin_users / allowed_users as given;
+#   - what the hub image's version changes (its tag: z2jh 4.x's hub runs
+#     JupyterHub 5.5.0 and KubeSpawner 7.0.0, 3.x's JupyterHub 4.1.6 and
+#     KubeSpawner 6.2.0): JupyterHub 5 lets in only users its allow
+#     settings name (hub.config.Authenticator.allow_all or allowed_users),
+#     and KubeSpawner 7 names pods and claims by its slug_scheme
+#     (hub.config.KubeSpawner.slug_scheme, "safe" by default) --
+#     tests/fakes/kube/jupyterhub_fake_hub.py, loaded into the hub, acts
+#     both out, with the spawner (below);
 #   - hub.cookieSecret (hex) is the cookie secret, proxy.secretToken the
 #     proxy's API token;
 #   - hub.db.type: sqlite-memory is an in-memory database, "other" uses
@@ -23,7 +32,12 @@
 #   - the hub container runs as uid 1000 (the hub image's user jovyan), so
 #     its database folder must be writable by 1000;
 #   - the hub answers /hub/health once it runs (the chart's readiness
-#     probe): helm --wait waits for it (Chart.ready).
+#     probe): helm --wait waits for it (Chart.ready);
+#   - notebooks are spawned as KubeSpawner does (jupyterhub_fake_hub.py):
+#     the user's home claim (singleuser.storage: dynamic, the storage class,
+#     capacity, the claim's name template) and pod (the profile of
+#     singleuser.profileList the spawn asks for, else the default), through
+#     the API as the hub's service account.
 # Where it differs, on purpose:
 #   - no container runtime: the hub is a transient systemd unit
 #     fake-jupyterhub-NAMESPACE.service on that node, restarted when the
@@ -35,17 +49,33 @@
 #     kube-proxy opens the NodePort on every node; the proxy pod is a
 #     placeholder;
 #   - the Debian package has no NativeAuthenticator, OAuthenticator or
-#     LDAPAuthenticator: those classes run as JupyterHub's PAMAuthenticator
-#     (also a real password check, against the node's accounts), logged as
-#     such in the hub container's log;
-#   - no KubeSpawner: notebooks are not spawned (the profile list is kept
-#     in the values, where tests read it).
+#     LDAPAuthenticator: NativeAuthenticator's approved users are the
+#     NAME:PASSWORD lines of the knob hub-native-users; OAuthenticator and
+#     LDAPAuthenticator run as JupyterHub's PAMAuthenticator (a real
+#     password check, against the node's accounts), logged as such in the
+#     hub container's log;
+#   - the hub's calls to the API use a client certificate the kubelet makes
+#     for system:serviceaccount:NAMESPACE:hub with the cluster CA of the
+#     hub's node (a control plane), not the account's token;
+#   - the notebook server is acted out in the hub's process (no pod
+#     network; jupyterhub_fake_hub.py says what it answers);
+#   - the knob hub-api-token (a token) adds a service "test" with that API
+#     token and the admin:users and admin:servers scopes (a test starts and
+#     stops servers with it); the REST API reports JupyterHub 3.0 whatever
+#     the hub image.
 
 JHUB_UID = 1000
 JHUB_DIR = "/var/lib/fake-kubernetes/jupyterhub"
 JHUB_REAL_AUTH = {"dummy": "dummy", "dummyauthenticator": "dummy",
                   "jupyterhub.auth.dummyauthenticator": "dummy", "pam": "pam",
-                  "jupyterhub.auth.pamauthenticator": "pam"}
+                  "jupyterhub.auth.pamauthenticator": "pam", "native": "native",
+                  "nativeauthenticator.nativeauthenticator": "native"}
+JHUB_CA = "/etc/kubernetes/pki"
+# KubeSpawner's own name templates (6.2.0, 7.0.0): the pod's, and the
+# claim's when the chart leaves singleuser.storage.dynamic.pvcNameTemplate
+# unset (3.3.8 sets claim-{username}{servername}, 4.4.0 does not)
+JHUB_POD_NAME = {6: "jupyter-{username}--{servername}", 7: "jupyter-{user_server}"}
+JHUB_PVC_NAME = {6: "claim-{username}--{servername}", 7: "claim-{user_server}"}
 
 
 def jhub_unit(ns):
@@ -94,7 +124,14 @@ def jhub_free_port():
         return s.getsockname()[1]
 
 
-def jhub_config(vals, port, db_url):
+def jhub_image_major(image):
+    """The chart major of a hub image quay.io/jupyterhub/k8s-hub:X.Y.Z (0: unknown)."""
+    tag = image.split("@")[0].rsplit("/", 1)[-1].partition(":")[2]
+    m = re.match(r"([0-9]+)\.", tag)
+    return int(m.group(1)) if m else 0
+
+
+def jhub_config(vals, port, db_url, major=3, hub_dir=None):
     hub, proxy = vals.get("hub") or {}, vals.get("proxy") or {}
     conf = hub.get("config") or {}
     cls = str((conf.get("JupyterHub") or {}).get("authenticator_class") or "dummy")
@@ -106,6 +143,9 @@ def jhub_config(vals, port, db_url):
                               "when not given; this stand-in does not)")
     lines = [
         "# Written by the fake kubelet for the hub container (tests/fakes/kube/chart_jupyterhub.py).",
+        "import sys",
+        "sys.path.insert(0, %r)" % (hub_dir or JHUB_DIR),
+        "import jupyterhub_fake_hub",
         "c.JupyterHub.ip = '0.0.0.0'",
         "c.JupyterHub.port = %d" % port,
         "c.JupyterHub.hub_ip = '127.0.0.1'",
@@ -114,12 +154,65 @@ def jhub_config(vals, port, db_url):
         "c.ConfigurableHTTPProxy.auth_token = %r" % str(token),
         "c.JupyterHub.cookie_secret = bytes.fromhex(%r)" % str(cookie),
         "c.JupyterHub.db_url = %r" % db_url,
-        "c.JupyterHub.authenticator_class = %r" % auth,
+        "c.JupyterHub.authenticator_class = jupyterhub_fake_hub.authenticator(%r, %r)" % (auth, major >= 4),
         "c.Authenticator.admin_users = set(%r)" % sorted(str(u) for u in a.get("admin_users") or []),
+        "c.JupyterHub.spawner_class = jupyterhub_fake_hub.FakeKubeSpawner",
+        "c.Spawner.start_timeout = %d" % int((vals.get("singleuser") or {}).get("startTimeout") or 300),
     ]
     if a.get("allowed_users"):
         lines.append("c.Authenticator.allowed_users = set(%r)" % sorted(str(u) for u in a["allowed_users"]))
+    if major >= 4 and "allow_all" in a:
+        lines.append("c.Authenticator.allow_all = %r" % bool(a["allow_all"]))
+    api_token = knob("hub-api-token")
+    if api_token:
+        lines += ["c.JupyterHub.services = [{'name': 'test', 'api_token': %r}]" % api_token.strip(),
+                  "c.JupyterHub.load_roles = [{'name': 'test', 'scopes': ['admin:users', 'admin:servers'], "
+                  "'services': ['test']}]"]
     return "\n".join(lines) + "\n", cls, auth
+
+
+def jhub_spawner(vals, ns, major, server, hub_dir):
+    """spawner.json: what jupyterhub_fake_hub.FakeKubeSpawner does, from the
+    chart's values as the hub image's jupyterhub_config.py reads them."""
+    su = vals.get("singleuser") or {}
+    st = su.get("storage") or {}
+    dyn = st.get("dynamic") or {}
+    ks = ((vals.get("hub") or {}).get("config") or {}).get("KubeSpawner") or {}
+    kmajor = 7 if major >= 4 else 6
+    img = su.get("image") or {}
+    if st.get("type", "dynamic") != "dynamic":
+        raise ContainerFailed("singleuser.storage.type %s: only dynamic storage is acted out here" % st.get("type"))
+
+    def listed(v):
+        return list(v.values()) if isinstance(v, dict) else list(v or [])
+    return {"namespace": ns, "server": server, "ca": os.path.join(hub_dir, "ca.crt"),
+            "cert": os.path.join(hub_dir, "hub-sa.crt"), "key": os.path.join(hub_dir, "hub-sa.key"),
+            "kubespawner": kmajor, "slug_scheme": ks.get("slug_scheme"),
+            "pod_name_template": ks.get("pod_name_template") or JHUB_POD_NAME[kmajor],
+            "pvc_name_template": ks.get("pvc_name_template") or dyn.get("pvcNameTemplate") or JHUB_PVC_NAME[kmajor],
+            "volume_name_template": dyn.get("volumeNameTemplate") or "volume-{username}{servername}",
+            "home": st.get("homeMountPath") or "/home/jovyan", "sub_path": dyn.get("subPath"),
+            "storage_class": dyn.get("storageClass"), "capacity": st.get("capacity"),
+            "access_modes": dyn.get("storageAccessModes"),
+            "image": "%s:%s" % (img.get("name"), img.get("tag")),
+            "profiles": su.get("profileList") or [],
+            "extra_volumes": listed(st.get("extraVolumes")), "extra_volume_mounts": listed(st.get("extraVolumeMounts"))}
+
+
+def jhub_credentials(d, ns):
+    """The hub's client certificate for system:serviceaccount:NS:hub, made
+    once with the cluster CA of this node (a control plane)."""
+    crt, key = os.path.join(d, "hub-sa.crt"), os.path.join(d, "hub-sa.key")
+    if not (os.path.exists(crt) and os.path.exists(key)):
+        if not os.path.exists(os.path.join(JHUB_CA, "ca.key")):
+            raise ContainerFailed("the hub stand-in calls the API with a certificate made with the cluster CA: "
+                                  "%s/ca.key is not on this node" % JHUB_CA)
+        make_leaf(os.path.join(JHUB_CA, "ca.crt"), os.path.join(JHUB_CA, "ca.key"), key, crt,
+                  "system:serviceaccount:%s:hub" % ns, ("system:serviceaccounts", "system:serviceaccounts:" + ns))
+    shutil.copyfile(os.path.join(JHUB_CA, "ca.crt"), os.path.join(d, "ca.crt"))
+    for f in (crt, key, os.path.join(d, "ca.crt")):
+        os.chown(f, JHUB_UID, JHUB_UID)
+        os.chmod(f, 0o600)
 
 
 @image_act("jupyterhub/k8s-hub")
@@ -142,18 +235,22 @@ def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
         kubelet.container_log(log, "sqlite3.OperationalError: unable to open database file (%s is not writable by uid %d)"
                               % (db_dir, JHUB_UID), "stderr")
         raise ContainerFailed("unable to open database file")
-    text, cls, auth = jhub_config(vals, port, db_url)
+    major = jhub_image_major(c.get("image", ""))
     d = os.path.join(JHUB_DIR, ns)
     os.makedirs(d, exist_ok=True)
     os.chown(d, JHUB_UID, JHUB_UID)
     os.chmod(d, 0o700)
-    cfg = os.path.join(d, "jupyterhub_config.py")
+    text, cls, auth = jhub_config(vals, port, db_url, major, d)
+    spawner = json.dumps(jhub_spawner(vals, ns, major, kubelet.client.server, d), sort_keys=True, indent=1)
+    cfg, sp, mod = (os.path.join(d, f) for f in ("jupyterhub_config.py", "spawner.json", "jupyterhub_fake_hub.py"))
     unit = jhub_unit(ns)
     active = subprocess.run(["systemctl", "is-active", "--quiet", unit + ".service"], check=False).returncode == 0
-    if active and jhub_same(read_file(cfg, ""), text):
-        return jhub_tick(unit)
-    write_file(cfg, text, 0o600)
-    os.chown(cfg, JHUB_UID, JHUB_UID)
+    if active and jhub_same(read_file(cfg, ""), text) and read_file(sp, "") == spawner:
+        return jhub_tick(unit, kubelet, d)
+    jhub_credentials(d, ns)
+    for path, content in ((cfg, text), (sp, spawner), (mod, globals().get("JHUB_FAKE_HUB_SOURCE", ""))):
+        write_file(path, content, 0o600)
+        os.chown(path, JHUB_UID, JHUB_UID)
     if auth != cls:
         kubelet.container_log(log, "authenticator_class %s is not in Debian's jupyterhub: running %s in its place" % (cls, auth))
     subprocess.run(["systemctl", "stop", unit + ".service"], capture_output=True, check=False)
@@ -164,7 +261,7 @@ def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
                         "/usr/bin/jupyterhub", "-f", cfg], capture_output=True, text=True, check=False, timeout=30)
     if r.returncode != 0:
         raise ContainerFailed("failed to start container: %s" % r.stderr.strip(), 128)
-    return jhub_tick(unit)
+    return jhub_tick(unit, kubelet, d)
 
 
 def jhub_same(old, new):
@@ -174,11 +271,33 @@ def jhub_same(old, new):
     return strip(old) == strip(new)
 
 
-def jhub_tick(unit):
+def jhub_tick(unit, kubelet=None, d=None):
+    last = [0.0]
+
     def tick():
         if subprocess.run(["systemctl", "is-active", "--quiet", unit + ".service"], check=False).returncode != 0:
             raise ContainerFailed("jupyterhub exited")
+        if kubelet is not None and kubelet.client is not None and now() - last[0] >= 3:
+            last[0] = now()
+            jhub_volumes(kubelet.client, d)
     return tick
+
+
+def jhub_volumes(cl, d):
+    """volumes.json in the hub's folder: each PersistentVolume's NFS path,
+    where the notebook stand-in finds a home claim's files (the hub's
+    account may not read PersistentVolumes; the kubelet, the mounts' owner,
+    may)."""
+    try:
+        pvs = cl.get(R("persistentvolumes").path())["items"]
+    except (APIError, ConnError):
+        return
+    text = json.dumps({v["metadata"]["name"]: ((v.get("spec") or {}).get("nfs") or {}).get("path") for v in pvs},
+                      sort_keys=True)
+    path = os.path.join(d, "volumes.json")
+    if read_file(path, "") != text:
+        write_file(path, text, 0o600)
+        os.chown(path, JHUB_UID, JHUB_UID)
 
 
 @chart_hooks("jupyterhub")
