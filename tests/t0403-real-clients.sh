@@ -181,6 +181,27 @@ check() {
 		    auth = hub['hub']['config']['JupyterHub']['authenticator_class']
 		    assert auth == vals['hub']['config']['JupyterHub']['authenticator_class'], auth
 		    said.append('authenticator ' + auth)
+		    # who may log in: the inventory's users, JupyterHub 5's allow_all
+		    # (z2jh 4) only where the authenticator is the gate, never GitHub
+		    a, want = hub['hub']['config']['Authenticator'], vals['hub']['config']['Authenticator']
+		    assert a.get('admin_users') == want.get('admin_users') and a.get('allowed_users') == want.get('allowed_users'), a
+		    z4 = what.startswith('jupyterhub-4')
+		    assert a.get('allow_all') == (True if z4 and not a.get('allowed_users') and auth != 'github' else None), a
+		    said.append('admins %s, allowed %s%s' % (','.join(a.get('admin_users') or []) or '-', ','.join(a.get('allowed_users') or []) or '-',
+		                                           ', allow_all' if a.get('allow_all') else ''))
+		    # the homes: a claim per user from the NFS StorageClass, the whole
+		    # claim (no subPath), named as KubeSpawner 6 named it (z2jh 4:
+		    # slug_scheme escape; 3: KubeSpawner 6 itself)
+		    st = hub['singleuser']['storage']
+		    assert st['type'] == 'dynamic' and st['dynamic']['storageClass'] == 'nfs' and st['capacity'] == vals['singleuser']['storage']['capacity'], st
+		    assert not st['dynamic'].get('subPath'), st['dynamic']
+		    ks = hub['hub']['config'].get('KubeSpawner') or {}
+		    if z4:
+		        assert ks.get('slug_scheme') == 'escape' and st['dynamic'].get('pvcNameTemplate') is None, (ks, st['dynamic'])
+		        said.append('homes: claim-{user_server} of StorageClass nfs, slug_scheme escape')
+		    else:
+		        assert 'slug_scheme' not in ks and st['dynamic']['pvcNameTemplate'] == 'claim-{username}{servername}', (ks, st['dynamic'])
+		        said.append('homes: claim-{username}{servername} of StorageClass nfs')
 		    if 'GitHubOAuthenticator' in vals['hub']['config']:
 		        assert hub['hub']['config']['GitHubOAuthenticator']['client_secret'] == vals['hub']['config']['GitHubOAuthenticator']['client_secret']
 		        said.append('the GitHub client secret in the hub config')
@@ -250,11 +271,15 @@ T=$SRC_ROOT/tests/inventory
 F=$SRC_ROOT/tests/facts
 for z in 3.3.8 4.4.0; do
 	if test_have_upstream "charts/jupyterhub-$z.tgz"; then
-		test_case "z2jh $z with helm 3 and 4: lab A, lab B, GitHub and LDAP hub values lint and render; profiles, authenticator, NodePort, skew" "
-			hub_values lab-a a-01 lab-a.yaml
-			hub_values lab-b b-0 lab-b.yaml
-			'$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$T/010-hub-github.yaml' cp - >github.yaml
-			'$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl '$T/011-hub-ldap.yaml' cp - >ldap.yaml
+		test_case "z2jh $z (chart_version: $z) with helm 3 and 4: lab A, lab B, GitHub and LDAP hub values lint and render; profiles, GPU limits, authenticator, allowed users, home claims (storage class, slug scheme), NodePort, skew" "
+			# the values provision renders for that chart (jupyterhub.chart_version)
+			for f in '$I/lab-a.yaml' '$I/lab-b.yaml' '$T/010-hub-github.yaml' '$T/011-hub-ldap.yaml'; do
+				sed 's/^jupyterhub:\$/&\n  chart_version: $z/' \"\$f\" >\"\$(basename \"\$f\" .yaml).$z.inv\"
+			done
+			hub_values lab-a a-01 lab-a.yaml lab-a.$z.inv
+			hub_values lab-b b-0 lab-b.yaml lab-b.$z.inv
+			'$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl 010-hub-github.$z.inv cp - >github.yaml
+			'$RENDER' template '$SRC_ROOT/roles' jupyterhub values.yaml.tmpl 011-hub-ldap.$z.inv cp - >ldap.yaml
 			secrets s.yaml
 			secrets s-gh.yaml 0123456789abcdef0123456789abcdef01234567
 			for v in lab-a:'$I/lab-a.yaml':s.yaml lab-b:'$I/lab-b.yaml':s.yaml github:'$T/010-hub-github.yaml':s-gh.yaml ldap:'$T/011-hub-ldap.yaml':s.yaml; do
@@ -311,6 +336,25 @@ if test_have_upstream charts/nfs-subdir-external-provisioner-4.0.18.tgz; then
 	" 3>&1
 else
 	test_skip "the NFS provisioner chart through the real helm 3 and 4" "$UPSTREAM_MISSING"
+fi
+
+if test_have_upstream charts/jupyterhub-4.4.0.tgz charts/jupyterhub-3.3.8.tgz; then
+	test_case "z2jh 4.4.0 refuses, with helm 3 and 4, a hub.config key that is no class name (4.3.0's schema), which 3.3.8 took" "
+		sed 's/^jupyterhub:\$/&\n  chart_version: 4.4.0/' '$I/lab-b.yaml' >b4.inv
+		hub_values lab-b b-0 b4.yaml b4.inv
+		sed 's/^  config:\$/&\n    allow_all: true/' b4.yaml >bad.yaml
+		grep -q '^    allow_all: true\$' bad.yaml
+		secrets s.yaml
+		for h in $HELM3 $HELM4; do
+			expect_status 1 \"\$h\" template jhub '$UPSTREAM/charts/jupyterhub-4.4.0.tgz' -n jhub -f bad.yaml -f s.yaml >out 2>err
+			cat err
+			expect_grep 'allow_all' err
+			expect_grep 'schema' err
+			\"\$h\" template jhub '$UPSTREAM/charts/jupyterhub-3.3.8.tgz' -n jhub -f bad.yaml -f s.yaml >out3 2>err3 || { cat err3; false; }
+		done
+	"
+else
+	test_skip "z2jh 4.4.0's hub.config schema through the real helm" "$UPSTREAM_MISSING"
 fi
 
 test_case "the checks fail on what they look for: a kube-scheduler two minors older than the cluster, a StorageClass not the default" "
