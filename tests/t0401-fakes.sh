@@ -676,4 +676,69 @@ else
 	test_skip "the real kubectl v1.32.4 rejects the same flags with the same text" "no kubectl v1.32.4 on this machine"
 fi
 
+# The hub stand-in's KubeSpawner and JupyterHub 5 (jupyterhub_fake_hub.py),
+# in Debian 12's JupyterHub 3.0 of the testbed image (the cache of
+# tests/testbed; skipped, saying so, without it).
+JHUB_PY=$(for d in /var/cache/provision-testbed/rootfs-*/usr/lib/python3/dist-packages; do
+	for e in "$d"/jupyterhub-3.*-info; do
+		[ -d "$d/jupyterhub" ] && [ -e "$e" ] && echo "$d"
+	done
+done | head -n 1)
+if [ -n "$JHUB_PY" ]; then
+	test_case "hub stand-in: KubeSpawner 7's safe slugs are kubespawner 7.0.0's (its tests' names), 6's escaped ones; pod and claim names per hub image and slug_scheme, the legacy claim of a KubeSpawner 6 state; JupyterHub 5's allow rules" "
+		cp '$SRC_ROOT/tests/fakes/kube/jupyterhub_fake_hub.py' .
+		cat >spawner.json <<-'EOF'
+			{\"namespace\": \"jhub\", \"kubespawner\": 7, \"slug_scheme\": null, \"pod_name_template\": \"jupyter-{user_server}\",
+			 \"pvc_name_template\": \"claim-{user_server}\", \"volume_name_template\": \"volume-{user_server}\", \"home\": \"/home/jovyan\"}
+		EOF
+		PYTHONPATH='$JHUB_PY':. python3 - <<-'EOF'
+			import json
+			from traitlets.config import Config
+			import jupyterhub_fake_hub as f
+			# kubespawner 7.0.0 tests/test_slugs.py test_safe_slug, test_safe_slug_max_length
+			for name, want in [('jupyter-alex', 'jupyter-alex'), ('jupyter-Alex', 'jupyter-alex---3a1c285c'),
+			                   ('jupyter-üni', 'jupyter-ni---a5aaf5dd'), ('endswith-', 'endswith---165f1166'),
+			                   ('user@email.com', 'user-email-com---0925f997'), ('has.dot', 'has-dot---03e27fdf'),
+			                   ('9z9', 'x-9z9---224de202'), ('-start', 'start---f587e2dc'),
+			                   ('username--servername', 'username-servername---d957f1de'),
+			                   ('x' * 63, 'x' * 63), ('x' * 64, 'xxxxxxxxxxxxxxxxxxxxx---7ce10097'), ('', 'x---e3b0c442')]:
+			    assert f.safe(name) == want, (name, f.safe(name), want)
+			assert f.safe('x' * 17, 16) == 'xxxxx---d04fd59f' and f.safe('x' * 16, 12) == 'x---9c572959'
+			assert (f.escaped('student_1'), f.escaped('ada.l'), f.escaped('Ann')) == ('student-5f1', 'ada-2el', '-41nn')
+			class User:
+			    name, id = 'student_1', 3
+			def spawner(kubespawner, scheme=None, pvc='claim-{user_server}', pod='jupyter-{user_server}'):
+			    json.dump({'namespace': 'jhub', 'kubespawner': kubespawner, 'slug_scheme': scheme, 'pod_name_template': pod,
+			               'pvc_name_template': pvc, 'volume_name_template': 'v', 'home': '/home/jovyan'}, open('spawner.json', 'w'))
+			    return f.FakeKubeSpawner(user=User(), config=Config())
+			s = spawner(6, pvc='claim-{username}{servername}', pod='jupyter-{username}--{servername}')
+			assert (s.pod_name, s.pvc_name) == ('jupyter-student-5f1', 'claim-student-5f1'), (s.pod_name, s.pvc_name)
+			state = s.get_state()
+			assert 'kubespawner_version' not in state and 'pvc_name' not in state, state
+			s = spawner(7)
+			assert (s.pod_name, s.pvc_name) == ('jupyter-student-1---820c9004', 'claim-student-1---820c9004'), (s.pod_name, s.pvc_name)
+			s.load_state(state)
+			assert s._state_version == 'unknown' and s.pod_name == 'jupyter-student-5f1'
+			assert s.expand('claim-{user_server}', 'escape') == 'claim-student-5f1'
+			s = spawner(7, 'escape')
+			assert (s.pod_name, s.pvc_name) == ('jupyter-student-5f1', 'claim-student-5f1'), (s.pod_name, s.pvc_name)
+			s._pvc_exists = True
+			assert s.get_state()['pvc_name'] == 'claim-student-5f1' and s.get_state()['kubespawner_version'] == '7.0.0'
+			# JupyterHub 5: nobody without allow settings; 3.x (4.x too): everybody
+			c = Config()
+			assert not f.authenticator('native', True)(config=c).check_allowed('student_1')
+			assert f.authenticator('native', False)(config=c).check_allowed('student_1')
+			c.Authenticator.allow_all = True
+			assert f.authenticator('native', True)(config=c).check_allowed('student_1')
+			c = Config()
+			c.Authenticator.allowed_users = {'ada.l'}
+			a = f.authenticator('pam', True)(config=c)
+			assert a.check_allowed('ada.l') and not a.check_allowed('student_1')
+			print('ok')
+		EOF
+	"
+else
+	test_skip "hub stand-in's KubeSpawner and JupyterHub 5" "no testbed image with Debian 12's jupyterhub in /var/cache/provision-testbed (tests/testbed makes it)"
+fi
+
 test_done
