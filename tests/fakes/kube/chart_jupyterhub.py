@@ -245,10 +245,13 @@ def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
     cfg, sp, mod = (os.path.join(d, f) for f in ("jupyterhub_config.py", "spawner.json", "jupyterhub_fake_hub.py"))
     unit = jhub_unit(ns)
     active = subprocess.run(["systemctl", "is-active", "--quiet", unit + ".service"], check=False).returncode == 0
-    if active and jhub_same(read_file(cfg, ""), text) and read_file(sp, "") == spawner:
+    if read_file(sp, "") != spawner:  # read at each spawn: the hub need not restart for it
+        write_file(sp, spawner, 0o600)
+        os.chown(sp, JHUB_UID, JHUB_UID)
+    if active and jhub_same(read_file(cfg, ""), text):
         return jhub_tick(unit, kubelet, d)
     jhub_credentials(d, ns)
-    for path, content in ((cfg, text), (sp, spawner), (mod, globals().get("JHUB_FAKE_HUB_SOURCE", ""))):
+    for path, content in ((cfg, text), (mod, globals().get("JHUB_FAKE_HUB_SOURCE", ""))):
         write_file(path, content, 0o600)
         os.chown(path, JHUB_UID, JHUB_UID)
     if auth != cls:
@@ -309,10 +312,16 @@ class JupyterHubChart:
         ns = rel["namespace"]
         try:
             port = jhub_node_port(c, ns)
+            dep = c.get(R("deployments").path(ns, "hub"))
             pods = c.get(R("pods").path(ns), {"labelSelector": "component=hub"})["items"]
         except APIError as e:
             return str(e)
-        hosts = [(p.get("status") or {}).get("hostIP") for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+        # the Deployment's new pod, not the one it replaces (strategy Recreate)
+        st = dep.get("status") or {}
+        if st.get("observedGeneration", 0) < dep["metadata"].get("generation", 1) or not st.get("readyReplicas"):
+            return "the hub's new pod is not ready"
+        hosts = [(p.get("status") or {}).get("hostIP") for p in pods
+                 if (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
         if not port or not hosts or not hosts[0]:
             return "the hub pod is not running"
         try:

@@ -35,7 +35,9 @@
 #   - pods bound to the node: pods without hostNetwork wait for a CNI config
 #     (ContainerCreating); init containers first, in order; $(VAR)
 #     expansion and fieldRef env (metadata.name/namespace, spec.nodeName,
-#     status.hostIP, status.podIP); hostPath and configMap volumes.
+#     status.hostIP, status.podIP); hostPath and configMap volumes;
+#     persistentVolumeClaim volumes: the pod waits (ContainerCreating) until
+#     the claim is Bound, then its volume's folder (nfs or hostPath).
 #   - a cgroup driver that differs from containerd's (cgroupDriver in the
 #     config against SystemdCgroup in `containerd config dump`): the
 #     kubelet runs, but every container it starts is killed a few seconds
@@ -1146,9 +1148,42 @@ class Kubelet:
                 out_[m["mountPath"]] = ("configMap", data)
             elif "nfs" in v:
                 out_[m["mountPath"]] = ("nfs", self.nfs_dir(v["nfs"]))
+            elif "persistentVolumeClaim" in v:
+                out_[m["mountPath"]] = self.claim_mount(pod, m["name"], v["persistentVolumeClaim"]["claimName"],
+                                                        m.get("subPath"))
             else:
                 out_[m["mountPath"]] = ("other", None)
         return out_
+
+    def claim_mount(self, pod, volume, claim, sub_path=None):
+        """A persistentVolumeClaim volume: the container waits (as the real
+        kubelet does, ContainerCreating) until the claim exists and is Bound;
+        then its PersistentVolume's nfs (nfs_dir) or hostPath folder, and
+        subPath within it."""
+        ns = pod["metadata"].get("namespace", "default")
+        wait = 'Unable to attach or mount volumes: unmounted volumes=[%s]: ' % volume
+        if self.client is None:
+            raise ContainerFailed(wait + "no API", 0)
+        try:
+            pvc = self.client.get(R("persistentvolumeclaims").path(ns, claim))
+            name = (pvc.get("spec") or {}).get("volumeName")
+            if (pvc.get("status") or {}).get("phase") != "Bound" or not name:
+                raise ContainerFailed(wait + 'persistentvolumeclaim "%s" is not bound' % claim, 0)
+            pv = self.client.get(R("persistentvolumes").path(None, name)).get("spec") or {}
+        except APIError as e:
+            raise ContainerFailed(wait + 'persistentvolumeclaim "%s": %s' % (claim, e), 0) from e
+        except ConnError as e:
+            raise ContainerFailed(wait + str(e), 0) from e
+        if "nfs" in pv:
+            kind, d = "nfs", self.nfs_dir(pv["nfs"])
+        elif "hostPath" in pv:
+            kind, d = "hostPath", pv["hostPath"]["path"]
+        else:
+            return ("other", None)
+        if sub_path:
+            d = os.path.join(d, sub_path)
+            os.makedirs(d, exist_ok=True)
+        return (kind, d)
 
     def nfs_dir(self, nfs):
         """Where an nfs volume's files are on this node.  Test nodes are
