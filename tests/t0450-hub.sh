@@ -456,9 +456,8 @@ test_case "a release a killed helm left pending-upgrade (helm refuses it: anothe
 
 # hub login USER PASSWORD: "in" when the hub's login form logs USER in (302
 # with the session cookie), else "refused HTTP-STATUS";
-# hub start USER: a server with the CPU-only profile (REST API, the test's
-# token), ready; hub stop USER; hub contents USER: the names in the user's
-# home as the notebook server lists them (GET /user/USER/api/contents).
+# hub start USER [PROFILE]: a server (REST API, the test's token) with that
+# profile (default the CPU-only one), ready; hub stop USER.
 cat >"$TEST_DIR/hub.py" <<'PY'
 import json, sys, time, urllib.error, urllib.parse, urllib.request
 base, token, cmd, user = sys.argv[1:5]
@@ -483,7 +482,8 @@ if cmd == "login":
     st, _ = call("POST", "/hub/login", urllib.parse.urlencode({"username": user, "password": sys.argv[5]}).encode(), False)
     print("in" if st == 302 else "refused %d" % st)
 elif cmd == "start":
-    st, body = call("POST", "/hub/api/users/%s/server" % urllib.parse.quote(user), json.dumps({"profile": "cpu"}).encode())
+    profile = sys.argv[5] if len(sys.argv) > 5 else "cpu"
+    st, body = call("POST", "/hub/api/users/%s/server" % urllib.parse.quote(user), json.dumps({"profile": profile}).encode())
     assert st in (201, 202), (st, body)
     for _ in range(120):
         s = server()
@@ -501,21 +501,23 @@ elif cmd == "stop":
         time.sleep(1)
     else:
         sys.exit("the server of %s did not stop" % user)
-elif cmd == "contents":
-    st, body = call("GET", "/user/%s/api/contents" % urllib.parse.quote(user), auth=False)
-    assert st == 200, (st, body)
-    for e in json.loads(body)["content"]:
-        print(e["name"])
 PY
 hub() {
 	python3 "$TEST_DIR/hub.py" "http://$(addr node-1):$PORT" "$HUB_TOKEN" "$@"
 }
 # home POD: "POD CLAIM CLAIM-UID FOLDER" of a user's running pod: its home
-# claim, that claim's uid, and the NFS folder of its volume (on node-1)
+# claim, that claim's uid, and its volume's NFS path
 home() {
 	_claim=$(kc -n jhub get pod "$1" -o json | python3 -c 'import json, sys; print(*[v["persistentVolumeClaim"]["claimName"] for v in json.load(sys.stdin)["spec"]["volumes"] if "persistentVolumeClaim" in v])')
 	_pv=$(kc -n jhub get pvc "$_claim" -o 'jsonpath={.spec.volumeName}')
 	echo "$1 $_claim $(kc -n jhub get pvc "$_claim" -o 'jsonpath={.metadata.uid}') $(kc get pv "$_pv" -o 'jsonpath={.spec.nfs.path}')"
+}
+# seen NODE POD: what the notebook of POD (on NODE) had in its home when it
+# started ("/home/jovyan is FOLDER on this node, holding: NAMES", the
+# kubelet's placeholder container: tests/fakes/README.md)
+seen() {
+	_uid=$(kc -n jhub get pod "$2" -o 'jsonpath={.metadata.uid}')
+	tb "$1" sh -c "cat /var/log/pods/jhub_$2_$_uid/notebook/*.log" | sed -n 's|^[^ ]* stdout F /home/jovyan is ||p' | tail -n 1
 }
 # release_chart: "CHART STATUS" of the release jhub
 release_chart() {
@@ -525,17 +527,20 @@ release_chart() {
 
 # The hub of z2jh 3.3.8 (the default), then the same users after `up` to
 # 4.4.0 (issue 34).  The cluster: node-1..node-3 of int.yaml.
-test_case "z2jh 3.3.8: student_1 logs in, gets a notebook whose home is a claim on NFS (claim-student-5f1, KubeSpawner 6's name), keeps a file there, stops" "
+test_case "z2jh 3.3.8: student_1 logs in, gets a GTX 1080 Ti notebook (node-2) whose home is a claim on NFS (claim-student-5f1, KubeSpawner 6's name), keeps a file there, stops" "
 	expect_eq in \"\$(hub login student_1 correct-horse-1)\" 'login of student_1'
-	hub start student_1
+	hub start student_1 gpu-geforce-gtx-1080-ti-x1
+	expect_eq node-2 \"\$(kc -n jhub get pod jupyter-student-5f1 -o 'jsonpath={.spec.nodeName}')\" 'node of the notebook'
+	expect_eq 1 \"\$(kc -n jhub get pod jupyter-student-5f1 -o 'jsonpath={.spec.containers[0].resources.limits.nvidia\\.com/gpu}')\" 'GPU limit'
 	home jupyter-student-5f1 >home1
 	cat home1
 	expect_eq claim-student-5f1 \"\$(cut -d ' ' -f 2 home1)\" 'the home claim'
-	folder=\$(cut -d ' ' -f 4 home1)
-	case \$folder in /srv/nfs/jhub-claim-student-5f1-pvc-*) ;; *) echo \"home folder \$folder\"; false ;; esac
-	tb node-1 sh -c \"echo notebook >\$folder/work.ipynb\"
-	hub contents student_1 >contents1
-	expect_eq work.ipynb \"\$(cat contents1)\" 'the home as the notebook lists it'
+	case \$(cut -d ' ' -f 4 home1) in /srv/nfs/jhub-claim-student-5f1-pvc-*) ;; *) echo 'not the claim folder of the NFS export'; false ;; esac
+	seen node-2 jupyter-student-5f1 >seen1
+	cat seen1
+	expect_grep 'holding: (nothing)\$' seen1
+	# the user's file, where the notebook's home is (the testbed's NFS is each node's own folder)
+	tb node-2 sh -c \"echo notebook >\$(sed 's/ on this node, .*//' seen1)/work.ipynb\"
 	hub stop student_1
 	i=0
 	while kc -n jhub get pod jupyter-student-5f1 >/dev/null 2>&1; do
@@ -563,12 +568,13 @@ test_case "up to z2jh 4.4.0 (chart_version: 4.4.0): the release upgraded in plac
 	expect_eq in \"\$(hub login student_1 correct-horse-1)\" 'login of student_1 on 4.4.0'
 	hub login student_1 wrong-password-1 | grep '^refused '
 	hub login mallory correct-horse-1 | grep '^refused '
-	hub start student_1
+	hub start student_1 gpu-geforce-gtx-1080-ti-x1
 	home jupyter-student-5f1 >home2
 	cat home2
-	expect_eq \"\$(cut -d ' ' -f 2- home1)\" \"\$(cut -d ' ' -f 2- home2)\" 'claim, its uid and folder after the upgrade'
-	hub contents student_1 >contents2
-	expect_eq work.ipynb \"\$(cat contents2)\" 'the home as the notebook lists it after the upgrade'
+	expect_eq \"\$(cut -d ' ' -f 2- home1)\" \"\$(cut -d ' ' -f 2- home2)\" 'claim, its uid and NFS path after the upgrade'
+	seen node-2 jupyter-student-5f1 >seen2
+	cat seen2
+	expect_eq \"\$(sed 's/ on this node, .*//' seen1) on this node, holding: work.ipynb\" \"\$(cat seen2)\" 'the home of the notebook after the upgrade'
 	expect_eq 1 \"\$(kc -n jhub get pvc -o name | grep -c student)\" 'claims of student_1'
 	expect_eq in \"\$(hub login ada.l correct-horse-2)\" 'login of ada.l'
 	hub start ada.l

@@ -58,7 +58,8 @@
 #     for system:serviceaccount:NAMESPACE:hub with the cluster CA of the
 #     hub's node (a control plane), not the account's token;
 #   - the notebook server is acted out in the hub's process (no pod
-#     network; jupyterhub_fake_hub.py says what it answers);
+#     network: it answers the hub and the proxy); the notebook's container
+#     is the kubelet's placeholder, which logs what its home holds;
 #   - the knob hub-api-token (a token) adds a service "test" with that API
 #     token and the admin:users and admin:servers scopes (a test starts and
 #     stops servers with it); the REST API reports JupyterHub 3.0 whatever
@@ -249,7 +250,7 @@ def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
         write_file(sp, spawner, 0o600)
         os.chown(sp, JHUB_UID, JHUB_UID)
     if active and jhub_same(read_file(cfg, ""), text):
-        return jhub_tick(unit, kubelet, d)
+        return jhub_tick(unit)
     jhub_credentials(d, ns)
     for path, content in ((cfg, text), (mod, globals().get("JHUB_FAKE_HUB_SOURCE", ""))):
         write_file(path, content, 0o600)
@@ -264,7 +265,7 @@ def act_jupyterhub_hub(kubelet, pod, c, argv, env, mounts, log):
                         "/usr/bin/jupyterhub", "-f", cfg], capture_output=True, text=True, check=False, timeout=30)
     if r.returncode != 0:
         raise ContainerFailed("failed to start container: %s" % r.stderr.strip(), 128)
-    return jhub_tick(unit, kubelet, d)
+    return jhub_tick(unit)
 
 
 def jhub_same(old, new):
@@ -274,33 +275,11 @@ def jhub_same(old, new):
     return strip(old) == strip(new)
 
 
-def jhub_tick(unit, kubelet=None, d=None):
-    last = [0.0]
-
+def jhub_tick(unit):
     def tick():
         if subprocess.run(["systemctl", "is-active", "--quiet", unit + ".service"], check=False).returncode != 0:
             raise ContainerFailed("jupyterhub exited")
-        if kubelet is not None and kubelet.client is not None and now() - last[0] >= 3:
-            last[0] = now()
-            jhub_volumes(kubelet.client, d)
     return tick
-
-
-def jhub_volumes(cl, d):
-    """volumes.json in the hub's folder: each PersistentVolume's NFS path,
-    where the notebook stand-in finds a home claim's files (the hub's
-    account may not read PersistentVolumes; the kubelet, the mounts' owner,
-    may)."""
-    try:
-        pvs = cl.get(R("persistentvolumes").path())["items"]
-    except (APIError, ConnError):
-        return
-    text = json.dumps({v["metadata"]["name"]: ((v.get("spec") or {}).get("nfs") or {}).get("path") for v in pvs},
-                      sort_keys=True)
-    path = os.path.join(d, "volumes.json")
-    if read_file(path, "") != text:
-        write_file(path, text, 0o600)
-        os.chown(path, JHUB_UID, JHUB_UID)
 
 
 @chart_hooks("jupyterhub")

@@ -33,14 +33,11 @@
 #
 # Where it differs, on purpose: the notebook server is acted out here, in
 # the hub's process (no pod network): once the pod runs, start() returns a
-# server on 127.0.0.1 that answers every path, and .../api/contents (the
-# notebook server's contents API) with the folder of the home claim's
-# volume on this node when the volume is NFS from this node (the testbed's
-# NFS server is the control plane, where the hub runs; the kubelet writes
-# the volumes' paths to volumes.json, as the hub's account may not read
-# PersistentVolumes); stop() deletes the
-# pod and keeps the claim, as KubeSpawner does.  No events, no named
-# servers, no extra containers.
+# server on 127.0.0.1 that answers every path with the pod's and the
+# claim's names (the notebook's container is the kubelet's placeholder,
+# which logs what its home holds); stop() deletes the pod and keeps the
+# claim, as KubeSpawner does.  No events, no named servers, no extra
+# containers.
 import asyncio
 import hashlib
 import hmac
@@ -311,7 +308,7 @@ class FakeKubeSpawner(Spawner):
             await asyncio.sleep(1)
         else:
             raise TimeoutError("pod %s did not start in %s seconds" % (self.pod_name, self.start_timeout))
-        app = web.Application([(r".*/api/contents/?", Contents, {"spawner": self}), (r".*", Answer, {"spawner": self})])
+        app = web.Application([(r".*", Answer, {"spawner": self})])
         socks = netutil.bind_sockets(0, "127.0.0.1")
         self._http = httpserver.HTTPServer(app)
         self._http.add_sockets(socks)
@@ -329,29 +326,6 @@ class FakeKubeSpawner(Spawner):
             self._http = None
         await self.api("DELETE", self.path("pods", self.pod_name))
 
-    # ---- the notebook server's answers
-
-    async def home_dir(self):
-        st, pvc = await self.api("GET", self.path("persistentvolumeclaims", self.pvc_name))
-        vol = (pvc.get("spec") or {}).get("volumeName") if st == 200 else None
-        if not vol:
-            return None
-        d = None
-        for _ in range(10):  # the volumes' NFS paths, as the kubelet sees them (chart_jupyterhub.py)
-            try:
-                with open(os.path.join(HERE, "volumes.json"), encoding="utf-8") as f:
-                    d = json.load(f).get(vol)
-            except (OSError, ValueError):
-                d = None
-            if d:
-                break
-            await asyncio.sleep(1)
-        if not d or not os.path.isdir(d):
-            return None
-        if self.s.get("sub_path"):
-            d = os.path.join(d, self.expand(self.s["sub_path"]))
-        return d
-
 
 class Answer(web.RequestHandler):
     def initialize(self, spawner):
@@ -359,13 +333,3 @@ class Answer(web.RequestHandler):
 
     def get(self):
         self.write({"pod": self.spawner.pod_name, "pvc": self.spawner.pvc_name})
-
-
-class Contents(Answer):
-    async def get(self):
-        d = await self.spawner.home_dir()
-        if d is None:
-            raise web.HTTPError(503, "the home's volume is not visible from the hub's node")
-        self.write({"name": "", "path": "", "type": "directory",
-                    "content": [{"name": n, "type": "directory" if os.path.isdir(os.path.join(d, n)) else "file"}
-                                for n in sorted(os.listdir(d)) if not n.startswith(".")]})

@@ -37,7 +37,8 @@
 #     expansion and fieldRef env (metadata.name/namespace, spec.nodeName,
 #     status.hostIP, status.podIP); hostPath and configMap volumes;
 #     persistentVolumeClaim volumes: the pod waits (ContainerCreating) until
-#     the claim is Bound, then its volume's folder (nfs or hostPath).
+#     the claim is Bound, then its volume's folder (nfs or hostPath); a
+#     placeholder container logs what its NFS volumes hold when it starts.
 #   - a cgroup driver that differs from containerd's (cgroupDriver in the
 #     config against SystemdCgroup in `containerd config dump`): the
 #     kubelet runs, but every container it starts is killed a few seconds
@@ -963,6 +964,15 @@ class Kubelet:
                 self.ticks.pop(key, None)
             return
         self.container_log(log, "fake container for image %s: running as a placeholder" % c.get("image"))
+        # what its NFS volumes hold when it starts (a user's home on a claim)
+        for mpath, vol in sorted(mounts.items()):
+            if vol[0] == "nfs" and vol[1]:
+                try:
+                    names = sorted(n for n in os.listdir(vol[1]) if not n.startswith("."))
+                except OSError:
+                    names = []
+                self.container_log(log, "%s is %s on this node, holding: %s"
+                                   % (mpath, vol[1], " ".join(names[:20]) if names else "(nothing)"))
 
     def resolve_source(self, path, c, mounts):
         """The bytes behind path inside container c, or None."""
