@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
-# run.sh: about 735 s in CI (beside another; tests/run.sh starts the longest first)
+# run.sh: about 785 s in CI (beside another; tests/run.sh starts the longest first)
 # t0450-hub: JupyterHub on a lab-A-like testbed, and `provision add-node`
 # of a GPU model the cluster did not have.
 #
@@ -41,6 +41,11 @@
 #     recovers it and says so; a release left pending-upgrade by a helm
 #     that was killed is rolled back to its last deployed revision by the
 #     next `up`, which says so (issue 33);
+#   - the hub's chart moved by `up` from z2jh 3.3.8 to 4.4.0 (issue 34):
+#     a user who kept a file in the home claim of a notebook on 3.3.8
+#     logs in on 4.4.0 (JupyterHub 5's allow rules), gets the same pod name,
+#     the same claim (uid, NFS path) and, in the notebook, the file; a user
+#     new on 4.4.0 gets KubeSpawner 6's names (slug_scheme escape);
 #   - `provision reset` of the cluster after the hub: every node verified
 #     clean, nothing left under /root/.kube, /etc/provision or
 #     /var/lib/provision on any node, the NFS export's folders (users'
