@@ -20,35 +20,7 @@
 #include "state.h"
 #include "util.h"
 
-static char *tmp_dir(void)
-{
-	char tmpl[] = "/tmp/provision-test-state-XXXXXX";
-	char *d = mkdtemp(tmpl);
-
-	assert_non_null(d);
-	return xasprintf("%s/lab.state", d);
-}
-
-static void rm_rf(const char *dir)
-{
-	char *cmd = xasprintf("rm -rf '%s'", dir);
-	char *parent = xstrdup(dir);
-
-	assert_int_equal(system(cmd), 0);
-	*strrchr(parent, '/') = '\0';
-	rmdir(parent);
-	free(cmd);
-	free(parent);
-}
-
-static void commit(struct state *s, struct state_files *f, const char *msg, char id[41])
-{
-	struct error err = {0};
-
-	if (state_commit(s, f, msg, wall_ms(), id, &err) < 0)
-		fail_msg("commit: %s", err.msg);
-	state_files_release(f);
-}
+#include "state_fixture.h"
 
 /* A run of `command` whose nodes' timings are given as "node|role\tstep\tms\tresult\n...". */
 static void eta_run(struct state *s, const char *command, const char *ran, unsigned duration,
