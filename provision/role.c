@@ -1227,35 +1227,52 @@ char *kube_matrix_minors(const struct kube_matrix *m)
 	return strbuf_detach(&sb, NULL);
 }
 
+/*
+ * The next range of a helm column ("3.19-3.22, 4.0-4.3": MAJOR.A-MAJOR.B
+ * with A <= B, or MAJOR.A, ", "-separated) at *P: 1 and *P past it (and
+ * its separator), 0 at the end, -1 where the text is no such list.
+ */
+static int helm_range_next(const char **p, unsigned *major, unsigned *lo, unsigned *hi)
+{
+	unsigned bm;
+	int used = 0;
+
+	if (!**p)
+		return 0;
+	if (sscanf(*p, "%u.%u-%u.%u%n", major, lo, &bm, hi, &used) != 4 || bm != *major ||
+	    *lo > *hi) {
+		used = 0;
+		if (sscanf(*p, "%u.%u%n", major, lo, &used) != 2)
+			return -1;
+		*hi = *lo;
+	}
+	*p += used;
+	if (!**p)
+		return 1;
+	if (strncmp(*p, ", ", 2) || !(*p)[2])
+		return -1;
+	*p += 2;
+	return 1;
+}
+
 int kube_helm_skew(const char *ranges, const char *helm_version)
 {
-	unsigned hm, hn, am, an, bm, bn, lo_major = UINT_MAX, hi_major = 0;
+	unsigned hm, hn, major, lo, hi, hi_major = 0;
 	const char *p = ranges;
+	bool any = false;
 	int k;
 
 	if (!ranges || !helm_version || sscanf(helm_version, "%u.%u", &hm, &hn) != 2)
 		return -1;
-	while (*p) {
-		p += strspn(p, " ,");
-		if (!*p)
-			break;
-		k = sscanf(p, "%u.%u-%u.%u", &am, &an, &bm, &bn);
-		if (k == 2) {
-			bm = am;
-			bn = an;
-		} else if (k != 4 || am != bm) {
-			return -1;
-		}
-		if (hm == am)
-			return hn < an ? -1 : hn > bn ? 1 : 0;
-		if (am < lo_major)
-			lo_major = am;
-		if (am > hi_major)
-			hi_major = am;
-		p += strcspn(p, ",");
+	while ((k = helm_range_next(&p, &major, &lo, &hi)) > 0) {
+		if (hm == major)
+			return hn < lo ? -1 : hn > hi ? 1 : 0;
+		if (major > hi_major)
+			hi_major = major;
+		any = true;
 	}
 	/* no range of Helm's major: a major after every listed one is newer */
-	return lo_major != UINT_MAX && hm > hi_major ? 1 : -1;
+	return k == 0 && any && hm > hi_major ? 1 : -1;
 }
 
 bool kube_helm_supported(const char *ranges, const char *helm_version)
@@ -1263,29 +1280,15 @@ bool kube_helm_supported(const char *ranges, const char *helm_version)
 	return kube_helm_skew(ranges, helm_version) == 0;
 }
 
-/* "3.19-3.22, 4.0-4.3" well formed: MAJOR.A-MAJOR.B (A <= B) or MAJOR.A, ", "-separated. */
+/* A helm column that is a list of ranges (helm_range_next), not empty. */
 static bool helm_ranges_ok(const char *s)
 {
-	const char *p = s;
-	unsigned am, an, bm, bn;
-	int used, k;
+	unsigned major, lo, hi;
+	int k, n = 0;
 
-	while (*p) {
-		used = 0;
-		k = sscanf(p, "%u.%u-%u.%u%n", &am, &an, &bm, &bn, &used);
-		if (k != 4 || am != bm || an > bn) {
-			used = 0;
-			if (sscanf(p, "%u.%u%n", &am, &an, &used) != 2)
-				return false;
-		}
-		p += used;
-		if (!*p)
-			return true;
-		if (strncmp(p, ", ", 2))
-			return false;
-		p += 2;
-	}
-	return false;
+	while ((k = helm_range_next(&s, &major, &lo, &hi)) > 0)
+		n++;
+	return k == 0 && n > 0;
 }
 
 char *role_set_helm_version(const struct role_set *rs, const struct inventory *inv,
