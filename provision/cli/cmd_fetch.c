@@ -363,7 +363,7 @@ static int fetch_exec(int nr_pos, char **pos)
 	struct error err = {0};
 	unsigned phases = plan_all_phases();
 	char *cache = NULL;
-	size_t nr = 0, i;
+	size_t nr = 0;
 	int ret;
 
 	if (args.phases && plan_parse_phases(args.phases, &phases, &err) < 0) {
@@ -375,21 +375,13 @@ static int fetch_exec(int nr_pos, char **pos)
 		return ret;
 	diag_list_init(&dl);
 	if (role_set_load(&rs, cli_roles_dir(args.roles), &dl) < 0) {
-		for (i = 0; i < dl.nr; i++) {
-			char *line = diag_format(&dl.items[i]);
-			fprintf(stderr, "%s\n", line);
-			free(line);
-		}
+		cli_print_diags(&dl);
 		diag_list_release(&dl);
 		inventory_free(inv);
 		return EXIT_USAGE;
 	}
 	if (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0) {
-		for (i = 0; i < dl.nr; i++) {
-			char *line = diag_format(&dl.items[i]);
-			fprintf(stderr, "%s\n", line);
-			free(line);
-		}
+		cli_print_diags(&dl);
 		diag_list_release(&dl);
 		ret = EXIT_USAGE;
 		goto out;

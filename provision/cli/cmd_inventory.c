@@ -485,7 +485,6 @@ static int inventory_exec(int nr_pos, char **pos)
 {
 	struct inventory *inv = NULL;
 	struct diag_list dl;
-	size_t i;
 	int r;
 
 	if (!opt_inventory_file) {
@@ -494,11 +493,7 @@ static int inventory_exec(int nr_pos, char **pos)
 	}
 	diag_list_init(&dl);
 	r = inventory_load(&inv, opt_inventory_file, &dl);
-	for (i = 0; i < dl.nr; i++) {
-		char *line = diag_format(&dl.items[i]);
-		cli_write_line(STDERR_FILENO, NULL, line, strlen(line));
-		free(line);
-	}
+	cli_print_diags(&dl);
 	diag_list_release(&dl);
 	if (r < 0)
 		return EXIT_USAGE;

@@ -24,7 +24,6 @@
 int cli_load_inventory(const char *cmd_name, const char *path, struct inventory **out)
 {
 	struct diag_list dl;
-	size_t i;
 	int r;
 
 	*out = NULL;
@@ -37,11 +36,7 @@ int cli_load_inventory(const char *cmd_name, const char *path, struct inventory 
 	}
 	diag_list_init(&dl);
 	r = inventory_load(out, path, &dl);
-	for (i = 0; i < dl.nr; i++) {
-		char *line = diag_format(&dl.items[i]);
-		cli_write_line(STDERR_FILENO, NULL, line, strlen(line));
-		free(line);
-	}
+	cli_print_diags(&dl);
 	if (r < 0 && dl.errors)
 		fprintf(stderr, "provision %s: %zu error%s in '%s'; nothing was changed\n", cmd_name,
 			dl.errors, dl.errors == 1 ? "" : "s", path);
@@ -331,7 +326,7 @@ char *cli_state_dir(const char *opt, const char *inventory_path)
 	return xasprintf("%.*s.state", (int)base, inventory_path);
 }
 
-static void print_diags(struct diag_list *dl)
+void cli_print_diags(const struct diag_list *dl)
 {
 	size_t i;
 
@@ -864,7 +859,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	/* Every role and template is checked before any node is touched. */
 	diag_list_init(&dl);
 	if (role_set_load(&rs, cli_roles_dir(a->roles), &dl) < 0) {
-		print_diags(&dl);
+		cli_print_diags(&dl);
 		fprintf(stderr, "provision %s: %zu error%s in the roles; nothing was changed\n",
 			a->cmd_name, dl.errors, dl.errors == 1 ? "" : "s");
 		diag_list_release(&dl);
@@ -872,7 +867,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 		goto out;
 	}
 	have_roles = true;
-	print_diags(&dl);
+	cli_print_diags(&dl);
 	diag_list_release(&dl);
 	if (rs.kube.nr && !kube_matrix_find(&rs.kube, inv->cluster.kubernetes_version)) {
 		char *minors = kube_matrix_minors(&rs.kube);
@@ -893,7 +888,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 	/* the hub's chart release: the inventory's pin must be one the roles offer */
 	diag_list_init(&dl);
 	if (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0) {
-		print_diags(&dl);
+		cli_print_diags(&dl);
 		diag_list_release(&dl);
 		fprintf(stderr, "provision %s: nothing was changed\n", a->cmd_name);
 		ret = EXIT_USAGE;

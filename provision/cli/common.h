@@ -61,6 +61,8 @@ char *cli_key_passphrase(const struct inventory *inv);
 
 /* Write one whole line (a newline is added) with a single write(2). */
 void cli_write_line(int fd, const char *prefix, const char *text, size_t len);
+/* Each diagnostic of DL (file:line:col, message, hint) on stderr, a line each. */
+void cli_print_diags(const struct diag_list *dl);
 
 /* The roles folder: --roles, $PROVISION_ROLES, ./roles beside the binary's tree, or the installed one. */
 const char *cli_roles_dir(const char *opt);
