@@ -212,6 +212,18 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 
 /* ---- the run ---- */
 
+/* The run's estimate made again, after the model learnt something of a node. */
+static void eta_again(struct cli_run *cr)
+{
+	const char **sel = xcalloc(cr->b.nr + 1, sizeof(*sel));
+	size_t i;
+
+	for (i = 0; i < cr->b.nr; i++)
+		sel[i] = cr->b.nodes[i]->name;
+	cr->eta_ms = eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
+	free(sel);
+}
+
 /*
  * A node's facts name its machine: when the record last saw another machine
  * under that name, the node was reinstalled, and the estimate made at the
@@ -221,8 +233,6 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
 {
 	const char *name;
-	const char **sel;
-	size_t i;
 
 	if (ev->kind != EVENT_LINE || ev->stream != 1 || !ev->phase ||
 	    strcmp(ev->phase, "facts") || !ev->text || strncmp(ev->text, "machine_id=", 11) ||
@@ -231,11 +241,7 @@ static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
 	name = cr->b.nodes[ev->node]->name;
 	if (!eta_machine(cr->eta, name, ev->text + 11))
 		return;
-	sel = xcalloc(cr->b.nr + 1, sizeof(*sel));
-	for (i = 0; i < cr->b.nr; i++)
-		sel[i] = cr->b.nodes[i]->name;
-	cr->eta_ms = eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
-	free(sel);
+	eta_again(cr);
 	if (cr->on_eta) {
 		cr->on_eta(ev->node, eta_node_ms(cr->eta, name), cr->eta_data);
 	} else if (cr->b.text && cr->eta_ms >= 0) {
@@ -258,9 +264,9 @@ static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
  */
 static void eta_pull_cb(struct cli_run *cr, const struct event *ev)
 {
-	const char *name, **sel;
+	const char *name;
 	int64_t ms;
-	size_t i, n = ev->node;
+	size_t n = ev->node;
 
 	if (!cr->eta || n >= cr->b.nr || !cr->queued)
 		return;
@@ -277,11 +283,7 @@ static void eta_pull_cb(struct cli_run *cr, const struct event *ev)
 	name = cr->b.nodes[n]->name;
 	ms = cr->queued_unknown[n] ? -1 : eta_pull_ms(cr->eta, name, cr->queued_bytes[n]);
 	if (ms >= 0 && eta_expect(cr->eta, name, ev->role, ev->step, ms)) {
-		sel = xcalloc(cr->b.nr + 1, sizeof(*sel));
-		for (i = 0; i < cr->b.nr; i++)
-			sel[i] = cr->b.nodes[i]->name;
-		cr->eta_ms = eta_total_ms(cr->eta, sel, cr->b.nr, cr->b.forks);
-		free(sel);
+		eta_again(cr);
 		if (cr->on_eta) {
 			cr->on_eta(n, eta_node_ms(cr->eta, name), cr->eta_data);
 		} else if (cr->b.text && cr->eta_ms >= 0) {
