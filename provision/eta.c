@@ -991,6 +991,18 @@ static void eta_seq_add(struct eta_plan *plan, size_t i, size_t *alloc)
 	plan->seq[plan->nr_seq++] = i;
 }
 
+/* The newest run (its age) in which PLAN ran the role of step RS; UINT_MAX: none. */
+static unsigned eta_role_age(const struct eta_plan *plan, const char *rs)
+{
+	unsigned age = UINT_MAX;
+	size_t i;
+
+	for (i = 0; i < plan->nr; i++)
+		if (plan->last[i] != 'n' && eta_same_role(rs, plan->steps[i]) && plan->age[i] < age)
+			age = plan->age[i];
+	return age;
+}
+
 /*
  * A role of the coming run on the node: its steps as the node's newest run
  * of it ran them (files included), else as the newest node of its kind ran
@@ -1001,13 +1013,9 @@ static void eta_seq_role(const struct eta *e, struct eta_plan *plan, const char 
 			 const char *const *steps, size_t nr, size_t *alloc)
 {
 	const struct eta_plan *from = plan;
-	unsigned age = UINT_MAX;
-	size_t i, k, start = plan->nr_seq;
+	unsigned age = eta_role_age(plan, steps[0]);
+	size_t i, k;
 
-	for (i = 0; i < plan->nr; i++)
-		if (plan->last[i] != 'n' && eta_same_role(steps[0], plan->steps[i]) &&
-		    plan->age[i] < age)
-			age = plan->age[i];
 	if (age == UINT_MAX) {
 		/* the newest node of its kind that ran the role */
 		const char *kind = eta_kind(e, node);
@@ -1017,11 +1025,7 @@ static void eta_seq_role(const struct eta *e, struct eta_plan *plan, const char 
 			const char *ok = eta_kind(e, o->node);
 			if (o == plan || !o->runs || !ok || strcmp(ok, kind))
 				continue;
-			for (i = 0; i < o->nr; i++)
-				if (o->last[i] != 'n' && eta_same_role(steps[0], o->steps[i]) &&
-				    o->age[i] < age)
-					age = o->age[i];
-			if (age != UINT_MAX)
+			if ((age = eta_role_age(o, steps[0])) != UINT_MAX)
 				from = o;
 		}
 	}
@@ -1040,10 +1044,7 @@ static void eta_seq_role(const struct eta *e, struct eta_plan *plan, const char 
 		size_t at = eta_step_of(plan, steps[k], 0);
 		if (at == plan->nr)
 			at = eta_step_add(plan, steps[k], 'n', UINT_MAX);
-		for (i = start; i < plan->nr_seq && plan->seq[i] != at; i++)
-			;
-		if (i == plan->nr_seq)
-			eta_seq_add(plan, at, alloc);
+		eta_seq_add(plan, at, alloc); /* once: it skips a step already in the sequence */
 	}
 }
 
