@@ -1799,12 +1799,13 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	}
 	/* the Helm major roles/helm installs (its artifacts are pinned per major) */
 	if ((y = f.val[CL_HELM]) && (t = get_text(p, y, "helm"))) {
+		c->helm_pos = pos_of(y);
 		if (!strcmp(t, "3") || !strcmp(t, "4"))
 			c->helm_major = t[0] - '0';
 		else
 			err_at(p, y,
-			       "write 4 (Helm 4, the default) or 3 (Helm 3, until its security "
-			       "support ends)",
+			       "write 4 (Helm 4) or 3 (Helm 3, until its security support ends), "
+			       "or remove the key: the newest pinned Helm of the cluster's minor",
 			       "'helm' must be 4 or 3, not '%s'", t);
 	}
 }
@@ -2795,7 +2796,7 @@ static struct inventory *inventory_new(const char *path)
 	    .api_port = 6443,
 	    .cert_warning_days = 30,
 	    .backups_keep = 5,
-	    .helm_major = 4,
+	    .helm_major = 0, /* role_set_resolve_helm */
 	    .no_proxy = strv_new(),
 	    .image_pull_timeout = 1800,
 	};

@@ -185,7 +185,14 @@ struct cluster_settings {
 	char *http_proxy;	   /* NULL: none */
 	char **no_proxy;	   /* extra NO_PROXY entries, NULL-terminated (maybe empty) */
 	bool containerd_release;   /* containerd: release (roles/containerd-release) */
-	int helm_major;		   /* helm: 4 (default) or 3, the Helm roles/helm installs */
+	/*
+	 * helm: 4 or 3, the Helm major roles/helm installs.  Not given: 0 at
+	 * load, then role_set_resolve_helm sets it (4 when a Helm 4 is pinned
+	 * for the cluster's minor, else 3) and helm_auto.
+	 */
+	int helm_major;
+	bool helm_auto;
+	struct source_pos helm_pos; /* where cluster.helm is written; 0: not given */
 	int cert_warning_days;	   /* check warns below this many days left, default 30 */
 	int backups_keep;	   /* etcd backups kept on this machine, default 5 (provision backup) */
 	struct source_pos kubernetes_version_pos; /* where it is written (provision upgrade) */

@@ -201,20 +201,20 @@ void preflight_helm(struct preflight *pf, const struct inventory *inv, const str
 			continue;
 		if (skew > 0) {
 			/*
-			 * A cluster older than the Helm's four minors: outside what
-			 * Helm tests, but within what it can talk to (Helm keeps no
-			 * forward compatibility, not backward): a warning, as for a
-			 * minor past its end of life.
+			 * A cluster older than the Helm's four minors: Helm keeps
+			 * no forward compatibility promise, and roles/helm pins a
+			 * Helm per range of minors (`kube:`), so a pin outside its
+			 * range is refused as a too-old one is.
 			 */
-			hint = xasprintf("upgrade the cluster to a minor Helm %s supports "
-					 "(provision upgrade; roles/kubernetes.yaml, column helm): a "
-					 "Helm release supports the Kubernetes minor it was built "
-					 "against and the three before it "
-					 "(helm.sh/docs/topics/version_skew)",
-					 helm_version);
-			add(pf, i, false, hint,
+			hint = xasprintf(
+			    "pin a Helm of %s for this minor in roles/artifacts.yaml and roles/helm "
+			    "(its kube: range), or upgrade the cluster to a minor Helm %s supports "
+			    "(provision upgrade): a Helm release supports the Kubernetes minor it was "
+			    "built against and the three before it (helm.sh/docs/topics/version_skew)",
+			    ranges, helm_version);
+			add(pf, i, true, hint,
 			    "Helm %s, which drives the add-ons, is newer than Kubernetes %s's "
-			    "Helms (%s): not tested with this minor",
+			    "Helms (%s): it does not support this minor",
 			    helm_version, version, ranges);
 			free(hint);
 			continue;

@@ -234,8 +234,32 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 }
 
 static const char *const artifact_keys[] = {"name",	  "dest",	   "mode",    "owner",
-					    "before", "arch",	   "helm",    "chart_version",
-					    "default", NULL};
+					    "before", "arch",	   "helm",    "kube",
+					    "chart_version", "default", NULL};
+
+static int helm_range_next(const char **p, unsigned *major, unsigned *lo, unsigned *hi);
+
+/* `kube: "1.30-1.33"` or "1.31": one range of Kubernetes minors, as MAJOR*1000+MINOR. */
+static bool parse_kube_range(const char *s, unsigned *lo, unsigned *hi)
+{
+	unsigned major, a, b;
+
+	if (!s || helm_range_next(&s, &major, &a, &b) != 1 || *s || a >= 1000 || b >= 1000)
+		return false;
+	*lo = major * 1000 + a;
+	*hi = major * 1000 + b;
+	return true;
+}
+
+/* A Kubernetes version's minor ("1.30.4", "1.30") as MAJOR*1000+MINOR; 0: not one. */
+static unsigned kube_minor_key(const char *version)
+{
+	unsigned major, minor;
+
+	if (!version || sscanf(version, "%u.%u", &major, &minor) != 2 || minor >= 1000)
+		return 0;
+	return major * 1000 + minor;
+}
 
 static void load_artifact_entry(struct loader *l, struct role *r, const yaml_node_t *m)
 {
@@ -273,6 +297,16 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 				     "write 3 or 4: the artifact reaches the nodes when the "
 				     "inventory's cluster.helm is that major",
 				     "'helm' must be 3 or 4");
+				ok = false;
+			}
+			continue;
+		}
+		if (!strcmp(key, "kube")) {
+			if (!parse_kube_range(scalar(v), &a.kube_lo, &a.kube_hi)) {
+				lerr(l, v,
+				     "write the Kubernetes minors the artifact serves as "
+				     "\"1.A-1.B\" or \"1.A\", e.g. \"1.30-1.33\"",
+				     "'kube' must be a range of Kubernetes minors");
 				ok = false;
 			}
 			continue;
@@ -1291,6 +1325,21 @@ static bool helm_ranges_ok(const char *s)
 	return k == 0 && n > 0;
 }
 
+/* The X.Y.Z of a Helm release archive's URL (.../helm-vX.Y.Z-linux-ARCH.tar.gz); NULL: none. */
+static char *helm_url_version(const char *url)
+{
+	const char *v = url ? strstr(url, "/helm-v") : NULL;
+	size_t len;
+
+	if (!v)
+		return NULL;
+	v += 7;
+	len = strspn(v, "0123456789.");
+	while (len && v[len - 1] == '.')
+		len--;
+	return len ? xstrndup(v, len) : NULL;
+}
+
 char *role_set_helm_version(const struct role_set *rs, const struct inventory *inv,
 			    const struct node *n)
 {
@@ -1300,19 +1349,12 @@ char *role_set_helm_version(const struct role_set *rs, const struct inventory *i
 	for (i = 0; r && n && i < r->nr_artifacts; i++) {
 		const struct role_artifact *a = &r->artifacts[i];
 		const struct artifact *m;
-		const char *v;
-		size_t len;
+		char *v;
 
 		if (!role_artifact_for(a, inv, n) || !(m = artifact_find(&rs->artifacts, a->name)))
 			continue;
-		if (!m->url || !(v = strstr(m->url, "/helm-v")))
-			continue;
-		v += 7;
-		len = strspn(v, "0123456789.");
-		while (len && v[len - 1] == '.')
-			len--;
-		if (len)
-			return xstrndup(v, len);
+		if ((v = helm_url_version(m->url)))
+			return v;
 	}
 	return NULL;
 }
@@ -1691,10 +1733,20 @@ static bool chart_picked(const struct role_artifact *a, const struct inventory *
 				      : a->chart_default;
 }
 
+/* Whether artifact A serves the cluster's Kubernetes minor (its `kube:` range). */
+static bool kube_picked(const struct role_artifact *a, const struct inventory *inv)
+{
+	unsigned k = kube_minor_key(inv->cluster.kubernetes_version);
+
+	return !a->kube_lo || (k >= a->kube_lo && k <= a->kube_hi);
+}
+
 bool role_artifact_for(const struct role_artifact *a, const struct inventory *inv,
 		       const struct node *n)
 {
 	if (a->helm && a->helm != inv->cluster.helm_major)
+		return false;
+	if (!kube_picked(a, inv))
 		return false;
 	if (!chart_picked(a, inv))
 		return false;
@@ -1771,6 +1823,86 @@ int role_set_resolve_hub_chart(const struct role_set *rs, struct inventory *inv,
 			 "mark one chart artifact of the jupyterhub role 'default: true'",
 			 "the roles offer the jupyterhub charts %s but none is the default",
 			 offered.buf);
+	strbuf_release(&offered);
+	return -1;
+}
+
+/* "Helm 4.3.0 for 1.34-1.37" of a helm artifact, once per version (the arches share it). */
+static void helm_offered(struct strbuf *sb, const struct role_set *rs, const struct role_artifact *a)
+{
+	const struct artifact *m = artifact_find(&rs->artifacts, a->name);
+	char *v = m ? helm_url_version(m->url) : NULL;
+	char range[32], *item;
+
+	if (!v)
+		return;
+	if (!a->kube_lo)
+		snprintf(range, sizeof(range), "every minor");
+	else if (a->kube_lo == a->kube_hi)
+		snprintf(range, sizeof(range), "%u.%u", a->kube_lo / 1000, a->kube_lo % 1000);
+	else
+		snprintf(range, sizeof(range), "%u.%u-%u.%u", a->kube_lo / 1000, a->kube_lo % 1000,
+			 a->kube_hi / 1000, a->kube_hi % 1000);
+	item = xasprintf("Helm %s for %s", v, range);
+	if (!sb->len || !strstr(sb->buf, item))
+		strbuf_addf(sb, "%s%s", sb->len ? ", " : "", item);
+	free(item);
+	free(v);
+}
+
+int role_set_resolve_helm(const struct role_set *rs, struct inventory *inv, struct diag_list *dl)
+{
+	const struct role *r = role_set_find(rs, "helm");
+	struct cluster_settings *c = &inv->cluster;
+	struct strbuf offered = STRBUF_INIT;
+	bool has[5] = {false};
+	int want;
+	size_t i;
+
+	if (!r)
+		return 0;
+	if (c->helm_auto)
+		c->helm_major = 0;
+	for (i = 0; i < r->nr_artifacts; i++) {
+		const struct role_artifact *a = &r->artifacts[i];
+
+		if (a->helm < 3 || a->helm > 4)
+			continue;
+		helm_offered(&offered, rs, a);
+		if (kube_picked(a, inv))
+			has[a->helm] = true;
+	}
+	want = c->helm_major;
+	if (!want) {
+		c->helm_auto = true;
+		want = has[4] ? 4 : 3;
+	}
+	if (has[want] || !offered.len) {
+		c->helm_major = want;
+		strbuf_release(&offered);
+		return 0;
+	}
+	if (!c->helm_auto)
+		diag_add(dl, DIAG_ERROR, inv->path, c->helm_pos.line, c->helm_pos.col,
+			 has[7 - want] ? "remove the key (provision then takes the newest pinned Helm "
+					 "of the cluster's minor) or write the other major: a Helm "
+					 "release supports the Kubernetes minor it was built against "
+					 "and the three before it (helm.sh/docs/topics/version_skew)"
+				       : "give kubernetes_version a minor a pinned Helm supports, or pin "
+					 "a Helm of that minor in roles/artifacts.yaml and roles/helm "
+					 "(its kube: range)",
+			 "cluster.helm %d: no Helm %d is pinned for Kubernetes %s (roles/helm: %s)",
+			 want, want, c->kubernetes_version, offered.buf);
+	else
+		diag_add(dl, DIAG_ERROR, inv->path, c->kubernetes_version_pos.line,
+			 c->kubernetes_version_pos.col,
+			 "give kubernetes_version a minor a pinned Helm supports, or pin a Helm of "
+			 "that minor in roles/artifacts.yaml and roles/helm (its kube: range): a "
+			 "Helm release supports the Kubernetes minor it was built against and the "
+			 "three before it (helm.sh/docs/topics/version_skew)",
+			 "cluster.kubernetes_version %s: no pinned Helm supports its minor (roles/helm: "
+			 "%s)",
+			 c->kubernetes_version, offered.buf);
 	strbuf_release(&offered);
 	return -1;
 }

@@ -51,6 +51,11 @@ struct role_artifact {
 	char *arch;   /* "amd64" or "arm64": only nodes of that arch get it; NULL: every node */
 	int helm;     /* 3 or 4: only with the inventory's cluster.helm of that major; 0: always */
 	/*
+	 * `kube: "1.A-1.B"` (or "1.A"): only for a cluster whose Kubernetes
+	 * minor is in that range, as MAJOR*1000+MINOR; 0, 0: every minor.
+	 */
+	unsigned kube_lo, kube_hi;
+	/*
 	 * The chart release the artifact is (`chart_version: X.Y.Z`): it reaches
 	 * the nodes when the inventory's jupyterhub.chart_version is that, and,
 	 * with `default: true`, when the inventory pins none.  NULL: always.
@@ -59,7 +64,10 @@ struct role_artifact {
 	bool chart_default;
 };
 
-/* Whether node N gets artifact A (its arch, the inventory's Helm major and chart version). */
+/*
+ * Whether node N gets artifact A (its arch, the inventory's Helm major, the
+ * cluster's Kubernetes minor and the hub's chart version).
+ */
 bool role_artifact_for(const struct role_artifact *a, const struct inventory *inv,
 		       const struct node *n);
 
@@ -267,5 +275,16 @@ const char *role_chart_artifact(const struct role *r, const struct inventory *in
  */
 int role_set_resolve_hub_chart(const struct role_set *rs, struct inventory *inv,
 			       struct diag_list *dl);
+
+/*
+ * The Helm major roles/helm installs for inventory inv, into
+ * inv->cluster.helm_major: the inventory's cluster.helm, or, when it gives
+ * none (helm_auto), 4 when roles/helm pins a Helm 4 for the cluster's
+ * Kubernetes minor (its artifacts' `kube:` ranges), else 3.  A major with
+ * no Helm pinned for that minor is an error in dl at cluster.helm (or at
+ * kubernetes_version when the inventory names no major), naming the Helms
+ * pinned and the minors each serves; -1 then.  No helm role: 0.
+ */
+int role_set_resolve_helm(const struct role_set *rs, struct inventory *inv, struct diag_list *dl);
 
 #endif

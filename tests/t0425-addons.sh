@@ -46,8 +46,10 @@
 #     containerd loses its CRI plugin, node-3 turns NotReady ("container
 #     runtime is down") and check fails there (issue 17's bug 1).
 #
-# Helm 3 to Helm 4 (issue 34): the add-ons are installed by Helm 3.22.0
-# (the inventory's `helm: 3`); then the key goes (Helm 4.3.0, the default)
+# Helm 3 to Helm 4 (issue 34): on Kubernetes 1.33 (whose Helms are 3.18-3.21
+# and 4.0-4.2) the add-ons are installed by Helm 3.18.4 (the inventory's
+# `helm: 3`: roles/helm's Helm 3 of 1.30-1.33); then the key goes (Helm
+# 4.2.4, the Helm 4 roles/helm pins for 1.33, taken when the key is absent)
 # and `up` replaces /usr/local/bin/helm and nothing else: every release's
 # history is what Helm 3 left (no reinstall, no new revision), helm 4 reads
 # them (client-side apply, as Helm 3 applied them), check is clean; the
@@ -71,7 +73,7 @@ skip_all_cases() {
 	test_done
 	exit $?
 }
-K8S=1.30.4
+K8S=1.33.9
 test_need_cmd nsenter
 cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
 GPU_NODE=$SRC_ROOT/tests/fakes/nvidia/gpu-node.sh
@@ -212,8 +214,8 @@ test_case "no GPU request on a GPU node: the CUDA image's NVIDIA_VISIBLE_DEVICES
 
 test_case "helm: the pinned archive's program; both releases deployed, revision 1, as Secrets" "
 	tb node-1 /usr/local/bin/helm version --short >hv
-	expect_grep '^v3.22.0+g' hv
-	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.22.0-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
+	expect_grep '^v3.18.4+g' hv
+	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v3.18.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want
 	expect_eq \"\$(cat want)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm binary'
 	tb node-1 helm --kubeconfig /etc/kubernetes/admin.conf list -A -o json >releases.json
 	python3 - releases.json <<-'EOF'
@@ -376,7 +378,7 @@ test_case "drift: helm upgrade --set by hand, config.toml edited by hand on node
 	cat drift1.out
 	expect_grep '^drift  *node-1  *fail  *nfs-provisioner › 10-release: .*changed by hand:;   extra.apiToken: (not set) -> (secret);   storageClass.archiveOnDelete: true -> false' drift1.out
 	expect_grep '^drift  *node-3  *fail  *containerd › /etc/containerd/config.toml: -  sandbox_image = \"registry.k8s.io/pause:3.6\"; +  sandbox_image = \"registry.k8s.io/pause:3.9\"' drift1.out
-	expect_grep '^drift  *node-4  *fail  *kube-packages › 20-packages: .*kubelet: 1.30.4-[^ ]*, not held' drift1.out
+	expect_grep '^drift  *node-4  *fail  *kube-packages › 20-packages: .*kubelet: 1.33.9-[^ ]*, not held' drift1.out
 	expect_grep '^drift  *node-2  *pass ' drift1.out
 	expect_no_grep 't0425-drift-s3cret' drift1.out
 "
@@ -386,7 +388,7 @@ test_case "drift: plan shows the keys, the lines and the package; up puts all th
 	expect_grep '^  ~ nfs-provisioner › 10-release\$' drift-plan.out
 	expect_grep '^        storageClass.archiveOnDelete: true -> false\$' drift-plan.out
 	expect_grep '^      +  sandbox_image = \"registry.k8s.io/pause:3.9\"\$' drift-plan.out
-	expect_grep '^      kubelet: 1.30.4-[^ ]*, not held\$' drift-plan.out
+	expect_grep '^      kubelet: 1.33.9-[^ ]*, not held\$' drift-plan.out
 	$UP >drift-up.out 2>&1 || { run_tail drift-up.out; false; }
 	expect_grep '\\[node-1\\] nfs-provisioner › 10-release … changed' drift-up.out
 	expect_grep '\\[node-3\\] containerd › /etc/containerd/config.toml … changed' drift-up.out
@@ -428,8 +430,8 @@ test_case "helm 4 takes over: without helm: 3, up replaces /usr/local/bin/helm o
 	expect_eq 2 \"\$(grep -c . changed-h4)\" 'steps changed (the helm archive and binary only)'
 	for n in $TESTBED_NODES; do expect_grep \"^\$n  *done \" up-h4.out; done
 	tb node-1 /usr/local/bin/helm version --short >hv4
-	expect_grep '^v4.3.0+gbec5b06\$' hv4
-	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v4.3.0-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want4
+	expect_grep '^v4.2.4+g3900f43\$' hv4
+	tar -xzOf '$TEST_DIR/kube/repo/artifacts/helm-v4.2.4-linux-amd64.tar.gz' linux-amd64/helm | sha256sum | cut -c1-64 >want4
 	expect_eq \"\$(cat want4)\" \"\$(tb node-1 sha256sum /usr/local/bin/helm | cut -c1-64)\" 'helm 4 binary'
 	hist >hist4
 	expect_eq \"\$(cat hist3)\" \"\$(cat hist4)\" 'the releases'\\'' history under helm 4 (no new revision, no reinstall)'

@@ -24,6 +24,13 @@
 # checkout); without one the test says so and checks only that the comment
 # names that commit.
 #
+# Helm's older archives (4.1.4, 4.0.5, 3.18.4, 3.17.4, 3.16.4: the Helms of
+# the older minors, roles/helm's `kube:` ranges) have theirs from Helm's own
+# release notes, as stored copies of the release pages, recorded in
+# tests/releases/release-notes.txt (one source: the project's own), each
+# copy named in the entry's comment; where another source has the same
+# archive (kubespray's 3.18.4) they must agree.
+#
 # An artifact none of those publish (Helm 4.3.0, containerd 2.4.1 and runc
 # 1.5.2: their projects' checksum files are release assets, the snapshots
 # of kubespray and Argo CD stop before them) needs two or more independent
@@ -66,9 +73,9 @@ else
 fi
 
 test_case "roles/artifacts.yaml: no pending hash but an offered chart's beside the default, each the digest its project publishes" "
-	python3 - '$SRC_ROOT/roles/artifacts.yaml' '$UPSTREAM/indexes' '$KS_FILE' '$KS_COMMIT' '$SRC_ROOT/provision/preflight.c' '$ARGO_DIR' '$ARGO_COMMIT' '$SRC_ROOT/tests/releases/public-pins.txt' '$SRC_ROOT/roles' <<-'PY'
+	python3 - '$SRC_ROOT/roles/artifacts.yaml' '$UPSTREAM/indexes' '$KS_FILE' '$KS_COMMIT' '$SRC_ROOT/provision/preflight.c' '$ARGO_DIR' '$ARGO_COMMIT' '$SRC_ROOT/tests/releases/public-pins.txt' '$SRC_ROOT/roles' '$SRC_ROOT/tests/releases/release-notes.txt' <<-'PY'
 		import json, os, re, sys, yaml
-		manifest, idx, ks_file, ks_commit, preflight, argo_dir, argo_commit, pins_file, roles = sys.argv[1:10]
+		manifest, idx, ks_file, ks_commit, preflight, argo_dir, argo_commit, pins_file, roles, notes_file = sys.argv[1:11]
 		pins = {}
 		for ln in open(pins_file):
 		    if ln.strip() and not ln.startswith('#'):
@@ -109,6 +116,23 @@ test_case "roles/artifacts.yaml: no pending hash but an offered chart's beside t
 		    for _, src in srcs:
 		        assert src.split(':')[-1] in block, '%s: its comment does not name %s' % (name, src)
 		    published[a['url']] = (srcs[0][0], '%d public pins (tests/releases/public-pins.txt) %s' % (len(srcs), ' '.join(s for _, s in srcs)))
+		# the project's own release notes (a stored copy of the page): one source, named in the comment
+		notes = {}
+		for ln in open(notes_file):
+		    if ln.strip() and not ln.startswith('#'):
+		        url, h, src, rel = ln.split()
+		        notes[url] = (h, src, rel)
+		for name, a in m.items():
+		    if a['url'] not in notes:
+		        continue
+		    h, src, rel = notes[a['url']]
+		    block = text[text.index('\\n' + name + ':\\n'):]
+		    block = block[:block.index('\\n  sha256:')]
+		    assert src.split(':')[-1] in block, '%s: its comment does not name %s' % (name, src)
+		    if a['url'] in published:
+		        assert published[a['url']][0] == h, '%s: the release notes %s and %s disagree' % (name, rel, published[a['url']][1])
+		        continue
+		    published[a['url']] = (h, 'release notes (tests/releases/release-notes.txt) %s %s' % (src, rel))
 		ks = yaml.safe_load(open(ks_file)) if os.path.getsize(ks_file) else None
 		release = re.search(r'#define CONTAINERD_RELEASE \"([0-9.]+)\"', open(preflight).read()).group(1)
 		pat = {'containerd_archive_checksums': r'https://github.com/containerd/containerd/releases/download/v([0-9.]+)/containerd-\\1-linux-(amd64|arm64).tar.gz',
@@ -150,7 +174,7 @@ test_case "roles/artifacts.yaml: no pending hash but an offered chart's beside t
 		    assert h == want, '%s: %s, published %s' % (name, h, want)
 		    block = text[text.index('\\n' + name + ':\\n'):]
 		    block = block[:block.index('\\n  sha256:')]
-		    if 'public pins' not in source:
+		    if 'public pins' not in source and 'release notes' not in source:
 		        sha = re.search('[0-9a-f]{40}', source).group(0)
 		        assert sha in block, '%s: its comment does not name %s' % (name, sha)
 		    print('%s: %s... = %s' % (name, h[:16], source.split(':')[0] if ':' in source else source))

@@ -380,7 +380,8 @@ static int fetch_exec(int nr_pos, char **pos)
 		inventory_free(inv);
 		return EXIT_USAGE;
 	}
-	if (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0) {
+	if (role_set_resolve_helm(&rs, inv, &dl) < 0 ||
+	    (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0)) {
 		cli_print_diags(&dl);
 		diag_list_release(&dl);
 		ret = EXIT_USAGE;

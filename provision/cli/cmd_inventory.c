@@ -131,8 +131,13 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 			    : c->images_source == IMAGES_SOURCE_REGISTRY ? "pulled from registries"
 									 : "the bundle, then registries",
 			    c->image_pull_timeout);
-	strbuf_addf(sb, FIELD "Helm %d%s\n", "helm", c->helm_major,
-		    c->helm_major == 4 ? "" : " (helm: 3; Helm 3's security fixes end 2027-02-10)");
+	if (!c->helm_major || c->helm_auto)
+		strbuf_addf(sb, FIELD "%s\n", "helm",
+			    "Helm 4 where one is pinned for the cluster's minor, else 3");
+	else
+		strbuf_addf(sb, FIELD "Helm %d%s\n", "helm", c->helm_major,
+			    c->helm_major == 4 ? ""
+					       : " (helm: 3; Helm 3's security fixes end 2027-02-10)");
 
 	strbuf_addstr(sb, "\nstorage\n");
 	if (inv->nfs.server)
@@ -430,7 +435,8 @@ static void print_json(const struct inventory *inv)
 		json_object_set_new(im, "pull_timeout", json_integer(c->image_pull_timeout));
 		json_object_set_new(cl, "images", im);
 	}
-	json_object_set_new(cl, "helm", json_integer(c->helm_major));
+	json_object_set_new(cl, "helm", !c->helm_major || c->helm_auto ? json_string("auto")
+								       : json_integer(c->helm_major));
 
 	if (inv->nfs.server) {
 		nfs = json_object();

@@ -885,9 +885,14 @@ int cli_plan_run(const struct cli_plan_args *a)
 	}
 	if (!a->kubernetes_version)
 		warn_end_of_life(a, inv, &rs.kube);
-	/* the hub's chart release: the inventory's pin must be one the roles offer */
+	/*
+	 * The Helm of the cluster's minor (the inventory's major, or the newest
+	 * pinned), and the hub's chart release: the inventory's pins must be
+	 * ones the roles offer.
+	 */
 	diag_list_init(&dl);
-	if (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0) {
+	if (role_set_resolve_helm(&rs, inv, &dl) < 0 ||
+	    (inv->hub.enabled && role_set_resolve_hub_chart(&rs, inv, &dl) < 0)) {
 		cli_print_diags(&dl);
 		diag_list_release(&dl);
 		fprintf(stderr, "provision %s: nothing was changed\n", a->cmd_name);

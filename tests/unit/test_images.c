@@ -590,6 +590,87 @@ static void test_hub_chart_pick(void **unused)
 	cluster_release(&c);
 }
 
+/*
+ * The Helm of the cluster's minor (issue 34): the newest pinned of the
+ * inventory's major, Helm 4 where one is pinned when the inventory names
+ * none; a major with no Helm for that minor refused at cluster.helm.
+ * Before, one Helm per major served every minor (4.3.0 on 1.30: outside
+ * its skew, a warning only).
+ */
+static void test_helm_pick(void **unused)
+{
+	static const struct {
+		const char *kube;
+		int major; /* the inventory's cluster.helm; 0: not given */
+		const char *want;
+	} cases[] = {
+	    {"1.37.1", 0, "4.3.0"}, {"1.34.11", 0, "4.3.0"}, {"1.34.11", 3, "3.22.0"},
+	    {"1.33.9", 0, "4.2.4"}, {"1.33.9", 3, "3.18.4"}, {"1.32.10", 0, "4.1.4"},
+	    {"1.31.14", 0, "4.0.5"}, {"1.31.14", 3, "3.18.4"}, {"1.30.4", 0, "3.18.4"},
+	    {"1.29.15", 0, "3.17.4"}, {"1.28.15", 0, "3.16.4"},
+	};
+	struct cluster c;
+	struct diag_list dl;
+	char *v;
+	size_t i;
+
+	(void)unused;
+	cluster_load(&c);
+	diag_list_init(&dl);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		free(c.inv->cluster.kubernetes_version);
+		c.inv->cluster.kubernetes_version = xstrdup(cases[i].kube);
+		c.inv->cluster.helm_major = cases[i].major;
+		c.inv->cluster.helm_auto = false;
+		assert_int_equal(0, role_set_resolve_helm(&c.rs, c.inv, &dl));
+		v = role_set_helm_version(&c.rs, c.inv, c.nodes[0]);
+		if (!v || strcmp(v, cases[i].want))
+			fail_msg("Kubernetes %s, helm %d: Helm %s, want %s", cases[i].kube,
+				 cases[i].major, v ? v : "(none)", cases[i].want);
+		free(v);
+		/* a second resolve (another pass of the same command) picks again */
+		assert_int_equal(0, role_set_resolve_helm(&c.rs, c.inv, &dl));
+	}
+	/* auto on 1.30 then an upgrade's pass at 1.31: Helm 4 again */
+	free(c.inv->cluster.kubernetes_version);
+	c.inv->cluster.kubernetes_version = xstrdup("1.31.14");
+	assert_int_equal(0, role_set_resolve_helm(&c.rs, c.inv, &dl));
+	assert_int_equal(4, c.inv->cluster.helm_major);
+	assert_int_equal(0, dl.errors);
+
+	/* helm: 4 on 1.30: no Helm 4 supports it */
+	free(c.inv->cluster.kubernetes_version);
+	c.inv->cluster.kubernetes_version = xstrdup("1.30.4");
+	c.inv->cluster.helm_major = 4;
+	c.inv->cluster.helm_auto = false;
+	c.inv->cluster.helm_pos.line = 7;
+	c.inv->cluster.helm_pos.col = 9;
+	assert_int_equal(-1, role_set_resolve_helm(&c.rs, c.inv, &dl));
+	assert_int_equal(1, dl.errors);
+	assert_int_equal(7, dl.items[0].line);
+	assert_int_equal(9, dl.items[0].col);
+	assert_string_equal("cluster.helm 4: no Helm 4 is pinned for Kubernetes 1.30.4 (roles/helm: "
+			    "Helm 4.3.0 for 1.34-1.37, Helm 4.2.4 for 1.33, Helm 4.1.4 for 1.32, "
+			    "Helm 4.0.5 for 1.31, Helm 3.22.0 for 1.34-1.37, Helm 3.18.4 for "
+			    "1.30-1.33, Helm 3.17.4 for 1.29, Helm 3.16.4 for 1.28)",
+			    dl.items[0].msg);
+	assert_non_null(strstr(dl.items[0].hint, "remove the key"));
+	assert_null(role_set_helm_version(&c.rs, c.inv, c.nodes[0]));
+	diag_list_release(&dl);
+
+	/* a minor no pinned Helm supports, no major given: at kubernetes_version */
+	diag_list_init(&dl);
+	free(c.inv->cluster.kubernetes_version);
+	c.inv->cluster.kubernetes_version = xstrdup("1.27.16");
+	c.inv->cluster.helm_major = 0;
+	assert_int_equal(-1, role_set_resolve_helm(&c.rs, c.inv, &dl));
+	assert_int_equal(1, dl.errors);
+	assert_non_null(strstr(dl.items[0].msg, "cluster.kubernetes_version 1.27.16: no pinned Helm "
+						"supports its minor"));
+	diag_list_release(&dl);
+	cluster_release(&c);
+}
+
 static void test_plan_no_facts(void **unused)
 {
 	struct cluster c;
@@ -755,6 +836,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_no_gpu),
 	    cmocka_unit_test(test_plan_no_facts),
 	    cmocka_unit_test(test_hub_chart_pick),
+	    cmocka_unit_test(test_helm_pick),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

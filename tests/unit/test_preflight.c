@@ -443,13 +443,13 @@ static void test_helm_skew(void **state)
 			    pf.items[0].msg);
 	assert_non_null(strstr(pf.items[0].hint, "roles/artifacts.yaml"));
 	preflight_release(&pf);
-	/* a cluster older than the Helm's minors: a warning, not a refusal */
+	/* a cluster older than the Helm's minors: refused too (issue 34) */
 	memset(&pf, 0, sizeof(pf));
 	preflight_helm(&pf, inv, &row, "4.7.0", np, fp, 2);
 	assert_int_equal(1, pf.nr);
-	assert_false(pf.items[0].fatal);
+	assert_true(pf.items[0].fatal);
 	assert_string_equal("Helm 4.7.0, which drives the add-ons, is newer than Kubernetes 1.37.1's "
-			    "Helms (3.22-3.25, 4.3-4.6): not tested with this minor",
+			    "Helms (3.22-3.25, 4.3-4.6): it does not support this minor",
 			    pf.items[0].msg);
 	assert_non_null(strstr(pf.items[0].hint, "provision upgrade"));
 	preflight_release(&pf);

@@ -17,7 +17,8 @@
 #                                         (linux-amd64/helm, LICENSE, README.md)
 #                                         with the fake helm of that version,
 #                                         one per Helm of HELMS (4.3.0, 3.22.0:
-#                                         the two majors roles/artifacts.yaml pins)
+#                                         roles/helm's Helms of 1.34-1.37; 4.2.4,
+#                                         3.18.4: of 1.33, 3.18.4 also of 1.30-1.32)
 #   NAME-VERSION.tgz                      each chart of ../charts/NAME (a chart
 #                                         archive: NAME/Chart.yaml, values.yaml,
 #                                         templates/), VERSION from its Chart.yaml;
@@ -69,7 +70,7 @@ SRC=$(cd "$HERE/../kube" && pwd)
 # Helm built (each of HELMS; --program and --source build the first, or
 # FAKE_HELM_VERSION), kubectl's of the minor built (else the nearest
 # minor), kubeadm's one table.
-HELMS="4.3.0 3.22.0"
+HELMS="4.3.0 3.22.0 4.2.4 3.18.4"
 HELM=${FAKE_HELM_VERSION:-${HELMS%% *}}
 CLI=$(cd "$HERE/../cli" && pwd)
 KUBERNETES_YAML=$HERE/../../../roles/kubernetes.yaml
