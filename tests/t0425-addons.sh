@@ -377,7 +377,7 @@ test_case "drift: helm upgrade --set by hand, config.toml edited by hand on node
 	expect_status 1 $CHECK >drift1.out 2>&1
 	cat drift1.out
 	expect_grep '^drift  *node-1  *fail  *nfs-provisioner › 10-release: .*changed by hand:;   extra.apiToken: (not set) -> (secret);   storageClass.archiveOnDelete: true -> false' drift1.out
-	expect_grep '^drift  *node-3  *fail  *containerd › /etc/containerd/config.toml: -  sandbox_image = \"registry.k8s.io/pause:3.6\"; +  sandbox_image = \"registry.k8s.io/pause:3.9\"' drift1.out
+	expect_grep '^drift  *node-3  *fail  *containerd › /etc/containerd/config.toml: -  sandbox_image = \"registry.k8s.io/pause:3.6\"; +  sandbox_image = \"registry.k8s.io/pause:3.10\"' drift1.out
 	expect_grep '^drift  *node-4  *fail  *kube-packages › 20-packages: .*kubelet: 1.33.9-[^ ]*, not held' drift1.out
 	expect_grep '^drift  *node-2  *pass ' drift1.out
 	expect_no_grep 't0425-drift-s3cret' drift1.out
@@ -387,7 +387,7 @@ test_case "drift: plan shows the keys, the lines and the package; up puts all th
 	$PROVISION plan -i $INV --state $STATE --roles $ROLES --no-tui >drift-plan.out 2>&1 || true
 	expect_grep '^  ~ nfs-provisioner › 10-release\$' drift-plan.out
 	expect_grep '^        storageClass.archiveOnDelete: true -> false\$' drift-plan.out
-	expect_grep '^      +  sandbox_image = \"registry.k8s.io/pause:3.9\"\$' drift-plan.out
+	expect_grep '^      +  sandbox_image = \"registry.k8s.io/pause:3.10\"\$' drift-plan.out
 	expect_grep '^      kubelet: 1.33.9-[^ ]*, not held\$' drift-plan.out
 	$UP >drift-up.out 2>&1 || { run_tail drift-up.out; false; }
 	expect_grep '\\[node-1\\] nfs-provisioner › 10-release … changed' drift-up.out
