@@ -169,6 +169,7 @@ static int facts_fn(struct runner_job *job, void *data)
 	strbuf_init(&nc.capture, 0);
 	nc.capture.max = FACTS_MAX + 1; /* facts_parse refuses more than FACTS_MAX */
 	nc.capturing = true;
+	nc.capture_stdout = true; /* facts are the script's output; its errors are not */
 	runner_job_set_filter(job, plan_step_filter, &nc);
 	for (i = 0; i < o->inv->nr_nodes; i++)
 		if (&o->inv->nodes[i] != o->nodes[idx])
@@ -192,6 +193,12 @@ static int facts_fn(struct runner_job *job, void *data)
 	rc = runner_job_exec(job, "facts", "gather", cmd.buf, input.buf, input.len,
 			     o->nodes[idx]->ssh.command_timeout * 1000, &res, &err);
 	runner_job_set_filter(job, NULL, NULL);
+	/*
+	 * Node text that reaches the views is redacted (runner.h); the facts
+	 * reach them parsed, so they are parsed from the redacted output.
+	 */
+	if (!nc.capture.truncated) /* (more than FACTS_MAX stays more: it fails below) */
+		secrets_redact(o->secrets, &nc.capture);
 	ev = event_new(EVENT_STEP_END, 0);
 	ev->phase = xstrdup("facts");
 	ev->role = xstrdup("facts");
@@ -204,8 +211,13 @@ static int facts_fn(struct runner_job *job, void *data)
 		ev->text = xstrdup(nc.protocol_error);
 	} else if (rc == 0 && res.exit_status == 0 &&
 		   facts_parse(&pn->facts, nc.capture.buf, nc.capture.len, &err) == 0) {
+		struct event *fev = event_new(EVENT_FACTS, 0);
 		pn->have_facts = true;
 		ev->result = STEP_OK;
+		/* parsed once, here: the views read them from this event (events.h) */
+		fev->phase = xstrdup("facts");
+		fev->facts = &pn->facts;
+		runner_job_post(job, fev);
 	} else {
 		ev->result = STEP_FAILED;
 		if (rc == 0 && res.exit_status != 0)

@@ -89,6 +89,7 @@ struct node_ctx {
 	bool *role_done;
 	struct strbuf tail, capture;
 	bool capturing;
+	bool capture_stdout; /* only standard output goes into capture */
 	bool swallow;	 /* capture without posting (fetched files: they may hold keys) */
 	char **fetches;	 /* "PATH\nNAME" asked for with ::fetch by the current step */
 	size_t nr_fetches;

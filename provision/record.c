@@ -17,15 +17,10 @@
 #include "version.h"
 #include "view.h"
 
-/* Facts that move by themselves from one minute to the next: not recorded (diff noise). */
-static const char *const volatile_facts[] = {"mem_available_kib=", "disk_free_kib=", NULL};
-
 struct record_node {
 	int log_fd;
 	char *log_path;
-	struct strbuf facts; /* the last facts gathering's output */
-	bool in_facts;
-	bool facts_unsafe; /* a facts line was not data (util.h text_unsafe) */
+	char *facts;	       /* the last facts gathering's, as facts.h's facts->text; NULL none */
 	struct strbuf timings; /* "role\tstep\tms\tresult[\tcheck_ms]\n" */
 };
 
@@ -92,8 +87,6 @@ struct record *record_new(const struct record_opts *o, struct error *err)
 	for (i = 0; i < o->nr; i++) {
 		struct record_node *rn = &r->nodes[i];
 		struct strbuf head = STRBUF_INIT;
-		strbuf_init(&rn->facts, 0);
-		rn->facts.max = FACTS_MAX + 1; /* more is not facts: the step fails (facts.h) */
 		strbuf_init(&rn->timings, 0);
 		rn->log_path = xasprintf("%s/logs/%s.log", o->state_dir, o->nodes[i]->name);
 		rn->log_fd =
@@ -124,7 +117,7 @@ void record_free(struct record *r)
 		if (r->nodes[i].log_fd >= 0)
 			close(r->nodes[i].log_fd);
 		free(r->nodes[i].log_path);
-		strbuf_release(&r->nodes[i].facts);
+		free(r->nodes[i].facts);
 		strbuf_release(&r->nodes[i].timings);
 	}
 	free(r->nodes);
@@ -171,21 +164,20 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 		text_clean_append(&sb, ev->text ? ev->text : "");
 		strbuf_addf(&sb, " (%s)", dur);
 		break;
+	case EVENT_FACTS:
+		/* parsed by the plan: what the record keeps of them is facts->text */
+		free(rn->facts);
+		rn->facts = ev->facts && ev->facts->text ? xstrdup(ev->facts->text) : NULL;
+		return;
 	case EVENT_STEP_START:
 		if (ev->phase && !strcmp(ev->phase, "facts")) {
-			rn->in_facts = true;
-			rn->facts_unsafe = false;
-			strbuf_reset(&rn->facts);
+			/* a new gathering: facts that do not come (it failed) are not kept */
+			free(rn->facts);
+			rn->facts = NULL;
 		}
 		strbuf_addf(&sb, "%s › %s: start", role ? role : "", ev->step ? ev->step : "");
 		break;
 	case EVENT_STEP_END:
-		if (ev->phase && !strcmp(ev->phase, "facts")) {
-			rn->in_facts = false;
-			/* facts that did not parse, or that preflight refuses, are not kept */
-			if (ev->result == STEP_FAILED || rn->facts.truncated || rn->facts_unsafe)
-				strbuf_release(&rn->facts);
-		}
 		view_duration(dur, sizeof(dur), ev->duration_ms);
 		strbuf_addf(&sb, "%s › %s: %s %s", role ? role : "", ev->step ? ev->step : "",
 			    step_result_name(ev->result), dur);
@@ -211,22 +203,9 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 		}
 		break;
 	case EVENT_LINE:
-		if (rn->in_facts && ev->phase && !strcmp(ev->phase, "facts") && ev->stream == 1 &&
-		    ev->text) {
-			size_t i;
-			bool skip = false;
-			for (i = 0; volatile_facts[i]; i++)
-				skip = skip || !strncmp(ev->text, volatile_facts[i],
-							strlen(volatile_facts[i]));
-			/* cleaned where it entered (runner.c): the event says it was not data */
-			if (ev->unsafe || text_unsafe(ev->text, strlen(ev->text)))
-				rn->facts_unsafe = true;
-			if (!skip) {
-				strbuf_addstr(&rn->facts, ev->text);
-				strbuf_addch(&rn->facts, '\n');
-			}
-			return; /* facts are recorded in nodes/NODE/facts, not in the log */
-		}
+		/* facts are recorded in nodes/NODE/facts (EVENT_FACTS), not in the log */
+		if (ev->phase && !strcmp(ev->phase, "facts") && ev->stream == 1 && ev->text)
+			return;
 		strbuf_addf(&sb, "%s › %s %s ", role ? role : "", ev->step ? ev->step : "",
 			    ev->stream == 2 ? "!" : "|");
 		text_clean_append(&sb, ev->text ? ev->text : "");
@@ -360,9 +339,9 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 		struct strbuf deployed = STRBUF_INIT;
 		char *path;
 
-		if (r->nodes[i].facts.len) {
+		if (r->nodes[i].facts && *r->nodes[i].facts) {
 			path = xasprintf("nodes/%s/facts", name);
-			state_files_add(&files, path, r->nodes[i].facts.buf, r->nodes[i].facts.len);
+			state_files_add(&files, path, r->nodes[i].facts, strlen(r->nodes[i].facts));
 			free(path);
 		}
 		if (res->bench && (res->bench[i].ran || res->bench[i].error)) {

@@ -413,6 +413,7 @@ void node_status_apply(struct node_status *st, const struct event *ev)
 		break;
 	case EVENT_MESSAGE:
 	case EVENT_PROGRESS:
+	case EVENT_FACTS:
 		break;
 	}
 }

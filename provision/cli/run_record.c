@@ -228,18 +228,18 @@ static void eta_again(struct cli_run *cr)
  * A node's facts name its machine: when the record last saw another machine
  * under that name, the node was reinstalled, and the estimate made at the
  * start (which took it for converged) is made again with its steps doing
- * work.  The machine-id is node text: compared, never shown.
+ * work.  The machine-id is node text: compared, never shown.  It comes
+ * parsed, with the node's facts (EVENT_FACTS).
  */
 static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
 {
 	const char *name;
 
-	if (ev->kind != EVENT_LINE || ev->stream != 1 || !ev->phase ||
-	    strcmp(ev->phase, "facts") || !ev->text || strncmp(ev->text, "machine_id=", 11) ||
+	if (ev->kind != EVENT_FACTS || !ev->facts || !ev->facts->machine_id ||
 	    ev->node >= cr->b.nr || !cr->eta)
 		return;
 	name = cr->b.nodes[ev->node]->name;
-	if (!eta_machine(cr->eta, name, ev->text + 11))
+	if (!eta_machine(cr->eta, name, ev->facts->machine_id))
 		return;
 	eta_again(cr);
 	if (cr->on_eta) {

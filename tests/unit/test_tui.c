@@ -405,8 +405,18 @@ static void feed_state(struct fixture *f, size_t node, enum node_state s, const 
 	tui_model_event(&f->m, &ev);
 }
 
+/*
+ * A node's facts step as the plan posts it: the output lines (shown in the
+ * log), the facts parsed by the plan (EVENT_FACTS; the model parses no
+ * line), the step's end.
+ */
 static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 {
+	struct strbuf text = STRBUF_INIT;
+	struct facts facts;
+	struct error err = {0};
+	struct event fev = {.kind = EVENT_FACTS, .node = node};
+
 	feed(f, EVENT_STEP_START, node, "facts", "gather", STEP_NONE, 0, NULL);
 	for (; *lines; lines++) {
 		struct event ev = {.kind = EVENT_LINE, .node = node, .stream = 1, .at_ms = f->t};
@@ -414,7 +424,15 @@ static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 		ev.step = (char *)"gather";
 		ev.text = (char *)*lines;
 		tui_model_event(&f->m, &ev);
+		strbuf_addf(&text, "%s\n", *lines);
 	}
+	assert_int_equal(facts_parse(&facts, text.buf, text.len, &err), 0);
+	fev.at_ms = f->t;
+	fev.phase = (char *)"facts";
+	fev.facts = &facts;
+	tui_model_event(&f->m, &fev);
+	facts_release(&facts); /* borrowed by the event: the model keeps none of it */
+	strbuf_release(&text);
 	feed(f, EVENT_STEP_END, node, "facts", "gather", STEP_OK, 200, NULL);
 }
 
