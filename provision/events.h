@@ -56,6 +56,14 @@ enum event_kind {
 	 * and parse no node text.  Not shown as such (plain, JSON).
 	 */
 	EVENT_FACTS,
+	/*
+	 * The roles a node takes part in, as the plan decided them from its
+	 * facts (plan_node_roles(): the run's phases, the node's, and whether
+	 * the role applies to it, GPU or not): `roles`, nr_roles flags in role
+	 * set order.  Posted after EVENT_FACTS when the run has roles to run;
+	 * the live view reads it instead of deciding again.  Not shown as such.
+	 */
+	EVENT_ROLES,
 };
 
 /* Results of a step (roles) or command (run). */
@@ -106,6 +114,8 @@ struct event {
 	 * views -- a view that keeps anything copies it.
 	 */
 	const struct facts *facts;
+	bool *roles; /* EVENT_ROLES: owned by the event */
+	size_t nr_roles;
 };
 
 struct events;

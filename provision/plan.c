@@ -151,6 +151,27 @@ static char *depends_skipped(const struct run *run, size_t idx, const struct rol
 
 /* ---- node work ---- */
 
+void plan_node_roles(const struct role_set *rs, const struct inventory *inv, const struct node *n,
+		     const struct facts *f, unsigned phases, bool *out)
+{
+	bool gpu = node_has_gpu(n, f);
+	size_t ri;
+
+	for (ri = 0; ri < rs->nr; ri++) {
+		const struct role *r = &rs->roles[ri];
+		out[ri] =
+		    (phases & (1u << role_phase_index(r->phase))) && role_applies(r, inv, n, gpu);
+	}
+}
+
+/* The phases node idx takes part in, of the run's. */
+static unsigned node_run_phases(const struct plan_opts *o, size_t idx)
+{
+	unsigned run_phases = o->drift ? plan_all_phases() : o->phases;
+
+	return run_phases & (o->node_phases ? o->node_phases[idx] : ~0u);
+}
+
 static int facts_fn(struct runner_job *job, void *data)
 {
 	struct run *run = data;
@@ -218,6 +239,18 @@ static int facts_fn(struct runner_job *job, void *data)
 		fev->phase = xstrdup("facts");
 		fev->facts = &pn->facts;
 		runner_job_post(job, fev);
+		if (run->node_roles && !run->validating) {
+			/* and which roles it takes part in: decided here, once */
+			bool *row = &run->node_roles[idx * o->roles->nr];
+			plan_node_roles(o->roles, o->inv, o->nodes[idx], &pn->facts,
+					node_run_phases(o, idx), row);
+			fev = event_new(EVENT_ROLES, 0);
+			fev->phase = xstrdup("facts");
+			fev->roles = xmalloc(o->roles->nr * sizeof(*row));
+			memcpy(fev->roles, row, o->roles->nr * sizeof(*row));
+			fev->nr_roles = o->roles->nr;
+			runner_job_post(job, fev);
+		}
 	} else {
 		ev->result = STEP_FAILED;
 		if (rc == 0 && res.exit_status != 0)
@@ -439,6 +472,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	run.map = xcalloc(o->nr ? o->nr : 1, sizeof(*run.map));
 	for (i = 0; i < o->nr; i++)
 		run.map[i] = i;
+	if ((o->phases || o->drift) && rs && rs->nr)
+		run.node_roles = xcalloc((o->nr ? o->nr : 1) * rs->nr, sizeof(bool));
 
 	ro.ops = ops;
 	ro.forks = o->forks;
@@ -504,7 +539,6 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 
 	/* 3. the pipeline, one pass per segment of roles (see plan_segments) */
 	if ((o->phases || o->drift) && !res->interrupted) {
-		unsigned run_phases = o->drift ? plan_all_phases() : o->phases;
 		run.barriers = xcalloc(rs->nr ? rs->nr : 1, sizeof(*run.barriers));
 		run.applies = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		run.role_done = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
@@ -512,13 +546,9 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		    xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		for (i = 0; i < o->nr; i++) {
 			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
-			unsigned ph = run_phases & (o->node_phases ? o->node_phases[i] : ~0u);
-			for (ri = 0; ri < rs->nr && ok; ri++) {
-				const struct role *r = &rs->roles[ri];
-				if (!(ph & (1u << role_phase_index(r->phase))))
-					continue;
-				if (!role_applies(r, o->inv, o->nodes[i],
-						  node_has_gpu(o->nodes[i], &res->nodes[i].facts)))
+			/* the roles facts_fn decided (and told the views) */
+			for (ri = 0; ri < rs->nr && ok && run.node_roles; ri++) {
+				if (!run.node_roles[i * rs->nr + ri])
 					continue;
 				run.applies[i * rs->nr + ri] = true;
 				run.barriers[ri].expected++;
@@ -649,6 +679,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	}
 	free(run.barriers);
 	free(run.applies);
+	free(run.node_roles);
 	free(run.seen_running); /* read by pass_event until the last pass */
 	free(run.map);
 	exchange_free(run.exchange);

@@ -174,6 +174,15 @@ int plan_parse_phases(const char *list, unsigned *out, struct error *err);
 /* Every phase bit. */
 unsigned plan_all_phases(void);
 
+/*
+ * The roles node n takes part in (out: rs->nr flags, role set order): those
+ * of `phases` that apply to it, with a GPU when its facts f show one (f
+ * NULL: as the inventory says).  The plan runs them and tells the views
+ * (EVENT_ROLES).
+ */
+void plan_node_roles(const struct role_set *rs, const struct inventory *inv, const struct node *n,
+		     const struct facts *f, unsigned phases, bool *out);
+
 /* The end (exclusive) of the segment of roles that starts at `begin`. */
 size_t plan_segment_end(const struct role_set *rs, size_t begin);
 

@@ -169,6 +169,8 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 		free(rn->facts);
 		rn->facts = ev->facts && ev->facts->text ? xstrdup(ev->facts->text) : NULL;
 		return;
+	case EVENT_ROLES:
+		return;
 	case EVENT_STEP_START:
 		if (ev->phase && !strcmp(ev->phase, "facts")) {
 			/* a new gathering: facts that do not come (it failed) are not kept */

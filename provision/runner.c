@@ -414,6 +414,7 @@ void node_status_apply(struct node_status *st, const struct event *ev)
 	case EVENT_MESSAGE:
 	case EVENT_PROGRESS:
 	case EVENT_FACTS:
+	case EVENT_ROLES:
 		break;
 	}
 }

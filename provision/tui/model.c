@@ -198,8 +198,10 @@ static bool col_applies(const struct tui_model *m, size_t c, size_t i)
 
 	if (!r)
 		return c < 2; /* facts and preflight: every node; event columns: when seen */
-	return role_applies(r, m->inv, n->node,
-			    n->have_facts ? n->facts_gpu : node_has_gpu(n->node, NULL));
+	/* as the plan decided (EVENT_ROLES); before that, as the inventory says */
+	if (n->plan_roles)
+		return n->plan_roles[r - m->roles->roles];
+	return role_applies(r, m->inv, n->node, node_has_gpu(n->node, NULL));
 }
 
 static void recount_total(struct tui_model *m, size_t i)
@@ -214,7 +216,7 @@ static void recount_total(struct tui_model *m, size_t i)
 			n->steps_total += n->cells[c].total ? n->cells[c].total : 1;
 }
 
-/* Facts came in: GPU-dependent roles may now apply, or no longer. */
+/* The plan said which roles the node takes part in: GPU roles may now apply, or no longer. */
 static void reapply(struct tui_model *m, size_t i)
 {
 	struct tui_node *n = &m->nodes[i];
@@ -347,6 +349,7 @@ void tui_model_release(struct tui_model *m)
 		free(n->cur_step);
 		free(n->last_step);
 		tui_log_release(&n->log);
+		free(n->plan_roles);
 		free(n->fail_check);
 		free(n->fail_where);
 		free(n->fail_text);
@@ -486,13 +489,24 @@ static void facts_in(struct tui_model *m, size_t i, const struct facts *f)
 	if (n->have_facts || !f)
 		return;
 	n->have_facts = true;
-	n->facts_gpu = node_has_gpu(n->node, f);
 	tui_gpu_summary(n->gpu, sizeof(n->gpu), f, true);
-	reapply(m, i);
 	tui_checks_set(&m->checks, "reachable", i, TUI_CHECK_OK,
 		       "an SSH session as the inventory says, and facts gathered",
 		       f->os_pretty ? f->os_pretty : "facts gathered", NULL);
 	tui_checks_gpus(&m->checks, i, n->node, f);
+}
+
+/* The roles node i takes part in, as the plan decided them (EVENT_ROLES). */
+static void roles_in(struct tui_model *m, size_t i, const struct event *ev)
+{
+	struct tui_node *n = &m->nodes[i];
+
+	if (!m->roles || !ev->roles || ev->nr_roles != m->roles->nr)
+		return;
+	free(n->plan_roles);
+	n->plan_roles = xmalloc(ev->nr_roles * sizeof(*n->plan_roles));
+	memcpy(n->plan_roles, ev->roles, ev->nr_roles * sizeof(*n->plan_roles));
+	reapply(m, i);
 }
 
 /* No facts from the node: the facts step failed, or the node could not be reached. */
@@ -800,6 +814,9 @@ void tui_model_event(struct tui_model *m, const struct event *ev)
 	case EVENT_FACTS:
 		facts_in(m, ev->node, ev->facts);
 		break;
+	case EVENT_ROLES:
+		roles_in(m, ev->node, ev);
+		break;
 	}
 }
 
@@ -848,7 +865,8 @@ void tui_model_restart(struct tui_model *m, uint64_t now)
 		n->started_ms = n->ended_ms = 0;
 		n->steps_done = 0;
 		n->have_facts = false;
-		n->facts_gpu = false;
+		free(n->plan_roles);
+		n->plan_roles = NULL;
 		n->preflight_error = n->preflight_warn = false;
 		n->fail_order = 0;
 		n->fail_col = -1;

@@ -5,7 +5,8 @@
  * the runner's on_event) and keeps, per node, the state of each column
  * (facts, preflight, then one per role), the progress in steps, the
  * output log, the node's first failure and what it shows of the node's
- * facts (EVENT_FACTS: parsed by the plan, never here); per run, the mean step time (for the ETA)
+ * facts (EVENT_FACTS: parsed by the plan, never here) and which roles it
+ * takes part in (EVENT_ROLES: decided by the plan); per run, the mean step time (for the ETA)
  * and the validation matrix (checks.h).  No terminal here: the drawing is
  * tui.c's, and this file is unit-tested on its own (tests/unit/test_tui.c).
  *
@@ -106,7 +107,11 @@ struct tui_node {
 	int64_t eta_hist_ms; /* what the node took in earlier runs (eta.h); -1: unknown */
 	struct tui_log log;
 	bool have_facts; /* EVENT_FACTS came */
-	bool facts_gpu;	 /* and they show a GPU (node_has_gpu) */
+	/*
+	 * The roles the node takes part in (EVENT_ROLES: the plan decided
+	 * them; role set order); NULL until then: the inventory's guess.
+	 */
+	bool *plan_roles;
 	char gpu[64];	/* "2× RTX 3090", "no GPU", "2 GPUs?" before facts */
 	char roles[32]; /* "cp,nfs", "worker" */
 	bool preflight_error, preflight_warn;

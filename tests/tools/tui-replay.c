@@ -24,6 +24,7 @@
 
 #include "events.h"
 #include "inventory.h"
+#include "plan.h"
 #include "role.h"
 #include "tui/tui.h"
 #include "util.h"
@@ -69,7 +70,8 @@ static struct event *facts_event(enum event_kind k, size_t node)
 }
 
 /* The facts step of a node, its output the lines of a facts.sh output file. */
-static void replay_facts(struct tui *t, size_t node, const char *path)
+static void replay_facts(struct tui *t, const struct inventory *inv, const struct role_set *rs,
+			 size_t node, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	char line[4096];
@@ -96,6 +98,13 @@ static void replay_facts(struct tui *t, size_t node, const char *path)
 	if (facts_parse(&facts, text.buf, text.len, &err) == 0) {
 		ev = facts_event(EVENT_FACTS, node);
 		ev->facts = &facts;
+		post(t, ev);
+		/* and the roles the plan decides from them */
+		ev = facts_event(EVENT_ROLES, node);
+		ev->nr_roles = rs->nr;
+		ev->roles = xcalloc(rs->nr ? rs->nr : 1, sizeof(*ev->roles));
+		plan_node_roles(rs, inv, &inv->nodes[node], &facts, (1u << ROLE_UP_PHASES) - 1,
+				ev->roles);
 		post(t, ev);
 		facts_release(&facts);
 	}
@@ -175,7 +184,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(w[0], "facts") && nw >= 3) {
-			replay_facts(t, node_index(inv, w[1]), w[2]);
+			replay_facts(t, inv, &rs, node_index(inv, w[1]), w[2]);
 			continue;
 		}
 		if (nw < 3)

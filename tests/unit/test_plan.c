@@ -336,6 +336,7 @@ struct collected {
 	/* EVENT_FACTS per node, and what the facts said (os_pretty, the record's text) */
 	unsigned facts[8];
 	char facts_pretty[8][64], facts_text[8][512];
+	unsigned roles[8], roles_on[8]; /* EVENT_ROLES per node, and its roles taken part in */
 };
 
 static void collect(const struct event *ev, const struct node_status *st, void *data)
@@ -353,6 +354,12 @@ static void collect(const struct event *ev, const struct node_status *st, void *
 			 ev->facts->os_pretty ? ev->facts->os_pretty : "");
 		snprintf(c->facts_text[ev->node], sizeof(c->facts_text[0]), "%s",
 			 ev->facts->text ? ev->facts->text : "(none)");
+	}
+	if (ev->kind == EVENT_ROLES && ev->node < 8) {
+		size_t k;
+		c->roles[ev->node]++;
+		for (k = 0; k < ev->nr_roles; k++)
+			c->roles_on[ev->node] += ev->roles[k];
 	}
 }
 
@@ -721,11 +728,15 @@ static void test_facts_event(void **state)
 	struct secrets *sec = secrets_new();
 	struct plan_result res;
 	struct collected c = {.all = STRBUF_INIT};
+	unsigned node_phases[8];
 	struct plan_opts o = {
 		.inv = f->inv,
 		.roles = &f->rs,
 		.nodes = f->nodes,
 		.nr = f->nr,
+		.phases = plan_all_phases(),
+		.node_phases = node_phases,
+		.check_only = true,
 		.forks = 2,
 		.secrets = sec,
 		.ops = &fake_ops,
@@ -734,11 +745,21 @@ static void test_facts_event(void **state)
 	};
 	size_t i, w1 = node_index(f, "w-1");
 
+	for (i = 0; i < f->nr; i++) /* as add-node: w-1 takes part in no phase */
+		node_phases[i] = i == w1 ? 0 : ~0u;
 	assert_int_equal(secrets_add(sec, "hunter2hunter2", 14), 0);
 	fake_find("w-1")->evil_facts = "os_pretty=Debian hunter2hunter2\nmem_available_kib=42";
 	assert_int_equal(plan_execute(&o, &res), 0);
-	for (i = 0; i < f->nr; i++)
+	for (i = 0; i < f->nr; i++) {
 		assert_int_equal(c.facts[i], 1);
+		/* the roles the plan runs there, said once (EVENT_ROLES) */
+		assert_int_equal(c.roles[i], 1);
+		if (i == w1)
+			assert_int_equal(c.roles_on[i], 0);
+		else
+			assert_true(c.roles_on[i] > 0);
+	}
+	assert_int_equal(res.nodes[w1].nr_steps, 0); /* and ran none of them */
 	assert_string_equal(c.facts_pretty[w1], "Debian " SECRETS_MASK);
 	assert_string_equal(res.nodes[w1].facts.os_pretty, "Debian " SECRETS_MASK);
 	assert_null(strstr(c.facts_text[w1], "hunter2"));
