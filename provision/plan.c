@@ -437,7 +437,6 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	const struct facts **facts = xcalloc(o->nr ? o->nr : 1, sizeof(*facts));
 	struct runner_summary sum;
 	struct runner_opts ro = {0};
-	struct node_status *st = NULL;
 	uint64_t t0 = now_ms();
 	size_t i, ri, n2;
 
@@ -491,10 +490,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 
 	/* 1. facts */
 	ro.node_fn = facts_fn;
-	runner_run(&ro, o->nodes, o->nr, &sum, &st);
+	runner_run(&ro, o->nodes, o->nr, &sum, NULL); /* records: res->status (plan_forward) */
 	res->interrupted = sum.interrupted;
-	runner_status_release(st, o->nr);
-	st = NULL;
 
 	/* 2. preflight */
 	for (i = 0; i < o->nr; i++)
@@ -593,10 +590,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			}
 			if (!n2)
 				continue;
-			runner_run(&ro, pass_nodes, n2, &sum, &st);
+			runner_run(&ro, pass_nodes, n2, &sum, NULL);
 			res->interrupted = res->interrupted || sum.interrupted;
-			runner_status_release(st, n2);
-			st = NULL;
 			for (i = 0; i < n2; i++) {
 				sessions[run.map[i]] = pass_sessions[i];
 				pass_sessions[i] = NULL;
@@ -634,11 +629,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			}
 			ro.node_fn = facts_fn;
 			ro.sessions = pass_sessions;
-			if (n2) {
-				runner_run(&ro, pass_nodes, n2, &sum, &st);
-				runner_status_release(st, n2);
-				st = NULL;
-			}
+			if (n2)
+				runner_run(&ro, pass_nodes, n2, &sum, NULL);
 			for (i = 0; i < n2; i++) {
 				sessions[run.map[i]] = pass_sessions[i];
 				pass_sessions[i] = NULL;

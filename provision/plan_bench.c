@@ -153,7 +153,6 @@ void plan_run_bench(struct run *run, struct runner_opts *ro, struct transport **
 	struct bench_workload *wls = NULL;
 	struct bench_pass pass = {0};
 	struct runner_summary sum;
-	struct node_status *st = NULL;
 	unsigned repeat = o->bench_repeat ? o->bench_repeat : BENCH_REPEAT, limit;
 	size_t i, n2 = 0, nr_wls = 0, first = res->validation.nr;
 
@@ -196,8 +195,7 @@ void plan_run_bench(struct run *run, struct runner_opts *ro, struct transport **
 	if (n2) {
 		ro->node_fn = bench_fn;
 		ro->sessions = pass_sessions;
-		runner_run(ro, pass_nodes, n2, &sum, &st);
-		runner_status_release(st, n2);
+		runner_run(ro, pass_nodes, n2, &sum, NULL);
 		res->interrupted = res->interrupted || sum.interrupted;
 	}
 	for (i = 0; i < n2; i++) {

@@ -229,7 +229,6 @@ static void gpu_pod_check(struct run *run, struct runner_opts *ro, struct transp
 	struct transport *pass_session[1] = {sessions[cp]};
 	struct gpu_pod_plan plan;
 	struct runner_summary sum;
-	struct node_status *st = NULL;
 	struct error err = {0};
 	char *script;
 
@@ -244,8 +243,7 @@ static void gpu_pod_check(struct run *run, struct runner_opts *ro, struct transp
 		sessions[cp] = NULL;
 		ro->node_fn = validate_fn;
 		ro->sessions = pass_session;
-		runner_run(ro, pass_node, 1, &sum, &st);
-		runner_status_release(st, 1);
+		runner_run(ro, pass_node, 1, &sum, NULL);
 		sessions[cp] = pass_session[0];
 		run->queries = NULL;
 	}
@@ -281,7 +279,6 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 	const struct node *pass_node[1];
 	struct transport *pass_session[1] = {NULL};
 	struct runner_summary sum;
-	struct node_status *st = NULL;
 	size_t i, cp = (size_t)-1, first = res->validation.nr;
 	unsigned ran = 0;
 	struct error err = {0};
@@ -317,8 +314,7 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 		sessions[cp] = NULL;
 		ro->node_fn = validate_fn;
 		ro->sessions = pass_session;
-		runner_run(ro, pass_node, 1, &sum, &st);
-		runner_status_release(st, 1);
+		runner_run(ro, pass_node, 1, &sum, NULL);
 		sessions[cp] = pass_session[0];
 		run->queries = NULL;
 		if (q[0].rc < 0 || q[1].rc < 0 || q[2].rc < 0 || q[3].rc < 0 || q[4].rc < 0 ||

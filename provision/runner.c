@@ -419,11 +419,23 @@ void node_status_apply(struct node_status *st, const struct event *ev)
 	}
 }
 
-static void dispatch(const struct runner_opts *o, struct node_status *status, struct event *ev)
+/*
+ * keep: the caller takes the records (runner_run's status_out), so each
+ * event is applied to them; else the runner keeps only each node's state
+ * (its summary) and the caller, who keeps records of its own (the plan's
+ * run-wide ones), applies the event once, there.
+ */
+static void dispatch(const struct runner_opts *o, struct node_status *status, bool keep,
+		     struct event *ev)
 {
-	node_status_apply(&status[ev->node], ev);
+	struct node_status *st = &status[ev->node];
+
+	if (keep)
+		node_status_apply(st, ev);
+	else if (ev->kind == EVENT_NODE_STATE)
+		st->state = ev->state;
 	if (o->on_event)
-		o->on_event(ev, &status[ev->node], o->data);
+		o->on_event(ev, keep ? st : NULL, o->data);
 	event_free(ev);
 }
 
@@ -459,6 +471,7 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 {
 	struct runner r = {.opts = opts, .nodes = nodes, .nr = nr};
 	struct node_status *status = xcalloc(nr ? nr : 1, sizeof(*status));
+	bool keep = status_out != NULL;
 	struct sigaction sa = {0}, old_int, old_term;
 	pthread_t *threads = NULL;
 	pthread_attr_t attr;
@@ -518,7 +531,7 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 	for (;;) {
 		ev = events_pop(r.q, 100);
 		if (ev)
-			dispatch(opts, status, ev);
+			dispatch(opts, status, keep, ev);
 		if (signals_seen != (sig_atomic_t)handled_signals) {
 			handled_signals = (unsigned)signals_seen;
 			summary->interrupted = true;
@@ -535,14 +548,14 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 		pthread_join(threads[i], NULL);
 	/* Events posted between the last pop and the join. */
 	while ((ev = events_pop(r.q, 0)))
-		dispatch(opts, status, ev);
+		dispatch(opts, status, keep, ev);
 
 	for (i = 0; i < nr; i++) {
 		if (status[i].state == NODE_PENDING) {
 			struct event *c = event_new(EVENT_NODE_STATE, i);
 			c->state = NODE_CANCELLED;
 			c->text = xstrdup("not started: the run was interrupted");
-			dispatch(opts, status, c);
+			dispatch(opts, status, keep, c);
 		}
 		switch (status[i].state) {
 		case NODE_DONE:

@@ -16,7 +16,10 @@
  * runner_run) pops them, updates each node's state record (struct
  * node_status: a state machine with timestamps) and only then hands the
  * event to the caller's on_event, which feeds the views.  So views only
- * ever read events and the status records, on the main thread.
+ * ever read events and the status records, on the main thread.  A caller
+ * that keeps records of its own (the plan: one per node for the whole run,
+ * over many passes) asks for none: the runner then keeps only each node's
+ * state, and every event is applied to a record once, by that caller.
  *
  * Interrupts: runner_run() installs SIGINT/SIGTERM handlers for its
  * duration.  The first signal stops scheduling: nodes not yet started are
@@ -82,7 +85,8 @@ struct runner_opts {
 	 * session was lost.
 	 */
 	int (*node_fn)(struct runner_job *job, void *data);
-	/* Main thread: every event, after the node's status was updated. */
+	/* Main thread: every event, after the node's status was updated (st: NULL when
+	 * runner_run keeps no records). */
 	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
 	/* Main thread: called about every 100 ms while the run goes on (a view's tick). */
 	void (*on_tick)(void *data);
@@ -100,7 +104,8 @@ struct runner_summary {
  * Run node_fn on every node.  Returns 0 when the run took place (whatever
  * the nodes' results, which are in *summary and status[]); status, when
  * non-NULL, receives one record per node (caller frees with
- * runner_status_release()).
+ * runner_status_release()), the one on_event is handed with each event;
+ * NULL: no records are kept and on_event's st is NULL.
  */
 int runner_run(const struct runner_opts *opts, const struct node *const *nodes, size_t nr,
 	       struct runner_summary *summary, struct node_status **status);
