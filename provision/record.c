@@ -88,7 +88,11 @@ struct record *record_new(const struct record_opts *o, struct error *err)
 		struct record_node *rn = &r->nodes[i];
 		struct strbuf head = STRBUF_INIT;
 		strbuf_init(&rn->timings, 0);
-		rn->log_path = xasprintf("%s/logs/%s.log", o->state_dir, o->nodes[i]->name);
+		{
+			char *rel = record_log_path(o->nodes[i]->name);
+			rn->log_path = xasprintf("%s/%s", o->state_dir, rel);
+			free(rel);
+		}
 		rn->log_fd =
 		    open(rn->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 		if (rn->log_fd < 0) {
@@ -332,7 +336,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 	int rc;
 
 	if (read_file(r->o.inventory_path, &sb) == 0)
-		state_files_add(&files, "inventory.yaml", sb.buf, sb.len);
+		state_files_add(&files, RECORD_INVENTORY, sb.buf, sb.len);
 	strbuf_reset(&sb);
 	for (i = 0; i < r->o.nr && i < res->nr; i++) {
 		const char *name = r->o.nodes[i]->name;
@@ -342,7 +346,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 		char *path;
 
 		if (r->nodes[i].facts && *r->nodes[i].facts) {
-			path = xasprintf("nodes/%s/facts", name);
+			path = record_node_path(name, RECORD_FACTS);
 			state_files_add(&files, path, r->nodes[i].facts, strlen(r->nodes[i].facts));
 			free(path);
 		}
@@ -350,18 +354,18 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 			strbuf_reset(&sb);
 			bench_record(&sb, &res->bench[i]);
 			secrets_redact(r->o.secrets, &sb);
-			path = xasprintf("nodes/%s/bench", name);
+			path = record_node_path(name, RECORD_BENCH);
 			state_files_add(&files, path, sb.buf, sb.len);
 			free(path);
 		}
 		if (r->o.steps) {
 			strbuf_reset(&sb);
 			results_file(&sb, pn, st, r->o.secrets);
-			path = xasprintf("nodes/%s/results", name);
+			path = record_node_path(name, RECORD_RESULTS);
 			state_files_add(&files, path, sb.buf, sb.len);
 			free(path);
 		}
-		path = xasprintf("nodes/%s/timings", name);
+		path = record_node_path(name, RECORD_TIMINGS);
 		state_files_add(&files, path, r->nodes[i].timings.buf, r->nodes[i].timings.len);
 		free(path);
 		if (r->o.steps) {
@@ -381,7 +385,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 				    (unsigned long long)(last - im->first_ms),
 				    im->done_ms ? "done" : "incomplete");
 			}
-			path = xasprintf("nodes/%s/pulls", name);
+			path = record_node_path(name, RECORD_PULLS);
 			state_files_add(&files, path, sb.buf, sb.len);
 			free(path);
 		}
@@ -398,7 +402,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 				struct strbuf c = STRBUF_INIT;
 				strbuf_add(&c, ps->content, ps->content_len);
 				secrets_redact(r->o.secrets, &c);
-				path = xasprintf("nodes/%s/files%s", name, ps->step);
+				path = record_file_path(name, ps->step);
 				state_files_add(&files, path, c.buf, c.len);
 				free(path);
 				explicit_bzero(c.buf, c.len);
@@ -406,14 +410,14 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 			}
 		}
 		if (deployed.len) {
-			path = xasprintf("nodes/%s/deployed", name);
+			path = record_node_path(name, RECORD_DEPLOYED);
 			state_files_add(&files, path, deployed.buf, deployed.len);
 			free(path);
 		}
 		strbuf_release(&deployed);
 		strbuf_reset(&sb);
 		if (read_file(r->nodes[i].log_path, &sb) == 0) {
-			path = xasprintf("logs/%s.log", name);
+			path = record_log_path(name);
 			state_files_add(&files, path, sb.buf, sb.len);
 			free(path);
 		}
@@ -431,13 +435,13 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 		strbuf_reset(&sb);
 		validation_file(&sb, &res->validation, r->o.nodes);
 		secrets_scrub(r->o.secrets, &sb); /* observed values are node text */
-		state_files_add(&files, "validation", sb.buf, sb.len);
+		state_files_add(&files, RECORD_VALIDATION, sb.buf, sb.len);
 		strbuf_addf(&body, "validation: %zu checks, %zu failed\n", res->validation.nr,
 			    validation_failures(&res->validation));
 	}
 	strbuf_reset(&sb);
 	summary_file(&sb, r, res, end, nodes_changed, steps_changed, elapsed);
-	state_files_add(&files, "summary", sb.buf, sb.len);
+	state_files_add(&files, RECORD_SUMMARY, sb.buf, sb.len);
 	for (i = 0; end->extra && i < end->extra->nr; i++)
 		state_files_add(&files, end->extra->items[i].path, end->extra->items[i].data,
 				end->extra->items[i].len);
@@ -510,7 +514,7 @@ int record_commit_killed(struct state *s, const char *cluster, const struct stat
 			    "result: killed\nexit_status: -1\nprovision: %s\nran:%s\n",
 			    killed->command, cluster, killed->user, killed->host, killed->pid,
 			    killed->started, PROVISION_VERSION, ran.buf);
-		state_files_add(&files, "summary", sb.buf, sb.len);
+		state_files_add(&files, RECORD_SUMMARY, sb.buf, sb.len);
 		strbuf_addf(&msg,
 			    "%s %s: killed (pid %ld, started %s)\n\nThe run ended without "
 			    "finishing (SIGKILL, a crash or a power cut): it left its lock "

@@ -24,6 +24,7 @@
 #include "events.h"
 #include "inventory.h"
 #include "plan.h"
+#include "record_files.h"
 #include "runner.h"
 #include "secrets.h"
 #include "state.h"
