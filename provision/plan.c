@@ -360,8 +360,7 @@ static int pipeline_fn(struct runner_job *job, void *data)
 void plan_forward(struct run *run, const struct event *ev, size_t idx)
 {
 	node_status_apply(&run->res->status[idx], ev);
-	if (run->o->on_event)
-		run->o->on_event(ev, &run->res->status[idx], run->o->data);
+	event_consumers_event(&run->o->consumers, ev, &run->res->status[idx]);
 }
 
 static void pass_event(const struct event *ev, const struct node_status *st, void *data)
@@ -391,8 +390,7 @@ static void pass_tick(void *data)
 {
 	struct run *run = data;
 
-	if (run->o->on_tick)
-		run->o->on_tick(run->o->data);
+	event_consumers_tick(&run->o->consumers);
 }
 
 static void synth_state(struct run *run, size_t idx, enum node_state state, const char *text)

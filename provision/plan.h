@@ -125,9 +125,9 @@ struct plan_opts {
 	/* The artifact cache (artifacts.h): roles' artifacts are read from it. */
 	const char *artifact_cache;
 	const struct transport_ops *ops; /* NULL: the SSH transport */
-	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
-	void (*on_tick)(void *data);
-	void *data;
+	/* The views of the run's events, in order (runner.h): the live view or the lines, then
+	 * the record. */
+	struct event_consumers consumers;
 };
 
 /* What happened to one step on one node; kept for the summary and `plan`. */

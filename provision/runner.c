@@ -419,6 +419,32 @@ void node_status_apply(struct node_status *st, const struct event *ev)
 	}
 }
 
+void event_consumers_add(struct event_consumers *l, event_fn on_event, tick_fn on_tick, void *data)
+{
+	if (l->nr == EVENT_CONSUMERS_MAX)
+		die("more than %d event consumers", EVENT_CONSUMERS_MAX);
+	l->c[l->nr++] = (struct event_consumer){on_event, on_tick, data};
+}
+
+void event_consumers_event(const struct event_consumers *l, const struct event *ev,
+			   const struct node_status *st)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (l->c[i].on_event)
+			l->c[i].on_event(ev, st, l->c[i].data);
+}
+
+void event_consumers_tick(const struct event_consumers *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (l->c[i].on_tick)
+			l->c[i].on_tick(l->c[i].data);
+}
+
 /*
  * keep: the caller takes the records (runner_run's status_out), so each
  * event is applied to them; else the runner keeps only each node's state

@@ -56,6 +56,32 @@ struct node_status {
 
 struct runner_job;
 
+/*
+ * A view of the event stream (plain or JSON lines, the TUI, the run record
+ * and the estimate): called on the main thread with every event, after the
+ * node's status record was updated, and about every 100 ms (on_tick, may
+ * be NULL) while a run goes on.  A run hands its events to a list of them,
+ * in the order they were added (struct event_consumers).
+ */
+typedef void (*event_fn)(const struct event *ev, const struct node_status *st, void *data);
+typedef void (*tick_fn)(void *data);
+struct event_consumer {
+	event_fn on_event;
+	tick_fn on_tick;
+	void *data;
+};
+#define EVENT_CONSUMERS_MAX 4
+struct event_consumers {
+	struct event_consumer c[EVENT_CONSUMERS_MAX];
+	size_t nr;
+};
+/* Add a consumer at the end of the list (dies when the list is full: a bug). */
+void event_consumers_add(struct event_consumers *l, event_fn on_event, tick_fn on_tick, void *data);
+/* Hand ev to every consumer, in order. */
+void event_consumers_event(const struct event_consumers *l, const struct event *ev,
+			   const struct node_status *st);
+void event_consumers_tick(const struct event_consumers *l);
+
 struct runner_opts {
 	const struct transport_ops *ops;
 	int forks; /* at most this many nodes in flight; >= 1 */

@@ -302,24 +302,14 @@ static void eta_pull_cb(struct cli_run *cr, const struct event *ev)
 	cr->queued_bytes[n] = 0;
 }
 
-static void record_cb(const struct event *ev, const struct node_status *st, void *data)
+/* The estimate's consumer of the run's events. */
+static void eta_cb(const struct event *ev, const struct node_status *st, void *data)
 {
 	struct cli_run *cr = data;
 
-	if (cr->on_event)
-		cr->on_event(ev, st, cr->data);
+	(void)st;
 	eta_machine_cb(cr, ev);
 	eta_pull_cb(cr, ev);
-	if (cr->rec)
-		record_event(ev, st, cr->rec);
-}
-
-static void tick_cb(void *data)
-{
-	struct cli_run *cr = data;
-
-	if (cr->on_tick)
-		cr->on_tick(cr->data);
 }
 
 /*
@@ -470,12 +460,9 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 
 void cli_run_wrap(struct cli_run *cr, struct plan_opts *po)
 {
-	cr->on_event = po->on_event;
-	cr->on_tick = po->on_tick;
-	cr->data = po->data;
-	po->on_event = record_cb;
-	po->on_tick = tick_cb;
-	po->data = cr;
+	event_consumers_add(&po->consumers, eta_cb, NULL, cr);
+	if (cr->rec)
+		event_consumers_add(&po->consumers, record_event, NULL, cr->rec);
 	po->artifact_cache = cr->cache;
 }
 

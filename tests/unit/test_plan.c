@@ -458,8 +458,7 @@ static void execute(struct fixture *f, bool check_only, struct secrets *sec, str
 		.secrets = sec,
 		.state_dir = f->state_dir,
 		.ops = &fake_ops,
-		.on_event = collect,
-		.data = c,
+		.consumers = {.c = {{collect, NULL, c}}, .nr = 1},
 	};
 
 	memset(c, 0, sizeof(*c));
@@ -695,8 +694,7 @@ static void test_check_leaves_nodes_done(void **state)
 		.forks = 2,
 		.secrets = sec,
 		.ops = &fake_ops,
-		.on_event = collect,
-		.data = &c,
+		.consumers = {.c = {{collect, NULL, &c}}, .nr = 1},
 	};
 	size_t i;
 
@@ -740,8 +738,7 @@ static void test_facts_event(void **state)
 		.forks = 2,
 		.secrets = sec,
 		.ops = &fake_ops,
-		.on_event = collect,
-		.data = &c,
+		.consumers = {.c = {{collect, NULL, &c}}, .nr = 1},
 	};
 	size_t i, w1 = node_index(f, "w-1");
 
