@@ -24,7 +24,7 @@ int plan_parse_phases(const char *list, unsigned *out, struct error *err)
 		int i;
 		while (*w == ' ')
 			w++;
-		if (!strcmp(w, "facts") || !strcmp(w, "preflight"))
+		if (phase_is(w, PHASE_FACTS) || phase_is(w, PHASE_PREFLIGHT))
 			continue; /* always run */
 		if (!strcmp(w, "all")) {
 			bits |= plan_all_phases();
@@ -207,11 +207,11 @@ static int facts_fn(struct runner_job *job, void *data)
 	strbuf_add(&input, facts_script, facts_script_len);
 	strbuf_addstr(&cmd, ". /dev/stdin");
 	ev = event_new(EVENT_STEP_START, 0);
-	ev->phase = xstrdup("facts");
-	ev->role = xstrdup("facts");
+	ev->phase = xstrdup(phase_name(PHASE_FACTS));
+	ev->role = xstrdup(phase_name(PHASE_FACTS));
 	ev->step = xstrdup("gather");
 	runner_job_post(job, ev);
-	rc = runner_job_exec(job, "facts", "gather", cmd.buf, input.buf, input.len,
+	rc = runner_job_exec(job, phase_name(PHASE_FACTS), "gather", cmd.buf, input.buf, input.len,
 			     o->nodes[idx]->ssh.command_timeout * 1000, &res, &err);
 	runner_job_set_filter(job, NULL, NULL);
 	/*
@@ -221,8 +221,8 @@ static int facts_fn(struct runner_job *job, void *data)
 	if (!nc.capture.truncated) /* (more than FACTS_MAX stays more: it fails below) */
 		secrets_redact(o->secrets, &nc.capture);
 	ev = event_new(EVENT_STEP_END, 0);
-	ev->phase = xstrdup("facts");
-	ev->role = xstrdup("facts");
+	ev->phase = xstrdup(phase_name(PHASE_FACTS));
+	ev->role = xstrdup(phase_name(PHASE_FACTS));
 	ev->step = xstrdup("gather");
 	ev->duration_ms = now_ms() - t0;
 	if (nc.protocol_error) {
@@ -236,7 +236,7 @@ static int facts_fn(struct runner_job *job, void *data)
 		pn->have_facts = true;
 		ev->result = STEP_OK;
 		/* parsed once, here: the views read them from this event (events.h) */
-		fev->phase = xstrdup("facts");
+		fev->phase = xstrdup(phase_name(PHASE_FACTS));
 		fev->facts = &pn->facts;
 		runner_job_post(job, fev);
 		if (run->node_roles && !run->validating) {
@@ -245,7 +245,7 @@ static int facts_fn(struct runner_job *job, void *data)
 			plan_node_roles(o->roles, o->inv, o->nodes[idx], &pn->facts,
 					node_run_phases(o, idx), row);
 			fev = event_new(EVENT_ROLES, 0);
-			fev->phase = xstrdup("facts");
+			fev->phase = xstrdup(phase_name(PHASE_FACTS));
 			fev->roles = xmalloc(o->roles->nr * sizeof(*row));
 			memcpy(fev->roles, row, o->roles->nr * sizeof(*row));
 			fev->nr_roles = o->roles->nr;
@@ -502,8 +502,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 				       : NULL,
 			      o->nodes, facts, o->nr);
 	/* Helm's skew: for the runs that drive the add-ons (up, check, add-node: phase addons) */
-	if (!o->skip_preflight && o->roles && role_phase_index("addons") >= 0 &&
-	    ((o->drift ? plan_all_phases() : o->phases) & (1u << role_phase_index("addons")))) {
+	if (!o->skip_preflight && o->roles &&
+	    ((o->drift ? plan_all_phases() : o->phases) & PHASE_BIT(PHASE_ADDONS))) {
 		const struct node *cp = inventory_control_plane(o->inv);
 		char *helm = cp ? role_set_helm_version(o->roles, o->inv, cp) : NULL;
 
@@ -515,8 +515,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	for (i = 0; i < res->preflight.nr; i++) {
 		const struct preflight_problem *p = &res->preflight.items[i];
 		struct event *ev = event_new(EVENT_MESSAGE, p->node);
-		ev->phase = xstrdup("preflight");
-		ev->role = xstrdup("preflight");
+		ev->phase = xstrdup(phase_name(PHASE_PREFLIGHT));
+		ev->role = xstrdup(phase_name(PHASE_PREFLIGHT));
 		ev->step = xstrdup(p->fatal ? "error" : "warning");
 		ev->result = p->fatal ? STEP_FAILED : STEP_OK;
 		ev->text = p->hint ? xasprintf("%s (hint: %s)", p->msg, p->hint) : xstrdup(p->msg);

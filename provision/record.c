@@ -176,7 +176,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 	case EVENT_ROLES:
 		return;
 	case EVENT_STEP_START:
-		if (ev->phase && !strcmp(ev->phase, "facts")) {
+		if (phase_is(ev->phase, PHASE_FACTS)) {
 			/* a new gathering: facts that do not come (it failed) are not kept */
 			free(rn->facts);
 			rn->facts = NULL;
@@ -197,7 +197,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 			strbuf_addstr(&sb, ": ");
 			text_clean_append(&sb, ev->text);
 		}
-		if (!ev->phase || strcmp(ev->phase, "validate")) {
+		if (!phase_is(ev->phase, PHASE_VALIDATE)) {
 			strbuf_addf(&rn->timings, "%s\t%s\t%llu\t%s", role ? role : "",
 				    ev->step ? ev->step : "", (unsigned long long)ev->duration_ms,
 				    step_result_name(ev->result));
@@ -210,7 +210,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 		break;
 	case EVENT_LINE:
 		/* facts are recorded in nodes/NODE/facts (EVENT_FACTS), not in the log */
-		if (ev->phase && !strcmp(ev->phase, "facts") && ev->stream == 1 && ev->text)
+		if (phase_is(ev->phase, PHASE_FACTS) && ev->stream == 1 && ev->text)
 			return;
 		strbuf_addf(&sb, "%s › %s %s ", role ? role : "", ev->step ? ev->step : "",
 			    ev->stream == 2 ? "!" : "|");

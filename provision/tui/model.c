@@ -321,8 +321,8 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 			snprintf(n->gpu, sizeof(n->gpu), "%d GPU%s?", nodes[i]->gpus,
 				 nodes[i]->gpus == 1 ? "" : "s");
 	}
-	tui_model_column(m, "facts");
-	tui_model_column(m, "preflight");
+	tui_model_column(m, phase_name(PHASE_FACTS));
+	tui_model_column(m, phase_name(PHASE_PREFLIGHT));
 	for (i = 0; rs && i < rs->nr; i++) {
 		int ph = role_phase_index(rs->roles[i].phase);
 		if (ph >= 0 && (phases & (1u << ph)) && role_for_any(&rs->roles[i], inv, nodes, nr))
@@ -330,7 +330,7 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 	}
 	if (validate) {
 		/* Not a role: its results come as events, one per check, after the roles. */
-		size_t c = tui_model_column(m, "validate");
+		size_t c = tui_model_column(m, phase_name(PHASE_VALIDATE));
 		for (i = 0; i < nr; i++)
 			m->nodes[i].cells[c].state = TUI_CELL_PENDING;
 	}
@@ -656,7 +656,7 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 static void message(struct tui_model *m, size_t i, const struct event *ev)
 {
 	struct tui_node *n = &m->nodes[i];
-	bool preflight = ev->role && !strcmp(ev->role, "preflight");
+	bool preflight = phase_is(ev->role, PHASE_PREFLIGHT);
 	bool error = ev->result == STEP_FAILED;
 	struct strbuf line = STRBUF_INIT;
 
@@ -1046,21 +1046,20 @@ size_t tui_model_next_failure(const struct tui_model *m, size_t after)
 
 /* ---- the grid's columns: phases ---- */
 
-static const char *const phase_short[][2] = {
-    {"kube-packages", "kube"},
-    {"addons", "addon"},
-    {"validate", "valid"},
+/* The grid's short names of the phases whose name is too wide (role.h names them all). */
+static const char *const phase_short[PHASE_ROLES] = {
+    [PHASE_KUBE_PACKAGES] = "kube",
+    [PHASE_ADDONS] = "addon",
+    [PHASE_VALIDATE] = "valid",
 };
 
 const char *tui_phase_label(int phase, bool short_form)
 {
-	const char *name = phase >= 0 ? role_phases[phase] : "?";
-	size_t i;
-
-	for (i = 0; short_form && i < sizeof(phase_short) / sizeof(phase_short[0]); i++)
-		if (!strcmp(phase_short[i][0], name))
-			return phase_short[i][1];
-	return name;
+	if (phase < 0 || phase >= PHASE_ROLES)
+		return "?";
+	if (short_form && phase_short[phase])
+		return phase_short[phase];
+	return role_phases[phase];
 }
 
 size_t tui_model_phases(const struct tui_model *m, int *phases)
