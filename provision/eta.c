@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record_files.h"
+
 #define ETA_MAX_RUNS 9
 /* How far back the record is searched for the machine a node was (eta_machine). */
 #define ETA_MACHINE_RUNS 64
@@ -275,10 +277,10 @@ static void eta_learn(struct eta *e, struct state *s, const char *id, const char
 
 	while (*p) {
 		size_t len = strcspn(p, " ");
-		char *node = xstrndup(p, len), *path = xasprintf("nodes/%s/timings", node);
+		char *node = xstrndup(p, len), *path = record_node_path(node, RECORD_TIMINGS);
 		char *scope_n = xasprintf("n:%s", node), *scope_k = NULL;
 		struct strbuf t = STRBUF_INIT;
-		const char *kind = eta_kind(e, node), *l;
+		const char *kind = eta_kind(e, node);
 		struct eta_plan *plan = eta_plan_of(e, node);
 		unsigned age;
 		size_t hint = 0;
@@ -290,52 +292,42 @@ static void eta_learn(struct eta *e, struct state *s, const char *id, const char
 			plan = eta_plan_new(e, node);
 		age = plan->runs++;
 		if (state_read(s, id, path, &t, NULL) == 0) {
-			for (l = t.buf; *l;) {
-				const char *nl = strchr(l, '\n');
-				size_t ll = nl ? (size_t)(nl - l) : strlen(l);
-				char *line = xstrndup(l, ll), *f[5] = {NULL}, *save = NULL, *w;
-				int nf = 0;
-				for (w = strtok_r(line, "\t", &save); w && nf < 5;
-				     w = strtok_r(NULL, "\t", &save))
-					f[nf++] = w;
-				if (nf >= 4) {
-					int64_t ms = strtoll(f[2], NULL, 10);
-					int64_t check = nf == 5 ? strtoll(f[4], NULL, 10) : -1;
-					bool work = strcmp(f[3], "unchanged") &&
-						    strcmp(f[3], "skipped") && strcmp(f[3], "ok");
-					const char *scopes[3] = {scope_n, scope_k, "*"};
-					size_t si;
+			struct record_timing *tm = NULL;
+			size_t nr = record_timings_parse(t.buf, &tm), k;
+			for (k = 0; k < nr; k++) {
+				const char *role = tm[k].role, *step = tm[k].step,
+					   *res = tm[k].result;
+				int64_t ms = tm[k].ms, check = tm[k].check_ms;
+				bool work = strcmp(res, "unchanged") && strcmp(res, "skipped") &&
+					    strcmp(res, "ok");
+				const char *scopes[3] = {scope_n, scope_k, "*"};
+				size_t si;
 
-					sum += ms;
-					changed = changed || work;
-					if (check > ms)
-						check = ms;
-					for (si = 0; si < 3; si++) {
-						if (!scopes[si])
-							continue;
-						eta_sample(e, scopes[si], f[0], f[1], "*", ms);
-						/* not a role's step (facts): it never does work */
-						if (!strcmp(f[3], "ok"))
-							eta_sample(e, scopes[si], f[0], f[1], "o",
-								   ms);
-						if (!work) {
-							eta_sample(e, scopes[si], f[0], f[1], "k",
-								   ms);
-							continue;
-						}
-						eta_sample(e, scopes[si], f[0], f[1], "c", ms);
-						if (check >= 0) {
-							eta_sample(e, scopes[si], f[0], f[1], "k",
-								   check);
-							eta_sample(e, scopes[si], f[0], f[1], "a",
-								   ms - check);
-						}
+				sum += ms;
+				changed = changed || work;
+				if (check > ms)
+					check = ms;
+				for (si = 0; si < 3; si++) {
+					if (!scopes[si])
+						continue;
+					eta_sample(e, scopes[si], role, step, "*", ms);
+					/* not a role's step (facts): it never does work */
+					if (!strcmp(res, "ok"))
+						eta_sample(e, scopes[si], role, step, "o", ms);
+					if (!work) {
+						eta_sample(e, scopes[si], role, step, "k", ms);
+						continue;
 					}
-					eta_learn_step(plan, f[0], f[1], f[3], work, age, &hint);
+					eta_sample(e, scopes[si], role, step, "c", ms);
+					if (check >= 0) {
+						eta_sample(e, scopes[si], role, step, "k", check);
+						eta_sample(e, scopes[si], role, step, "a",
+							   ms - check);
+					}
 				}
-				free(line);
-				l += ll + (nl ? 1 : 0);
+				eta_learn_step(plan, role, step, res, work, age, &hint);
 			}
+			record_timings_free(tm, nr);
 		}
 		if (sum > slowest)
 			slowest = sum;
@@ -404,72 +396,55 @@ static void eta_learn_pulls(struct eta *e, struct state *s, const char *id, cons
 
 	while (*p) {
 		size_t len = strcspn(p, " ");
-		char *node = xstrndup(p, len), *path = xasprintf("nodes/%s/pulls", node);
+		char *node = xstrndup(p, len), *path = record_node_path(node, RECORD_PULLS);
 		struct strbuf pulls = STRBUF_INIT, timings = STRBUF_INIT;
 		const char *kind = eta_kind(e, node);
 
 		if (state_read(s, id, path, &pulls, NULL) == 0 && pulls.len) {
-			char *tpath = xasprintf("nodes/%s/timings", node);
-			char *save = NULL, *line;
+			char *tpath = record_node_path(node, RECORD_TIMINGS);
+			struct record_pull *pl = NULL;
+			struct record_timing *tm = NULL;
+			size_t npl = record_pulls_parse(pulls.buf, &pl), ntm, i;
 			/* per role: bytes of its done pulls */
-			char *roles[8] = {NULL};
+			const char *roles[8] = {NULL};
 			uint64_t bytes[8] = {0};
 			size_t nroles = 0, r, k;
 
 			(void)state_read(s, id, tpath, &timings, NULL);
 			free(tpath);
-			for (line = strtok_r(pulls.buf, "\n", &save); line;
-			     line = strtok_r(NULL, "\n", &save)) {
-				char *f[5] = {NULL}, *ls = NULL, *w;
-				int nf = 0;
-				for (w = strtok_r(line, "\t", &ls); w && nf < 5;
-				     w = strtok_r(NULL, "\t", &ls))
-					f[nf++] = w;
-				if (nf < 5 || strcmp(f[4], "done"))
+			ntm = record_timings_parse(timings.buf, &tm);
+			for (i = 0; i < npl; i++) {
+				if (!pl[i].done)
 					continue;
-				for (k = 0; k < e->nr_images && strcmp(e->image_refs[k], f[1]); k++)
+				for (k = 0; k < e->nr_images && strcmp(e->image_refs[k], pl[i].ref);
+				     k++)
 					;
 				if (k == e->nr_images) {
 					ALLOC_GROW(e->image_refs, e->nr_images + 1,
 						   e->alloc_images);
 					e->image_bytes = xrealloc(
 					    e->image_bytes, e->alloc_images * sizeof(uint64_t));
-					e->image_refs[e->nr_images] = xstrdup(f[1]);
-					e->image_bytes[e->nr_images++] = strtoull(f[2], NULL, 10);
+					e->image_refs[e->nr_images] = xstrdup(pl[i].ref);
+					e->image_bytes[e->nr_images++] = pl[i].bytes;
 				}
-				for (r = 0; r < nroles && strcmp(roles[r], f[0]); r++)
+				for (r = 0; r < nroles && strcmp(roles[r], pl[i].role); r++)
 					;
 				if (r == nroles && nroles < 8)
-					roles[nroles++] = f[0];
+					roles[nroles++] = pl[i].role;
 				if (r < 8)
-					bytes[r] += strtoull(f[2], NULL, 10);
+					bytes[r] += pl[i].bytes;
 			}
 			/* each role's pull step: the timings line of that role that took longest */
 			for (r = 0; r < nroles; r++) {
-				const char *l = timings.buf;
 				int64_t ms = 0;
-				char step[64] = "";
-				size_t rl = strlen(roles[r]);
-				while (l && *l) {
-					const char *nl = strchr(l, '\n');
-					if (!strncmp(l, roles[r], rl) && l[rl] == '\t') {
-						const char *st = l + rl + 1,
-							   *tab = strchr(st, '\t');
-						int64_t v = tab ? strtoll(tab + 1, NULL, 10) : 0;
-						const char *res =
-						    tab ? strchr(tab + 1, '\t') : NULL;
-						/* a step that pulled in this run (a file of an
-						 * earlier run lies under a run that wrote none) */
-						if (tab && v > ms &&
-						    (size_t)(tab - st) < sizeof(step) &&
-						    strncmp(st, "import", 6) && res &&
-						    !strncmp(res + 1, "changed", 7)) {
-							ms = v;
-							snprintf(step, sizeof(step), "%.*s",
-								 (int)(tab - st), st);
-						}
-					}
-					l = nl ? nl + 1 : NULL;
+				for (i = 0; i < ntm; i++) {
+					/* a step that pulled in this run (a file of an
+					 * earlier run lies under a run that wrote none) */
+					if (!strcmp(tm[i].role, roles[r]) && tm[i].ms > ms &&
+					    strlen(tm[i].step) < 64 &&
+					    strncmp(tm[i].step, "import", 6) &&
+					    !strncmp(tm[i].result, "changed", 7))
+						ms = tm[i].ms;
 				}
 				if (ms > 0 && bytes[r]) {
 					const char *scopes[3] = {NULL, NULL, "*"};
@@ -488,6 +463,8 @@ static void eta_learn_pulls(struct eta *e, struct state *s, const char *id, cons
 					free(sk);
 				}
 			}
+			record_pulls_free(pl, npl);
+			record_timings_free(tm, ntm);
 		}
 		strbuf_release(&pulls);
 		strbuf_release(&timings);
@@ -518,7 +495,7 @@ static size_t learn_machines(struct eta *e, struct state *s, const char *id, con
 			if (e->machines[k] || strlen(e->nodes[k]) != len ||
 			    strncmp(p, e->nodes[k], len))
 				continue;
-			path = xasprintf("nodes/%s/facts", e->nodes[k]);
+			path = record_node_path(e->nodes[k], RECORD_FACTS);
 			if (state_read(s, id, path, &facts, NULL) == 0)
 				e->machines[k] = state_facts_get(facts.buf, "machine_id");
 			if (e->machines[k] && !*e->machines[k]) { /* no machine named */
@@ -593,7 +570,7 @@ struct eta *eta_load(struct state *s, const char *command, const char *const *no
 			struct strbuf sum = STRBUF_INIT;
 			char *cmd = NULL, *ran = NULL, *elapsed = NULL, *result = NULL;
 			char *phases = NULL;
-			if (state_read(s, runs[i].id, "summary", &sum, NULL) == 0) {
+			if (state_read(s, runs[i].id, RECORD_SUMMARY, &sum, NULL) == 0) {
 				cmd = state_summary_get(sum.buf, "command");
 				phases = state_summary_get(sum.buf, "phases");
 				ran = state_summary_get(sum.buf, "ran");

@@ -122,6 +122,7 @@ void event_free(struct event *ev)
 	free(ev->text);
 	free(ev->expected);
 	free(ev->observed);
+	free(ev->roles);
 	free(ev);
 }
 

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct facts;
+
 /* The life of one node in a run; a state machine with timestamps (runner.h). */
 enum node_state {
 	NODE_PENDING = 0, /* not started yet */
@@ -46,6 +48,22 @@ enum event_kind {
 	 * of the node's share that it lacks, once (the estimate's business).
 	 */
 	EVENT_PROGRESS,
+	/*
+	 * A node's facts are in (the plan parsed them once, plan.c facts_fn):
+	 * `facts`, posted before the facts step's end, only when they parsed.
+	 * Views take what they show from it (the live view: the GPUs, the OS,
+	 * the checks; the record: facts->text; the estimate: the machine-id)
+	 * and parse no node text.  Not shown as such (plain, JSON).
+	 */
+	EVENT_FACTS,
+	/*
+	 * The roles a node takes part in, as the plan decided them from its
+	 * facts (plan_node_roles(): the run's phases, the node's, and whether
+	 * the role applies to it, GPU or not): `roles`, nr_roles flags in role
+	 * set order.  Posted after EVENT_FACTS when the run has roles to run;
+	 * the live view reads it instead of deciding again.  Not shown as such.
+	 */
+	EVENT_ROLES,
 };
 
 /* Results of a step (roles) or command (run). */
@@ -90,6 +108,14 @@ struct event {
 	 */
 	uint64_t check_ms;
 	uint64_t done, total; /* EVENT_PROGRESS */
+	/*
+	 * EVENT_FACTS: the node's facts, borrowed: the run's result owns them
+	 * (plan.h struct plan_node); valid while the event is handed to the
+	 * views -- a view that keeps anything copies it.
+	 */
+	const struct facts *facts;
+	bool *roles; /* EVENT_ROLES: owned by the event */
+	size_t nr_roles;
 };
 
 struct events;

@@ -260,10 +260,27 @@ static void parse_line(struct facts *f, const char *key, const char *v, struct s
 		free(w[i]);
 }
 
+/* Keys whose values move by themselves from one minute to the next: not in f->text. */
+static const char *const volatile_keys[] = {"mem_available_kib=", "disk_free_kib=", NULL};
+
+static bool volatile_line(const char *line, size_t len)
+{
+	size_t i, n;
+
+	for (i = 0; volatile_keys[i]; i++) {
+		n = strlen(volatile_keys[i]);
+		if (len >= n && !memcmp(line, volatile_keys[i], n))
+			return true;
+	}
+	return false;
+}
+
 int facts_parse(struct facts *f, const char *text, size_t len, struct error *err)
 {
 	struct strbuf smi = STRBUF_INIT, key = STRBUF_INIT, val = STRBUF_INIT;
+	struct strbuf kept = STRBUF_INIT;
 	const char *p = text, *end = text + len;
+	bool unsafe_line = false;
 
 	memset(f, 0, sizeof(*f));
 	if (len > FACTS_MAX)
@@ -274,6 +291,13 @@ int facts_parse(struct facts *f, const char *text, size_t len, struct error *err
 		const char *eol = nl ? nl : end;
 		const char *eq = memchr(p, '=', (size_t)(eol - p));
 
+		/* The record's form: every line (a line that is not data: none at all) */
+		if (text_unsafe(p, (size_t)(eol - p))) {
+			unsafe_line = true;
+		} else if (!unsafe_line && !volatile_line(p, (size_t)(eol - p))) {
+			strbuf_add(&kept, p, (size_t)(eol - p));
+			strbuf_addch(&kept, '\n');
+		}
 		if (eq && eq > p) {
 			strbuf_reset(&key);
 			strbuf_reset(&val);
@@ -303,6 +327,10 @@ int facts_parse(struct facts *f, const char *text, size_t len, struct error *err
 	}
 	strbuf_release(&key);
 	strbuf_release(&val);
+	if (unsafe_line)
+		strbuf_release(&kept);
+	else
+		f->text = strbuf_detach(&kept, NULL);
 	if (f->nvidia_smi && f->nvidia_smi_rc == 0) {
 		const char *q = smi.buf;
 		while (*q) {
@@ -329,6 +357,7 @@ void facts_release(struct facts *f)
 	size_t i;
 
 	free(f->unsafe_field);
+	free(f->text);
 	free(f->hostname);
 	free(f->os_id);
 	free(f->os_version);

@@ -125,6 +125,14 @@ struct facts {
 	 * have one are not used (plan.c).
 	 */
 	char *unsafe_field;
+	/*
+	 * The output as the run record keeps it (nodes/NODE/facts): its
+	 * lines, less those of the keys that move by themselves from one
+	 * minute to the next (mem_available_kib, disk_free_kib: diff noise);
+	 * NULL when a line was not data (text_unsafe(), any line: such facts
+	 * are not recorded).
+	 */
+	char *text;
 };
 
 /* The facts script, compiled in from facts.sh. */

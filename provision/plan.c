@@ -24,7 +24,7 @@ int plan_parse_phases(const char *list, unsigned *out, struct error *err)
 		int i;
 		while (*w == ' ')
 			w++;
-		if (!strcmp(w, "facts") || !strcmp(w, "preflight"))
+		if (phase_is(w, PHASE_FACTS) || phase_is(w, PHASE_PREFLIGHT))
 			continue; /* always run */
 		if (!strcmp(w, "all")) {
 			bits |= plan_all_phases();
@@ -151,6 +151,27 @@ static char *depends_skipped(const struct run *run, size_t idx, const struct rol
 
 /* ---- node work ---- */
 
+void plan_node_roles(const struct role_set *rs, const struct inventory *inv, const struct node *n,
+		     const struct facts *f, unsigned phases, bool *out)
+{
+	bool gpu = node_has_gpu(n, f);
+	size_t ri;
+
+	for (ri = 0; ri < rs->nr; ri++) {
+		const struct role *r = &rs->roles[ri];
+		out[ri] =
+		    (phases & (1u << role_phase_index(r->phase))) && role_applies(r, inv, n, gpu);
+	}
+}
+
+/* The phases node idx takes part in, of the run's. */
+static unsigned node_run_phases(const struct plan_opts *o, size_t idx)
+{
+	unsigned run_phases = o->drift ? plan_all_phases() : o->phases;
+
+	return run_phases & (o->node_phases ? o->node_phases[idx] : ~0u);
+}
+
 static int facts_fn(struct runner_job *job, void *data)
 {
 	struct run *run = data;
@@ -169,6 +190,7 @@ static int facts_fn(struct runner_job *job, void *data)
 	strbuf_init(&nc.capture, 0);
 	nc.capture.max = FACTS_MAX + 1; /* facts_parse refuses more than FACTS_MAX */
 	nc.capturing = true;
+	nc.capture_stdout = true; /* facts are the script's output; its errors are not */
 	runner_job_set_filter(job, plan_step_filter, &nc);
 	for (i = 0; i < o->inv->nr_nodes; i++)
 		if (&o->inv->nodes[i] != o->nodes[idx])
@@ -185,16 +207,22 @@ static int facts_fn(struct runner_job *job, void *data)
 	strbuf_add(&input, facts_script, facts_script_len);
 	strbuf_addstr(&cmd, ". /dev/stdin");
 	ev = event_new(EVENT_STEP_START, 0);
-	ev->phase = xstrdup("facts");
-	ev->role = xstrdup("facts");
+	ev->phase = xstrdup(phase_name(PHASE_FACTS));
+	ev->role = xstrdup(phase_name(PHASE_FACTS));
 	ev->step = xstrdup("gather");
 	runner_job_post(job, ev);
-	rc = runner_job_exec(job, "facts", "gather", cmd.buf, input.buf, input.len,
+	rc = runner_job_exec(job, phase_name(PHASE_FACTS), "gather", cmd.buf, input.buf, input.len,
 			     o->nodes[idx]->ssh.command_timeout * 1000, &res, &err);
 	runner_job_set_filter(job, NULL, NULL);
+	/*
+	 * Node text that reaches the views is redacted (runner.h); the facts
+	 * reach them parsed, so they are parsed from the redacted output.
+	 */
+	if (!nc.capture.truncated) /* (more than FACTS_MAX stays more: it fails below) */
+		secrets_redact(o->secrets, &nc.capture);
 	ev = event_new(EVENT_STEP_END, 0);
-	ev->phase = xstrdup("facts");
-	ev->role = xstrdup("facts");
+	ev->phase = xstrdup(phase_name(PHASE_FACTS));
+	ev->role = xstrdup(phase_name(PHASE_FACTS));
 	ev->step = xstrdup("gather");
 	ev->duration_ms = now_ms() - t0;
 	if (nc.protocol_error) {
@@ -204,8 +232,25 @@ static int facts_fn(struct runner_job *job, void *data)
 		ev->text = xstrdup(nc.protocol_error);
 	} else if (rc == 0 && res.exit_status == 0 &&
 		   facts_parse(&pn->facts, nc.capture.buf, nc.capture.len, &err) == 0) {
+		struct event *fev = event_new(EVENT_FACTS, 0);
 		pn->have_facts = true;
 		ev->result = STEP_OK;
+		/* parsed once, here: the views read them from this event (events.h) */
+		fev->phase = xstrdup(phase_name(PHASE_FACTS));
+		fev->facts = &pn->facts;
+		runner_job_post(job, fev);
+		if (run->node_roles && !run->validating) {
+			/* and which roles it takes part in: decided here, once */
+			bool *row = &run->node_roles[idx * o->roles->nr];
+			plan_node_roles(o->roles, o->inv, o->nodes[idx], &pn->facts,
+					node_run_phases(o, idx), row);
+			fev = event_new(EVENT_ROLES, 0);
+			fev->phase = xstrdup(phase_name(PHASE_FACTS));
+			fev->roles = xmalloc(o->roles->nr * sizeof(*row));
+			memcpy(fev->roles, row, o->roles->nr * sizeof(*row));
+			fev->nr_roles = o->roles->nr;
+			runner_job_post(job, fev);
+		}
 	} else {
 		ev->result = STEP_FAILED;
 		if (rc == 0 && res.exit_status != 0)
@@ -315,8 +360,7 @@ static int pipeline_fn(struct runner_job *job, void *data)
 void plan_forward(struct run *run, const struct event *ev, size_t idx)
 {
 	node_status_apply(&run->res->status[idx], ev);
-	if (run->o->on_event)
-		run->o->on_event(ev, &run->res->status[idx], run->o->data);
+	event_consumers_event(&run->o->consumers, ev, &run->res->status[idx]);
 }
 
 static void pass_event(const struct event *ev, const struct node_status *st, void *data)
@@ -346,8 +390,7 @@ static void pass_tick(void *data)
 {
 	struct run *run = data;
 
-	if (run->o->on_tick)
-		run->o->on_tick(run->o->data);
+	event_consumers_tick(&run->o->consumers);
 }
 
 static void synth_state(struct run *run, size_t idx, enum node_state state, const char *text)
@@ -392,7 +435,6 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	const struct facts **facts = xcalloc(o->nr ? o->nr : 1, sizeof(*facts));
 	struct runner_summary sum;
 	struct runner_opts ro = {0};
-	struct node_status *st = NULL;
 	uint64_t t0 = now_ms();
 	size_t i, ri, n2;
 
@@ -427,6 +469,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	run.map = xcalloc(o->nr ? o->nr : 1, sizeof(*run.map));
 	for (i = 0; i < o->nr; i++)
 		run.map[i] = i;
+	if ((o->phases || o->drift) && rs && rs->nr)
+		run.node_roles = xcalloc((o->nr ? o->nr : 1) * rs->nr, sizeof(bool));
 
 	ro.ops = ops;
 	ro.forks = o->forks;
@@ -444,10 +488,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 
 	/* 1. facts */
 	ro.node_fn = facts_fn;
-	runner_run(&ro, o->nodes, o->nr, &sum, &st);
+	runner_run(&ro, o->nodes, o->nr, &sum, NULL); /* records: res->status (plan_forward) */
 	res->interrupted = sum.interrupted;
-	runner_status_release(st, o->nr);
-	st = NULL;
 
 	/* 2. preflight */
 	for (i = 0; i < o->nr; i++)
@@ -460,8 +502,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 				       : NULL,
 			      o->nodes, facts, o->nr);
 	/* Helm's skew: for the runs that drive the add-ons (up, check, add-node: phase addons) */
-	if (!o->skip_preflight && o->roles && role_phase_index("addons") >= 0 &&
-	    ((o->drift ? plan_all_phases() : o->phases) & (1u << role_phase_index("addons")))) {
+	if (!o->skip_preflight && o->roles &&
+	    ((o->drift ? plan_all_phases() : o->phases) & PHASE_BIT(PHASE_ADDONS))) {
 		const struct node *cp = inventory_control_plane(o->inv);
 		char *helm = cp ? role_set_helm_version(o->roles, o->inv, cp) : NULL;
 
@@ -473,8 +515,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	for (i = 0; i < res->preflight.nr; i++) {
 		const struct preflight_problem *p = &res->preflight.items[i];
 		struct event *ev = event_new(EVENT_MESSAGE, p->node);
-		ev->phase = xstrdup("preflight");
-		ev->role = xstrdup("preflight");
+		ev->phase = xstrdup(phase_name(PHASE_PREFLIGHT));
+		ev->role = xstrdup(phase_name(PHASE_PREFLIGHT));
 		ev->step = xstrdup(p->fatal ? "error" : "warning");
 		ev->result = p->fatal ? STEP_FAILED : STEP_OK;
 		ev->text = p->hint ? xasprintf("%s (hint: %s)", p->msg, p->hint) : xstrdup(p->msg);
@@ -492,7 +534,6 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 
 	/* 3. the pipeline, one pass per segment of roles (see plan_segments) */
 	if ((o->phases || o->drift) && !res->interrupted) {
-		unsigned run_phases = o->drift ? plan_all_phases() : o->phases;
 		run.barriers = xcalloc(rs->nr ? rs->nr : 1, sizeof(*run.barriers));
 		run.applies = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		run.role_done = xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
@@ -500,13 +541,9 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		    xcalloc((o->nr ? o->nr : 1) * (rs->nr ? rs->nr : 1), sizeof(bool));
 		for (i = 0; i < o->nr; i++) {
 			bool ok = res->nodes[i].have_facts && !res->nodes[i].preflight_failed;
-			unsigned ph = run_phases & (o->node_phases ? o->node_phases[i] : ~0u);
-			for (ri = 0; ri < rs->nr && ok; ri++) {
-				const struct role *r = &rs->roles[ri];
-				if (!(ph & (1u << role_phase_index(r->phase))))
-					continue;
-				if (!role_applies(r, o->inv, o->nodes[i],
-						  node_has_gpu(o->nodes[i], &res->nodes[i].facts)))
+			/* the roles facts_fn decided (and told the views) */
+			for (ri = 0; ri < rs->nr && ok && run.node_roles; ri++) {
+				if (!run.node_roles[i * rs->nr + ri])
 					continue;
 				run.applies[i * rs->nr + ri] = true;
 				run.barriers[ri].expected++;
@@ -551,10 +588,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			}
 			if (!n2)
 				continue;
-			runner_run(&ro, pass_nodes, n2, &sum, &st);
+			runner_run(&ro, pass_nodes, n2, &sum, NULL);
 			res->interrupted = res->interrupted || sum.interrupted;
-			runner_status_release(st, n2);
-			st = NULL;
 			for (i = 0; i < n2; i++) {
 				sessions[run.map[i]] = pass_sessions[i];
 				pass_sessions[i] = NULL;
@@ -592,11 +627,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 			}
 			ro.node_fn = facts_fn;
 			ro.sessions = pass_sessions;
-			if (n2) {
-				runner_run(&ro, pass_nodes, n2, &sum, &st);
-				runner_status_release(st, n2);
-				st = NULL;
-			}
+			if (n2)
+				runner_run(&ro, pass_nodes, n2, &sum, NULL);
 			for (i = 0; i < n2; i++) {
 				sessions[run.map[i]] = pass_sessions[i];
 				pass_sessions[i] = NULL;
@@ -637,6 +669,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	}
 	free(run.barriers);
 	free(run.applies);
+	free(run.node_roles);
 	free(run.seen_running); /* read by pass_event until the last pass */
 	free(run.map);
 	exchange_free(run.exchange);

@@ -125,9 +125,9 @@ struct plan_opts {
 	/* The artifact cache (artifacts.h): roles' artifacts are read from it. */
 	const char *artifact_cache;
 	const struct transport_ops *ops; /* NULL: the SSH transport */
-	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
-	void (*on_tick)(void *data);
-	void *data;
+	/* The views of the run's events, in order (runner.h): the live view or the lines, then
+	 * the record. */
+	struct event_consumers consumers;
 };
 
 /* What happened to one step on one node; kept for the summary and `plan`. */
@@ -173,6 +173,15 @@ struct plan_result {
 int plan_parse_phases(const char *list, unsigned *out, struct error *err);
 /* Every phase bit. */
 unsigned plan_all_phases(void);
+
+/*
+ * The roles node n takes part in (out: rs->nr flags, role set order): those
+ * of `phases` that apply to it, with a GPU when its facts f show one (f
+ * NULL: as the inventory says).  The plan runs them and tells the views
+ * (EVENT_ROLES).
+ */
+void plan_node_roles(const struct role_set *rs, const struct inventory *inv, const struct node *n,
+		     const struct facts *f, unsigned phases, bool *out);
 
 /* The end (exclusive) of the segment of roles that starts at `begin`. */
 size_t plan_segment_end(const struct role_set *rs, size_t begin);

@@ -31,7 +31,7 @@ static int capture(struct runner_job *job, struct node_ctx *nc, const char *what
 	nc->capture = *out;
 	nc->capture.max = CERTS_TEXT_MAX + 1; /* one byte more: the parser says "too long" */
 	nc->capturing = nc->swallow = true;
-	rc = runner_job_exec(job, "validate", what, command, NULL, 0,
+	rc = runner_job_exec(job, phase_name(PHASE_VALIDATE), what, command, NULL, 0,
 			     nc->node->ssh.command_timeout * 1000, &res, &err);
 	*status = res.exit_status;
 	*out = nc->capture;
@@ -133,7 +133,6 @@ void plan_run_certs(struct run *run, struct runner_opts *ro, struct transport **
 	struct transport **pass = xcalloc(o->nr, sizeof(*pass));
 	size_t *map = run->map, *idx = xcalloc(o->nr, sizeof(*idx));
 	struct runner_summary sum;
-	struct node_status *st = NULL;
 	size_t i, n = 0;
 	int64_t now = (int64_t)time(NULL);
 
@@ -157,8 +156,7 @@ void plan_run_certs(struct run *run, struct runner_opts *ro, struct transport **
 	}
 	ro->node_fn = certs_fn;
 	ro->sessions = pass;
-	runner_run(ro, nodes, n, &sum, &st);
-	runner_status_release(st, n);
+	runner_run(ro, nodes, n, &sum, NULL);
 	for (i = 0; i < n; i++) {
 		sessions[idx[i]] = pass[i];
 		results(run, idx[i], now);

@@ -131,8 +131,8 @@ static void bundle_preflight(struct run *run)
 		}
 		if (n) {
 			struct event *ev = event_new(EVENT_MESSAGE, i);
-			ev->phase = xstrdup("preflight");
-			ev->role = xstrdup("preflight");
+			ev->phase = xstrdup(phase_name(PHASE_PREFLIGHT));
+			ev->role = xstrdup(phase_name(PHASE_PREFLIGHT));
 			ev->step = xstrdup("error");
 			ev->result = STEP_FAILED;
 			ev->text =
@@ -175,7 +175,7 @@ void plan_run_images(struct run *run)
 	if (plan_images(&run->images, o->inv, rs, o->artifact_cache, o->nodes, facts, o->nr,
 			run->gpu, &err) < 0) {
 		struct event *ev = event_new(EVENT_MESSAGE, cp);
-		ev->phase = xstrdup("init");
+		ev->phase = xstrdup(phase_name(PHASE_INIT));
 		ev->role = xstrdup("images");
 		ev->result = STEP_WARNED;
 		ev->text = xasprintf("the image list: %s; the kubelet pulls on its own", err.msg);
@@ -189,7 +189,7 @@ void plan_run_images(struct run *run)
 		bundle_preflight(run);
 	for (i = 0; i < run->images.nr_unresolved; i++) {
 		struct event *ev = event_new(EVENT_MESSAGE, cp);
-		ev->phase = xstrdup("init");
+		ev->phase = xstrdup(phase_name(PHASE_INIT));
 		ev->role = xstrdup("images");
 		ev->result = STEP_WARNED;
 		ev->text = xasprintf("cannot tell which image %s; the kubelet pulls it on its own "

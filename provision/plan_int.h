@@ -60,6 +60,13 @@ struct run {
 	pthread_cond_t cond;
 	struct barrier *barriers; /* per role */
 	bool *applies;		  /* [node * nr_roles + role] */
+	/*
+	 * [node * nr_roles + role]: plan_node_roles() of each node, made with
+	 * its facts (facts_fn) and posted as EVENT_ROLES; NULL when the run
+	 * has no roles to run.  `applies` is it for the nodes that passed
+	 * preflight.
+	 */
+	bool *node_roles;
 	struct exchange *exchange; /* values handed between steps, roles and nodes */
 	/*
 	 * plan_run_gpu_values() of the pipeline, made once before its first pass and
@@ -89,6 +96,7 @@ struct node_ctx {
 	bool *role_done;
 	struct strbuf tail, capture;
 	bool capturing;
+	bool capture_stdout; /* only standard output goes into capture */
 	bool swallow;	 /* capture without posting (fetched files: they may hold keys) */
 	char **fetches;	 /* "PATH\nNAME" asked for with ::fetch by the current step */
 	size_t nr_fetches;

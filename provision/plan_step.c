@@ -167,7 +167,7 @@ bool plan_step_filter(void *ctx, struct runner_job *job, int stream, const char 
 							  (int)m.value_len, m.value);
 		return true;
 	}
-	if (nc->capturing) {
+	if (nc->capturing && (stream == TRANSPORT_STDOUT || !nc->capture_stdout)) {
 		strbuf_add(&nc->capture, line, len);
 		if (!(flags & TRANSPORT_LINE_MORE)) /* a long line's pieces join again */
 			strbuf_addch(&nc->capture, '\n');

@@ -32,8 +32,8 @@ static int validate_fn(struct runner_job *job, void *data)
 		nc.capture = q[i].out;
 		nc.capture.max = 16 << 20;
 		nc.capturing = nc.swallow = true;
-		q[i].rc = runner_job_exec(job, "validate", q[i].what, q[i].command, NULL, 0,
-					  nc.node->ssh.command_timeout * 1000, &res, &err);
+		q[i].rc = runner_job_exec(job, phase_name(PHASE_VALIDATE), q[i].what, q[i].command,
+					  NULL, 0, nc.node->ssh.command_timeout * 1000, &res, &err);
 		q[i].status = res.exit_status;
 		q[i].out = nc.capture;
 		nc.capturing = nc.swallow = false;
@@ -61,8 +61,8 @@ void plan_post_checks(struct run *run, size_t from, size_t cluster_row)
 		size_t row = c->node == CHECK_CLUSTER ? cluster_row : c->node;
 		struct event *ev = event_new(EVENT_STEP_END, row);
 
-		ev->phase = xstrdup("validate");
-		ev->role = xstrdup("validate");
+		ev->phase = xstrdup(phase_name(PHASE_VALIDATE));
+		ev->role = xstrdup(phase_name(PHASE_VALIDATE));
 		ev->step = xstrdup(c->id);
 		ev->result = c->status == CHECK_PASS	? STEP_OK
 			     : c->status == CHECK_FAIL ? STEP_FAILED
@@ -148,7 +148,7 @@ static void hub_check(struct run *run, const struct node *cp)
 	struct error err = {0};
 	long status = 0;
 	char *url;
-	int addons = role_phase_index("addons");
+	int addons = PHASE_ADDONS;
 
 	if (!inv->hub.enabled)
 		return;
@@ -181,7 +181,7 @@ static void addon_checks(struct run *run, struct kube_query *q, const struct fac
 	const struct plan_opts *o = run->o;
 	struct validation *v = &run->res->validation;
 	struct error err = {0};
-	bool expected = !o->phases || (o->phases & (1u << role_phase_index("addons")));
+	bool expected = !o->phases || (o->phases & PHASE_BIT(PHASE_ADDONS));
 	size_t i;
 
 	if (!expected) {
@@ -229,11 +229,10 @@ static void gpu_pod_check(struct run *run, struct runner_opts *ro, struct transp
 	struct transport *pass_session[1] = {sessions[cp]};
 	struct gpu_pod_plan plan;
 	struct runner_summary sum;
-	struct node_status *st = NULL;
 	struct error err = {0};
 	char *script;
 
-	if ((o->phases && !(o->phases & (1u << role_phase_index("addons")))) || nodes_q->status != 0 ||
+	if ((o->phases && !(o->phases & PHASE_BIT(PHASE_ADDONS))) || nodes_q->status != 0 ||
 	    gpu_pods_plan(&plan, nodes_q->out.buf, nodes_q->out.len, o->nodes, o->nr, &err) < 0)
 		return;
 	script = gpu_pods_script(&plan, GPU_PODS_TIMEOUT_S);
@@ -244,8 +243,7 @@ static void gpu_pod_check(struct run *run, struct runner_opts *ro, struct transp
 		sessions[cp] = NULL;
 		ro->node_fn = validate_fn;
 		ro->sessions = pass_session;
-		runner_run(ro, pass_node, 1, &sum, &st);
-		runner_status_release(st, 1);
+		runner_run(ro, pass_node, 1, &sum, NULL);
 		sessions[cp] = pass_session[0];
 		run->queries = NULL;
 	}
@@ -281,13 +279,12 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 	const struct node *pass_node[1];
 	struct transport *pass_session[1] = {NULL};
 	struct runner_summary sum;
-	struct node_status *st = NULL;
 	size_t i, cp = (size_t)-1, first = res->validation.nr;
 	unsigned ran = 0;
 	struct error err = {0};
 
 	for (i = 0; role_phases[i]; i++)
-		if (o->phases & (1u << i) && !strcmp(role_phases[i], "prep"))
+		if (o->phases & (1u << i) && i == PHASE_PREP)
 			ran |= 1u;
 	for (i = 0; i < o->nr; i++) {
 		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
@@ -317,8 +314,7 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 		sessions[cp] = NULL;
 		ro->node_fn = validate_fn;
 		ro->sessions = pass_session;
-		runner_run(ro, pass_node, 1, &sum, &st);
-		runner_status_release(st, 1);
+		runner_run(ro, pass_node, 1, &sum, NULL);
 		sessions[cp] = pass_session[0];
 		run->queries = NULL;
 		if (q[0].rc < 0 || q[1].rc < 0 || q[2].rc < 0 || q[3].rc < 0 || q[4].rc < 0 ||

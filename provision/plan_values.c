@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "profiles.h"
+#include "record_files.h"
 
 /* ---- template values ---- */
 
@@ -380,22 +381,10 @@ void plan_run_gpu_values(struct tval *v, const struct run *run)
 									 : NULL;
 				break;
 			}
-		if (k == o->nr && o->state_dir) {
-			struct strbuf text = STRBUF_INIT;
-			struct error err = {0};
-			char *path = xasprintf("%s/nodes/%s/facts", o->state_dir, inv->nodes[i].name);
-			text.max = FACTS_MAX + 1;
-			if (read_file(path, &text) == 0) {
-				/* parsed again, rejected again: poisoned facts are not reused */
-				if (facts_parse(&recorded[i], text.buf, text.len, &err) == 0 &&
-				    !recorded[i].unsafe_field)
-					facts[i] = &recorded[i];
-				else
-					facts_release(&recorded[i]);
-			}
-			strbuf_release(&text);
-			free(path);
-		}
+		/* parsed again, rejected again: poisoned facts are not reused */
+		if (k == o->nr && o->state_dir &&
+		    record_facts_read(o->state_dir, inv->nodes[i].name, &recorded[i]) == 0)
+			facts[i] = &recorded[i];
 	}
 	plan_gpu_values(v, nodes, facts, n);
 	for (i = 0; i < n; i++)

@@ -17,15 +17,10 @@
 #include "version.h"
 #include "view.h"
 
-/* Facts that move by themselves from one minute to the next: not recorded (diff noise). */
-static const char *const volatile_facts[] = {"mem_available_kib=", "disk_free_kib=", NULL};
-
 struct record_node {
 	int log_fd;
 	char *log_path;
-	struct strbuf facts; /* the last facts gathering's output */
-	bool in_facts;
-	bool facts_unsafe; /* a facts line was not data (util.h text_unsafe) */
+	char *facts;	       /* the last facts gathering's, as facts.h's facts->text; NULL none */
 	struct strbuf timings; /* "role\tstep\tms\tresult[\tcheck_ms]\n" */
 };
 
@@ -92,10 +87,12 @@ struct record *record_new(const struct record_opts *o, struct error *err)
 	for (i = 0; i < o->nr; i++) {
 		struct record_node *rn = &r->nodes[i];
 		struct strbuf head = STRBUF_INIT;
-		strbuf_init(&rn->facts, 0);
-		rn->facts.max = FACTS_MAX + 1; /* more is not facts: the step fails (facts.h) */
 		strbuf_init(&rn->timings, 0);
-		rn->log_path = xasprintf("%s/logs/%s.log", o->state_dir, o->nodes[i]->name);
+		{
+			char *rel = record_log_path(o->nodes[i]->name);
+			rn->log_path = xasprintf("%s/%s", o->state_dir, rel);
+			free(rel);
+		}
 		rn->log_fd =
 		    open(rn->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 		if (rn->log_fd < 0) {
@@ -124,7 +121,7 @@ void record_free(struct record *r)
 		if (r->nodes[i].log_fd >= 0)
 			close(r->nodes[i].log_fd);
 		free(r->nodes[i].log_path);
-		strbuf_release(&r->nodes[i].facts);
+		free(r->nodes[i].facts);
 		strbuf_release(&r->nodes[i].timings);
 	}
 	free(r->nodes);
@@ -171,21 +168,22 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 		text_clean_append(&sb, ev->text ? ev->text : "");
 		strbuf_addf(&sb, " (%s)", dur);
 		break;
+	case EVENT_FACTS:
+		/* parsed by the plan: what the record keeps of them is facts->text */
+		free(rn->facts);
+		rn->facts = ev->facts && ev->facts->text ? xstrdup(ev->facts->text) : NULL;
+		return;
+	case EVENT_ROLES:
+		return;
 	case EVENT_STEP_START:
-		if (ev->phase && !strcmp(ev->phase, "facts")) {
-			rn->in_facts = true;
-			rn->facts_unsafe = false;
-			strbuf_reset(&rn->facts);
+		if (phase_is(ev->phase, PHASE_FACTS)) {
+			/* a new gathering: facts that do not come (it failed) are not kept */
+			free(rn->facts);
+			rn->facts = NULL;
 		}
 		strbuf_addf(&sb, "%s › %s: start", role ? role : "", ev->step ? ev->step : "");
 		break;
 	case EVENT_STEP_END:
-		if (ev->phase && !strcmp(ev->phase, "facts")) {
-			rn->in_facts = false;
-			/* facts that did not parse, or that preflight refuses, are not kept */
-			if (ev->result == STEP_FAILED || rn->facts.truncated || rn->facts_unsafe)
-				strbuf_release(&rn->facts);
-		}
 		view_duration(dur, sizeof(dur), ev->duration_ms);
 		strbuf_addf(&sb, "%s › %s: %s %s", role ? role : "", ev->step ? ev->step : "",
 			    step_result_name(ev->result), dur);
@@ -199,7 +197,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 			strbuf_addstr(&sb, ": ");
 			text_clean_append(&sb, ev->text);
 		}
-		if (!ev->phase || strcmp(ev->phase, "validate")) {
+		if (!phase_is(ev->phase, PHASE_VALIDATE)) {
 			strbuf_addf(&rn->timings, "%s\t%s\t%llu\t%s", role ? role : "",
 				    ev->step ? ev->step : "", (unsigned long long)ev->duration_ms,
 				    step_result_name(ev->result));
@@ -211,22 +209,9 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 		}
 		break;
 	case EVENT_LINE:
-		if (rn->in_facts && ev->phase && !strcmp(ev->phase, "facts") && ev->stream == 1 &&
-		    ev->text) {
-			size_t i;
-			bool skip = false;
-			for (i = 0; volatile_facts[i]; i++)
-				skip = skip || !strncmp(ev->text, volatile_facts[i],
-							strlen(volatile_facts[i]));
-			/* cleaned where it entered (runner.c): the event says it was not data */
-			if (ev->unsafe || text_unsafe(ev->text, strlen(ev->text)))
-				rn->facts_unsafe = true;
-			if (!skip) {
-				strbuf_addstr(&rn->facts, ev->text);
-				strbuf_addch(&rn->facts, '\n');
-			}
-			return; /* facts are recorded in nodes/NODE/facts, not in the log */
-		}
+		/* facts are recorded in nodes/NODE/facts (EVENT_FACTS), not in the log */
+		if (phase_is(ev->phase, PHASE_FACTS) && ev->stream == 1 && ev->text)
+			return;
 		strbuf_addf(&sb, "%s › %s %s ", role ? role : "", ev->step ? ev->step : "",
 			    ev->stream == 2 ? "!" : "|");
 		text_clean_append(&sb, ev->text ? ev->text : "");
@@ -351,7 +336,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 	int rc;
 
 	if (read_file(r->o.inventory_path, &sb) == 0)
-		state_files_add(&files, "inventory.yaml", sb.buf, sb.len);
+		state_files_add(&files, RECORD_INVENTORY, sb.buf, sb.len);
 	strbuf_reset(&sb);
 	for (i = 0; i < r->o.nr && i < res->nr; i++) {
 		const char *name = r->o.nodes[i]->name;
@@ -360,27 +345,27 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 		struct strbuf deployed = STRBUF_INIT;
 		char *path;
 
-		if (r->nodes[i].facts.len) {
-			path = xasprintf("nodes/%s/facts", name);
-			state_files_add(&files, path, r->nodes[i].facts.buf, r->nodes[i].facts.len);
+		if (r->nodes[i].facts && *r->nodes[i].facts) {
+			path = record_node_path(name, RECORD_FACTS);
+			state_files_add(&files, path, r->nodes[i].facts, strlen(r->nodes[i].facts));
 			free(path);
 		}
 		if (res->bench && (res->bench[i].ran || res->bench[i].error)) {
 			strbuf_reset(&sb);
 			bench_record(&sb, &res->bench[i]);
 			secrets_redact(r->o.secrets, &sb);
-			path = xasprintf("nodes/%s/bench", name);
+			path = record_node_path(name, RECORD_BENCH);
 			state_files_add(&files, path, sb.buf, sb.len);
 			free(path);
 		}
 		if (r->o.steps) {
 			strbuf_reset(&sb);
 			results_file(&sb, pn, st, r->o.secrets);
-			path = xasprintf("nodes/%s/results", name);
+			path = record_node_path(name, RECORD_RESULTS);
 			state_files_add(&files, path, sb.buf, sb.len);
 			free(path);
 		}
-		path = xasprintf("nodes/%s/timings", name);
+		path = record_node_path(name, RECORD_TIMINGS);
 		state_files_add(&files, path, r->nodes[i].timings.buf, r->nodes[i].timings.len);
 		free(path);
 		if (r->o.steps) {
@@ -400,7 +385,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 				    (unsigned long long)(last - im->first_ms),
 				    im->done_ms ? "done" : "incomplete");
 			}
-			path = xasprintf("nodes/%s/pulls", name);
+			path = record_node_path(name, RECORD_PULLS);
 			state_files_add(&files, path, sb.buf, sb.len);
 			free(path);
 		}
@@ -417,7 +402,7 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 				struct strbuf c = STRBUF_INIT;
 				strbuf_add(&c, ps->content, ps->content_len);
 				secrets_redact(r->o.secrets, &c);
-				path = xasprintf("nodes/%s/files%s", name, ps->step);
+				path = record_file_path(name, ps->step);
 				state_files_add(&files, path, c.buf, c.len);
 				free(path);
 				explicit_bzero(c.buf, c.len);
@@ -425,14 +410,14 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 			}
 		}
 		if (deployed.len) {
-			path = xasprintf("nodes/%s/deployed", name);
+			path = record_node_path(name, RECORD_DEPLOYED);
 			state_files_add(&files, path, deployed.buf, deployed.len);
 			free(path);
 		}
 		strbuf_release(&deployed);
 		strbuf_reset(&sb);
 		if (read_file(r->nodes[i].log_path, &sb) == 0) {
-			path = xasprintf("logs/%s.log", name);
+			path = record_log_path(name);
 			state_files_add(&files, path, sb.buf, sb.len);
 			free(path);
 		}
@@ -450,13 +435,13 @@ int record_commit(struct record *r, struct state *s, const struct plan_result *r
 		strbuf_reset(&sb);
 		validation_file(&sb, &res->validation, r->o.nodes);
 		secrets_scrub(r->o.secrets, &sb); /* observed values are node text */
-		state_files_add(&files, "validation", sb.buf, sb.len);
+		state_files_add(&files, RECORD_VALIDATION, sb.buf, sb.len);
 		strbuf_addf(&body, "validation: %zu checks, %zu failed\n", res->validation.nr,
 			    validation_failures(&res->validation));
 	}
 	strbuf_reset(&sb);
 	summary_file(&sb, r, res, end, nodes_changed, steps_changed, elapsed);
-	state_files_add(&files, "summary", sb.buf, sb.len);
+	state_files_add(&files, RECORD_SUMMARY, sb.buf, sb.len);
 	for (i = 0; end->extra && i < end->extra->nr; i++)
 		state_files_add(&files, end->extra->items[i].path, end->extra->items[i].data,
 				end->extra->items[i].len);
@@ -529,7 +514,7 @@ int record_commit_killed(struct state *s, const char *cluster, const struct stat
 			    "result: killed\nexit_status: -1\nprovision: %s\nran:%s\n",
 			    killed->command, cluster, killed->user, killed->host, killed->pid,
 			    killed->started, PROVISION_VERSION, ran.buf);
-		state_files_add(&files, "summary", sb.buf, sb.len);
+		state_files_add(&files, RECORD_SUMMARY, sb.buf, sb.len);
 		strbuf_addf(&msg,
 			    "%s %s: killed (pid %ld, started %s)\n\nThe run ended without "
 			    "finishing (SIGKILL, a crash or a power cut): it left its lock "

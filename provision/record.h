@@ -12,7 +12,7 @@
  * (rendered files, drift diffs) passes through the run's secrets here, then
  * state_scrub() in state.c.
  *
- * Threading: main thread only (record_event is an on_event callback).
+ * Threading: main thread only (record_event is an event consumer, runner.h).
  */
 #ifndef PROVISION_RECORD_H
 #define PROVISION_RECORD_H
@@ -24,6 +24,7 @@
 #include "events.h"
 #include "inventory.h"
 #include "plan.h"
+#include "record_files.h"
 #include "runner.h"
 #include "secrets.h"
 #include "state.h"
@@ -46,7 +47,7 @@ struct record;
 struct record *record_new(const struct record_opts *o, struct error *err);
 void record_free(struct record *r);
 
-/* on_event callback (data = the record). */
+/* An event consumer's on_event (runner.h; data = the record). */
 void record_event(const struct event *ev, const struct node_status *st, void *data);
 
 struct record_end {

@@ -16,9 +16,40 @@
 
 /* The phases of `up` first (ROLE_UP_PHASES of them), then those of the lifecycle commands. */
 const char *const role_phases[] = {
-    "prep",    "kube-packages",	  "nfs",    "init",  "cni",	   "join",
-    "addons",  "validate",	  "remove", "reset", "reset-prep", "reset-verify",
-    "upgrade", "upgrade-workers", "renew-certs", "backup", "restore", NULL};
+    [PHASE_PREP] = "prep",
+    [PHASE_KUBE_PACKAGES] = "kube-packages",
+    [PHASE_NFS] = "nfs",
+    [PHASE_INIT] = "init",
+    [PHASE_CNI] = "cni",
+    [PHASE_JOIN] = "join",
+    [PHASE_ADDONS] = "addons",
+    [PHASE_VALIDATE] = "validate",
+    [PHASE_REMOVE] = "remove",
+    [PHASE_RESET] = "reset",
+    [PHASE_RESET_PREP] = "reset-prep",
+    [PHASE_RESET_VERIFY] = "reset-verify",
+    [PHASE_UPGRADE] = "upgrade",
+    [PHASE_UPGRADE_WORKERS] = "upgrade-workers",
+    [PHASE_RENEW_CERTS] = "renew-certs",
+    [PHASE_BACKUP] = "backup",
+    [PHASE_RESTORE] = "restore",
+    [PHASE_ROLES] = NULL,
+};
+_Static_assert(PHASE_VALIDATE + 1 == ROLE_UP_PHASES, "up's phases end with validate");
+
+const char *phase_name(enum phase p)
+{
+	if (p == PHASE_FACTS)
+		return "facts";
+	if (p == PHASE_PREFLIGHT)
+		return "preflight";
+	return p < PHASE_ROLES ? role_phases[p] : "?";
+}
+
+bool phase_is(const char *s, enum phase p)
+{
+	return s && !strcmp(s, phase_name(p));
+}
 
 /* Names a template may use without declaring them in `vars`. */
 static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes",

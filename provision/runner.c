@@ -413,15 +413,55 @@ void node_status_apply(struct node_status *st, const struct event *ev)
 		break;
 	case EVENT_MESSAGE:
 	case EVENT_PROGRESS:
+	case EVENT_FACTS:
+	case EVENT_ROLES:
 		break;
 	}
 }
 
-static void dispatch(const struct runner_opts *o, struct node_status *status, struct event *ev)
+void event_consumers_add(struct event_consumers *l, event_fn on_event, tick_fn on_tick, void *data)
 {
-	node_status_apply(&status[ev->node], ev);
+	if (l->nr == EVENT_CONSUMERS_MAX)
+		die("more than %d event consumers", EVENT_CONSUMERS_MAX);
+	l->c[l->nr++] = (struct event_consumer){on_event, on_tick, data};
+}
+
+void event_consumers_event(const struct event_consumers *l, const struct event *ev,
+			   const struct node_status *st)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (l->c[i].on_event)
+			l->c[i].on_event(ev, st, l->c[i].data);
+}
+
+void event_consumers_tick(const struct event_consumers *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (l->c[i].on_tick)
+			l->c[i].on_tick(l->c[i].data);
+}
+
+/*
+ * keep: the caller takes the records (runner_run's status_out), so each
+ * event is applied to them; else the runner keeps only each node's state
+ * (its summary) and the caller, who keeps records of its own (the plan's
+ * run-wide ones), applies the event once, there.
+ */
+static void dispatch(const struct runner_opts *o, struct node_status *status, bool keep,
+		     struct event *ev)
+{
+	struct node_status *st = &status[ev->node];
+
+	if (keep)
+		node_status_apply(st, ev);
+	else if (ev->kind == EVENT_NODE_STATE)
+		st->state = ev->state;
 	if (o->on_event)
-		o->on_event(ev, &status[ev->node], o->data);
+		o->on_event(ev, keep ? st : NULL, o->data);
 	event_free(ev);
 }
 
@@ -457,6 +497,7 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 {
 	struct runner r = {.opts = opts, .nodes = nodes, .nr = nr};
 	struct node_status *status = xcalloc(nr ? nr : 1, sizeof(*status));
+	bool keep = status_out != NULL;
 	struct sigaction sa = {0}, old_int, old_term;
 	pthread_t *threads = NULL;
 	pthread_attr_t attr;
@@ -516,7 +557,7 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 	for (;;) {
 		ev = events_pop(r.q, 100);
 		if (ev)
-			dispatch(opts, status, ev);
+			dispatch(opts, status, keep, ev);
 		if (signals_seen != (sig_atomic_t)handled_signals) {
 			handled_signals = (unsigned)signals_seen;
 			summary->interrupted = true;
@@ -533,14 +574,14 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 		pthread_join(threads[i], NULL);
 	/* Events posted between the last pop and the join. */
 	while ((ev = events_pop(r.q, 0)))
-		dispatch(opts, status, ev);
+		dispatch(opts, status, keep, ev);
 
 	for (i = 0; i < nr; i++) {
 		if (status[i].state == NODE_PENDING) {
 			struct event *c = event_new(EVENT_NODE_STATE, i);
 			c->state = NODE_CANCELLED;
 			c->text = xstrdup("not started: the run was interrupted");
-			dispatch(opts, status, c);
+			dispatch(opts, status, keep, c);
 		}
 		switch (status[i].state) {
 		case NODE_DONE:

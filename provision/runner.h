@@ -16,7 +16,10 @@
  * runner_run) pops them, updates each node's state record (struct
  * node_status: a state machine with timestamps) and only then hands the
  * event to the caller's on_event, which feeds the views.  So views only
- * ever read events and the status records, on the main thread.
+ * ever read events and the status records, on the main thread.  A caller
+ * that keeps records of its own (the plan: one per node for the whole run,
+ * over many passes) asks for none: the runner then keeps only each node's
+ * state, and every event is applied to a record once, by that caller.
  *
  * Interrupts: runner_run() installs SIGINT/SIGTERM handlers for its
  * duration.  The first signal stops scheduling: nodes not yet started are
@@ -53,6 +56,32 @@ struct node_status {
 
 struct runner_job;
 
+/*
+ * A view of the event stream (plain or JSON lines, the TUI, the run record
+ * and the estimate): called on the main thread with every event, after the
+ * node's status record was updated, and about every 100 ms (on_tick, may
+ * be NULL) while a run goes on.  A run hands its events to a list of them,
+ * in the order they were added (struct event_consumers).
+ */
+typedef void (*event_fn)(const struct event *ev, const struct node_status *st, void *data);
+typedef void (*tick_fn)(void *data);
+struct event_consumer {
+	event_fn on_event;
+	tick_fn on_tick;
+	void *data;
+};
+#define EVENT_CONSUMERS_MAX 4
+struct event_consumers {
+	struct event_consumer c[EVENT_CONSUMERS_MAX];
+	size_t nr;
+};
+/* Add a consumer at the end of the list (dies when the list is full: a bug). */
+void event_consumers_add(struct event_consumers *l, event_fn on_event, tick_fn on_tick, void *data);
+/* Hand ev to every consumer, in order. */
+void event_consumers_event(const struct event_consumers *l, const struct event *ev,
+			   const struct node_status *st);
+void event_consumers_tick(const struct event_consumers *l);
+
 struct runner_opts {
 	const struct transport_ops *ops;
 	int forks; /* at most this many nodes in flight; >= 1 */
@@ -82,7 +111,8 @@ struct runner_opts {
 	 * session was lost.
 	 */
 	int (*node_fn)(struct runner_job *job, void *data);
-	/* Main thread: every event, after the node's status was updated. */
+	/* Main thread: every event, after the node's status was updated (st: NULL when
+	 * runner_run keeps no records). */
 	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
 	/* Main thread: called about every 100 ms while the run goes on (a view's tick). */
 	void (*on_tick)(void *data);
@@ -100,7 +130,8 @@ struct runner_summary {
  * Run node_fn on every node.  Returns 0 when the run took place (whatever
  * the nodes' results, which are in *summary and status[]); status, when
  * non-NULL, receives one record per node (caller frees with
- * runner_status_release()).
+ * runner_status_release()), the one on_event is handed with each event;
+ * NULL: no records are kept and on_event's st is NULL.
  */
 int runner_run(const struct runner_opts *opts, const struct node *const *nodes, size_t nr,
 	       struct runner_summary *summary, struct node_status **status);

@@ -165,6 +165,10 @@ static const char *kind_name(enum event_kind k)
 		return "message";
 	case EVENT_PROGRESS:
 		return "progress";
+	case EVENT_FACTS:
+		return "facts";
+	case EVENT_ROLES:
+		return "roles";
 	}
 	return "unknown";
 }
@@ -305,6 +309,8 @@ void view_event(const struct event *ev, const struct node_status *st, void *data
 	const struct pull_image *im = pulls_event(&v->pulls, ev);
 	char dur[32];
 
+	if (ev->kind == EVENT_FACTS || ev->kind == EVENT_ROLES)
+		return; /* what the views decide no more: not shown as such */
 	track(v, ev);
 	if (ev->kind == EVENT_PROGRESS) {
 		if (!progress_due(v, ev, im,
@@ -348,6 +354,8 @@ void view_event(const struct event *ev, const struct node_status *st, void *data
 		}
 		break;
 	case EVENT_PROGRESS:
+	case EVENT_FACTS:
+	case EVENT_ROLES:
 		break; /* above */
 	case EVENT_LINE:
 		if (!v->verbose) {

@@ -46,7 +46,7 @@ struct view {
 void view_init(struct view *v, const struct node *const *nodes, size_t nr, bool json, bool verbose);
 /* Free what view_init made; accepts a zeroed view. */
 void view_release(struct view *v);
-/* The on_event callback for runner/plan options (data = struct view *). */
+/* An event consumer's on_event (runner.h: runner and plan options; data = struct view *). */
 void view_event(const struct event *ev, const struct node_status *st, void *data);
 /*
  * The on_tick callback (data = struct view *): when an interrupt came

@@ -19,6 +19,7 @@
 
 #include "../bench.h"
 #include "../plan.h"
+#include "../record_files.h"
 #include "../role.h"
 #include "../state.h"
 #include "../util.h"
@@ -44,7 +45,7 @@ unsigned cli_bench_limit(unsigned given, const char *state_dir, const struct inv
 	}
 	if (!cp || state_open(&s, state_dir, false, &err) < 0)
 		goto out;
-	path = xasprintf("nodes/%s/files/etc/provision/jupyterhub/values.yaml", cp->name);
+	path = record_file_path(cp->name, "/etc/provision/jupyterhub/values.yaml");
 	if (state_resolve(s, "~0", id, &err) < 0 || state_read(s, id, path, &values, &err) < 0)
 		goto out;
 	best = bench_values_limit_milli(values.buf);

@@ -20,6 +20,7 @@
 #include "../oci.h"
 #include "../plan.h"
 #include "../pulls.h"
+#include "../record_files.h"
 #include "../role.h"
 #include "../util.h"
 #include "cmd.h"
@@ -133,22 +134,9 @@ static void recorded_facts(const char *state_dir, const struct node *const *node
 {
 	size_t i;
 
-	for (i = 0; i < nr; i++) {
-		struct strbuf text = STRBUF_INIT;
-		struct error err = {0};
-		char *path = xasprintf("%s/nodes/%s/facts", state_dir, nodes[i]->name);
-		fp[i] = NULL;
-		text.max = FACTS_MAX + 1;
-		if (read_file(path, &text) == 0 &&
-		    facts_parse(&facts[i], text.buf, text.len, &err) == 0) {
-			if (facts[i].unsafe_field)
-				facts_release(&facts[i]);
-			else
-				fp[i] = &facts[i];
-		}
-		strbuf_release(&text);
-		free(path);
-	}
+	for (i = 0; i < nr; i++)
+		fp[i] =
+		    record_facts_read(state_dir, nodes[i]->name, &facts[i]) == 0 ? &facts[i] : NULL;
 }
 
 /*

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../record_files.h"
 #include "../state.h"
 #include "../util.h"
 #include "../view.h"
@@ -60,7 +61,7 @@ static int history_exec(int nr_pos, char **pos)
 		char when[32], dur[32], eta[32];
 		char *cmd, *result, *ms, *eta_ms, *nodes, *changed, *failed;
 
-		state_read(s, runs[i].id, "summary", &sum, NULL);
+		state_read(s, runs[i].id, RECORD_SUMMARY, &sum, NULL);
 		cmd = state_summary_get(sum.buf, "command");
 		result = state_summary_get(sum.buf, "result");
 		ms = state_summary_get(sum.buf, "duration_ms");

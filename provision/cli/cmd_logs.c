@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../record_files.h"
 #include "../state.h"
 #include "../util.h"
 #include "cmd.h"
@@ -37,7 +38,7 @@ static int logs_exec(int nr_pos, char **pos)
 		state_free(s);
 		return EXIT_USAGE;
 	}
-	path = xasprintf("logs/%s.log", pos[0]);
+	path = record_log_path(pos[0]);
 	rc = state_read(s, id, path, &log, &err);
 	if (rc < 0) {
 		fprintf(stderr, "provision logs: run %.8s has no log of node '%s'\n", id, pos[0]);

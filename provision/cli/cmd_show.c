@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../record_files.h"
 #include "../state.h"
 #include "../util.h"
 #include "cmd.h"
@@ -73,7 +74,7 @@ static int show_exec(int nr_pos, char **pos)
 		if (runs[i].body[0] && runs[i].body[strlen(runs[i].body) - 1] != '\n')
 			strbuf_addch(&out, '\n');
 	}
-	if (state_read(s, id, "summary", &sum, NULL) == 0) {
+	if (state_read(s, id, RECORD_SUMMARY, &sum, NULL) == 0) {
 		strbuf_addstr(&out, "\nsummary:\n");
 		for (const char *p = sum.buf; *p;) {
 			const char *nl = strchr(p, '\n');
@@ -98,19 +99,20 @@ static int show_exec(int nr_pos, char **pos)
 	}
 	for (const char *p = ran ? ran : ""; *p;) {
 		size_t len = strcspn(p, " ");
-		char *path = xasprintf("nodes/%.*s/results", (int)len, p);
+		char *node = xstrndup(p, len), *path = record_node_path(node, RECORD_RESULTS);
 		strbuf_reset(&file);
 		if (len && state_read(s, id, path, &file, NULL) == 0) {
 			strbuf_addf(&out, "\n%.*s:\n", (int)len, p);
 			add_results(&out, file.buf);
 		}
 		free(path);
+		free(node);
 		p += len;
 		while (*p == ' ')
 			p++;
 	}
 	strbuf_reset(&file);
-	if (state_read(s, id, "validation", &file, NULL) == 0 && file.len) {
+	if (state_read(s, id, RECORD_VALIDATION, &file, NULL) == 0 && file.len) {
 		strbuf_addstr(&out, "\nvalidation (check, node, result, observed, expected):\n");
 		for (const char *p = file.buf; *p;) {
 			const char *nl = strchr(p, '\n');

@@ -136,9 +136,7 @@ static int status_exec(int nr_pos, char **pos)
 	}
 	if (tui) {
 		bool rounds = false;
-		po.on_event = tui_event;
-		po.on_tick = tui_tick;
-		po.data = tui;
+		event_consumers_add(&po.consumers, tui_event, tui_tick, tui);
 		ret = EXIT_INTERRUPTED;
 		for (;;) {
 			tui_status_round(tui);
@@ -166,8 +164,7 @@ static int status_exec(int nr_pos, char **pos)
 
 	tui_model_init(&model, inv, NULL, 0, false, true, nodes, nr, now_ms());
 	tui_checks_status_columns(&model.checks);
-	po.on_event = model_event;
-	po.data = &model;
+	event_consumers_add(&po.consumers, model_event, NULL, &model);
 	plan_execute(&po, &res);
 	tui_model_end(&model, now_ms(), res.interrupted);
 	add_status_checks(&model.checks, inv, nodes, nr, &res);

@@ -1003,10 +1003,7 @@ int cli_plan_run(const struct cli_plan_args *a)
 			.secrets = secrets,
 			.state_dir = state_dir,
 			.hub_github_secret = hub_github_secret,
-			.on_event = view_event,
 			.registry_auth = reg_auth,
-			.on_tick = view_tick, /* says what a ^C does (the TUI has its own) */
-			.data = &view,
 		};
 		/* ---- TUI (tui/tui.h): on a terminal, for text output, unless --no-tui ---- */
 		if (!a->no_tui && !view.json && isatty(STDOUT_FILENO)) {
@@ -1031,14 +1028,17 @@ int cli_plan_run(const struct cli_plan_args *a)
 			/* NULL when the terminal cannot be used: the plain lines then. */
 			tui = tui_start(&tc, NULL);
 			if (tui) {
-				po.on_event = tui_event;
-				po.on_tick = tui_tick;
-				po.data = tui;
 				cr.on_eta = tui_node_eta;
 				cr.eta_data = tui;
 			}
 		}
 		/* ---- end TUI ---- */
+		/* the events' consumers: the live view or the lines (view_tick says what a ^C
+		 * does; the TUI has its own), then the estimate and the record */
+		if (tui)
+			event_consumers_add(&po.consumers, tui_event, tui_tick, tui);
+		else
+			event_consumers_add(&po.consumers, view_event, view_tick, &view);
 		cli_run_wrap(&cr, &po);
 		plan_execute(&po, &res);
 	}

@@ -228,18 +228,18 @@ static void eta_again(struct cli_run *cr)
  * A node's facts name its machine: when the record last saw another machine
  * under that name, the node was reinstalled, and the estimate made at the
  * start (which took it for converged) is made again with its steps doing
- * work.  The machine-id is node text: compared, never shown.
+ * work.  The machine-id is node text: compared, never shown.  It comes
+ * parsed, with the node's facts (EVENT_FACTS).
  */
 static void eta_machine_cb(struct cli_run *cr, const struct event *ev)
 {
 	const char *name;
 
-	if (ev->kind != EVENT_LINE || ev->stream != 1 || !ev->phase ||
-	    strcmp(ev->phase, "facts") || !ev->text || strncmp(ev->text, "machine_id=", 11) ||
+	if (ev->kind != EVENT_FACTS || !ev->facts || !ev->facts->machine_id ||
 	    ev->node >= cr->b.nr || !cr->eta)
 		return;
 	name = cr->b.nodes[ev->node]->name;
-	if (!eta_machine(cr->eta, name, ev->text + 11))
+	if (!eta_machine(cr->eta, name, ev->facts->machine_id))
 		return;
 	eta_again(cr);
 	if (cr->on_eta) {
@@ -302,24 +302,14 @@ static void eta_pull_cb(struct cli_run *cr, const struct event *ev)
 	cr->queued_bytes[n] = 0;
 }
 
-static void record_cb(const struct event *ev, const struct node_status *st, void *data)
+/* The estimate's consumer of the run's events. */
+static void eta_cb(const struct event *ev, const struct node_status *st, void *data)
 {
 	struct cli_run *cr = data;
 
-	if (cr->on_event)
-		cr->on_event(ev, st, cr->data);
+	(void)st;
 	eta_machine_cb(cr, ev);
 	eta_pull_cb(cr, ev);
-	if (cr->rec)
-		record_event(ev, st, cr->rec);
-}
-
-static void tick_cb(void *data)
-{
-	struct cli_run *cr = data;
-
-	if (cr->on_tick)
-		cr->on_tick(cr->data);
 }
 
 /*
@@ -470,12 +460,9 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 
 void cli_run_wrap(struct cli_run *cr, struct plan_opts *po)
 {
-	cr->on_event = po->on_event;
-	cr->on_tick = po->on_tick;
-	cr->data = po->data;
-	po->on_event = record_cb;
-	po->on_tick = tick_cb;
-	po->data = cr;
+	event_consumers_add(&po->consumers, eta_cb, NULL, cr);
+	if (cr->rec)
+		event_consumers_add(&po->consumers, record_event, NULL, cr->rec);
 	po->artifact_cache = cr->cache;
 }
 

@@ -49,11 +49,7 @@ struct cli_run {
 	struct eta *eta;
 	int64_t eta_ms;
 	size_t eta_unknown; /* steps with no history: eta_ms is a lower bound */
-	char *cache; /* the artifact cache */
-	/* The view's callbacks, called before the record's. */
-	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
-	void (*on_tick)(void *data);
-	void *data;
+	char *cache;	    /* the artifact cache */
 	/*
 	 * The view's ETA of node i changed (a reinstalled node: eta_machine);
 	 * NULL: a line says so on stdout (text output).
@@ -74,7 +70,7 @@ struct cli_run {
 
 /* Lock, fetch, estimate, start the record.  0, or an EXIT_* status after printing why. */
 int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b);
-/* Put the record behind the view's callbacks in po (call after the view is chosen). */
+/* Add the estimate and the record to po's event consumers (after the view). */
 void cli_run_wrap(struct cli_run *cr, struct plan_opts *po);
 /* Commit the run (when recording); prints where it went.  Returns exit_status or EXIT_LOCAL. */
 int cli_run_end(struct cli_run *cr, const struct plan_result *res, int exit_status);

@@ -198,8 +198,10 @@ static bool col_applies(const struct tui_model *m, size_t c, size_t i)
 
 	if (!r)
 		return c < 2; /* facts and preflight: every node; event columns: when seen */
-	return role_applies(r, m->inv, n->node,
-			    node_has_gpu(n->node, n->have_facts ? &n->facts : NULL));
+	/* as the plan decided (EVENT_ROLES); before that, as the inventory says */
+	if (n->plan_roles)
+		return n->plan_roles[r - m->roles->roles];
+	return role_applies(r, m->inv, n->node, node_has_gpu(n->node, NULL));
 }
 
 static void recount_total(struct tui_model *m, size_t i)
@@ -214,7 +216,7 @@ static void recount_total(struct tui_model *m, size_t i)
 			n->steps_total += n->cells[c].total ? n->cells[c].total : 1;
 }
 
-/* Facts came in: GPU-dependent roles may now apply, or no longer. */
+/* The plan said which roles the node takes part in: GPU roles may now apply, or no longer. */
 static void reapply(struct tui_model *m, size_t i)
 {
 	struct tui_node *n = &m->nodes[i];
@@ -314,15 +316,13 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 		n->fail_col = -1;
 		n->eta_hist_ms = -1;
 		tui_log_init(&n->log, LOG_MAX_LINES, LOG_MAX_BYTES);
-		strbuf_init(&n->facts_text, 0);
-		n->facts_text.max = FACTS_MAX + 1;
 		node_roles_text(n->roles, sizeof(n->roles), nodes[i]->roles);
 		if (nodes[i]->gpus > 0)
 			snprintf(n->gpu, sizeof(n->gpu), "%d GPU%s?", nodes[i]->gpus,
 				 nodes[i]->gpus == 1 ? "" : "s");
 	}
-	tui_model_column(m, "facts");
-	tui_model_column(m, "preflight");
+	tui_model_column(m, phase_name(PHASE_FACTS));
+	tui_model_column(m, phase_name(PHASE_PREFLIGHT));
 	for (i = 0; rs && i < rs->nr; i++) {
 		int ph = role_phase_index(rs->roles[i].phase);
 		if (ph >= 0 && (phases & (1u << ph)) && role_for_any(&rs->roles[i], inv, nodes, nr))
@@ -330,7 +330,7 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 	}
 	if (validate) {
 		/* Not a role: its results come as events, one per check, after the roles. */
-		size_t c = tui_model_column(m, "validate");
+		size_t c = tui_model_column(m, phase_name(PHASE_VALIDATE));
 		for (i = 0; i < nr; i++)
 			m->nodes[i].cells[c].state = TUI_CELL_PENDING;
 	}
@@ -349,9 +349,7 @@ void tui_model_release(struct tui_model *m)
 		free(n->cur_step);
 		free(n->last_step);
 		tui_log_release(&n->log);
-		strbuf_release(&n->facts_text);
-		if (n->have_facts)
-			facts_release(&n->facts);
+		free(n->plan_roles);
 		free(n->fail_check);
 		free(n->fail_where);
 		free(n->fail_text);
@@ -483,28 +481,41 @@ static void preflight_done(struct tui_model *m)
 	}
 }
 
-static void facts_in(struct tui_model *m, size_t i, bool ok, const char *why)
+/* The node's facts, as the plan parsed them (EVENT_FACTS): what the views show of them. */
+static void facts_in(struct tui_model *m, size_t i, const struct facts *f)
 {
 	struct tui_node *n = &m->nodes[i];
-	struct error err = {0};
 
-	if (ok && !n->have_facts &&
-	    facts_parse(&n->facts, n->facts_text.buf, n->facts_text.len, &err) == 0) {
-		n->have_facts = true;
-		tui_gpu_summary(n->gpu, sizeof(n->gpu), &n->facts, true);
-		reapply(m, i);
-		tui_checks_set(&m->checks, "reachable", i, TUI_CHECK_OK,
-			       "an SSH session as the inventory says, and facts gathered",
-			       n->facts.os_pretty ? n->facts.os_pretty : "facts gathered", NULL);
-		tui_checks_gpus(&m->checks, i, n->node, &n->facts);
-	} else if (!ok) {
-		tui_checks_set(&m->checks, "reachable", i, TUI_CHECK_FAILED,
-			       "an SSH session as the inventory says, and facts gathered",
-			       why ? why : "no facts",
-			       "check the address, that sshd runs, the key and known_hosts");
-	}
-	strbuf_release(&n->facts_text);
-	n->facts_text.max = FACTS_MAX + 1;
+	if (n->have_facts || !f)
+		return;
+	n->have_facts = true;
+	tui_gpu_summary(n->gpu, sizeof(n->gpu), f, true);
+	tui_checks_set(&m->checks, "reachable", i, TUI_CHECK_OK,
+		       "an SSH session as the inventory says, and facts gathered",
+		       f->os_pretty ? f->os_pretty : "facts gathered", NULL);
+	tui_checks_gpus(&m->checks, i, n->node, f);
+}
+
+/* The roles node i takes part in, as the plan decided them (EVENT_ROLES). */
+static void roles_in(struct tui_model *m, size_t i, const struct event *ev)
+{
+	struct tui_node *n = &m->nodes[i];
+
+	if (!m->roles || !ev->roles || ev->nr_roles != m->roles->nr)
+		return;
+	free(n->plan_roles);
+	n->plan_roles = xmalloc(ev->nr_roles * sizeof(*n->plan_roles));
+	memcpy(n->plan_roles, ev->roles, ev->nr_roles * sizeof(*n->plan_roles));
+	reapply(m, i);
+}
+
+/* No facts from the node: the facts step failed, or the node could not be reached. */
+static void facts_failed(struct tui_model *m, size_t i, const char *why)
+{
+	tui_checks_set(&m->checks, "reachable", i, TUI_CHECK_FAILED,
+		       "an SSH session as the inventory says, and facts gathered",
+		       why ? why : "no facts",
+		       "check the address, that sshd runs, the key and known_hosts");
 }
 
 static void line_event(struct tui_model *m, size_t i, const struct event *ev)
@@ -514,10 +525,6 @@ static void line_event(struct tui_model *m, size_t i, const struct event *ev)
 
 	if (!ev->text)
 		return;
-	if (ev->phase && !strcmp(ev->phase, "facts") && !n->have_facts) {
-		strbuf_addstr(&n->facts_text, ev->text);
-		strbuf_addch(&n->facts_text, '\n');
-	}
 	text_clean_line(&clean, ev->text);
 	tui_log_add(&n->log, ev->stream == 2 ? TUI_LINE_ERR : TUI_LINE_OUT, clean.buf);
 	strbuf_release(&clean);
@@ -633,8 +640,8 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 		n->in_step_failed = false;
 		free(where);
 	}
-	if (c == 0)
-		facts_in(m, i, ev->result != STEP_FAILED, ev->text);
+	if (c == 0 && ev->result == STEP_FAILED)
+		facts_failed(m, i, ev->text);
 	if (cell->state != TUI_CELL_RUNNING)
 		cell->state =
 		    (unsigned char)settled(m, cell); /* a result without a start: a check */
@@ -649,7 +656,7 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 static void message(struct tui_model *m, size_t i, const struct event *ev)
 {
 	struct tui_node *n = &m->nodes[i];
-	bool preflight = ev->role && !strcmp(ev->role, "preflight");
+	bool preflight = phase_is(ev->role, PHASE_PREFLIGHT);
 	bool error = ev->result == STEP_FAILED;
 	struct strbuf line = STRBUF_INIT;
 
@@ -701,7 +708,7 @@ static void node_ended(struct tui_model *m, size_t i, const struct event *ev)
 	if (ev->state == NODE_UNREACHABLE ||
 	    (ev->state == NODE_FAILED && !n->have_facts && n->cells[0].state != TUI_CELL_FAILED)) {
 		n->cells[0].state = TUI_CELL_FAILED;
-		facts_in(m, i, false, ev->text);
+		facts_failed(m, i, ev->text);
 	}
 	if (n->cur_col >= 0) {
 		struct tui_cell *cell = &n->cells[n->cur_col];
@@ -804,6 +811,12 @@ void tui_model_event(struct tui_model *m, const struct event *ev)
 	case EVENT_MESSAGE:
 		message(m, ev->node, ev);
 		break;
+	case EVENT_FACTS:
+		facts_in(m, ev->node, ev->facts);
+		break;
+	case EVENT_ROLES:
+		roles_in(m, ev->node, ev);
+		break;
 	}
 }
 
@@ -851,11 +864,9 @@ void tui_model_restart(struct tui_model *m, uint64_t now)
 		n->cur_step = NULL;
 		n->started_ms = n->ended_ms = 0;
 		n->steps_done = 0;
-		if (n->have_facts)
-			facts_release(&n->facts);
 		n->have_facts = false;
-		strbuf_release(&n->facts_text);
-		n->facts_text.max = FACTS_MAX + 1;
+		free(n->plan_roles);
+		n->plan_roles = NULL;
 		n->preflight_error = n->preflight_warn = false;
 		n->fail_order = 0;
 		n->fail_col = -1;
@@ -1035,21 +1046,20 @@ size_t tui_model_next_failure(const struct tui_model *m, size_t after)
 
 /* ---- the grid's columns: phases ---- */
 
-static const char *const phase_short[][2] = {
-    {"kube-packages", "kube"},
-    {"addons", "addon"},
-    {"validate", "valid"},
+/* The grid's short names of the phases whose name is too wide (role.h names them all). */
+static const char *const phase_short[PHASE_ROLES] = {
+    [PHASE_KUBE_PACKAGES] = "kube",
+    [PHASE_ADDONS] = "addon",
+    [PHASE_VALIDATE] = "valid",
 };
 
 const char *tui_phase_label(int phase, bool short_form)
 {
-	const char *name = phase >= 0 ? role_phases[phase] : "?";
-	size_t i;
-
-	for (i = 0; short_form && i < sizeof(phase_short) / sizeof(phase_short[0]); i++)
-		if (!strcmp(phase_short[i][0], name))
-			return phase_short[i][1];
-	return name;
+	if (phase < 0 || phase >= PHASE_ROLES)
+		return "?";
+	if (short_form && phase_short[phase])
+		return phase_short[phase];
+	return role_phases[phase];
 }
 
 size_t tui_model_phases(const struct tui_model *m, int *phases)

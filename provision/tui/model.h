@@ -4,8 +4,9 @@
  * tui_model_event() is fed every event of a run (on the main thread, from
  * the runner's on_event) and keeps, per node, the state of each column
  * (facts, preflight, then one per role), the progress in steps, the
- * output log, the node's first failure and the facts parsed from the
- * facts step's output lines; per run, the mean step time (for the ETA)
+ * output log, the node's first failure and what it shows of the node's
+ * facts (EVENT_FACTS: parsed by the plan, never here) and which roles it
+ * takes part in (EVENT_ROLES: decided by the plan); per run, the mean step time (for the ETA)
  * and the validation matrix (checks.h).  No terminal here: the drawing is
  * tui.c's, and this file is unit-tested on its own (tests/unit/test_tui.c).
  *
@@ -105,9 +106,12 @@ struct tui_node {
 	unsigned steps_total, steps_done;
 	int64_t eta_hist_ms; /* what the node took in earlier runs (eta.h); -1: unknown */
 	struct tui_log log;
-	struct strbuf facts_text; /* the facts step's output, until parsed */
-	struct facts facts;
-	bool have_facts;
+	bool have_facts; /* EVENT_FACTS came */
+	/*
+	 * The roles the node takes part in (EVENT_ROLES: the plan decided
+	 * them; role set order); NULL until then: the inventory's guess.
+	 */
+	bool *plan_roles;
 	char gpu[64];	/* "2× RTX 3090", "no GPU", "2 GPUs?" before facts */
 	char roles[32]; /* "cp,nfs", "worker" */
 	bool preflight_error, preflight_warn;

@@ -7,7 +7,7 @@
  * Use (main thread only):
  *
  *   t = tui_start(&cfg, &err);           NULL: no usable terminal, use view.h
- *   plan_opts.on_event = tui_event; plan_opts.on_tick = tui_tick; .data = t;
+ *   event_consumers_add(&plan_opts.consumers, tui_event, tui_tick, t);
  *   plan_execute(...);
  *   tui_run_end(t, res.interrupted);     stays while a person looks at a failure
  *   tui_stop(t);                         the terminal is given back
@@ -53,9 +53,9 @@ struct tui;
 
 /* Take the terminal and draw the first frame; NULL (reason in err) when it cannot. */
 struct tui *tui_start(const struct tui_config *cfg, struct error *err);
-/* plan_opts.on_event / runner_opts.on_event (data = the tui). */
+/* An event consumer's on_event (runner.h; data = the tui). */
 void tui_event(const struct event *ev, const struct node_status *st, void *data);
-/* plan_opts.on_tick: keys and at most ~10 frames a second. */
+/* Its on_tick: keys and at most ~10 frames a second. */
 void tui_tick(void *data);
 /* Node i's expected time changed (run_record.h on_eta): its ETA from now on. */
 void tui_node_eta(size_t i, int64_t ms, void *data);

@@ -24,6 +24,7 @@
 
 #include "events.h"
 #include "inventory.h"
+#include "plan.h"
 #include "role.h"
 #include "tui/tui.h"
 #include "util.h"
@@ -69,11 +70,15 @@ static struct event *facts_event(enum event_kind k, size_t node)
 }
 
 /* The facts step of a node, its output the lines of a facts.sh output file. */
-static void replay_facts(struct tui *t, size_t node, const char *path)
+static void replay_facts(struct tui *t, const struct inventory *inv, const struct role_set *rs,
+			 size_t node, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	char line[4096];
 	struct event *ev;
+	struct strbuf text = STRBUF_INIT;
+	struct facts facts;
+	struct error err = {0};
 
 	if (!f) {
 		perror(path);
@@ -86,8 +91,24 @@ static void replay_facts(struct tui *t, size_t node, const char *path)
 		ev->stream = 1;
 		ev->text = xstrdup(line);
 		post(t, ev);
+		strbuf_addf(&text, "%s\n", line);
 	}
 	fclose(f);
+	/* parsed as the plan parses them, once: the view reads the event */
+	if (facts_parse(&facts, text.buf, text.len, &err) == 0) {
+		ev = facts_event(EVENT_FACTS, node);
+		ev->facts = &facts;
+		post(t, ev);
+		/* and the roles the plan decides from them */
+		ev = facts_event(EVENT_ROLES, node);
+		ev->nr_roles = rs->nr;
+		ev->roles = xcalloc(rs->nr ? rs->nr : 1, sizeof(*ev->roles));
+		plan_node_roles(rs, inv, &inv->nodes[node], &facts, (1u << ROLE_UP_PHASES) - 1,
+				ev->roles);
+		post(t, ev);
+		facts_release(&facts);
+	}
+	strbuf_release(&text);
 	ev = facts_event(EVENT_STEP_END, node);
 	ev->result = STEP_OK;
 	ev->duration_ms = 900;
@@ -163,7 +184,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(w[0], "facts") && nw >= 3) {
-			replay_facts(t, node_index(inv, w[1]), w[2]);
+			replay_facts(t, inv, &rs, node_index(inv, w[1]), w[2]);
 			continue;
 		}
 		if (nw < 3)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "eta.h"
+#include "record_files.h"
 #include "state.h"
 #include "util.h"
 
@@ -549,6 +550,52 @@ static void test_eta_phases(void **unused)
 	free(dir);
 }
 
+/*
+ * The record's files, read through their one reader (record_files.h): the
+ * paths the record writes and the estimate reads, and the timings and
+ * pulls formats, optional field and short lines included.
+ */
+static void test_record_files(void **state)
+{
+	static const char timings[] = "facts\tgather\t120\tok\n"
+				      "containerd\t20-config\t900\tchanged\t300\n"
+				      "short\tline\n";
+	static const char pulls[] = "images\tdocker.io/a:1\t1000\t2000\tdone\n"
+				    "images\tdocker.io/b:2\t10\t20\tincomplete\n";
+	struct record_timing *t = NULL;
+	struct record_pull *p = NULL;
+	size_t n;
+	char *path;
+
+	(void)state;
+	path = record_node_path("node-1", RECORD_TIMINGS);
+	assert_string_equal(path, "nodes/node-1/timings");
+	free(path);
+	path = record_file_path("node-1", "/etc/x.yaml");
+	assert_string_equal(path, "nodes/node-1/files/etc/x.yaml");
+	free(path);
+	path = record_log_path("node-1");
+	assert_string_equal(path, "logs/node-1.log");
+	free(path);
+	n = record_timings_parse(timings, &t);
+	assert_int_equal(n, 2);
+	assert_string_equal(t[0].role, "facts");
+	assert_int_equal(t[0].ms, 120);
+	assert_int_equal(t[0].check_ms, -1);
+	assert_string_equal(t[1].step, "20-config");
+	assert_string_equal(t[1].result, "changed");
+	assert_int_equal(t[1].check_ms, 300);
+	record_timings_free(t, n);
+	n = record_pulls_parse(pulls, &p);
+	assert_int_equal(n, 2);
+	assert_string_equal(p[0].ref, "docker.io/a:1");
+	assert_int_equal(p[0].bytes, 1000);
+	assert_int_equal(p[0].ms, 2000);
+	assert_true(p[0].done);
+	assert_false(p[1].done);
+	record_pulls_free(p, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +605,7 @@ int main(void)
 	    cmocka_unit_test(test_eta_pulls),
 	    cmocka_unit_test(test_eta_no_history),
 	    cmocka_unit_test(test_eta_phases),
+	    cmocka_unit_test(test_record_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

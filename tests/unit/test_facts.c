@@ -267,6 +267,32 @@ static void test_unsafe_values(void **state)
 	}
 }
 
+/*
+ * The record's form of the facts (facts->text, what nodes/NODE/facts keeps):
+ * every line but the keys that move by themselves; none at all when a
+ * line, even one that is not key=value, is not data.
+ */
+static void test_record_text(void **state)
+{
+	static const char out[] = "facts_version=1\nhostname=n1\nmem_available_kib=123\n"
+				  "a line of no key\ndisk_free_kib=9\nmachine_id=abc\n";
+	static const char bad[] = "facts_version=1\nhostname=n1\nnoise \033[2J\n";
+	struct facts f;
+	struct error err = {0};
+
+	(void)state;
+	assert_int_equal(facts_parse(&f, out, sizeof(out) - 1, &err), 0);
+	assert_non_null(f.text);
+	assert_string_equal(f.text, "facts_version=1\nhostname=n1\na line of no key\n"
+				    "machine_id=abc\n");
+	assert_string_equal(f.machine_id, "abc");
+	facts_release(&f);
+	assert_int_equal(facts_parse(&f, bad, sizeof(bad) - 1, &err), 0);
+	assert_null(f.unsafe_field); /* not a key=value line: parsed around */
+	assert_null(f.text);	     /* but not recorded */
+	facts_release(&f);
+}
+
 static void test_too_long(void **state)
 {
 	struct strbuf text = STRBUF_INIT;
@@ -372,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_unsafe_values),
 		cmocka_unit_test(test_arch),
 		cmocka_unit_test(test_too_long),
+		cmocka_unit_test(test_record_text),
 		cmocka_unit_test(test_script_embedded),
 		cmocka_unit_test(test_resolv_conf),
 	};

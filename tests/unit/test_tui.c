@@ -405,8 +405,18 @@ static void feed_state(struct fixture *f, size_t node, enum node_state s, const 
 	tui_model_event(&f->m, &ev);
 }
 
+/*
+ * A node's facts step as the plan posts it: the output lines (shown in the
+ * log), the facts parsed by the plan (EVENT_FACTS; the model parses no
+ * line), the step's end.
+ */
 static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 {
+	struct strbuf text = STRBUF_INIT;
+	struct facts facts;
+	struct error err = {0};
+	struct event fev = {.kind = EVENT_FACTS, .node = node};
+
 	feed(f, EVENT_STEP_START, node, "facts", "gather", STEP_NONE, 0, NULL);
 	for (; *lines; lines++) {
 		struct event ev = {.kind = EVENT_LINE, .node = node, .stream = 1, .at_ms = f->t};
@@ -414,7 +424,25 @@ static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 		ev.step = (char *)"gather";
 		ev.text = (char *)*lines;
 		tui_model_event(&f->m, &ev);
+		strbuf_addf(&text, "%s\n", *lines);
 	}
+	assert_int_equal(facts_parse(&facts, text.buf, text.len, &err), 0);
+	fev.at_ms = f->t;
+	fev.phase = (char *)"facts";
+	fev.facts = &facts;
+	tui_model_event(&f->m, &fev);
+	if (f->m.roles) { /* the roles the plan decides from them (EVENT_ROLES) */
+		bool roles[16];
+		struct event rev = {.kind = EVENT_ROLES, .node = node, .at_ms = f->t};
+		assert_true(f->m.roles->nr <= 16);
+		plan_node_roles(f->m.roles, f->m.inv, f->m.nodes[node].node, &facts, f->m.phases,
+				roles);
+		rev.roles = roles;
+		rev.nr_roles = f->m.roles->nr;
+		tui_model_event(&f->m, &rev);
+	}
+	facts_release(&facts); /* borrowed by the event: the model keeps none of it */
+	strbuf_release(&text);
 	feed(f, EVENT_STEP_END, node, "facts", "gather", STEP_OK, 200, NULL);
 }
 
@@ -571,6 +599,33 @@ static void test_model_failure(void **state)
 	k = tui_checks_get(&f->m.checks, tui_checks_column(&f->m.checks, "beta", NULL), 1);
 	assert_int_equal(k->state, TUI_CHECK_NA);
 	assert_string_equal(k->observed, "not reached: the node stopped before this role");
+}
+
+/*
+ * Which roles a node takes part in is the plan's to say (EVENT_ROLES): the
+ * model shows what the event says, not what it would decide itself (here
+ * the plan leaves alpha out on cp, as add-node leaves the control plane
+ * out of the preparation phases).
+ */
+static void test_model_roles_from_plan(void **state)
+{
+	struct fixture *f = *state;
+	bool roles[16] = {false};
+	struct event ev = {.kind = EVENT_ROLES, .node = 0};
+	size_t a = 0;
+
+	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_PENDING);
+	facts_of(f, 0, facts_plain);
+	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_PENDING);
+	while (strcmp(f->m.roles->roles[a].name, "alpha"))
+		a++;
+	for (size_t k = 0; k < f->m.roles->nr; k++)
+		roles[k] = k != a;
+	ev.roles = roles;
+	ev.nr_roles = f->m.roles->nr;
+	ev.at_ms = f->t;
+	tui_model_event(&f->m, &ev);
+	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_NA);
 }
 
 static void test_model_gpus_and_preflight_checks(void **state)
@@ -919,6 +974,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_model_a_node_from_start_to_end, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_failure, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_gpus_and_preflight_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_roles_from_plan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_validation_events, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_interrupted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_slowest, setup, teardown),
