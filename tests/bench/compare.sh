@@ -69,7 +69,7 @@ load() { echo "load: $(uptime | sed 's/.*load average: //')"; }
 testbed() { # testbed N [KIND]: a fresh testbed of N chroot (or nspawn) nodes in $tb
 	testbed_down
 	case ${2:-chroot} in
-	nspawn) kind="--chroot 0 --nspawn $1" ;;
+	nspawn) kind="--chroot 0 --nspawn $1 --timeout 120" ;; # systemd boots: slower under load
 	*) kind="--chroot $1" ;;
 	esac
 	# shellcheck disable=SC2086 # $kind: two options and their values

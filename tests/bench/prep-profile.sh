@@ -63,7 +63,7 @@ builds=A
 bin() { if [ "$1" = A ]; then echo "$PROVISION"; else echo "$PROVISION_B"; fi; }
 nodenames() { awk '$1 !~ /^#/ { print $1 }' "$1/nodes.txt"; }
 for b in $builds; do
-	"$TESTBED" up "$work/tb.$b" --chroot 0 --nspawn "$NODES" >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; exit 1; }
+	"$TESTBED" up "$work/tb.$b" --chroot 0 --nspawn "$NODES" --timeout 120 >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; exit 1; }
 done
 for b in $builds; do
 	for n in $(nodenames "$work/tb.$b"); do
