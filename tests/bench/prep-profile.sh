@@ -132,9 +132,9 @@ for b in $builds; do echo "$b: $(bin "$b") ($(git -C "$(dirname "$(bin "$b")")/.
 printf '%-6s %9s %10s %13s %12s %9s %12s\n' build wall "CPU(prov)" "CPU(sessions)" "CPU(systemd)" requests "to 1st step"
 for b in $builds; do
 	n=$(awk 'END { print NR }' "$work/$b.cpu")
-	# requests per node: facts, and one per step or file (events step_end)
+	# requests per node: one per step_end event (the facts, each step, each file)
 	req=$(cat "$work/$b".*.json | grep -c '"event":"step_end"' || :)
-	req=$((req / n / NODES + 1))
+	req=$((req / n / NODES))
 	# each node's time from the run's start to its first step_start
 	pre=$(for f in "$work/$b".*.json; do
 		grep '"event":"step_start"' "$f" | awk -v s="$(cat "${f%.json}.t0")" '{ match($0, /"node":"[^"]*"/); n = substr($0, RSTART, RLENGTH); if (!(n in seen)) { seen[n] = 1; print $1 - s } }'
