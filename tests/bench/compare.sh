@@ -24,7 +24,8 @@
 # Contenders run in alternation (A B A B ...), $PAIRS rounds (default 3), so
 # the machine's background load falls on all of them alike; tables show
 # medians, and the ratio of each pair.  Each table starts with `uptime`.
-# The nodes are chroot nodes (tests/testbed), one fresh testbed per first run.
+# The nodes are chroot nodes (tests/testbed; prep: PREP_KIND=nspawn for nspawn
+# nodes), one fresh testbed per first run.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PROVISION=${PROVISION:-$top/build/provision}
