@@ -46,7 +46,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
+trap 'exit 141' PIPE # output cut (| head): the testbeds still go
 
 for s in $sections; do
 	case $s in

@@ -37,7 +37,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
+trap 'exit 141' PIPE # output cut (| head): the testbeds still go
 for c in /usr/bin/time perl; do
 	command -v "$c" >/dev/null 2>&1 || { echo "prep-profile.sh: needs $c" >&2; exit 2; }
 done
