@@ -10,7 +10,10 @@
 # Sections (default: all, in this order):
 #   prep   node preparation: `provision up --phases prep` vs tests/bench/prep.yml
 #          (ansible-playbook, forks = N, pipelining, ControlPersist), first run
-#          on fresh nodes and no-change second run, N in $PREP_SIZES (8 32)
+#          on fresh nodes and no-change second run, N in $PREP_SIZES (8 32);
+#          the nodes are chroot nodes, or nspawn nodes (their own systemd as
+#          PID 1, containerd running) with PREP_KIND=nspawn; PREP_KEEP=DIR
+#          keeps each round's logs and provision's state folder (its record)
 #   adhoc  `provision run -- true` vs `pdsh -R ssh -f N` vs `clush -f N`,
 #          N in $ADHOC_SIZES (8 64 256)
 #   step   a role of 100 no-op steps on one node: the time of each step
@@ -21,7 +24,8 @@
 # Contenders run in alternation (A B A B ...), $PAIRS rounds (default 3), so
 # the machine's background load falls on all of them alike; tables show
 # medians, and the ratio of each pair.  Each table starts with `uptime`.
-# The nodes are chroot nodes (tests/testbed), one fresh testbed per first run.
+# The nodes are chroot nodes (tests/testbed; prep: PREP_KIND=nspawn for nspawn
+# nodes), one fresh testbed per first run.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PROVISION=${PROVISION:-$top/build/provision}
@@ -29,6 +33,8 @@ TESTBED=$top/tests/testbed/testbed.sh
 BENCH=$top/tests/bench
 PAIRS=${PAIRS:-3}
 PREP_SIZES=${PREP_SIZES:-8 32}
+PREP_KIND=${PREP_KIND:-chroot}
+PREP_KEEP=${PREP_KEEP:-}
 ADHOC_SIZES=${ADHOC_SIZES:-8 64 256}
 SCALE_SIZES=${SCALE_SIZES:-1 16 64 256}
 sections=${*:-prep adhoc step scale}
@@ -40,7 +46,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
+trap 'exit 141' PIPE # output cut (| head): the testbeds still go
 
 for s in $sections; do
 	case $s in
@@ -61,9 +68,14 @@ pct() { sort -n | awk -v p="$1" '{ a[NR] = $1 } END { i = int(NR * p / 100 + 0.9
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 load() { echo "load: $(uptime | sed 's/.*load average: //')"; }
 
-testbed() { # testbed N: a fresh testbed of N chroot nodes in $tb
+testbed() { # testbed N [KIND]: a fresh testbed of N chroot (or nspawn) nodes in $tb
 	testbed_down
-	"$TESTBED" up "$tb" --chroot "$1" >"$work/tb.log" 2>&1 || { cat "$work/tb.log" >&2; exit 1; }
+	case ${2:-chroot} in
+	nspawn) kind="--chroot 0 --nspawn $1 --timeout 120" ;; # systemd boots: slower under load
+	*) kind="--chroot $1" ;;
+	esac
+	# shellcheck disable=SC2086 # $kind: two options and their values
+	"$TESTBED" up "$tb" $kind >"$work/tb.log" 2>&1 || { cat "$work/tb.log" >&2; exit 1; }
 	tb_up=1
 	inv=$tb/inventory.yaml
 }
@@ -178,26 +190,33 @@ ansible_run() { # ansible_run NAME N
 section_prep() {
 	echo
 	echo "== node preparation: provision up --phases prep vs ansible-playbook tests/bench/prep.yml (forks=N, pipelining, ControlPersist) =="
+	echo "   ($PREP_KIND nodes, a fresh testbed for each tool's first run)"
 	load
 	printf '%-6s %-10s %10s %10s %8s  %-22s %9s\n' nodes run provision ansible speedup "per pair (ansible/prov)" "RSS(prov)"
 	for n in $PREP_SIZES; do
 		rm -f "$work"/p1.* "$work"/p2.* "$work"/a1.* "$work"/a2.*
 		r=0
 		while [ $r -lt "$PAIRS" ]; do
-			testbed "$n"
+			testbed "$n" "$PREP_KIND"
 			run_timed p1 "$PROVISION" up -i "$inv" --phases prep --forks "$n" --no-tui
 			run_timed p2 "$PROVISION" up -i "$inv" --phases prep --forks "$n" --no-tui
 			grep -q "^up testbed: $n nodes, 0 changed, 0 failed" "$work/p2.log" ||
 				{ echo "compare.sh: provision's second run changed something:" >&2; tail -n 5 "$work/p2.log" >&2; exit 1; }
 			[ -d "$work/files" ] || fetch_files
 			node_state "$n" >"$work/state.provision"
-			testbed "$n"
+			if [ -n "$PREP_KEEP" ]; then
+				mkdir -p "$PREP_KEEP/$n.$r"
+				cp "$work/p1.log" "$work/p2.log" "$PREP_KEEP/$n.$r/"
+				cp -r "$tb"/*.state "$PREP_KEEP/$n.$r/" 2>/dev/null || true
+			fi
+			testbed "$n" "$PREP_KIND"
 			ansible_setup "$n" "$n.$r"
 			ansible_run a1 "$n"
 			ansible_run a2 "$n"
 			grep -q 'changed=[1-9]\|failed=[1-9]\|unreachable=[1-9]' "$work/a2.log" &&
 				{ echo "compare.sh: Ansible's second run changed something:" >&2; tail -n 8 "$work/a2.log" >&2; exit 1; }
 			node_state "$n" >"$work/state.ansible"
+			[ -z "$PREP_KEEP" ] || cp "$work/a1.log" "$work/a2.log" "$PREP_KEEP/$n.$r/"
 			if [ "$(wc -l <"$work/state.provision")" != 1 ] || ! cmp -s "$work/state.provision" "$work/state.ansible"; then
 				echo "compare.sh: provision and Ansible left the nodes in different states:" >&2
 				diff "$work/state.provision" "$work/state.ansible" >&2 || true

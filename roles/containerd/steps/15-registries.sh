@@ -56,9 +56,10 @@ same() {
 		content "$1" | cmp -s - "$1"
 }
 
-# The files written earlier that are no longer wanted.
+# The files written earlier that are no longer wanted (none when it wrote
+# none: the check of a node without registries or proxy stops here).
 stale() {
-	[ -f "$WROTE" ] || return 0
+	[ -s "$WROTE" ] || return 0
 	wanted | cut -d ' ' -f 1 | sort -u >"$tmpd/want"
 	sort -u "$WROTE" | comm -23 - "$tmpd/want"
 }
@@ -69,12 +70,15 @@ if [ ! -f "$LIST" ]; then
 	[ "${1:-}" = check ] && exit 1
 	exit 2
 fi
-tmpd=$(mktemp -d)
-trap 'rm -rf "$tmpd"' EXIT
+# The scratch folder stale() and apply use, made only when one needs it.
+tmpd=
+trap '[ -z "$tmpd" ] || rm -rf "$tmpd"' EXIT
 
 case ${1:-} in
 check)
 	rc=0
+	list=$(wanted)
+	[ ! -s "$WROTE" ] || tmpd=$(mktemp -d)
 	while read -r path mode; do
 		[ -n "$path" ] || continue
 		if [ ! -f "$path" ]; then
@@ -85,16 +89,17 @@ check)
 			rc=1
 		fi
 	done <<-EOF
-		$(wanted)
+		$list
 	EOF
 	for path in $(stale); do
 		echo "$path: written by provision for a registry or proxy no longer in the inventory"
 		rc=1
 	done
-	[ "$rc" != 0 ] || echo "registry access: $(wanted | grep -c . || true) file(s) as the inventory says"
+	[ "$rc" != 0 ] || echo "registry access: $(printf '%s\n' "$list" | grep -c . || true) file(s) as the inventory says"
 	exit $rc
 	;;
 apply)
+	tmpd=$(mktemp -d)
 	wanted >"$tmpd/list"
 	while read -r path mode; do
 		[ -n "$path" ] || continue

@@ -26,7 +26,31 @@ RECORD=$PROVISION_STATE_DIR/containerd-config.loaded
 
 # Timestamps come out in UTC, which date -d reads whatever the node's zone
 # (GNU date does not know every zone abbreviation, JST for one).
+#
+# The check runs on every node on every run: it asks systemd once for every
+# property it reads (props; each `systemctl show` is an exec and a round
+# trip to PID 1), and prop answers from those.  apply changes them
+# (daemon-reload, restart): there prop asks systemd each time.
+props_now=
+props_loaded=
+props() {
+	props_now=$(TZ=UTC LC_ALL=C systemctl show -p ActiveState -p ActiveEnterTimestamp -p InvocationID \
+		-p NeedDaemonReload -p MainPID -p Environment containerd) || props_now=
+	props_loaded=1
+}
 prop() {
+	if [ -n "$props_loaded" ]; then
+		while IFS= read -r _l; do
+			case $_l in "$1="*)
+				printf '%s\n' "${_l#*=}"
+				return 0
+				;;
+			esac
+		done <<EOF
+$props_now
+EOF
+		return 0
+	fi
 	TZ=UTC LC_ALL=C systemctl show -p "$1" --value containerd
 }
 
@@ -37,7 +61,8 @@ started_at() {
 
 # proxy_env: the proxy variables, sorted, one a line, from stdin (NAME=VALUE words or lines).
 proxy_env() {
-	tr ' ' '\n' | tr '\0' '\n' | grep -E '^(HTTP_PROXY|HTTPS_PROXY|NO_PROXY|http_proxy|https_proxy|no_proxy)=' | sort || true
+	# shellcheck disable=SC2020 # a blank and a NUL, each to a newline
+	tr ' \0' '\n\n' | grep -E '^(HTTP_PROXY|HTTPS_PROXY|NO_PROXY|http_proxy|https_proxy|no_proxy)=' | sort || true
 }
 
 # True when the running daemon's proxy environment is not its unit's.
@@ -141,7 +166,8 @@ check)
 	fi
 	rc=0
 	enabled=$(systemctl is-enabled containerd 2>/dev/null || true)
-	active=$(systemctl is-active containerd 2>/dev/null || true)
+	props
+	active=$(prop ActiveState) # what systemctl is-active prints
 	echo "containerd: $enabled, $active"
 	[ "$enabled" = enabled ] || rc=1
 	if [ "$active" != active ]; then
