@@ -35,6 +35,8 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "prompt.h"
+#include "session.h"
 #include "backup.h"
 
 /* What a node may send: etcd's largest quota is 8 GiB; a PKI is a few KiB. */

@@ -19,6 +19,7 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "prompt.h"
 
 static struct {
 	const char *inventory, *fingerprint;

@@ -15,7 +15,8 @@
 #include "../role.h"
 #include "../util.h"
 #include "cmd.h"
-#include "common.h"
+#include "session.h"
+#include "reset.h"
 
 static bool force, keep_prep;
 static int drain_timeout = 300;

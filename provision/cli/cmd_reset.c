@@ -17,7 +17,8 @@
 #include "../transport.h"
 #include "../util.h"
 #include "cmd.h"
-#include "common.h"
+#include "session.h"
+#include "reset.h"
 
 static bool keep_prep;
 static struct cli_plan_args args = {.cmd_name = "reset", .forks = 64, .output = "text"};

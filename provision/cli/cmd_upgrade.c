@@ -31,6 +31,8 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "prompt.h"
+#include "session.h"
 #include "backup.h"
 #include "upgrade.h"
 
