@@ -529,11 +529,19 @@ static int query_fn(struct runner_job *job, void *data)
 	if (q->put_path)
 		qr->rc = job->r->opts->ops->put_file(job->tp, q->put_path, q->input, q->input_len,
 						     q->put_mode, NULL, &skipped, &qr->err);
+	else if (q->get_path && !job->r->opts->ops->get_file)
+		qr->rc = error_set(&qr->err, TRANSPORT_ERR_GENERIC,
+				   "the %s transport cannot read files", job->r->opts->ops->name);
+	else if (q->get_path)
+		qr->rc = job->r->opts->ops->get_file(job->tp, q->get_path, q->get_max, q->on_data,
+						     q->ctx, q->get_sha, q->get_size,
+						     q->timeout_ms, &qr->err);
 	else
 		qr->rc = runner_job_exec(job, q->phase, q->step, q->command, q->input,
 					 q->input_len, q->timeout_ms, &res, &qr->err);
 	qr->ran = true;
-	qr->exit_status = qr->rc < 0 || q->put_path ? (qr->rc < 0 ? -1 : 0) : res.exit_status;
+	qr->exit_status =
+	    qr->rc < 0 || q->put_path || q->get_path ? (qr->rc < 0 ? -1 : 0) : res.exit_status;
 	ev = query_event(job, q, EVENT_STEP_END);
 	ev->result = qr->rc == 0 && qr->exit_status == 0 ? STEP_OK : STEP_FAILED;
 	ev->exit_status = qr->exit_status;
@@ -595,6 +603,15 @@ int runner_query(const struct runner_opts *o, const struct node *node, struct tr
 		return qr.rc < 0 ? qr.rc : TRANSPORT_ERR_GENERIC;
 	}
 	return 0;
+}
+
+int runner_host_key(const struct node *n, struct transport_host_key *out, struct error *err)
+{
+	struct runner_opts ro = {0};
+	struct transport_target target;
+
+	runner_target_from_node(&target, n, &ro);
+	return transport_host_key_scan(&target, out, err);
 }
 
 void runner_sessions_close(const struct transport_ops *ops, struct transport **sessions, size_t nr)

@@ -638,6 +638,14 @@ static void query_event_cb(const struct event *ev, const struct node_status *st,
 	event_consumers_event(p->consumers, &e, &p->status[k]);
 }
 
+/* A query's phase: its role's, when it names one of the roles (etcd-backup: backup). */
+static const char *query_phase(const struct cli_session *s, const char *role)
+{
+	const struct role *r = role && s->have_roles ? role_set_find(&s->rs, role) : NULL;
+
+	return r ? r->phase : NULL;
+}
+
 static int session_query(struct cli_session *s, const struct node *n, const struct runner_query *rq,
 			 int *exit_status, struct error *err)
 {
@@ -661,7 +669,7 @@ int cli_session_query(struct cli_session *s, const struct node *n, const struct 
 		      int *exit_status, struct error *err)
 {
 	struct runner_query rq = {
-	    .phase = s->pass ? "query" : NULL,
+	    .phase = query_phase(s, q->role),
 	    .role = q->role,
 	    .step = q->step,
 	    .command = q->command,
@@ -711,13 +719,14 @@ int cli_session_capture(struct cli_session *s, const struct node *n, const char 
 	return 0;
 }
 
-int cli_session_put_file(struct cli_session *s, const struct node *n, const char *path,
-			 const void *data, size_t len, unsigned mode, struct error *err)
+int cli_session_put_file(struct cli_session *s, const struct node *n, const char *role,
+			 const char *step, const char *path, const void *data, size_t len,
+			 unsigned mode, struct error *err)
 {
 	struct runner_query rq = {
-	    .phase = s->pass ? "query" : NULL,
-	    .role = "put",
-	    .step = path,
+	    .phase = query_phase(s, role),
+	    .role = role,
+	    .step = step,
 	    .put_path = path,
 	    .put_mode = mode,
 	    .input = data,
@@ -725,6 +734,54 @@ int cli_session_put_file(struct cli_session *s, const struct node *n, const char
 	};
 
 	return session_query(s, n, &rq, NULL, err);
+}
+
+int cli_session_get_file(struct cli_session *s, const struct node *n, const char *role,
+			 const char *step, const char *path, uint64_t max,
+			 int (*on_data)(void *ctx, const void *data, size_t len), void *ctx,
+			 char sha_hex[65], uint64_t *size, struct error *err)
+{
+	struct runner_query rq = {
+	    .phase = query_phase(s, role),
+	    .role = role,
+	    .step = step,
+	    .timeout_ms = 3600 * 1000,
+	    .get_path = path,
+	    .get_max = max,
+	    .on_data = on_data,
+	    .ctx = ctx,
+	    .get_sha = sha_hex,
+	    .get_size = size,
+	};
+
+	return session_query(s, n, &rq, NULL, err);
+}
+
+int cli_session_login_check(struct cli_session *s, const struct node *n, const char *role,
+			    const char *step, struct error *err)
+{
+	struct runner_query rq = {
+	    .phase = query_phase(s, role),
+	    .role = role,
+	    .step = step,
+	    .command = "true",
+	    .timeout_ms = 30000,
+	};
+	struct runner_opts ro;
+	void *ctx[2] = {s, (void *)n};
+	int status = -1;
+
+	if (cli_session_secrets(s))
+		return error_set(err, -1, "the secrets could not be read (see above)");
+	session_runner_opts(s, &ro);
+	ro.use_sudo = false;
+	ro.on_event = query_event_cb;
+	ro.data = ctx;
+	if (runner_query(&ro, n, NULL, &rq, &status, err) < 0)
+		return -1;
+	if (status)
+		return error_set(err, -1, "'true' exited with status %d", status);
+	return 0;
 }
 
 void cli_session_close(struct cli_session *s)

@@ -34,6 +34,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../inventory.h"
 #include "../role.h"
@@ -190,9 +191,27 @@ int cli_session_query(struct cli_session *s, const struct node *n, const struct 
 int cli_session_capture(struct cli_session *s, const struct node *n, const char *role,
 			const char *step, const char *command, int timeout_ms, size_t max,
 			struct strbuf *out, struct error *err);
-/* Write a file on node n as put_file does (transport.h); 0, or -1 with err. */
-int cli_session_put_file(struct cli_session *s, const struct node *n, const char *path,
-			 const void *data, size_t len, unsigned mode, struct error *err);
+/* Write a file on node n as put_file does (transport.h), as the step ROLE › STEP; 0, or -1 with err. */
+int cli_session_put_file(struct cli_session *s, const struct node *n, const char *role,
+			 const char *step, const char *path, const void *data, size_t len,
+			 unsigned mode, struct error *err);
+/*
+ * Read a file of node n as get_file does (transport.h: streamed to
+ * on_data, at most max bytes, checked against the node's SHA-256 and
+ * size), as the step ROLE › STEP; 0, or -1 with err.
+ */
+int cli_session_get_file(struct cli_session *s, const struct node *n, const char *role,
+			 const char *step, const char *path, uint64_t max,
+			 int (*on_data)(void *ctx, const void *data, size_t len), void *ctx,
+			 char sha_hex[65], uint64_t *size, struct error *err);
+
+/*
+ * A new SSH session to node n (not the kept one), as its login user, `true`
+ * run there and the session closed: the node still takes logins (reset's
+ * proof).  Shown and recorded as the step ROLE › STEP.  0, or -1 with err.
+ */
+int cli_session_login_check(struct cli_session *s, const struct node *n, const char *role,
+			    const char *step, struct error *err);
 
 /* Close the nodes' sessions, unlock, wipe the secrets; accepts a session whose open failed. */
 void cli_session_close(struct cli_session *s);
