@@ -4,17 +4,20 @@
  *
  * backup: roles/etcd-backup makes and verifies the snapshot on the control
  * plane (one recorded run); then, before the run is committed, the
- * snapshot and the PKI archive are read from the node over a new SSH
- * session (base64 on the wire, the node's sha256sum and size first, every
- * byte bounded), checked against those and against etcd's own appended
- * hash, written as ID.tmp and renamed; the node's copy is removed and the
- * oldest backups beyond cluster.backups_keep are deleted.
+ * snapshot and the PKI archive are read from the node on the run's own
+ * SSH session (the transport's get_file through the session: steps of the
+ * run, shown, logged and recorded; base64 on the wire, the node's
+ * sha256sum and size first, every byte bounded), checked against those and
+ * against etcd's own appended hash, written as ID.tmp and renamed; the
+ * node's copy is removed and the oldest backups beyond cluster.backups_keep
+ * are deleted.
  *
  * restore: the backup is checked here first (a snapshot that is short,
  * not whole pages, or whose hash does not match is refused, exit 2,
  * before any node is reached), confirmed (what it replaces is said; not
  * on a terminal --yes is required), uploaded to the control plane, and
- * roles/etcd-restore puts the PKI in place and restores etcd's data.
+ * roles/etcd-restore puts the PKI in place and restores etcd's data: the
+ * upload, the run and the clean-up in one session.
  */
 #include <dirent.h>
 #include <errno.h>

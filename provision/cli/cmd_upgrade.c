@@ -14,6 +14,8 @@
  * the stage's minor needs).  The first run that fails stops the upgrade,
  * and the nodes not reached are not touched.  Each run is recorded; the
  * steps print the versions before and after, so the records hold them.
+ * The whole command is one session (session.h): one lock, one password
+ * prompt, one SSH session per node for every run and question.
  * Before the first stage, an etcd backup (provision backup, cmd_backup.c);
  * when it fails nothing is upgraded (--no-backup skips it).
  */
