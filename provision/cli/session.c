@@ -502,7 +502,6 @@ int cli_session_pass(struct cli_session *s, const struct cli_plan_args *a)
 		    .nodes = nodes,
 		    .nr = nr,
 		    .res = &res,
-		    .identity_passphrase = s->passphrase,
 		    .state_dir = s->state_dir,
 		    .ret = ret,
 		    .record = &cr.extra,

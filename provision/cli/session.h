@@ -101,7 +101,6 @@ struct cli_plan_done {
 	const struct node *const *nodes;
 	size_t nr;
 	struct plan_result *res;
-	const char *identity_passphrase;
 	const char *state_dir;
 	struct cli_session *session; /* the run's session: cli_session_query() on its nodes */
 	int ret; /* the exit status so far */
