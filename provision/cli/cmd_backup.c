@@ -37,7 +37,6 @@
 #include "../sha256.h"
 #include "../util.h"
 #include "cmd.h"
-#include "common.h"
 #include "prompt.h"
 #include "session.h"
 #include "backup.h"

@@ -30,8 +30,6 @@
 #include "../role.h"
 #include "../util.h"
 #include "cmd.h"
-#include "common.h"
-#include "prompt.h"
 #include "session.h"
 #include "backup.h"
 #include "upgrade.h"
