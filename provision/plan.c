@@ -429,7 +429,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	const struct transport_ops *ops = o->ops ? o->ops : &transport_ssh_ops;
 	struct plan_opts oo = *o;
 	const struct role_set *rs = o->roles;
-	struct transport **sessions = xcalloc(o->nr ? o->nr : 1, sizeof(*sessions));
+	struct transport **sessions =
+	    o->sessions ? o->sessions : xcalloc(o->nr ? o->nr : 1, sizeof(*sessions));
 	const struct node **pass_nodes = xcalloc(o->nr ? o->nr : 1, sizeof(*pass_nodes));
 	struct transport **pass_sessions = xcalloc(o->nr ? o->nr : 1, sizeof(*pass_sessions));
 	const struct facts **facts = xcalloc(o->nr ? o->nr : 1, sizeof(*facts));
@@ -643,7 +644,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 		run.validating = true;
 		plan_run_bench(&run, &ro, sessions);
 	}
-	runner_sessions_close(ops, sessions, o->nr);
+	if (!o->sessions)
+		runner_sessions_close(ops, sessions, o->nr);
 
 	for (i = 0; i < o->nr; i++) {
 		switch (res->status[i].state) {
@@ -675,7 +677,8 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	exchange_free(run.exchange);
 	pthread_cond_destroy(&run.cond);
 	pthread_mutex_destroy(&run.lock);
-	free(sessions);
+	if (!o->sessions)
+		free(sessions);
 	free(pass_sessions);
 	free(pass_nodes);
 	free(facts);

@@ -128,6 +128,13 @@ struct plan_opts {
 	/* The views of the run's events, in order (runner.h): the live view or the lines, then
 	 * the record. */
 	struct event_consumers consumers;
+	/*
+	 * When non-NULL (one slot per node of `nodes`): the nodes' sessions
+	 * are taken from here when open and left here, open, at the end (a
+	 * command's later runs reuse them: cli/session.h); NULL: the run
+	 * opens and closes its own.
+	 */
+	struct transport **sessions;
 };
 
 /* What happened to one step on one node; kept for the summary and `plan`. */

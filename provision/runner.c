@@ -480,6 +480,140 @@ void runner_status_release(struct node_status *status, size_t nr)
 	free(status);
 }
 
+/* ---- a query (runner_query) ---- */
+
+struct query_run {
+	const struct runner_query *q;
+	const struct runner_opts *o; /* the caller's: on_event, data */
+	int rc, exit_status;
+	bool ran;
+	struct error err;
+};
+
+/* stdout is the caller's data: consumed here, never an event */
+static bool query_filter(void *ctx, struct runner_job *job, int stream, const char *line,
+			 size_t len, unsigned flags)
+{
+	struct query_run *qr = ctx;
+
+	(void)job;
+	if (stream != TRANSPORT_STDOUT)
+		return false;
+	if (qr->q->on_stdout)
+		qr->q->on_stdout(qr->q->ctx, line, len, flags);
+	return true;
+}
+
+static struct event *query_event(struct runner_job *job, const struct runner_query *q,
+				 enum event_kind kind)
+{
+	struct event *ev = event_new(kind, job->index);
+
+	ev->phase = q->phase ? xstrdup(q->phase) : NULL;
+	ev->role = q->role ? xstrdup(q->role) : NULL;
+	ev->step = q->step ? xstrdup(q->step) : NULL;
+	return ev;
+}
+
+static int query_fn(struct runner_job *job, void *data)
+{
+	struct query_run *qr = data;
+	const struct runner_query *q = qr->q;
+	struct transport_result res = {0};
+	uint64_t t0 = now_ms();
+	struct event *ev;
+	bool skipped;
+
+	runner_job_set_filter(job, query_filter, qr);
+	runner_job_post(job, query_event(job, q, EVENT_STEP_START));
+	if (q->put_path)
+		qr->rc = job->r->opts->ops->put_file(job->tp, q->put_path, q->input, q->input_len,
+						     q->put_mode, NULL, &skipped, &qr->err);
+	else if (q->get_path && !job->r->opts->ops->get_file)
+		qr->rc = error_set(&qr->err, TRANSPORT_ERR_GENERIC,
+				   "the %s transport cannot read files", job->r->opts->ops->name);
+	else if (q->get_path)
+		qr->rc = job->r->opts->ops->get_file(job->tp, q->get_path, q->get_max, q->on_data,
+						     q->ctx, q->get_sha, q->get_size,
+						     q->timeout_ms, &qr->err);
+	else
+		qr->rc = runner_job_exec(job, q->phase, q->step, q->command, q->input,
+					 q->input_len, q->timeout_ms, &res, &qr->err);
+	qr->ran = true;
+	qr->exit_status =
+	    qr->rc < 0 || q->put_path || q->get_path ? (qr->rc < 0 ? -1 : 0) : res.exit_status;
+	ev = query_event(job, q, EVENT_STEP_END);
+	ev->result = qr->rc == 0 && qr->exit_status == 0 ? STEP_OK : STEP_FAILED;
+	ev->exit_status = qr->exit_status;
+	ev->duration_ms = now_ms() - t0;
+	if (qr->rc < 0)
+		ev->text = xstrdup(qr->err.msg);
+	runner_job_post(job, ev);
+	runner_job_set_filter(job, NULL, NULL);
+	runner_job_set_exit(job, qr->exit_status);
+	if (qr->rc == TRANSPORT_ERR_LOST)
+		return -1;
+	return qr->rc < 0 ? 1 : 0;
+}
+
+static void query_on_event(const struct event *ev, const struct node_status *st, void *data)
+{
+	struct query_run *qr = data;
+
+	/* not reached: the reason (the runner's words, redacted) */
+	if (ev->kind == EVENT_NODE_STATE && ev->state == NODE_UNREACHABLE && !qr->ran)
+		error_set(&qr->err, TRANSPORT_ERR_GENERIC, "%s", ev->text ? ev->text : "unreachable");
+	if (qr->o->on_event)
+		qr->o->on_event(ev, st, qr->o->data);
+}
+
+static void query_on_tick(void *data)
+{
+	struct query_run *qr = data;
+
+	if (qr->o->on_tick)
+		qr->o->on_tick(qr->o->data);
+}
+
+int runner_query(const struct runner_opts *o, const struct node *node, struct transport **session,
+		 const struct runner_query *q, int *exit_status, struct error *err)
+{
+	struct query_run qr = {.q = q, .o = o, .rc = TRANSPORT_ERR_GENERIC, .exit_status = -1};
+	struct runner_opts ro = *o;
+	struct runner_summary sum;
+	const struct node *nodes[1] = {node};
+	struct transport *slot[1] = {session ? *session : NULL};
+
+	ro.forks = 1;
+	ro.sessions = slot;
+	ro.node_fn = query_fn;
+	ro.on_event = query_on_event;
+	ro.on_tick = query_on_tick;
+	ro.data = &qr;
+	runner_run(&ro, nodes, 1, &sum, NULL);
+	if (session)
+		*session = slot[0];
+	else
+		runner_sessions_close(o->ops, slot, 1);
+	if (exit_status)
+		*exit_status = qr.exit_status;
+	if (qr.rc < 0 || !qr.ran) {
+		if (err)
+			*err = qr.err;
+		return qr.rc < 0 ? qr.rc : TRANSPORT_ERR_GENERIC;
+	}
+	return 0;
+}
+
+int runner_host_key(const struct node *n, struct transport_host_key *out, struct error *err)
+{
+	struct runner_opts ro = {0};
+	struct transport_target target;
+
+	runner_target_from_node(&target, n, &ro);
+	return transport_host_key_scan(&target, out, err);
+}
+
 void runner_sessions_close(const struct transport_ops *ops, struct transport **sessions, size_t nr)
 {
 	size_t i;

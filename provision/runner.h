@@ -197,6 +197,57 @@ void runner_job_set_exit(struct runner_job *job, int exit_status);
 void runner_job_interrupted(struct runner_job *job, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * A query: one command on one node whose standard output is data for the
+ * caller (kubectl -o json, a file's bytes), not lines to show.  A
+ * runner_run() of that node alone with o's transport, sudo, secrets,
+ * on_event and signal handling (node_fn and sessions are the query's):
+ * the node's session taken from *session and left there (connected first
+ * when NULL; the caller closes it, runner_sessions_close()).  The command
+ * is posted as a step (EVENT_STEP_START, then EVENT_STEP_END with result
+ * ok or failed and the exit status; phase, role and step as given) with
+ * its stderr lines (EVENT_LINE), within RUNNER_OUTPUT_HEAD/TAIL, so views,
+ * node logs and records show it; each stdout line (without its newline,
+ * flags as transport_line_fn's) goes to on_stdout on a worker thread, and
+ * never into an event.  With put_path instead of command: put_file of
+ * input (mode put_mode) to that path; with get_path: get_file.
+ */
+struct runner_query {
+	const char *phase, *role, *step;
+	const char *command;
+	const char *put_path;
+	unsigned put_mode;
+	const void *input; /* the command's stdin, or NULL; put_path: the file's bytes */
+	size_t input_len;
+	int timeout_ms;
+	void (*on_stdout)(void *ctx, const char *line, size_t len, unsigned flags);
+	void *ctx;
+	/*
+	 * With get_path instead of command: the transport's get_file of that
+	 * path (at most get_max bytes, each piece to on_data with ctx), its
+	 * SHA-256 into get_sha (65) and its size into *get_size.
+	 */
+	const char *get_path;
+	uint64_t get_max;
+	int (*on_data)(void *ctx, const void *data, size_t len);
+	char *get_sha;
+	uint64_t *get_size;
+};
+/*
+ * 0 when the command ran (its exit status in *exit_status; put_path: 0),
+ * or negative (enum transport_err) with the reason in err: unreachable,
+ * lost, timed out.
+ */
+int runner_query(const struct runner_opts *o, const struct node *node, struct transport **session,
+		 const struct runner_query *q, int *exit_status, struct error *err);
+
+/*
+ * forget-host: the host key node n offers now, by the handshake alone
+ * (transport_host_key_scan on the node's target): no login, nothing
+ * checked against known_hosts or written.  0, or negative with err.
+ */
+int runner_host_key(const struct node *n, struct transport_host_key *out, struct error *err);
+
 /* Close every session left in `sessions` (nr slots); accepts NULL. */
 void runner_sessions_close(const struct transport_ops *ops, struct transport **sessions, size_t nr);
 

@@ -212,6 +212,152 @@ void transport_sha256_hex(char out[65], const void *data, size_t len)
 	hex_encode(out, md, sizeof(md));
 }
 
+/* ---- get_file over exec ---- */
+
+struct get_ctx {
+	uint64_t max, len;
+	int (*on_data)(void *ctx, const void *data, size_t len);
+	void *ctx;
+	struct transport_sha256 hash;
+	char node_sha[65];
+	unsigned long long size;
+	unsigned lines;
+	bool bad, too_big, stopped;
+};
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* One line of base64 (a multiple of 4 characters, padded at the end only) into out. */
+static int b64_line(const char *s, size_t len, unsigned char *out, size_t *n)
+{
+	size_t i;
+
+	*n = 0;
+	if (len % 4)
+		return -1;
+	for (i = 0; i < len; i += 4) {
+		int v[4], k, pad = 0;
+		for (k = 0; k < 4; k++) {
+			if (s[i + k] == '=' && i + 4 == len && k >= 2) {
+				v[k] = 0;
+				pad++;
+				continue;
+			}
+			if (pad || (v[k] = b64_value((unsigned char)s[i + k])) < 0)
+				return -1;
+		}
+		out[(*n)++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
+		if (pad < 2)
+			out[(*n)++] = (unsigned char)(v[1] << 4 | v[2] >> 2);
+		if (pad < 1)
+			out[(*n)++] = (unsigned char)(v[2] << 6 | v[3]);
+	}
+	return 0;
+}
+
+static void get_line(void *ctx, enum transport_stream stream, const char *line, size_t len,
+		     unsigned flags)
+{
+	struct get_ctx *g = ctx;
+
+	if (stream != TRANSPORT_STDOUT || g->bad)
+		return;
+	if (flags) { /* a piece of a line longer than 64 KiB: not what the node should send */
+		g->bad = true;
+		return;
+	}
+	if (g->lines == 0) {
+		if (len != 64 || strspn(line, "0123456789abcdef") < 64)
+			g->bad = true;
+		else
+			memcpy(g->node_sha, line, 64);
+	} else if (g->lines == 1) {
+		char buf[32], *end;
+		if (len == 0 || len >= sizeof(buf) || !strchr("0123456789", line[0])) {
+			g->bad = true;
+		} else {
+			memcpy(buf, line, len);
+			buf[len] = '\0';
+			errno = 0;
+			g->size = strtoull(buf, &end, 10);
+			g->bad = *end != '\0' || errno;
+			if (g->size > g->max) /* said before a byte is sent: not read at all */
+				g->bad = g->too_big = true;
+		}
+	} else {
+		unsigned char piece[57];
+		size_t n;
+
+		/* A line of at most 76 base64 characters: at most 57 bytes. */
+		if (len > 76 || b64_line(line, len, piece, &n) < 0) {
+			g->bad = true;
+		} else if (g->len + n > g->max) {
+			g->bad = g->too_big = true;
+		} else if (g->on_data(g->ctx, piece, n)) {
+			g->bad = g->stopped = true;
+		} else {
+			transport_sha256_update(&g->hash, piece, n);
+			g->len += n;
+		}
+		explicit_bzero(piece, sizeof(piece));
+	}
+	g->lines++;
+}
+
+int transport_get_file_exec(struct transport *t,
+			    int (*exec)(struct transport *t, const struct transport_exec *req,
+					struct transport_result *res, struct error *err),
+			    const char *path, uint64_t max,
+			    int (*on_data)(void *ctx, const void *data, size_t len), void *ctx,
+			    char sha_hex[65], uint64_t *size, int timeout_ms, struct error *err)
+{
+	struct get_ctx g = {.max = max, .on_data = on_data, .ctx = ctx};
+	struct strbuf cmd = STRBUF_INIT;
+	struct transport_exec ex = {.timeout_ms = timeout_ms, .on_line = get_line, .ctx = &g};
+	struct transport_result r = {0};
+	unsigned char md[32];
+	int rc;
+
+	transport_sha256_init(&g.hash);
+	strbuf_addstr(&cmd, "f=");
+	sh_quote(&cmd, path);
+	strbuf_addstr(&cmd, "; sha256sum < \"$f\" | cut -c1-64 && wc -c < \"$f\" && "
+			    "base64 -w 76 < \"$f\"");
+	ex.command = cmd.buf;
+	rc = exec(t, &ex, &r, err);
+	strbuf_release(&cmd);
+	if (rc < 0)
+		return rc;
+	if (g.stopped)
+		return error_set(err, TRANSPORT_ERR_IO, "'%s': the bytes could not be kept here",
+				 path);
+	if (r.exit_status)
+		return error_set(err, TRANSPORT_ERR_IO, "cannot read '%s' on the node (exit %d)",
+				 path, r.exit_status);
+	if (g.bad || g.lines < 2)
+		return error_set(err, TRANSPORT_ERR_IO,
+				 "'%s': the node sent something that is not the file%s", path,
+				 g.too_big ? " (larger than provision accepts)" : "");
+	transport_sha256_final(&g.hash, md);
+	transport_hex32(sha_hex, md);
+	*size = g.len;
+	if (g.size != g.len || memcmp(sha_hex, g.node_sha, 64))
+		return error_set(err, TRANSPORT_ERR_IO,
+				 "'%s': %llu bytes arrived with SHA-256 %.12s…, the node said %llu "
+				 "bytes, %.12s…",
+				 path, (unsigned long long)g.len, sha_hex, g.size, g.node_sha);
+	return 0;
+}
+
 int transport_key_fingerprint(char out[TRANSPORT_FINGERPRINT_LEN + 1], const char *b64)
 {
 	static const char digits[] =

@@ -82,6 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sha256.h"
 #include "util.h"
 
 /* Error codes, negative; `struct error` carries the readable message. */
@@ -203,6 +204,19 @@ struct transport_ops {
 	 */
 	int (*put_file)(struct transport *t, const char *path, const void *data, size_t len,
 			unsigned mode, const char *owner, bool *skipped, struct error *err);
+	/*
+	 * Read the file at `path` on the node, streamed: its bytes go to
+	 * on_data a piece at a time as they arrive (never whole in memory),
+	 * at most `max` of them (a larger file is refused before a byte of
+	 * it is sent), checked against the SHA-256 and size the node gives
+	 * first.  On_data returns 0, or nonzero to stop (then
+	 * TRANSPORT_ERR_IO).  sha_hex: the SHA-256 of the file, 64 hex
+	 * digits; *size its length.  0, or a negative transport_err
+	 * (TRANSPORT_ERR_IO: no such file, or the node sent what is not it).
+	 */
+	int (*get_file)(struct transport *t, const char *path, uint64_t max,
+			int (*on_data)(void *ctx, const void *data, size_t len), void *ctx,
+			char sha_hex[65], uint64_t *size, int timeout_ms, struct error *err);
 	void (*get_stats)(struct transport *t, struct transport_stats *st);
 	/* Close the session; accepts NULL. */
 	void (*close)(struct transport *t);
@@ -256,21 +270,20 @@ int transport_known_hosts_match(const char *host, int port, const char *line, ch
  * them without a network.  Not for other modules.
  */
 
-/* SHA-256 (FIPS 180-4) of data, as 64 lowercase hex digits and a NUL. */
-void transport_sha256_hex(char out[65], const void *data, size_t len);
-void transport_sha256(unsigned char out[32], const void *data, size_t len);
-/* The same a piece at a time (a file read or received in pieces). */
-struct transport_sha256 {
-	uint32_t h[8];
-	uint64_t total;
-	unsigned char block[64];
-	size_t used;
-};
-void transport_sha256_init(struct transport_sha256 *c);
-void transport_sha256_update(struct transport_sha256 *c, const void *data, size_t len);
-void transport_sha256_final(struct transport_sha256 *c, unsigned char out[32]);
-/* 64 lowercase hex digits and a NUL of a 32-byte digest. */
-void transport_hex32(char out[65], const unsigned char md[32]);
+/* SHA-256: sha256.h. */
+
+/*
+ * get_file over a transport's exec: the node runs `sha256sum`, `wc -c` and
+ * `base64 -w 76` of the file; every line is checked (64 hex digits, a
+ * number within max, lines of at most 76 base64 characters) and the bytes
+ * against the node's hash and size.
+ */
+int transport_get_file_exec(struct transport *t,
+			    int (*exec)(struct transport *t, const struct transport_exec *req,
+					struct transport_result *res, struct error *err),
+			    const char *path, uint64_t max,
+			    int (*on_data)(void *ctx, const void *data, size_t len), void *ctx,
+			    char sha_hex[65], uint64_t *size, int timeout_ms, struct error *err);
 
 /*
  * The fingerprint OpenSSH shows for a public key ("SHA256:" and 43 base64

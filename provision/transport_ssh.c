@@ -1812,11 +1812,24 @@ static int ssh_put_op(struct transport *t, const char *path, const void *data, s
 	return rc;
 }
 
+static int ssh_get_op(struct transport *t, const char *path, uint64_t max,
+		      int (*on_data)(void *ctx, const void *data, size_t len), void *ctx,
+		      char sha_hex[65], uint64_t *size, int timeout_ms, struct error *err)
+{
+	int rc = transport_get_file_exec(t, ssh_exec_fn, path, max, on_data, ctx, sha_hex, size,
+					 timeout_ms, err);
+
+	if (rc < 0)
+		error_make_safe(err);
+	return rc;
+}
+
 const struct transport_ops transport_ssh_ops = {
     .name = "ssh",
     .connect = ssh_connect_op,
     .exec = ssh_exec_op,
     .put_file = ssh_put_op,
+    .get_file = ssh_get_op,
     .get_stats = ssh_get_stats,
     .close = ssh_close_fn,
 };

@@ -29,6 +29,9 @@
 #     the release;
 #   - no token, certificate key, hub secret or password in any file the
 #     runs wrote (state folder, outputs, node logs collected);
+#   - remove-node -K node-4 on a terminal (script(1)): its two runs (the
+#     removal, then the hub's profiles) ask for the password once and log
+#     in to node-1 once (issue 35; before: two prompts, two logins);
 #   - after remove-node, `up` with node-3's RTX 3070 shared by 4
 #     (gpu_sharing): the GPU Operator's time-slicing values, node-3's
 #     nvidia.com/device-plugin.config label, 4 allocatable nvidia.com/gpu
@@ -316,8 +319,16 @@ test_case "no token, certificate key, hub secret or password in any file the run
 	expect_eq '' \"\$found\" 'files holding a secret'
 "
 
-test_case "remove-node node-4, the only RTX 4080: the profile goes, the others stay, node-2 and node-3 Ready" "
-	$PROVISION remove-node -i $HUB_INV4 --state $STATE --roles $ROLES --no-tui --yes node-4 >rm.out 2>&1 || { run_tail rm.out; false; }
+test_case "remove-node -K node-4, the only RTX 4080: one password prompt, one SSH login on the control plane for both runs; the profile goes, the others stay, node-2 and node-3 Ready" "
+	l1=\$(logins node-1) l4=\$(logins node-4)
+	on_tty tty-sudo-password-1 rm.out remove-node -K -i $HUB_INV4 --state $STATE --roles $ROLES --no-tui --yes node-4 || { run_tail rm.out; false; }
+	echo \"prompts \$(cat rm.out.prompts), logins node-1 \$((\$(logins node-1) - l1)), node-4 \$((\$(logins node-4) - l4))\"
+	expect_eq 1 \"\$(cat rm.out.prompts)\" 'sudo password prompts'
+	expect_eq 1 \"\$((\$(logins node-1) - l1))\" 'SSH logins on node-1 (remove, then the hub profiles)'
+	# the run's login, then the reset report's proof that a new SSH session still works
+	expect_eq 2 \"\$((\$(logins node-4) - l4))\" 'SSH logins on node-4'
+	expect_no_grep tty-sudo-password-1 rm.out
+	expect_grep 'remove-node: the hub.s profiles, regenerated from the nodes left' rm.out
 	expect_no_grep '^node-[23] ' rm.out
 	kc get nodes -o name >nodes.left
 	expect_no_grep 'node/node-4' nodes.left

@@ -26,6 +26,10 @@
 #     the kubeadm-config ConfigMap says v1.37.1 in kubeadm.k8s.io/v1beta4
 #     (the stand-in stores it so from 1.31, like kubeadm), every node is
 #     Ready and schedulable;
+#   - -K on a terminal (script(1)): one password prompt and one SSH login
+#     per node for the whole upgrade (three stages, a run for the control
+#     plane and one for the workers each, the versions asked between them:
+#     issue 35; before, 10 logins on node-1 and 3 on each worker);
 #   - the versions before and after are in the output and in the recorded
 #     logs; a second upgrade changes nothing.
 # shellcheck source=tests/lib.sh
@@ -124,10 +128,16 @@ test_case "a pod without a controller on node-2: control plane upgraded, node-2 
 	expect_eq '' \"\$(kc get node node-3 -o 'jsonpath={.spec.unschedulable}')\" 'node-3 schedulable'
 "
 
-test_case "the pod gone, the same command finishes, minor by minor: every component and package at 1.37.1, held, Ready, schedulable; kubeadm-config in v1beta4" "
+test_case "the pod gone, the same command (-K on a terminal: one prompt, one SSH login per node) finishes, minor by minor: every component and package at 1.37.1, held, Ready, schedulable; kubeadm-config in v1beta4" "
 	kc delete pod lonely
-	'$PROVISION' upgrade -i new.yaml $P $NB --parallel 2 >up2.out 2>&1 || { run_tail up2.out; false; }
+	l1=\$(logins node-1) l2=\$(logins node-2) l3=\$(logins node-3)
+	on_tty tty-sudo-password-1 up2.out upgrade -K -i new.yaml $P $NB --parallel 2 || { run_tail up2.out; false; }
 	grep '^upgrade: ' up2.out
+	echo \"prompts \$(cat up2.out.prompts), logins node-1 \$((\$(logins node-1) - l1)), node-2 \$((\$(logins node-2) - l2)), node-3 \$((\$(logins node-3) - l3))\"
+	# -K: one prompt, and one SSH login per node for the whole command (3 stages, 4 runs)
+	expect_eq 1 \"\$(cat up2.out.prompts)\" 'sudo password prompts'
+	expect_eq '1 1 1' \"\$((\$(logins node-1) - l1)) \$((\$(logins node-2) - l2)) \$((\$(logins node-3) - l3))\" 'SSH logins on node-1..3'
+	expect_no_grep tty-sudo-password-1 up2.out
 	kubelets >v3
 	expect_eq 3 \"\$(grep -c ' v1.37.1\$' v3)\" 'kubelets at v1.37.1'
 	expect_eq v1.37.1 \"\$(kc version -o json | sed -n 's/.*\"gitVersion\": *\"\\(v[^\"]*\\)\".*/\\1/p' | tail -n 1)\" 'API server'

@@ -167,6 +167,11 @@ test_case "provision backup: snapshot verified on the node, copied here with the
 	tar -tf "$BACKUPS/$id/pki.tar" >pki.list
 	expect_grep "^pki/etcd/ca.key\$" pki.list
 	expect_eq "" "$(x ls -A /var/lib/provision/etcd-backup)" "the node'"'"'s copy"
+	# the download is the run'"'"'s own work: steps of its node log in the record (issue 35)
+	"$PROVISION" logs -i "$INV" --state "$STATE" node-1 >b1.log
+	expect_grep "etcd-backup › download snapshot.db: ok" b1.log
+	expect_grep "etcd-backup › download pki.tar: ok" b1.log
+	expect_grep "etcd-backup › remove the node.s copy: ok" b1.log
 '
 
 test_case "the run record notes the backup (id, SHA-256, size) and holds no key material and no etcd value" '

@@ -19,18 +19,19 @@
 
 #include <stddef.h>
 
-#include "../transport.h"
+#include "../sha256.h"
 #include "../util.h"
 
-/* Defined in common.h. */
+/* Defined in session.h. */
 struct cli_plan_args;
+struct cli_session;
 
 /*
- * Take a backup with the view options of `view` (inventory, roles, state,
- * output, no_tui, verbose, ask_sudo; its other fields are ignored).
- * Returns an enum exit_status; prints what it did.
+ * Take a backup in session s (one pass) with the view options of `view`
+ * (output, no_tui, verbose; its other fields are ignored).  Returns an
+ * enum exit_status; prints what it did.
  */
-int cli_backup_run(const struct cli_plan_args *view);
+int cli_backup_pass(struct cli_session *s, const struct cli_plan_args *view);
 
 /*
  * Whether data is a whole etcd snapshot as `etcdctl snapshot save` writes

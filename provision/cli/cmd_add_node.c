@@ -1,7 +1,7 @@
 /* provision add-node: prepare and join new nodes, refresh the hub's profiles. */
 #include "../role.h"
 #include "cmd.h"
-#include "common.h"
+#include "session.h"
 
 static struct cli_plan_args args = {.cmd_name = "add-node", .forks = 64, .output = "text"};
 

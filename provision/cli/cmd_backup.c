@@ -4,17 +4,20 @@
  *
  * backup: roles/etcd-backup makes and verifies the snapshot on the control
  * plane (one recorded run); then, before the run is committed, the
- * snapshot and the PKI archive are read from the node over a new SSH
- * session (base64 on the wire, the node's sha256sum and size first, every
- * byte bounded), checked against those and against etcd's own appended
- * hash, written as ID.tmp and renamed; the node's copy is removed and the
- * oldest backups beyond cluster.backups_keep are deleted.
+ * snapshot and the PKI archive are read from the node on the run's own
+ * SSH session (the transport's get_file through the session: steps of the
+ * run, shown, logged and recorded; base64 on the wire, the node's
+ * sha256sum and size first, every byte bounded), checked against those and
+ * against etcd's own appended hash, written as ID.tmp and renamed; the
+ * node's copy is removed and the oldest backups beyond cluster.backups_keep
+ * are deleted.
  *
  * restore: the backup is checked here first (a snapshot that is short,
  * not whole pages, or whose hash does not match is refused, exit 2,
  * before any node is reached), confirmed (what it replaces is said; not
  * on a terminal --yes is required), uploaded to the control plane, and
- * roles/etcd-restore puts the PKI in place and restores etcd's data.
+ * roles/etcd-restore puts the PKI in place and restores etcd's data: the
+ * upload, the run and the clean-up in one session.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,10 +34,11 @@
 #include "../role.h"
 #include "../runner.h"
 #include "../state.h"
-#include "../transport.h"
+#include "../sha256.h"
 #include "../util.h"
 #include "cmd.h"
-#include "common.h"
+#include "prompt.h"
+#include "session.h"
 #include "backup.h"
 
 /* What a node may send: etcd's largest quota is 8 GiB; a PKI is a few KiB. */
@@ -239,150 +243,75 @@ static void free_ids(char **ids, size_t nr)
 	free(ids);
 }
 
-/* ---- the node's side ---- */
+/* ---- the node's side (through the run's session: cli_session_*) ---- */
 
 /*
- * A file read from the node, streamed to a file here as it comes (an etcd
- * snapshot may be 8 GiB: never whole in memory), hashed on the way and, for
- * the snapshot, checked as etcd would (backup_snapshot_check).
+ * A file read from the node (the transport's get_file), streamed to a file
+ * here as it comes (an etcd snapshot may be 8 GiB: never whole in memory)
+ * and, for the snapshot, checked as etcd would (backup_snapshot_check).
  */
 struct download {
-	int fd;	      /* where the bytes go */
-	uint64_t max; /* the most the node may send */
-	uint64_t len; /* bytes written */
-	struct transport_sha256 hash;
+	int fd;				    /* where the bytes go */
 	struct backup_snapshot_check *snap; /* NULL: not a snapshot */
-	char sha_hex[65];		    /* of what arrived, at the end */
-	char node_sha[65];		    /* what the node said */
-	unsigned long long size;	    /* what the node said */
-	unsigned lines;
-	bool bad, too_big;
+	char sha_hex[65];		    /* of what arrived, checked against the node's */
+	uint64_t len;			    /* bytes written */
 	int io_errno;
-	struct strbuf piece; /* one line's bytes */
 };
 
-static void download_line(void *ctx, enum transport_stream stream, const char *line, size_t len,
-			  unsigned flags)
+static int download_data(void *ctx, const void *data, size_t len)
 {
 	struct download *dl = ctx;
+	int e = write_all(dl->fd, data, len);
 
-	if (stream != TRANSPORT_STDOUT || dl->bad)
-		return;
-	if (flags) { /* a piece of a line longer than 64 KiB: not what the node should send */
-		dl->bad = true;
-		return;
-	}
-	if (dl->lines == 0) {
-		if (len != 64 || strspn(line, "0123456789abcdef") < 64)
-			dl->bad = true;
-		else
-			memcpy(dl->node_sha, line, 64);
-	} else if (dl->lines == 1) {
-		char buf[32], *end;
-		if (len == 0 || len >= sizeof(buf)) {
-			dl->bad = true;
-		} else {
-			memcpy(buf, line, len);
-			buf[len] = '\0';
-			dl->size = strtoull(buf, &end, 10);
-			dl->bad = *end != '\0';
-			if (dl->size > dl->max) /* said before a byte is sent: not read at all */
-				dl->bad = dl->too_big = true;
-		}
-	} else {
-		struct strbuf *piece = &dl->piece;
-		int e;
-
-		/* A line of at most 76 base64 characters: at most 57 bytes. */
-		strbuf_reset(piece);
-		if (len > 76 || http_base64_decode(line, len, piece) < 0) {
-			dl->bad = true;
-		} else if (dl->len + piece->len > dl->max) {
-			dl->bad = dl->too_big = true;
-		} else if ((e = write_all(dl->fd, piece->buf, piece->len)) < 0) {
-			dl->bad = true;
-			dl->io_errno = -e;
-		} else {
-			transport_sha256_update(&dl->hash, piece->buf, piece->len);
-			if (dl->snap)
-				backup_snapshot_check_update(dl->snap, (unsigned char *)piece->buf,
-							     piece->len);
-			dl->len += piece->len;
-		}
-		if (piece->len)
-			explicit_bzero(piece->buf, piece->len);
-	}
-	dl->lines++;
-}
-
-/* A session as root to the node (the runner's target and the inventory's sudo). */
-static int node_connect(struct transport **t, const struct inventory *inv, const struct node *n,
-			const char *passphrase, struct error *err)
-{
-	char *password = cli_sudo_password(false, inv->ssh.sudo_password_file);
-	struct runner_opts ro = {.use_sudo = true,
-				 .sudo_password = password,
-				 .identity_passphrase = passphrase,
-				 .passphrase_identity = inv->ssh.identity};
-	struct transport_target target;
-	int rc;
-
-	runner_target_from_node(&target, n, &ro);
-	rc = transport_ssh_ops.connect(t, &target, err);
-	cli_free_secret(password);
-	return rc;
-}
-
-static int node_run(struct transport *t, const char *command, struct error *err)
-{
-	struct transport_exec ex = {.command = command, .timeout_ms = 120000};
-	struct transport_result r = {0};
-
-	if (transport_ssh_ops.exec(t, &ex, &r, err) < 0)
+	if (e < 0) {
+		dl->io_errno = -e;
 		return -1;
-	if (r.exit_status)
-		return error_set(err, -1, "'%s' exited with status %d", command, r.exit_status);
+	}
+	if (dl->snap)
+		backup_snapshot_check_update(dl->snap, data, len);
+	return 0;
+}
+
+static int node_run(struct cli_session *s, const struct node *n, const char *role,
+		    const char *step, const char *command, struct error *err)
+{
+	struct strbuf out = STRBUF_INIT;
+	int rc = cli_session_capture(s, n, role, step, command, 120000, 4096, &out, err);
+
+	strbuf_release(&out);
+	if (rc < 0)
+		return error_set(err, -1, "'%s': %s", command, err->msg);
 	return 0;
 }
 
 /*
  * Read PATH from the node into DEST, a new file here (0600, synced): streamed
  * as it comes, bounded by max, checked against the node's sha256sum and size
- * and, with snap, as an etcd snapshot.  0; -1 the node's failure (err set);
- * -2 this machine's (errno set).
+ * (get_file) and, with snap, as an etcd snapshot.  0; -1 the node's failure
+ * (err set); -2 this machine's (errno set).
  */
-static int node_read(struct transport *t, const char *path, const char *dest, uint64_t max,
+static int node_read(struct cli_session *s, const struct node *n, const char *step,
+		     const char *path, const char *dest, uint64_t max,
 		     struct backup_snapshot_check *snap, struct download *dl, struct error *err)
 {
-	struct strbuf cmd = STRBUF_INIT;
-	struct transport_exec ex = {.timeout_ms = 3600 * 1000, .on_line = download_line, .ctx = dl};
-	struct transport_result r = {0};
-	unsigned char md[32];
 	int rc;
 
 	memset(dl, 0, sizeof(*dl));
-	strbuf_init(&dl->piece, 64);
-	dl->max = max;
 	dl->snap = snap;
-	transport_sha256_init(&dl->hash);
 	dl->fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (dl->fd < 0 || fchmod(dl->fd, 0600) < 0) {
 		rc = -2;
 		goto out;
 	}
-	strbuf_addstr(&cmd, "f=");
-	strbuf_add_sh_quoted(&cmd, path);
-	strbuf_addstr(&cmd, "; sha256sum < \"$f\" | cut -c1-64 && wc -c < \"$f\" && "
-			    "base64 -w 76 < \"$f\"");
-	ex.command = cmd.buf;
-	rc = transport_ssh_ops.exec(t, &ex, &r, err);
-	if (rc < 0) {
-		rc = -1;
-		goto out;
-	}
+	rc = cli_session_get_file(s, n, "etcd-backup", step, path, max, download_data, dl,
+				  dl->sha_hex, &dl->len, err);
 	if (dl->io_errno) {
 		errno = dl->io_errno;
 		rc = -2;
+		goto out;
+	}
+	if (rc < 0) {
+		rc = -1;
 		goto out;
 	}
 	if (fsync(dl->fd) < 0) {
@@ -390,24 +319,6 @@ static int node_read(struct transport *t, const char *path, const char *dest, ui
 		goto out;
 	}
 	rc = -1;
-	if (r.exit_status) {
-		error_set(err, -1, "cannot read '%s' on the node (exit %d)", path, r.exit_status);
-		goto out;
-	}
-	if (dl->bad || dl->lines < 2) {
-		error_set(err, -1, "'%s': the node sent something that is not the file%s", path,
-			  dl->too_big ? " (larger than provision accepts)" : "");
-		goto out;
-	}
-	transport_sha256_final(&dl->hash, md);
-	transport_hex32(dl->sha_hex, md);
-	if (dl->size != dl->len || memcmp(dl->sha_hex, dl->node_sha, 64)) {
-		error_set(err, -1,
-			  "'%s': %llu bytes arrived with SHA-256 %.12s…, the node said %llu "
-			  "bytes, %.12s…",
-			  path, (unsigned long long)dl->len, dl->sha_hex, dl->size, dl->node_sha);
-		goto out;
-	}
 	if (snap && backup_snapshot_check_final(snap, err) < 0)
 		goto out;
 	rc = 0;
@@ -415,8 +326,6 @@ out:
 	if (dl->fd >= 0 && close(dl->fd) < 0 && rc == 0)
 		rc = -2;
 	dl->fd = -1;
-	strbuf_release(&dl->piece);
-	strbuf_release(&cmd);
 	return rc;
 }
 
@@ -434,7 +343,6 @@ static int backup_after(const struct cli_plan_args *a, const struct cli_plan_don
 	const struct node *cp = d->nr ? d->nodes[0] : NULL;
 	struct download snap = {.fd = -1}, pki = {.fd = -1};
 	struct backup_snapshot_check check;
-	struct transport *t = NULL;
 	struct error err = {0};
 	struct strbuf manifest = STRBUF_INIT, rm = STRBUF_INIT;
 	char *priv = xasprintf("%s/private", d->state_dir);
@@ -465,12 +373,11 @@ static int backup_after(const struct cli_plan_args *a, const struct cli_plan_don
 	if (mkdir(tmp, 0700) < 0)
 		goto local_fail;
 	made_tmp = true;
-	if (node_connect(&t, d->inv, cp, d->identity_passphrase, &err) < 0)
-		goto node_fail;
 	backup_snapshot_check_init(&check);
 	path = xasprintf(NODE_DIR "/%s.db", backup_id);
 	dest = xasprintf("%s/snapshot.db", tmp);
-	rc = node_read(t, path, dest, SNAPSHOT_MAX, &check, &snap, &err);
+	rc = node_read(d->session, cp, "download snapshot.db", path, dest, SNAPSHOT_MAX, &check,
+		       &snap, &err);
 	free(path);
 	free(dest);
 	if (rc == -2)
@@ -479,7 +386,7 @@ static int backup_after(const struct cli_plan_args *a, const struct cli_plan_don
 		goto node_fail;
 	path = xasprintf(NODE_DIR "/%s.pki.tar", backup_id);
 	dest = xasprintf("%s/pki.tar", tmp);
-	rc = node_read(t, path, dest, PKI_MAX, NULL, &pki, &err);
+	rc = node_read(d->session, cp, "download pki.tar", path, dest, PKI_MAX, NULL, &pki, &err);
 	free(path);
 	free(dest);
 	if (rc == -2)
@@ -508,7 +415,7 @@ static int backup_after(const struct cli_plan_args *a, const struct cli_plan_don
 	/* The node's copy holds every Secret of the cluster: it goes. */
 	strbuf_addf(&rm, "rm -f " NODE_DIR "/%s.db " NODE_DIR "/%s.pki.tar " NODE_DIR "/%s.ok",
 		    backup_id, backup_id, backup_id);
-	if (node_run(t, rm.buf, &err) < 0)
+	if (node_run(d->session, cp, "etcd-backup", "remove the node's copy", rm.buf, &err) < 0)
 		printf("backup: warning: the node's copy in %s on %s was not removed: %s\n",
 		       NODE_DIR, cp->name, err.msg);
 
@@ -545,7 +452,6 @@ local_fail : {
 }
 	ret = EXIT_LOCAL;
 out:
-	transport_ssh_ops.close(t);
 	free_ids(ids, nr_ids);
 	strbuf_release(&manifest);
 	strbuf_release(&rm);
@@ -573,7 +479,7 @@ static int select_cp(const struct cli_plan_args *a, const struct inventory *inv,
 	return 0;
 }
 
-int cli_backup_run(const struct cli_plan_args *view)
+int cli_backup_pass(struct cli_session *s, const struct cli_plan_args *view)
 {
 	struct cli_plan_args a = {
 		.cmd_name = "backup",
@@ -592,24 +498,17 @@ int cli_backup_run(const struct cli_plan_args *view)
 	};
 	time_t now = time(NULL);
 	struct tm tm;
-	char *password;
 	int ret;
 
 	gmtime_r(&now, &tm);
 	strftime(backup_id, sizeof(backup_id), "%Y%m%dT%H%M%SZ", &tm);
-	/* Asked once: backup_after's session finds it where cli_sudo_password() looks first. */
-	if (a.ask_sudo && !getenv("PROVISION_SUDO_PASSWORD") &&
-	    (password = cli_sudo_password(true, NULL))) {
-		setenv("PROVISION_SUDO_PASSWORD", password, 1);
-		cli_free_secret(password);
-	}
 	free(env_id);
 	env_id = xasprintf("PROVISION_BACKUP_ID=%s", backup_id);
 	env[0] = env_id;
 	env[1] = NULL;
 	a.env = env;
 	a.phase_bits = 1u << role_phase_index("backup");
-	ret = cli_plan_run(&a);
+	ret = cli_session_pass(s, &a);
 	free(env_id);
 	env_id = NULL;
 	return ret;
@@ -617,9 +516,16 @@ int cli_backup_run(const struct cli_plan_args *view)
 
 static int backup_exec(int nr_pos, char **pos)
 {
+	struct cli_session s;
+	int ret;
+
 	(void)nr_pos;
 	(void)pos;
-	return cli_backup_run(&backup_args);
+	ret = cli_session_open(&s, &backup_args);
+	if (!ret)
+		ret = cli_backup_pass(&s, &backup_args);
+	cli_session_close(&s);
+	return ret;
 }
 
 const struct cmd cmd_backup = {
@@ -648,16 +554,14 @@ static const char *restore_env[2];
 
 static int restore_after(const struct cli_plan_args *a, const struct cli_plan_done *d)
 {
-	struct transport *t = NULL;
 	struct error err = {0};
 
 	/* The uploads hold the cluster's secrets: gone whatever the steps did. */
-	if (d->nr && (node_connect(&t, d->inv, d->nodes[0], d->identity_passphrase, &err) < 0 ||
-		      node_run(t, "rm -f " RESTORE_DIR "/snapshot.db " RESTORE_DIR "/pki.tar",
-			       &err) < 0))
+	if (d->nr && node_run(d->session, d->nodes[0], "etcd-restore", "remove the upload",
+			      "rm -f " RESTORE_DIR "/snapshot.db " RESTORE_DIR "/pki.tar",
+			      &err) < 0)
 		printf("restore: warning: the uploaded backup in %s on %s was not removed: %s\n",
 		       RESTORE_DIR, d->nodes[0]->name, err.msg);
-	transport_ssh_ops.close(t);
 	if (d->ret == EXIT_OK)
 		printf("restore: %s: /etc/kubernetes/pki and /var/lib/etcd are the backup's.  "
 		       "Next: provision up -i %s -- on a reinstalled machine it prepares the "
@@ -718,29 +622,30 @@ static int check_file(const char *dir, const char *name, const char *manifest, s
 
 static int restore_exec(int nr_pos, char **pos)
 {
-	struct inventory *inv = NULL;
+	struct cli_session s;
 	const struct node *cp;
 	struct strbuf manifest = STRBUF_INIT, snap = STRBUF_INIT, pki = STRBUF_INIT,
 		      q = STRBUF_INIT;
-	struct transport *t = NULL;
 	struct error err = {0};
-	char *state = NULL, *dir = NULL, *passphrase = NULL, *mpath = NULL;
-	const char *id;
+	char *dir = NULL, *mpath = NULL;
+	const char *id, *state;
 	char **ids = NULL;
 	size_t nr_ids = 0;
-	bool skipped;
 	int ret;
 
-	ret = cli_load_inventory("restore", restore_args.inventory, &inv);
-	if (ret)
+	/* one session: the upload, the run and the clean-up on one SSH session */
+	ret = cli_session_open(&s, &restore_args);
+	if (ret) {
+		cli_session_close(&s);
 		return ret;
-	cp = inventory_control_plane(inv);
+	}
+	cp = inventory_control_plane(s.inv);
 	if (!cp) {
 		fprintf(stderr, "provision restore: the inventory has no control plane\n");
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	state = cli_state_dir(restore_args.state, restore_args.inventory);
+	state = s.state_dir;
 	if (nr_pos && strchr(pos[0], '/')) {
 		size_t n = strlen(pos[0]);
 		while (n > 1 && pos[0][n - 1] == '/')
@@ -800,31 +705,22 @@ static int restore_exec(int nr_pos, char **pos)
 		goto out;
 
 	/* Upload; the role's steps do the rest, recorded like any run. */
-	passphrase = cli_key_passphrase(inv);
-	if (restore_args.ask_sudo) {
-		char *password = cli_sudo_password(true, NULL);
-		if (password)
-			setenv("PROVISION_SUDO_PASSWORD", password, 1);
-		cli_free_secret(password);
-	}
-	ret = cli_node_sudo_passwords("restore", inv, NULL);
+	ret = cli_session_secrets(&s);
 	if (ret)
 		goto out;
-	if (node_connect(&t, inv, cp, passphrase, &err) < 0 ||
-	    node_run(t, "umask 077 && mkdir -p " RESTORE_DIR " && chmod 0700 " RESTORE_DIR
-			" && rm -f " RESTORE_DIR "/pki.done",
+	if (node_run(&s, cp, "etcd-restore", "upload",
+		     "umask 077 && mkdir -p " RESTORE_DIR " && chmod 0700 " RESTORE_DIR
+		     " && rm -f " RESTORE_DIR "/pki.done",
 		     &err) < 0 ||
-	    transport_ssh_ops.put_file(t, RESTORE_DIR "/snapshot.db", snap.buf, snap.len, 0600,
-				       NULL, &skipped, &err) < 0 ||
-	    transport_ssh_ops.put_file(t, RESTORE_DIR "/pki.tar", pki.buf, pki.len, 0600, NULL,
-				       &skipped, &err) < 0) {
+	    cli_session_put_file(&s, cp, "etcd-restore", "upload snapshot.db",
+				 RESTORE_DIR "/snapshot.db", snap.buf, snap.len, 0600, &err) < 0 ||
+	    cli_session_put_file(&s, cp, "etcd-restore", "upload pki.tar", RESTORE_DIR "/pki.tar",
+				 pki.buf, pki.len, 0600, &err) < 0) {
 		fprintf(stderr, "provision restore: %s: cannot upload the backup: %s\n", cp->name,
 			err.msg);
 		ret = EXIT_NODE_FAILED;
 		goto out;
 	}
-	transport_ssh_ops.close(t);
-	t = NULL;
 	free(restore_id_env);
 	restore_id_env = xasprintf("PROVISION_RESTORE_ID=%s", id);
 	restore_env[0] = restore_id_env;
@@ -834,21 +730,18 @@ static int restore_exec(int nr_pos, char **pos)
 	restore_args.skip_preflight = true;
 	restore_args.select = select_cp;
 	restore_args.after = restore_after;
-	ret = cli_plan_run(&restore_args);
+	ret = cli_session_pass(&s, &restore_args);
 out:
-	transport_ssh_ops.close(t);
 	wipe(&snap);
 	wipe(&pki);
 	strbuf_release(&manifest);
 	strbuf_release(&q);
 	free_ids(ids, nr_ids);
-	cli_free_secret(passphrase);
 	free(restore_id_env);
 	restore_id_env = NULL;
 	free(mpath);
 	free(dir);
-	free(state);
-	inventory_free(inv);
+	cli_session_close(&s);
 	return ret;
 }
 

@@ -25,6 +25,9 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "print.h"
+#include "session.h"
+#include "bench.h"
 
 static const char *opt_limit_cpus;
 static char limit_source[200] =
@@ -63,7 +66,8 @@ static struct cli_plan_args args = {
     .cmd_name = "bench",
     .forks = 64,
     .output = "text",
-    .bench_only = true,
+    .mode = RUN_BENCH,
+    .bench_limit = cli_bench_limit,
     .skip_preflight = true,
 };
 

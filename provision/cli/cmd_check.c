@@ -1,9 +1,10 @@
 /* provision check: is the cluster what the inventory says?  (validations only) */
 #include "cmd.h"
-#include "common.h"
+#include "session.h"
+#include "bench.h"
 
 static struct cli_plan_args args = {.cmd_name = "check", .forks = 64, .output = "text",
-				    .check = true};
+				    .mode = RUN_CHECK, .bench_limit = cli_bench_limit};
 
 static const struct opt check_options[] = {
 	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),

@@ -25,6 +25,7 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "print.h"
 #include "run_record.h"
 
 static struct {

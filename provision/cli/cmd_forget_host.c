@@ -15,10 +15,10 @@
 
 #include "../inventory.h"
 #include "../runner.h"
-#include "../transport.h"
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "prompt.h"
 
 static struct {
 	const char *inventory, *fingerprint;
@@ -58,8 +58,6 @@ static int forget_host_exec(int nr_pos, char **pos)
 {
 	struct inventory *inv = NULL;
 	const struct node *n;
-	struct transport_target target;
-	struct runner_opts ro = {0};
 	struct transport_host_key now = {0};
 	struct strbuf file = STRBUF_INIT, kept = STRBUF_INIT, backup = STRBUF_INIT,
 		      updated = STRBUF_INIT;
@@ -92,8 +90,7 @@ static int forget_host_exec(int nr_pos, char **pos)
 		ret = EXIT_LOCAL;
 		goto out;
 	}
-	runner_target_from_node(&target, n, &ro);
-	if (transport_host_key_scan(&target, &now, &err) < 0) {
+	if (runner_host_key(n, &now, &err) < 0) {
 		fprintf(stderr, "provision forget-host: %s: %s; nothing was changed\n", n->name,
 			err.msg);
 		if (err.hint[0])

@@ -17,6 +17,7 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "print.h"
 
 static const char *opt_inventory_file;
 static const char *opt_output = "text";

@@ -1,10 +1,10 @@
 /* provision plan: what `up` would change, changing nothing. */
 #include "cmd.h"
 #include "../role.h"
-#include "common.h"
+#include "session.h"
 
 static struct cli_plan_args args = {.cmd_name = "plan", .forks = 64, .output = "text",
-				    .check_only = true};
+				    .mode = RUN_PLAN};
 
 static const struct opt plan_options[] = {
 	CLI_PLAN_OPTIONS(args),

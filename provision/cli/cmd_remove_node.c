@@ -15,7 +15,8 @@
 #include "../role.h"
 #include "../util.h"
 #include "cmd.h"
-#include "common.h"
+#include "session.h"
+#include "reset.h"
 
 static bool force, keep_prep;
 static int drain_timeout = 300;
@@ -195,7 +196,11 @@ static int remove_node_exec(int nr_pos, char **pos)
 			       "cluster without draining, not contacting them,"
 			     : "remove-node: cordon, drain and delete the nodes, then reset them,";
 	args.after = remove_after;
-	int r = cli_plan_run(&args);
+	/* One session for both runs: one password prompt, one SSH session per node. */
+	struct cli_session s;
+	int r = cli_session_open(&s, &args);
+	if (!r)
+		r = cli_session_pass(&s, &args);
 	/*
 	 * The hub's profiles come from the Nodes the API has (roles/jupyterhub,
 	 * phase addons, as add-node refreshes them): a second run on the control
@@ -208,10 +213,11 @@ static int remove_node_exec(int nr_pos, char **pos)
 		args.node_phases = NULL;
 		args.confirm = NULL;
 		args.after = NULL;
-		r = cli_plan_run(&args);
+		r = cli_session_pass(&s, &args);
 		if (r == -1)
 			r = EXIT_OK;
 	}
+	cli_session_close(&s);
 	free(env_timeout);
 	free(env_nodes);
 	return r;
@@ -230,7 +236,8 @@ const struct cmd cmd_remove_node = {
 		"neither deleted nor reset.  --force is for a dead node: no drain, the Node\n"
 		"and its pods are deleted, and the node is not contacted (the report says so).\n"
 		"With a hub in the inventory, a second run on the control plane regenerates\n"
-		"its profiles from the nodes left.  The runs are recorded.  Asks first on a terminal; otherwise --yes is required.",
+		"its profiles from the nodes left, on the same SSH session (-K asks once).\n"
+		"The runs are recorded.  Asks first on a terminal; otherwise --yes is required.",
 	.options = remove_node_options,
 	.exec = remove_node_exec,
 	.min_pos = 1,

@@ -12,7 +12,7 @@
 #include "../inventory.h"
 #include "../role.h"
 #include "cmd.h"
-#include "common.h"
+#include "session.h"
 
 static struct cli_plan_args args = {.cmd_name = "renew-certs", .forks = 64, .output = "text"};
 

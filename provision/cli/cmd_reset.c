@@ -14,10 +14,10 @@
 #include "../plan.h"
 #include "../role.h"
 #include "../runner.h"
-#include "../transport.h"
 #include "../util.h"
 #include "cmd.h"
-#include "common.h"
+#include "session.h"
+#include "reset.h"
 
 static bool keep_prep;
 static struct cli_plan_args args = {.cmd_name = "reset", .forks = 64, .output = "text"};
@@ -34,27 +34,6 @@ static const struct opt reset_options[] = {
     CLI_RUN_VIEW_OPTIONS(args),
     OPT_END,
 };
-
-/* A new SSH session to the node and `true` run there: it is still reachable. */
-static bool reachable(const struct node *n, const char *passphrase, struct error *err)
-{
-	struct runner_opts ro = {.identity_passphrase = passphrase};
-	struct transport_target target;
-	struct transport_exec ex = {.command = "true", .timeout_ms = 30000};
-	struct transport_result r = {0};
-	struct transport *t = NULL;
-	bool ok;
-
-	ro.passphrase_identity = n->ssh.identity;
-	runner_target_from_node(&target, n, &ro);
-	if (transport_ssh_ops.connect(&t, &target, err) < 0)
-		return false;
-	ok = transport_ssh_ops.exec(t, &ex, &r, err) == 0 && r.exit_status == 0;
-	if (!ok && !err->msg[0])
-		error_set(err, -1, "'true' exited with status %d", r.exit_status);
-	transport_ssh_ops.close(t);
-	return ok;
-}
 
 /* "10-kubeadm" -> "kubeadm" */
 static const char *step_label(const char *step)
@@ -96,7 +75,8 @@ int cli_reset_report(const char *cmd_name, const struct cli_plan_done *d, bool *
 					    !strcmp(s->role->name, "reset-prep") ? "prep " : "",
 					    step_label(s->step));
 		}
-		ssh = reachable(d->nodes[i], d->identity_passphrase, &err);
+		ssh = cli_session_login_check(d->session, d->nodes[i], "reset-verify", "new SSH session",
+					      &err) == 0;
 		strbuf_addf(&out, "%-*s  removed: %s\n", (int)w, d->nodes[i]->name,
 			    removed.len ? removed.buf
 			    : ran	? "nothing (it was clean)"

@@ -18,6 +18,8 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "print.h"
+#include "prompt.h"
 
 static const char *opt_inventory;
 static const char *opt_limit;

@@ -23,6 +23,7 @@
 #include "../util.h"
 #include "cmd.h"
 #include "common.h"
+#include "prompt.h"
 
 static struct {
 	const char *inventory, *limit;

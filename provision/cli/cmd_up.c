@@ -1,7 +1,7 @@
 /* provision up: bring the nodes to the state the inventory and roles describe. */
 #include "cmd.h"
 #include "../role.h"
-#include "common.h"
+#include "session.h"
 
 static struct cli_plan_args args = {.cmd_name = "up", .forks = 64, .output = "text"};
 

@@ -14,6 +14,8 @@
  * the stage's minor needs).  The first run that fails stops the upgrade,
  * and the nodes not reached are not touched.  Each run is recorded; the
  * steps print the versions before and after, so the records hold them.
+ * The whole command is one session (session.h): one lock, one password
+ * prompt, one SSH session per node for every run and question.
  * Before the first stage, an etcd backup (provision backup, cmd_backup.c);
  * when it fails nothing is upgraded (--no-backup skips it).
  */
@@ -26,11 +28,9 @@
 
 #include "../inventory.h"
 #include "../role.h"
-#include "../runner.h"
-#include "../transport.h"
 #include "../util.h"
 #include "cmd.h"
-#include "common.h"
+#include "session.h"
 #include "backup.h"
 #include "upgrade.h"
 
@@ -58,21 +58,6 @@ static const struct opt upgrade_options[] = {
 
 /* The most of the control plane's answer read (a Node is at most ~1.5 MiB, etcd's limit). */
 #define ANSWER_MAX (64u << 20)
-
-struct capture {
-	struct strbuf out;
-};
-
-static void capture_line(void *ctx, enum transport_stream stream, const char *line, size_t len,
-			 unsigned flags)
-{
-	struct capture *c = ctx;
-	if (stream == TRANSPORT_STDOUT) {
-		strbuf_add(&c->out, line, len);
-		if (!(flags & TRANSPORT_LINE_MORE)) /* a long line's pieces join again */
-			strbuf_addch(&c->out, '\n');
-	}
-}
 
 bool upgrade_version_valid(const char *s)
 {
@@ -163,49 +148,37 @@ out:
 }
 
 /*
- * On the control plane: the version its API server reports and every
- * inventory node's kubelet (upgrade_versions_parse()).  0, or -1 with the
- * reason in err.
+ * On the control plane (through the session, on its SSH session): the
+ * version its API server reports and every inventory node's kubelet, as
+ * JSON (upgrade_versions_parse()).  0, or -1 with the reason in err.
  */
-static int cluster_versions(const struct inventory *inv, const struct node *cp,
-			    const char *password, const char *passphrase,
+static int cluster_versions(struct cli_session *s, const struct node *cp,
 			    struct upgrade_versions *out, struct error *err)
 {
-	struct runner_opts ro = {.use_sudo = true, .sudo_password = password,
-				 .identity_passphrase = passphrase};
-	struct transport_target target;
-	struct capture c = {STRBUF_INIT};
-	struct transport_exec ex = {
-	    .command = "kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s "
-		       "get --raw /version && kubectl --kubeconfig=/etc/kubernetes/admin.conf "
-		       "--request-timeout=30s get nodes -o json",
-	    .timeout_ms = 60000,
-	    .on_line = capture_line,
-	    .ctx = &c,
-	};
-	struct transport_result r = {0};
-	struct transport *t = NULL;
+	struct strbuf answer = STRBUF_INIT;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	c.out.max = ANSWER_MAX;
-	ro.passphrase_identity = inv->ssh.identity;
-	runner_target_from_node(&target, cp, &ro);
-	if (transport_ssh_ops.connect(&t, &target, err) < 0) {
-		strbuf_release(&c.out);
-		return -1;
+	rc = cli_session_capture(
+	    s, cp, "upgrade", "versions",
+	    "kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s "
+	    "get --raw /version && kubectl --kubeconfig=/etc/kubernetes/admin.conf "
+	    "--request-timeout=30s get nodes -o json",
+	    60000, ANSWER_MAX, &answer, err);
+	if (rc == 0 && !answer.len)
+		rc = error_set(err, -1, "exit 0");
+	if (rc < 0 && !strncmp(err->msg, "exit ", 5)) {
+		char status[sizeof(err->msg)];
+		memcpy(status, err->msg, sizeof(status));
+		error_set(err, -1, "the control plane does not answer kubectl (%s): is the "
+				   "cluster up? ('provision check')", status);
 	}
-	rc = transport_ssh_ops.exec(t, &ex, &r, err);
-	transport_ssh_ops.close(t);
-	if (rc == 0 && (r.exit_status != 0 || !c.out.len))
-		rc = error_set(err, -1, "the control plane does not answer kubectl (exit %d): is the "
-					"cluster up? ('provision check')", r.exit_status);
-	if (rc == 0 && c.out.truncated)
+	if (rc == 0 && answer.truncated)
 		rc = error_set(err, -1, "the control plane's list of Nodes is longer than %u MiB",
 			       ANSWER_MAX >> 20);
 	if (rc == 0)
-		rc = upgrade_versions_parse(inv, c.out.buf, c.out.len, out, err);
-	strbuf_release(&c.out);
+		rc = upgrade_versions_parse(s->inv, answer.buf, answer.len, out, err);
+	strbuf_release(&answer);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -311,9 +284,10 @@ static size_t workers_not_at(const struct inventory *inv, const struct node *cp,
  * TARGET yet (from V, cluster_versions()), in inventory order;
  * *nr_workers is how many were upgraded.
  */
-static int upgrade_stage(const struct inventory *inv, const struct node *cp, const char *target,
+static int upgrade_stage(struct cli_session *s, const struct node *cp, const char *target,
 			 const struct upgrade_versions *v, size_t *nr_workers)
 {
+	const struct inventory *inv = s->inv;
 	const struct node **todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
 	size_t nr_todo = workers_not_at(inv, cp, v, target, todo, true), i;
 	int ret;
@@ -326,7 +300,7 @@ static int upgrade_stage(const struct inventory *inv, const struct node *cp, con
 	args.select = select_cp;
 	printf("upgrade: the control plane %s to %s\n", cp->name, target);
 	fflush(stdout);
-	ret = cli_plan_run(&args);
+	ret = cli_session_pass(s, &args);
 	if (ret) {
 		printf("upgrade: stopped: the control plane did not upgrade to %s; no worker was "
 		       "touched\n",
@@ -350,7 +324,7 @@ static int upgrade_stage(const struct inventory *inv, const struct node *cp, con
 		printf("\nupgrade: worker%s %s to %s (%zu of %zu)\n", nr_batch == 1 ? "" : "s",
 		       names.buf, target, i + nr_batch, nr_todo);
 		fflush(stdout);
-		ret = cli_plan_run(&args);
+		ret = cli_session_pass(s, &args);
 		if (ret) {
 			printf("upgrade: stopped at %s; ", names.buf);
 			if (i + nr_batch < nr_todo) {
@@ -374,38 +348,38 @@ static int upgrade_stage(const struct inventory *inv, const struct node *cp, con
 
 static int upgrade_exec(int nr_pos, char **pos)
 {
-	struct inventory *inv = NULL;
+	struct cli_session s;
+	struct inventory *inv;
 	const struct node *cp;
 	struct upgrade_versions before = {0}, after = {0};
 	struct error err = {0};
-	char *password = NULL, *passphrase = NULL, cur[64];
+	char cur[64];
 	const char *stages[MAX_STAGES];
 	size_t nr_stages = 0, nr_workers = 0, i, st;
-	struct role_set rs;
-	bool have_rs = false;
 	long want[3], have[3];
 	int ret;
 
 	(void)nr_pos;
 	(void)pos;
-	ret = cli_load_inventory("upgrade", args.inventory, &inv);
+	/*
+	 * One session for the whole upgrade: the backup, every stage's runs and
+	 * the versions asked between them share one password prompt, one lock
+	 * and one SSH session per node.
+	 */
+	ret = cli_session_open(&s, &args);
 	if (ret)
-		return ret;
+		goto out;
+	inv = s.inv;
 	cp = inventory_control_plane(inv);
 	if (!cp) {
 		fprintf(stderr, "provision upgrade: the inventory has no control plane\n");
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	password = cli_sudo_password(args.ask_sudo, inv->ssh.sudo_password_file);
-	/* Asked once: the runs below find it where cli_sudo_password() looks first. */
-	if (password && args.ask_sudo)
-		setenv("PROVISION_SUDO_PASSWORD", password, 1);
-	ret = cli_node_sudo_passwords("upgrade", inv, NULL); /* the runs below read their own */
+	ret = cli_session_secrets(&s);
 	if (ret)
 		goto out;
-	passphrase = cli_key_passphrase(inv);
-	if (cluster_versions(inv, cp, password, passphrase, &before, &err) < 0) {
+	if (cluster_versions(&s, cp, &before, &err) < 0) {
 		fprintf(stderr, "provision upgrade: %s: %s; nothing was changed\n", cp->name, err.msg);
 		if (err.hint[0])
 			fprintf(stderr, "  hint: %s\n", err.hint);
@@ -442,26 +416,16 @@ static int upgrade_exec(int nr_pos, char **pos)
 	if (cmp_version(want, have) > 0 && workers_not_at(inv, cp, &before, cur, NULL, false))
 		stages[nr_stages++] = cur;
 	if (want[1] > have[1] + 1) {
-		struct diag_list dl;
+		const struct role_set *rs = &s.rs;
 		long m;
 
-		diag_list_init(&dl);
-		if (role_set_load(&rs, cli_roles_dir(args.roles), &dl) < 0) {
-			diag_list_release(&dl);
-			fprintf(stderr, "provision upgrade: the roles do not load ('provision plan' "
-					"names the errors); nothing was changed\n");
-			ret = EXIT_USAGE;
-			goto out;
-		}
-		diag_list_release(&dl);
-		have_rs = true;
 		for (m = have[1] + 1; m < want[1] && nr_stages < MAX_STAGES - 1; m++) {
 			char minor[32];
 			const struct kube_minor *row;
 			const char *patch;
 
 			snprintf(minor, sizeof(minor), "%ld.%ld", want[0], m);
-			row = kube_matrix_find(&rs.kube, minor);
+			row = kube_matrix_find(&rs->kube, minor);
 			patch = kube_minor_get(row, "patch");
 			if (!patch) {
 				fprintf(stderr,
@@ -472,8 +436,8 @@ static int upgrade_exec(int nr_pos, char **pos)
 					"upgrade, then set %s and run it again (or add %s's row to %s)\n",
 					args.inventory, inv->cluster.kubernetes_version_pos.line,
 					inv->cluster.kubernetes_version_pos.col, inv->cluster.kubernetes_version,
-					minor, cur, rs.kube.path, minor, minor,
-					inv->cluster.kubernetes_version, minor, rs.kube.path);
+					minor, cur, rs->kube.path, minor, minor,
+					inv->cluster.kubernetes_version, minor, rs->kube.path);
 				ret = EXIT_USAGE;
 				goto out;
 			}
@@ -491,7 +455,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 	if (!no_backup) {
 		printf("upgrade: an etcd backup first (provision backup; --no-backup skips it)\n");
 		fflush(stdout);
-		ret = cli_backup_run(&args);
+		ret = cli_backup_pass(&s, &args);
 		if (ret) {
 			printf("upgrade: stopped: the backup before the upgrade failed; nothing was "
 			       "upgraded\n");
@@ -504,7 +468,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 
 		if (st > 0) {
 			upgrade_versions_release(&before);
-			if (cluster_versions(inv, cp, password, passphrase, &before, &err) < 0) {
+			if (cluster_versions(&s, cp, &before, &err) < 0) {
 				fprintf(stderr, "provision upgrade: %s: %s; stopped before %s\n", cp->name,
 					err.msg, target);
 				ret = EXIT_NODE_FAILED;
@@ -513,27 +477,23 @@ static int upgrade_exec(int nr_pos, char **pos)
 			printf("\nupgrade: stage %zu of %zu: %s\n", st + 1, nr_stages, target);
 			fflush(stdout);
 		}
-		ret = upgrade_stage(inv, cp, target, &before, &nr_workers);
+		ret = upgrade_stage(&s, cp, target, &before, &nr_workers);
 		if (ret)
 			goto out;
 	}
-	if (cluster_versions(inv, cp, password, passphrase, &after, &err) == 0)
+	if (cluster_versions(&s, cp, &after, &err) == 0)
 		print_versions("after", inv, &after);
 	printf("upgrade %s: done: the control plane and %zu worker%s upgraded to %s\n",
 	       inv->cluster.name, nr_workers, nr_workers == 1 ? "" : "s",
 	       inv->cluster.kubernetes_version);
 	ret = EXIT_OK;
 out:
-	if (have_rs)
-		role_set_release(&rs);
 	free(env_timeout);
 	free(env_nodes);
 	env_timeout = env_nodes = NULL;
-	cli_free_secret(password);
-	cli_free_secret(passphrase);
 	upgrade_versions_release(&before);
 	upgrade_versions_release(&after);
-	inventory_free(inv);
+	cli_session_close(&s);
 	return ret;
 }
 

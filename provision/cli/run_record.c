@@ -342,9 +342,47 @@ static void eta_steps_of(struct eta *eta, const struct cli_run_begin *b, size_t 
 	free(steps);
 }
 
-int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
+int cli_run_lock(const char *cmd_name, const char *state_dir, const struct inventory *inv,
+		 struct state **out)
 {
 	struct state_lock_info prev;
+	struct error err = {0};
+	int rc;
+
+	*out = NULL;
+	if (state_open(out, state_dir, true, &err) < 0) {
+		fprintf(stderr, "provision %s: %s\n", cmd_name, err.msg);
+		return EXIT_LOCAL;
+	}
+	rc = state_lock(*out, cmd_name, &prev, &err);
+	if (rc < 0) {
+		fprintf(stderr, "provision %s: %s\n", cmd_name, err.msg);
+		if (err.hint[0])
+			fprintf(stderr, "  hint: %s\n", err.hint);
+		state_free(*out);
+		*out = NULL;
+		return EXIT_LOCAL;
+	}
+	if (prev.found) {
+		char id[41] = "";
+		fprintf(stderr,
+			"provision %s: the previous run (%s, pid %ld on %s, started %s) did not "
+			"finish: "
+			"it was killed%s; this run starts again from the facts\n",
+			cmd_name, prev.command, prev.pid, prev.host, prev.started,
+			prev.alive ? " (or its pid was reused)" : "");
+		if (record_commit_killed(*out, inv->cluster.name, &prev, id, &err) < 0)
+			fprintf(stderr, "provision %s: cannot record the killed run: %s\n",
+				cmd_name, err.msg);
+		else if (id[0])
+			fprintf(stderr, "provision %s: its logs are recorded as run %.8s\n",
+				cmd_name, id);
+	}
+	return 0;
+}
+
+int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
+{
 	struct error err = {0};
 	char **names = NULL, **kinds = NULL;
 	const char **sel = NULL;
@@ -357,31 +395,12 @@ int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b)
 	cr->queued_bytes = xcalloc(b->nr ? b->nr : 1, sizeof(*cr->queued_bytes));
 	cr->queued = xcalloc(b->nr ? b->nr : 1, sizeof(*cr->queued));
 	cr->queued_unknown = xcalloc(b->nr ? b->nr : 1, sizeof(*cr->queued_unknown));
-	if (state_open(&cr->state, b->state_dir, true, &err) < 0) {
-		fprintf(stderr, "provision %s: %s\n", b->cmd_name, err.msg);
-		return EXIT_LOCAL;
-	}
-	rc = state_lock(cr->state, b->cmd_name, &prev, &err);
-	if (rc < 0) {
-		fprintf(stderr, "provision %s: %s\n", b->cmd_name, err.msg);
-		if (err.hint[0])
-			fprintf(stderr, "  hint: %s\n", err.hint);
-		return EXIT_LOCAL;
-	}
-	if (prev.found) {
-		char id[41] = "";
-		fprintf(stderr,
-			"provision %s: the previous run (%s, pid %ld on %s, started %s) did not "
-			"finish: "
-			"it was killed%s; this run starts again from the facts\n",
-			b->cmd_name, prev.command, prev.pid, prev.host, prev.started,
-			prev.alive ? " (or its pid was reused)" : "");
-		if (record_commit_killed(cr->state, b->inv->cluster.name, &prev, id, &err) < 0)
-			fprintf(stderr, "provision %s: cannot record the killed run: %s\n",
-				b->cmd_name, err.msg);
-		else if (id[0])
-			fprintf(stderr, "provision %s: its logs are recorded as run %.8s\n",
-				b->cmd_name, id);
+	if (b->state) {
+		cr->state = b->state; /* the session's, locked */
+	} else {
+		rc = cli_run_lock(b->cmd_name, b->state_dir, b->inv, &cr->state);
+		if (rc)
+			return rc;
 	}
 	/* Artifacts: into the cache before any node is touched (up only: plan compares hashes). */
 	cr->cache = artifact_cache_dir(NULL);
@@ -514,7 +533,8 @@ void cli_run_release(struct cli_run *cr)
 	free(cr->queued_unknown);
 	state_files_release(&cr->extra);
 	eta_free(cr->eta);
-	state_free(cr->state); /* unlocks */
+	if (!cr->b.state)
+		state_free(cr->state); /* unlocks */
 	free(cr->cache);
 	memset(cr, 0, sizeof(*cr));
 }

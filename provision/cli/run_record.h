@@ -40,6 +40,8 @@ struct cli_run_begin {
 	bool record; /* commit the run (up, check; not plan) */
 	bool text;   /* plain text output: print the estimate and its accuracy */
 	struct secrets *secrets;
+	/* The state folder, open and locked (a session's: not unlocked here); NULL: locked here. */
+	struct state *state;
 };
 
 struct cli_run {
@@ -68,7 +70,14 @@ struct cli_run {
 	unsigned *queued, *queued_unknown;
 };
 
-/* Lock, fetch, estimate, start the record.  0, or an EXIT_* status after printing why. */
+/*
+ * Open the state folder and take its lock (saying so, and recording the
+ * killed run, when the last run was killed).  0, or an EXIT_* status
+ * after printing why.  state_free() unlocks.
+ */
+int cli_run_lock(const char *cmd_name, const char *state_dir, const struct inventory *inv,
+		 struct state **out);
+/* Lock (unless b->state), fetch, estimate, start the record.  0, or an EXIT_* status after printing why. */
 int cli_run_begin(struct cli_run *cr, const struct cli_run_begin *b);
 /* Add the estimate and the record to po's event consumers (after the view). */
 void cli_run_wrap(struct cli_run *cr, struct plan_opts *po);

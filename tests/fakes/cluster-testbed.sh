@@ -236,3 +236,42 @@ collect_node_logs() {
 		"$TESTBED" exec "$TB" "$n" sh -c 'cat /var/log/pods/*/*/*.log 2>/dev/null' >"$1/$n.pods.log" || true
 	done
 }
+
+# logins NODE: how many SSH logins the node's sshd has accepted so far.
+logins() {
+	grep -c 'Accepted publickey' "$TB/nodes/$1/sshd.log" || true
+}
+
+# on_tty PASSWORD OUT ARGS...: provision ARGS on a terminal of its own
+# (script(1)), each "sudo password for the nodes:" prompt answered with
+# PASSWORD once provision waits for it; OUT gets what the terminal showed
+# (without the carriage returns), OUT.prompts how many prompts it made.
+# Returns provision's exit status.  ARGS hold no single quote.
+on_tty() {
+	_pw=$1 _out=$2
+	shift 2
+	_cmd="'$PROVISION'"
+	for _a in "$@"; do _cmd="$_cmd '$_a'"; done
+	rm -f "$_out.in" "$_out.tty"
+	mkfifo "$_out.in"
+	script -qfec "$_cmd" /dev/null <"$_out.in" >"$_out.tty" 2>&1 &
+	_pid=$!
+	exec 9>"$_out.in"
+	_answered=0
+	while kill -0 "$_pid" 2>/dev/null; do
+		_n=$(grep -c 'sudo password for the nodes:' "$_out.tty" || true)
+		if [ "$_n" -gt "$_answered" ]; then
+			sleep 0.5 # the prompt is up; let it turn the echo off first
+			printf '%s\n' "$_pw" >&9
+			_answered=$((_answered + 1))
+		fi
+		sleep 0.1
+	done
+	exec 9>&-
+	wait "$_pid"
+	_rc=$?
+	tr -d '\r' <"$_out.tty" >"$_out"
+	grep -c 'sudo password for the nodes:' "$_out" >"$_out.prompts" || true
+	rm -f "$_out.in" "$_out.tty"
+	return "$_rc"
+}

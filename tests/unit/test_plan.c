@@ -312,7 +312,7 @@ static void fake_close(struct transport *t)
 }
 
 static const struct transport_ops fake_ops = {
-	"fake", fake_connect, fake_exec, fake_put, fake_stats, fake_close,
+	"fake", fake_connect, fake_exec, fake_put, NULL, fake_stats, fake_close,
 };
 
 /* ---- running plan_execute on them ---- */

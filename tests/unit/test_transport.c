@@ -796,6 +796,143 @@ static void test_channel_command_runs(void **state)
 	strbuf_release(&in);
 }
 
+/* get_file over exec (transport_get_file_exec) */
+
+/* An exec that runs the command under the local /bin/sh: the real script on a local file. */
+static int sh_exec(struct transport *t, const struct transport_exec *req,
+		   struct transport_result *res, struct error *err)
+{
+	FILE *p = popen(req->command, "r");
+	char line[256];
+	int st;
+
+	(void)t;
+	(void)err;
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		size_t len = strcspn(line, "\n");
+		req->on_line(req->ctx, TRANSPORT_STDOUT, line, len, 0);
+	}
+	st = pclose(p);
+	res->exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	return 0;
+}
+
+/* An exec whose "node" answers these lines (a hostile or broken node). */
+static const char *canned;
+static int canned_exec(struct transport *t, const struct transport_exec *req,
+		       struct transport_result *res, struct error *err)
+{
+	const char *p = canned;
+
+	(void)t;
+	(void)err;
+	while (*p) {
+		size_t len = strcspn(p, "\n");
+		req->on_line(req->ctx, TRANSPORT_STDOUT, p, len, 0);
+		p += len + (p[len] ? 1 : 0);
+	}
+	res->exit_status = 0;
+	return 0;
+}
+
+static int keep(void *ctx, const void *data, size_t len)
+{
+	strbuf_add(ctx, data, len);
+	return 0;
+}
+
+static int refuse(void *ctx, const void *data, size_t len)
+{
+	(void)ctx;
+	(void)data;
+	(void)len;
+	return -1;
+}
+
+static void test_get_file_exec(void **state)
+{
+	struct strbuf got = STRBUF_INIT, data = STRBUF_INIT;
+	struct error err = {0};
+	char sha[65], want[65];
+	uint64_t size = 0;
+	char *path = xasprintf("%s/file", tmpdir);
+	size_t i;
+	FILE *f;
+
+	(void)state;
+	/* a file of 1000 bytes with every byte value, through the real commands */
+	for (i = 0; i < 1000; i++)
+		strbuf_addch(&data, (char)(i * 7));
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data.buf, 1, data.len, f), data.len);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(transport_get_file_exec(NULL, sh_exec, path, 1 << 20, keep, &got, sha,
+						 &size, 0, &err),
+			 0);
+	transport_sha256_hex(want, data.buf, data.len);
+	assert_int_equal(size, 1000);
+	assert_int_equal(got.len, 1000);
+	assert_memory_equal(got.buf, data.buf, 1000);
+	assert_string_equal(sha, want);
+	/* larger than max: refused from the size line, not a byte kept */
+	strbuf_reset(&got);
+	assert_int_equal(transport_get_file_exec(NULL, sh_exec, path, 999, keep, &got, sha, &size,
+						 0, &err),
+			 TRANSPORT_ERR_IO);
+	assert_non_null(strstr(err.msg, "larger than provision accepts"));
+	assert_int_equal(got.len, 0);
+	/* no such file */
+	assert_int_equal(transport_get_file_exec(NULL, sh_exec, "/nonexistent/x", 100, keep, &got,
+						 sha, &size, 0, &err),
+			 TRANSPORT_ERR_IO);
+	assert_non_null(strstr(err.msg, "cannot read '/nonexistent/x' on the node"));
+	/* this machine cannot keep the bytes */
+	assert_int_equal(transport_get_file_exec(NULL, sh_exec, path, 1 << 20, refuse, NULL, sha,
+						 &size, 0, &err),
+			 TRANSPORT_ERR_IO);
+	assert_non_null(strstr(err.msg, "could not be kept here"));
+	/* the node's hash does not match its bytes */
+	canned = "0000000000000000000000000000000000000000000000000000000000000000\n5\naGVsbG8=\n";
+	strbuf_reset(&got);
+	assert_int_equal(transport_get_file_exec(NULL, canned_exec, "/f", 100, keep, &got, sha,
+						 &size, 0, &err),
+			 TRANSPORT_ERR_IO);
+	assert_non_null(strstr(err.msg, "the node said 5 bytes"));
+	/* its size does not match */
+	canned = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n6\naGVsbG8=\n";
+	assert_int_equal(transport_get_file_exec(NULL, canned_exec, "/f", 100, keep, &got, sha,
+						 &size, 0, &err),
+			 TRANSPORT_ERR_IO);
+	/* both right: "hello" */
+	canned = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n5\naGVsbG8=\n";
+	strbuf_reset(&got);
+	assert_int_equal(transport_get_file_exec(NULL, canned_exec, "/f", 100, keep, &got, sha,
+						 &size, 0, &err),
+			 0);
+	assert_int_equal(got.len, 5);
+	/* not base64, a hash that is not hex, a negative or wordy size: not the file */
+	const char *bad[] = {
+	    "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n5\naGVsb!8=\n",
+	    "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b982Z\n5\naGVsbG8=\n",
+	    "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n-5\naGVsbG8=\n",
+	    "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n5 bytes\naGVsbG8=\n",
+	    "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n5\naGVs=bG8\n",
+	    "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n",
+	};
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		canned = bad[i];
+		assert_int_equal(transport_get_file_exec(NULL, canned_exec, "/f", 100, keep, &got,
+							 sha, &size, 0, &err),
+				 TRANSPORT_ERR_IO);
+		assert_non_null(strstr(err.msg, "not the file"));
+	}
+	strbuf_release(&got);
+	strbuf_release(&data);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -820,6 +957,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_agent_kill, setup_tmpdir, remove_tmpdir),
 	    cmocka_unit_test_setup_teardown(test_agent_sudo_password, setup_tmpdir, remove_tmpdir),
 	    cmocka_unit_test_setup_teardown(test_channel_command_runs, setup_tmpdir, remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_get_file_exec, setup_tmpdir, remove_tmpdir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
