@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <yaml.h>
 
+#include "schema.h"
 #include "util.h"
 
 /* The phases of `up` first (ROLE_UP_PHASES of them), then those of the lifecycle commands. */
@@ -85,33 +85,15 @@ static void strv_free(char **v)
 	free(v);
 }
 
-struct loader {
-	struct diag_list *dl;
-	const char *file;
-	yaml_document_t *doc;
-};
-
-static void lerr(struct loader *l, const yaml_node_t *n, const char *hint, const char *fmt, ...)
-    PRINTF_LIKE(4, 5);
-static void lerr(struct loader *l, const yaml_node_t *n, const char *hint, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	diag_add(l->dl, DIAG_ERROR, l->file, n ? (unsigned)n->start_mark.line + 1 : 0,
-		 n ? (unsigned)n->start_mark.column + 1 : 0, hint, "%s", sb.buf);
-	strbuf_release(&sb);
-}
+/* role.yaml and kubernetes.yaml are read with the schema reader (schema.h). */
+#define lerr schema_error
 
 static const char *scalar(const yaml_node_t *n)
 {
-	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+	return schema_scalar(n);
 }
 
-static const char *want_string(struct loader *l, const char *key, const yaml_node_t *v)
+static const char *want_string(struct schema *l, const char *key, const yaml_node_t *v)
 {
 	const char *s = scalar(v);
 
@@ -122,7 +104,7 @@ static const char *want_string(struct loader *l, const char *key, const yaml_nod
 	return s;
 }
 
-static void want_list(struct loader *l, const char *key, const yaml_node_t *v, char ***out)
+static void want_list(struct schema *l, const char *key, const yaml_node_t *v, char ***out)
 {
 	yaml_node_item_t *it;
 
@@ -133,34 +115,23 @@ static void want_list(struct loader *l, const char *key, const yaml_node_t *v, c
 		return;
 	}
 	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-		const yaml_node_t *item = yaml_document_get_node(l->doc, *it);
+		const yaml_node_t *item = schema_node(l, *it);
 		const char *s = want_string(l, key, item);
 		if (s)
 			strv_push(out, s);
 	}
 }
 
-static const char *nearest(const char *w, const char *const *words)
-{
-	const char *best = NULL;
-	size_t i, best_d = 3;
-
-	for (i = 0; words[i]; i++) {
-		size_t d = edit_distance(w, words[i]);
-		if (d < best_d) {
-			best_d = d;
-			best = words[i];
-		}
-	}
-	return best;
-}
-
-static void unknown_key(struct loader *l, const yaml_node_t *k, const char *key,
+static void unknown_key(struct schema *l, const yaml_node_t *k, const char *key,
 			const char *const *known)
 {
-	const char *near = nearest(key, known);
+	size_t nr = 0;
+	const char *near;
 	char hint[128];
 
+	while (known[nr])
+		nr++;
+	near = schema_suggest(key, known, nr);
 	if (near)
 		snprintf(hint, sizeof(hint), "did you mean '%s'?", near);
 	lerr(l, k, near ? hint : NULL, "unknown key '%s'", key);
@@ -192,10 +163,11 @@ static bool parse_mode(const char *s, unsigned *mode)
 	return true;
 }
 
-static void load_template_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_template_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_template t = {.mode = 0644};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
@@ -203,9 +175,8 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 		     "a template must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s;
 
@@ -292,10 +263,11 @@ static unsigned kube_minor_key(const char *version)
 	return major * 1000 + minor;
 }
 
-static void load_artifact_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_artifact_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_artifact a = {.mode = 0644};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
@@ -303,9 +275,8 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 		     "an artifact must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s = NULL;
 		char **slot = NULL;
@@ -457,10 +428,11 @@ static bool valid_hand_name(const char *s)
 	return holes <= 1;
 }
 
-static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_hand h = {0};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 	size_t i;
 
@@ -469,9 +441,8 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 		     "a 'hands' entry must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s = scalar(v);
 
@@ -558,10 +529,11 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 	r->hands[r->nr_hands++] = h;
 }
 
-static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_fetch_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_fetch f = {0};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 	size_t i;
 
@@ -570,9 +542,8 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 		     "a 'fetches' entry must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s = scalar(v);
 
@@ -621,10 +592,11 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 }
 
 /* One entry of `images`: {ref: TEMPLATE, on: WHERE} or {manifest: SRC, on: WHERE}. */
-static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_image_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_image im = {0};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
@@ -635,9 +607,8 @@ static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t
 		return;
 	}
 	im.line = (unsigned)m->start_mark.line + 1;
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s = want_string(l, key, v);
 
@@ -695,18 +666,18 @@ static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t
 	r->images[r->nr_images++] = im;
 }
 
-static void load_chart(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_chart(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 
 	if (m->type != YAML_MAPPING_NODE) {
 		lerr(l, m, "chart: {artifact: NAME, values: TEMPLATE_SRC}",
 		     "'chart' must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s;
 
@@ -729,16 +700,14 @@ static void load_chart(struct loader *l, struct role *r, const yaml_node_t *m)
 		     "'chart' needs 'artifact' (the chart archive of roles/artifacts.yaml)");
 }
 
-static void check_kube_var(struct loader *l, const struct kube_matrix *m, const yaml_node_t *item);
+static void check_kube_var(struct schema *l, const struct kube_matrix *m, const yaml_node_t *item);
 
 static void load_role_yaml(struct role *r, const char *path, const struct kube_matrix *kube,
 			   struct diag_list *dl)
 {
 	struct strbuf text = STRBUF_INIT;
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	struct loader l = {dl, path, &doc};
-	yaml_node_t *root;
+	struct schema l;
+	yaml_node_t *root, *k, *v;
 	yaml_node_pair_t *p;
 	bool saw_phase = false;
 	int e;
@@ -749,24 +718,16 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			 "cannot read role: %s", strerror(-e));
 		return;
 	}
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		diag_add(dl, DIAG_ERROR, path, (unsigned)parser.problem_mark.line + 1,
-			 (unsigned)parser.problem_mark.column + 1, NULL, "%s",
-			 parser.problem ? parser.problem : "YAML syntax error");
-		yaml_parser_delete(&parser);
-		strbuf_release(&text);
-		return;
-	}
-	root = yaml_document_get_root_node(&doc);
+	if (schema_load(&l, path, text.buf, text.len, dl) < 0 ||
+	    schema_one_document(&l, "role.yaml") < 0)
+		goto out;
+	root = schema_root(&l);
 	if (!root || root->type != YAML_MAPPING_NODE) {
 		diag_add(dl, DIAG_ERROR, path, 1, 1, NULL, "a role.yaml must be a mapping");
 		goto out;
 	}
-	for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(&doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+	p = NULL;
+	while (schema_next_pair(&l, root, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s;
 		char **words = NULL;
@@ -823,7 +784,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				yaml_node_item_t *it;
 				for (it = v->data.sequence.items.start;
 				     it < v->data.sequence.items.top; it++)
-					check_kube_var(&l, kube, yaml_document_get_node(&doc, *it));
+					check_kube_var(&l, kube, schema_node(&l, *it));
 			}
 		} else if (!strcmp(key, "templates")) {
 			yaml_node_item_t *it;
@@ -833,7 +794,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
 			     it++)
-				load_template_entry(&l, r, yaml_document_get_node(&doc, *it));
+				load_template_entry(&l, r, schema_node(&l, *it));
 		} else if (!strcmp(key, "hands") || !strcmp(key, "fetches")) {
 			yaml_node_item_t *it;
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
@@ -844,7 +805,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
 			     it++) {
-				const yaml_node_t *entry = yaml_document_get_node(&doc, *it);
+				const yaml_node_t *entry = schema_node(&l, *it);
 				if (key[0] == 'h')
 					load_hand_entry(&l, r, entry);
 				else
@@ -860,7 +821,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
 			     it++)
-				load_image_entry(&l, r, yaml_document_get_node(&doc, *it));
+				load_image_entry(&l, r, schema_node(&l, *it));
 		} else if (!strcmp(key, "chart")) {
 			load_chart(&l, r, v);
 		} else if (!strcmp(key, "pulls")) {
@@ -875,7 +836,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
 			     it++)
-				load_artifact_entry(&l, r, yaml_document_get_node(&doc, *it));
+				load_artifact_entry(&l, r, schema_node(&l, *it));
 		} else {
 			unknown_key(&l, k, key, role_keys);
 		}
@@ -885,8 +846,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 	if (!saw_phase)
 		lerr(&l, root, "phases: " ROLE_PHASE_LIST, "missing 'phase'");
 out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	schema_release(&l);
 	strbuf_release(&text);
 }
 
@@ -1237,7 +1197,7 @@ static bool kube_column_known(const char *name)
  * declaration, not as an undefined value when a template is rendered on a
  * node.
  */
-static void check_kube_var(struct loader *l, const struct kube_matrix *m, const yaml_node_t *item)
+static void check_kube_var(struct schema *l, const struct kube_matrix *m, const yaml_node_t *item)
 {
 	const char *s = item ? scalar(item) : NULL;
 
@@ -1390,12 +1350,13 @@ char *role_set_helm_version(const struct role_set *rs, const struct inventory *i
 	return NULL;
 }
 
-static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t *k,
+static void kube_row(struct schema *l, struct kube_matrix *m, const yaml_node_t *k,
 		     const yaml_node_t *v)
 {
 	const char *minor = scalar(k);
 	struct kube_minor *row;
 	yaml_node_pair_t *p;
+	yaml_node_t *ck, *cv;
 	size_t c, j;
 
 	if (!minor || !*minor || strspn(minor, "0123456789.") != strlen(minor) ||
@@ -1415,9 +1376,8 @@ static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t 
 	row = &m->rows[m->nr++];
 	memset(row, 0, sizeof(*row));
 	row->minor = xstrdup(minor);
-	for (p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
-		const yaml_node_t *ck = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *cv = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, v, &p, &ck, &cv)) {
 		const char *key = scalar(ck), *val;
 
 		if (!key || !kube_column_known(key)) {
@@ -1445,11 +1405,9 @@ static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t 
 static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag_list *dl)
 {
 	struct strbuf text = STRBUF_INIT;
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
+	struct schema l;
+	yaml_node_t *root, *k, *v;
 	yaml_node_pair_t *p;
-	struct loader l;
 	int e;
 
 	memset(m, 0, sizeof(*m));
@@ -1460,27 +1418,16 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 				 strerror(-e));
 		return;
 	}
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		diag_add(dl, DIAG_ERROR, m->path, (unsigned)parser.problem_mark.line + 1,
-			 (unsigned)parser.problem_mark.column + 1, NULL, "%s",
-			 parser.problem ? parser.problem : "YAML syntax error");
-		yaml_parser_delete(&parser);
-		strbuf_release(&text);
-		return;
-	}
-	l.dl = dl;
-	l.file = m->path;
-	l.doc = &doc;
-	root = yaml_document_get_root_node(&doc);
+	if (schema_load(&l, m->path, text.buf, text.len, dl) < 0 ||
+	    schema_one_document(&l, "kubernetes.yaml") < 0)
+		goto out;
+	root = schema_root(&l);
 	if (!root || root->type != YAML_MAPPING_NODE) {
 		lerr(&l, root, "minors: {\"1.30\": {pause_image: IMAGE}}", "must be a mapping");
 		goto out;
 	}
-	for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(&doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+	p = NULL;
+	while (schema_next_pair(&l, root, &p, &k, &v)) {
 		yaml_node_pair_t *q;
 
 		if (scalar(k) && !strcmp(scalar(k), "default")) {
@@ -1501,15 +1448,13 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 			continue;
 		}
 		for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++)
-			kube_row(&l, m, yaml_document_get_node(&doc, q->key),
-				 yaml_document_get_node(&doc, q->value));
+			kube_row(&l, m, schema_node(&l, q->key), schema_node(&l, q->value));
 	}
 	if (m->default_version && m->nr && !kube_matrix_find(m, m->default_version))
 		diag_add(dl, DIAG_ERROR, m->path, 0, 0, "give default a version of a minor in the table",
 			 "default %s: its minor is not in the table", m->default_version);
 out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	schema_release(&l);
 	strbuf_release(&text);
 }
 

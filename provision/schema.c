@@ -655,20 +655,26 @@ static void index_repeated_keys(struct schema *s)
 	qsort(s->repeats, s->nr_repeats, sizeof(*s->repeats), cmp_repeat);
 }
 
+const yaml_node_t *schema_repeat_of(struct schema *s, const yaml_node_pair_t *pair)
+{
+	struct schema_repeat key = {pair, 0}, *r;
+
+	if (!s->nr_repeats)
+		return NULL;
+	r = bsearch(&key, s->repeats, s->nr_repeats, sizeof(*s->repeats), cmp_repeat);
+	return r ? schema_node(s, r->first_key) : NULL;
+}
+
 /* Is `pair` a repeat of a key before it in its mapping?  Reported when it is. */
 static bool pair_repeated(struct schema *s, const yaml_node_pair_t *pair)
 {
-	struct schema_repeat key = {pair, 0}, *r;
-	const yaml_node_t *k;
+	const yaml_node_t *k, *first = schema_repeat_of(s, pair);
 	struct source_pos at;
 
-	if (!s->nr_repeats)
-		return false;
-	r = bsearch(&key, s->repeats, s->nr_repeats, sizeof(*s->repeats), cmp_repeat);
-	if (!r)
+	if (!first)
 		return false;
 	k = schema_node(s, pair->key);
-	at = schema_pos(schema_node(s, r->first_key));
+	at = schema_pos(first);
 	schema_error(s, k, "remove one of them", "duplicate key '%s' (first at %u:%u)",
 		     schema_scalar(k), at.line, at.col);
 	return true;
@@ -691,6 +697,20 @@ bool schema_next_pair(struct schema *s, const yaml_node_t *map, yaml_node_pair_t
 	}
 	*pair = p;
 	return false;
+}
+
+yaml_node_t *schema_get(struct schema *s, const yaml_node_t *map, const char *key)
+{
+	yaml_node_pair_t *p;
+
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		const char *k = schema_scalar(schema_node(s, p->key));
+		if (k && !strcmp(k, key))
+			return schema_node(s, p->value);
+	}
+	return NULL;
 }
 
 size_t schema_check_duplicates(struct schema *s)

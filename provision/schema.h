@@ -90,6 +90,10 @@ yaml_node_t *schema_node(struct schema *s, int id);
  */
 bool schema_next_pair(struct schema *s, const yaml_node_t *map, yaml_node_pair_t **pair,
 		      yaml_node_t **k, yaml_node_t **v);
+/* The value of `key` in mapping `map` (the first when given twice); NULL when none. */
+yaml_node_t *schema_get(struct schema *s, const yaml_node_t *map, const char *key);
+/* The first key of the mapping that `pair` repeats, or NULL; reports nothing. */
+const yaml_node_t *schema_repeat_of(struct schema *s, const yaml_node_pair_t *pair);
 /*
  * Report every repeated key of every mapping in the document at once (for
  * a reader that looks keys up instead of walking).  Returns their number.
