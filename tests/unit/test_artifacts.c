@@ -130,6 +130,12 @@ static void test_manifest_errors(void **unused)
 			      "bad artifact name 'a b'");
 	expect_manifest_error("- a\n", 1, "must be a mapping of names to entries");
 	expect_manifest_error("a: [1\n", 2, "");
+	/* A key given twice: an error at the second (before, the second url won silently). */
+	expect_manifest_error("a:\n  url: https://x/a\n  sha256: pending\n  url: https://x/b\n", 4,
+			      "bad.yaml:4:3: error: duplicate key 'url' (first at 2:3)\n"
+			      "  hint: remove one of them");
+	expect_manifest_error("a:\n  url: https://x/a\n  sha256: pending\n---\nb: {}\n", 5,
+			      "the artifact manifest has a second YAML document");
 }
 
 static void test_record(void **unused)
@@ -392,6 +398,20 @@ static void test_kubeconfig(void **unused)
 	path = write_tmp("empty.conf", "apiVersion: v1\n");
 	assert_int_equal(http_tls_from_kubeconfig(path, &server, &tls, &err), HTTP_ERR);
 	assert_non_null(strstr(err.msg, "names no server"));
+	free(path);
+	/* A key given twice: refused at its place (before, the first server was taken). */
+	path = write_tmp("twice.conf", "apiVersion: v1\n"
+				       "clusters:\n"
+				       "- cluster:\n"
+				       "    server: https://10.0.0.1:6443\n"
+				       "    server: https://10.0.0.2:6443\n"
+				       "  name: kubernetes\n"
+				       "current-context: x\n");
+	assert_int_equal(http_tls_from_kubeconfig(path, &server, &tls, &err), HTTP_ERR);
+	if (!strstr(err.msg, "/twice.conf:5:5: duplicate key 'server' (first at 4:5); remove one "
+			     "of them"))
+		fail_msg("got '%s'", err.msg);
+	assert_null(server);
 	free(path);
 }
 
