@@ -1,10 +1,11 @@
 /*
- * inventory: see inventory.h.  The only file that includes <yaml.h>.
+ * inventory: see inventory.h.
  *
- * The file is loaded with libyaml's document API (one tree with marks), then
- * walked section by section.  Every check reports through diag_add() and
- * carries on, so one run shows every mistake; only a YAML syntax error stops
- * the walk, because after one there is no tree to walk.  Checks across
+ * The file is loaded with the schema reader (schema.h: libyaml's document
+ * API, one tree with marks), then walked section by section.  Every check
+ * reports through diag_add() and carries on, so one run shows every
+ * mistake; only a YAML syntax error stops the walk, because after one there
+ * is no tree to walk.  Checks across
  * nodes (duplicates, the control plane, NFS, CIDRs) run after the walk and
  * skip what an earlier error already made unknowable, so that one mistake
  * is reported once and not again as a cascade.

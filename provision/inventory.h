@@ -2,12 +2,12 @@
  * inventory: the inventory file (schema v1) parsed and validated into one
  * immutable `struct inventory`.
  *
- * inventory_load() reads YAML with libyaml (the only module that includes
- * <yaml.h>), expands pdsh-style ranges (`b-[2-4]`, `192.168.10.[52-54]`),
- * applies the `ssh:` defaults to every node, and validates everything it can
- * without connecting anywhere.  It reports *every* problem it finds, each as
- * a `struct diag` with the 1-based line and column of the offending YAML
- * node (libyaml marks are 0-based; we add one), so that one run of
+ * inventory_load() reads YAML with the schema reader (schema.h), expands
+ * pdsh-style ranges (`b-[2-4]`, `192.168.10.[52-54]`), applies the `ssh:`
+ * defaults to every node, and validates everything it can without
+ * connecting anywhere.  It reports *every* problem it finds, each as a
+ * `struct diag` (diag.h) with the 1-based line and column of the offending
+ * YAML node, so that one run of
  * `provision inventory` shows the admin all their mistakes at once.
  *
  * Ownership: the inventory owns every string and array in it; free it with
