@@ -86,8 +86,6 @@ static void strv_free(char **v)
 }
 
 /* role.yaml and kubernetes.yaml are read with the schema reader (schema.h). */
-#define lerr schema_error
-
 static const char *scalar(const yaml_node_t *n)
 {
 	return schema_scalar(n);
@@ -98,7 +96,7 @@ static const char *want_string(struct schema *l, const char *key, const yaml_nod
 	const char *s = scalar(v);
 
 	if (!s || !*s) {
-		lerr(l, v, NULL, "'%s' must be a non-empty string", key);
+		schema_error(l, v, NULL, "'%s' must be a non-empty string", key);
 		return NULL;
 	}
 	return s;
@@ -111,7 +109,7 @@ static void want_list(struct schema *l, const char *key, const yaml_node_t *v, c
 	if (v->type == YAML_SCALAR_NODE && !*scalar(v))
 		return; /* `key:` with nothing: an empty list */
 	if (v->type != YAML_SEQUENCE_NODE) {
-		lerr(l, v, NULL, "'%s' must be a list", key);
+		schema_error(l, v, NULL, "'%s' must be a list", key);
 		return;
 	}
 	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
@@ -134,7 +132,7 @@ static void unknown_key(struct schema *l, const yaml_node_t *k, const char *key,
 	near = schema_suggest(key, known, nr);
 	if (near)
 		snprintf(hint, sizeof(hint), "did you mean '%s'?", near);
-	lerr(l, k, near ? hint : NULL, "unknown key '%s'", key);
+	schema_error(l, k, near ? hint : NULL, "unknown key '%s'", key);
 }
 
 static const char *const role_keys[] = {
@@ -171,8 +169,9 @@ static void load_template_entry(struct schema *l, struct role *r, const yaml_nod
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "each template is a mapping: {src: FILE, dest: /PATH, mode: \"0644\"}",
-		     "a template must be a mapping");
+		schema_error(l, m,
+			     "each template is a mapping: {src: FILE, dest: /PATH, mode: \"0644\"}",
+			     "a template must be a mapping");
 		return;
 	}
 	p = NULL;
@@ -188,8 +187,9 @@ static void load_template_entry(struct schema *l, struct role *r, const yaml_nod
 		} else if (!strcmp(key, "dest")) {
 			if ((s = want_string(l, key, v))) {
 				if (s[0] != '/') {
-					lerr(l, v, NULL,
-					     "'dest' must be an absolute path, not '%s'", s);
+					schema_error(l, v, NULL,
+						     "'dest' must be an absolute path, not '%s'",
+						     s);
 					ok = false;
 				}
 				free(t.dest);
@@ -197,9 +197,10 @@ static void load_template_entry(struct schema *l, struct role *r, const yaml_nod
 			}
 		} else if (!strcmp(key, "mode")) {
 			if (!parse_mode(scalar(v), &t.mode)) {
-				lerr(l, v,
-				     "write the mode as a quoted octal string such as \"0644\"",
-				     "'mode' must be an octal mode");
+				schema_error(
+				    l, v,
+				    "write the mode as a quoted octal string such as \"0644\"",
+				    "'mode' must be an octal mode");
 				ok = false;
 			}
 		} else if (!strcmp(key, "owner")) {
@@ -218,7 +219,7 @@ static void load_template_entry(struct schema *l, struct role *r, const yaml_nod
 		}
 	}
 	if (!t.src || !t.dest) {
-		lerr(l, m, NULL, "a template needs both 'src' and 'dest'");
+		schema_error(l, m, NULL, "a template needs both 'src' and 'dest'");
 		ok = false;
 	}
 	if (!ok) {
@@ -271,8 +272,9 @@ static void load_artifact_entry(struct schema *l, struct role *r, const yaml_nod
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "each artifact is a mapping: {name: NAME, dest: /PATH, mode: \"0644\"}",
-		     "an artifact must be a mapping");
+		schema_error(
+		    l, m, "each artifact is a mapping: {name: NAME, dest: /PATH, mode: \"0644\"}",
+		    "an artifact must be a mapping");
 		return;
 	}
 	p = NULL;
@@ -283,9 +285,10 @@ static void load_artifact_entry(struct schema *l, struct role *r, const yaml_nod
 
 		if (!strcmp(key, "mode")) {
 			if (!parse_mode(scalar(v), &a.mode)) {
-				lerr(l, v,
-				     "write the mode as a quoted octal string such as \"0644\"",
-				     "'mode' must be an octal mode");
+				schema_error(
+				    l, v,
+				    "write the mode as a quoted octal string such as \"0644\"",
+				    "'mode' must be an octal mode");
 				ok = false;
 			}
 			continue;
@@ -295,20 +298,21 @@ static void load_artifact_entry(struct schema *l, struct role *r, const yaml_nod
 			if (s && (!strcmp(s, "3") || !strcmp(s, "4"))) {
 				a.helm = s[0] - '0';
 			} else {
-				lerr(l, v,
-				     "write 3 or 4: the artifact reaches the nodes when the "
-				     "inventory's cluster.helm is that major",
-				     "'helm' must be 3 or 4");
+				schema_error(
+				    l, v,
+				    "write 3 or 4: the artifact reaches the nodes when the "
+				    "inventory's cluster.helm is that major",
+				    "'helm' must be 3 or 4");
 				ok = false;
 			}
 			continue;
 		}
 		if (!strcmp(key, "kube")) {
 			if (!parse_kube_range(scalar(v), &a.kube_lo, &a.kube_hi)) {
-				lerr(l, v,
-				     "write the Kubernetes minors the artifact serves as "
-				     "\"1.A-1.B\" or \"1.A\", e.g. \"1.30-1.33\"",
-				     "'kube' must be a range of Kubernetes minors");
+				schema_error(l, v,
+					     "write the Kubernetes minors the artifact serves as "
+					     "\"1.A-1.B\" or \"1.A\", e.g. \"1.30-1.33\"",
+					     "'kube' must be a range of Kubernetes minors");
 				ok = false;
 			}
 			continue;
@@ -318,10 +322,11 @@ static void load_artifact_entry(struct schema *l, struct role *r, const yaml_nod
 			if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
 				a.chart_default = !strcmp(s, "true");
 			} else {
-				lerr(l, v,
-				     "write true on the chart version the inventory gets when it "
-				     "pins none",
-				     "'default' must be true or false");
+				schema_error(
+				    l, v,
+				    "write true on the chart version the inventory gets when it "
+				    "pins none",
+				    "'default' must be true or false");
 				ok = false;
 			}
 			continue;
@@ -351,21 +356,21 @@ static void load_artifact_entry(struct schema *l, struct role *r, const yaml_nod
 		}
 	}
 	if (a.dest && a.dest[0] != '/') {
-		lerr(l, m, NULL, "'dest' must be an absolute path, not '%s'", a.dest);
+		schema_error(l, m, NULL, "'dest' must be an absolute path, not '%s'", a.dest);
 		ok = false;
 	}
 	if (!a.name || !a.dest) {
-		lerr(l, m, NULL, "an artifact needs both 'name' and 'dest'");
+		schema_error(l, m, NULL, "an artifact needs both 'name' and 'dest'");
 		ok = false;
 	}
 	if (a.arch && strcmp(a.arch, "amd64") && strcmp(a.arch, "arm64")) {
-		lerr(l, m, "write amd64 or arm64, the node arch names of the inventory",
-		     "'arch' must be amd64 or arm64, not '%s'", a.arch);
+		schema_error(l, m, "write amd64 or arm64, the node arch names of the inventory",
+			     "'arch' must be amd64 or arm64, not '%s'", a.arch);
 		ok = false;
 	}
 	if (a.chart_default && !a.chart_version) {
-		lerr(l, m, "give the artifact its chart_version: X.Y.Z",
-		     "'default: true' is for an artifact with a chart_version");
+		schema_error(l, m, "give the artifact its chart_version: X.Y.Z",
+			     "'default: true' is for an artifact with a chart_version");
 		ok = false;
 	}
 	if (!ok) {
@@ -437,8 +442,9 @@ static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t 
 	size_t i;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "each entry is a mapping: {name: NAME, to: self|control-plane|node}",
-		     "a 'hands' entry must be a mapping");
+		schema_error(l, m,
+			     "each entry is a mapping: {name: NAME, to: self|control-plane|node}",
+			     "a 'hands' entry must be a mapping");
 		return;
 	}
 	p = NULL;
@@ -448,7 +454,7 @@ static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t 
 
 		if (!strcmp(key, "name")) {
 			if (!s || !valid_hand_name(s)) {
-				lerr(
+				schema_error(
 				    l, v,
 				    "letters, digits and _, not starting with a digit, at most 64, "
 				    "with at most one {self} or {n}",
@@ -462,7 +468,7 @@ static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t 
 			if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
 				h.secret = !strcmp(s, "true");
 			} else {
-				lerr(l, v, NULL, "'secret' must be true or false");
+				schema_error(l, v, NULL, "'secret' must be true or false");
 				ok = false;
 			}
 		} else if (!strcmp(key, "to")) {
@@ -473,18 +479,19 @@ static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t 
 			} else if (s && !strcmp(s, "node")) {
 				h.to = ROLE_TO_NODE;
 			} else {
-				lerr(l, v,
-				     "to: self, control-plane or node (the NODE of NAME@NODE)",
-				     "unknown receiver '%s'", s ? s : "");
+				schema_error(
+				    l, v, "to: self, control-plane or node (the NODE of NAME@NODE)",
+				    "unknown receiver '%s'", s ? s : "");
 				ok = false;
 			}
 		} else if (!strcmp(key, "about")) {
 			if (s && !strcmp(s, "self")) {
 				h.about_self = true;
 			} else {
-				lerr(l, v,
-				     "about: self (the value's first word is the sender's name)",
-				     "unknown 'about' '%s'", s ? s : "");
+				schema_error(
+				    l, v,
+				    "about: self (the value's first word is the sender's name)",
+				    "unknown 'about' '%s'", s ? s : "");
 				ok = false;
 			}
 		} else if (!strcmp(key, "labels")) {
@@ -493,15 +500,16 @@ static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t 
 			want_list(l, key, v, &keys);
 			for (j = 0; keys && keys[j]; j++)
 				if (!valid_label_key(keys[j])) {
-					lerr(l, v,
-					     "[PREFIX/]NAME: a DNS subdomain, then 1-63 letters, "
-					     "digits, - _ .",
-					     "'%s' is not a Kubernetes label key", keys[j]);
+					schema_error(
+					    l, v,
+					    "[PREFIX/]NAME: a DNS subdomain, then 1-63 letters, "
+					    "digits, - _ .",
+					    "'%s' is not a Kubernetes label key", keys[j]);
 					ok = false;
 				}
 			if (!keys) {
-				lerr(l, v, NULL,
-				     "'labels' must name the label keys the value may set");
+				schema_error(l, v, NULL,
+					     "'labels' must name the label keys the value may set");
 				ok = false;
 			}
 			strv_free(h.labels);
@@ -512,12 +520,12 @@ static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t 
 		}
 	}
 	if (ok && (!h.name || !h.to)) {
-		lerr(l, m, NULL, "a 'hands' entry needs both 'name' and 'to'");
+		schema_error(l, m, NULL, "a 'hands' entry needs both 'name' and 'to'");
 		ok = false;
 	}
 	for (i = 0; ok && i < r->nr_hands; i++)
 		if (!strcmp(r->hands[i].name, h.name)) {
-			lerr(l, m, NULL, "'%s' is already in 'hands'", h.name);
+			schema_error(l, m, NULL, "'%s' is already in 'hands'", h.name);
 			ok = false;
 		}
 	if (!ok) {
@@ -538,8 +546,8 @@ static void load_fetch_entry(struct schema *l, struct role *r, const yaml_node_t
 	size_t i;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "each entry is a mapping: {name: NAME, path: /PATH}",
-		     "a 'fetches' entry must be a mapping");
+		schema_error(l, m, "each entry is a mapping: {name: NAME, path: /PATH}",
+			     "a 'fetches' entry must be a mapping");
 		return;
 	}
 	p = NULL;
@@ -552,9 +560,10 @@ static void load_fetch_entry(struct schema *l, struct role *r, const yaml_node_t
 			for (i = 0; good && s[i]; i++)
 				good = isalnum((unsigned char)s[i]) || strchr("._-", s[i]);
 			if (!good) {
-				lerr(l, v,
-				     "letters, digits, '.', '_' and '-', not starting with '.'",
-				     "'name' must be a file name");
+				schema_error(
+				    l, v,
+				    "letters, digits, '.', '_' and '-', not starting with '.'",
+				    "'name' must be a file name");
 				ok = false;
 			} else {
 				free(f.name);
@@ -562,7 +571,7 @@ static void load_fetch_entry(struct schema *l, struct role *r, const yaml_node_t
 			}
 		} else if (!strcmp(key, "path")) {
 			if (!s || s[0] != '/') {
-				lerr(l, v, NULL, "'path' must be an absolute path");
+				schema_error(l, v, NULL, "'path' must be an absolute path");
 				ok = false;
 			} else {
 				free(f.path);
@@ -574,12 +583,12 @@ static void load_fetch_entry(struct schema *l, struct role *r, const yaml_node_t
 		}
 	}
 	if (ok && (!f.name || !f.path)) {
-		lerr(l, m, NULL, "a 'fetches' entry needs both 'name' and 'path'");
+		schema_error(l, m, NULL, "a 'fetches' entry needs both 'name' and 'path'");
 		ok = false;
 	}
 	for (i = 0; ok && i < r->nr_fetches; i++)
 		if (!strcmp(r->fetches[i].name, f.name)) {
-			lerr(l, m, NULL, "'%s' is already in 'fetches'", f.name);
+			schema_error(l, m, NULL, "'%s' is already in 'fetches'", f.name);
 			ok = false;
 		}
 	if (!ok) {
@@ -600,10 +609,11 @@ static void load_image_entry(struct schema *l, struct role *r, const yaml_node_t
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m,
-		     "each entry is {ref: TEMPLATE, on: WHERE} or {manifest: TEMPLATE_SRC, on: "
-		     "WHERE}",
-		     "an 'images' entry must be a mapping");
+		schema_error(
+		    l, m,
+		    "each entry is {ref: TEMPLATE, on: WHERE} or {manifest: TEMPLATE_SRC, on: "
+		    "WHERE}",
+		    "an 'images' entry must be a mapping");
 		return;
 	}
 	im.line = (unsigned)m->start_mark.line + 1;
@@ -624,7 +634,8 @@ static void load_image_entry(struct schema *l, struct role *r, const yaml_node_t
 			if (template_parse(&im.tmpl, "ref", s, strlen(s), &err) < 0) {
 				/* "ref:1:COL: message": point at the value instead */
 				msg = strstr(err.msg, ": ");
-				lerr(l, v, NULL, "bad 'ref' template: %s", msg ? msg + 2 : err.msg);
+				schema_error(l, v, NULL, "bad 'ref' template: %s",
+					     msg ? msg + 2 : err.msg);
 				ok = false;
 			}
 		} else if (!strcmp(key, "manifest")) {
@@ -638,8 +649,8 @@ static void load_image_entry(struct schema *l, struct role *r, const yaml_node_t
 			if (image_on_words[w]) {
 				im.on = (enum role_image_on)(w + 1);
 			} else {
-				lerr(l, v, "on: cluster, control-plane, workers or gpu",
-				     "unknown 'on' value '%s'", s);
+				schema_error(l, v, "on: cluster, control-plane, workers or gpu",
+					     "unknown 'on' value '%s'", s);
 				ok = false;
 			}
 		} else {
@@ -648,12 +659,12 @@ static void load_image_entry(struct schema *l, struct role *r, const yaml_node_t
 		}
 	}
 	if (ok && !im.ref == !im.manifest) {
-		lerr(l, m, NULL, "an 'images' entry needs one of 'ref' and 'manifest'");
+		schema_error(l, m, NULL, "an 'images' entry needs one of 'ref' and 'manifest'");
 		ok = false;
 	}
 	if (ok && !im.on) {
-		lerr(l, m, "on: cluster, control-plane, workers or gpu",
-		     "an 'images' entry needs 'on'");
+		schema_error(l, m, "on: cluster, control-plane, workers or gpu",
+			     "an 'images' entry needs 'on'");
 		ok = false;
 	}
 	if (!ok) {
@@ -672,8 +683,8 @@ static void load_chart(struct schema *l, struct role *r, const yaml_node_t *m)
 	yaml_node_t *k, *v;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "chart: {artifact: NAME, values: TEMPLATE_SRC}",
-		     "'chart' must be a mapping");
+		schema_error(l, m, "chart: {artifact: NAME, values: TEMPLATE_SRC}",
+			     "'chart' must be a mapping");
 		return;
 	}
 	p = NULL;
@@ -696,8 +707,9 @@ static void load_chart(struct schema *l, struct role *r, const yaml_node_t *m)
 		}
 	}
 	if (!r->chart_artifact)
-		lerr(l, m, NULL,
-		     "'chart' needs 'artifact' (the chart archive of roles/artifacts.yaml)");
+		schema_error(
+		    l, m, NULL,
+		    "'chart' needs 'artifact' (the chart archive of roles/artifacts.yaml)");
 }
 
 static void check_kube_var(struct schema *l, const struct kube_matrix *m, const yaml_node_t *item);
@@ -740,10 +752,10 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			saw_phase = true;
 			if ((s = want_string(&l, key, v))) {
 				if (role_phase_index(s) < 0)
-					lerr(&l, v,
-					     "phases: " ROLE_PHASE_LIST
-					     " (provision up), " ROLE_LIFECYCLE_PHASE_LIST,
-					     "unknown phase '%s'", s);
+					schema_error(&l, v,
+						     "phases: " ROLE_PHASE_LIST
+						     " (provision up), " ROLE_LIFECYCLE_PHASE_LIST,
+						     "unknown phase '%s'", s);
 				else
 					r->phase = xstrdup(s);
 			}
@@ -752,8 +764,9 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			for (i = 0; words && words[i]; i++) {
 				unsigned bit = node_role_parse(words[i]);
 				if (!bit)
-					lerr(&l, v, "node roles: control-plane, worker, nfs-server",
-					     "unknown node role '%s'", words[i]);
+					schema_error(
+					    &l, v, "node roles: control-plane, worker, nfs-server",
+					    "unknown node role '%s'", words[i]);
 				r->applies_to |= bit;
 			}
 			strv_free(words);
@@ -767,9 +780,10 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				if (when_words[w])
 					r->when |= 1u << w;
 				else
-					lerr(&l, v,
-					     "conditions: gpu, no-gpu, nfs, not-nfs-server, hub",
-					     "unknown condition '%s'", words[i]);
+					schema_error(
+					    &l, v,
+					    "conditions: gpu, no-gpu, nfs, not-nfs-server, hub",
+					    "unknown condition '%s'", words[i]);
 			}
 			strv_free(words);
 		} else if (!strcmp(key, "depends_on")) {
@@ -789,7 +803,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 		} else if (!strcmp(key, "templates")) {
 			yaml_node_item_t *it;
 			if (v->type != YAML_SEQUENCE_NODE) {
-				lerr(&l, v, NULL, "'templates' must be a list");
+				schema_error(&l, v, NULL, "'templates' must be a list");
 				continue;
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
@@ -800,7 +814,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
 				continue;
 			if (v->type != YAML_SEQUENCE_NODE) {
-				lerr(&l, v, NULL, "'%s' must be a list", key);
+				schema_error(&l, v, NULL, "'%s' must be a list", key);
 				continue;
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
@@ -816,7 +830,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
 				continue;
 			if (v->type != YAML_SEQUENCE_NODE) {
-				lerr(&l, v, NULL, "'images' must be a list");
+				schema_error(&l, v, NULL, "'images' must be a list");
 				continue;
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
@@ -831,7 +845,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
 				continue;
 			if (v->type != YAML_SEQUENCE_NODE) {
-				lerr(&l, v, NULL, "'artifacts' must be a list");
+				schema_error(&l, v, NULL, "'artifacts' must be a list");
 				continue;
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
@@ -842,9 +856,9 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 		}
 	}
 	if (!r->description)
-		lerr(&l, root, NULL, "missing 'description'");
+		schema_error(&l, root, NULL, "missing 'description'");
 	if (!saw_phase)
-		lerr(&l, root, "phases: " ROLE_PHASE_LIST, "missing 'phase'");
+		schema_error(&l, root, "phases: " ROLE_PHASE_LIST, "missing 'phase'");
 out:
 	schema_release(&l);
 	strbuf_release(&text);
@@ -1204,19 +1218,21 @@ static void check_kube_var(struct schema *l, const struct kube_matrix *m, const 
 	if (!s || strncmp(s, "kube", 4) || (s[4] != '.' && s[4]))
 		return;
 	if (!m->nr) {
-		lerr(l, item,
-		     "put the table of Kubernetes minors in the roles folder (provision's own "
-		     "roles/kubernetes.yaml; roles/README.md)",
-		     "'%s' comes from %s, which is missing or has no minors", s, m->path);
+		schema_error(
+		    l, item,
+		    "put the table of Kubernetes minors in the roles folder (provision's own "
+		    "roles/kubernetes.yaml; roles/README.md)",
+		    "'%s' comes from %s, which is missing or has no minors", s, m->path);
 		return;
 	}
 	if (!s[4]) {
-		lerr(l, item, "name the column: kube.pause_image",
-		     "'kube' alone: declare the columns the role uses");
+		schema_error(l, item, "name the column: kube.pause_image",
+			     "'kube' alone: declare the columns the role uses");
 		return;
 	}
 	if (!kube_column_known(s + 5))
-		lerr(l, item, KUBE_COLUMNS_HINT, "'%s': %s has no column '%s'", s, m->path, s + 5);
+		schema_error(l, item, KUBE_COLUMNS_HINT, "'%s': %s has no column '%s'", s, m->path,
+			     s + 5);
 }
 
 const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const char *version)
@@ -1361,17 +1377,17 @@ static void kube_row(struct schema *l, struct kube_matrix *m, const yaml_node_t 
 
 	if (!minor || !*minor || strspn(minor, "0123456789.") != strlen(minor) ||
 	    !strchr(minor, '.') || strchr(strchr(minor, '.') + 1, '.')) {
-		lerr(l, k, "a minor is \"MAJOR.MINOR\", e.g. \"1.30\"",
-		     "'%s' is not a Kubernetes minor", minor ? minor : "(not a string)");
+		schema_error(l, k, "a minor is \"MAJOR.MINOR\", e.g. \"1.30\"",
+			     "'%s' is not a Kubernetes minor", minor ? minor : "(not a string)");
 		return;
 	}
 	if (!v || v->type != YAML_MAPPING_NODE) {
-		lerr(l, v ? v : k, NULL, "minor %s: must be a mapping of columns", minor);
+		schema_error(l, v ? v : k, NULL, "minor %s: must be a mapping of columns", minor);
 		return;
 	}
 	for (j = 0; j < m->nr; j++)
 		if (!strcmp(m->rows[j].minor, minor))
-			lerr(l, k, NULL, "minor %s is listed twice", minor);
+			schema_error(l, k, NULL, "minor %s is listed twice", minor);
 	m->rows = xrealloc(m->rows, (m->nr + 1) * sizeof(*m->rows));
 	row = &m->rows[m->nr++];
 	memset(row, 0, sizeof(*row));
@@ -1381,15 +1397,16 @@ static void kube_row(struct schema *l, struct kube_matrix *m, const yaml_node_t 
 		const char *key = scalar(ck), *val;
 
 		if (!key || !kube_column_known(key)) {
-			lerr(l, ck, KUBE_COLUMNS_HINT, "minor %s: unknown column '%s'", minor,
-			     key ? key : "(not a string)");
+			schema_error(l, ck, KUBE_COLUMNS_HINT, "minor %s: unknown column '%s'",
+				     minor, key ? key : "(not a string)");
 			continue;
 		}
 		if (!(val = want_string(l, key, cv)))
 			continue;
 		if (!strcmp(key, "helm") && !helm_ranges_ok(val)) {
-			lerr(l, cv, "Helm minors as \"3.19-3.22, 4.0-4.3\"",
-			     "minor %s: helm '%s' is not a list of Helm minor ranges", minor, val);
+			schema_error(l, cv, "Helm minors as \"3.19-3.22, 4.0-4.3\"",
+				     "minor %s: helm '%s' is not a list of Helm minor ranges",
+				     minor, val);
 			continue;
 		}
 		strv_push(&row->keys, key);
@@ -1398,7 +1415,7 @@ static void kube_row(struct schema *l, struct kube_matrix *m, const yaml_node_t 
 	}
 	for (c = 0; kube_columns[c]; c++)
 		if (!kube_minor_get(row, kube_columns[c]))
-			lerr(l, k, NULL, "minor %s: missing '%s'", minor, kube_columns[c]);
+			schema_error(l, k, NULL, "minor %s: missing '%s'", minor, kube_columns[c]);
 }
 
 /* roles/kubernetes.yaml: `minors:` mapping "1.30" to its columns.  Absent: empty. */
@@ -1423,7 +1440,8 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 		goto out;
 	root = schema_root(&l);
 	if (!root || root->type != YAML_MAPPING_NODE) {
-		lerr(&l, root, "minors: {\"1.30\": {pause_image: IMAGE}}", "must be a mapping");
+		schema_error(&l, root, "minors: {\"1.30\": {pause_image: IMAGE}}",
+			     "must be a mapping");
 		goto out;
 	}
 	p = NULL;
@@ -1439,12 +1457,12 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 			continue;
 		}
 		if (!scalar(k) || strcmp(scalar(k), "minors")) {
-			lerr(&l, k, "keys: default, minors", "unknown key '%s'",
-			     scalar(k) ? scalar(k) : "");
+			schema_error(&l, k, "keys: default, minors", "unknown key '%s'",
+				     scalar(k) ? scalar(k) : "");
 			continue;
 		}
 		if (!v || v->type != YAML_MAPPING_NODE) {
-			lerr(&l, v, NULL, "'minors' must be a mapping of minors");
+			schema_error(&l, v, NULL, "'minors' must be a mapping of minors");
 			continue;
 		}
 		for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++)
