@@ -319,6 +319,12 @@ static void test_role_yaml(void **state)
 	      fp);
 	fclose(fp);
 	free(path);
+	/* roles/kubernetes.yaml is read by the same reader */
+	path = xasprintf("%s/kubernetes.yaml", dir);
+	fp = fopen(path, "w");
+	fputs("minors:\n  \"1.30\":\n    patch: \"1.30.1\"\n    patch: \"1.30.2\"\n", fp);
+	fclose(fp);
+	free(path);
 	diag_list_init(&dl);
 	assert_int_equal(role_set_load(&rs, dir, &dl), -1);
 	for (i = 0; i < dl.nr; i++) {
@@ -353,6 +359,8 @@ static void test_role_yaml(void **state)
 					"(first at 1:1)"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:20:1: error: duplicate key 'phase' (first "
 					"at 2:1)"));
+	assert_non_null(strstr(all.buf, "/kubernetes.yaml:4:5: error: duplicate key 'patch' (first "
+					"at 3:5)"));
 	strbuf_release(&all);
 	cmd = xasprintf("rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
