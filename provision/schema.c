@@ -643,6 +643,8 @@ static void index_repeated_keys(struct schema *s)
 			ALLOC_GROW(refs, nr + 1, alloc);
 			refs[nr++] = (struct key_ref){schema_scalar(k), pair};
 		}
+		if (nr < 2)
+			continue;
 		qsort(refs, nr, sizeof(*refs), cmp_key_ref);
 		for (i = 0; i < nr; i = j)
 			for (j = i + 1; j < nr && !strcmp(refs[j].name, refs[i].name); j++) {
@@ -652,7 +654,8 @@ static void index_repeated_keys(struct schema *s)
 			}
 	}
 	free(refs);
-	qsort(s->repeats, s->nr_repeats, sizeof(*s->repeats), cmp_repeat);
+	if (s->nr_repeats > 1) /* qsort's array must not be NULL, even empty */
+		qsort(s->repeats, s->nr_repeats, sizeof(*s->repeats), cmp_repeat);
 }
 
 const yaml_node_t *schema_repeat_of(struct schema *s, const yaml_node_pair_t *pair)
