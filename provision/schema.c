@@ -602,14 +602,22 @@ static void report_yaml_error(struct schema *s, const yaml_parser_t *yp, const c
 /* Repeated keys --------------------------------------------------------------- */
 
 struct key_ref {
-	const char *name;
+	const yaml_node_t *key;	      /* compared by length and bytes: a name may hold a NUL */
 	const yaml_node_pair_t *pair; /* pairs of one mapping grow in file order */
 };
+
+static int cmp_key_name(const yaml_node_t *x, const yaml_node_t *y)
+{
+	size_t lx = x->data.scalar.length, ly = y->data.scalar.length;
+	int c = memcmp(x->data.scalar.value, y->data.scalar.value, lx < ly ? lx : ly);
+
+	return c ? c : (lx > ly) - (lx < ly);
+}
 
 static int cmp_key_ref(const void *a, const void *b)
 {
 	const struct key_ref *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
+	int c = cmp_key_name(x->key, y->key);
 
 	if (c)
 		return c;
@@ -641,13 +649,13 @@ static void index_repeated_keys(struct schema *s)
 			if (!k || k->type != YAML_SCALAR_NODE || schema_is_null(k))
 				continue; /* no name: reported by the walker, not compared */
 			ALLOC_GROW(refs, nr + 1, alloc);
-			refs[nr++] = (struct key_ref){schema_scalar(k), pair};
+			refs[nr++] = (struct key_ref){k, pair};
 		}
 		if (nr < 2)
 			continue;
 		qsort(refs, nr, sizeof(*refs), cmp_key_ref);
 		for (i = 0; i < nr; i = j)
-			for (j = i + 1; j < nr && !strcmp(refs[j].name, refs[i].name); j++) {
+			for (j = i + 1; j < nr && !cmp_key_name(refs[j].key, refs[i].key); j++) {
 				ALLOC_GROW(s->repeats, s->nr_repeats + 1, alloc_repeats);
 				s->repeats[s->nr_repeats++] =
 				    (struct schema_repeat){refs[j].pair, refs[i].pair->key};
