@@ -627,7 +627,10 @@ static bool only_keys(struct schema *sc, yaml_node_t *map, const char *const *ke
 		for (i = 0; keys[i] && strcmp(keys[i], name); i++)
 			;
 		if (!keys[i]) {
-			error_set(err, HTTP_ERR, "'%.64s' in %s is not accepted", name, where);
+			/* its first line only: node text must not make lines of its own */
+			int len = (int)strcspn(name, "\r\n");
+			error_set(err, HTTP_ERR, "'%.*s' in %s is not accepted",
+				  len < 64 ? len : 64, name, where);
 			error_make_safe(err);
 			return false;
 		}

@@ -339,6 +339,14 @@ static void test_kubeconfig_check(void **unused)
 	strbuf_addf(&sb, head, "\"https://x\\e]0;t\\a\"", cert);
 	assert_int_equal(http_kubeconfig_check(sb.buf, sb.len, "10.0.0.1", 6443, &err), -1);
 	assert_null(strchr(err.msg, '\033'));
+	/* a key of two lines is quoted by its first: no line of the node's own on the screen */
+	{
+		static const char two_lines[] = "\"a\\nb\": 1\n"; /* the key is a, newline, b */
+		assert_int_equal(
+		    http_kubeconfig_check(two_lines, strlen(two_lines), "10.0.0.1", 6443, &err),
+		    -1);
+	}
+	assert_string_equal(err.msg, "'a' in the kubeconfig is not accepted");
 	assert_int_equal(http_kubeconfig_check("", 0, "10.0.0.1", 6443, &err), -1);
 	assert_int_equal(http_kubeconfig_check("[", 1, "10.0.0.1", 6443, &err), -1);
 	strbuf_release(&sb);
