@@ -734,9 +734,9 @@ int http_kubeconfig_check(const char *text, size_t len, const char *host, int po
 		yaml_node_t *c = kc_get(&sc, schema_node(&sc, *it), "cluster");
 		const char *srv = kc_scalar(&sc, c, "server");
 		if (!srv || strcmp(srv, want)) {
-			error_set(err, HTTP_ERR,
-				  "its server is '%.120s', not the control plane's %s",
-				  srv ? srv : "", want);
+			int n = srv ? (int)strcspn(srv, "\r\n") : 0; /* its first line only */
+			error_set(err, HTTP_ERR, "its server is '%.*s', not the control plane's %s",
+				  n < 120 ? n : 120, srv ? srv : "", want);
 			error_make_safe(err);
 			goto out;
 		}

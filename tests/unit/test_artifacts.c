@@ -347,6 +347,11 @@ static void test_kubeconfig_check(void **unused)
 		    -1);
 	}
 	assert_string_equal(err.msg, "'a' in the kubeconfig is not accepted");
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, head, "\"https://x\\nprovision: done\"", cert);
+	assert_int_equal(http_kubeconfig_check(sb.buf, sb.len, "10.0.0.1", 6443, &err), -1);
+	assert_string_equal(
+	    err.msg, "its server is 'https://x', not the control plane's https://10.0.0.1:6443");
 	assert_int_equal(http_kubeconfig_check("", 0, "10.0.0.1", 6443, &err), -1);
 	assert_int_equal(http_kubeconfig_check("[", 1, "10.0.0.1", 6443, &err), -1);
 	strbuf_release(&sb);
