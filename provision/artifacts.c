@@ -10,9 +10,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "http.h"
+#include "schema.h"
 #include "transport.h"
 
 static bool is_sha256(const char *s)
@@ -39,14 +39,15 @@ static bool valid_name(const char *s)
 
 static const char *scalar(const yaml_node_t *n)
 {
-	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+	return schema_scalar(n);
 }
 
-static void load_entry(struct artifact_manifest *m, yaml_document_t *doc, const yaml_node_t *k,
+static void load_entry(struct artifact_manifest *m, struct schema *sc, const yaml_node_t *k,
 		       const yaml_node_t *v, struct diag_list *dl)
 {
 	struct artifact a = {0};
-	yaml_node_pair_t *p;
+	yaml_node_pair_t *p = NULL;
+	yaml_node_t *ek, *ev;
 	bool ok = true;
 	size_t i;
 
@@ -72,9 +73,7 @@ static void load_entry(struct artifact_manifest *m, yaml_document_t *doc, const 
 		free(a.name);
 		return;
 	}
-	for (p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
-		const yaml_node_t *ek = yaml_document_get_node(doc, p->key);
-		const yaml_node_t *ev = yaml_document_get_node(doc, p->value);
+	while (schema_next_pair(sc, v, &p, &ek, &ev)) {
 		const char *key = scalar(ek) ? scalar(ek) : "", *s = scalar(ev);
 		unsigned line = (unsigned)ev->start_mark.line + 1,
 			 col = (unsigned)ev->start_mark.column + 1;
@@ -143,8 +142,7 @@ int artifact_manifest_load(struct artifact_manifest *m, const char *path, struct
 {
 	struct strbuf text = STRBUF_INIT;
 	size_t errors = dl->errors;
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct schema sc;
 	yaml_node_t *root;
 	yaml_node_pair_t *p;
 	int e;
@@ -158,27 +156,21 @@ int artifact_manifest_load(struct artifact_manifest *m, const char *path, struct
 			 strerror(-e));
 		return -1;
 	}
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		diag_add(dl, DIAG_ERROR, path, (unsigned)parser.problem_mark.line + 1,
-			 (unsigned)parser.problem_mark.column + 1, NULL, "%s",
-			 parser.problem ? parser.problem : "YAML syntax error");
-		yaml_parser_delete(&parser);
-		strbuf_release(&text);
-		return -1;
-	}
-	root = yaml_document_get_root_node(&doc);
+	if (schema_load(&sc, path, text.buf, text.len, dl) < 0 ||
+	    schema_one_document(&sc, "artifact manifest") < 0)
+		goto out;
+	root = schema_root(&sc);
 	if (root && root->type == YAML_MAPPING_NODE) {
+		/* Not schema_next_pair: a name given twice has its own words (load_entry). */
 		for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++)
-			load_entry(m, &doc, yaml_document_get_node(&doc, p->key),
-				   yaml_document_get_node(&doc, p->value), dl);
+			load_entry(m, &sc, schema_node(&sc, p->key), schema_node(&sc, p->value),
+				   dl);
 	} else if (root && !(root->type == YAML_SCALAR_NODE && !*scalar(root))) {
 		diag_add(dl, DIAG_ERROR, path, 1, 1, "NAME: {url: URL, sha256: HEX}",
 			 "the artifact manifest must be a mapping of names to entries");
 	}
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+out:
+	schema_release(&sc);
 	strbuf_release(&text);
 	return dl->errors > errors ? -1 : 0;
 }

@@ -11,8 +11,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
+#include "schema.h"
 #include "version.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -512,50 +512,30 @@ int http_base64_decode(const char *in, size_t len, struct strbuf *out)
 
 /* ---- kubeconfig ---- */
 
-static const char *kc_scalar(yaml_document_t *doc, yaml_node_t *map, const char *key)
+static const char *kc_scalar(struct schema *sc, yaml_node_t *map, const char *key)
 {
-	yaml_node_pair_t *p;
-
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-		yaml_node_t *v = yaml_document_get_node(doc, p->value);
-		if (k && k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
-			return v && v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value
-								: NULL;
-	}
-	return NULL;
+	return schema_scalar(schema_get(sc, map, key));
 }
 
-static yaml_node_t *kc_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
+static yaml_node_t *kc_get(struct schema *sc, yaml_node_t *map, const char *key)
 {
-	yaml_node_pair_t *p;
-
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-		if (k && k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
-			return yaml_document_get_node(doc, p->value);
-	}
-	return NULL;
+	return schema_get(sc, map, key);
 }
 
 /* The `field` mapping of the item of list `key` named `name` (the first when name is NULL). */
-static yaml_node_t *kc_named(yaml_document_t *doc, yaml_node_t *root, const char *key,
+static yaml_node_t *kc_named(struct schema *sc, yaml_node_t *root, const char *key,
 			     const char *name, const char *field)
 {
-	yaml_node_t *list = kc_get(doc, root, key);
+	yaml_node_t *list = kc_get(sc, root, key);
 	yaml_node_item_t *it;
 
 	if (!list || list->type != YAML_SEQUENCE_NODE)
 		return NULL;
 	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
-		yaml_node_t *item = yaml_document_get_node(doc, *it);
-		const char *n = kc_scalar(doc, item, "name");
+		yaml_node_t *item = schema_node(sc, *it);
+		const char *n = kc_scalar(sc, item, "name");
 		if (!name || (n && !strcmp(n, name)))
-			return kc_get(doc, item, field);
+			return kc_get(sc, item, field);
 	}
 	return NULL;
 }
@@ -578,8 +558,8 @@ int http_tls_from_kubeconfig(const char *path, char **server, struct http_tls *t
 			     struct error *err)
 {
 	struct strbuf text = STRBUF_INIT;
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct diag_list dl;
+	struct schema sc;
 	yaml_node_t *root, *ctx, *cluster, *user;
 	const char *current, *srv;
 	int e, ret = HTTP_ERR;
@@ -588,30 +568,34 @@ int http_tls_from_kubeconfig(const char *path, char **server, struct http_tls *t
 	memset(tls, 0, sizeof(*tls));
 	if ((e = read_file(path, &text)) < 0)
 		return error_set(err, HTTP_ERR, "cannot read '%s': %s", path, strerror(-e));
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		yaml_parser_delete(&parser);
-		explicit_bzero(text.buf, text.len);
-		strbuf_release(&text);
-		return error_set(err, HTTP_ERR, "'%s' is not a kubeconfig (YAML)", path);
+	diag_list_init(&dl);
+	if (schema_load(&sc, path, text.buf, text.len, &dl) < 0) {
+		error_set(err, HTTP_ERR, "'%s' is not a kubeconfig (YAML)", path);
+		goto out;
 	}
-	root = yaml_document_get_root_node(&doc);
-	current = kc_scalar(&doc, root, "current-context");
-	ctx = kc_named(&doc, root, "contexts", current, "context");
-	cluster = kc_named(&doc, root, "clusters", ctx ? kc_scalar(&doc, ctx, "cluster") : NULL,
-			   "cluster");
-	user = kc_named(&doc, root, "users", ctx ? kc_scalar(&doc, ctx, "user") : NULL, "user");
-	srv = kc_scalar(&doc, cluster, "server");
+	root = schema_root(&sc);
+	/* kc_get takes the first of a key given twice; a client may take the last */
+	if (schema_check_duplicates(&sc)) {
+		const struct diag *d = &dl.items[0];
+		error_set(err, HTTP_ERR, "%s:%u:%u: %s; %s", path, d->line, d->col, d->msg,
+			  d->hint);
+		goto out;
+	}
+	current = kc_scalar(&sc, root, "current-context");
+	ctx = kc_named(&sc, root, "contexts", current, "context");
+	cluster =
+	    kc_named(&sc, root, "clusters", ctx ? kc_scalar(&sc, ctx, "cluster") : NULL, "cluster");
+	user = kc_named(&sc, root, "users", ctx ? kc_scalar(&sc, ctx, "user") : NULL, "user");
+	srv = kc_scalar(&sc, cluster, "server");
 	if (!srv) {
 		error_set(err, HTTP_ERR, "'%s' names no server for its current context", path);
 		goto out;
 	}
-	if (kc_pem(kc_scalar(&doc, cluster, "certificate-authority-data"), &tls->ca_pem,
+	if (kc_pem(kc_scalar(&sc, cluster, "certificate-authority-data"), &tls->ca_pem,
 		   &tls->ca_len) < 0 ||
-	    kc_pem(kc_scalar(&doc, user, "client-certificate-data"), &tls->cert_pem,
+	    kc_pem(kc_scalar(&sc, user, "client-certificate-data"), &tls->cert_pem,
 		   &tls->cert_len) < 0 ||
-	    kc_pem(kc_scalar(&doc, user, "client-key-data"), &tls->key_pem, &tls->key_len) < 0) {
+	    kc_pem(kc_scalar(&sc, user, "client-key-data"), &tls->key_pem, &tls->key_len) < 0) {
 		error_set(err, HTTP_ERR, "'%s': bad base64 in a certificate or key", path);
 		http_tls_release(tls);
 		goto out;
@@ -619,8 +603,8 @@ int http_tls_from_kubeconfig(const char *path, char **server, struct http_tls *t
 	*server = xstrdup(srv);
 	ret = 0;
 out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	schema_release(&sc);
+	diag_list_release(&dl);
 	explicit_bzero(text.buf, text.len);
 	strbuf_release(&text);
 	return ret;
@@ -628,7 +612,7 @@ out:
 
 /* ---- a fetched kubeconfig: what may be kept (http.h) ---- */
 
-static bool only_keys(yaml_document_t *doc, yaml_node_t *map, const char *const *keys,
+static bool only_keys(struct schema *sc, yaml_node_t *map, const char *const *keys,
 		      const char *where, struct error *err)
 {
 	yaml_node_pair_t *p;
@@ -636,37 +620,34 @@ static bool only_keys(yaml_document_t *doc, yaml_node_t *map, const char *const 
 	if (!map || map->type != YAML_MAPPING_NODE)
 		return error_set(err, HTTP_ERR, "%s is not a mapping", where), false;
 	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *k = schema_node(sc, p->key);
 		const char *name =
 		    k && k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
-		yaml_node_pair_t *q;
 		size_t i;
 		for (i = 0; keys[i] && strcmp(keys[i], name); i++)
 			;
 		if (!keys[i]) {
-			error_set(err, HTTP_ERR, "'%.64s' in %s is not accepted", name, where);
+			/* its first line only: node text must not make lines of its own */
+			int len = (int)strcspn(name, "\r\n");
+			error_set(err, HTTP_ERR, "'%.*s' in %s is not accepted",
+				  len < 64 ? len : 64, name, where);
 			error_make_safe(err);
 			return false;
 		}
 		/* Twice: which one a client takes is its own choice, not this check's. */
-		for (q = map->data.mapping.pairs.start; q < p; q++) {
-			yaml_node_t *kq = yaml_document_get_node(doc, q->key);
-			if (kq && kq->type == YAML_SCALAR_NODE &&
-			    !strcmp((const char *)kq->data.scalar.value, name))
-				return error_set(err, HTTP_ERR, "'%s' twice in %s", name, where),
-				       false;
-		}
+		if (schema_repeat_of(sc, p))
+			return error_set(err, HTTP_ERR, "'%s' twice in %s", name, where), false;
 	}
 	return true;
 }
 
 /* Each item of list `key`: a mapping of `name` and `field`, field's keys among `keys`. */
-static bool check_list(yaml_document_t *doc, yaml_node_t *root, const char *key, const char *field,
+static bool check_list(struct schema *sc, yaml_node_t *root, const char *key, const char *field,
 		       const char *const *keys, size_t *count, struct error *err)
 {
 	static const char *const item_keys[3][3] = {
 	    {"name", "cluster", NULL}, {"name", "user", NULL}, {"name", "context", NULL}};
-	yaml_node_t *list = kc_get(doc, root, key);
+	yaml_node_t *list = kc_get(sc, root, key);
 	yaml_node_item_t *it;
 	const char *const *ik = !strcmp(field, "cluster") ? item_keys[0]
 				: !strcmp(field, "user")  ? item_keys[1]
@@ -678,13 +659,13 @@ static bool check_list(yaml_document_t *doc, yaml_node_t *root, const char *key,
 	if (list->type != YAML_SEQUENCE_NODE)
 		return error_set(err, HTTP_ERR, "'%s' is not a list", key), false;
 	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
-		yaml_node_t *item = yaml_document_get_node(doc, *it);
+		yaml_node_t *item = schema_node(sc, *it);
 		char where[64];
 		snprintf(where, sizeof(where), "an item of '%s'", key);
-		if (!only_keys(doc, item, ik, where, err))
+		if (!only_keys(sc, item, ik, where, err))
 			return false;
 		snprintf(where, sizeof(where), "'%s' of '%s'", field, key);
-		if (!only_keys(doc, kc_get(doc, item, field), keys, where, err))
+		if (!only_keys(sc, kc_get(sc, item, field), keys, where, err))
 			return false;
 		(*count)++;
 	}
@@ -712,76 +693,64 @@ int http_kubeconfig_check(const char *text, size_t len, const char *host, int po
 						"token", NULL};
 	static const char *const context_keys[] = {"cluster", "user", "namespace", NULL};
 	static const char *const none[] = {NULL};
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct diag_list dl;
+	struct schema sc;
 	yaml_node_t *root, *list, *pref;
 	yaml_node_item_t *it;
 	size_t n_clusters, n_users, n_contexts;
 	char *want = xasprintf(strchr(host, ':') ? "https://[%s]:%d" : "https://%s:%d", host, port);
 	int ret = HTTP_ERR;
 
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		yaml_parser_delete(&parser);
-		free(want);
-		return error_set(err, HTTP_ERR, "not a kubeconfig (YAML)");
+	diag_list_init(&dl);
+	if (schema_load(&sc, "the kubeconfig", text, len, &dl) < 0) {
+		error_set(err, HTTP_ERR, "not a kubeconfig (YAML)");
+		goto out;
 	}
-	root = yaml_document_get_root_node(&doc);
+	root = schema_root(&sc);
 	if (!root) {
 		error_set(err, HTTP_ERR, "an empty file, not a kubeconfig");
 		goto out;
 	}
-	if (!only_keys(&doc, root, top, "the kubeconfig", err))
+	if (!only_keys(&sc, root, top, "the kubeconfig", err))
 		goto out;
-	{
-		/* One document: what follows the first is read by nobody here. */
-		yaml_document_t more;
-		bool another = false;
-		if (yaml_parser_load(&parser, &more)) {
-			another = yaml_document_get_root_node(&more) != NULL;
-			yaml_document_delete(&more);
-		} else {
-			another = true;
-		}
-		if (another) {
-			error_set(err, HTTP_ERR, "more than one YAML document");
-			goto out;
-		}
+	/* One document: what follows the first is read by nobody here. */
+	if (schema_one_document(&sc, "kubeconfig") != 0) {
+		error_set(err, HTTP_ERR, "more than one YAML document");
+		goto out;
 	}
-	if ((pref = kc_get(&doc, root, "preferences")) &&
-	    !only_keys(&doc, pref, none, "'preferences'", err))
+	if ((pref = kc_get(&sc, root, "preferences")) &&
+	    !only_keys(&sc, pref, none, "'preferences'", err))
 		goto out;
-	if (!check_list(&doc, root, "clusters", "cluster", cluster_keys, &n_clusters, err) ||
-	    !check_list(&doc, root, "users", "user", user_keys, &n_users, err) ||
-	    !check_list(&doc, root, "contexts", "context", context_keys, &n_contexts, err))
+	if (!check_list(&sc, root, "clusters", "cluster", cluster_keys, &n_clusters, err) ||
+	    !check_list(&sc, root, "users", "user", user_keys, &n_users, err) ||
+	    !check_list(&sc, root, "contexts", "context", context_keys, &n_contexts, err))
 		goto out;
 	if (!n_clusters || !n_users || !n_contexts) {
 		error_set(err, HTTP_ERR, "a cluster, a user and a context are required");
 		goto out;
 	}
-	list = kc_get(&doc, root, "clusters");
+	list = kc_get(&sc, root, "clusters");
 	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
-		yaml_node_t *c = kc_get(&doc, yaml_document_get_node(&doc, *it), "cluster");
-		const char *srv = kc_scalar(&doc, c, "server");
+		yaml_node_t *c = kc_get(&sc, schema_node(&sc, *it), "cluster");
+		const char *srv = kc_scalar(&sc, c, "server");
 		if (!srv || strcmp(srv, want)) {
-			error_set(err, HTTP_ERR,
-				  "its server is '%.120s', not the control plane's %s",
-				  srv ? srv : "", want);
+			int n = srv ? (int)strcspn(srv, "\r\n") : 0; /* its first line only */
+			error_set(err, HTTP_ERR, "its server is '%.*s', not the control plane's %s",
+				  n < 120 ? n : 120, srv ? srv : "", want);
 			error_make_safe(err);
 			goto out;
 		}
-		if (!base64_ok(kc_scalar(&doc, c, "certificate-authority-data"))) {
+		if (!base64_ok(kc_scalar(&sc, c, "certificate-authority-data"))) {
 			error_set(err, HTTP_ERR, "no certificate-authority-data for %s", want);
 			goto out;
 		}
 	}
-	list = kc_get(&doc, root, "users");
+	list = kc_get(&sc, root, "users");
 	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
-		yaml_node_t *u = kc_get(&doc, yaml_document_get_node(&doc, *it), "user");
-		bool cert = base64_ok(kc_scalar(&doc, u, "client-certificate-data")) &&
-			    base64_ok(kc_scalar(&doc, u, "client-key-data"));
-		const char *token = kc_scalar(&doc, u, "token");
+		yaml_node_t *u = kc_get(&sc, schema_node(&sc, *it), "user");
+		bool cert = base64_ok(kc_scalar(&sc, u, "client-certificate-data")) &&
+			    base64_ok(kc_scalar(&sc, u, "client-key-data"));
+		const char *token = kc_scalar(&sc, u, "token");
 		if (!cert && !(token && *token)) {
 			error_set(err, HTTP_ERR,
 				  "a user without a client certificate and key (or a token) in the "
@@ -791,8 +760,8 @@ int http_kubeconfig_check(const char *text, size_t len, const char *host, int po
 	}
 	ret = 0;
 out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	schema_release(&sc);
+	diag_list_release(&dl);
 	free(want);
 	return ret;
 }

@@ -1,10 +1,11 @@
 /*
- * inventory: see inventory.h.  The only file that includes <yaml.h>.
+ * inventory: see inventory.h.
  *
- * The file is loaded with libyaml's document API (one tree with marks), then
- * walked section by section.  Every check reports through diag_add() and
- * carries on, so one run shows every mistake; only a YAML syntax error stops
- * the walk, because after one there is no tree to walk.  Checks across
+ * The file is loaded with the schema reader (schema.h: libyaml's document
+ * API, one tree with marks), then walked section by section.  Every check
+ * reports through diag_add() and carries on, so one run shows every
+ * mistake; only a YAML syntax error stops the walk, because after one there
+ * is no tree to walk.  Checks across
  * nodes (duplicates, the control plane, NFS, CIDRs) run after the walk and
  * skip what an earlier error already made unknowable, so that one mistake
  * is reported once and not again as a cascade.
@@ -23,118 +24,14 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "hostlist.h"
+#include "schema.h"
 #include "util.h"
 
 /* Larger than any inventory a person writes; stops a runaway file early. */
 #define INVENTORY_MAX_BYTES (16u << 20)
 #define INVENTORY_MAX_NODES HOSTLIST_MAX
-#define MAX_KEYS	    16
-
-/* Diagnostics ------------------------------------------------------------- */
-
-void diag_list_init(struct diag_list *dl)
-{
-	*dl = (struct diag_list){0};
-}
-
-void diag_list_release(struct diag_list *dl)
-{
-	size_t i;
-
-	for (i = 0; i < dl->nr; i++) {
-		free(dl->items[i].file);
-		free(dl->items[i].msg);
-		free(dl->items[i].hint);
-	}
-	free(dl->items);
-	diag_list_init(dl);
-}
-
-static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
-		      unsigned col, const char *hint, const char *fmt, va_list ap)
-    PRINTF_LIKE(7, 0);
-static void diag_vadd(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
-		      unsigned col, const char *hint, const char *fmt, va_list ap)
-{
-	struct strbuf sb = STRBUF_INIT;
-	struct diag *d;
-
-	strbuf_vaddf(&sb, fmt, ap);
-	ALLOC_GROW(dl->items, dl->nr + 1, dl->alloc);
-	d = &dl->items[dl->nr++];
-	*d = (struct diag){
-	    .level = level,
-	    .file = file ? xstrdup(file) : NULL,
-	    .line = line,
-	    .col = line ? col : 0,
-	    .msg = strbuf_detach(&sb, NULL),
-	    .hint = hint && *hint ? xstrdup(hint) : NULL,
-	};
-	if (level == DIAG_ERROR)
-		dl->errors++;
-}
-
-void diag_add(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
-	      unsigned col, const char *hint, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	diag_vadd(dl, level, file, line, col, hint, fmt, ap);
-	va_end(ap);
-}
-
-char *diag_format(const struct diag *d)
-{
-	struct strbuf sb = STRBUF_INIT;
-
-	if (d->file && *d->file)
-		strbuf_addstr(&sb, d->file);
-	if (d->line)
-		strbuf_addf(&sb, "%s%u:%u", sb.len ? ":" : "", d->line, d->col);
-	if (sb.len)
-		strbuf_addstr(&sb, ": ");
-	strbuf_addf(&sb, "%s: %s", d->level == DIAG_ERROR ? "error" : "warning", d->msg);
-	if (d->hint)
-		strbuf_addf(&sb, "\n  hint: %s", d->hint);
-	return strbuf_detach(&sb, NULL);
-}
-
-struct diag_seq {
-	struct diag d;
-	size_t seq;
-};
-
-static int cmp_diag(const void *a, const void *b)
-{
-	const struct diag_seq *x = a, *y = b;
-
-	if (x->d.line != y->d.line)
-		return x->d.line < y->d.line ? -1 : 1;
-	if (x->d.col != y->d.col)
-		return x->d.col < y->d.col ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Order the diagnostics from `first` on by position, keeping the order of ties. */
-static void diag_sort_from(struct diag_list *dl, size_t first)
-{
-	size_t n = dl->nr - first, i;
-	struct diag_seq *tmp;
-
-	if (n < 2)
-		return;
-	tmp = xcalloc(n, sizeof(*tmp));
-	for (i = 0; i < n; i++)
-		tmp[i] = (struct diag_seq){dl->items[first + i], i};
-	qsort(tmp, n, sizeof(*tmp), cmp_diag);
-	for (i = 0; i < n; i++)
-		dl->items[first + i] = tmp[i].d;
-	free(tmp);
-}
 
 /* Roles -------------------------------------------------------------------- */
 
@@ -163,110 +60,6 @@ unsigned node_role_parse(const char *name)
 	return 0;
 }
 
-/* Words people write for one of ours; checked before edit distance. */
-struct alias {
-	const char *alias, *word;
-};
-
-static const struct alias aliases[] = {
-    {"host", "address"},
-    {"hostname", "address"},
-    {"ip", "address"},
-    {"addr", "address"},
-    {"role", "roles"},
-    {"gpu", "gpus"},
-    {"gpu_share", "gpu_sharing"},
-    {"time_slicing", "gpu_sharing"},
-    {"replicas", "gpu_sharing"},
-    {"username", "user"},
-    {"login", "user"},
-    {"key", "identity"},
-    {"identity_file", "identity"},
-    {"private_key", "identity"},
-    {"ssh_key", "identity"},
-    {"user_known_hosts_file", "known_hosts"},
-    {"strict_host_key_checking", "host_keys"},
-    {"proxy_jump", "jump"},
-    {"jump_host", "jump"},
-    {"bastion", "jump"},
-    {"version", "kubernetes_version"},
-    {"k8s_version", "kubernetes_version"},
-    {"pod_network_cidr", "pod_cidr"},
-    {"pod_subnet", "pod_cidr"},
-    {"service_subnet", "service_cidr"},
-    {"proxy", "http_proxy"},
-    {"https_proxy", "http_proxy"},
-    {"admins", "admin_users"},
-    {"users", "allowed_users"},
-    {"chart", "chart_version"},
-    {"authenticator", "auth"},
-    {"network", "export_network"},
-    {"master", "control-plane"},
-    {"controlplane", "control-plane"},
-    {"nfs", "nfs-server"},
-    {"storage", "nfs-server"},
-    {"compute", "worker"},
-    {"gpu-worker", "worker"},
-};
-
-static bool only_digits_differ(const char *a, const char *b)
-{
-	bool differ = false;
-
-	for (; *a && *b; a++, b++) {
-		if (*a == *b)
-			continue;
-		if (*a < '0' || *a > '9' || *b < '0' || *b > '9')
-			return false;
-		differ = true;
-	}
-	return differ && !*a && !*b;
-}
-
-/*
- * The word of `words` that `w` most likely meant, or NULL.  Edit distance
- * counts a swap of two letters as two, so short words get one edit and
- * longer ones two.
- */
-static const char *suggest(const char *w, const char *const *words, size_t nr)
-{
-	size_t i, j, best_d = (size_t)-1, len = strlen(w);
-	size_t limit = len >= 4 ? 2 : 1;
-	const char *best = NULL;
-
-	for (i = 0; i < ARRAY_SIZE(aliases); i++)
-		if (!strcasecmp(w, aliases[i].alias))
-			for (j = 0; j < nr; j++)
-				if (!strcmp(words[j], aliases[i].word))
-					return words[j];
-	for (j = 0; j < nr; j++)
-		if (!strcasecmp(w, words[j]))
-			return words[j];
-	for (j = 0; j < nr; j++) {
-		size_t d = edit_distance(w, words[j]);
-		if (only_digits_differ(w, words[j]))
-			continue; /* "b-5" is not a typo of "b-0" */
-		if (d < best_d) {
-			best_d = d;
-			best = words[j];
-		}
-	}
-	if (best && best_d <= limit && best_d < len && best_d < strlen(best))
-		return best;
-	return NULL;
-}
-
-static void join_words(struct strbuf *sb, const char *const *words, size_t nr, const char *last)
-{
-	size_t i;
-
-	for (i = 0; i < nr; i++) {
-		if (i)
-			strbuf_addstr(sb, i + 1 == nr ? last : ", ");
-		strbuf_addstr(sb, words[i]);
-	}
-}
-
 /* Parser state ------------------------------------------------------------- */
 
 struct cidr {
@@ -276,9 +69,7 @@ struct cidr {
 };
 
 struct parser {
-	const char *file;
-	struct diag_list *dl;
-	yaml_document_t *doc;
+	struct schema s; /* the file, its diag list and its YAML document */
 	struct inventory *inv;
 	char *base_dir; /* directory of the inventory, for relative paths; NULL: cwd */
 
@@ -303,246 +94,9 @@ struct parser {
 	size_t nr_names, alloc_names;
 };
 
-struct fields {
-	yaml_node_t *key[MAX_KEYS];
-	yaml_node_t *val[MAX_KEYS];
-	unsigned suggested; /* bit i: an unknown key was taken for keys[i] */
-};
-
-static struct source_pos pos_of(const yaml_node_t *n)
-{
-	return (struct source_pos){(unsigned)n->start_mark.line + 1,
-				   (unsigned)n->start_mark.column + 1};
-}
-
-static void report(struct parser *p, enum diag_level level, struct source_pos pos, const char *hint,
-		   const char *fmt, ...) PRINTF_LIKE(5, 6);
-static void report(struct parser *p, enum diag_level level, struct source_pos pos, const char *hint,
-		   const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	diag_vadd(p->dl, level, p->file, pos.line, pos.col, hint, fmt, ap);
-	va_end(ap);
-}
-
-#define err_at(p, n, hint, ...)	    report((p), DIAG_ERROR, pos_of(n), (hint), __VA_ARGS__)
-#define err_pos(p, pos, hint, ...)  report((p), DIAG_ERROR, (pos), (hint), __VA_ARGS__)
-#define warn_pos(p, pos, hint, ...) report((p), DIAG_WARNING, (pos), (hint), __VA_ARGS__)
-
-static yaml_node_t *child(struct parser *p, int id)
-{
-	return yaml_document_get_node(p->doc, id);
-}
-
-static const char *sval(const yaml_node_t *n)
-{
-	return (const char *)n->data.scalar.value;
-}
-
-static bool is_plain(const yaml_node_t *n)
-{
-	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-}
-
-static bool is_null(const yaml_node_t *n)
-{
-	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
-	size_t i;
-
-	if (n->type != YAML_SCALAR_NODE)
-		return false;
-	if (n->tag && !strcmp((const char *)n->tag, YAML_NULL_TAG))
-		return true;
-	if (!is_plain(n))
-		return false;
-	for (i = 0; i < ARRAY_SIZE(nulls); i++)
-		if (!strcmp(sval(n), nulls[i]))
-			return true;
-	return false;
-}
-
-/* What the value is, for "must be X, not Y" messages. */
-static const char *describe(const yaml_node_t *n, char *buf, size_t size)
-{
-	const char *v;
-	size_t len;
-
-	if (n->type == YAML_MAPPING_NODE)
-		return "a mapping";
-	if (n->type == YAML_SEQUENCE_NODE)
-		return "a list";
-	if (is_null(n))
-		return "empty";
-	v = sval(n);
-	len = strcspn(v, "\n");
-	if (len > 40)
-		snprintf(buf, size, "'%.37s...'", v);
-	else
-		snprintf(buf, size, "'%.*s'", (int)len, v);
-	return buf;
-}
-
-static bool want_type(struct parser *p, const yaml_node_t *n, const char *key,
-		      yaml_node_type_t type, const char *hint)
-{
-	char buf[64];
-	const char *what = type == YAML_MAPPING_NODE	? "a mapping"
-			   : type == YAML_SEQUENCE_NODE ? "a list"
-							: "a single value";
-
-	if (is_null(n) && type != YAML_SCALAR_NODE) {
-		err_at(p, n, hint, "'%s' has no value; it must be %s", key, what);
-		return false;
-	}
-	if (n->type == type)
-		return true;
-	if (type == YAML_SEQUENCE_NODE && n->type == YAML_SCALAR_NODE && !hint) {
-		char h[160];
-		snprintf(h, sizeof(h), "write [%.100s] for a list of one", sval(n));
-		err_at(p, n, h, "'%s' must be a list, not %s", key, describe(n, buf, sizeof(buf)));
-		return false;
-	}
-	err_at(p, n, hint, "'%s' must be %s, not %s", key, what, describe(n, buf, sizeof(buf)));
-	return false;
-}
-
-/*
- * The text of a scalar for a string setting.  NULL (after reporting) when
- * the value is missing, not a scalar, or holds control characters.
- */
-static const char *get_text(struct parser *p, const yaml_node_t *n, const char *key)
-{
-	const char *v;
-	size_t i;
-
-	if (!want_type(p, n, key, YAML_SCALAR_NODE, NULL))
-		return NULL;
-	if (is_null(n)) {
-		err_at(p, n, "remove the key to use the default", "'%s' has no value", key);
-		return NULL;
-	}
-	v = sval(n);
-	if (strlen(v) != n->data.scalar.length) {
-		err_at(p, n, NULL, "'%s' contains a NUL character", key);
-		return NULL;
-	}
-	for (i = 0; v[i]; i++)
-		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
-			err_at(p, n, NULL, "'%s' contains a control character", key);
-			return NULL;
-		}
-	return v;
-}
-
-static bool get_str(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
-{
-	const char *v = get_text(p, n, key);
-
-	if (!v)
-		return false;
-	free(*dst);
-	*dst = xstrdup(v);
-	return true;
-}
-
-static bool parse_decimal(const char *s, long *out)
-{
-	const char *d = s + (*s == '-' || *s == '+');
-	char *end;
-
-	if (!*d || strspn(d, "0123456789") != strlen(d) || strlen(d) > 9)
-		return false;
-	*out = strtol(s, &end, 10);
-	return true;
-}
-
-static bool get_int(struct parser *p, const yaml_node_t *n, const char *key, int lo, int hi,
-		    int *dst)
-{
-	char buf[64], range[64];
-	long v;
-
-	if (lo == 0 && hi == INT_MAX)
-		snprintf(range, sizeof(range), "a non-negative integer");
-	else if (hi == INT_MAX)
-		snprintf(range, sizeof(range), "an integer of at least %d", lo);
-	else
-		snprintf(range, sizeof(range), "an integer from %d to %d", lo, hi);
-	if (n->type != YAML_SCALAR_NODE || is_null(n)) {
-		err_at(p, n, NULL, "'%s' must be %s, not %s", key, range,
-		       describe(n, buf, sizeof(buf)));
-		return false;
-	}
-	if (!parse_decimal(sval(n), &v) || v < lo || v > hi) {
-		err_at(p, n, NULL, "'%s' must be %s, not %s", key, range,
-		       describe(n, buf, sizeof(buf)));
-		return false;
-	}
-	if (!is_plain(n)) {
-		err_at(p, n, "remove the quotes: a quoted value is a string in YAML",
-		       "'%s' must be %s, not the string %s", key, range,
-		       describe(n, buf, sizeof(buf)));
-		return false;
-	}
-	*dst = (int)v;
-	return true;
-}
-
-static bool get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *dst)
-{
-	static const char *const yes[] = {"true", "True", "TRUE"};
-	static const char *const no[] = {"false", "False", "FALSE"};
-	char buf[64];
-	size_t i;
-
-	if (n->type == YAML_SCALAR_NODE && !is_null(n)) {
-		for (i = 0; i < ARRAY_SIZE(yes); i++) {
-			bool match = !strcmp(sval(n), yes[i]) || !strcmp(sval(n), no[i]);
-			if (match && !is_plain(n)) {
-				err_at(p, n,
-				       "remove the quotes: a quoted value is a string in YAML",
-				       "'%s' must be true or false, not the string %s", key,
-				       describe(n, buf, sizeof(buf)));
-				return false;
-			}
-			if (match) {
-				*dst = !strcmp(sval(n), yes[i]);
-				return true;
-			}
-		}
-	}
-	err_at(p, n, "write true or false", "'%s' must be true or false, not %s", key,
-	       describe(n, buf, sizeof(buf)));
-	return false;
-}
-
-/* One of `names` (index into *dst); a near miss gets "did you mean". */
-static bool get_choice(struct parser *p, const yaml_node_t *n, const char *key,
-		       const char *const *names, size_t nr, const char *hint, int *dst)
-{
-	struct strbuf choices = STRBUF_INIT;
-	const char *v = get_text(p, n, key), *s;
-	size_t i;
-
-	if (!v)
-		return false;
-	for (i = 0; i < nr; i++)
-		if (!strcmp(v, names[i])) {
-			*dst = (int)i;
-			return true;
-		}
-	join_words(&choices, names, nr, " or ");
-	s = suggest(v, names, nr);
-	if (s)
-		err_at(p, n, NULL, "'%s' must be %s, not '%s' (did you mean '%s'?)", key,
-		       choices.buf, v, s);
-	else
-		err_at(p, n, hint, "'%s' must be %s, not '%s'", key, choices.buf, v);
-	strbuf_release(&choices);
-	return false;
-}
+#define err_at(p, n, hint, ...)	    schema_error(&(p)->s, (n), (hint), __VA_ARGS__)
+#define err_pos(p, pos, hint, ...)  schema_report(&(p)->s, DIAG_ERROR, (pos), (hint), __VA_ARGS__)
+#define warn_pos(p, pos, hint, ...) schema_report(&(p)->s, DIAG_WARNING, (pos), (hint), __VA_ARGS__)
 
 static void strv_free(char **v)
 {
@@ -553,168 +107,6 @@ static void strv_free(char **v)
 	for (q = v; *q; q++)
 		free(*q);
 	free(v);
-}
-
-/* An item of a list that must be a string; NULL after reporting. */
-static const char *get_item_text(struct parser *p, const yaml_node_t *c, const char *key)
-{
-	char buf[64];
-
-	if (c->type != YAML_SCALAR_NODE) {
-		err_at(p, c, NULL, "items of '%s' must be single values, not %s", key,
-		       describe(c, buf, sizeof(buf)));
-		return NULL;
-	}
-	if (is_null(c)) {
-		err_at(p, c, NULL, "an item of '%s' is empty", key);
-		return NULL;
-	}
-	return get_text(p, c, key);
-}
-
-/* A list of strings; duplicates are reported as warnings and dropped. */
-static bool get_str_list(struct parser *p, const yaml_node_t *n, const char *key, char ***dst)
-{
-	char **out = NULL;
-	size_t nr = 0, alloc = 0, j;
-	yaml_node_item_t *it;
-	bool ok = true;
-
-	if (!want_type(p, n, key, YAML_SEQUENCE_NODE, NULL))
-		return false;
-	ALLOC_GROW(out, 1, alloc);
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *c = child(p, *it);
-		const char *v = get_item_text(p, c, key);
-
-		if (!v) {
-			ok = false;
-			continue;
-		}
-		for (j = 0; j < nr; j++)
-			if (!strcmp(out[j], v))
-				break;
-		if (j < nr) {
-			warn_pos(p, pos_of(c), NULL, "'%s' is listed twice in '%s'", v, key);
-			continue;
-		}
-		ALLOC_GROW(out, nr + 2, alloc);
-		out[nr++] = xstrdup(v);
-	}
-	out[nr] = NULL;
-	strv_free(*dst);
-	*dst = out;
-	return ok;
-}
-
-static bool secret_like(const char *key)
-{
-	static const char *const words[] = {"secret", "password", "passwd", "token"};
-	size_t i, len = strlen(key);
-
-	if (len > 5 && !strcmp(key + len - 5, "_file"))
-		return false;
-	for (i = 0; i < ARRAY_SIZE(words); i++)
-		if (strcasestr(key, words[i]))
-			return true;
-	return false;
-}
-
-/*
- * Sort the pairs of `map` into f by the names in keys (f->val[i] is the
- * value of keys[i] or NULL).  Reports keys that are not strings, unknown
- * keys (with a suggestion), inline secrets and keys given twice.
- */
-static void map_fields(struct parser *p, const yaml_node_t *map, const char *section,
-		       const char *const *keys, size_t nr, struct fields *f)
-{
-	yaml_node_pair_t *pair;
-	size_t i;
-
-	assert(nr <= MAX_KEYS);
-	*f = (struct fields){0};
-	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
-		yaml_node_t *k = child(p, pair->key), *v = child(p, pair->value);
-		char buf[64];
-		const char *name, *s;
-
-		if (k->type != YAML_SCALAR_NODE || is_null(k)) {
-			err_at(p, k, NULL, "keys in %s must be names, not %s", section,
-			       describe(k, buf, sizeof(buf)));
-			continue;
-		}
-		name = sval(k);
-		for (i = 0; i < nr; i++)
-			if (!strcmp(name, keys[i]))
-				break;
-		if (i < nr) {
-			if (f->key[i]) {
-				struct source_pos first = pos_of(f->key[i]);
-				err_at(p, k, "remove one of them",
-				       "duplicate key '%s' (first at %u:%u)", name, first.line,
-				       first.col);
-				continue;
-			}
-			f->key[i] = k;
-			f->val[i] = v;
-			continue;
-		}
-		if (!strcmp(name, "<<")) {
-			err_at(p, k,
-			       "write the keys out, or share a whole value with an alias "
-			       "(roles: *workers)",
-			       "YAML merge keys ('<<') are not supported");
-			f->suggested = ~0u; /* the merge may have held any key */
-			continue;
-		}
-		/* Top-level x-* keys hold anchors for the rest of the file. */
-		if (!strncmp(name, "x-", 2) && !strcmp(section, "the inventory"))
-			continue;
-		if (secret_like(name)) {
-			char *with_file = xasprintf("%s_file", name);
-			char *hint = NULL;
-			for (i = 0; i < nr; i++)
-				if (!strcmp(with_file, keys[i]))
-					break;
-			if (i < nr) {
-				hint =
-				    xasprintf("put the secret in a file only you can read and set "
-					      "'%s' to its path",
-					      with_file);
-				f->suggested |= 1u << i;
-			}
-			err_at(p, k,
-			       hint ? hint
-				    : "keep secrets out of the inventory: it is recorded with "
-				      "every run",
-			       "secret '%s' must not be written in the inventory", name);
-			free(hint);
-			free(with_file);
-			continue;
-		}
-		s = suggest(name, keys, nr);
-		if (s) {
-			err_at(p, k, NULL, "unknown key '%s' (did you mean '%s'?)", name, s);
-			for (i = 0; i < nr; i++)
-				if (keys[i] == s)
-					f->suggested |= 1u << i;
-		} else {
-			struct strbuf hint = STRBUF_INIT;
-			strbuf_addf(&hint, "%s takes ", section);
-			join_words(&hint, keys, nr, " and ");
-			err_at(p, k, hint.buf, "unknown key '%s' in %s", name, section);
-			strbuf_release(&hint);
-		}
-	}
-}
-
-static void require(struct parser *p, const struct fields *f, const char *const *keys, size_t idx,
-		    struct source_pos where, const char *section)
-{
-	/* A misspelt key was reported already, with this one as the suggestion. */
-	if (f->val[idx] || (f->suggested & (1u << idx)))
-		return;
-	err_pos(p, where, NULL, "missing required key '%s' in %s", keys[idx], section);
 }
 
 /* Syntax of values --------------------------------------------------------- */
@@ -837,7 +229,7 @@ static void cidr_format(char *buf, size_t size, uint32_t net, unsigned prefix)
 /* An IPv4 CIDR with its host bits clear; reports and returns false otherwise. */
 static bool get_cidr(struct parser *p, const yaml_node_t *n, const char *key, struct cidr *c)
 {
-	const char *v = get_text(p, n, key), *slash;
+	const char *v = schema_text(&p->s, n, key), *slash;
 	char addr[INET_ADDRSTRLEN], fixed[32], hint[64];
 	size_t alen;
 	uint32_t a = 0;
@@ -858,7 +250,7 @@ static bool get_cidr(struct parser *p, const yaml_node_t *n, const char *key, st
 		memcpy(addr, v, alen);
 		addr[alen] = '\0';
 		ok = ipv4_parse(addr, &a) && strspn(slash + 1, "0123456789") == strlen(slash + 1) &&
-		     parse_decimal(slash + 1, &prefix) && prefix <= 32 &&
+		     schema_parse_decimal(slash + 1, &prefix) && prefix <= 32 &&
 		     !(slash[1] == '0' && slash[2]);
 	}
 	if (!ok) {
@@ -925,7 +317,7 @@ static bool url_ok(const char *v)
  */
 static bool get_fingerprint(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
 {
-	const char *v = get_text(p, n, key), *s;
+	const char *v = schema_text(&p->s, n, key), *s;
 	char out[41];
 	size_t k = 0;
 
@@ -957,7 +349,7 @@ static bool get_fingerprint(struct parser *p, const yaml_node_t *n, const char *
 static bool get_url(struct parser *p, const yaml_node_t *n, const char *key, const char *example,
 		    char **dst)
 {
-	const char *v = get_text(p, n, key), *host, *at, *slash;
+	const char *v = schema_text(&p->s, n, key), *host, *at, *slash;
 
 	if (!v)
 		return false;
@@ -1011,7 +403,7 @@ static bool quantity(const char *s, bool *has_unit, bool *zero)
 
 static bool get_quantity(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
 {
-	const char *v = get_text(p, n, key);
+	const char *v = schema_text(&p->s, n, key);
 	bool unit = false, zero = false;
 
 	if (!v)
@@ -1040,7 +432,7 @@ static bool get_quantity(struct parser *p, const yaml_node_t *n, const char *key
  */
 static bool get_local_path(struct parser *p, const yaml_node_t *n, const char *key, char **dst)
 {
-	const char *v = get_text(p, n, key);
+	const char *v = schema_text(&p->s, n, key);
 
 	if (!v)
 		return false;
@@ -1122,7 +514,8 @@ static bool port_text_ok(const char *s)
 {
 	long n;
 
-	return strspn(s, "0123456789") == strlen(s) && parse_decimal(s, &n) && n >= 1 && n <= 65535;
+	return strspn(s, "0123456789") == strlen(s) && schema_parse_decimal(s, &n) && n >= 1 &&
+	       n <= 65535;
 }
 
 /* "[user@]host[:port]", the host possibly a bracketed IPv6 literal. */
@@ -1219,15 +612,15 @@ static const char *const sudo_names[] = {"auto", "always", "never"};
 /* Settings over what *s holds already (built-in defaults, or the ssh: defaults for a node). */
 static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_settings *s)
 {
-	struct fields f;
+	struct schema_fields f;
 	const yaml_node_t *y;
 	const char *t;
 	int v;
 
-	if (!want_type(p, n, "ssh", YAML_MAPPING_NODE, NULL))
+	if (!schema_want_type(&p->s, n, "ssh", YAML_MAPPING_NODE, NULL))
 		return;
-	map_fields(p, n, "'ssh'", ssh_keys, ARRAY_SIZE(ssh_keys), &f);
-	if ((y = f.val[SSH_USER]) && (t = get_text(p, y, "user"))) {
+	schema_map_fields(&p->s, n, "'ssh'", ssh_keys, ARRAY_SIZE(ssh_keys), &f);
+	if ((y = f.val[SSH_USER]) && (t = schema_text(&p->s, y, "user"))) {
 		if (user_name_ok(t))
 			set_str(&s->user, t);
 		else
@@ -1235,24 +628,24 @@ static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_setting
 			       "user name '%s' is not valid", t);
 	}
 	if ((y = f.val[SSH_PORT]))
-		get_int(p, y, "port", 1, 65535, &s->port);
+		schema_int(&p->s, y, "port", 1, 65535, &s->port);
 	if ((y = f.val[SSH_IDENTITY]))
 		get_local_path(p, y, "identity", &s->identity);
 	if ((y = f.val[SSH_KNOWN_HOSTS]))
 		get_local_path(p, y, "known_hosts", &s->known_hosts);
 	if ((y = f.val[SSH_HOST_KEYS]) &&
-	    get_choice(p, y, "host_keys", host_key_names, ARRAY_SIZE(host_key_names),
-		       "provision always verifies host keys; accept-new records the key of "
-		       "a host it has never seen",
-		       &v))
+	    schema_choice(&p->s, y, "host_keys", host_key_names, ARRAY_SIZE(host_key_names),
+			  "provision always verifies host keys; accept-new records the key of "
+			  "a host it has never seen",
+			  &v))
 		s->host_keys = (enum host_key_policy)v;
 	if ((y = f.val[SSH_SUDO]) &&
-	    get_choice(p, y, "sudo", sudo_names, ARRAY_SIZE(sudo_names),
-		       "auto runs commands through sudo when the user is not root", &v))
+	    schema_choice(&p->s, y, "sudo", sudo_names, ARRAY_SIZE(sudo_names),
+			  "auto runs commands through sudo when the user is not root", &v))
 		s->sudo = (enum sudo_mode)v;
 	if ((y = f.val[SSH_SUDO_PASSWORD_FILE]))
 		get_local_path(p, y, "sudo_password_file", &s->sudo_password_file);
-	if ((y = f.val[SSH_JUMP]) && (t = get_text(p, y, "jump"))) {
+	if ((y = f.val[SSH_JUMP]) && (t = schema_text(&p->s, y, "jump"))) {
 		if (jump_ok(t))
 			set_str(&s->jump, t);
 		else
@@ -1260,16 +653,24 @@ static void parse_ssh(struct parser *p, const yaml_node_t *n, struct ssh_setting
 			       "'jump' must be [user@]host[:port], not '%s'", t);
 	}
 	if ((y = f.val[SSH_CONNECT_TIMEOUT]))
-		get_int(p, y, "connect_timeout", 1, 3600, &s->connect_timeout);
+		schema_int(&p->s, y, "connect_timeout", 1, 3600, &s->connect_timeout);
 	if ((y = f.val[SSH_COMMAND_TIMEOUT]))
-		get_int(p, y, "command_timeout", 0, 86400, &s->command_timeout);
+		schema_int(&p->s, y, "command_timeout", 0, 86400, &s->command_timeout);
 	if ((y = f.val[SSH_KEEPALIVE]))
-		get_int(p, y, "keepalive", 0, 3600, &s->keepalive);
+		schema_int(&p->s, y, "keepalive", 0, 3600, &s->keepalive);
 }
 
 static const char *const cluster_keys[] = {
-    "name",	  "kubernetes_version", "pod_cidr", "service_cidr",	   "api_port",
-    "apt_mirror", "http_proxy",		"no_proxy", "apt_key_fingerprint", "containerd",
+    "name",
+    "kubernetes_version",
+    "pod_cidr",
+    "service_cidr",
+    "api_port",
+    "apt_mirror",
+    "http_proxy",
+    "no_proxy",
+    "apt_key_fingerprint",
+    "containerd",
     "cert_warning_days",
     "backups_keep",
     "registries",
@@ -1296,7 +697,7 @@ enum {
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
 {
-	const char *t = get_text(p, y, "kubernetes_version");
+	const char *t = schema_text(&p->s, y, "kubernetes_version");
 	long part[3];
 
 	if (!t)
@@ -1321,7 +722,7 @@ static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
 		return;
 	}
 	set_str(&p->inv->cluster.kubernetes_version, t);
-	p->inv->cluster.kubernetes_version_pos = pos_of(y);
+	p->inv->cluster.kubernetes_version_pos = schema_pos(y);
 }
 
 /* Registries (cluster.registries) ------------------------------------------ */
@@ -1434,7 +835,7 @@ out:
 
 static bool registry_username(struct parser *p, const yaml_node_t *n, char **dst)
 {
-	const char *v = get_text(p, n, "username");
+	const char *v = schema_text(&p->s, n, "username");
 
 	if (!v)
 		return false;
@@ -1492,27 +893,27 @@ enum {
 static void parse_mirror(struct parser *p, const yaml_node_t *n, const char *host,
 			 struct registry_mirror *m)
 {
-	struct fields f;
+	struct schema_fields f;
 	const yaml_node_t *y;
 	char what[320];
 
-	m->pos = pos_of(n);
-	if (!want_type(p, n, "mirrors", YAML_MAPPING_NODE,
-		       "write each mirror as '- url: https://...'"))
+	m->pos = schema_pos(n);
+	if (!schema_want_type(&p->s, n, "mirrors", YAML_MAPPING_NODE,
+			      "write each mirror as '- url: https://...'"))
 		return;
-	map_fields(p, n, "a mirror", mirror_keys, ARRAY_SIZE(mirror_keys), &f);
-	require(p, &f, mirror_keys, MI_URL, pos_of(n), "a mirror");
+	schema_map_fields(&p->s, n, "a mirror", mirror_keys, ARRAY_SIZE(mirror_keys), &f);
+	schema_require(&p->s, &f, mirror_keys, MI_URL, schema_pos(n), "a mirror");
 	if ((y = f.val[MI_URL]))
 		registry_get_url(p, y, "url", "https://mirror.lab.example:5000", &m->url);
 	if ((y = f.val[MI_CA_FILE]))
 		registry_ca(p, y, &m->ca_file, &m->ca_pem);
 	if ((y = f.val[MI_SKIP_VERIFY]))
-		get_bool(p, y, "skip_verify", &m->skip_verify);
+		schema_bool(&p->s, y, "skip_verify", &m->skip_verify);
 	if ((y = f.val[MI_USERNAME]))
 		registry_username(p, y, &m->username);
 	if ((y = f.val[MI_PASSWORD_FILE]) &&
 	    get_local_path(p, y, "password_file", &m->password_file))
-		m->password_file_pos = pos_of(y);
+		m->password_file_pos = schema_pos(y);
 	snprintf(what, sizeof(what), "the mirror %s of %s", m->url ? m->url : "", host);
 	registry_check_access(p, n, what, m->url, f.val[MI_USERNAME], f.val[MI_PASSWORD_FILE],
 			      f.val[MI_CA_FILE], f.val[MI_SKIP_VERIFY], m->skip_verify);
@@ -1521,34 +922,37 @@ static void parse_mirror(struct parser *p, const yaml_node_t *n, const char *hos
 static void parse_registry(struct parser *p, const yaml_node_t *key, const yaml_node_t *n,
 			   struct registry *r)
 {
-	struct fields f;
+	struct schema_fields f;
 	const yaml_node_t *y;
 	yaml_node_item_t *it;
 	size_t alloc = 0, i, j;
 	char what[320];
 
-	r->pos = pos_of(key);
+	r->pos = schema_pos(key);
 	r->upstream = true;
-	if (is_null(n)) {
+	if (schema_is_null(n)) {
 		err_at(p, n, "add 'mirrors:' (or remove the registry)",
 		       "registry '%s' has no settings", r->host);
 		return;
 	}
-	if (!want_type(p, n, r->host, YAML_MAPPING_NODE, NULL))
+	if (!schema_want_type(&p->s, n, r->host, YAML_MAPPING_NODE, NULL))
 		return;
-	map_fields(p, n, "a registry", registry_keys, ARRAY_SIZE(registry_keys), &f);
+	schema_map_fields(&p->s, n, "a registry", registry_keys, ARRAY_SIZE(registry_keys), &f);
 	if ((y = f.val[RG_UPSTREAM]))
-		get_bool(p, y, "upstream", &r->upstream);
-	if ((y = f.val[RG_MIRRORS]) && want_type(p, y, "mirrors", YAML_SEQUENCE_NODE, NULL)) {
+		schema_bool(&p->s, y, "upstream", &r->upstream);
+	if ((y = f.val[RG_MIRRORS]) &&
+	    schema_want_type(&p->s, y, "mirrors", YAML_SEQUENCE_NODE, NULL)) {
 		for (it = y->data.sequence.items.start; it < y->data.sequence.items.top; it++) {
 			if (r->nr_mirrors == INVENTORY_MIRRORS_MAX) {
-				err_at(p, child(p, *it), NULL, "more than %d mirrors for '%s'",
-				       INVENTORY_MIRRORS_MAX, r->host);
+				err_at(p, schema_node(&p->s, *it), NULL,
+				       "more than %d mirrors for '%s'", INVENTORY_MIRRORS_MAX,
+				       r->host);
 				break;
 			}
 			ALLOC_GROW(r->mirrors, r->nr_mirrors + 1, alloc);
 			r->mirrors[r->nr_mirrors] = (struct registry_mirror){0};
-			parse_mirror(p, child(p, *it), r->host, &r->mirrors[r->nr_mirrors]);
+			parse_mirror(p, schema_node(&p->s, *it), r->host,
+				     &r->mirrors[r->nr_mirrors]);
 			r->nr_mirrors++;
 		}
 	}
@@ -1586,12 +990,12 @@ static void parse_registry(struct parser *p, const yaml_node_t *key, const yaml_
 	if ((y = f.val[RG_CA_FILE]))
 		registry_ca(p, y, &r->ca_file, &r->ca_pem);
 	if ((y = f.val[RG_SKIP_VERIFY]))
-		get_bool(p, y, "skip_verify", &r->skip_verify);
+		schema_bool(&p->s, y, "skip_verify", &r->skip_verify);
 	if ((y = f.val[RG_USERNAME]))
 		registry_username(p, y, &r->username);
 	if ((y = f.val[RG_PASSWORD_FILE]) &&
 	    get_local_path(p, y, "password_file", &r->password_file))
-		r->password_file_pos = pos_of(y);
+		r->password_file_pos = schema_pos(y);
 	snprintf(what, sizeof(what), "the upstream %s", r->server ? r->server : r->host);
 	registry_check_access(p, n, what, r->server, f.val[RG_USERNAME], f.val[RG_PASSWORD_FILE],
 			      f.val[RG_CA_FILE], f.val[RG_SKIP_VERIFY], r->skip_verify);
@@ -1604,19 +1008,20 @@ static void parse_registries(struct parser *p, const yaml_node_t *n)
 	size_t alloc = 0, i;
 	char buf[64];
 
-	if (!want_type(p, n, "registries", YAML_MAPPING_NODE,
-		       "write one entry per registry: 'docker.io: {mirrors: [...]}'"))
+	if (!schema_want_type(&p->s, n, "registries", YAML_MAPPING_NODE,
+			      "write one entry per registry: 'docker.io: {mirrors: [...]}'"))
 		return;
 	for (pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
-		yaml_node_t *k = child(p, pair->key), *v = child(p, pair->value);
+		yaml_node_t *k = schema_node(&p->s, pair->key),
+			    *v = schema_node(&p->s, pair->value);
 		const char *host;
 
-		if (k->type != YAML_SCALAR_NODE || is_null(k)) {
+		if (k->type != YAML_SCALAR_NODE || schema_is_null(k)) {
 			err_at(p, k, NULL, "keys in 'registries' must be registry names, not %s",
-			       describe(k, buf, sizeof(buf)));
+			       schema_describe(k, buf, sizeof(buf)));
 			continue;
 		}
-		host = sval(k);
+		host = schema_scalar(k);
 		if (!registry_host_ok(host)) {
 			err_at(p, k,
 			       "the registry's name as image references write it: docker.io, "
@@ -1669,27 +1074,28 @@ static const char *const images_sources[] = {"auto", "registry", "bundle"};
 static void parse_images(struct parser *p, const yaml_node_t *n)
 {
 	struct cluster_settings *c = &p->inv->cluster;
-	struct fields f;
+	struct schema_fields f;
 	const yaml_node_t *y;
 	const char *t;
 	int src;
 	long secs;
 
-	if (!want_type(p, n, "images", YAML_MAPPING_NODE, NULL))
+	if (!schema_want_type(&p->s, n, "images", YAML_MAPPING_NODE, NULL))
 		return;
-	map_fields(p, n, "'images'", images_keys, ARRAY_SIZE(images_keys), &f);
+	schema_map_fields(&p->s, n, "'images'", images_keys, ARRAY_SIZE(images_keys), &f);
 	if ((y = f.val[0]) &&
-	    get_choice(p, y, "source", images_sources, ARRAY_SIZE(images_sources),
-		       "auto: import what provision fetch --images cached and pull the rest; "
-		       "registry: always pull; bundle: import only",
-		       &src))
+	    schema_choice(&p->s, y, "source", images_sources, ARRAY_SIZE(images_sources),
+			  "auto: import what provision fetch --images cached and pull the rest; "
+			  "registry: always pull; bundle: import only",
+			  &src))
 		c->images_source = (enum images_source)src;
-	if ((y = f.val[1]) && (t = y->type == YAML_SCALAR_NODE && !is_null(y) ? sval(y) : NULL,
-			       !t || (secs = duration_seconds(t)) < 60 || secs > 86400)) {
+	if ((y = f.val[1]) &&
+	    (t = y->type == YAML_SCALAR_NODE && !schema_is_null(y) ? schema_scalar(y) : NULL,
+	     !t || (secs = duration_seconds(t)) < 60 || secs > 86400)) {
 		char buf[64];
 		err_at(p, y, "such as 30m, 2h or 900s",
 		       "'pull_timeout' must be a duration from 60s to 24h, not %s",
-		       describe(y, buf, sizeof(buf)));
+		       schema_describe(y, buf, sizeof(buf)));
 	} else if (y) {
 		c->image_pull_timeout = (int)secs;
 	}
@@ -1707,18 +1113,18 @@ static bool no_proxy_item_ok(const char *s)
 static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)
 {
 	struct cluster_settings *c = &p->inv->cluster;
-	struct fields f;
+	struct schema_fields f;
 	const yaml_node_t *y;
 	const char *t;
 	struct cidr cidr;
 	char buf[32];
 
-	if (!want_type(p, n, "cluster", YAML_MAPPING_NODE, NULL))
+	if (!schema_want_type(&p->s, n, "cluster", YAML_MAPPING_NODE, NULL))
 		return;
-	map_fields(p, n, "'cluster'", cluster_keys, ARRAY_SIZE(cluster_keys), &f);
-	require(p, &f, cluster_keys, CL_NAME, pos_of(key), "'cluster'");
-	require(p, &f, cluster_keys, CL_VERSION, pos_of(key), "'cluster'");
-	if ((y = f.val[CL_NAME]) && (t = get_text(p, y, "name"))) {
+	schema_map_fields(&p->s, n, "'cluster'", cluster_keys, ARRAY_SIZE(cluster_keys), &f);
+	schema_require(&p->s, &f, cluster_keys, CL_NAME, schema_pos(key), "'cluster'");
+	schema_require(&p->s, &f, cluster_keys, CL_VERSION, schema_pos(key), "'cluster'");
+	if ((y = f.val[CL_NAME]) && (t = schema_text(&p->s, y, "name"))) {
 		if (dns_label(t))
 			set_str(&c->name, t);
 		else
@@ -1729,10 +1135,11 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	if ((y = f.val[CL_POD_CIDR]))
 		p->pod.set = false; /* until it proves valid: no checks against a default */
 	if ((y = f.val[CL_POD_CIDR]) && get_cidr(p, y, "pod_cidr", &cidr)) {
-		p->pod_pos = pos_of(y);
+		p->pod_pos = schema_pos(y);
 		if (cidr.prefix > 24) {
 			err_at(p, y, "use a /16 such as 10.244.0.0/16",
-			       "'pod_cidr' %s is too small: every node takes a /24 of it", sval(y));
+			       "'pod_cidr' %s is too small: every node takes a /24 of it",
+			       schema_scalar(y));
 		} else {
 			p->pod = cidr;
 			cidr_format(buf, sizeof(buf), cidr.net, cidr.prefix);
@@ -1742,10 +1149,10 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	if ((y = f.val[CL_SERVICE_CIDR]))
 		p->service.set = false;
 	if ((y = f.val[CL_SERVICE_CIDR]) && get_cidr(p, y, "service_cidr", &cidr)) {
-		p->service_pos = pos_of(y);
+		p->service_pos = schema_pos(y);
 		if (cidr.prefix < 12 || cidr.prefix > 28) {
 			err_at(p, y, "use a network from /12 to /28 such as 10.96.0.0/12",
-			       "'service_cidr' %s is too %s", sval(y),
+			       "'service_cidr' %s is too %s", schema_scalar(y),
 			       cidr.prefix < 12 ? "large: Kubernetes allows at most a /12"
 						: "small: it needs room for the API server and DNS "
 						  "service addresses");
@@ -1756,10 +1163,10 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 		}
 	}
 	if ((y = f.val[CL_API_PORT]))
-		get_int(p, y, "api_port", 1, 65535, &c->api_port);
+		schema_int(&p->s, y, "api_port", 1, 65535, &c->api_port);
 	/* kubeadm's certificates live a year (365 days): a longer warning is always on */
 	if ((y = f.val[CL_CERT_WARNING_DAYS]))
-		get_int(p, y, "cert_warning_days", 1, 364, &c->cert_warning_days);
+		schema_int(&p->s, y, "cert_warning_days", 1, 364, &c->cert_warning_days);
 	if ((y = f.val[CL_APT_MIRROR]))
 		get_url(p, y, "apt_mirror", "https://mirror.example.ac.jp/kubernetes",
 			&c->apt_mirror);
@@ -1771,13 +1178,13 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 		free(c->http_proxy);
 		c->http_proxy = NULL;
 	}
-	if ((y = f.val[CL_NO_PROXY]) && get_str_list(p, y, "no_proxy", &c->no_proxy)) {
+	if ((y = f.val[CL_NO_PROXY]) && schema_str_list(&p->s, y, "no_proxy", &c->no_proxy)) {
 		yaml_node_item_t *it = y->data.sequence.items.start;
 		for (; it < y->data.sequence.items.top; it++) {
-			const yaml_node_t *e = child(p, *it);
-			if (!no_proxy_item_ok(sval(e)))
+			const yaml_node_t *e = schema_node(&p->s, *it);
+			if (!no_proxy_item_ok(schema_scalar(e)))
 				err_at(p, e, "a host name, .domain, address or network (CIDR)",
-				       "'%s' is not a no_proxy entry", sval(e));
+				       "'%s' is not a no_proxy entry", schema_scalar(e));
 		}
 	}
 	if ((y = f.val[CL_REGISTRIES]))
@@ -1787,19 +1194,20 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	if ((y = f.val[CL_APT_KEY_FINGERPRINT]))
 		get_fingerprint(p, y, "apt_key_fingerprint", &c->apt_key_fingerprint);
 	if ((y = f.val[CL_BACKUPS_KEEP]))
-		get_int(p, y, "backups_keep", 1, 1000, &c->backups_keep);
-	if ((y = f.val[CL_CONTAINERD]) && (t = get_text(p, y, "containerd"))) {
+		schema_int(&p->s, y, "backups_keep", 1, 1000, &c->backups_keep);
+	if ((y = f.val[CL_CONTAINERD]) && (t = schema_text(&p->s, y, "containerd"))) {
 		if (!strcmp(t, "release"))
 			c->containerd_release = true;
 		else if (strcmp(t, "distribution"))
-			err_at(p, y,
-			       "write 'distribution' (the node's containerd package, the default) or "
-			       "'release' (containerd 2.x from its release archive)",
-			       "'containerd' must be distribution or release, not '%s'", t);
+			err_at(
+			    p, y,
+			    "write 'distribution' (the node's containerd package, the default) or "
+			    "'release' (containerd 2.x from its release archive)",
+			    "'containerd' must be distribution or release, not '%s'", t);
 	}
 	/* the Helm major roles/helm installs (its artifacts are pinned per major) */
-	if ((y = f.val[CL_HELM]) && (t = get_text(p, y, "helm"))) {
-		c->helm_pos = pos_of(y);
+	if ((y = f.val[CL_HELM]) && (t = schema_text(&p->s, y, "helm"))) {
+		c->helm_pos = schema_pos(y);
 		if (!strcmp(t, "3") || !strcmp(t, "4"))
 			c->helm_major = t[0] - '0';
 		else
@@ -1862,21 +1270,22 @@ static bool parse_labels(struct parser *p, const yaml_node_t *n, char ***dst)
 	yaml_node_pair_t *pair;
 	bool ok = true;
 
-	if (!want_type(p, n, "labels", YAML_MAPPING_NODE, NULL))
+	if (!schema_want_type(&p->s, n, "labels", YAML_MAPPING_NODE, NULL))
 		return false;
 	ALLOC_GROW(out, 1, alloc);
 	for (pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
-		const yaml_node_t *k = child(p, pair->key), *v = child(p, pair->value);
-		const char *kt = get_text(p, k, "labels"), *vt;
+		const yaml_node_t *k = schema_node(&p->s, pair->key),
+				  *v = schema_node(&p->s, pair->value);
+		const char *kt = schema_text(&p->s, k, "labels"), *vt;
 
 		ok = false;
 		if (!kt)
 			continue;
 		for (j = 0; j < nr_seen; j++)
-			if (!strcmp(sval(seen[j]), kt))
+			if (!strcmp(schema_scalar(seen[j]), kt))
 				break;
 		if (j < nr_seen) {
-			struct source_pos first = pos_of(seen[j]);
+			struct source_pos first = schema_pos(seen[j]);
 			err_at(p, k, "remove one of them", "duplicate label '%s' (first at %u:%u)",
 			       kt, first.line, first.col);
 			continue;
@@ -1891,11 +1300,11 @@ static bool parse_labels(struct parser *p, const yaml_node_t *n, char ***dst)
 			    "label key '%s' is not valid", kt);
 			continue;
 		}
-		if (is_null(v)) {
+		if (schema_is_null(v)) {
 			err_at(p, v, "write '' for an empty value", "label '%s' has no value", kt);
 			continue;
 		}
-		vt = get_text(p, v, kt);
+		vt = schema_text(&p->s, v, kt);
 		if (!vt)
 			continue;
 		if (*vt && !label_name_ok(vt, strlen(vt))) {
@@ -1923,7 +1332,7 @@ static void parse_roles(struct parser *p, const yaml_node_t *n, unsigned *roles,
 	yaml_node_item_t *it;
 
 	*ok = false;
-	if (!want_type(p, n, "roles", YAML_SEQUENCE_NODE, NULL))
+	if (!schema_want_type(&p->s, n, "roles", YAML_SEQUENCE_NODE, NULL))
 		return;
 	if (n->data.sequence.items.start == n->data.sequence.items.top) {
 		err_at(p, n, "give the node at least one of control-plane, worker and nfs-server",
@@ -1932,8 +1341,8 @@ static void parse_roles(struct parser *p, const yaml_node_t *n, unsigned *roles,
 	}
 	*ok = true;
 	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		const yaml_node_t *c = child(p, *it);
-		const char *t = get_item_text(p, c, "roles"), *s;
+		const yaml_node_t *c = schema_node(&p->s, *it);
+		const char *t = schema_item_text(&p->s, c, "roles"), *s;
 		unsigned bit;
 
 		if (!t) {
@@ -1942,7 +1351,7 @@ static void parse_roles(struct parser *p, const yaml_node_t *n, unsigned *roles,
 		}
 		bit = node_role_parse(t);
 		if (!bit) {
-			s = suggest(t, role_names, ARRAY_SIZE(role_names));
+			s = schema_suggest(t, role_names, ARRAY_SIZE(role_names));
 			if (s)
 				err_at(p, c, NULL, "unknown role '%s' (did you mean '%s'?)", t, s);
 			else
@@ -1952,7 +1361,7 @@ static void parse_roles(struct parser *p, const yaml_node_t *n, unsigned *roles,
 			continue;
 		}
 		if (*roles & bit)
-			warn_pos(p, pos_of(c), NULL, "role '%s' is listed twice", t);
+			warn_pos(p, schema_pos(c), NULL, "role '%s' is listed twice", t);
 		*roles |= bit;
 	}
 }
@@ -1971,7 +1380,7 @@ static char **expand(struct parser *p, const yaml_node_t *n, const char *key, si
 		       "'%s' must be a single value, not a list", key);
 		return NULL;
 	}
-	t = get_text(p, n, key);
+	t = schema_text(&p->s, n, key);
 	if (!t)
 		return NULL;
 	if (hostlist_expand(&list, nr, t, &err) < 0) {
@@ -1993,7 +1402,8 @@ static void parse_gpu_sharing(struct parser *p, const yaml_node_t *n, bool have_
 	char buf[64];
 	long v;
 
-	if (n->type == YAML_SCALAR_NODE && !is_null(n) && is_plain(n) && parse_decimal(sval(n), &v) &&
+	if (n->type == YAML_SCALAR_NODE && !schema_is_null(n) && schema_is_plain(n) &&
+	    schema_parse_decimal(schema_scalar(n), &v) &&
 	    (v < INVENTORY_GPU_SHARING_MIN || v > INVENTORY_GPU_SHARING_MAX)) {
 		err_at(p, n,
 		       v == 1 ? "a GPU shared by 1 is not shared: remove the key"
@@ -2001,31 +1411,33 @@ static void parse_gpu_sharing(struct parser *p, const yaml_node_t *n, bool have_
 				"isolated, so more than 16 leaves each too little of it",
 		       "'gpu_sharing' must be an integer from %d to %d, not %s",
 		       INVENTORY_GPU_SHARING_MIN, INVENTORY_GPU_SHARING_MAX,
-		       describe(n, buf, sizeof(buf)));
+		       schema_describe(n, buf, sizeof(buf)));
 		return;
 	}
-	if (!get_int(p, n, "gpu_sharing", INVENTORY_GPU_SHARING_MIN, INVENTORY_GPU_SHARING_MAX, dst))
+	if (!schema_int(&p->s, n, "gpu_sharing", INVENTORY_GPU_SHARING_MIN,
+			INVENTORY_GPU_SHARING_MAX, dst))
 		return;
 	if (!have_gpus)
 		err_at(p, n, "add 'gpus: N' with the number of GPUs the node has",
 		       "'gpu_sharing' needs the node's GPUs declared: this node has no 'gpus'");
 	else if (gpus == 0)
 		err_at(p, n, "remove 'gpu_sharing', or declare the node's GPUs",
-		       "'gpu_sharing' on a node without GPUs ('gpus' is 0): there is nothing to share");
+		       "'gpu_sharing' on a node without GPUs ('gpus' is 0): there is nothing to "
+		       "share");
 	if (!have_gpus || gpus == 0)
 		*dst = 0;
 }
 
-static const char *const node_keys[] = {"name", "address", "roles",	"gpus",
-					"ssh",	"labels",  "arch",	"gpu_sharing"};
+static const char *const node_keys[] = {"name", "address", "roles", "gpus",
+					"ssh",	"labels",  "arch",  "gpu_sharing"};
 enum { N_NAME, N_ADDRESS, N_ROLES, N_GPUS, N_SSH, N_LABELS, N_ARCH, N_GPU_SHARING };
 
 static void parse_node(struct parser *p, const yaml_node_t *item)
 {
 	struct inventory *inv = p->inv;
 	struct ssh_settings ssh;
-	struct fields f;
-	struct source_pos where = pos_of(item);
+	struct schema_fields f;
+	struct source_pos where = schema_pos(item);
 	char **names = NULL, **addrs = NULL, **labels = strv_new();
 	char *section = NULL;
 	size_t nr_names = 0, nr_addrs = 0, i;
@@ -2040,15 +1452,16 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		err_at(p, item,
 		       "write '- name: b-0' with 'address:' and 'roles:' indented under it",
 		       "each node must be a mapping with name, address and roles, not %s",
-		       describe(item, buf, sizeof(buf)));
+		       schema_describe(item, buf, sizeof(buf)));
 		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
 		goto out;
 	}
-	map_fields(p, item, "a node", node_keys, ARRAY_SIZE(node_keys), &f);
-	if (f.val[N_NAME] && f.val[N_NAME]->type == YAML_SCALAR_NODE && !is_null(f.val[N_NAME]))
-		section = xasprintf("node '%s'", sval(f.val[N_NAME]));
+	schema_map_fields(&p->s, item, "a node", node_keys, ARRAY_SIZE(node_keys), &f);
+	if (f.val[N_NAME] && f.val[N_NAME]->type == YAML_SCALAR_NODE &&
+	    !schema_is_null(f.val[N_NAME]))
+		section = xasprintf("node '%s'", schema_scalar(f.val[N_NAME]));
 	for (i = N_NAME; i <= N_ROLES; i++)
-		require(p, &f, node_keys, i, where, section ? section : "a node");
+		schema_require(&p->s, &f, node_keys, i, where, section ? section : "a node");
 
 	if (f.val[N_NAME] && (names = expand(p, f.val[N_NAME], "name", &nr_names))) {
 		p->expanded += nr_names;
@@ -2074,7 +1487,7 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		for (i = 0; names && i < nr_names; i++) {
 			ALLOC_GROW(p->names, p->nr_names + 1, p->alloc_names);
 			p->names[p->nr_names++] =
-			    (struct seen_name){xstrdup(names[i]), pos_of(f.val[N_NAME])};
+			    (struct seen_name){xstrdup(names[i]), schema_pos(f.val[N_NAME])};
 		}
 	}
 	if (f.val[N_ADDRESS] && (addrs = expand(p, f.val[N_ADDRESS], "address", &nr_addrs))) {
@@ -2090,29 +1503,30 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		err_at(p, f.val[N_ADDRESS],
 		       "give one address per node, e.g. 192.168.10.[52-54] for b-[2-4]",
 		       "'address' %s gives %zu address%s but 'name' %s gives %zu node%s",
-		       sval(f.val[N_ADDRESS]), nr_addrs, nr_addrs == 1 ? "" : "es",
-		       sval(f.val[N_NAME]), nr_names, nr_names == 1 ? "" : "s");
+		       schema_scalar(f.val[N_ADDRESS]), nr_addrs, nr_addrs == 1 ? "" : "es",
+		       schema_scalar(f.val[N_NAME]), nr_names, nr_names == 1 ? "" : "s");
 		hostlist_free(addrs);
 		addrs = NULL;
 	}
 	if (f.val[N_ROLES])
 		parse_roles(p, f.val[N_ROLES], &roles, &roles_ok);
 	if (f.val[N_GPUS])
-		get_int(p, f.val[N_GPUS], "gpus", 0, INT_MAX, &gpus);
+		schema_int(&p->s, f.val[N_GPUS], "gpus", 0, INT_MAX, &gpus);
 	if (f.val[N_GPU_SHARING])
 		parse_gpu_sharing(p, f.val[N_GPU_SHARING], f.val[N_GPUS] != NULL, gpus, &sharing);
 	if (f.val[N_SSH])
 		parse_ssh(p, f.val[N_SSH], &ssh);
 	if (f.val[N_LABELS])
 		parse_labels(p, f.val[N_LABELS], &labels);
-	if (f.val[N_ARCH] && (t = get_text(p, f.val[N_ARCH], "arch"))) {
+	if (f.val[N_ARCH] && (t = schema_text(&p->s, f.val[N_ARCH], "arch"))) {
 		if (!strcmp(t, "arm64"))
 			arch = "arm64";
 		else if (strcmp(t, "amd64"))
-			err_at(p, f.val[N_ARCH],
-			       "write amd64 (x86_64, the default) or arm64 (aarch64: Jetson, Grace), "
-			       "the names of the release archives",
-			       "'arch' must be amd64 or arm64, not '%s'", t);
+			err_at(
+			    p, f.val[N_ARCH],
+			    "write amd64 (x86_64, the default) or arm64 (aarch64: Jetson, Grace), "
+			    "the names of the release archives",
+			    "'arch' must be amd64 or arm64, not '%s'", t);
 	}
 	if (!roles_ok)
 		p->roles_incomplete = true;
@@ -2142,13 +1556,13 @@ static void parse_node(struct parser *p, const yaml_node_t *item)
 		    .arch = arch,
 		    .labels = strv_dup(labels),
 		    .pos = where,
-		    .name_pos = pos_of(f.val[N_NAME]),
-		    .address_pos = pos_of(f.val[N_ADDRESS]),
-		    .roles_pos = f.val[N_ROLES] ? pos_of(f.val[N_ROLES]) : where,
-		    .gpus_pos = f.val[N_GPUS] ? pos_of(f.val[N_GPUS]) : (struct source_pos){0},
-		    .arch_pos = f.val[N_ARCH] ? pos_of(f.val[N_ARCH]) : (struct source_pos){0},
-		    .gpu_sharing_pos = f.val[N_GPU_SHARING] ? pos_of(f.val[N_GPU_SHARING])
-							     : (struct source_pos){0},
+		    .name_pos = schema_pos(f.val[N_NAME]),
+		    .address_pos = schema_pos(f.val[N_ADDRESS]),
+		    .roles_pos = f.val[N_ROLES] ? schema_pos(f.val[N_ROLES]) : where,
+		    .gpus_pos = f.val[N_GPUS] ? schema_pos(f.val[N_GPUS]) : (struct source_pos){0},
+		    .arch_pos = f.val[N_ARCH] ? schema_pos(f.val[N_ARCH]) : (struct source_pos){0},
+		    .gpu_sharing_pos = f.val[N_GPU_SHARING] ? schema_pos(f.val[N_GPU_SHARING])
+							    : (struct source_pos){0},
 		};
 		ssh_copy(&nd->ssh, &ssh);
 	}
@@ -2164,9 +1578,10 @@ static void parse_nodes(struct parser *p, const yaml_node_t *key, const yaml_nod
 {
 	yaml_node_item_t *it;
 
-	p->nodes_pos = pos_of(key);
-	if (!want_type(p, n, "nodes", YAML_SEQUENCE_NODE,
-		       is_null(n) ? "list the machines under it, starting with '- name:'" : NULL)) {
+	p->nodes_pos = schema_pos(key);
+	if (!schema_want_type(
+		&p->s, n, "nodes", YAML_SEQUENCE_NODE,
+		schema_is_null(n) ? "list the machines under it, starting with '- name:'" : NULL)) {
 		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
 		return;
 	}
@@ -2181,7 +1596,7 @@ static void parse_nodes(struct parser *p, const yaml_node_t *key, const yaml_nod
 	 */
 	for (it = n->data.sequence.items.start;
 	     it < n->data.sequence.items.top && p->expanded <= INVENTORY_MAX_NODES; it++)
-		parse_node(p, child(p, *it));
+		parse_node(p, schema_node(&p->s, *it));
 	if (it < n->data.sequence.items.top)
 		p->nodes_incomplete = p->roles_incomplete = p->names_incomplete = true;
 }
@@ -2236,23 +1651,23 @@ static bool export_path_ok(const char *s)
 static void parse_storage(struct parser *p, const yaml_node_t *n)
 {
 	struct nfs_settings *nfs = &p->inv->nfs;
-	struct fields f, g;
+	struct schema_fields f, g;
 	const yaml_node_t *y;
 	const char *t;
 	struct cidr cidr;
 	char buf[32];
 
-	if (!want_type(p, n, "storage", YAML_MAPPING_NODE, NULL))
+	if (!schema_want_type(&p->s, n, "storage", YAML_MAPPING_NODE, NULL))
 		return;
-	map_fields(p, n, "'storage'", storage_keys, ARRAY_SIZE(storage_keys), &f);
-	if (!f.val[0] || !want_type(p, f.val[0], "nfs", YAML_MAPPING_NODE, NULL))
+	schema_map_fields(&p->s, n, "'storage'", storage_keys, ARRAY_SIZE(storage_keys), &f);
+	if (!f.val[0] || !schema_want_type(&p->s, f.val[0], "nfs", YAML_MAPPING_NODE, NULL))
 		return;
 	p->have_nfs_section = true;
-	p->nfs_pos = pos_of(f.key[0]);
-	map_fields(p, f.val[0], "'nfs'", nfs_keys, ARRAY_SIZE(nfs_keys), &g);
-	if ((y = g.val[NFS_SERVER]) && get_str(p, y, "server", &nfs->server))
-		p->nfs_server_pos = pos_of(y);
-	if ((y = g.val[NFS_PATH]) && (t = get_text(p, y, "path"))) {
+	p->nfs_pos = schema_pos(f.key[0]);
+	schema_map_fields(&p->s, f.val[0], "'nfs'", nfs_keys, ARRAY_SIZE(nfs_keys), &g);
+	if ((y = g.val[NFS_SERVER]) && schema_str(&p->s, y, "server", &nfs->server))
+		p->nfs_server_pos = schema_pos(y);
+	if ((y = g.val[NFS_PATH]) && (t = schema_text(&p->s, y, "path"))) {
 		/* the guard looks at the path the server exports, not at its spelling */
 		char *norm = export_path_normal(t);
 		if (!strcmp(t, "/"))
@@ -2275,11 +1690,11 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 	}
 	if ((y = g.val[NFS_EXPORT_NETWORK]) && get_cidr(p, y, "export_network", &cidr)) {
 		p->export = cidr;
-		p->export_pos = pos_of(y);
+		p->export_pos = schema_pos(y);
 		cidr_format(buf, sizeof(buf), cidr.net, cidr.prefix);
 		set_str(&nfs->export_network, buf);
 	}
-	if ((y = g.val[NFS_OPTIONS]) && (t = get_text(p, y, "options"))) {
+	if ((y = g.val[NFS_OPTIONS]) && (t = schema_text(&p->s, y, "options"))) {
 		if (!*t || strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789_=,:./-") != strlen(t) ||
 		    t[0] == ',' || t[strlen(t) - 1] == ',' || strstr(t, ",,"))
 			err_at(p, y, "such as rw,sync,no_root_squash,no_subtree_check",
@@ -2334,7 +1749,7 @@ static bool chart_version_ok(const char *s)
 
 static void parse_image(struct parser *p, const yaml_node_t *y)
 {
-	const char *t = get_text(p, y, "image"), *last, *tag;
+	const char *t = schema_text(&p->s, y, "image"), *last, *tag;
 	size_t i, name_len;
 
 	if (!t)
@@ -2352,7 +1767,7 @@ static void parse_image(struct parser *p, const yaml_node_t *y)
 		return;
 	}
 	if (!tag)
-		warn_pos(p, pos_of(y), "pin a tag so that every node runs the same image",
+		warn_pos(p, schema_pos(y), "pin a tag so that every node runs the same image",
 			 "'image' %s has no tag and follows ':latest'", t);
 	set_str(&p->inv->hub.image, t);
 }
@@ -2360,25 +1775,25 @@ static void parse_image(struct parser *p, const yaml_node_t *y)
 static void parse_auth(struct parser *p, const yaml_node_t *n)
 {
 	struct hub_settings *hub = &p->inv->hub;
-	struct fields f, g;
+	struct schema_fields f, g;
 	const yaml_node_t *y;
 	const char *t;
 	int type = HUB_AUTH_NATIVE;
 	struct source_pos type_pos;
 
-	if (!want_type(p, n, "auth", YAML_MAPPING_NODE, NULL))
+	if (!schema_want_type(&p->s, n, "auth", YAML_MAPPING_NODE, NULL))
 		return;
-	map_fields(p, n, "'auth'", auth_keys, ARRAY_SIZE(auth_keys), &f);
-	type_pos = f.val[0] ? pos_of(f.val[0]) : pos_of(n);
-	if (f.val[0] &&
-	    !get_choice(p, f.val[0], "type", auth_names, ARRAY_SIZE(auth_names), NULL, &type))
+	schema_map_fields(&p->s, n, "'auth'", auth_keys, ARRAY_SIZE(auth_keys), &f);
+	type_pos = f.val[0] ? schema_pos(f.val[0]) : schema_pos(n);
+	if (f.val[0] && !schema_choice(&p->s, f.val[0], "type", auth_names, ARRAY_SIZE(auth_names),
+				       NULL, &type))
 		type = -1;
 	if (type >= 0)
 		hub->auth = (enum hub_auth)type;
-	if ((y = f.val[1]) && want_type(p, y, "github", YAML_MAPPING_NODE, NULL)) {
-		map_fields(p, y, "'github'", github_keys, ARRAY_SIZE(github_keys), &g);
+	if ((y = f.val[1]) && schema_want_type(&p->s, y, "github", YAML_MAPPING_NODE, NULL)) {
+		schema_map_fields(&p->s, y, "'github'", github_keys, ARRAY_SIZE(github_keys), &g);
 		if (g.val[0])
-			get_str(p, g.val[0], "client_id", &hub->github_client_id);
+			schema_str(&p->s, g.val[0], "client_id", &hub->github_client_id);
 		if (g.val[1])
 			get_local_path(p, g.val[1], "client_secret_file",
 				       &hub->github_client_secret_file);
@@ -2387,19 +1802,19 @@ static void parse_auth(struct parser *p, const yaml_node_t *n)
 				"https://hub.example.ac.jp/hub/oauth_callback",
 				&hub->github_callback_url);
 		if (type == HUB_AUTH_GITHUB) {
-			require(p, &g, github_keys, 0, pos_of(f.key[1]), "'github'");
-			require(p, &g, github_keys, 1, pos_of(f.key[1]), "'github'");
+			schema_require(&p->s, &g, github_keys, 0, schema_pos(f.key[1]), "'github'");
+			schema_require(&p->s, &g, github_keys, 1, schema_pos(f.key[1]), "'github'");
 		} else if (type >= 0) {
-			warn_pos(p, pos_of(f.key[1]), NULL,
+			warn_pos(p, schema_pos(f.key[1]), NULL,
 				 "'github' is ignored: auth type is '%s'", auth_names[type]);
 		}
 	} else if (!y && type == HUB_AUTH_GITHUB) {
 		err_pos(p, type_pos, "add 'github:' with client_id and client_secret_file",
 			"auth type 'github' needs a 'github' section");
 	}
-	if ((y = f.val[2]) && want_type(p, y, "ldap", YAML_MAPPING_NODE, NULL)) {
-		map_fields(p, y, "'ldap'", ldap_keys, ARRAY_SIZE(ldap_keys), &g);
-		if (g.val[0] && (t = get_text(p, g.val[0], "server"))) {
+	if ((y = f.val[2]) && schema_want_type(&p->s, y, "ldap", YAML_MAPPING_NODE, NULL)) {
+		schema_map_fields(&p->s, y, "'ldap'", ldap_keys, ARRAY_SIZE(ldap_keys), &g);
+		if (g.val[0] && (t = schema_text(&p->s, g.val[0], "server"))) {
 			const char *host = !strncmp(t, "ldaps://", 8)  ? t + 8
 					   : !strncmp(t, "ldap://", 7) ? t + 7
 								       : t;
@@ -2412,7 +1827,7 @@ static void parse_auth(struct parser *p, const yaml_node_t *n)
 				    "'%s'",
 				    t);
 		}
-		if (g.val[1] && (t = get_text(p, g.val[1], "bind_dn_template"))) {
+		if (g.val[1] && (t = schema_text(&p->s, g.val[1], "bind_dn_template"))) {
 			if (strstr(t, "{username}"))
 				set_str(&hub->ldap_bind_dn_template, t);
 			else
@@ -2421,11 +1836,11 @@ static void parse_auth(struct parser *p, const yaml_node_t *n)
 				       "'bind_dn_template' must contain {username}");
 		}
 		if (type == HUB_AUTH_LDAP) {
-			require(p, &g, ldap_keys, 0, pos_of(f.key[2]), "'ldap'");
-			require(p, &g, ldap_keys, 1, pos_of(f.key[2]), "'ldap'");
+			schema_require(&p->s, &g, ldap_keys, 0, schema_pos(f.key[2]), "'ldap'");
+			schema_require(&p->s, &g, ldap_keys, 1, schema_pos(f.key[2]), "'ldap'");
 		} else if (type >= 0) {
-			warn_pos(p, pos_of(f.key[2]), NULL, "'ldap' is ignored: auth type is '%s'",
-				 auth_names[type]);
+			warn_pos(p, schema_pos(f.key[2]), NULL,
+				 "'ldap' is ignored: auth type is '%s'", auth_names[type]);
 		}
 	} else if (!y && type == HUB_AUTH_LDAP) {
 		err_pos(p, type_pos, "add 'ldap:' with server and bind_dn_template",
@@ -2436,40 +1851,39 @@ static void parse_auth(struct parser *p, const yaml_node_t *n)
 static void parse_hub(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)
 {
 	struct hub_settings *hub = &p->inv->hub;
-	struct fields f;
+	struct schema_fields f;
 	const yaml_node_t *y;
 	const char *t;
 
 	p->hub_section = true;
-	p->hub_pos = pos_of(key);
-	if (!want_type(p, n, "jupyterhub", YAML_MAPPING_NODE, NULL))
+	p->hub_pos = schema_pos(key);
+	if (!schema_want_type(&p->s, n, "jupyterhub", YAML_MAPPING_NODE, NULL))
 		return;
-	map_fields(p, n, "'jupyterhub'", hub_keys, ARRAY_SIZE(hub_keys), &f);
+	schema_map_fields(&p->s, n, "'jupyterhub'", hub_keys, ARRAY_SIZE(hub_keys), &f);
 	if ((y = f.val[HUB_ENABLED]))
-		get_bool(p, y, "enabled", &hub->enabled);
-	if ((y = f.val[HUB_CHART_VERSION]) && (t = get_text(p, y, "chart_version"))) {
+		schema_bool(&p->s, y, "enabled", &hub->enabled);
+	if ((y = f.val[HUB_CHART_VERSION]) && (t = schema_text(&p->s, y, "chart_version"))) {
 		if (chart_version_ok(t)) {
 			set_str(&hub->chart_version, t);
-			hub->chart_version_pos = pos_of(y);
-		}
-		else
+			hub->chart_version_pos = schema_pos(y);
+		} else
 			err_at(p, y, "pin a release of the jupyterhub chart such as 3.3.8",
 			       "'chart_version' must be an exact version X.Y.Z, not '%s'", t);
 	}
 	if ((y = f.val[HUB_NODE_PORT]))
-		get_int(p, y, "node_port", 30000, 32767, &hub->node_port);
+		schema_int(&p->s, y, "node_port", 30000, 32767, &hub->node_port);
 	if ((y = f.val[HUB_IMAGE]))
 		parse_image(p, y);
 	if ((y = f.val[HUB_STORAGE]))
 		get_quantity(p, y, "storage", &hub->storage);
 	if ((y = f.val[HUB_ADMIN_USERS]))
-		get_str_list(p, y, "admin_users", &hub->admin_users);
+		schema_str_list(&p->s, y, "admin_users", &hub->admin_users);
 	if ((y = f.val[HUB_ALLOWED_USERS]))
-		get_str_list(p, y, "allowed_users", &hub->allowed_users);
+		schema_str_list(&p->s, y, "allowed_users", &hub->allowed_users);
 	if ((y = f.val[HUB_AUTH]))
 		parse_auth(p, y);
 	if ((y = f.val[HUB_START_TIMEOUT]))
-		get_int(p, y, "start_timeout", 1, 86400, &hub->start_timeout);
+		schema_int(&p->s, y, "start_timeout", 1, 86400, &hub->start_timeout);
 	if ((y = f.val[HUB_SHM_SIZE]))
 		get_quantity(p, y, "shm_size", &hub->shm_size);
 }
@@ -2596,7 +2010,7 @@ static void check_roles(struct parser *p)
 			"add control-plane to the roles of the node that should run the "
 			"Kubernetes API server",
 			"no node has the control-plane role");
-	if (!worker && p->dl->errors == p->errors_before)
+	if (!worker && p->s.dl->errors == p->errors_before)
 		warn_pos(p, p->nodes_pos,
 			 "add worker to the roles of the compute nodes (the control plane may be "
 			 "a worker too)",
@@ -2677,7 +2091,7 @@ static void check_nfs(struct parser *p)
 			const char *s;
 			for (i = 0; i < p->nr_names; i++)
 				names[i] = p->names[i].name;
-			s = suggest(nfs->server, names, p->nr_names);
+			s = schema_suggest(nfs->server, names, p->nr_names);
 			if (s)
 				err_pos(p, p->nfs_server_pos, NULL,
 					"'server' names no node called '%s' (did you mean '%s'?)",
@@ -2771,11 +2185,12 @@ static void check_hub(struct parser *p)
 	/* GitHub lets in the admins and allowed users only: never every GitHub account */
 	if (inv->hub.auth == HUB_AUTH_GITHUB && !inv->hub.admin_users[0] &&
 	    !inv->hub.allowed_users[0])
-		err_pos(p, where,
-			"list the GitHub accounts that may log in in jupyterhub.allowed_users "
-			"(and the admins in admin_users)",
-			"jupyterhub with GitHub sign-in names neither admin_users nor allowed_users: "
-			"nobody could log in");
+		err_pos(
+		    p, where,
+		    "list the GitHub accounts that may log in in jupyterhub.allowed_users "
+		    "(and the admins in admin_users)",
+		    "jupyterhub with GitHub sign-in names neither admin_users nor allowed_users: "
+		    "nobody could log in");
 }
 
 /* Loading -------------------------------------------------------------------- */
@@ -2821,18 +2236,18 @@ static struct inventory *inventory_new(const char *path)
 static void walk(struct parser *p, const yaml_node_t *root)
 {
 	static const struct source_pos nowhere;
-	struct fields f;
+	struct schema_fields f;
 	int version;
 
-	map_fields(p, root, "the inventory", top_keys, ARRAY_SIZE(top_keys), &f);
+	schema_map_fields(&p->s, root, "the inventory", top_keys, ARRAY_SIZE(top_keys), &f);
 	if (!f.val[TOP_CLUSTER] && !(f.suggested & (1u << TOP_CLUSTER)))
 		err_pos(p, nowhere, "start from inventory/seed.yaml",
 			"missing required key 'cluster'");
 	if (!f.val[TOP_NODES] && !(f.suggested & (1u << TOP_NODES)))
 		err_pos(p, nowhere, "start from inventory/seed.yaml",
 			"missing required key 'nodes'");
-	if (f.val[TOP_VERSION] && get_int(p, f.val[TOP_VERSION], "version", 0, INT_MAX, &version) &&
-	    version != 1)
+	if (f.val[TOP_VERSION] &&
+	    schema_int(&p->s, f.val[TOP_VERSION], "version", 0, INT_MAX, &version) && version != 1)
 		err_at(p, f.val[TOP_VERSION], "this provision reads version 1",
 		       "unsupported inventory version %d", version);
 	p->pod = (struct cidr){0x0af40000u, 16, true};	   /* 10.244.0.0/16 */
@@ -2854,81 +2269,8 @@ static void walk(struct parser *p, const yaml_node_t *root)
 	check_networks(p);
 	check_nfs(p);
 	/* Its warnings would mostly repeat an error: "no admin" after a misspelt admin_users. */
-	if (p->dl->errors == p->errors_before)
+	if (p->s.dl->errors == p->errors_before)
 		check_hub(p);
-}
-
-/* 1-based line and column of a byte offset (for reader errors, which have no mark). */
-static struct source_pos offset_pos(const char *data, size_t len, size_t off)
-{
-	struct source_pos pos = {1, 1};
-	size_t i;
-
-	for (i = 0; i < off && i < len; i++) {
-		if (data[i] == '\n') {
-			pos.line++;
-			pos.col = 1;
-		} else if (((unsigned char)data[i] & 0xc0) != 0x80) {
-			pos.col++;
-		}
-	}
-	return pos;
-}
-
-static bool line_indented_with_tab(const char *data, size_t len, unsigned line)
-{
-	size_t i = 0;
-	unsigned l = 1;
-
-	while (i < len && l < line)
-		if (data[i++] == '\n')
-			l++;
-	while (i < len && data[i] == ' ')
-		i++;
-	return i < len && data[i] == '\t';
-}
-
-static void report_yaml_error(struct parser *p, const yaml_parser_t *yp, const char *data,
-			      size_t len)
-{
-	struct source_pos pos;
-	const char *problem = yp->problem ? yp->problem : "unknown error";
-
-	switch (yp->error) {
-	case YAML_MEMORY_ERROR:
-		die("out of memory parsing '%s'", p->file);
-	case YAML_READER_ERROR: {
-		size_t off = yp->problem_offset;
-		/* A bad continuation byte: point at the character it was to continue. */
-		if (strstr(problem, "trailing")) {
-			while (off > 0 && off <= len &&
-			       ((unsigned char)data[off - 1] & 0xc0) == 0x80)
-				off--;
-			if (off > 0 && off <= len && (unsigned char)data[off - 1] >= 0xc0)
-				off--;
-		}
-		pos = offset_pos(data, len, off);
-		err_pos(p, pos, "save the file as UTF-8", "invalid YAML: %s", problem);
-		return;
-	}
-	default:
-		break;
-	}
-	pos = (struct source_pos){(unsigned)yp->problem_mark.line + 1,
-				  (unsigned)yp->problem_mark.column + 1};
-	if (yp->context)
-		err_pos(p, pos,
-			line_indented_with_tab(data, len, pos.line)
-			    ? "indent with spaces: YAML does not allow tabs"
-			    : NULL,
-			"invalid YAML: %s (%s at %u:%u)", problem, yp->context,
-			(unsigned)yp->context_mark.line + 1, (unsigned)yp->context_mark.column + 1);
-	else
-		err_pos(p, pos,
-			line_indented_with_tab(data, len, pos.line)
-			    ? "indent with spaces: YAML does not allow tabs"
-			    : NULL,
-			"invalid YAML: %s", problem);
 }
 
 static char *dir_of(const char *path)
@@ -2946,44 +2288,28 @@ int inventory_load_buffer(struct inventory **out, const char *name, const char *
 			  struct diag_list *dl)
 {
 	static const struct source_pos nowhere;
-	struct parser p = {.file = name, .dl = dl};
+	struct parser p = {0};
 	size_t first = dl->nr, errors = dl->errors;
-	yaml_parser_t yp;
-	yaml_document_t doc, extra;
-	yaml_node_t *root, *root2;
-	bool have_doc = false;
+	yaml_node_t *root;
 	char buf[64];
 	int ret = -1;
 
 	*out = NULL;
-	if (!yaml_parser_initialize(&yp))
-		die("out of memory starting the YAML parser");
-	yaml_parser_set_input_string(&yp, (const unsigned char *)data, len);
-	if (!yaml_parser_load(&yp, &doc)) {
-		report_yaml_error(&p, &yp, data, len);
+	if (schema_load(&p.s, name, data, len, dl) < 0)
 		goto out;
-	}
-	have_doc = true;
-	p.doc = &doc;
-	root = yaml_document_get_root_node(&doc);
-	if (!root || is_null(root)) {
+	p.s.secrets_in = "the inventory";
+	root = schema_root(&p.s);
+	if (!root || schema_is_null(root)) {
 		err_pos(&p, nowhere, "start from inventory/seed.yaml", "the inventory is empty");
 		goto out;
 	}
-	if (!yaml_parser_load(&yp, &extra)) {
-		report_yaml_error(&p, &yp, data, len);
-		goto out;
-	}
-	root2 = yaml_document_get_root_node(&extra);
-	if (root2)
-		err_pos(&p, pos_of(root2), "keep the whole inventory in one document",
-			"the inventory has a second YAML document");
-	yaml_document_delete(&extra);
+	if (schema_one_document(&p.s, "inventory") < 0)
+		goto out; /* a syntax error after the first document */
 	if (root->type != YAML_MAPPING_NODE) {
 		/* at the list's or scalar's own start, like every other error */
-		err_pos(&p, pos_of(root), "start from inventory/seed.yaml",
+		err_pos(&p, schema_pos(root), "start from inventory/seed.yaml",
 			"the inventory must be a mapping with 'cluster' and 'nodes', not %s",
-			describe(root, buf, sizeof(buf)));
+			schema_describe(root, buf, sizeof(buf)));
 		goto out;
 	}
 	p.inv = inventory_new(name);
@@ -3002,9 +2328,7 @@ out:
 	for (size_t i = 0; i < p.nr_names; i++)
 		free(p.names[i].name);
 	free(p.names);
-	if (have_doc)
-		yaml_document_delete(&doc);
-	yaml_parser_delete(&yp);
+	schema_release(&p.s);
 	return ret;
 }
 
@@ -3134,7 +2458,7 @@ static int select_item(const struct inventory *inv, const char *item, bool *sel,
 		unsigned role = node_role_parse(item + 1);
 		bool any = false;
 		if (!role) {
-			s = suggest(item + 1, role_names, ARRAY_SIZE(role_names));
+			s = schema_suggest(item + 1, role_names, ARRAY_SIZE(role_names));
 			error_set(err, -1, "unknown role '%s' in the limit", item);
 			error_hint(err, s ? "did you mean '@%s'?" : "%s",
 				   s ? s : "roles are @control-plane, @worker and @nfs-server");
@@ -3157,7 +2481,7 @@ static int select_item(const struct inventory *inv, const char *item, bool *sel,
 			const char **all = xcalloc(inv->nr_nodes + 1, sizeof(*all));
 			for (i = 0; i < inv->nr_nodes; i++)
 				all[i] = inv->nodes[i].name;
-			s = suggest(names[j], all, inv->nr_nodes);
+			s = schema_suggest(names[j], all, inv->nr_nodes);
 			error_set(err, -1, "no node named '%s' in the inventory", names[j]);
 			if (s)
 				error_hint(err, "did you mean '%s'?", s);

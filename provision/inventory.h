@@ -2,12 +2,12 @@
  * inventory: the inventory file (schema v1) parsed and validated into one
  * immutable `struct inventory`.
  *
- * inventory_load() reads YAML with libyaml (the only module that includes
- * <yaml.h>), expands pdsh-style ranges (`b-[2-4]`, `192.168.10.[52-54]`),
- * applies the `ssh:` defaults to every node, and validates everything it can
- * without connecting anywhere.  It reports *every* problem it finds, each as
- * a `struct diag` with the 1-based line and column of the offending YAML
- * node (libyaml marks are 0-based; we add one), so that one run of
+ * inventory_load() reads YAML with the schema reader (schema.h), expands
+ * pdsh-style ranges (`b-[2-4]`, `192.168.10.[52-54]`), applies the `ssh:`
+ * defaults to every node, and validates everything it can without
+ * connecting anywhere.  It reports *every* problem it finds, each as a
+ * `struct diag` (diag.h) with the 1-based line and column of the offending
+ * YAML node, so that one run of
  * `provision inventory` shows the admin all their mistakes at once.
  *
  * Ownership: the inventory owns every string and array in it; free it with
@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "diag.h"
+
 enum node_role {
 	NODE_ROLE_CONTROL_PLANE = 1u << 0,
 	NODE_ROLE_WORKER = 1u << 1,
@@ -39,11 +41,6 @@ enum sudo_mode {
 	SUDO_AUTO = 0, /* root runs directly; anyone else through sudo -n */
 	SUDO_ALWAYS,
 	SUDO_NEVER,
-};
-
-/* Where a value came from in the file (1-based; 0 when it was a default). */
-struct source_pos {
-	unsigned line, col;
 };
 
 struct ssh_settings {
@@ -212,34 +209,6 @@ struct inventory {
 	size_t nr_nodes;
 	struct node *nodes; /* in file order, ranges expanded in order */
 };
-
-enum diag_level { DIAG_ERROR, DIAG_WARNING };
-
-struct diag {
-	enum diag_level level;
-	char *file;
-	unsigned line, col; /* 1-based; 0 when the problem has no position */
-	char *msg;
-	char *hint; /* NULL or a "did you mean"/how-to-fix sentence */
-};
-
-struct diag_list {
-	size_t nr, alloc;
-	struct diag *items;
-	size_t errors;
-};
-
-void diag_list_init(struct diag_list *dl);
-void diag_list_release(struct diag_list *dl);
-void diag_add(struct diag_list *dl, enum diag_level level, const char *file, unsigned line,
-	      unsigned col, const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-/*
- * Format one diagnostic as "FILE:LINE:COL: error: MESSAGE" ("warning" for
- * warnings; no LINE:COL when line is 0, no "FILE:" without a file) followed,
- * when there is a hint, by "\n  hint: HINT".  Caller frees.
- */
-char *diag_format(const struct diag *d);
 
 /*
  * Load and validate an inventory.  Returns 0 and sets *out on success

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <yaml.h>
 
+#include "schema.h"
 #include "util.h"
 
 /* The phases of `up` first (ROLE_UP_PHASES of them), then those of the lifecycle commands. */
@@ -85,85 +85,54 @@ static void strv_free(char **v)
 	free(v);
 }
 
-struct loader {
-	struct diag_list *dl;
-	const char *file;
-	yaml_document_t *doc;
-};
-
-static void lerr(struct loader *l, const yaml_node_t *n, const char *hint, const char *fmt, ...)
-    PRINTF_LIKE(4, 5);
-static void lerr(struct loader *l, const yaml_node_t *n, const char *hint, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	diag_add(l->dl, DIAG_ERROR, l->file, n ? (unsigned)n->start_mark.line + 1 : 0,
-		 n ? (unsigned)n->start_mark.column + 1 : 0, hint, "%s", sb.buf);
-	strbuf_release(&sb);
-}
-
+/* role.yaml and kubernetes.yaml are read with the schema reader (schema.h). */
 static const char *scalar(const yaml_node_t *n)
 {
-	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+	return schema_scalar(n);
 }
 
-static const char *want_string(struct loader *l, const char *key, const yaml_node_t *v)
+static const char *want_string(struct schema *l, const char *key, const yaml_node_t *v)
 {
 	const char *s = scalar(v);
 
 	if (!s || !*s) {
-		lerr(l, v, NULL, "'%s' must be a non-empty string", key);
+		schema_error(l, v, NULL, "'%s' must be a non-empty string", key);
 		return NULL;
 	}
 	return s;
 }
 
-static void want_list(struct loader *l, const char *key, const yaml_node_t *v, char ***out)
+static void want_list(struct schema *l, const char *key, const yaml_node_t *v, char ***out)
 {
 	yaml_node_item_t *it;
 
 	if (v->type == YAML_SCALAR_NODE && !*scalar(v))
 		return; /* `key:` with nothing: an empty list */
 	if (v->type != YAML_SEQUENCE_NODE) {
-		lerr(l, v, NULL, "'%s' must be a list", key);
+		schema_error(l, v, NULL, "'%s' must be a list", key);
 		return;
 	}
 	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-		const yaml_node_t *item = yaml_document_get_node(l->doc, *it);
+		const yaml_node_t *item = schema_node(l, *it);
 		const char *s = want_string(l, key, item);
 		if (s)
 			strv_push(out, s);
 	}
 }
 
-static const char *nearest(const char *w, const char *const *words)
-{
-	const char *best = NULL;
-	size_t i, best_d = 3;
-
-	for (i = 0; words[i]; i++) {
-		size_t d = edit_distance(w, words[i]);
-		if (d < best_d) {
-			best_d = d;
-			best = words[i];
-		}
-	}
-	return best;
-}
-
-static void unknown_key(struct loader *l, const yaml_node_t *k, const char *key,
+static void unknown_key(struct schema *l, const yaml_node_t *k, const char *key,
 			const char *const *known)
 {
-	const char *near = nearest(key, known);
+	size_t nr = 0;
+	const char *near;
 	char hint[128];
 
+	while (known[nr])
+		nr++;
+	near = schema_suggest(key, known, nr);
 	if (near)
 		snprintf(hint, sizeof(hint), "did you mean '%s'?", near);
-	lerr(l, k, near ? hint : NULL, "unknown key '%s'", key);
+	schema_error(l, k, near ? hint : NULL, "unknown key '%s'", key);
 }
 
 static const char *const role_keys[] = {
@@ -192,20 +161,21 @@ static bool parse_mode(const char *s, unsigned *mode)
 	return true;
 }
 
-static void load_template_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_template_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_template t = {.mode = 0644};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "each template is a mapping: {src: FILE, dest: /PATH, mode: \"0644\"}",
-		     "a template must be a mapping");
+		schema_error(l, m,
+			     "each template is a mapping: {src: FILE, dest: /PATH, mode: \"0644\"}",
+			     "a template must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s;
 
@@ -217,8 +187,9 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 		} else if (!strcmp(key, "dest")) {
 			if ((s = want_string(l, key, v))) {
 				if (s[0] != '/') {
-					lerr(l, v, NULL,
-					     "'dest' must be an absolute path, not '%s'", s);
+					schema_error(l, v, NULL,
+						     "'dest' must be an absolute path, not '%s'",
+						     s);
 					ok = false;
 				}
 				free(t.dest);
@@ -226,9 +197,10 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 			}
 		} else if (!strcmp(key, "mode")) {
 			if (!parse_mode(scalar(v), &t.mode)) {
-				lerr(l, v,
-				     "write the mode as a quoted octal string such as \"0644\"",
-				     "'mode' must be an octal mode");
+				schema_error(
+				    l, v,
+				    "write the mode as a quoted octal string such as \"0644\"",
+				    "'mode' must be an octal mode");
 				ok = false;
 			}
 		} else if (!strcmp(key, "owner")) {
@@ -247,7 +219,7 @@ static void load_template_entry(struct loader *l, struct role *r, const yaml_nod
 		}
 	}
 	if (!t.src || !t.dest) {
-		lerr(l, m, NULL, "a template needs both 'src' and 'dest'");
+		schema_error(l, m, NULL, "a template needs both 'src' and 'dest'");
 		ok = false;
 	}
 	if (!ok) {
@@ -292,29 +264,31 @@ static unsigned kube_minor_key(const char *version)
 	return major * 1000 + minor;
 }
 
-static void load_artifact_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_artifact_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_artifact a = {.mode = 0644};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "each artifact is a mapping: {name: NAME, dest: /PATH, mode: \"0644\"}",
-		     "an artifact must be a mapping");
+		schema_error(
+		    l, m, "each artifact is a mapping: {name: NAME, dest: /PATH, mode: \"0644\"}",
+		    "an artifact must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s = NULL;
 		char **slot = NULL;
 
 		if (!strcmp(key, "mode")) {
 			if (!parse_mode(scalar(v), &a.mode)) {
-				lerr(l, v,
-				     "write the mode as a quoted octal string such as \"0644\"",
-				     "'mode' must be an octal mode");
+				schema_error(
+				    l, v,
+				    "write the mode as a quoted octal string such as \"0644\"",
+				    "'mode' must be an octal mode");
 				ok = false;
 			}
 			continue;
@@ -324,20 +298,21 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 			if (s && (!strcmp(s, "3") || !strcmp(s, "4"))) {
 				a.helm = s[0] - '0';
 			} else {
-				lerr(l, v,
-				     "write 3 or 4: the artifact reaches the nodes when the "
-				     "inventory's cluster.helm is that major",
-				     "'helm' must be 3 or 4");
+				schema_error(
+				    l, v,
+				    "write 3 or 4: the artifact reaches the nodes when the "
+				    "inventory's cluster.helm is that major",
+				    "'helm' must be 3 or 4");
 				ok = false;
 			}
 			continue;
 		}
 		if (!strcmp(key, "kube")) {
 			if (!parse_kube_range(scalar(v), &a.kube_lo, &a.kube_hi)) {
-				lerr(l, v,
-				     "write the Kubernetes minors the artifact serves as "
-				     "\"1.A-1.B\" or \"1.A\", e.g. \"1.30-1.33\"",
-				     "'kube' must be a range of Kubernetes minors");
+				schema_error(l, v,
+					     "write the Kubernetes minors the artifact serves as "
+					     "\"1.A-1.B\" or \"1.A\", e.g. \"1.30-1.33\"",
+					     "'kube' must be a range of Kubernetes minors");
 				ok = false;
 			}
 			continue;
@@ -347,10 +322,11 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 			if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
 				a.chart_default = !strcmp(s, "true");
 			} else {
-				lerr(l, v,
-				     "write true on the chart version the inventory gets when it "
-				     "pins none",
-				     "'default' must be true or false");
+				schema_error(
+				    l, v,
+				    "write true on the chart version the inventory gets when it "
+				    "pins none",
+				    "'default' must be true or false");
 				ok = false;
 			}
 			continue;
@@ -380,21 +356,21 @@ static void load_artifact_entry(struct loader *l, struct role *r, const yaml_nod
 		}
 	}
 	if (a.dest && a.dest[0] != '/') {
-		lerr(l, m, NULL, "'dest' must be an absolute path, not '%s'", a.dest);
+		schema_error(l, m, NULL, "'dest' must be an absolute path, not '%s'", a.dest);
 		ok = false;
 	}
 	if (!a.name || !a.dest) {
-		lerr(l, m, NULL, "an artifact needs both 'name' and 'dest'");
+		schema_error(l, m, NULL, "an artifact needs both 'name' and 'dest'");
 		ok = false;
 	}
 	if (a.arch && strcmp(a.arch, "amd64") && strcmp(a.arch, "arm64")) {
-		lerr(l, m, "write amd64 or arm64, the node arch names of the inventory",
-		     "'arch' must be amd64 or arm64, not '%s'", a.arch);
+		schema_error(l, m, "write amd64 or arm64, the node arch names of the inventory",
+			     "'arch' must be amd64 or arm64, not '%s'", a.arch);
 		ok = false;
 	}
 	if (a.chart_default && !a.chart_version) {
-		lerr(l, m, "give the artifact its chart_version: X.Y.Z",
-		     "'default: true' is for an artifact with a chart_version");
+		schema_error(l, m, "give the artifact its chart_version: X.Y.Z",
+			     "'default: true' is for an artifact with a chart_version");
 		ok = false;
 	}
 	if (!ok) {
@@ -457,27 +433,28 @@ static bool valid_hand_name(const char *s)
 	return holes <= 1;
 }
 
-static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_hand h = {0};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 	size_t i;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "each entry is a mapping: {name: NAME, to: self|control-plane|node}",
-		     "a 'hands' entry must be a mapping");
+		schema_error(l, m,
+			     "each entry is a mapping: {name: NAME, to: self|control-plane|node}",
+			     "a 'hands' entry must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s = scalar(v);
 
 		if (!strcmp(key, "name")) {
 			if (!s || !valid_hand_name(s)) {
-				lerr(
+				schema_error(
 				    l, v,
 				    "letters, digits and _, not starting with a digit, at most 64, "
 				    "with at most one {self} or {n}",
@@ -491,7 +468,7 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 			if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
 				h.secret = !strcmp(s, "true");
 			} else {
-				lerr(l, v, NULL, "'secret' must be true or false");
+				schema_error(l, v, NULL, "'secret' must be true or false");
 				ok = false;
 			}
 		} else if (!strcmp(key, "to")) {
@@ -502,18 +479,19 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 			} else if (s && !strcmp(s, "node")) {
 				h.to = ROLE_TO_NODE;
 			} else {
-				lerr(l, v,
-				     "to: self, control-plane or node (the NODE of NAME@NODE)",
-				     "unknown receiver '%s'", s ? s : "");
+				schema_error(
+				    l, v, "to: self, control-plane or node (the NODE of NAME@NODE)",
+				    "unknown receiver '%s'", s ? s : "");
 				ok = false;
 			}
 		} else if (!strcmp(key, "about")) {
 			if (s && !strcmp(s, "self")) {
 				h.about_self = true;
 			} else {
-				lerr(l, v,
-				     "about: self (the value's first word is the sender's name)",
-				     "unknown 'about' '%s'", s ? s : "");
+				schema_error(
+				    l, v,
+				    "about: self (the value's first word is the sender's name)",
+				    "unknown 'about' '%s'", s ? s : "");
 				ok = false;
 			}
 		} else if (!strcmp(key, "labels")) {
@@ -522,15 +500,16 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 			want_list(l, key, v, &keys);
 			for (j = 0; keys && keys[j]; j++)
 				if (!valid_label_key(keys[j])) {
-					lerr(l, v,
-					     "[PREFIX/]NAME: a DNS subdomain, then 1-63 letters, "
-					     "digits, - _ .",
-					     "'%s' is not a Kubernetes label key", keys[j]);
+					schema_error(
+					    l, v,
+					    "[PREFIX/]NAME: a DNS subdomain, then 1-63 letters, "
+					    "digits, - _ .",
+					    "'%s' is not a Kubernetes label key", keys[j]);
 					ok = false;
 				}
 			if (!keys) {
-				lerr(l, v, NULL,
-				     "'labels' must name the label keys the value may set");
+				schema_error(l, v, NULL,
+					     "'labels' must name the label keys the value may set");
 				ok = false;
 			}
 			strv_free(h.labels);
@@ -541,12 +520,12 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 		}
 	}
 	if (ok && (!h.name || !h.to)) {
-		lerr(l, m, NULL, "a 'hands' entry needs both 'name' and 'to'");
+		schema_error(l, m, NULL, "a 'hands' entry needs both 'name' and 'to'");
 		ok = false;
 	}
 	for (i = 0; ok && i < r->nr_hands; i++)
 		if (!strcmp(r->hands[i].name, h.name)) {
-			lerr(l, m, NULL, "'%s' is already in 'hands'", h.name);
+			schema_error(l, m, NULL, "'%s' is already in 'hands'", h.name);
 			ok = false;
 		}
 	if (!ok) {
@@ -558,21 +537,21 @@ static void load_hand_entry(struct loader *l, struct role *r, const yaml_node_t 
 	r->hands[r->nr_hands++] = h;
 }
 
-static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_fetch_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_fetch f = {0};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 	size_t i;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "each entry is a mapping: {name: NAME, path: /PATH}",
-		     "a 'fetches' entry must be a mapping");
+		schema_error(l, m, "each entry is a mapping: {name: NAME, path: /PATH}",
+			     "a 'fetches' entry must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s = scalar(v);
 
@@ -581,9 +560,10 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 			for (i = 0; good && s[i]; i++)
 				good = isalnum((unsigned char)s[i]) || strchr("._-", s[i]);
 			if (!good) {
-				lerr(l, v,
-				     "letters, digits, '.', '_' and '-', not starting with '.'",
-				     "'name' must be a file name");
+				schema_error(
+				    l, v,
+				    "letters, digits, '.', '_' and '-', not starting with '.'",
+				    "'name' must be a file name");
 				ok = false;
 			} else {
 				free(f.name);
@@ -591,7 +571,7 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 			}
 		} else if (!strcmp(key, "path")) {
 			if (!s || s[0] != '/') {
-				lerr(l, v, NULL, "'path' must be an absolute path");
+				schema_error(l, v, NULL, "'path' must be an absolute path");
 				ok = false;
 			} else {
 				free(f.path);
@@ -603,12 +583,12 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 		}
 	}
 	if (ok && (!f.name || !f.path)) {
-		lerr(l, m, NULL, "a 'fetches' entry needs both 'name' and 'path'");
+		schema_error(l, m, NULL, "a 'fetches' entry needs both 'name' and 'path'");
 		ok = false;
 	}
 	for (i = 0; ok && i < r->nr_fetches; i++)
 		if (!strcmp(r->fetches[i].name, f.name)) {
-			lerr(l, m, NULL, "'%s' is already in 'fetches'", f.name);
+			schema_error(l, m, NULL, "'%s' is already in 'fetches'", f.name);
 			ok = false;
 		}
 	if (!ok) {
@@ -621,23 +601,24 @@ static void load_fetch_entry(struct loader *l, struct role *r, const yaml_node_t
 }
 
 /* One entry of `images`: {ref: TEMPLATE, on: WHERE} or {manifest: SRC, on: WHERE}. */
-static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_image_entry(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	struct role_image im = {0};
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 	bool ok = true;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m,
-		     "each entry is {ref: TEMPLATE, on: WHERE} or {manifest: TEMPLATE_SRC, on: "
-		     "WHERE}",
-		     "an 'images' entry must be a mapping");
+		schema_error(
+		    l, m,
+		    "each entry is {ref: TEMPLATE, on: WHERE} or {manifest: TEMPLATE_SRC, on: "
+		    "WHERE}",
+		    "an 'images' entry must be a mapping");
 		return;
 	}
 	im.line = (unsigned)m->start_mark.line + 1;
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s = want_string(l, key, v);
 
@@ -653,7 +634,8 @@ static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t
 			if (template_parse(&im.tmpl, "ref", s, strlen(s), &err) < 0) {
 				/* "ref:1:COL: message": point at the value instead */
 				msg = strstr(err.msg, ": ");
-				lerr(l, v, NULL, "bad 'ref' template: %s", msg ? msg + 2 : err.msg);
+				schema_error(l, v, NULL, "bad 'ref' template: %s",
+					     msg ? msg + 2 : err.msg);
 				ok = false;
 			}
 		} else if (!strcmp(key, "manifest")) {
@@ -667,8 +649,8 @@ static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t
 			if (image_on_words[w]) {
 				im.on = (enum role_image_on)(w + 1);
 			} else {
-				lerr(l, v, "on: cluster, control-plane, workers or gpu",
-				     "unknown 'on' value '%s'", s);
+				schema_error(l, v, "on: cluster, control-plane, workers or gpu",
+					     "unknown 'on' value '%s'", s);
 				ok = false;
 			}
 		} else {
@@ -677,12 +659,12 @@ static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t
 		}
 	}
 	if (ok && !im.ref == !im.manifest) {
-		lerr(l, m, NULL, "an 'images' entry needs one of 'ref' and 'manifest'");
+		schema_error(l, m, NULL, "an 'images' entry needs one of 'ref' and 'manifest'");
 		ok = false;
 	}
 	if (ok && !im.on) {
-		lerr(l, m, "on: cluster, control-plane, workers or gpu",
-		     "an 'images' entry needs 'on'");
+		schema_error(l, m, "on: cluster, control-plane, workers or gpu",
+			     "an 'images' entry needs 'on'");
 		ok = false;
 	}
 	if (!ok) {
@@ -695,18 +677,18 @@ static void load_image_entry(struct loader *l, struct role *r, const yaml_node_t
 	r->images[r->nr_images++] = im;
 }
 
-static void load_chart(struct loader *l, struct role *r, const yaml_node_t *m)
+static void load_chart(struct schema *l, struct role *r, const yaml_node_t *m)
 {
 	yaml_node_pair_t *p;
+	yaml_node_t *k, *v;
 
 	if (m->type != YAML_MAPPING_NODE) {
-		lerr(l, m, "chart: {artifact: NAME, values: TEMPLATE_SRC}",
-		     "'chart' must be a mapping");
+		schema_error(l, m, "chart: {artifact: NAME, values: TEMPLATE_SRC}",
+			     "'chart' must be a mapping");
 		return;
 	}
-	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s;
 
@@ -725,20 +707,19 @@ static void load_chart(struct loader *l, struct role *r, const yaml_node_t *m)
 		}
 	}
 	if (!r->chart_artifact)
-		lerr(l, m, NULL,
-		     "'chart' needs 'artifact' (the chart archive of roles/artifacts.yaml)");
+		schema_error(
+		    l, m, NULL,
+		    "'chart' needs 'artifact' (the chart archive of roles/artifacts.yaml)");
 }
 
-static void check_kube_var(struct loader *l, const struct kube_matrix *m, const yaml_node_t *item);
+static void check_kube_var(struct schema *l, const struct kube_matrix *m, const yaml_node_t *item);
 
 static void load_role_yaml(struct role *r, const char *path, const struct kube_matrix *kube,
 			   struct diag_list *dl)
 {
 	struct strbuf text = STRBUF_INIT;
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	struct loader l = {dl, path, &doc};
-	yaml_node_t *root;
+	struct schema l;
+	yaml_node_t *root, *k, *v;
 	yaml_node_pair_t *p;
 	bool saw_phase = false;
 	int e;
@@ -749,24 +730,16 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			 "cannot read role: %s", strerror(-e));
 		return;
 	}
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		diag_add(dl, DIAG_ERROR, path, (unsigned)parser.problem_mark.line + 1,
-			 (unsigned)parser.problem_mark.column + 1, NULL, "%s",
-			 parser.problem ? parser.problem : "YAML syntax error");
-		yaml_parser_delete(&parser);
-		strbuf_release(&text);
-		return;
-	}
-	root = yaml_document_get_root_node(&doc);
+	if (schema_load(&l, path, text.buf, text.len, dl) < 0 ||
+	    schema_one_document(&l, "role.yaml") < 0)
+		goto out;
+	root = schema_root(&l);
 	if (!root || root->type != YAML_MAPPING_NODE) {
 		diag_add(dl, DIAG_ERROR, path, 1, 1, NULL, "a role.yaml must be a mapping");
 		goto out;
 	}
-	for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(&doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+	p = NULL;
+	while (schema_next_pair(&l, root, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
 		const char *s;
 		char **words = NULL;
@@ -779,10 +752,10 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			saw_phase = true;
 			if ((s = want_string(&l, key, v))) {
 				if (role_phase_index(s) < 0)
-					lerr(&l, v,
-					     "phases: " ROLE_PHASE_LIST
-					     " (provision up), " ROLE_LIFECYCLE_PHASE_LIST,
-					     "unknown phase '%s'", s);
+					schema_error(&l, v,
+						     "phases: " ROLE_PHASE_LIST
+						     " (provision up), " ROLE_LIFECYCLE_PHASE_LIST,
+						     "unknown phase '%s'", s);
 				else
 					r->phase = xstrdup(s);
 			}
@@ -791,8 +764,9 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			for (i = 0; words && words[i]; i++) {
 				unsigned bit = node_role_parse(words[i]);
 				if (!bit)
-					lerr(&l, v, "node roles: control-plane, worker, nfs-server",
-					     "unknown node role '%s'", words[i]);
+					schema_error(
+					    &l, v, "node roles: control-plane, worker, nfs-server",
+					    "unknown node role '%s'", words[i]);
 				r->applies_to |= bit;
 			}
 			strv_free(words);
@@ -806,9 +780,10 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				if (when_words[w])
 					r->when |= 1u << w;
 				else
-					lerr(&l, v,
-					     "conditions: gpu, no-gpu, nfs, not-nfs-server, hub",
-					     "unknown condition '%s'", words[i]);
+					schema_error(
+					    &l, v,
+					    "conditions: gpu, no-gpu, nfs, not-nfs-server, hub",
+					    "unknown condition '%s'", words[i]);
 			}
 			strv_free(words);
 		} else if (!strcmp(key, "depends_on")) {
@@ -823,28 +798,28 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				yaml_node_item_t *it;
 				for (it = v->data.sequence.items.start;
 				     it < v->data.sequence.items.top; it++)
-					check_kube_var(&l, kube, yaml_document_get_node(&doc, *it));
+					check_kube_var(&l, kube, schema_node(&l, *it));
 			}
 		} else if (!strcmp(key, "templates")) {
 			yaml_node_item_t *it;
 			if (v->type != YAML_SEQUENCE_NODE) {
-				lerr(&l, v, NULL, "'templates' must be a list");
+				schema_error(&l, v, NULL, "'templates' must be a list");
 				continue;
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
 			     it++)
-				load_template_entry(&l, r, yaml_document_get_node(&doc, *it));
+				load_template_entry(&l, r, schema_node(&l, *it));
 		} else if (!strcmp(key, "hands") || !strcmp(key, "fetches")) {
 			yaml_node_item_t *it;
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
 				continue;
 			if (v->type != YAML_SEQUENCE_NODE) {
-				lerr(&l, v, NULL, "'%s' must be a list", key);
+				schema_error(&l, v, NULL, "'%s' must be a list", key);
 				continue;
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
 			     it++) {
-				const yaml_node_t *entry = yaml_document_get_node(&doc, *it);
+				const yaml_node_t *entry = schema_node(&l, *it);
 				if (key[0] == 'h')
 					load_hand_entry(&l, r, entry);
 				else
@@ -855,12 +830,12 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
 				continue;
 			if (v->type != YAML_SEQUENCE_NODE) {
-				lerr(&l, v, NULL, "'images' must be a list");
+				schema_error(&l, v, NULL, "'images' must be a list");
 				continue;
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
 			     it++)
-				load_image_entry(&l, r, yaml_document_get_node(&doc, *it));
+				load_image_entry(&l, r, schema_node(&l, *it));
 		} else if (!strcmp(key, "chart")) {
 			load_chart(&l, r, v);
 		} else if (!strcmp(key, "pulls")) {
@@ -870,23 +845,22 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
 				continue;
 			if (v->type != YAML_SEQUENCE_NODE) {
-				lerr(&l, v, NULL, "'artifacts' must be a list");
+				schema_error(&l, v, NULL, "'artifacts' must be a list");
 				continue;
 			}
 			for (it = v->data.sequence.items.start; it < v->data.sequence.items.top;
 			     it++)
-				load_artifact_entry(&l, r, yaml_document_get_node(&doc, *it));
+				load_artifact_entry(&l, r, schema_node(&l, *it));
 		} else {
 			unknown_key(&l, k, key, role_keys);
 		}
 	}
 	if (!r->description)
-		lerr(&l, root, NULL, "missing 'description'");
+		schema_error(&l, root, NULL, "missing 'description'");
 	if (!saw_phase)
-		lerr(&l, root, "phases: " ROLE_PHASE_LIST, "missing 'phase'");
+		schema_error(&l, root, "phases: " ROLE_PHASE_LIST, "missing 'phase'");
 out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	schema_release(&l);
 	strbuf_release(&text);
 }
 
@@ -1237,26 +1211,28 @@ static bool kube_column_known(const char *name)
  * declaration, not as an undefined value when a template is rendered on a
  * node.
  */
-static void check_kube_var(struct loader *l, const struct kube_matrix *m, const yaml_node_t *item)
+static void check_kube_var(struct schema *l, const struct kube_matrix *m, const yaml_node_t *item)
 {
 	const char *s = item ? scalar(item) : NULL;
 
 	if (!s || strncmp(s, "kube", 4) || (s[4] != '.' && s[4]))
 		return;
 	if (!m->nr) {
-		lerr(l, item,
-		     "put the table of Kubernetes minors in the roles folder (provision's own "
-		     "roles/kubernetes.yaml; roles/README.md)",
-		     "'%s' comes from %s, which is missing or has no minors", s, m->path);
+		schema_error(
+		    l, item,
+		    "put the table of Kubernetes minors in the roles folder (provision's own "
+		    "roles/kubernetes.yaml; roles/README.md)",
+		    "'%s' comes from %s, which is missing or has no minors", s, m->path);
 		return;
 	}
 	if (!s[4]) {
-		lerr(l, item, "name the column: kube.pause_image",
-		     "'kube' alone: declare the columns the role uses");
+		schema_error(l, item, "name the column: kube.pause_image",
+			     "'kube' alone: declare the columns the role uses");
 		return;
 	}
 	if (!kube_column_known(s + 5))
-		lerr(l, item, KUBE_COLUMNS_HINT, "'%s': %s has no column '%s'", s, m->path, s + 5);
+		schema_error(l, item, KUBE_COLUMNS_HINT, "'%s': %s has no column '%s'", s, m->path,
+			     s + 5);
 }
 
 const struct kube_minor *kube_matrix_find(const struct kube_matrix *m, const char *version)
@@ -1390,46 +1366,47 @@ char *role_set_helm_version(const struct role_set *rs, const struct inventory *i
 	return NULL;
 }
 
-static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t *k,
+static void kube_row(struct schema *l, struct kube_matrix *m, const yaml_node_t *k,
 		     const yaml_node_t *v)
 {
 	const char *minor = scalar(k);
 	struct kube_minor *row;
 	yaml_node_pair_t *p;
+	yaml_node_t *ck, *cv;
 	size_t c, j;
 
 	if (!minor || !*minor || strspn(minor, "0123456789.") != strlen(minor) ||
 	    !strchr(minor, '.') || strchr(strchr(minor, '.') + 1, '.')) {
-		lerr(l, k, "a minor is \"MAJOR.MINOR\", e.g. \"1.30\"",
-		     "'%s' is not a Kubernetes minor", minor ? minor : "(not a string)");
+		schema_error(l, k, "a minor is \"MAJOR.MINOR\", e.g. \"1.30\"",
+			     "'%s' is not a Kubernetes minor", minor ? minor : "(not a string)");
 		return;
 	}
 	if (!v || v->type != YAML_MAPPING_NODE) {
-		lerr(l, v ? v : k, NULL, "minor %s: must be a mapping of columns", minor);
+		schema_error(l, v ? v : k, NULL, "minor %s: must be a mapping of columns", minor);
 		return;
 	}
 	for (j = 0; j < m->nr; j++)
 		if (!strcmp(m->rows[j].minor, minor))
-			lerr(l, k, NULL, "minor %s is listed twice", minor);
+			schema_error(l, k, NULL, "minor %s is listed twice", minor);
 	m->rows = xrealloc(m->rows, (m->nr + 1) * sizeof(*m->rows));
 	row = &m->rows[m->nr++];
 	memset(row, 0, sizeof(*row));
 	row->minor = xstrdup(minor);
-	for (p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
-		const yaml_node_t *ck = yaml_document_get_node(l->doc, p->key);
-		const yaml_node_t *cv = yaml_document_get_node(l->doc, p->value);
+	p = NULL;
+	while (schema_next_pair(l, v, &p, &ck, &cv)) {
 		const char *key = scalar(ck), *val;
 
 		if (!key || !kube_column_known(key)) {
-			lerr(l, ck, KUBE_COLUMNS_HINT, "minor %s: unknown column '%s'", minor,
-			     key ? key : "(not a string)");
+			schema_error(l, ck, KUBE_COLUMNS_HINT, "minor %s: unknown column '%s'",
+				     minor, key ? key : "(not a string)");
 			continue;
 		}
 		if (!(val = want_string(l, key, cv)))
 			continue;
 		if (!strcmp(key, "helm") && !helm_ranges_ok(val)) {
-			lerr(l, cv, "Helm minors as \"3.19-3.22, 4.0-4.3\"",
-			     "minor %s: helm '%s' is not a list of Helm minor ranges", minor, val);
+			schema_error(l, cv, "Helm minors as \"3.19-3.22, 4.0-4.3\"",
+				     "minor %s: helm '%s' is not a list of Helm minor ranges",
+				     minor, val);
 			continue;
 		}
 		strv_push(&row->keys, key);
@@ -1438,18 +1415,16 @@ static void kube_row(struct loader *l, struct kube_matrix *m, const yaml_node_t 
 	}
 	for (c = 0; kube_columns[c]; c++)
 		if (!kube_minor_get(row, kube_columns[c]))
-			lerr(l, k, NULL, "minor %s: missing '%s'", minor, kube_columns[c]);
+			schema_error(l, k, NULL, "minor %s: missing '%s'", minor, kube_columns[c]);
 }
 
 /* roles/kubernetes.yaml: `minors:` mapping "1.30" to its columns.  Absent: empty. */
 static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag_list *dl)
 {
 	struct strbuf text = STRBUF_INIT;
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
+	struct schema l;
+	yaml_node_t *root, *k, *v;
 	yaml_node_pair_t *p;
-	struct loader l;
 	int e;
 
 	memset(m, 0, sizeof(*m));
@@ -1460,27 +1435,17 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 				 strerror(-e));
 		return;
 	}
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		diag_add(dl, DIAG_ERROR, m->path, (unsigned)parser.problem_mark.line + 1,
-			 (unsigned)parser.problem_mark.column + 1, NULL, "%s",
-			 parser.problem ? parser.problem : "YAML syntax error");
-		yaml_parser_delete(&parser);
-		strbuf_release(&text);
-		return;
-	}
-	l.dl = dl;
-	l.file = m->path;
-	l.doc = &doc;
-	root = yaml_document_get_root_node(&doc);
+	if (schema_load(&l, m->path, text.buf, text.len, dl) < 0 ||
+	    schema_one_document(&l, "kubernetes.yaml") < 0)
+		goto out;
+	root = schema_root(&l);
 	if (!root || root->type != YAML_MAPPING_NODE) {
-		lerr(&l, root, "minors: {\"1.30\": {pause_image: IMAGE}}", "must be a mapping");
+		schema_error(&l, root, "minors: {\"1.30\": {pause_image: IMAGE}}",
+			     "must be a mapping");
 		goto out;
 	}
-	for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(&doc, p->key);
-		const yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+	p = NULL;
+	while (schema_next_pair(&l, root, &p, &k, &v)) {
 		yaml_node_pair_t *q;
 
 		if (scalar(k) && !strcmp(scalar(k), "default")) {
@@ -1492,24 +1457,22 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 			continue;
 		}
 		if (!scalar(k) || strcmp(scalar(k), "minors")) {
-			lerr(&l, k, "keys: default, minors", "unknown key '%s'",
-			     scalar(k) ? scalar(k) : "");
+			schema_error(&l, k, "keys: default, minors", "unknown key '%s'",
+				     scalar(k) ? scalar(k) : "");
 			continue;
 		}
 		if (!v || v->type != YAML_MAPPING_NODE) {
-			lerr(&l, v, NULL, "'minors' must be a mapping of minors");
+			schema_error(&l, v, NULL, "'minors' must be a mapping of minors");
 			continue;
 		}
 		for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++)
-			kube_row(&l, m, yaml_document_get_node(&doc, q->key),
-				 yaml_document_get_node(&doc, q->value));
+			kube_row(&l, m, schema_node(&l, q->key), schema_node(&l, q->value));
 	}
 	if (m->default_version && m->nr && !kube_matrix_find(m, m->default_version))
 		diag_add(dl, DIAG_ERROR, m->path, 0, 0, "give default a version of a minor in the table",
 			 "default %s: its minor is not in the table", m->default_version);
 out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	schema_release(&l);
 	strbuf_release(&text);
 }
 

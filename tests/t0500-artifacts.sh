@@ -219,6 +219,29 @@ test_case "an artifact pinned for one Helm major reaches only an inventory of th
 	expect_grep \"role.yaml:5:.*'helm' must be 3 or 4\" err
 "
 
+# Issue 35 P3: before, role.c and artifacts.c took a key given twice without
+# a word (the second description, the second url won).
+test_case "a key given twice in role.yaml or roles/artifacts.yaml: an error at its file:line:col, exit 2, nothing fetched" "
+	rm -rf '$CACHE' r3
+	manifest probe '$URL/good.bin' $GOOD_SHA
+	cp -R '$ROLES' r3
+	printf 'description: again\\n' >>r3/probe/role.yaml
+	line=\$(wc -l <r3/probe/role.yaml)
+	before=\$(requests /good.bin)
+	expect_status 2 '$PROVISION' fetch -i '$INV' --roles r3 --cache '$CACHE' >out 2>err
+	expect_grep \"^r3/probe/role.yaml:\$line:1: error: duplicate key 'description' (first at 1:1)\$\" err
+	expect_grep '^  hint: remove one of them\$' err
+	expect_status 2 '$PROVISION' up -i '$INV' --roles r3 --state state --no-tui >out 2>err
+	expect_grep \"^r3/probe/role.yaml:\$line:1: error: duplicate key 'description'\" err
+	expect_grep 'nothing was changed' err
+	cp '$ROLES/probe/role.yaml' r3/probe/role.yaml
+	printf '  url: %s\\n' '$URL/big.bin' >>r3/artifacts.yaml
+	expect_status 2 '$PROVISION' fetch -i '$INV' --roles r3 --cache '$CACHE' >out 2>err
+	expect_grep \"^r3/artifacts.yaml:6:3: error: duplicate key 'url' (first at 3:3)\$\" err
+	expect_eq \"\$before\" \"\$(requests /good.bin)\" 'requests for good.bin'
+	expect_no_grep '^fetched' err
+"
+
 # ---- the HTTP check of validation: /readyz with the admin client certificate
 
 if command -v openssl >/dev/null 2>&1; then
@@ -274,6 +297,10 @@ users:
 EOF
 		'$HTTP_GET' admin.conf /readyz >out 2>&1
 		expect_eq '200 ok' \"\$(cat out)\" 'GET /readyz with the client certificate'
+		# a key given twice: refused at its place, not the first (or last) taken
+		awk '{ print } /^    server:/ { print }' admin.conf >twice.conf
+		expect_status 1 '$HTTP_GET' twice.conf /readyz >out 2>&1
+		expect_grep \"^twice.conf:7:5: duplicate key 'server' (first at 6:5); remove one of them\$\" out
 		grep -v client-key-data admin.conf >nokey.conf
 		expect_status 1 '$HTTP_GET' nokey.conf /readyz >out 2>&1
 		expect_grep \"https://127.0.0.1:\$tport/readyz'\" out

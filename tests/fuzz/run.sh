@@ -10,7 +10,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$1
 seconds=$2
 shift 2
-harnesses=${*:-inventory template protocol facts kubectl profiles scrub exchange certs bench}
+harnesses=${*:-inventory kubeconfig template protocol facts kubectl profiles scrub exchange certs bench}
 status=0
 
 seed() { # seed NAME FILES...: copy seed files into the harness's seed folder
@@ -24,6 +24,7 @@ seed() { # seed NAME FILES...: copy seed files into the harness's seed folder
 
 cd "$top" || exit 2
 seed inventory tests/inventory/*.yaml inventory/*.yaml
+seed kubeconfig tests/fuzz/kubeconfig-seed.yaml
 seed template roles/*/templates/* tests/unit/data/roles/*/templates/*
 seed facts tests/facts/*
 seed kubectl tests/validate/*.json

@@ -130,6 +130,12 @@ static void test_manifest_errors(void **unused)
 			      "bad artifact name 'a b'");
 	expect_manifest_error("- a\n", 1, "must be a mapping of names to entries");
 	expect_manifest_error("a: [1\n", 2, "");
+	/* A key given twice: an error at the second (before, the second url won silently). */
+	expect_manifest_error("a:\n  url: https://x/a\n  sha256: pending\n  url: https://x/b\n", 4,
+			      "bad.yaml:4:3: error: duplicate key 'url' (first at 2:3)\n"
+			      "  hint: remove one of them");
+	expect_manifest_error("a:\n  url: https://x/a\n  sha256: pending\n---\nb: {}\n", 5,
+			      "the artifact manifest has a second YAML document");
 }
 
 static void test_record(void **unused)
@@ -333,6 +339,19 @@ static void test_kubeconfig_check(void **unused)
 	strbuf_addf(&sb, head, "\"https://x\\e]0;t\\a\"", cert);
 	assert_int_equal(http_kubeconfig_check(sb.buf, sb.len, "10.0.0.1", 6443, &err), -1);
 	assert_null(strchr(err.msg, '\033'));
+	/* a key of two lines is quoted by its first: no line of the node's own on the screen */
+	{
+		static const char two_lines[] = "\"a\\nb\": 1\n"; /* the key is a, newline, b */
+		assert_int_equal(
+		    http_kubeconfig_check(two_lines, strlen(two_lines), "10.0.0.1", 6443, &err),
+		    -1);
+	}
+	assert_string_equal(err.msg, "'a' in the kubeconfig is not accepted");
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, head, "\"https://x\\nprovision: done\"", cert);
+	assert_int_equal(http_kubeconfig_check(sb.buf, sb.len, "10.0.0.1", 6443, &err), -1);
+	assert_string_equal(
+	    err.msg, "its server is 'https://x', not the control plane's https://10.0.0.1:6443");
 	assert_int_equal(http_kubeconfig_check("", 0, "10.0.0.1", 6443, &err), -1);
 	assert_int_equal(http_kubeconfig_check("[", 1, "10.0.0.1", 6443, &err), -1);
 	strbuf_release(&sb);
@@ -392,6 +411,20 @@ static void test_kubeconfig(void **unused)
 	path = write_tmp("empty.conf", "apiVersion: v1\n");
 	assert_int_equal(http_tls_from_kubeconfig(path, &server, &tls, &err), HTTP_ERR);
 	assert_non_null(strstr(err.msg, "names no server"));
+	free(path);
+	/* A key given twice: refused at its place (before, the first server was taken). */
+	path = write_tmp("twice.conf", "apiVersion: v1\n"
+				       "clusters:\n"
+				       "- cluster:\n"
+				       "    server: https://10.0.0.1:6443\n"
+				       "    server: https://10.0.0.2:6443\n"
+				       "  name: kubernetes\n"
+				       "current-context: x\n");
+	assert_int_equal(http_tls_from_kubeconfig(path, &server, &tls, &err), HTTP_ERR);
+	if (!strstr(err.msg, "/twice.conf:5:5: duplicate key 'server' (first at 4:5); remove one "
+			     "of them"))
+		fail_msg("got '%s'", err.msg);
+	assert_null(server);
 	free(path);
 }
 

@@ -312,8 +312,17 @@ static void test_role_yaml(void **state)
 	      "  - {name: t, to: self, labels: []}\n"
 	      "fetches:\n"
 	      "  - {name: .hidden, path: /etc/x}\n"
-	      "  - {name: admin.conf, path: etc/kubernetes/admin.conf}\n",
+	      "  - {name: admin.conf, path: etc/kubernetes/admin.conf}\n"
+	      "  - {name: a.conf, path: /a, path: /b}\n"
+	      "description: hands twice\n"
+	      "phase: init\n",
 	      fp);
+	fclose(fp);
+	free(path);
+	/* roles/kubernetes.yaml is read by the same reader */
+	path = xasprintf("%s/kubernetes.yaml", dir);
+	fp = fopen(path, "w");
+	fputs("minors:\n  \"1.30\":\n    patch: \"1.30.1\"\n    patch: \"1.30.2\"\n", fp);
 	fclose(fp);
 	free(path);
 	diag_list_init(&dl);
@@ -343,6 +352,15 @@ static void test_role_yaml(void **state)
 	assert_non_null(strstr(all.buf, "error: 'labels' must name the label keys"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:16:12: error: 'name' must be a file name"));
 	assert_non_null(strstr(all.buf, "/r/role.yaml:17:30: error: 'path' must be an absolute"));
+	/* A key given twice: an error at the second, which is not read (it leaked before). */
+	assert_non_null(strstr(all.buf, "/r/role.yaml:18:30: error: duplicate key 'path' (first "
+					"at 18:20)\n  hint: remove one of them"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:19:1: error: duplicate key 'description' "
+					"(first at 1:1)"));
+	assert_non_null(strstr(all.buf, "/r/role.yaml:20:1: error: duplicate key 'phase' (first "
+					"at 2:1)"));
+	assert_non_null(strstr(all.buf, "/kubernetes.yaml:4:5: error: duplicate key 'patch' (first "
+					"at 3:5)"));
 	strbuf_release(&all);
 	cmd = xasprintf("rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
