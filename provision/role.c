@@ -1846,32 +1846,35 @@ static void helm_offered(struct strbuf *sb, const struct role_set *rs, const str
 
 int role_set_resolve_helm(const struct role_set *rs, struct inventory *inv, struct diag_list *dl)
 {
-	const struct role *r = role_set_find(rs, "helm");
 	struct cluster_settings *c = &inv->cluster;
 	struct strbuf offered = STRBUF_INIT;
-	bool has[5] = {false};
+	bool has[5] = {false}, any = false;
 	int want;
-	size_t i;
+	size_t i, j;
 
-	if (!r)
-		return 0;
 	if (c->helm_auto)
 		c->helm_major = 0;
-	for (i = 0; i < r->nr_artifacts; i++) {
-		const struct role_artifact *a = &r->artifacts[i];
+	/* every role's artifacts pinned for a Helm major (roles/helm's archives) */
+	for (j = 0; j < rs->nr; j++) {
+		const struct role *r = &rs->roles[j];
 
-		if (a->helm < 3 || a->helm > 4)
-			continue;
-		helm_offered(&offered, rs, a);
-		if (kube_picked(a, inv))
-			has[a->helm] = true;
+		for (i = 0; i < r->nr_artifacts; i++) {
+			const struct role_artifact *a = &r->artifacts[i];
+
+			if (a->helm < 3 || a->helm > 4)
+				continue;
+			any = true;
+			helm_offered(&offered, rs, a);
+			if (kube_picked(a, inv))
+				has[a->helm] = true;
+		}
 	}
 	want = c->helm_major;
 	if (!want) {
 		c->helm_auto = true;
-		want = has[4] ? 4 : 3;
+		want = has[4] || !has[3] ? 4 : 3;
 	}
-	if (has[want] || !offered.len) {
+	if (has[want] || !any) {
 		c->helm_major = want;
 		strbuf_release(&offered);
 		return 0;

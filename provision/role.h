@@ -313,11 +313,12 @@ int role_set_resolve_hub_chart(const struct role_set *rs, struct inventory *inv,
 /*
  * The Helm major roles/helm installs for inventory inv, into
  * inv->cluster.helm_major: the inventory's cluster.helm, or, when it gives
- * none (helm_auto), 4 when roles/helm pins a Helm 4 for the cluster's
- * Kubernetes minor (its artifacts' `kube:` ranges), else 3.  A major with
- * no Helm pinned for that minor is an error in dl at cluster.helm (or at
- * kubernetes_version when the inventory names no major), naming the Helms
- * pinned and the minors each serves; -1 then.  No helm role: 0.
+ * none (helm_auto), 4 when a role pins a Helm 4 artifact (`helm: 4`) for
+ * the cluster's Kubernetes minor (the artifacts' `kube:` ranges), else 3
+ * when one pins a Helm 3, else 4.  A major with no artifact for that minor
+ * is an error in dl at cluster.helm (or at kubernetes_version when the
+ * inventory names no major), naming the Helms pinned and the minors each
+ * serves; -1 then.  No artifact pinned per major: 0.
  */
 int role_set_resolve_helm(const struct role_set *rs, struct inventory *inv, struct diag_list *dl);
 
