@@ -21,7 +21,7 @@ test_need_cmd python3
 
 CLI=$SRC_ROOT/tests/fakes/cli
 HELMS=$(sed -n 's/^HELMS="\(.*\)"$/\1/p' "$SRC_ROOT/tests/fakes/kube-debs/build.sh")
-HELM_TABLES=$(for h in $HELMS; do python3 "$SRC_ROOT/tests/tools/cli-flags.py" pick helm "$h" "$CLI"; done | paste -sd ' ' -)
+HELM_TABLES=$(for h in $HELMS; do python3 "$SRC_ROOT/tests/tools/cli-flags.py" pick helm "$h" "$CLI"; done | awk '!seen[$0]++' | paste -sd ' ' -)
 TABLES="$HELM_TABLES $CLI/kubeadm.flags $(echo "$CLI"/kubectl-*.flags)"
 FLAGS="python3 $SRC_ROOT/tests/tools/roles-flags.py"
 
