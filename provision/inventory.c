@@ -98,16 +98,6 @@ struct parser {
 #define err_pos(p, pos, hint, ...)  schema_report(&(p)->s, DIAG_ERROR, (pos), (hint), __VA_ARGS__)
 #define warn_pos(p, pos, hint, ...) schema_report(&(p)->s, DIAG_WARNING, (pos), (hint), __VA_ARGS__)
 
-static void strv_free(char **v)
-{
-	char **q;
-
-	if (!v)
-		return;
-	for (q = v; *q; q++)
-		free(*q);
-	free(v);
-}
 
 /* Syntax of values --------------------------------------------------------- */
 

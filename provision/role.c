@@ -76,14 +76,6 @@ static void strv_push(char ***v, const char *s)
 	(*v)[n + 1] = NULL;
 }
 
-static void strv_free(char **v)
-{
-	size_t i;
-
-	for (i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
 
 /* role.yaml and kubernetes.yaml are read with the schema reader (schema.h). */
 static const char *scalar(const yaml_node_t *n)

@@ -359,16 +359,6 @@ bool schema_choice(struct schema *s, const yaml_node_t *n, const char *key,
 	return false;
 }
 
-static void strv_free(char **v)
-{
-	char **q;
-
-	if (!v)
-		return;
-	for (q = v; *q; q++)
-		free(*q);
-	free(v);
-}
 
 /* An item of a list that must be a string; NULL after reporting. */
 const char *schema_item_text(struct schema *s, const yaml_node_t *c, const char *key)

@@ -56,6 +56,15 @@ char *xstrdup(const char *s)
 	return checked(strdup(s), strlen(s) + 1);
 }
 
+void strv_free(char **v)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
 char *xstrndup(const char *s, size_t n)
 {
 	size_t len = strnlen(s, n);

@@ -40,6 +40,8 @@ char *xstrdup(const char *s);
 /* xstrndup: copy at most n bytes of s and NUL-terminate. */
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) PRINTF_LIKE(1, 2);
+/* Free a NULL-terminated array of strings and each string (NULL: nothing). */
+void strv_free(char **v);
 /* Grow *ptr (an array of `size`-byte items with capacity *alloc) to hold nr items. */
 void *xgrow(void *ptr, size_t nr, size_t *alloc, size_t size);
 #define ALLOC_GROW(p, nr, alloc) ((p) = xgrow((p), (nr), &(alloc), sizeof(*(p))))

@@ -15,6 +15,7 @@
 #include "../role.h"
 #include "../util.h"
 #include "cmd.h"
+#include "common.h"
 #include "session.h"
 #include "reset.h"
 
@@ -53,23 +54,12 @@ static int remove_select(const struct cli_plan_args *a, const struct inventory *
 			 const struct node ***nodes, size_t *nr)
 {
 	const struct node *cp = inventory_control_plane(inv);
-	bool *sel = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(*sel));
-	struct strbuf list = STRBUF_INIT, words = STRBUF_INIT;
-	struct error err = {0};
+	bool *sel = cli_select_named(a->cmd_name, inv, names, nr_names);
+	struct strbuf words = STRBUF_INIT;
 	size_t i, n = 0;
-	int k;
 
-	for (k = 0; k < nr_names; k++)
-		strbuf_addf(&list, "%s%s", k ? "," : "", names[k]);
-	if (inventory_select(inv, list.buf, sel, &err) < 0) {
-		fprintf(stderr, "provision %s: %s\n", a->cmd_name, err.msg);
-		if (err.hint[0])
-			fprintf(stderr, "  hint: %s\n", err.hint);
-		strbuf_release(&list);
-		free(sel);
+	if (!sel)
 		return EXIT_USAGE;
-	}
-	strbuf_release(&list);
 	if (!cp) {
 		fprintf(stderr, "provision %s: the inventory has no control plane\n", a->cmd_name);
 		free(sel);

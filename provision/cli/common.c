@@ -36,6 +36,28 @@ int cli_load_inventory(const char *cmd_name, const char *path, struct inventory 
 	return r < 0 ? EXIT_USAGE : 0;
 }
 
+bool *cli_select_named(const char *cmd_name, const struct inventory *inv, char *const *names,
+		       int nr)
+{
+	bool *sel = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(*sel));
+	struct strbuf list = STRBUF_INIT;
+	struct error err = {0};
+	int k, rc;
+
+	for (k = 0; k < nr; k++)
+		strbuf_addf(&list, "%s%s", k ? "," : "", names[k]);
+	rc = inventory_select(inv, list.buf, sel, &err);
+	strbuf_release(&list);
+	if (rc < 0) {
+		fprintf(stderr, "provision %s: %s\n", cmd_name, err.msg);
+		if (err.hint[0])
+			fprintf(stderr, "  hint: %s\n", err.hint);
+		free(sel);
+		return NULL;
+	}
+	return sel;
+}
+
 int cli_select_nodes(const char *cmd_name, const struct inventory *inv, const char *limit,
 		     const struct node ***out, size_t *nr)
 {

@@ -25,6 +25,14 @@ int cli_load_inventory(const char *cmd_name, const char *path, struct inventory 
 int cli_select_nodes(const char *cmd_name, const struct inventory *inv, const char *limit,
 		     const struct node ***out, size_t *nr);
 
+/*
+ * The nodes named on the command line (NAMES, NR of them: names or ranges
+ * as -l takes them), as a selection array of inv->nr_nodes flags the caller
+ * frees; NULL after printing the error (EXIT_USAGE for the caller).
+ */
+bool *cli_select_named(const char *cmd_name, const struct inventory *inv, char *const *names,
+		       int nr);
+
 /* The roles folder: --roles, $PROVISION_ROLES, ./roles beside the binary's tree, or the installed one. */
 const char *cli_roles_dir(const char *opt);
 /* The bench workloads (provision-bench-ARCH): $PROVISION_BENCH_DIR, ./bench beside the binary. */

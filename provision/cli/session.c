@@ -39,24 +39,13 @@ static int select_add_nodes(const struct cli_plan_args *a, const struct inventor
 			    const struct node ***out, size_t *nr, unsigned **node_phases)
 {
 	const struct node *cp = inventory_control_plane(inv);
-	bool *sel = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(*sel));
-	struct strbuf list = STRBUF_INIT;
-	struct error err = {0};
+	bool *sel = cli_select_named(a->cmd_name, inv, a->add_nodes, a->nr_add_nodes);
 	size_t i, n = 0;
 	unsigned cp_phases = 0;
 	int k;
 
-	for (k = 0; k < a->nr_add_nodes; k++)
-		strbuf_addf(&list, "%s%s", k ? "," : "", a->add_nodes[k]);
-	if (inventory_select(inv, list.buf, sel, &err) < 0) {
-		fprintf(stderr, "provision %s: %s\n", a->cmd_name, err.msg);
-		if (err.hint[0])
-			fprintf(stderr, "  hint: %s\n", err.hint);
-		strbuf_release(&list);
-		free(sel);
+	if (!sel)
 		return EXIT_USAGE;
-	}
-	strbuf_release(&list);
 	if (cp && sel[cp - inv->nodes]) {
 		fprintf(
 		    stderr,
