@@ -62,8 +62,8 @@ for s in $sections; do
 done
 [ -x "$PROVISION" ] || { echo "compare.sh: no $PROVISION (make first)" >&2; exit 2; }
 
-ms() { date +%s%N | cut -b1-13; }
-median() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+# shellcheck source=tests/bench/lib.sh
+. "$top/tests/bench/lib.sh"
 pct() { sort -n | awk -v p="$1" '{ a[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print a[i] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 load() { echo "load: $(uptime | sed 's/.*load average: //')"; }
@@ -111,25 +111,6 @@ fds_sample() {
 }
 
 nodes() { seq 1 "$1" | sed 's/^/node-/' | paste -sd, -; }
-
-# busy_ms: CPU time the whole machine spent busy so far (user, nice, system,
-# irq, softirq of /proc/stat, all CPUs), in ms.
-busy_ms() {
-	awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%d\n", ($2 + $3 + $4 + $7 + $8) * 1000 / hz; exit }' /proc/stat
-}
-
-# settle: wait (60 s at most) until the machine is quiet, less than 10 % of
-# its CPU busy over a second (a testbed just started keeps it busy a while;
-# the load average printed with each table lags behind).
-settle() {
-	i=0
-	while [ $i -lt 60 ]; do
-		b0=$(busy_ms)
-		sleep 1
-		[ $(($(busy_ms) - b0)) -lt $((100 * $(nproc))) ] && return 0
-		i=$((i + 1))
-	done
-}
 
 # ---- 1. node preparation: provision vs Ansible ----
 

@@ -44,20 +44,8 @@ for c in /usr/bin/time perl; do
 done
 [ -z "${STRACE:-}" ] || command -v strace >/dev/null || { echo "prep-profile.sh: STRACE=1 needs strace" >&2; exit 2; }
 
-ms() { date +%s%N | cut -b1-13; }
-median() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
-busy_ms() {
-	awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%d\n", ($2 + $3 + $4 + $7 + $8) * 1000 / hz; exit }' /proc/stat
-}
-settle() { # until less than 10 % of the machine is busy over a second (60 s at most)
-	i=0
-	while [ $i -lt 60 ]; do
-		b0=$(busy_ms)
-		sleep 1
-		[ $(($(busy_ms) - b0)) -lt $((100 * $(nproc))) ] && return 0
-		i=$((i + 1))
-	done
-}
+# shellcheck source=tests/bench/lib.sh
+. "$top/tests/bench/lib.sh"
 
 builds=A
 [ -z "$PROVISION_B" ] || builds="A B"
