@@ -250,6 +250,7 @@ lint:
 		--std=c11 -D__GNUC__ -Iprovision $(SRC)
 	shellcheck -x $(SHELL_FILES)
 	shellcheck -s sh -x $(ROLE_SH)
+	python3 tools/rooms.py --check
 
 clean:
 	rm -rf $(B)

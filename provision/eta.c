@@ -490,20 +490,22 @@ static size_t learn_machines(struct eta *e, struct state *s, const char *id, con
 	while (*p) {
 		size_t len = strcspn(p, " "), k;
 		for (k = 0; k < e->nr_nodes; k++) {
-			struct strbuf facts = STRBUF_INIT;
+			struct strbuf text = STRBUF_INIT;
+			struct facts facts;
 			char *path;
 			if (e->machines[k] || strlen(e->nodes[k]) != len ||
 			    strncmp(p, e->nodes[k], len))
 				continue;
 			path = record_node_path(e->nodes[k], RECORD_FACTS);
-			if (state_read(s, id, path, &facts, NULL) == 0)
-				e->machines[k] = state_facts_get(facts.buf, "machine_id");
-			if (e->machines[k] && !*e->machines[k]) { /* no machine named */
-				free(e->machines[k]);
-				e->machines[k] = NULL;
+			if (state_read(s, id, path, &text, NULL) == 0 &&
+			    record_facts_parse(text.buf, text.len, &facts) == 0) {
+				/* an empty machine_id names no machine */
+				if (facts.machine_id && *facts.machine_id)
+					e->machines[k] = xstrdup(facts.machine_id);
+				facts_release(&facts);
 			}
 			found += e->machines[k] != NULL;
-			strbuf_release(&facts);
+			strbuf_release(&text);
 			free(path);
 		}
 		p += len;

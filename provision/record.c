@@ -79,8 +79,9 @@ struct record *record_new(const struct record_opts *o, struct error *err)
 	for (i = 0; i < o->nr; i++)
 		r->nodes[i].log_fd = -1;
 	pulls_init(&r->pulls, o->nr);
-	if ((e = mkdir_in(o->state_dir, "logs")) < 0) {
-		error_set(err, -1, "cannot create '%s/logs': %s", o->state_dir, strerror(-e));
+	if ((e = mkdir_in(o->state_dir, RECORD_LOGS)) < 0) {
+		error_set(err, -1, "cannot create '%s/%s': %s", o->state_dir, RECORD_LOGS,
+			  strerror(-e));
 		record_free(r);
 		return NULL;
 	}
@@ -469,7 +470,7 @@ int record_commit_killed(struct state *s, const char *cluster, const struct stat
 {
 	struct state_files files = {0};
 	struct strbuf ran = STRBUF_INIT, msg = STRBUF_INIT, sb = STRBUF_INIT;
-	char *dir = xasprintf("%s/logs", state_dir(s)), head[41] = "", **names = NULL;
+	char *dir = xasprintf("%s/%s", state_dir(s), RECORD_LOGS), head[41] = "", **names = NULL;
 	size_t nr_names = 0, i;
 	bool have_head = state_resolve(s, "~0", head, NULL) == 0;
 	struct dirent *de;
@@ -477,33 +478,35 @@ int record_commit_killed(struct state *s, const char *cluster, const struct stat
 	int rc = 0;
 
 	while (d && (de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		if (len < 5 || strcmp(de->d_name + len - 4, ".log") || de->d_name[0] == '.')
+		char *node = record_log_node(de->d_name);
+		if (!node)
 			continue;
+		free(node);
 		names = xrealloc(names, (nr_names + 1) * sizeof(*names));
-		names[nr_names++] = xstrdup(de->d_name);
+		names[nr_names++] = xstrdup(de->d_name); /* sorted as the files were */
 	}
 	if (d)
 		closedir(d);
 	if (nr_names)
 		qsort(names, nr_names, sizeof(*names), cmp_name);
 	for (i = 0; i < nr_names; i++) {
-		size_t len = strlen(names[i]);
+		char *node = record_log_node(names[i]);
 		struct strbuf old = STRBUF_INIT;
 		char *path, *rel;
-		path = xasprintf("%s/%s", dir, names[i]);
-		rel = xasprintf("logs/%s", names[i]);
+		rel = record_log_path(node);
+		path = xasprintf("%s/%s", state_dir(s), rel);
 		strbuf_reset(&sb);
 		if (read_file(path, &sb) == 0 &&
 		    !(have_head && state_read(s, head, rel, &old, NULL) == 0 && old.len == sb.len &&
 		      !memcmp(old.buf, sb.buf, sb.len))) {
 			strbuf_addf(&sb, "     (the run was killed here)\n");
 			state_files_add(&files, rel, sb.buf, sb.len);
-			strbuf_addf(&ran, " %.*s", (int)(len - 4), names[i]);
+			strbuf_addf(&ran, " %s", node);
 		}
 		strbuf_release(&old);
 		free(path);
 		free(rel);
+		free(node);
 		free(names[i]);
 	}
 	free(names);

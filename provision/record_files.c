@@ -23,24 +23,87 @@ char *record_file_path(const char *node, const char *dest)
 
 char *record_log_path(const char *node)
 {
-	return xasprintf("logs/%s.log", node);
+	return xasprintf(RECORD_LOGS "/%s.log", node);
+}
+
+char *record_log_node(const char *file_name)
+{
+	size_t len = strlen(file_name);
+
+	if (len < 5 || strcmp(file_name + len - 4, ".log") || file_name[0] == '.')
+		return NULL;
+	return xstrndup(file_name, len - 4);
+}
+
+void record_path_parse(const char *path, struct record_path *out)
+{
+	static const char logs[] = RECORD_LOGS "/", nodes[] = "nodes/";
+	const char *slash;
+	size_t i;
+
+	*out = (struct record_path){.kind = RECORD_PATH_OTHER};
+	if (!strcmp(path, RECORD_SUMMARY)) {
+		out->kind = RECORD_PATH_SUMMARY;
+	} else if (!strcmp(path, RECORD_VALIDATION)) {
+		out->kind = RECORD_PATH_VALIDATION;
+	} else if (!strcmp(path, RECORD_INVENTORY)) {
+		out->kind = RECORD_PATH_INVENTORY;
+	} else if (!strncmp(path, logs, sizeof(logs) - 1)) {
+		const char *name = path + sizeof(logs) - 1;
+		size_t len = strlen(name);
+		out->kind = RECORD_PATH_LOG;
+		if (len > 4 && !strcmp(name + len - 4, ".log") && !strchr(name, '/')) {
+			out->node = name;
+			out->node_len = len - 4;
+		}
+	} else if (!strncmp(path, nodes, sizeof(nodes) - 1) &&
+		   (slash = strchr(path + sizeof(nodes) - 1, '/'))) {
+		const char *rest = slash + 1;
+		out->node = path + sizeof(nodes) - 1;
+		out->node_len = (size_t)(slash - out->node);
+		out->kind = RECORD_PATH_NODE_OTHER;
+		if (!strncmp(rest, "files/", 6)) {
+			out->kind = RECORD_PATH_NODE_COPY;
+			out->dest = rest + 5;
+			return;
+		}
+		for (i = 0; i < sizeof(node_files) / sizeof(*node_files); i++)
+			if (!strcmp(rest, node_files[i])) {
+				out->kind = RECORD_PATH_NODE;
+				out->file = (enum record_node_file)i;
+			}
+	}
+}
+
+bool record_path_same_node(const struct record_path *a, const struct record_path *b)
+{
+	return a->kind >= RECORD_PATH_NODE && b->kind >= RECORD_PATH_NODE &&
+	       a->node_len == b->node_len && !memcmp(a->node, b->node, a->node_len);
+}
+
+int record_facts_parse(const char *text, size_t len, struct facts *out)
+{
+	struct error err = {0};
+
+	if (facts_parse(out, text, len, &err) < 0)
+		return -1;
+	if (out->unsafe_field) {
+		facts_release(out);
+		return -1;
+	}
+	return 0;
 }
 
 int record_facts_read(const char *state_dir, const char *node, struct facts *out)
 {
 	struct strbuf text = STRBUF_INIT;
-	struct error err = {0};
 	char *rel = record_node_path(node, RECORD_FACTS);
 	char *path = xasprintf("%s/%s", state_dir, rel);
 	int rc = -1;
 
 	text.max = FACTS_MAX + 1;
-	if (read_file(path, &text) == 0 && facts_parse(out, text.buf, text.len, &err) == 0) {
-		if (out->unsafe_field)
-			facts_release(out);
-		else
-			rc = 0;
-	}
+	if (read_file(path, &text) == 0)
+		rc = record_facts_parse(text.buf, text.len, out);
 	strbuf_release(&text);
 	free(path);
 	free(rel);

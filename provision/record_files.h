@@ -26,6 +26,7 @@ enum record_node_file {
 #define RECORD_SUMMARY	  "summary"    /* "key: value" lines (state.h state_runs) */
 #define RECORD_VALIDATION "validation" /* "id\tnode\tstatus\tobserved\texpected" */
 #define RECORD_INVENTORY  "inventory.yaml"
+#define RECORD_LOGS	  "logs" /* the folder of the node logs, in a run and in the state folder */
 
 /* "nodes/NODE/facts", ... (a new string). */
 char *record_node_path(const char *node, enum record_node_file f);
@@ -33,6 +34,36 @@ char *record_node_path(const char *node, enum record_node_file f);
 char *record_file_path(const char *node, const char *dest);
 /* "logs/NODE.log": the node's log of the run. */
 char *record_log_path(const char *node);
+/* The node whose log a file of the logs folder is ("NODE.log"; not a dot file): NODE (a new
+ * string), or NULL for another name. */
+char *record_log_node(const char *file_name);
+
+/*
+ * What a path of a run's files is, for those who go through a run's list
+ * (bundle, diff) instead of asking for one file.
+ */
+enum record_path_kind {
+	RECORD_PATH_OTHER, /* none of the below */
+	RECORD_PATH_SUMMARY,
+	RECORD_PATH_VALIDATION,
+	RECORD_PATH_INVENTORY,
+	RECORD_PATH_LOG,	/* logs/...: a node's log (node set for logs/NODE.log) */
+	RECORD_PATH_NODE,	/* nodes/NODE/FILE, one of enum record_node_file (in file) */
+	RECORD_PATH_NODE_COPY,	/* nodes/NODE/files/DEST: a file as deployed (dest: "/DEST") */
+	RECORD_PATH_NODE_OTHER, /* nodes/NODE/...: another file of the node */
+};
+struct record_path {
+	enum record_path_kind kind;
+	const char *node; /* NODE, within the path (node_len bytes); NULL when none */
+	size_t node_len;
+	enum record_node_file file; /* RECORD_PATH_NODE */
+	const char *dest;	    /* RECORD_PATH_NODE_COPY: within the path */
+};
+/* Classify `path` (a path of state_list(), state.h); out points into it. */
+void record_path_parse(const char *path, struct record_path *out);
+/* Both paths are files of the same node (nodes/NODE/...: not its log); (p, p): p is a
+ * file of a node. */
+bool record_path_same_node(const struct record_path *a, const struct record_path *b);
 
 /*
  * The facts the last run recorded for a node, from the state folder's
@@ -41,6 +72,8 @@ char *record_log_path(const char *node);
  * line that is not data: poisoned facts are not reused).
  */
 int record_facts_read(const char *state_dir, const char *node, struct facts *out);
+/* The same from the text of a recorded facts file (a run's nodes/NODE/facts, state_read()). */
+int record_facts_parse(const char *text, size_t len, struct facts *out);
 
 /* One line of a node's timings: a step's time in the run. */
 struct record_timing {

@@ -83,48 +83,15 @@ static const char *scalar(const yaml_node_t *n)
 	return schema_scalar(n);
 }
 
-static const char *want_string(struct schema *l, const char *key, const yaml_node_t *v)
-{
-	const char *s = scalar(v);
-
-	if (!s || !*s) {
-		schema_error(l, v, NULL, "'%s' must be a non-empty string", key);
-		return NULL;
-	}
-	return s;
-}
-
-static void want_list(struct schema *l, const char *key, const yaml_node_t *v, char ***out)
-{
-	yaml_node_item_t *it;
-
-	if (v->type == YAML_SCALAR_NODE && !*scalar(v))
-		return; /* `key:` with nothing: an empty list */
-	if (v->type != YAML_SEQUENCE_NODE) {
-		schema_error(l, v, NULL, "'%s' must be a list", key);
-		return;
-	}
-	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-		const yaml_node_t *item = schema_node(l, *it);
-		const char *s = want_string(l, key, item);
-		if (s)
-			strv_push(out, s);
-	}
-}
-
-static void unknown_key(struct schema *l, const yaml_node_t *k, const char *key,
+/* A key of no table: reported as the inventory's are (schema.h), in `section`. */
+static void unknown_key(struct schema *l, const yaml_node_t *k, const char *section,
 			const char *const *known)
 {
 	size_t nr = 0;
-	const char *near;
-	char hint[128];
 
 	while (known[nr])
 		nr++;
-	near = schema_suggest(key, known, nr);
-	if (near)
-		snprintf(hint, sizeof(hint), "did you mean '%s'?", near);
-	schema_error(l, k, near ? hint : NULL, "unknown key '%s'", key);
+	schema_unknown_key(l, k, section, known, nr);
 }
 
 static const char *const role_keys[] = {
@@ -172,12 +139,12 @@ static void load_template_entry(struct schema *l, struct role *r, const yaml_nod
 		const char *s;
 
 		if (!strcmp(key, "src")) {
-			if ((s = want_string(l, key, v))) {
+			if ((s = schema_nonempty(l, v, key))) {
 				free(t.src);
 				t.src = xstrdup(s);
 			}
 		} else if (!strcmp(key, "dest")) {
-			if ((s = want_string(l, key, v))) {
+			if ((s = schema_nonempty(l, v, key))) {
 				if (s[0] != '/') {
 					schema_error(l, v, NULL,
 						     "'dest' must be an absolute path, not '%s'",
@@ -196,17 +163,17 @@ static void load_template_entry(struct schema *l, struct role *r, const yaml_nod
 				ok = false;
 			}
 		} else if (!strcmp(key, "owner")) {
-			if ((s = want_string(l, key, v))) {
+			if ((s = schema_nonempty(l, v, key))) {
 				free(t.owner);
 				t.owner = xstrdup(s);
 			}
 		} else if (!strcmp(key, "before")) {
-			if ((s = want_string(l, key, v))) {
+			if ((s = schema_nonempty(l, v, key))) {
 				free(t.before);
 				t.before = xstrdup(s);
 			}
 		} else {
-			unknown_key(l, k, key, tmpl_keys);
+			unknown_key(l, k, "a template", tmpl_keys);
 			ok = false;
 		}
 	}
@@ -336,11 +303,11 @@ static void load_artifact_entry(struct schema *l, struct role *r, const yaml_nod
 		else if (!strcmp(key, "arch"))
 			slot = &a.arch;
 		if (!slot) {
-			unknown_key(l, k, key, artifact_keys);
+			unknown_key(l, k, "an artifact", artifact_keys);
 			ok = false;
 			continue;
 		}
-		if ((s = want_string(l, key, v))) {
+		if ((s = schema_nonempty(l, v, key))) {
 			free(*slot);
 			*slot = xstrdup(s);
 		} else {
@@ -489,7 +456,7 @@ static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t 
 		} else if (!strcmp(key, "labels")) {
 			char **keys = NULL;
 			size_t j;
-			want_list(l, key, v, &keys);
+			schema_word_list(l, v, key, &keys);
 			for (j = 0; keys && keys[j]; j++)
 				if (!valid_label_key(keys[j])) {
 					schema_error(
@@ -507,7 +474,7 @@ static void load_hand_entry(struct schema *l, struct role *r, const yaml_node_t 
 			strv_free(h.labels);
 			h.labels = keys;
 		} else {
-			unknown_key(l, k, key, hand_keys);
+			unknown_key(l, k, "a 'hands' entry", hand_keys);
 			ok = false;
 		}
 	}
@@ -570,7 +537,7 @@ static void load_fetch_entry(struct schema *l, struct role *r, const yaml_node_t
 				f.path = xstrdup(s);
 			}
 		} else {
-			unknown_key(l, k, key, fetch_keys);
+			unknown_key(l, k, "a 'fetches' entry", fetch_keys);
 			ok = false;
 		}
 	}
@@ -612,7 +579,7 @@ static void load_image_entry(struct schema *l, struct role *r, const yaml_node_t
 	p = NULL;
 	while (schema_next_pair(l, m, &p, &k, &v)) {
 		const char *key = scalar(k) ? scalar(k) : "";
-		const char *s = want_string(l, key, v);
+		const char *s = schema_nonempty(l, v, key);
 
 		if (!s) {
 			ok = false;
@@ -646,7 +613,7 @@ static void load_image_entry(struct schema *l, struct role *r, const yaml_node_t
 				ok = false;
 			}
 		} else {
-			unknown_key(l, k, key, image_keys);
+			unknown_key(l, k, "an 'images' entry", image_keys);
 			ok = false;
 		}
 	}
@@ -685,17 +652,17 @@ static void load_chart(struct schema *l, struct role *r, const yaml_node_t *m)
 		const char *s;
 
 		if (!strcmp(key, "artifact")) {
-			if ((s = want_string(l, key, v))) {
+			if ((s = schema_nonempty(l, v, key))) {
 				free(r->chart_artifact);
 				r->chart_artifact = xstrdup(s);
 			}
 		} else if (!strcmp(key, "values")) {
-			if ((s = want_string(l, key, v))) {
+			if ((s = schema_nonempty(l, v, key))) {
 				free(r->chart_values);
 				r->chart_values = xstrdup(s);
 			}
 		} else {
-			unknown_key(l, k, key, chart_keys);
+			unknown_key(l, k, "'chart'", chart_keys);
 		}
 	}
 	if (!r->chart_artifact)
@@ -738,11 +705,11 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 		size_t i;
 
 		if (!strcmp(key, "description")) {
-			if ((s = want_string(&l, key, v)))
+			if ((s = schema_nonempty(&l, v, key)))
 				r->description = xstrdup(s);
 		} else if (!strcmp(key, "phase")) {
 			saw_phase = true;
-			if ((s = want_string(&l, key, v))) {
+			if ((s = schema_nonempty(&l, v, key))) {
 				if (role_phase_index(s) < 0)
 					schema_error(&l, v,
 						     "phases: " ROLE_PHASE_LIST
@@ -752,7 +719,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 					r->phase = xstrdup(s);
 			}
 		} else if (!strcmp(key, "applies_to")) {
-			want_list(&l, key, v, &words);
+			schema_word_list(&l, v, key, &words);
 			for (i = 0; words && words[i]; i++) {
 				unsigned bit = node_role_parse(words[i]);
 				if (!bit)
@@ -763,7 +730,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			}
 			strv_free(words);
 		} else if (!strcmp(key, "when")) {
-			want_list(&l, key, v, &words);
+			schema_word_list(&l, v, key, &words);
 			for (i = 0; words && words[i]; i++) {
 				size_t w;
 				for (w = 0; when_words[w]; w++)
@@ -779,13 +746,13 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			}
 			strv_free(words);
 		} else if (!strcmp(key, "depends_on")) {
-			want_list(&l, key, v, &r->depends_on);
+			schema_word_list(&l, v, key, &r->depends_on);
 		} else if (!strcmp(key, "wait_for")) {
-			want_list(&l, key, v, &r->wait_for);
+			schema_word_list(&l, v, key, &r->wait_for);
 		} else if (!strcmp(key, "after")) {
-			want_list(&l, key, v, &r->after);
+			schema_word_list(&l, v, key, &r->after);
 		} else if (!strcmp(key, "vars")) {
-			want_list(&l, key, v, &r->vars);
+			schema_word_list(&l, v, key, &r->vars);
 			if (v->type == YAML_SEQUENCE_NODE) {
 				yaml_node_item_t *it;
 				for (it = v->data.sequence.items.start;
@@ -831,7 +798,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 		} else if (!strcmp(key, "chart")) {
 			load_chart(&l, r, v);
 		} else if (!strcmp(key, "pulls")) {
-			want_list(&l, key, v, &r->pulls);
+			schema_word_list(&l, v, key, &r->pulls);
 		} else if (!strcmp(key, "artifacts")) {
 			yaml_node_item_t *it;
 			if (v->type == YAML_SCALAR_NODE && !*scalar(v))
@@ -844,7 +811,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 			     it++)
 				load_artifact_entry(&l, r, schema_node(&l, *it));
 		} else {
-			unknown_key(&l, k, key, role_keys);
+			unknown_key(&l, k, "role.yaml", role_keys);
 		}
 	}
 	if (!r->description)
@@ -1393,7 +1360,7 @@ static void kube_row(struct schema *l, struct kube_matrix *m, const yaml_node_t 
 				     minor, key ? key : "(not a string)");
 			continue;
 		}
-		if (!(val = want_string(l, key, cv)))
+		if (!(val = schema_nonempty(l, cv, key)))
 			continue;
 		if (!strcmp(key, "helm") && !helm_ranges_ok(val)) {
 			schema_error(l, cv, "Helm minors as \"3.19-3.22, 4.0-4.3\"",
@@ -1409,6 +1376,8 @@ static void kube_row(struct schema *l, struct kube_matrix *m, const yaml_node_t 
 		if (!kube_minor_get(row, kube_columns[c]))
 			schema_error(l, k, NULL, "minor %s: missing '%s'", minor, kube_columns[c]);
 }
+
+static const char *const kube_keys[] = {"default", "minors", NULL};
 
 /* roles/kubernetes.yaml: `minors:` mapping "1.30" to its columns.  Absent: empty. */
 static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag_list *dl)
@@ -1441,7 +1410,7 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 		yaml_node_pair_t *q;
 
 		if (scalar(k) && !strcmp(scalar(k), "default")) {
-			const char *d = want_string(&l, "default", v);
+			const char *d = schema_nonempty(&l, v, "default");
 			if (d) {
 				free(m->default_version);
 				m->default_version = xstrdup(d);
@@ -1449,8 +1418,7 @@ static void load_kube_matrix(struct kube_matrix *m, const char *dir, struct diag
 			continue;
 		}
 		if (!scalar(k) || strcmp(scalar(k), "minors")) {
-			schema_error(&l, k, "keys: default, minors", "unknown key '%s'",
-				     scalar(k) ? scalar(k) : "");
+			unknown_key(&l, k, "kubernetes.yaml", kube_keys);
 			continue;
 		}
 		if (!v || v->type != YAML_MAPPING_NODE) {

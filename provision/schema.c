@@ -377,14 +377,37 @@ const char *schema_item_text(struct schema *s, const yaml_node_t *c, const char 
 	return schema_text(s, c, key);
 }
 
-/* A list of strings; duplicates are reported as warnings and dropped. */
-bool schema_str_list(struct schema *s, const yaml_node_t *n, const char *key, char ***dst)
+const char *schema_nonempty(struct schema *s, const yaml_node_t *n, const char *key)
+{
+	char buf[64];
+	const char *v = schema_scalar(n);
+
+	if (!v || !*v || schema_is_null(n)) {
+		schema_error(s, n, NULL, "'%s' must be a non-empty string, not %s", key,
+			     schema_describe(n, buf, sizeof(buf)));
+		return NULL;
+	}
+	if (strlen(v) != n->data.scalar.length) {
+		schema_error(s, n, NULL, "'%s' contains a NUL character", key);
+		return NULL;
+	}
+	return v;
+}
+
+/* A list of strings (words: of non-empty ones; no items: NULL); duplicates warned, dropped. */
+static bool str_list(struct schema *s, const yaml_node_t *n, const char *key, bool words,
+		     char ***dst)
 {
 	char **out = NULL;
 	size_t nr = 0, alloc = 0, j;
 	yaml_node_item_t *it;
 	bool ok = true;
 
+	if (words && (schema_is_null(n) || (n->type == YAML_SCALAR_NODE && !*schema_scalar(n)))) {
+		strv_free(*dst); /* `key:` with nothing: no items */
+		*dst = NULL;
+		return true;
+	}
 	if (!schema_want_type(s, n, key, YAML_SEQUENCE_NODE, NULL))
 		return false;
 	ALLOC_GROW(out, 1, alloc);
@@ -392,6 +415,10 @@ bool schema_str_list(struct schema *s, const yaml_node_t *n, const char *key, ch
 		yaml_node_t *c = schema_node(s, *it);
 		const char *v = schema_item_text(s, c, key);
 
+		if (v && words && !*v) {
+			schema_error(s, c, NULL, "an item of '%s' is empty", key);
+			v = NULL;
+		}
 		if (!v) {
 			ok = false;
 			continue;
@@ -408,9 +435,23 @@ bool schema_str_list(struct schema *s, const yaml_node_t *n, const char *key, ch
 		out[nr++] = xstrdup(v);
 	}
 	out[nr] = NULL;
+	if (words && !nr) { /* no names: NULL, as for `key:` */
+		free(out);
+		out = NULL;
+	}
 	strv_free(*dst);
 	*dst = out;
 	return ok;
+}
+
+bool schema_str_list(struct schema *s, const yaml_node_t *n, const char *key, char ***dst)
+{
+	return str_list(s, n, key, false, dst);
+}
+
+bool schema_word_list(struct schema *s, const yaml_node_t *n, const char *key, char ***dst)
+{
+	return str_list(s, n, key, true, dst);
 }
 
 static bool secret_like(const char *key)
@@ -487,21 +528,29 @@ void schema_map_fields(struct schema *s, const yaml_node_t *map, const char *sec
 			free(with_file);
 			continue;
 		}
-		near = schema_suggest(name, keys, nr);
-		if (near) {
-			schema_error(s, k, NULL, "unknown key '%s' (did you mean '%s'?)", name,
-				     near);
-			for (i = 0; i < nr; i++)
-				if (keys[i] == near)
-					f->suggested |= 1u << i;
-		} else {
-			struct strbuf hint = STRBUF_INIT;
-			strbuf_addf(&hint, "%s takes ", section);
-			schema_join_words(&hint, keys, nr, " and ");
-			schema_error(s, k, hint.buf, "unknown key '%s' in %s", name, section);
-			strbuf_release(&hint);
-		}
+		near = schema_unknown_key(s, k, section, keys, nr);
+		for (i = 0; near && i < nr; i++)
+			if (keys[i] == near)
+				f->suggested |= 1u << i;
 	}
+}
+
+const char *schema_unknown_key(struct schema *s, const yaml_node_t *k, const char *section,
+			       const char *const *keys, size_t nr)
+{
+	const char *name = schema_scalar(k) ? schema_scalar(k) : "";
+	const char *near = schema_suggest(name, keys, nr);
+
+	if (near) {
+		schema_error(s, k, NULL, "unknown key '%s' (did you mean '%s'?)", name, near);
+	} else {
+		struct strbuf hint = STRBUF_INIT;
+		strbuf_addf(&hint, "%s takes ", section);
+		schema_join_words(&hint, keys, nr, " and ");
+		schema_error(s, k, hint.buf, "unknown key '%s' in %s", name, section);
+		strbuf_release(&hint);
+	}
+	return near;
 }
 
 void schema_require(struct schema *s, const struct schema_fields *f, const char *const *keys,

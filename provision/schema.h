@@ -135,6 +135,19 @@ bool schema_choice(struct schema *s, const yaml_node_t *n, const char *key,
 const char *schema_item_text(struct schema *s, const yaml_node_t *c, const char *key);
 /* A list of strings, NULL-terminated; an item listed twice is warned about and dropped. */
 bool schema_str_list(struct schema *s, const yaml_node_t *n, const char *key, char ***dst);
+/*
+ * The same for a list of names (role.yaml's depends_on, applies_to, ...):
+ * no items (`[]`, or `key:` with nothing) stores NULL, and an empty item is
+ * an error ("an item of 'KEY' is empty").
+ */
+bool schema_word_list(struct schema *s, const yaml_node_t *n, const char *key, char ***dst);
+/*
+ * A string that must not be empty (a name, a path, a sentence): its text,
+ * or NULL after "'KEY' must be a non-empty string, not X".  Unlike
+ * schema_text(), line breaks and tabs are kept (a description may be a
+ * folded block).
+ */
+const char *schema_nonempty(struct schema *s, const yaml_node_t *n, const char *key);
 
 /* A decimal integer of at most 9 digits with an optional sign. */
 bool schema_parse_decimal(const char *s, long *out);
@@ -161,6 +174,13 @@ struct schema_fields {
  */
 void schema_map_fields(struct schema *s, const yaml_node_t *map, const char *section,
 		       const char *const *keys, size_t nr, struct schema_fields *f);
+/*
+ * Report key node k, which is none of keys[0..nr), as schema_map_fields()
+ * does: "unknown key 'K' (did you mean 'L'?)", or "unknown key 'K' in
+ * SECTION" with the hint "SECTION takes A, B and C".  Returns L or NULL.
+ */
+const char *schema_unknown_key(struct schema *s, const yaml_node_t *k, const char *section,
+			       const char *const *keys, size_t nr);
 /* "missing required key 'keys[idx]' in SECTION" at `where`, unless present or misspelt. */
 void schema_require(struct schema *s, const struct schema_fields *f, const char *const *keys,
 		    size_t idx, struct source_pos where, const char *section);

@@ -840,11 +840,6 @@ char *state_summary_get(const char *summary, const char *key)
 	return line_value(summary, key, ':');
 }
 
-char *state_facts_get(const char *facts, const char *key)
-{
-	return line_value(facts, key, '=');
-}
-
 static int list_cb(const char *root, const git_tree_entry *entry, void *payload)
 {
 	struct list_ctx *lc = payload;

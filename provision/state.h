@@ -18,6 +18,8 @@
  *   private/                 fetched files (admin.conf): never in the repository
  *   lock                     the lock of a run in progress: never in the repository
  *
+ * (The run's files, their names and formats have one owner: record_files.h.)
+ *
  * Each run is one commit whose tree is the previous commit's tree with the
  * run's files laid over it (nodes outside the run keep what they had), so
  * `git diff` between two commits is what changed on the cluster.  Trees are
@@ -144,14 +146,13 @@ int state_read(struct state *s, const char *id, const char *path, struct strbuf 
 	       struct error *err);
 
 /*
- * The record's text files are lines of "key: value" (summary) or
- * "key=value" (facts): the value of the first line for `key`, blanks after
- * the separator skipped ("" for an empty value), or NULL when no line has
- * it; caller frees.  The one reader of those lines (the ETA, history, show,
- * bundle).
+ * The summary is lines of "key: value": the value of the first line for
+ * `key`, blanks after the separator skipped ("" for an empty value), or
+ * NULL when no line has it; caller frees.  The one reader of those lines
+ * (the ETA, history, show, bundle).  A node's facts are read with
+ * record_facts_parse() (record_files.h).
  */
 char *state_summary_get(const char *summary, const char *key);
-char *state_facts_get(const char *facts, const char *key);
 
 /* The paths of a run's files under `prefix` ("" for all), sorted; caller frees. */
 int state_list(struct state *s, const char *id, const char *prefix, char ***paths, size_t *nr,

@@ -3,6 +3,7 @@
  */
 #include "cmd.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,60 @@ static void print_main_help(void)
 	cmd_print_exit_codes();
 }
 
+void cmd_usage_error(const struct cmd *cmd, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	strbuf_addf(&sb, "provision %s: ", cmd->name);
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	strbuf_addf(&sb, "\nusage: provision %s %s\n", cmd->name, cmd->usage);
+	strbuf_addf(&sb, "try 'provision %s --help' for more\n", cmd->name);
+	fputs(sb.buf, stderr);
+	strbuf_release(&sb);
+}
+
+void cmd_print_help(const struct cmd *cmd)
+{
+	char *options = opt_help_text(cmd->options);
+
+	printf("usage: provision %s %s\n\n%s\n\noptions:\n%s", cmd->name, cmd->usage,
+	       cmd->description, options);
+	free(options);
+	cmd_print_exit_codes();
+}
+
+/*
+ * The command's words: its options (opt.h), then as many positional words
+ * as it takes.  0, 1 after printing the help, -1 after a usage error.
+ */
+static int parse_words(const struct cmd *cmd, int argc, char **argv, char ***pos, int *nr_pos)
+{
+	struct strbuf err = STRBUF_INIT;
+	int r = opt_parse(cmd->options, argc, argv, pos, nr_pos, &err);
+
+	if (r > 0)
+		cmd_print_help(cmd);
+	else if (r < 0)
+		cmd_usage_error(cmd, "%s", err.buf);
+	strbuf_release(&err);
+	if (r)
+		return r;
+	if (*nr_pos < cmd->min_pos || (cmd->max_pos >= 0 && *nr_pos > cmd->max_pos)) {
+		if (*nr_pos < cmd->min_pos)
+			cmd_usage_error(cmd, "missing argument");
+		else
+			cmd_usage_error(cmd, "unexpected argument '%s'", (*pos)[cmd->max_pos]);
+		free(*pos);
+		*pos = NULL;
+		*nr_pos = 0;
+		return -1;
+	}
+	return 0;
+}
+
 static const struct cmd *suggest(const char *name)
 {
 	const struct cmd *best = NULL;
@@ -104,7 +159,7 @@ int cmd_main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		if (argc > 2 && (cmd = cmd_lookup(argv[2]))) {
-			opt_print_help(cmd);
+			cmd_print_help(cmd);
 			return EXIT_OK;
 		}
 		print_main_help();
@@ -125,7 +180,7 @@ int cmd_main(int argc, char **argv)
 				argv[1]);
 		return EXIT_USAGE;
 	}
-	r = opt_parse(cmd, argc - 1, argv + 1, &pos, &nr_pos);
+	r = parse_words(cmd, argc - 1, argv + 1, &pos, &nr_pos);
 	if (r > 0)
 		return EXIT_OK;
 	if (r < 0)

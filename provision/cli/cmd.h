@@ -56,6 +56,11 @@ extern const struct cmd cmd_restore;
 const struct cmd *cmd_lookup(const char *name);
 /* The exit-status section shared by every --help. */
 void cmd_print_exit_codes(void);
+/* Print the command's help (usage, description, options, exit codes) to stdout. */
+void cmd_print_help(const struct cmd *cmd);
+/* Print "provision CMD: MESSAGE", "usage: ..." and where the help is on stderr. */
+void cmd_usage_error(const struct cmd *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Entry point used by main(). */
 int cmd_main(int argc, char **argv);
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../record_files.h"
 #include "../state.h"
 #include "../util.h"
 #include "cmd.h"
@@ -80,17 +81,21 @@ static int tar_add(struct strbuf *tar, const char *name, const char *data, size_
 
 static bool wanted(const char *path)
 {
-	const char *slash;
+	struct record_path rp;
 
-	if (!strcmp(path, "summary") || !strcmp(path, "inventory.yaml") ||
-	    !strcmp(path, "validation"))
+	record_path_parse(path, &rp);
+	switch (rp.kind) {
+	case RECORD_PATH_SUMMARY:
+	case RECORD_PATH_INVENTORY:
+	case RECORD_PATH_VALIDATION:
+	case RECORD_PATH_LOG:
 		return true;
-	if (!strncmp(path, "logs/", 5))
-		return true;
-	if (!strncmp(path, "nodes/", 6) && (slash = strchr(path + 6, '/')))
-		return !strcmp(slash, "/facts") || !strcmp(slash, "/results") ||
-		       !strcmp(slash, "/deployed");
-	return false;
+	case RECORD_PATH_NODE:
+		return rp.file == RECORD_FACTS || rp.file == RECORD_RESULTS ||
+		       rp.file == RECORD_DEPLOYED;
+	default:
+		return false;
+	}
 }
 
 static int bundle_exec(int nr_pos, char **pos)
@@ -115,7 +120,7 @@ static int bundle_exec(int nr_pos, char **pos)
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	state_read(s, id, "summary", &sum, NULL);
+	state_read(s, id, RECORD_SUMMARY, &sum, NULL);
 	cluster = state_summary_get(sum.buf, "cluster");
 	top = xasprintf("%s-bundle-%.8s", cluster ? cluster : "cluster", id);
 	out = args.out ? xstrdup(args.out) : xasprintf("%s.tar", top);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../bench.h"
+#include "../record_files.h"
 #include "../state.h"
 #include "../util.h"
 #include "cmd.h"
@@ -227,55 +228,66 @@ static int diff_exec(int nr_pos, char **pos)
 	run_number(s, idb, lb, sizeof(lb));
 	strbuf_addf(&out, "from %s\n  to %s\n", la, lb);
 	for (i = 0; i < paths.nr; i++) {
-		const char *p = paths.v[i], *slash;
+		struct record_path rp, rk;
 		char node[256];
 		size_t before = out.len;
 
-		if (strncmp(p, "nodes/", 6) || !(slash = strchr(p + 6, '/')))
-			continue;
-		snprintf(node, sizeof(node), "%.*s", (int)(slash - p - 6), p + 6);
-		if (i && !strncmp(paths.v[i - 1], p, (size_t)(slash - p + 1)))
-			continue; /* the node was done with its first path */
+		record_path_parse(paths.v[i], &rp);
+		if (!record_path_same_node(&rp, &rp))
+			continue; /* not a file of a node */
+		if (i) {
+			record_path_parse(paths.v[i - 1], &rk);
+			if (record_path_same_node(&rk, &rp))
+				continue; /* the node was done with its first path */
+		}
+		snprintf(node, sizeof(node), "%.*s", (int)rp.node_len, rp.node);
 		strbuf_addf(&out, "\n%s\n", node);
-		for (k = i; k < paths.nr && !strncmp(paths.v[k], p, (size_t)(slash - p + 1)); k++) {
-			const char *what = paths.v[k] + (slash - p) + 1;
+		for (k = i; k < paths.nr; k++) {
+			record_path_parse(paths.v[k], &rk);
+			if (!record_path_same_node(&rp, &rk))
+				break;
+			if (rk.kind != RECORD_PATH_NODE && rk.kind != RECORD_PATH_NODE_COPY)
+				continue;
 			read_or_empty(s, ida, paths.v[k], &a);
 			read_or_empty(s, idb, paths.v[k], &b);
-			if (!strcmp(what, "results")) {
+			if (rk.kind == RECORD_PATH_NODE_COPY) {
+				char *l1 = xasprintf("%s (%s)", rk.dest, "before");
+				char *l2 = xasprintf("%s (%s)", rk.dest, "after");
+				strbuf_addf(&out, "  rendered %s:\n", rk.dest);
+				add_text_diff(&out, &a, &b, l1, l2);
+				free(l1);
+				free(l2);
+			} else if (rk.file == RECORD_RESULTS) {
 				diff_results(&out, a.buf, b.buf);
-			} else if (!strcmp(what, "bench")) {
+			} else if (rk.file == RECORD_BENCH) {
 				bench_diff(&out, a.buf, b.buf, "  ");
-			} else if (!strcmp(what, "facts")) {
+			} else if (rk.file == RECORD_FACTS) {
 				strbuf_addstr(&out, "  facts:\n");
 				missing_lines(&out, b.buf, a.buf, "    - ", NULL);
 				missing_lines(&out, a.buf, b.buf, "    + ", NULL);
-			} else if (!strcmp(what, "deployed")) {
+			} else if (rk.file == RECORD_DEPLOYED) {
 				struct strbuf d = STRBUF_INIT;
 				missing_lines(&d, b.buf, a.buf, "    - ", " artifact ");
 				missing_lines(&d, a.buf, b.buf, "    + ", " artifact ");
 				if (d.len)
 					strbuf_addf(&out, "  artifacts:\n%s", d.buf);
 				strbuf_release(&d);
-			} else if (!strncmp(what, "files/", 6)) {
-				char *l1 = xasprintf("%s (%s)", what + 5, "before");
-				char *l2 = xasprintf("%s (%s)", what + 5, "after");
-				strbuf_addf(&out, "  rendered %s:\n", what + 5);
-				add_text_diff(&out, &a, &b, l1, l2);
-				free(l1);
-				free(l2);
 			}
 		}
 		if (out.len == before + strlen(node) + 2)
 			strbuf_setlen(&out, before); /* only timings or logs moved */
 	}
 	for (i = 0; i < paths.nr; i++) {
-		if (!strcmp(paths.v[i], "inventory.yaml")) {
+		struct record_path rp;
+
+		record_path_parse(paths.v[i], &rp);
+		if (rp.kind == RECORD_PATH_INVENTORY) {
 			read_or_empty(s, ida, paths.v[i], &a);
 			read_or_empty(s, idb, paths.v[i], &b);
 			strbuf_addstr(&out, "\ninventory:\n");
-			add_text_diff(&out, &a, &b, "inventory.yaml (before)",
-				      "inventory.yaml (after)");
-		} else if (!strcmp(paths.v[i], "validation")) {
+			add_text_diff(&out, &a, &b, RECORD_INVENTORY " (before)",
+				      RECORD_INVENTORY " (after)");
+		} else if (rp.kind == RECORD_PATH_VALIDATION) {
 			struct strbuf d = STRBUF_INIT;
 			read_or_empty(s, ida, paths.v[i], &a);
 			read_or_empty(s, idb, paths.v[i], &b);

@@ -495,7 +495,7 @@ static int inventory_exec(int nr_pos, char **pos)
 	int r;
 
 	if (!opt_inventory_file) {
-		opt_usage_error(&cmd_inventory, "missing inventory: give it with -i FILE");
+		cmd_usage_error(&cmd_inventory, "missing inventory: give it with -i FILE");
 		return EXIT_USAGE;
 	}
 	diag_list_init(&dl);

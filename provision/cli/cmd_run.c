@@ -264,7 +264,7 @@ static int run_exec(int nr_pos, char **pos)
 	int ret, k;
 
 	if (opt_group && !strcmp(opt_output, "json")) {
-		opt_usage_error(&cmd_run, "--group and -o json do not go together");
+		cmd_usage_error(&cmd_run, "--group and -o json do not go together");
 		return EXIT_USAGE;
 	}
 	ret = cli_load_inventory("run", opt_inventory, &inv);

@@ -3,28 +3,11 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../util.h"
-#include "cmd.h"
-
-void opt_usage_error(const struct cmd *cmd, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-
-	strbuf_addf(&sb, "provision %s: ", cmd->name);
-	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	strbuf_addf(&sb, "\nusage: provision %s %s\n", cmd->name, cmd->usage);
-	strbuf_addf(&sb, "try 'provision %s --help' for more\n", cmd->name);
-	fputs(sb.buf, stderr);
-	strbuf_release(&sb);
-}
 
 static bool choice_ok(const char *choices, const char *v)
 {
@@ -68,7 +51,7 @@ static const char *opt_name(const struct opt *o, char *buf, size_t size)
 	return buf;
 }
 
-static int store(const struct cmd *cmd, const struct opt *o, const char *arg)
+static int store(const struct opt *o, const char *arg, struct strbuf *err)
 {
 	char name[64];
 	char *end;
@@ -83,8 +66,8 @@ static int store(const struct cmd *cmd, const struct opt *o, const char *arg)
 		return 0;
 	case OPT_TYPE_CHOICE:
 		if (!choice_ok(o->choices, arg)) {
-			opt_usage_error(cmd, "%s takes one of %s, not '%s'",
-					opt_name(o, name, sizeof(name)), o->choices, arg);
+			strbuf_addf(err, "%s takes one of %s, not '%s'",
+				    opt_name(o, name, sizeof(name)), o->choices, arg);
 			return -1;
 		}
 		*(const char **)o->value = arg;
@@ -93,8 +76,8 @@ static int store(const struct cmd *cmd, const struct opt *o, const char *arg)
 		errno = 0;
 		v = strtol(arg, &end, 10);
 		if (errno || end == arg || *end || v < o->min || v > o->max) {
-			opt_usage_error(cmd, "%s takes a whole number from %d to %d, not '%s'",
-					opt_name(o, name, sizeof(name)), o->min, o->max, arg);
+			strbuf_addf(err, "%s takes a whole number from %d to %d, not '%s'",
+				    opt_name(o, name, sizeof(name)), o->min, o->max, arg);
 			return -1;
 		}
 		*(int *)o->value = (int)v;
@@ -105,7 +88,8 @@ static int store(const struct cmd *cmd, const struct opt *o, const char *arg)
 	return -1;
 }
 
-int opt_parse(const struct cmd *cmd, int argc, char **argv, char ***pos, int *nr_pos)
+int opt_parse(const struct opt *options, int argc, char **argv, char ***pos, int *nr_pos,
+	      struct strbuf *err)
 {
 	char **out = xcalloc((size_t)argc + 1, sizeof(*out));
 	int n = 0, i;
@@ -123,7 +107,6 @@ int opt_parse(const struct cmd *cmd, int argc, char **argv, char ***pos, int *nr
 		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			free(out);
-			opt_print_help(cmd);
 			return 1;
 		}
 		if (a[0] == '-' && a[1] == '-') {
@@ -131,15 +114,15 @@ int opt_parse(const struct cmd *cmd, int argc, char **argv, char ***pos, int *nr
 			size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
 			const char *arg = NULL;
 
-			o = find_long(cmd->options, a + 2, len);
+			o = find_long(options, a + 2, len);
 			if (!o) {
-				opt_usage_error(cmd, "unknown option '%.*s'", (int)len + 2, a);
+				strbuf_addf(err, "unknown option '%.*s'", (int)len + 2, a);
 				goto fail;
 			}
 			if (o->type == OPT_TYPE_BOOL) {
 				if (eq) {
-					opt_usage_error(cmd, "option '--%s' takes no value",
-							o->long_name);
+					strbuf_addf(err, "option '--%s' takes no value",
+						    o->long_name);
 					goto fail;
 				}
 			} else if (eq) {
@@ -147,11 +130,11 @@ int opt_parse(const struct cmd *cmd, int argc, char **argv, char ***pos, int *nr
 			} else if (i + 1 < argc) {
 				arg = argv[++i];
 			} else {
-				opt_usage_error(cmd, "option '--%s' needs a value (%s)",
-						o->long_name, o->arg_name);
+				strbuf_addf(err, "option '--%s' needs a value (%s)", o->long_name,
+					    o->arg_name);
 				goto fail;
 			}
-			if (store(cmd, o, arg) < 0)
+			if (store(o, arg, err) < 0)
 				goto fail;
 			continue;
 		}
@@ -159,24 +142,24 @@ int opt_parse(const struct cmd *cmd, int argc, char **argv, char ***pos, int *nr
 			/* Bundled short options: -vq, -iFILE, -i FILE. */
 			const char *p;
 			for (p = a + 1; *p; p++) {
-				o = find_short(cmd->options, *p);
+				o = find_short(options, *p);
 				if (!o) {
-					opt_usage_error(cmd, "unknown option '-%c'", *p);
+					strbuf_addf(err, "unknown option '-%c'", *p);
 					goto fail;
 				}
 				if (o->type == OPT_TYPE_BOOL) {
-					store(cmd, o, NULL);
+					store(o, NULL, err);
 					continue;
 				}
 				if (p[1]) {
-					if (store(cmd, o, p + 1) < 0)
+					if (store(o, p + 1, err) < 0)
 						goto fail;
 				} else if (i + 1 < argc) {
-					if (store(cmd, o, argv[++i]) < 0)
+					if (store(o, argv[++i], err) < 0)
 						goto fail;
 				} else {
-					opt_usage_error(cmd, "option '-%c' needs a value (%s)", *p,
-							o->arg_name);
+					strbuf_addf(err, "option '-%c' needs a value (%s)", *p,
+						    o->arg_name);
 					goto fail;
 				}
 				break;
@@ -184,13 +167,6 @@ int opt_parse(const struct cmd *cmd, int argc, char **argv, char ***pos, int *nr
 			continue;
 		}
 		out[n++] = argv[i];
-	}
-	if (n < cmd->min_pos || (cmd->max_pos >= 0 && n > cmd->max_pos)) {
-		if (n < cmd->min_pos)
-			opt_usage_error(cmd, "missing argument");
-		else
-			opt_usage_error(cmd, "unexpected argument '%s'", out[cmd->max_pos]);
-		goto fail;
 	}
 	*pos = out;
 	*nr_pos = n;
@@ -200,15 +176,12 @@ fail:
 	return -1;
 }
 
-void opt_print_help(const struct cmd *cmd)
+char *opt_help_text(const struct opt *options)
 {
 	struct strbuf sb = STRBUF_INIT;
 	const struct opt *o;
 
-	strbuf_addf(&sb, "usage: provision %s %s\n\n%s\n", cmd->name, cmd->usage,
-		    cmd->description);
-	strbuf_addstr(&sb, "\noptions:\n");
-	for (o = cmd->options; o->type != OPT_TYPE_END; o++) {
+	for (o = options; o->type != OPT_TYPE_END; o++) {
 		struct strbuf left = STRBUF_INIT;
 		if (o->short_name)
 			strbuf_addf(&left, "-%c", o->short_name);
@@ -222,7 +195,5 @@ void opt_print_help(const struct cmd *cmd)
 		strbuf_release(&left);
 	}
 	strbuf_addf(&sb, "  %-28s %s\n", "-h, --help", "show this help and exit");
-	fputs(sb.buf, stdout);
-	strbuf_release(&sb);
-	cmd_print_exit_codes();
+	return strbuf_detach(&sb, NULL);
 }

@@ -7,13 +7,15 @@
  * same table, an option cannot exist in one and not the others.
  *
  * Parsing stops at "--"; the words after it, and every non-option word, are
- * returned as positional arguments.  Errors are printed to stderr as
- * "provision CMD: ..." and reported with EXIT_USAGE.
+ * returned as positional arguments.  This room knows options only: the
+ * command that owns a table prints its errors and help (cmd.h).
  */
 #ifndef PROVISION_OPT_H
 #define PROVISION_OPT_H
 
 #include <stdbool.h>
+
+#include "../util.h"
 
 enum opt_type {
 	OPT_TYPE_END = 0,
@@ -40,21 +42,18 @@ struct opt {
 #define OPT_CHOICE(s, l, v, a, c, h) {(s), (l), OPT_TYPE_CHOICE, (v), (a), (h), (c), 0, 0}
 #define OPT_END {0, NULL, OPT_TYPE_END, NULL, NULL, NULL, NULL, 0, 0}
 
-struct cmd;
-
 /*
- * Parse argv[1..argc) (argv[0] is the command name) against cmd's table.
- * On success returns 0 and stores the positional words (pointers into argv)
- * in *pos / *nr_pos (caller frees *pos).  Returns 1 when --help was given
- * and printed, and a negative value after printing a usage error.
+ * Parse argv[1..argc) (argv[0] is the command's name) against `options`,
+ * storing each option's value where its entry points.  Returns 0 with the
+ * positional words (pointers into argv) in *pos / *nr_pos (caller frees
+ * *pos); 1 when --help or -h was given; -1 with what was wrong in err
+ * ("unknown option '--x'").  What a command accepts besides (how many
+ * positional words) and how it tells a person are cmd.h's.
  */
-int opt_parse(const struct cmd *cmd, int argc, char **argv, char ***pos, int *nr_pos);
+int opt_parse(const struct opt *options, int argc, char **argv, char ***pos, int *nr_pos,
+	      struct strbuf *err);
 
-/* Print the command's help (usage, description, options, exit codes) to stdout. */
-void opt_print_help(const struct cmd *cmd);
-
-/* Print "provision CMD: MESSAGE" and "usage: ..." on stderr. */
-void opt_usage_error(const struct cmd *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* The option lines of a --help, -h/--help's last (caller frees). */
+char *opt_help_text(const struct opt *options);
 
 #endif

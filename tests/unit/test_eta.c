@@ -263,9 +263,9 @@ static void test_eta_machine(void **unused)
 				      "kernel\t10-modules\t4000\tchanged\t150\n",
 				      NULL});
 	/* The newest run that met each node: a check (its facts count, whatever the command). */
-	eta_facts(s, "check", "w1", "w1", "kernel=6.1\nmachine_id=aaaa\n",
+	eta_facts(s, "check", "w1", "w1", "facts_version=1\nkernel=6.1\nmachine_id=aaaa\n",
 		  "facts\tgather\t600\tok\n");
-	eta_facts(s, "check", "cp", "cp", "machine_id=cccc\nkernel=6.1\n",
+	eta_facts(s, "check", "cp", "cp", "facts_version=1\nmachine_id=cccc\nkernel=6.1\n",
 		  "facts\tgather\t500\tok\n");
 	e = eta_load(s, "up", nodes, kinds, 2);
 	assert_int_equal(eta_step_ms(e, "w1", "kernel", "10-modules"), 150);

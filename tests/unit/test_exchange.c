@@ -367,6 +367,93 @@ static void test_role_yaml(void **state)
 	free(cmd);
 }
 
+static void put(const char *dir, const char *name, const char *text)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	free(path);
+}
+
+static char *load_diags(const char *dir, struct role_set *rs, int want)
+{
+	struct diag_list dl;
+	struct strbuf all = STRBUF_INIT;
+	size_t i;
+
+	diag_list_init(&dl);
+	assert_int_equal(role_set_load(rs, dir, &dl), want);
+	for (i = 0; i < dl.nr; i++) {
+		char *d = diag_format(&dl.items[i]);
+		strbuf_addf(&all, "%s\n", d);
+		free(d);
+	}
+	diag_list_release(&dl);
+	if (getenv("DBG"))
+		fputs(all.buf, stderr);
+	return strbuf_detach(&all, NULL);
+}
+
+/*
+ * role.yaml's values and unknown keys are checked by the schema reader in
+ * the inventory's words (schema.h): "'KEY' must be ..., not X", "unknown
+ * key 'K' (did you mean 'L'?)" or "... in SECTION" with what it takes.
+ */
+static void test_role_yaml_words(void **state)
+{
+	char dir[] = "/tmp/test_exchange.XXXXXX";
+	struct role_set rs;
+	char *all, *cmd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	put(dir, "lib.sh", "# helpers\n");
+	cmd = xasprintf("mkdir -p '%s/r/steps' '%s/p/steps'", dir, dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	put(dir, "r/steps/10-x.sh", "check() { :; }\napply() { :; }\n");
+	put(dir, "r/role.yaml",
+	    "description: [a, b]\n"
+	    "phase: prep\n"
+	    "dependz_on: [p]\n"
+	    "colour: red\n"
+	    "after: p\n"
+	    "wait_for:\n  - {a: 1}\n  - ''\n"
+	    "templates:\n  - {src: x, dest: /y, mdoe: \"0644\"}\n");
+	all = load_diags(dir, &rs, -1);
+	assert_non_null(strstr(all, "/r/role.yaml:1:14: error: 'description' must be a non-empty "
+				    "string, not a list\n"));
+	assert_non_null(strstr(all, "/r/role.yaml:3:1: error: unknown key 'dependz_on' (did you "
+				    "mean 'depends_on'?)\n"));
+	assert_non_null(strstr(all, "/r/role.yaml:4:1: error: unknown key 'colour' in role.yaml\n"
+				    "  hint: role.yaml takes description, phase, "));
+	assert_non_null(strstr(all, "/r/role.yaml:5:8: error: 'after' must be a list, not 'p'\n"
+				    "  hint: write [p] for a list of one\n"));
+	assert_non_null(strstr(all, "/r/role.yaml:7:5: error: items of 'wait_for' must be single "
+				    "values, not a mapping\n"));
+	assert_non_null(strstr(all, "/r/role.yaml:8:5: error: an item of 'wait_for' is empty\n"));
+	assert_non_null(strstr(all, "/r/role.yaml:10:24: error: unknown key 'mdoe' (did you mean "
+				    "'mode'?)\n"));
+	free(all);
+	/* No names (`[]` or nothing) is no list: `pulls: []` makes no pull role. */
+	put(dir, "r/role.yaml", "description: r\nphase: prep\npulls: []\ndepends_on:\n");
+	put(dir, "p/steps/10-x.sh", "check() { :; }\napply() { :; }\n");
+	put(dir, "p/role.yaml", "description: p\nphase: prep\npulls: [r]\n");
+	all = load_diags(dir, &rs, 0);
+	assert_string_equal(all, "");
+	assert_null(role_set_find(&rs, "r")->pulls);
+	assert_null(role_set_find(&rs, "r")->depends_on);
+	assert_string_equal(role_set_find(&rs, "p")->pulls[0], "r");
+	role_set_release(&rs);
+	free(all);
+	cmd = xasprintf("rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +462,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fetch, setup, teardown),
 	    cmocka_unit_test(test_role_yaml),
+	    cmocka_unit_test(test_role_yaml_words),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "record_files.h"
 #include "state.h"
 #include "util.h"
 
@@ -302,6 +303,86 @@ static void test_scrub(void **unused)
 	expect_scrub("no newline at the end: token: x", "no newline at the end: token: x", 0);
 }
 
+/* The run's paths have one owner (record_files.h): bundle and diff classify through it. */
+static void expect_path(const char *path, enum record_path_kind kind, const char *node)
+{
+	struct record_path rp;
+
+	record_path_parse(path, &rp);
+	assert_int_equal(rp.kind, kind);
+	if (!node) {
+		assert_null(rp.node);
+		return;
+	}
+	assert_non_null(rp.node);
+	assert_int_equal(rp.node_len, strlen(node));
+	assert_memory_equal(rp.node, node, strlen(node));
+}
+
+static void test_record_paths(void **unused)
+{
+	struct record_path a, b;
+	char *p, *n;
+
+	(void)unused;
+	expect_path(RECORD_SUMMARY, RECORD_PATH_SUMMARY, NULL);
+	expect_path(RECORD_VALIDATION, RECORD_PATH_VALIDATION, NULL);
+	expect_path(RECORD_INVENTORY, RECORD_PATH_INVENTORY, NULL);
+	expect_path("summaryx", RECORD_PATH_OTHER, NULL);
+	expect_path("logs/w-1.log", RECORD_PATH_LOG, "w-1");
+	expect_path("logs/odd", RECORD_PATH_LOG, NULL);
+	expect_path("nodes/w1", RECORD_PATH_OTHER, NULL);
+	expect_path("nodes/w1/facts/x", RECORD_PATH_NODE_OTHER, "w1");
+	expect_path("nodes/w1/files/etc/x.conf", RECORD_PATH_NODE_COPY, "w1");
+	/* Every file record_node_path() names comes back as itself. */
+	for (int f = RECORD_FACTS; f <= RECORD_DEPLOYED; f++) {
+		p = record_node_path("cp", (enum record_node_file)f);
+		expect_path(p, RECORD_PATH_NODE, "cp");
+		record_path_parse(p, &a);
+		assert_int_equal(a.file, f);
+		free(p);
+	}
+	p = record_file_path("cp", "/etc/x.conf");
+	record_path_parse(p, &a);
+	assert_int_equal(a.kind, RECORD_PATH_NODE_COPY);
+	assert_string_equal(a.dest, "/etc/x.conf");
+	free(p);
+	p = record_log_path("cp");
+	expect_path(p, RECORD_PATH_LOG, "cp");
+	free(p);
+	/* Same node: files under nodes/NODE/ only, whole names. */
+	record_path_parse("nodes/w1/facts", &a);
+	record_path_parse("nodes/w1/files/etc/x", &b);
+	assert_true(record_path_same_node(&a, &b));
+	record_path_parse("nodes/w10/facts", &b);
+	assert_false(record_path_same_node(&a, &b));
+	record_path_parse("logs/w1.log", &b);
+	assert_false(record_path_same_node(&a, &b));
+	assert_false(record_path_same_node(&b, &b));
+	/* The logs folder's files: NODE.log, no dot files. */
+	n = record_log_node("w1.log");
+	assert_string_equal(n, "w1");
+	free(n);
+	assert_null(record_log_node(".log"));
+	assert_null(record_log_node(".x.log"));
+	assert_null(record_log_node("w1.log.tmp"));
+}
+
+/* A node's recorded facts are read by facts_parse (the one reader); poisoned ones are not. */
+static void test_record_facts(void **unused)
+{
+	static const char ok[] = "facts_version=1\nmachine_id=abc\n";
+	static const char poisoned[] = "facts_version=1\nmachine_id=abc\nhostname=a\x1b[2Jb\n";
+	struct facts f;
+
+	(void)unused;
+	assert_int_equal(record_facts_parse(ok, strlen(ok), &f), 0);
+	assert_string_equal(f.machine_id, "abc");
+	facts_release(&f);
+	assert_int_equal(record_facts_parse("machine_id=abc\n", 15, &f), -1);
+	assert_int_equal(record_facts_parse(poisoned, strlen(poisoned), &f), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +390,8 @@ int main(void)
 	    cmocka_unit_test(test_diff),
 	    cmocka_unit_test(test_lock),
 	    cmocka_unit_test(test_scrub),
+	    cmocka_unit_test(test_record_paths),
+	    cmocka_unit_test(test_record_facts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
