@@ -110,13 +110,22 @@ fi
 		print "cpus=" cpus
 		for (i = 1; i <= np; i++) if (p[i] in busy) print "port_busy=" p[i]
 	}' - "$@"
+ctr_active=
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	systemctl list-units --type=swap --all --no-legend --plain 2>/dev/null |
-		awk 'NF >= 3 { print "swap_unit=" $1 " " $2 " " $3 }'
+		while read -r u l a _; do
+			[ -z "$a" ] || say swap_unit "$u $l $a"
+		done
 	say swap_target "$(systemctl is-enabled swap.target 2>/dev/null || true)"
 	# kubeadm's own test for a resolver stub (its kubelet defaulting):
-	# systemd-resolved active
-	say resolved "$(systemctl is-active systemd-resolved 2>/dev/null || true)"
+	# systemd-resolved active.  One is-active for it and containerd (a line
+	# per unit, "inactive" for one systemd does not know).
+	v=$(systemctl is-active systemd-resolved containerd 2>/dev/null || true)
+	say resolved "${v%%
+*}"
+	case $v in *?'
+'?*) ctr_active=${v#*
+} ;; esac
 fi
 
 for m in overlay br_netfilter nouveau nvidia; do
@@ -157,7 +166,7 @@ if [ -n "$ctr" ]; then
 	say containerd_version "$(containerd --version 2>/dev/null | awk '{ print $3 }' | sed 's/^v//')"
 fi
 if command -v containerd >/dev/null 2>&1 && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-	say containerd_active "$(systemctl is-active containerd 2>/dev/null || true)"
+	say containerd_active "$ctr_active"
 fi
 if [ -r /etc/containerd/config.toml ]; then
 	# shellcheck disable=SC2046 # the hash is the first word

@@ -303,6 +303,31 @@ test_case "up puts the changed nodes back" "
 	expect_no_grep ' changed [0-9]' up4.out
 "
 
+# What the no-change checks look at, changed after runs that changed
+# nothing: containerd's 20-service skips `containerd config dump` while the
+# binary, config.toml, the conf.d drop-ins and the runtimes wanted are what
+# its last passing dump saw (its record), so a drop-in added since must
+# bring the dump back; 30-units asks systemd once for every unit's state.
+cri_dropin() { # the CRI section of a drop-in that replaces config.toml's (containerd 1.x)
+	printf '%s\n' 'version = 2' '[plugins."io.containerd.grpc.v1.cri".containerd]' '  default_runtime_name = "crun"' |
+		tb node-1 sh -c 'cat >/etc/containerd/conf.d/cri.toml'
+}
+test_case "drift after no-change runs: an unmasked swap.target is masked again; a drop-in replacing the CRI section fails 20-service" "
+	tb node-1 rm /etc/systemd/system/swap.target
+	$UP >drift1.out 2>&1 || { cat drift1.out; false; }
+	expect_grep '\\[node-1\\] swap-off › 30-units … changed' drift1.out
+	expect_eq /dev/null \"\$(tb node-1 readlink /etc/systemd/system/swap.target)\" 'node-1: swap.target masked again'
+	tb node-1 test -s /var/lib/provision/containerd-config.dumped
+	cri_dropin
+	$UP >drift2.out 2>&1 && echo 0 >drift2.rc || echo \$? >drift2.rc
+	expect_eq 1 \"\$(cat drift2.rc)\" 'up with the CRI drop-in: exit status' || { cat drift2.out; false; }
+	expect_grep '\\[node-1\\] containerd › 20-service … failed .*: containerd config dump: node without a GPU whose default runtime is crun, not runc' drift2.out
+	tb node-1 rm /etc/containerd/conf.d/cri.toml
+	$UP >drift3.out 2>&1 || { cat drift3.out; false; }
+	expect_no_grep ' changed [0-9]' drift3.out
+	expect_grep '\\[node-1\\] done: 0 changed' drift3.out
+"
+
 # The nvidia role's steps on a node without a GPU, called like provision
 # calls them (tests/roles/steps.sh): nvidia-smi stand-ins in /usr/local/bin
 # print what the real one prints in each situation (--query-gpu CSV; the

@@ -46,7 +46,7 @@ run_cpu() {
 	shift
 	c0=$(node_cpu)
 	t0=$(ms)
-	/usr/bin/time -f '%U %S' -o "$work/time" "$PROVISION" "$@" >"$log" 2>&1 || :
+	/usr/bin/time -f '%U %S' -o "$work/time" "$PROVISION" "$@" >"$log" 2>"$log.err" || :
 	t1=$(ms)
 	sleep 0.3 # the sessions' processes are reaped
 	echo "$((t1 - t0)) $(awk '{ print int(($1 + $2) * 1000) }' "$work/time") $(($(node_cpu) - c0))"

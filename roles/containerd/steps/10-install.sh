@@ -21,11 +21,11 @@ apt_get() {
 
 case ${1:-} in
 check)
-	if ! pkg=$(pv_containerd_package) || ! command -v containerd >/dev/null 2>&1; then
+	if ! pv_containerd_info || ! command -v containerd >/dev/null 2>&1; then
 		echo "containerd is not installed"
 		exit 1
 	fi
-	v=$(pv_containerd_version "$pkg")
+	pkg=$PV_CONTAINERD_PACKAGE v=$PV_CONTAINERD_VERSION
 	major=${v%%.*}
 	minor=${v#*.}
 	minor=${minor%%.*}

@@ -95,7 +95,15 @@ check)
 		echo "$path: written by provision for a registry or proxy no longer in the inventory"
 		rc=1
 	done
-	[ "$rc" != 0 ] || echo "registry access: $(printf '%s\n' "$list" | grep -c . || true) file(s) as the inventory says"
+	if [ "$rc" = 0 ]; then
+		n=0
+		while IFS= read -r _l; do
+			[ -z "$_l" ] || n=$((n + 1))
+		done <<-EOF
+			$list
+		EOF
+		echo "registry access: $n file(s) as the inventory says"
+	fi
 	exit $rc
 	;;
 apply)

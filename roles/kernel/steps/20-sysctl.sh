@@ -13,8 +13,9 @@ set -eu
 FILE=/etc/sysctl.d/99-provision-k8s.conf
 NAME=${FILE##*/}
 
-# The check runs on every node on every run: it forks a handful of times,
-# not once per key and file (values are read with the shell's own `read`).
+# The check runs on every node on every run: one awk reads our file and
+# the later ones (scan), values are read with the shell's own `read`, and
+# in a container (cannot_set) systemd-detect-virt is the only other program.
 
 # The awk function that reads one sysctl.d line into K and V (comments,
 # blanks and lines without "=" give 0).
@@ -26,10 +27,50 @@ PARSE='function parse(line) {
 	gsub(/\//, ".", K); return 1
 }'
 
-# "key value" lines of a sysctl.d file.
-settings() {
-	awk "$PARSE"' parse($0) { print K, V }' "$1"
+# scan: want="key value" lines of $FILE; over="FILE KEY VALUE" lines: for
+# each wanted key, the first file read at boot after ours (by name; the
+# first folder holding a name wins) whose last setting of it differs.  One
+# awk reads them all.
+scan() {
+	set --
+	for d in /etc/sysctl.d /run/sysctl.d /usr/local/lib/sysctl.d /usr/lib/sysctl.d /lib/sysctl.d; do
+		for f in "$d"/*.conf; do
+			[ -e "$f" ] && set -- "$@" "$f"
+		done
+	done
+	out=$(awk -v mine="$NAME" "$PARSE"'
+		BEGIN {
+			# later_files: by name, the first folder holding a name wins
+			for (j = 2; j < ARGC; j++) {
+				b = ARGV[j]
+				sub(/.*\//, "", b)
+				if ((b in seen) || !(b > mine)) ARGV[j] = ""
+				seen[b] = 1
+			}
+		}
+		FILENAME == ARGV[1] { if (parse($0)) { print "W", K, V; want[K] = V; keys[++n] = K }; next }
+		parse($0) && (K in want) { last[FILENAME, K] = V }
+		END {
+			for (i = 1; i <= n; i++)
+				for (j = 2; j < ARGC; j++)
+					if (ARGV[j] != "" && (ARGV[j], keys[i]) in last && last[ARGV[j], keys[i]] != want[keys[i]]) {
+						print "O", ARGV[j], keys[i], last[ARGV[j], keys[i]]
+						break
+					}
+		}' "$FILE" "$@")
+	want='' over=''
+	while IFS= read -r _l; do
+		case $_l in
+		"W "*) want=$want${_l#W }$_nl ;;
+		"O "*) over=$over${_l#O }$_nl ;;
+		esac
+	done <<EOF
+$out
+EOF
+	want=${want%"$_nl"} over=${over%"$_nl"}
 }
+_nl='
+'
 
 # keypath KEY: kp=the file under /proc/sys (net.ipv4.ip_forward -> net/ipv4/ip_forward).
 keypath() {
@@ -55,34 +96,6 @@ current() {
 	have=$*
 }
 
-# Files read at boot after ours (by name; the first folder holding a name wins).
-later_files() {
-	for d in /etc/sysctl.d /run/sysctl.d /usr/local/lib/sysctl.d /usr/lib/sysctl.d /lib/sysctl.d; do
-		for f in "$d"/*.conf; do
-			[ -e "$f" ] && printf '%s %s\n' "${f##*/}" "$f"
-		done
-	done | awk -v mine="$NAME" '!seen[$1]++ && $1 > mine { print $2 }'
-}
-
-# "FILE KEY VALUE": for each wanted key (lines "key value" in $want), the first
-# later file whose last setting of it differs.
-overrides() {
-	later=$(later_files)
-	[ -n "$later" ] || return 0
-	# shellcheck disable=SC2086 # one file per word, as sysctl.d names are
-	printf '%s\n' "$want" | awk "$PARSE"'
-		FILENAME == "-" { k = $1; sub(/^[^ ]* ?/, ""); want[k] = $0; keys[++n] = k; next }
-		parse($0) && (K in want) { last[FILENAME, K] = V }
-		END {
-			for (i = 1; i <= n; i++)
-				for (j = 2; j < ARGC; j++)
-					if ((ARGV[j], keys[i]) in last && last[ARGV[j], keys[i]] != want[keys[i]]) {
-						print ARGV[j], keys[i], last[ARGV[j], keys[i]]
-						break
-					}
-		}' - $later
-}
-
 compare() {
 	rc=0
 	while read -r key want_v; do
@@ -103,7 +116,6 @@ compare() {
 	done <<EOF
 $want
 EOF
-	over=$(overrides)
 	while read -r f key other; do
 		[ -n "$f" ] || continue
 		keypath "$key"
@@ -119,17 +131,28 @@ EOF
 	return $rc
 }
 
+# Why the settings cannot be set here; nothing when they can.  The mount
+# options of the deepest of /proc, /proc/sys and /proc/sys/net (the last
+# one mounted when two are as deep), and the capabilities, read by the shell.
 cannot_set() {
 	pv_in_container || return 0
-	opts=$(awk '$5 == "/proc" || $5 == "/proc/sys" || $5 == "/proc/sys/net" { print length($5), $6 }' \
-		/proc/self/mountinfo | sort -s -n -k 1,1 | tail -n 1 | cut -d ' ' -f 2)
+	opts='' best=0
+	while read -r _a _b _c _d mp mo _rest; do
+		case $mp in /proc | /proc/sys | /proc/sys/net) ;; *) continue ;; esac
+		if [ ${#mp} -ge "$best" ]; then
+			best=${#mp} opts=$mo
+		fi
+	done </proc/self/mountinfo
 	case ,$opts, in
 	*,ro,*)
 		echo "/proc/sys is read-only in this container: its network sysctls can only be set by the container's host"
 		return 0
 		;;
 	esac
-	cap=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
+	cap=
+	while read -r _k _v; do
+		[ "$_k" != CapEff: ] || cap=$_v
+	done </proc/self/status
 	# CAP_NET_ADMIN is capability 12.
 	if [ $((0x$cap >> 12 & 1)) = 0 ]; then
 		echo "this container has no CAP_NET_ADMIN: its network sysctls can only be set by the container's host"
@@ -142,7 +165,7 @@ check)
 		echo "$FILE not written yet"
 		exit 1
 	fi
-	want=$(settings "$FILE")
+	scan
 	if compare; then
 		exit 0
 	else

@@ -22,11 +22,15 @@ not_permitted() {
 	fi
 }
 
-# Active swap areas, one path a line (/proc/swaps writes a space as \040).
+# Active swap areas, one path a line (/proc/swaps writes a space as \040),
+# read by the shell after the header line.
 active() {
-	tail -n +2 /proc/swaps | while read -r path _rest; do
-		printf '%b\n' "$path"
-	done
+	{
+		read -r _header || return 0
+		while read -r path _rest; do
+			printf '%b\n' "$path"
+		done
+	} </proc/swaps
 }
 
 case ${1:-} in

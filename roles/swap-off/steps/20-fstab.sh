@@ -9,8 +9,22 @@ set -eu
 FSTAB=/etc/fstab
 PREFIX='# swap off for Kubernetes (provision swap-off): '
 
+# The active swap entries of $FSTAB, read by the shell (the check runs on
+# every node on every run): as awk '$0 !~ /^[ \t]*#/ && NF >= 3 && $3 == "swap"'.
 swap_entries() {
-	awk '$0 !~ /^[ \t]*#/ && NF >= 3 && $3 == "swap"' "$FSTAB"
+	while IFS= read -r _line || [ -n "$_line" ]; do
+		case $_line in [[:blank:]]*'#'* | '#'*)
+			_t=${_line#"${_line%%[![:blank:]]*}"}
+			case $_t in '#'*) continue ;; esac
+			;;
+		esac
+		set -f
+		# shellcheck disable=SC2086 # split into fields on blanks, as awk does
+		set -- $_line
+		set +f
+		[ $# -ge 3 ] && [ "$3" = swap ] && printf '%s\n' "$_line"
+	done <"$FSTAB"
+	return 0
 }
 
 case ${1:-} in

@@ -37,8 +37,39 @@ units() {
 		done
 	done
 	if running_systemd; then
-		systemctl list-units --type=swap --all --no-legend --plain 2>/dev/null | awk '{ print $1 }'
+		systemctl list-units --type=swap --all --no-legend --plain 2>/dev/null |
+			while read -r _u _rest; do printf '%s\n' "$_u"; done
 	fi
+}
+
+# The lines of standard input without blanks and repeats, sorted (`sort -u`;
+# run only when there are two or more: the check runs on every node on
+# every run, and a node without swap units has swap.target alone).
+sorted_units() {
+	_all=
+	while IFS= read -r _u; do
+		[ -n "$_u" ] || continue
+		case $_nl$_all in *"$_nl$_u$_nl"*) continue ;; esac
+		_all=$_all$_u$_nl
+	done
+	case $_all in
+	*"$_nl"?*) printf '%s' "$_all" | sort -u ;;
+	*) printf '%s' "$_all" ;;
+	esac
+}
+_nl='
+'
+
+# joined LINES: the lines, one blank between them (as `tr '\n' ' '` makes of
+# lines without a last newline).
+joined() {
+	_j=
+	while IFS= read -r _l; do
+		_j=${_j:+$_j }$_l
+	done <<EOF
+$1
+EOF
+	printf '%s' "$_j"
 }
 
 zram_generator() {
@@ -55,10 +86,33 @@ zram_generator_active() {
 	grep -q '^[[:space:]]*\[' "$ZRAM_CONF"
 }
 
-# The units of standard input that are not masked.
+# The units of standard input that are not masked.  One `systemctl
+# is-enabled` for all of them; it stops at the first unit without a unit
+# file (a swap area swapon turned on), so when it answers fewer lines than
+# it was asked, one call per unit.
 unmasked() {
-	sort -u | while IFS= read -r u; do
-		[ -n "$u" ] || continue
+	set --
+	while IFS= read -r u; do
+		[ -n "$u" ] && set -- "$@" "$u"
+	done <<-EOF
+		$(sorted_units)
+	EOF
+	[ $# -gt 0 ] || return 0
+	states=$(systemctl is-enabled "$@" 2>/dev/null) || :
+	n=0
+	while IFS= read -r _l; do n=$((n + 1)); done <<-EOF
+		$states
+	EOF
+	[ -n "$states" ] || n=0
+	if [ "$n" = $# ]; then
+		for u; do
+			s=${states%%"$_nl"*}
+			states=${states#*"$_nl"}
+			[ "$s" = masked ] || echo "$u"
+		done
+		return 0
+	fi
+	for u; do
 		case $(systemctl is-enabled "$u" 2>/dev/null || true) in
 		masked) ;;
 		*) echo "$u" ;;
@@ -68,14 +122,14 @@ unmasked() {
 
 case ${1:-} in
 check)
-	all=$(units | sort -u)
+	all=$(units | sorted_units)
 	todo=$(printf '%s\n' "$all" | unmasked)
 	rc=0
 	if [ -n "$todo" ]; then
-		echo "not masked: $(printf '%s' "$todo" | tr '\n' ' ')"
+		echo "not masked: $(joined "$todo")"
 		rc=1
 	else
-		echo "masked: $(printf '%s' "$all" | tr '\n' ' ')"
+		echo "masked: $(joined "$all")"
 	fi
 	if zram_generator_active; then
 		echo "zram-generator would create zram swap at boot ($ZRAM_CONF has a device section or is missing)"
