@@ -242,6 +242,147 @@ See 'kubectl taint --help' for usage.\"
 See 'kubectl drain --help' for usage.\"
 "
 
+
+test_case "kubeadm HA (issue 36): certs certificate-key, init/join/phase flags and refusals with kubeadm's messages and exit status, before any cluster contact" "
+	export HOME=\$PWD KUBECONFIG=
+	fake kubeadm certs certificate-key >key
+	expect_grep '^[0-9a-f]\\{64\\}\$' key
+	expect_eq 1 \"\$(wc -l <key)\" 'one line'
+	rejects kubeadm 'certs certificate-key --config x' 'unknown flag: --config
+To see the stack trace of this error execute with --v=5 or higher'
+	rejects kubeadm 'init phase upload-certs --token abcdef.0123456789abcdef' 'unknown flag: --token
+To see the stack trace of this error execute with --v=5 or higher'
+	rejects kubeadm 'init phase upload-certs --upload-certs --dry-run' 'kubeadm stand-in (tests/fakes/kube/kubeadm.py): --dry-run is a real flag here that the stand-in does not act on'
+	rejects kubeadm 'join --control-plane-endpoint x:6443' 'unknown flag: --control-plane-endpoint
+To see the stack trace of this error execute with --v=5 or higher'
+	expect_eq '[upload-certs] Skipping phase. Please see --upload-certs' \"\$(fake kubeadm init phase upload-certs)\" 'upload-certs phase without --upload-certs'
+	printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta3' 'kind: ClusterConfiguration' 'controlPlaneEndpoint: 198.18.0.10:6443' >c.yaml
+	rejects kubeadm \"init --config c.yaml --upload-certs --certificate-key \$(cat key)\" \"can not mix '--config' with arguments [certificate-key]
+To see the stack trace of this error execute with --v=5 or higher\"
+	printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta3' 'kind: JoinConfiguration' 'discovery:' '  bootstrapToken: {token: abcdef.0123456789abcdef, apiServerEndpoint: \"198.18.0.10:6443\", unsafeSkipCAVerification: true}' >j.yaml
+	rejects kubeadm 'join --config j.yaml --control-plane' \"can not mix '--config' with arguments [control-plane]
+To see the stack trace of this error execute with --v=5 or higher\"
+	# ValidateCertificateKey: field errors, exit 3 (validation)
+	expect_status 3 fake kubeadm init --upload-certs --certificate-key zz >o 2>e
+	expect_eq 'certificateKey: Invalid value: \"zz\": certificate key decoding error: encoding/hex: invalid byte: U+007A '\"'z'\"'
+To see the stack trace of this error execute with --v=5 or higher' \"\$(cat e)\" 'init --certificate-key zz'
+	expect_status 3 fake kubeadm join 198.18.0.10:6443 --token abcdef.0123456789abcdef --discovery-token-unsafe-skip-ca-verification --control-plane --certificate-key abc >o 2>e
+	expect_eq 'controlPlane.certificateKey: Invalid value: \"abc\": certificate key decoding error: encoding/hex: odd length hex string
+To see the stack trace of this error execute with --v=5 or higher' \"\$(cat e)\" 'join --certificate-key abc'
+	printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta3' 'kind: JoinConfiguration' 'controlPlane:' '  certificateKey: \"0123456789abcdef0123456789abcdef\"' 'discovery:' '  bootstrapToken: {token: abcdef.0123456789abcdef, apiServerEndpoint: \"198.18.0.10:6443\", unsafeSkipCAVerification: true}' >j16.yaml
+	expect_status 3 fake kubeadm join --config j16.yaml >o 2>e
+	expect_eq 'controlPlane.certificateKey: Invalid value: \"0123456789abcdef0123456789abcdef\": invalid certificate key size 16, the key must be an AES key of size 32
+To see the stack trace of this error execute with --v=5 or higher' \"\$(cat e)\" 'JoinConfiguration controlPlane.certificateKey of 16 bytes'
+"
+
+test_case "kubeadm HA (issue 36): the kubeadm-certs Secret round trip (AES-256-GCM: GCM spec vectors; nonce in front, as kubeadm's cryptoutil), wrong key, expired Secret, the control-plane join command and refusals, etcd's flags per minor" "
+	pyfake kubeadm <<-'EOF'
+		# McGrew and Viega's GCM test cases 13 and 14 (AES-256, zero key and nonce)
+		assert _gcm(bytes(32), bytes(12), b'') == (b'', bytes.fromhex('530f8afbc74536b9a963b4f1c4cb738b'))
+		ct, tag = _gcm(bytes(32), bytes(12), bytes(16))
+		assert (ct.hex(), tag.hex()) == ('cea7403d4d606b6e074ec5d3baf39d18', 'd0d1c8a799996bf0265b98b5d48ab919')
+		assert decrypt_bytes(bytes(12) + ct + tag, bytes(32)) == bytes(16)
+		class API:
+		    '''the calls upload_certs and download_certs make, kept in memory'''
+		    def __init__(self):
+		        self.objs = {}
+		    def post(self, path, obj):
+		        obj = dict(obj, metadata=dict(obj['metadata'], uid='u-' + obj['metadata']['name']))
+		        self.objs[path + '/' + obj['metadata']['name']] = obj
+		        return obj
+		    def put(self, path, obj):
+		        self.objs[path] = obj
+		        return obj
+		    def get(self, path):
+		        if path not in self.objs:
+		            raise APIError(404, 'not found')
+		        return self.objs[path]
+		import tempfile, io, contextlib
+		src, dst = tempfile.mkdtemp(), tempfile.mkdtemp()
+		cfg = ClusterCfg({}, 'cp-1', '198.18.0.10', 6443)
+		cfg.cert_dir = src
+		with contextlib.redirect_stdout(io.StringIO()):
+		    write_pki(cfg)
+		key = new_certificate_key()
+		api = API()
+		buf = io.StringIO()
+		with contextlib.redirect_stdout(buf):
+		    upload_certs(api, src, key)
+		assert buf.getvalue() == '[upload-certs] Storing the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace\n', buf.getvalue()
+		sec = api.objs['/api/v1/namespaces/kube-system/secrets/kubeadm-certs']
+		assert sorted(sec['data']) == ['ca.crt', 'ca.key', 'etcd-ca.crt', 'etcd-ca.key', 'front-proxy-ca.crt', 'front-proxy-ca.key', 'sa.key', 'sa.pub'], sorted(sec['data'])
+		owner = sec['metadata']['ownerReferences'][0]
+		tok = api.objs['/api/v1/namespaces/kube-system/secrets/' + owner['name']]
+		d = {k: unb64(v) for k, v in tok['data'].items()}
+		assert d['description'] == 'Proxy for managing TTL for the kubeadm-certs secret', d
+		assert not [k for k in d if k.startswith('usage-')] and 'auth-extra-groups' not in d, d
+		left = parse_rfc3339(d['expiration']) - now()
+		assert 7190 < left <= 7200, left
+		assert owner['kind'] == 'Secret' and owner['controller'] and owner['uid'] == tok['metadata']['uid'], owner
+		# nothing readable without the key: no PEM in the Secret
+		assert all(b'-----BEGIN' not in base64.b64decode(v) for v in sec['data'].values())
+		role = api.objs['/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/kubeadm:kubeadm-certs']
+		assert role['rules'][0]['resourceNames'] == ['kubeadm-certs'], role
+		rb = api.objs['/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/kubeadm:kubeadm-certs']
+		assert rb['subjects'][0]['name'] == 'system:bootstrappers:kubeadm:default-node-token', rb
+		with contextlib.redirect_stdout(io.StringIO()):
+		    download_certs(api, dst, key)
+		for path, _ in SHARED_CERTS:
+		    a, b = os.path.join(src, path), os.path.join(dst, path)
+		    assert open(a, 'rb').read() == open(b, 'rb').read(), path
+		    assert oct(os.stat(b).st_mode & 0o777) == ('0o600' if path.endswith('.key') else '0o644'), (path, oct(os.stat(b).st_mode))
+		assert not os.path.exists(os.path.join(dst, 'apiserver.crt'))
+		def refusal(fn):
+		    try:
+		        with contextlib.redirect_stdout(io.StringIO()):
+		            fn()
+		    except Fail as e:
+		        return str(e)
+		    raise AssertionError('no refusal')
+		m = refusal(lambda: download_certs(api, dst, new_certificate_key()))
+		assert m == 'error execution phase control-plane-prepare/download-certs: error downloading certs: error decoding secret data with provided key: cipher: message authentication failed', m
+		del api.objs['/api/v1/namespaces/kube-system/secrets/kubeadm-certs']
+		m = refusal(lambda: download_certs(api, dst, key))
+		assert m == 'error execution phase control-plane-prepare/download-certs: error downloading certs: error downloading the secret: Secret \"kubeadm-certs\" was not found in the \"kube-system\" Namespace. This Secret might have expired. Please, run \`kubeadm init phase upload-certs --upload-certs\` on a control plane to generate a new one', m
+		m = refusal(lambda: check_ready_for_control_plane({}, key))
+		assert m == '''error execution phase preflight: 
+		One or more conditions for hosting a new control plane instance is not satisfied.
+		
+		unable to add a new control plane instance a cluster that doesn't have a stable controlPlaneEndpoint address
+		
+		Please ensure that:
+		* The cluster has a stable controlPlaneEndpoint address.
+		* The certificates that must be shared among control plane instances are provided.
+		'''.replace('\t', ''), m
+		empty = tempfile.mkdtemp()
+		m = refusal(lambda: check_ready_for_control_plane({'controlPlaneEndpoint': 'x:6443', 'certificatesDir': empty}, ''))
+		assert '\n\ncouldn\'t load ca certificate: open %s/ca.crt: no such file or directory\n\n' % empty in m, m
+		check_ready_for_control_plane({'controlPlaneEndpoint': 'x:6443', 'certificatesDir': src}, '')
+		ca = open(src + '/ca.crt').read()
+		h = spki_sha256(ca)
+		assert join_control_plane_command('vip:6443', 'abcdef.0123456789abcdef', ca, key) == 'kubeadm join vip:6443 --token abcdef.0123456789abcdef \\\\\n\t--discovery-token-ca-cert-hash sha256:%s \\\\\n\t--control-plane --certificate-key %s' % (h, key)
+		assert join_control_plane_command('vip:6443', '<value withheld>', ca, '').endswith('\t--control-plane ')
+		# etcd's flags: a joining member lists the cluster and says existing
+		cmd = etcd_command('cp-2', '198.18.0.11', '/etc/kubernetes/pki', initial_cluster=[('cp-1', 'https://198.18.0.10:2380'), ('cp-2', 'https://198.18.0.11:2380')])
+		names = [a.split('=')[0] for a in cmd[1:]]
+		assert names == sorted(names), cmd
+		assert '--initial-cluster=cp-1=https://198.18.0.10:2380,cp-2=https://198.18.0.11:2380' in cmd and '--initial-cluster-state=existing' in cmd, cmd
+		assert '--listen-metrics-urls=http://127.0.0.1:2381' in cmd and '--experimental-initial-corrupt-check=true' in cmd and '--experimental-watch-progress-notify-interval=5s' in cmd, cmd
+		cmd = etcd_command('cp-1', '198.18.0.10', '/etc/kubernetes/pki')
+		assert '--initial-cluster=cp-1=https://198.18.0.10:2380' in cmd and not [a for a in cmd if a.startswith('--initial-cluster-state')], cmd
+		print('ok')
+	EOF
+	# kubeadm 1.34 and 1.35: etcd 3.6's names when its etcd is 3.6 (PR 132838); 1.36: always (PR 135701)
+	for v in 1.34.2 1.36.4; do
+		pyfake kubeadm \$v <<-'EOF'
+			cmd = etcd_command('cp-1', '198.18.0.10', '/etc/kubernetes/pki')
+			assert '--feature-gates=InitialCorruptCheck=true' in cmd and '--watch-progress-notify-interval=5s' in cmd, cmd
+			assert not [a for a in cmd if a.startswith('--experimental-')], cmd
+			assert etcd_new_flags('registry.k8s.io/etcd:3.5.24-0') == (FAKE_MINOR >= 36)
+		EOF
+	done
+"
+
 test_case "short flags per command: helm list -f is --filter, helm upgrade -f is --values, kubectl -f is --filename" "
 	export HOME=\$PWD KUBECONFIG=
 	FAKE_HELM_VERSION=3.22.0 pyfake helm <<-'EOF'
