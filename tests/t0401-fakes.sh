@@ -383,6 +383,37 @@ test_case "kubeadm HA (issue 36): the kubeadm-certs Secret round trip (AES-256-G
 	done
 "
 
+test_case "kubeadm-certs expires with its token (issue 36): the controller manager's tokencleaner deletes the expired token, the garbage collector the Secrets it owns; others stay" "
+	pyfake kube-controller-manager <<-'EOF'
+		class Stub:
+		    writes = 0
+		    def __init__(self, objs):
+		        self.objs = objs
+		        self.deleted = []
+		    def get(self, path, query=None):
+		        if path.endswith('/configmaps/cluster-info'):
+		            raise APIError(404, 'not found')
+		        items = [o for o in self.objs if not query or o.get('type') == query['fieldSelector'].split('=', 1)[1]]
+		        return {'items': items}
+		    def delete(self, path):
+		        self.deleted.append(path.rsplit('/', 1)[1])
+		        self.objs[:] = [o for o in self.objs if o['metadata']['name'] != path.rsplit('/', 1)[1]]
+		        self.writes += 1
+		def token(tid, ttl, uid):
+		    return {'type': 'bootstrap.kubernetes.io/token', 'metadata': {'name': 'bootstrap-token-' + tid, 'uid': uid},
+		            'data': {'token-id': b64(tid), 'token-secret': b64('0123456789abcdef'), 'expiration': b64(rfc3339(now() + ttl))}}
+		objs = [token('aaaaaa', -1, 'u1'), token('bbbbbb', 3600, 'u2'),
+		        {'type': 'Opaque', 'metadata': {'name': 'kubeadm-certs', 'ownerReferences': [{'kind': 'Secret', 'uid': 'u1', 'controller': True}]}},
+		        {'type': 'Opaque', 'metadata': {'name': 'other', 'ownerReferences': [{'kind': 'Secret', 'uid': 'u2'}]}},
+		        {'type': 'Opaque', 'metadata': {'name': 'free'}}]
+		cm = CM.__new__(CM)
+		cm.c, cm.lists, cm.expiry = Stub(objs), {}, None
+		cm.tokens()
+		assert cm.c.deleted == ['bootstrap-token-aaaaaa', 'kubeadm-certs'], cm.c.deleted
+		assert sorted(o['metadata']['name'] for o in objs) == ['bootstrap-token-bbbbbb', 'free', 'other']
+	EOF
+"
+
 test_case "short flags per command: helm list -f is --filter, helm upgrade -f is --values, kubectl -f is --filename" "
 	export HOME=\$PWD KUBECONFIG=
 	FAKE_HELM_VERSION=3.22.0 pyfake helm <<-'EOF'

@@ -1594,16 +1594,36 @@ class EtcdError(Exception):
     pass
 
 
+# util/etcd's retries (etcdBackoff: 11 steps from 50 ms, doubling: about
+# 100 s in all); a test sets it lower
+ETCD_RETRY_SECONDS = 100.0
+
+
+def etcd_retrying(fn):
+    """fn() again on an EtcdError until ETCD_RETRY_SECONDS have passed; then
+    the last error."""
+    deadline = now() + ETCD_RETRY_SECONDS
+    delay = 0.05
+    while True:
+        try:
+            return fn()
+        except EtcdError:
+            if now() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
 class EtcdClient:
     """etcd's v3 API through its JSON gateway (POST /v3/...), over TLS
-    with the etcd CA and a client certificate, trying each endpoint in
-    turn (the real client balances over the members' client URLs)."""
+    with the etcd CA and the etcd healthcheck-client certificate (util/etcd
+    NewFromCluster), trying each endpoint in turn."""
 
     def __init__(self, endpoints, cert_dir):
         self.endpoints = list(endpoints)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.load_verify_locations(cert_dir + "/etcd/ca.crt")
-        ctx.check_hostname = False  # kubeadm dials the advertised IPs, which the server certificates hold
+        ctx.check_hostname = False  # the endpoints are the advertised IPs, which the server certificates hold
         ctx.load_cert_chain(cert_dir + "/etcd/healthcheck-client.crt", cert_dir + "/etcd/healthcheck-client.key")
         self.ctx = ctx
 
@@ -1629,17 +1649,18 @@ class EtcdClient:
             return doc
         raise last or EtcdError("no etcd endpoints")
 
+    def sync(self):
+        """Sync: the endpoints become the members' client URLs."""
+        try:
+            ms = etcd_retrying(self.members)
+        except EtcdError as e:
+            raise EtcdError("error syncing endpoints with etcd: %s" % e) from e
+        eps = [u for m in ms for u in (m.get("clientURLs") or [])]
+        if eps:
+            self.endpoints = list(dict.fromkeys(eps))
+
     def members(self):
         return self.call("/v3/cluster/member/list", {}).get("members") or []
-
-    def member_add(self, peer_url, learner):
-        return self.call("/v3/cluster/member/add", {"peerURLs": [peer_url], "isLearner": learner})
-
-    def member_promote(self, mid):
-        return self.call("/v3/cluster/member/promote", {"ID": mid})
-
-    def member_remove(self, mid):
-        return self.call("/v3/cluster/member/remove", {"ID": mid})
 
     def status(self, ep):
         return self.call("/v3/maintenance/status", {}, [ep])
@@ -1658,84 +1679,77 @@ def etcd_endpoints_from_pods(c):
         if u and u not in eps:
             eps.append(u)
     if not eps:
-        raise EtcdError("could not retrieve the list of etcd endpoints: etcd endpoints not found in the "
-                        "kubeadm.kubernetes.io/etcd.advertise-client-urls annotation of the etcd Pods")
+        raise EtcdError("could not retrieve the list of etcd endpoints: etcd Pods exist, but no etcd endpoint annotations "
+                        "were found" if pods else "could not retrieve the list of etcd endpoints: no etcd Pods")
     return eps
 
 
-def etcd_join(c, cfg, retry_for=40.0):
+def etcd_join(c, cfg):
     """CreateStackedEtcdStaticPodManifestFile: this node's member added as a
-    learner (kept when a member with its peer URL is there already), the
-    manifest written with the members etcd lists, the learner promoted once
-    it has caught up, then every member's status answered."""
+    learner (kept when a member with its peer URL is there already: a join
+    tried again), the manifest written with the members etcd lists (a member
+    without a name yet is named by its ID in hex), the learner promoted once
+    it has caught up, then every member's status answered (8 tries, 5 s
+    apart)."""
     pre = "error execution phase control-plane-join/etcd: error creating local etcd static pod manifest file: "
     host = "[%s]" % cfg.advertise if ":" in cfg.advertise else cfg.advertise
     peer = "https://%s:2380" % host
     try:
         ec = EtcdClient(etcd_endpoints_from_pods(c), cfg.cert_dir)
-        deadline = now() + retry_for
-        while True:
-            try:
-                members = ec.members()
-                if not any(peer in (m.get("peerURLs") or []) for m in members):
-                    resp = ec.member_add(peer, True)
-                    new_id = resp["member"]["ID"]
-                    members = resp.get("members") or []
-                else:
-                    new_id = [m for m in members if peer in (m.get("peerURLs") or [])][0]["ID"]
-                break
-            except EtcdError:
-                if now() > deadline:
-                    raise
-                time.sleep(2)
+        ec.sync()
+        members = etcd_retrying(ec.members)
+        mine = [m for m in members if peer in (m.get("peerURLs") or [])]
+        if mine:
+            new_id = mine[0]["ID"]
+        else:
+            resp = etcd_retrying(lambda: ec.call("/v3/cluster/member/add", {"peerURLs": [peer], "isLearner": True}))
+            new_id = resp["member"]["ID"]
+            members = resp.get("members") or []
         cluster = []
         for m in members:
             if m.get("ID") == new_id:
                 cluster.append((cfg.node_name, peer))
             else:
-                cluster.append((m.get("name", ""), (m.get("peerURLs") or [""])[0]))
+                cluster.append((m.get("name") or "%x" % int(m["ID"]), (m.get("peerURLs") or [""])[0]))
+        ec.endpoints = list(dict.fromkeys(ec.endpoints + ["https://%s:2379" % host]))
         out("[etcd] Announced new etcd member joining to the existing etcd cluster")
         out('[etcd] Creating static Pod manifest for "etcd"')
         write_etcd_manifest(cfg, cluster)
-        deadline = now() + float(knob("etcd-promote-timeout", "120"))
-        while True:
-            try:
-                ec.member_promote(new_id)
-                break
-            except EtcdError as e:
-                if "is not a learner" in str(e):
-                    break
-                if now() > deadline:
-                    raise
-                time.sleep(2)
+
+        def promote():
+            m = [x for x in ec.members() if x.get("ID") == new_id]
+            if not m:
+                raise EtcdError("member %x not found" % int(new_id))
+            if m[0].get("isLearner"):
+                ec.call("/v3/cluster/member/promote", {"ID": new_id})
+        etcd_retrying(promote)
         out("[etcd] Waiting for the new etcd member to join the cluster. This can take up to 40s")
-        client_url = "https://%s:2379" % host
-        eps = list(dict.fromkeys(ec.endpoints + [client_url]))
         for attempt in range(8):
+            if attempt:
+                time.sleep(5)
             try:
-                for ep in eps:
+                for ep in ec.endpoints:
                     ec.status(ep)
                 break
             except EtcdError:
-                if attempt == 7:
-                    raise
-                klogf("I", "etcd.go", "[etcd] Attempt timed out")
-                klogf("I", "etcd.go", "[etcd] Waiting 5s until next retry")
-                time.sleep(5)
+                continue
+        else:
+            raise EtcdError("timeout waiting for etcd cluster to be available")
     except EtcdError as e:
         raise Fail(pre + str(e)) from e
 
 
 def etcd_remove_self(kubeconfig, advertise, cert_dir, verbose):
     """RemoveStackedEtcdMemberFromCluster: this node's member removed
-    through the others (nothing when it is the last and only member).
-    Errors: the real warning, the reset goes on."""
+    (nothing when it is the last and only member).  Errors: the real
+    warning, the reset goes on."""
     host = "[%s]" % advertise if ":" in advertise else advertise
     peer, client_url = "https://%s:2380" % host, "https://%s:2379" % host
     try:
         c = api_admin(kubeconfig)
         ec = EtcdClient(etcd_endpoints_from_pods(c), cert_dir)
-        members = ec.members()
+        ec.sync()
+        members = etcd_retrying(ec.members)
         if len(members) == 1 and client_url in ec.endpoints:
             if verbose:
                 klogf("I", "local.go", "[etcd] This is the only remaining etcd member in the etcd cluster, skip removing it")
@@ -1744,11 +1758,11 @@ def etcd_remove_self(kubeconfig, advertise, cert_dir, verbose):
         if not mine:
             return
         if verbose:
-            klogf("I", "local.go", "[etcd] removing etcd member: %s, id: %s" % (peer, int(mine[0]["ID"])))
-        others = [e for e in ec.endpoints if e != client_url] or ec.endpoints
-        ec.call("/v3/cluster/member/remove", {"ID": mine[0]["ID"]}, others)
+            klogf("I", "local.go", "[etcd] removing etcd member: %s, id: %d" % (peer, int(mine[0]["ID"])))
+        etcd_retrying(lambda: ec.call("/v3/cluster/member/remove", {"ID": mine[0]["ID"]}))
     except (EtcdError, Fail, APIError, ConnError, OSError, ssl.SSLError) as e:
-        klogf("W", "removeetcdmember.go", "[reset] Failed to remove etcd member: %s, please manually remove this etcd member using etcdctl" % e)
+        klogf("W", "removeetcdmember.go",
+              "[reset] Failed to remove etcd member: %s, please manually remove this etcd member using etcdctl" % e)
 
 
 def cmd_init_phase(argv):
