@@ -18,6 +18,12 @@
 #     [--usages] [--groups] [--print-join-command]; token list [-o
 #     text|json|yaml]; token delete; token generate; reset [-f]; version
 #     [-o short|json|yaml].  --kubeconfig (default /etc/kubernetes/admin.conf).
+#   - HA control planes (issue 36; the section "HA: certificate key,
+#     kubeadm-certs, etcd members" below and tests/fakes/README.md): init
+#     --upload-certs [--certificate-key] [--skip-certificate-key-print],
+#     init phase upload-certs, certs certificate-key, join --control-plane
+#     [--certificate-key], the etcd member a joining control plane adds
+#     and reset removes.
 #   - config files: InitConfiguration, ClusterConfiguration,
 #     JoinConfiguration in kubeadm.k8s.io/v1beta3 (kubeadm 1.22 and later)
 #     and v1beta4 (1.31 and later; 1.30 rejects it with the scheme error of
