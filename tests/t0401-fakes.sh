@@ -373,12 +373,26 @@ test_case "kubeadm HA (issue 36): the kubeadm-certs Secret round trip (AES-256-G
 		print('ok')
 	EOF
 	# kubeadm 1.34 and 1.35: etcd 3.6's names when its etcd is 3.6 (PR 132838); 1.36: always (PR 135701)
-	for v in 1.34.2 1.36.4; do
+	# ControlPlaneKubeletLocalMode from 1.33: a control plane's kubelet.conf names its own API server
+	for v in 1.30.4 1.34.2 1.36.4; do
 		pyfake kubeadm \$v <<-'EOF'
+			import tempfile, io, contextlib
+			K8S = tempfile.mkdtemp()
+			cfg = ClusterCfg({'controlPlaneEndpoint': 'vip.lab:6443'}, 'cp-1', '198.18.0.10', 6443)
+			cfg.cert_dir = K8S + '/pki'
+			make_ca(cfg.cert_dir + '/ca.key', cfg.cert_dir + '/ca.crt', 'kubernetes')
+			with contextlib.redirect_stdout(io.StringIO()):
+			    write_kubeconfigs(cfg, only=('admin.conf', 'kubelet.conf'))
+			assert load_kubeconfig(K8S + '/admin.conf')['server'] == 'https://vip.lab:6443'
+			want = 'https://198.18.0.10:6443' if FAKE_MINOR >= 33 else 'https://vip.lab:6443'
+			assert load_kubeconfig(K8S + '/kubelet.conf')['server'] == want, load_kubeconfig(K8S + '/kubelet.conf')['server']
 			cmd = etcd_command('cp-1', '198.18.0.10', '/etc/kubernetes/pki')
-			assert '--feature-gates=InitialCorruptCheck=true' in cmd and '--watch-progress-notify-interval=5s' in cmd, cmd
-			assert not [a for a in cmd if a.startswith('--experimental-')], cmd
-			assert etcd_new_flags('registry.k8s.io/etcd:3.5.24-0') == (FAKE_MINOR >= 36)
+			if FAKE_MINOR >= 34:
+			    assert '--feature-gates=InitialCorruptCheck=true' in cmd and '--watch-progress-notify-interval=5s' in cmd, cmd
+			    assert not [a for a in cmd if a.startswith('--experimental-')], cmd
+			    assert etcd_new_flags('registry.k8s.io/etcd:3.5.24-0') == (FAKE_MINOR >= 36)
+			else:
+			    assert '--experimental-initial-corrupt-check=true' in cmd and not [a for a in cmd if a.startswith('--feature-gates')], cmd
 		EOF
 	done
 "

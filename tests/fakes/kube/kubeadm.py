@@ -827,6 +827,11 @@ def write_pki(cfg):
     write_file(d + "/sa.pub", openssl("pkey", "-in", d + "/sa.key", "-pubout"), 0o600)
 
 
+def kubelet_local_mode():
+    """kubeadm's ControlPlaneKubeletLocalMode by default: 1.33 and later."""
+    return FAKE_MINOR >= 33
+
+
 def write_kubeconfigs(cfg, only=None):
     """init's kubeconfig files; only: the names to write (a control plane
     that joins writes admin.conf, controller-manager.conf, scheduler.conf:
@@ -839,7 +844,10 @@ def write_kubeconfigs(cfg, only=None):
     entries = [("admin.conf", "kubernetes-admin", ["kubeadm:cluster-admins"] if FAKE_MINOR >= 29 else ["system:masters"], server)]
     if FAKE_MINOR >= 29:
         entries.append(("super-admin.conf", "kubernetes-super-admin", ["system:masters"], server))
-    entries += [("kubelet.conf", "system:node:" + cfg.node_name, ["system:nodes"], server),
+    # ControlPlaneKubeletLocalMode (on by default from 1.33, kubernetes PR
+    # 129956; locked on in 1.35, PR 134106; the gate gone in 1.36, PR
+    # 135773): a control plane's kubelet talks to its own API server
+    entries += [("kubelet.conf", "system:node:" + cfg.node_name, ["system:nodes"], local if kubelet_local_mode() else server),
                 ("controller-manager.conf", "system:kube-controller-manager", [], local),
                 ("scheduler.conf", "system:kube-scheduler", [], local)]
     if only is not None:
@@ -1690,14 +1698,14 @@ def etcd_endpoints_from_pods(c):
     return eps
 
 
-def etcd_join(c, cfg):
+def etcd_join(c, cfg, phase="control-plane-join/etcd"):
     """CreateStackedEtcdStaticPodManifestFile: this node's member added as a
     learner (kept when a member with its peer URL is there already: a join
     tried again), the manifest written with the members etcd lists (a member
     without a name yet is named by its ID in hex), the learner promoted once
     it has caught up, then every member's status answered (8 tries, 5 s
     apart)."""
-    pre = "error execution phase control-plane-join/etcd: error creating local etcd static pod manifest file: "
+    pre = "error execution phase %s: error creating local etcd static pod manifest file: " % phase
     host = "[%s]" % cfg.advertise if ":" in cfg.advertise else cfg.advertise
     peer = "https://%s:2380" % host
     try:
@@ -2170,14 +2178,21 @@ def cmd_join(argv):
     os.makedirs(PKI, exist_ok=True)
     write_file(PKI + "/ca.crt", ca_pem, 0o644)
     cluster = cc.get("clusterName") or "kubernetes"
+    # a control plane in ControlPlaneKubeletLocalMode bootstraps through its
+    # own API server, which its etcd member (etcd-join, below) lets start
+    local_mode = cpcfg is not None and kubelet_local_mode()
+    server = "https://%s:%d" % (cpcfg.advertise, cpcfg.bind_port) if local_mode else "https://" + endpoint
     write_file(K8S + "/bootstrap-kubelet.conf",
-               kubeconfig_text(cluster, "https://" + endpoint, ca_pem, "tls-bootstrap-token-user", token=token), 0o600)
+               kubeconfig_text(cluster, server, ca_pem, "tls-bootstrap-token-user", token=token), 0o600)
     # the cluster's configuration, defaulted again on this node (resolvConf)
     kubelet_yaml = yaml_dump(default_resolv_conf(yaml_load(kubelet_cm["data"]["kubelet"]) or {}))
     write_kubelet_files(kubelet_yaml, hostname_override=node if node != socket.gethostname().lower() else None,
                         extra=extra, patches=patches)
     start_kubelet()
     wait_kubelet(240)
+    if local_mode:
+        # etcd-join (1.33+: before kubelet-wait-bootstrap), as admin.conf's user
+        etcd_join(api_admin(K8S + "/admin.conf"), cpcfg, "etcd-join")
     out("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
     t0 = now()
     while not os.path.exists(K8S + "/kubelet.conf"):
@@ -2191,7 +2206,8 @@ def cmd_join(argv):
     if cpcfg:
         # control-plane-join: etcd, mark-control-plane (as admin.conf's user)
         c = api_admin(K8S + "/admin.conf")
-        etcd_join(c, cpcfg)
+        if not local_mode:
+            etcd_join(c, cpcfg)
         mark_control_plane(c, node, taints if taints is not None else
                            [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}], 240,
                            "control-plane-join/mark-control-plane")
