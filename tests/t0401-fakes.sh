@@ -362,6 +362,31 @@ test_case "kubeadm HA (issue 36): the kubeadm-certs Secret round trip (AES-256-G
 		h = spki_sha256(ca)
 		assert join_control_plane_command('vip:6443', 'abcdef.0123456789abcdef', ca, key) == 'kubeadm join vip:6443 --token abcdef.0123456789abcdef \\\\\n\t--discovery-token-ca-cert-hash sha256:%s \\\\\n\t--control-plane --certificate-key %s' % (h, key)
 		assert join_control_plane_command('vip:6443', '<value withheld>', ca, '').endswith('\t--control-plane ')
+		# init's closing text (showjoincommand.go): with --upload-certs, with copied certificates, without an endpoint
+		def closing(endpoint, upload, key, token):
+		    c = ClusterCfg({'controlPlaneEndpoint': endpoint}, 'cp-1', '198.18.0.10', 6443)
+		    c.upload_certs, c.certificate_key, c.skip_certificate_key_print = upload, key, False
+		    buf = io.StringIO()
+		    with contextlib.redirect_stdout(buf):
+		        print_join_commands(c, token, ca)
+		    return buf.getvalue().split('\n')
+		lines = closing('vip.lab:6443', True, key, 'abcdef.0123456789abcdef')
+		assert lines[:5] == ['You can now join any number of the control-plane node running the following command on each as root:', '',
+		                     '  kubeadm join vip.lab:6443 --token abcdef.0123456789abcdef \\\\', '\t--discovery-token-ca-cert-hash sha256:%s \\\\' % h,
+		                     '\t--control-plane --certificate-key %s' % key], lines
+		assert lines[5:] == ['', 'Please note that the certificate-key gives access to cluster sensitive data, keep it secret!',
+		                     'As a safeguard, uploaded-certs will be deleted in two hours; If necessary, you can use',
+		                     '\"kubeadm init phase upload-certs --upload-certs\" to reload certs afterward.', '',
+		                     'Then you can join any number of worker nodes by running the following on each as root:', '',
+		                     'kubeadm join vip.lab:6443 --token abcdef.0123456789abcdef \\\\', '\t--discovery-token-ca-cert-hash sha256:%s ' % h, ''], lines
+		lines = closing('vip.lab:6443', False, '', '<value withheld>')
+		assert lines[:7] == ['You can now join any number of control-plane nodes by copying certificate authorities',
+		                     'and service account keys on each node and then running the following as root:', '',
+		                     '  kubeadm join vip.lab:6443 --token <value withheld> \\\\', '\t--discovery-token-ca-cert-hash sha256:%s \\\\' % h,
+		                     '\t--control-plane ', ''], lines
+		assert lines[7] == 'Then you can join any number of worker nodes by running the following on each as root:', lines
+		lines = closing('', False, '', 'abcdef.0123456789abcdef')
+		assert lines[0] == 'Then you can join any number of worker nodes by running the following on each as root:' and len(lines) == 5, lines
 		# etcd's flags: a joining member lists the cluster and says existing
 		cmd = etcd_command('cp-2', '198.18.0.11', '/etc/kubernetes/pki', initial_cluster=[('cp-1', 'https://198.18.0.10:2380'), ('cp-2', 'https://198.18.0.11:2380')])
 		names = [a.split('=')[0] for a in cmd[1:]]

@@ -1844,6 +1844,34 @@ def join_control_plane_command(endpoint, token, ca_pem, key):
             % (endpoint, token, spki_sha256(ca_pem), ("--certificate-key " + key) if key else ""))
 
 
+def print_join_commands(cfg, token, ca):
+    """The end of init's text (showjoincommand.go's template): with a
+    controlPlaneEndpoint the control-plane join command first (worded for
+    --upload-certs or for copied certificates), then the worker's."""
+    if cfg.cp_endpoint:
+        key = "<value withheld>" if cfg.skip_certificate_key_print else cfg.certificate_key
+        cp_cmd = join_control_plane_command(cfg.endpoint, token, ca, key)
+        if cfg.upload_certs:
+            out("You can now join any number of the control-plane node running the following command on each as root:")
+            out("")
+            out("  " + cp_cmd)
+            out("")
+            out("Please note that the certificate-key gives access to cluster sensitive data, keep it secret!")
+            out("As a safeguard, uploaded-certs will be deleted in two hours; If necessary, you can use")
+            out('"kubeadm init phase upload-certs --upload-certs" to reload certs afterward.')
+            out("")
+        else:
+            out("You can now join any number of control-plane nodes by copying certificate authorities")
+            out("and service account keys on each node and then running the following as root:")
+            out("")
+            out("  " + cp_cmd)
+            out("")
+    out("Then you can join any number of worker nodes by running the following on each as root:")
+    out("")
+    out("kubeadm join %s --token %s \\" % (cfg.endpoint, token))
+    out("\t--discovery-token-ca-cert-hash sha256:%s " % spki_sha256(ca))
+
+
 def cmd_init(argv):
     if argv and argv[0] == "phase":
         return cmd_init_phase(argv[1:])
@@ -1961,28 +1989,7 @@ def cmd_init(argv):
     out("  https://kubernetes.io/docs/concepts/cluster-administration/addons/")
     out("")
     shown = "<value withheld>" if flags.get("skip-token-print") else first_token
-    if cfg.cp_endpoint:
-        key = "<value withheld>" if cfg.skip_certificate_key_print else cfg.certificate_key
-        cp_cmd = join_control_plane_command(cfg.endpoint, shown, ca, key)
-        if cfg.upload_certs:
-            out("You can now join any number of the control-plane node running the following command on each as root:")
-            out("")
-            out("  " + cp_cmd)
-            out("")
-            out("Please note that the certificate-key gives access to cluster sensitive data, keep it secret!")
-            out("As a safeguard, uploaded-certs will be deleted in two hours; If necessary, you can use")
-            out('"kubeadm init phase upload-certs --upload-certs" to reload certs afterward.')
-            out("")
-        else:
-            out("You can now join any number of control-plane nodes by copying certificate authorities")
-            out("and service account keys on each node and then running the following as root:")
-            out("")
-            out("  " + cp_cmd)
-            out("")
-    out("Then you can join any number of worker nodes by running the following on each as root:")
-    out("")
-    out("kubeadm join %s --token %s \\" % (cfg.endpoint, shown))
-    out("\t--discovery-token-ca-cert-hash sha256:%s " % spki_sha256(ca))
+    print_join_commands(cfg, shown, ca)
     return 0
 
 
