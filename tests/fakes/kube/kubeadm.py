@@ -1753,6 +1753,15 @@ def etcd_join(c, cfg, phase="control-plane-join/etcd"):
         raise Fail(pre + str(e)) from e
 
 
+def node_runs_real_etcd():
+    """Whether the kubelet stand-in runs the etcd static pod as a real etcd
+    on this node (the paths it looks at: Debian's etcd-server or a copy of
+    tests/testbed/etcd-debs.sh's).  Without one the etcd pod is a
+    placeholder, the API server stand-in keeps its objects itself, and
+    there is no etcd cluster to leave: reset removes no member."""
+    return any(os.access(p, os.X_OK) for p in ("/usr/local/bin/etcd", "/usr/bin/etcd"))
+
+
 def etcd_remove_self(kubeconfig, advertise, cert_dir, verbose):
     """RemoveStackedEtcdMemberFromCluster: this node's member removed
     (nothing when it is the last and only member).  Errors: the real
@@ -2381,7 +2390,7 @@ def cmd_reset(argv):
     # local etcd manifest leaves the etcd cluster first; silent unless
     # --v=1 or more, a warning when it fails
     etcd_yaml = read_file(MANIFESTS + "/etcd.yaml")
-    if etcd_yaml:
+    if etcd_yaml and node_runs_real_etcd():
         ann = ((yaml_load(etcd_yaml) or {}).get("metadata") or {}).get("annotations") or {}
         url = ann.get("kubeadm.kubernetes.io/etcd.advertise-client-urls", "")
         host = urllib.parse.urlsplit(url).hostname if url else None
