@@ -332,6 +332,26 @@ test_case "kubeadm HA (issue 36): the kubeadm-certs Secret round trip (AES-256-G
 		    assert open(a, 'rb').read() == open(b, 'rb').read(), path
 		    assert oct(os.stat(b).st_mode & 0o777) == ('0o600' if path.endswith('.key') else '0o644'), (path, oct(os.stat(b).st_mode))
 		assert not os.path.exists(os.path.join(dst, 'apiserver.crt'))
+		# control-plane-prepare on the joining node: its own certificates signed by the downloaded CAs, its
+		# kubeconfigs (no super-admin.conf, no kubelet.conf) and the control-plane manifests without etcd's
+		K8S = tempfile.mkdtemp()
+		MANIFESTS = K8S + '/manifests'
+		j = ClusterCfg({'controlPlaneEndpoint': 'vip.lab:6443', 'certificatesDir': dst}, 'cp-2', '198.18.0.11', 6443)
+		buf = io.StringIO()
+		with contextlib.redirect_stdout(buf):
+		    write_pki(j)
+		    write_kubeconfigs(j, only=('admin.conf', 'controller-manager.conf', 'scheduler.conf'))
+		    write_manifests(j, etcd=False)
+		assert '[certs] Using existing ca certificate authority' in buf.getvalue() and '[certs] Using the existing \"sa\" key' in buf.getvalue(), buf.getvalue()
+		for leaf, ca_ in (('apiserver', 'ca'), ('etcd/server', 'etcd/ca'), ('front-proxy-client', 'front-proxy-ca')):
+		    openssl('verify', '-CAfile', src + '/' + ca_ + '.crt', dst + '/' + leaf + '.crt')
+		dns, ips = _sans(open(dst + '/apiserver.crt').read())
+		assert 'cp-2' in dns and 'vip.lab' in dns and '198.18.0.11' in ips, (dns, ips)
+		assert sorted(os.listdir(K8S)) == ['admin.conf', 'controller-manager.conf', 'manifests', 'scheduler.conf'], os.listdir(K8S)
+		assert sorted(os.listdir(MANIFESTS)) == ['kube-apiserver.yaml', 'kube-controller-manager.yaml', 'kube-scheduler.yaml']
+		assert load_kubeconfig(K8S + '/admin.conf')['server'] == 'https://vip.lab:6443'
+		assert load_kubeconfig(K8S + '/scheduler.conf')['server'] == 'https://198.18.0.11:6443'
+		assert '--advertise-address=198.18.0.11' in open(MANIFESTS + '/kube-apiserver.yaml').read()
 		def refusal(fn):
 		    try:
 		        with contextlib.redirect_stdout(io.StringIO()):
