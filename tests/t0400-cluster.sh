@@ -310,12 +310,12 @@ test_case "no token, certificate key or CA private key in any file the runs wrot
 # and the download a joining control plane makes with a bootstrap token
 # (the Role kubeadm:kubeadm-certs lets the token's group read the Secret).
 test_case "HA stand-in (issue 36): init prints the control-plane join command (controlPlaneEndpoint set); kubeadm init phase upload-certs on the control plane: kubeadm-certs with the shared files sealed, owned by a 2 h token; a bootstrap token downloads them with the key, a wrong key is refused" "
-	# init's closing text (controlPlaneEndpoint set, no --upload-certs): the
-	# control-plane join command for copied certificates, token withheld
-	'$PROVISION' logs -i '$INV' --state '$STATE' node-1 >init.log 2>&1
-	expect_grep 'You can now join any number of control-plane nodes by copying certificate authorities' init.log
-	expect_grep 'kubeadm join [0-9.]*:6443 --token <value withheld> ' init.log
-	expect_grep '[-]-control-plane \$' init.log
+	# init's closing text in the first up's log (kept by the files case):
+	# controlPlaneEndpoint set, no --upload-certs: the control-plane join
+	# command for copied certificates, token withheld
+	expect_grep 'You can now join any number of control-plane nodes by copying certificate authorities' kubeadm-node-1.log
+	expect_grep 'kubeadm join [0-9.]*:6443 --token <value withheld> ' kubeadm-node-1.log
+	expect_grep '[-]-control-plane \$' kubeadm-node-1.log
 	tb node-1 kubeadm certs certificate-key >key
 	expect_grep '^[0-9a-f]\\{64\\}\$' key
 	tb node-1 kubeadm init phase upload-certs --upload-certs --certificate-key \$(cat key) --skip-certificate-key-print >uc.out 2>&1 || { cat uc.out; false; }
