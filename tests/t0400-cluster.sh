@@ -305,5 +305,59 @@ test_case "no token, certificate key or CA private key in any file the runs wrot
 	expect_eq '' \"\$found\" 'files holding a secret'
 "
 
+# Last (it stores a bootstrap token the secrets case above would collect):
+# the kubeadm stand-in's upload-certs through the live stand-in API server,
+# and the download a joining control plane makes with a bootstrap token
+# (the Role kubeadm:kubeadm-certs lets the token's group read the Secret).
+test_case "HA stand-in (issue 36): init prints the control-plane join command (controlPlaneEndpoint set); kubeadm init phase upload-certs on the control plane: kubeadm-certs with the shared files sealed, owned by a 2 h token; a bootstrap token downloads them with the key, a wrong key is refused" "
+	# init's closing text in the first up's log (kept by the files case):
+	# controlPlaneEndpoint set, no --upload-certs: the control-plane join
+	# command for copied certificates, token withheld
+	expect_grep 'You can now join any number of control-plane nodes by copying certificate authorities' kubeadm-node-1.log
+	expect_grep 'kubeadm join [0-9.]*:6443 --token <value withheld> ' kubeadm-node-1.log
+	expect_grep '[-]-control-plane \$' kubeadm-node-1.log
+	tb node-1 kubeadm certs certificate-key >key
+	expect_grep '^[0-9a-f]\\{64\\}\$' key
+	tb node-1 kubeadm init phase upload-certs --upload-certs --certificate-key \$(cat key) --skip-certificate-key-print >uc.out 2>&1 || { cat uc.out; false; }
+	expect_eq '[upload-certs] Storing the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace' \"\$(cat uc.out)\" 'its output'
+	kc -n kube-system get secret kubeadm-certs -o 'jsonpath={.metadata.ownerReferences[0].name}' >owner
+	expect_grep '^bootstrap-token-[a-z0-9]\\{6\\}\$' owner
+	tb node-1 kubeadm token list >tokens
+	expect_grep \"^\$(sed 's/bootstrap-token-//' owner)\\.[a-z0-9]\\{16\\}  .*  Proxy for managing TTL for the kubeadm-certs secret\" tokens
+	tok=\$(tb node-1 kubeadm token create --ttl 10m)
+	addr1=\$(awk '\$1 == \"node-1\" { print \$2 }' '$TB/nodes.txt')
+	# the stand-in's functions as the node's kubeadm has them (its source)
+	'$SRC_ROOT/tests/fakes/kube-debs/build.sh' --source kubeadm $K8S ha.src
+	sed 's/^if __name__ == \"__main__\":\$/if False:/' ha.src >ha.py
+	cat >>ha.py <<-EOF
+		import io, contextlib
+		ca = read_file(PKI + '/ca.crt')
+		c = Client('https://\$addr1:6443', ca=ca, token='\$tok')
+		with contextlib.redirect_stdout(io.StringIO()):
+		    download_certs(c, '/tmp/ha-pki', '\$(cat key)')
+		for path, _ in SHARED_CERTS:
+		    assert read_file(PKI + '/' + path) == read_file('/tmp/ha-pki/' + path), path
+		try:
+		    with contextlib.redirect_stdout(io.StringIO()):
+		        download_certs(c, '/tmp/ha-pki2', new_certificate_key())
+		    raise SystemExit('a wrong key was taken')
+		except Fail as e:
+		    print(e)
+		try:
+		    with contextlib.redirect_stdout(io.StringIO()):
+		        download_certs(Client('https://\$addr1:6443', ca=ca, timeout=10), '/tmp/ha-pki2', '\$(cat key)')
+		    raise SystemExit('anonymous read the Secret')
+		except Fail as e:
+		    print('anonymous:', e)
+	EOF
+	tb node-1 sh -c 'cat >/tmp/ha.py' <ha.py
+	tb node-1 python3 /tmp/ha.py >dl.out 2>&1 || { cat dl.out; false; }
+	tb node-1 rm -rf /tmp/ha.py /tmp/ha-pki /tmp/ha-pki2
+	expect_grep '^error execution phase control-plane-prepare/download-certs: error downloading certs: error decoding secret data with provided key: cipher: message authentication failed\$' dl.out
+	expect_grep '^anonymous: error execution phase control-plane-prepare/download-certs: error downloading certs: error downloading the secret: .*forbidden' dl.out
+	kc -n kube-system delete secret kubeadm-certs \$(cat owner) >/dev/null
+	tb node-1 kubeadm token delete \${tok%%.*} >/dev/null
+"
+
 echo "# 4-node up (every phase, fresh nodes): $(cat "$TEST_DIR/up1.seconds" 2>/dev/null || echo '?') s"
 test_done

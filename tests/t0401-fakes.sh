@@ -242,6 +242,237 @@ See 'kubectl taint --help' for usage.\"
 See 'kubectl drain --help' for usage.\"
 "
 
+
+test_case "kubeadm HA (issue 36): certs certificate-key, init/join/phase flags and refusals with kubeadm's messages and exit status, before any cluster contact" "
+	export HOME=\$PWD KUBECONFIG=
+	fake kubeadm certs certificate-key >key
+	expect_grep '^[0-9a-f]\\{64\\}\$' key
+	expect_eq 1 \"\$(wc -l <key)\" 'one line'
+	rejects kubeadm 'certs certificate-key --config x' 'unknown flag: --config
+To see the stack trace of this error execute with --v=5 or higher'
+	rejects kubeadm 'init phase upload-certs --token abcdef.0123456789abcdef' 'unknown flag: --token
+To see the stack trace of this error execute with --v=5 or higher'
+	rejects kubeadm 'init phase upload-certs --upload-certs --dry-run' 'kubeadm stand-in (tests/fakes/kube/kubeadm.py): --dry-run is a real flag here that the stand-in does not act on'
+	rejects kubeadm 'join --control-plane-endpoint x:6443' 'unknown flag: --control-plane-endpoint
+To see the stack trace of this error execute with --v=5 or higher'
+	expect_eq '[upload-certs] Skipping phase. Please see --upload-certs' \"\$(fake kubeadm init phase upload-certs)\" 'upload-certs phase without --upload-certs'
+	printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta3' 'kind: ClusterConfiguration' 'controlPlaneEndpoint: 198.18.0.10:6443' >c.yaml
+	rejects kubeadm \"init --config c.yaml --upload-certs --certificate-key \$(cat key)\" \"can not mix '--config' with arguments [certificate-key]
+To see the stack trace of this error execute with --v=5 or higher\"
+	printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta3' 'kind: JoinConfiguration' 'discovery:' '  bootstrapToken: {token: abcdef.0123456789abcdef, apiServerEndpoint: \"198.18.0.10:6443\", unsafeSkipCAVerification: true}' >j.yaml
+	rejects kubeadm 'join --config j.yaml --control-plane' \"can not mix '--config' with arguments [control-plane]
+To see the stack trace of this error execute with --v=5 or higher\"
+	# ValidateCertificateKey: field errors, exit 3 (validation)
+	expect_status 3 fake kubeadm init --upload-certs --certificate-key zz >o 2>e
+	expect_eq 'certificateKey: Invalid value: \"zz\": certificate key decoding error: encoding/hex: invalid byte: U+007A '\"'z'\"'
+To see the stack trace of this error execute with --v=5 or higher' \"\$(cat e)\" 'init --certificate-key zz'
+	expect_status 3 fake kubeadm join 198.18.0.10:6443 --token abcdef.0123456789abcdef --discovery-token-unsafe-skip-ca-verification --control-plane --certificate-key abc >o 2>e
+	expect_eq 'controlPlane.certificateKey: Invalid value: \"abc\": certificate key decoding error: encoding/hex: odd length hex string
+To see the stack trace of this error execute with --v=5 or higher' \"\$(cat e)\" 'join --certificate-key abc'
+	printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta3' 'kind: JoinConfiguration' 'controlPlane:' '  certificateKey: \"0123456789abcdef0123456789abcdef\"' 'discovery:' '  bootstrapToken: {token: abcdef.0123456789abcdef, apiServerEndpoint: \"198.18.0.10:6443\", unsafeSkipCAVerification: true}' >j16.yaml
+	expect_status 3 fake kubeadm join --config j16.yaml >o 2>e
+	expect_eq 'controlPlane.certificateKey: Invalid value: \"0123456789abcdef0123456789abcdef\": invalid certificate key size 16, the key must be an AES key of size 32
+To see the stack trace of this error execute with --v=5 or higher' \"\$(cat e)\" 'JoinConfiguration controlPlane.certificateKey of 16 bytes'
+"
+
+test_case "kubeadm HA (issue 36): the kubeadm-certs Secret round trip (AES-256-GCM: GCM spec vectors; nonce in front, as kubeadm's cryptoutil), wrong key, expired Secret, the control-plane join command and refusals, etcd's flags per minor" "
+	pyfake kubeadm <<-'EOF'
+		# McGrew and Viega's GCM test cases 13 and 14 (AES-256, zero key and nonce)
+		assert _gcm(bytes(32), bytes(12), b'') == (b'', bytes.fromhex('530f8afbc74536b9a963b4f1c4cb738b'))
+		ct, tag = _gcm(bytes(32), bytes(12), bytes(16))
+		assert (ct.hex(), tag.hex()) == ('cea7403d4d606b6e074ec5d3baf39d18', 'd0d1c8a799996bf0265b98b5d48ab919')
+		assert decrypt_bytes(bytes(12) + ct + tag, bytes(32)) == bytes(16)
+		class API:
+		    '''the calls upload_certs and download_certs make, kept in memory'''
+		    def __init__(self):
+		        self.objs = {}
+		    def post(self, path, obj):
+		        obj = dict(obj, metadata=dict(obj['metadata'], uid='u-' + obj['metadata']['name']))
+		        self.objs[path + '/' + obj['metadata']['name']] = obj
+		        return obj
+		    def put(self, path, obj):
+		        self.objs[path] = obj
+		        return obj
+		    def get(self, path):
+		        if path not in self.objs:
+		            raise APIError(404, 'not found')
+		        return self.objs[path]
+		import tempfile, io, contextlib
+		src, dst = tempfile.mkdtemp(), tempfile.mkdtemp()
+		cfg = ClusterCfg({}, 'cp-1', '198.18.0.10', 6443)
+		cfg.cert_dir = src
+		with contextlib.redirect_stdout(io.StringIO()):
+		    write_pki(cfg)
+		key = new_certificate_key()
+		api = API()
+		buf = io.StringIO()
+		with contextlib.redirect_stdout(buf):
+		    upload_certs(api, src, key)
+		assert buf.getvalue() == '[upload-certs] Storing the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace\n', buf.getvalue()
+		sec = api.objs['/api/v1/namespaces/kube-system/secrets/kubeadm-certs']
+		assert sorted(sec['data']) == ['ca.crt', 'ca.key', 'etcd-ca.crt', 'etcd-ca.key', 'front-proxy-ca.crt', 'front-proxy-ca.key', 'sa.key', 'sa.pub'], sorted(sec['data'])
+		owner = sec['metadata']['ownerReferences'][0]
+		tok = api.objs['/api/v1/namespaces/kube-system/secrets/' + owner['name']]
+		d = {k: unb64(v) for k, v in tok['data'].items()}
+		assert d['description'] == 'Proxy for managing TTL for the kubeadm-certs secret', d
+		assert not [k for k in d if k.startswith('usage-')] and 'auth-extra-groups' not in d, d
+		left = parse_rfc3339(d['expiration']) - now()
+		assert 7190 < left <= 7200, left
+		assert owner['kind'] == 'Secret' and owner['controller'] and owner['uid'] == tok['metadata']['uid'], owner
+		# nothing readable without the key: no PEM in the Secret
+		assert all(b'-----BEGIN' not in base64.b64decode(v) for v in sec['data'].values())
+		role = api.objs['/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/kubeadm:kubeadm-certs']
+		assert role['rules'][0]['resourceNames'] == ['kubeadm-certs'], role
+		rb = api.objs['/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/kubeadm:kubeadm-certs']
+		assert rb['subjects'][0]['name'] == 'system:bootstrappers:kubeadm:default-node-token', rb
+		with contextlib.redirect_stdout(io.StringIO()):
+		    download_certs(api, dst, key)
+		for path, _ in SHARED_CERTS:
+		    a, b = os.path.join(src, path), os.path.join(dst, path)
+		    assert open(a, 'rb').read() == open(b, 'rb').read(), path
+		    assert oct(os.stat(b).st_mode & 0o777) == ('0o600' if path.endswith('.key') else '0o644'), (path, oct(os.stat(b).st_mode))
+		assert not os.path.exists(os.path.join(dst, 'apiserver.crt'))
+		# control-plane-prepare on the joining node: its own certificates signed by the downloaded CAs, its
+		# kubeconfigs (no super-admin.conf, no kubelet.conf) and the control-plane manifests without etcd's
+		K8S = tempfile.mkdtemp()
+		MANIFESTS = K8S + '/manifests'
+		j = ClusterCfg({'controlPlaneEndpoint': 'vip.lab:6443', 'certificatesDir': dst}, 'cp-2', '198.18.0.11', 6443)
+		buf = io.StringIO()
+		with contextlib.redirect_stdout(buf):
+		    write_pki(j)
+		    write_kubeconfigs(j, only=('admin.conf', 'controller-manager.conf', 'scheduler.conf'))
+		    write_manifests(j, etcd=False)
+		assert '[certs] Using existing ca certificate authority' in buf.getvalue() and '[certs] Using the existing \"sa\" key' in buf.getvalue(), buf.getvalue()
+		for leaf, ca_ in (('apiserver', 'ca'), ('etcd/server', 'etcd/ca'), ('front-proxy-client', 'front-proxy-ca')):
+		    openssl('verify', '-CAfile', src + '/' + ca_ + '.crt', dst + '/' + leaf + '.crt')
+		dns, ips = _sans(open(dst + '/apiserver.crt').read())
+		assert 'cp-2' in dns and 'vip.lab' in dns and '198.18.0.11' in ips, (dns, ips)
+		assert sorted(os.listdir(K8S)) == ['admin.conf', 'controller-manager.conf', 'manifests', 'scheduler.conf'], os.listdir(K8S)
+		assert sorted(os.listdir(MANIFESTS)) == ['kube-apiserver.yaml', 'kube-controller-manager.yaml', 'kube-scheduler.yaml']
+		assert load_kubeconfig(K8S + '/admin.conf')['server'] == 'https://vip.lab:6443'
+		assert load_kubeconfig(K8S + '/scheduler.conf')['server'] == 'https://198.18.0.11:6443'
+		assert '--advertise-address=198.18.0.11' in open(MANIFESTS + '/kube-apiserver.yaml').read()
+		def refusal(fn):
+		    try:
+		        with contextlib.redirect_stdout(io.StringIO()):
+		            fn()
+		    except Fail as e:
+		        return str(e)
+		    raise AssertionError('no refusal')
+		m = refusal(lambda: download_certs(api, dst, new_certificate_key()))
+		assert m == 'error execution phase control-plane-prepare/download-certs: error downloading certs: error decoding secret data with provided key: cipher: message authentication failed', m
+		del api.objs['/api/v1/namespaces/kube-system/secrets/kubeadm-certs']
+		m = refusal(lambda: download_certs(api, dst, key))
+		assert m == 'error execution phase control-plane-prepare/download-certs: error downloading certs: error downloading the secret: Secret \"kubeadm-certs\" was not found in the \"kube-system\" Namespace. This Secret might have expired. Please, run \`kubeadm init phase upload-certs --upload-certs\` on a control plane to generate a new one', m
+		m = refusal(lambda: check_ready_for_control_plane({}, key))
+		assert m == '''error execution phase preflight: 
+		One or more conditions for hosting a new control plane instance is not satisfied.
+		
+		unable to add a new control plane instance a cluster that doesn't have a stable controlPlaneEndpoint address
+		
+		Please ensure that:
+		* The cluster has a stable controlPlaneEndpoint address.
+		* The certificates that must be shared among control plane instances are provided.
+		'''.replace('\t', ''), m
+		empty = tempfile.mkdtemp()
+		m = refusal(lambda: check_ready_for_control_plane({'controlPlaneEndpoint': 'x:6443', 'certificatesDir': empty}, ''))
+		assert '\n\ncouldn\'t load ca certificate: open %s/ca.crt: no such file or directory\n\n' % empty in m, m
+		check_ready_for_control_plane({'controlPlaneEndpoint': 'x:6443', 'certificatesDir': src}, '')
+		ca = open(src + '/ca.crt').read()
+		h = spki_sha256(ca)
+		assert join_control_plane_command('vip:6443', 'abcdef.0123456789abcdef', ca, key) == 'kubeadm join vip:6443 --token abcdef.0123456789abcdef \\\\\n\t--discovery-token-ca-cert-hash sha256:%s \\\\\n\t--control-plane --certificate-key %s' % (h, key)
+		assert join_control_plane_command('vip:6443', '<value withheld>', ca, '').endswith('\t--control-plane ')
+		# init's closing text (showjoincommand.go): with --upload-certs, with copied certificates, without an endpoint
+		def closing(endpoint, upload, key, token):
+		    c = ClusterCfg({'controlPlaneEndpoint': endpoint}, 'cp-1', '198.18.0.10', 6443)
+		    c.upload_certs, c.certificate_key, c.skip_certificate_key_print = upload, key, False
+		    buf = io.StringIO()
+		    with contextlib.redirect_stdout(buf):
+		        print_join_commands(c, token, ca)
+		    return buf.getvalue().split('\n')
+		lines = closing('vip.lab:6443', True, key, 'abcdef.0123456789abcdef')
+		assert lines[:5] == ['You can now join any number of the control-plane node running the following command on each as root:', '',
+		                     '  kubeadm join vip.lab:6443 --token abcdef.0123456789abcdef \\\\', '\t--discovery-token-ca-cert-hash sha256:%s \\\\' % h,
+		                     '\t--control-plane --certificate-key %s' % key], lines
+		assert lines[5:] == ['', 'Please note that the certificate-key gives access to cluster sensitive data, keep it secret!',
+		                     'As a safeguard, uploaded-certs will be deleted in two hours; If necessary, you can use',
+		                     '\"kubeadm init phase upload-certs --upload-certs\" to reload certs afterward.', '',
+		                     'Then you can join any number of worker nodes by running the following on each as root:', '',
+		                     'kubeadm join vip.lab:6443 --token abcdef.0123456789abcdef \\\\', '\t--discovery-token-ca-cert-hash sha256:%s ' % h, ''], lines
+		lines = closing('vip.lab:6443', False, '', '<value withheld>')
+		assert lines[:7] == ['You can now join any number of control-plane nodes by copying certificate authorities',
+		                     'and service account keys on each node and then running the following as root:', '',
+		                     '  kubeadm join vip.lab:6443 --token <value withheld> \\\\', '\t--discovery-token-ca-cert-hash sha256:%s \\\\' % h,
+		                     '\t--control-plane ', ''], lines
+		assert lines[7] == 'Then you can join any number of worker nodes by running the following on each as root:', lines
+		lines = closing('', False, '', 'abcdef.0123456789abcdef')
+		assert lines[0] == 'Then you can join any number of worker nodes by running the following on each as root:' and len(lines) == 5, lines
+		# etcd's flags: a joining member lists the cluster and says existing
+		cmd = etcd_command('cp-2', '198.18.0.11', '/etc/kubernetes/pki', initial_cluster=[('cp-1', 'https://198.18.0.10:2380'), ('cp-2', 'https://198.18.0.11:2380')])
+		names = [a.split('=')[0] for a in cmd[1:]]
+		assert names == sorted(names), cmd
+		assert '--initial-cluster=cp-1=https://198.18.0.10:2380,cp-2=https://198.18.0.11:2380' in cmd and '--initial-cluster-state=existing' in cmd, cmd
+		assert '--listen-metrics-urls=http://127.0.0.1:2381' in cmd and '--experimental-initial-corrupt-check=true' in cmd and '--experimental-watch-progress-notify-interval=5s' in cmd, cmd
+		cmd = etcd_command('cp-1', '198.18.0.10', '/etc/kubernetes/pki')
+		assert '--initial-cluster=cp-1=https://198.18.0.10:2380' in cmd and not [a for a in cmd if a.startswith('--initial-cluster-state')], cmd
+		print('ok')
+	EOF
+	# kubeadm 1.34 and 1.35: etcd 3.6's names when its etcd is 3.6 (PR 132838); 1.36: always (PR 135701)
+	# ControlPlaneKubeletLocalMode from 1.33: a control plane's kubelet.conf names its own API server
+	for v in 1.30.4 1.34.2 1.36.4; do
+		pyfake kubeadm \$v <<-'EOF'
+			import tempfile, io, contextlib
+			K8S = tempfile.mkdtemp()
+			cfg = ClusterCfg({'controlPlaneEndpoint': 'vip.lab:6443'}, 'cp-1', '198.18.0.10', 6443)
+			cfg.cert_dir = K8S + '/pki'
+			make_ca(cfg.cert_dir + '/ca.key', cfg.cert_dir + '/ca.crt', 'kubernetes')
+			with contextlib.redirect_stdout(io.StringIO()):
+			    write_kubeconfigs(cfg, only=('admin.conf', 'kubelet.conf'))
+			assert load_kubeconfig(K8S + '/admin.conf')['server'] == 'https://vip.lab:6443'
+			want = 'https://198.18.0.10:6443' if FAKE_MINOR >= 33 else 'https://vip.lab:6443'
+			assert load_kubeconfig(K8S + '/kubelet.conf')['server'] == want, load_kubeconfig(K8S + '/kubelet.conf')['server']
+			cmd = etcd_command('cp-1', '198.18.0.10', '/etc/kubernetes/pki')
+			if FAKE_MINOR >= 34:
+			    assert '--feature-gates=InitialCorruptCheck=true' in cmd and '--watch-progress-notify-interval=5s' in cmd, cmd
+			    assert not [a for a in cmd if a.startswith('--experimental-')], cmd
+			    assert etcd_new_flags('registry.k8s.io/etcd:3.5.24-0') == (FAKE_MINOR >= 36)
+			else:
+			    assert '--experimental-initial-corrupt-check=true' in cmd and not [a for a in cmd if a.startswith('--feature-gates')], cmd
+		EOF
+	done
+"
+
+test_case "kubeadm-certs expires with its token (issue 36): the controller manager's tokencleaner deletes the expired token, the garbage collector the Secrets it owns; others stay" "
+	pyfake kube-controller-manager <<-'EOF'
+		class Stub:
+		    writes = 0
+		    def __init__(self, objs):
+		        self.objs = objs
+		        self.deleted = []
+		    def get(self, path, query=None):
+		        if path.endswith('/configmaps/cluster-info'):
+		            raise APIError(404, 'not found')
+		        items = [o for o in self.objs if not query or o.get('type') == query['fieldSelector'].split('=', 1)[1]]
+		        return {'items': items}
+		    def delete(self, path):
+		        self.deleted.append(path.rsplit('/', 1)[1])
+		        self.objs[:] = [o for o in self.objs if o['metadata']['name'] != path.rsplit('/', 1)[1]]
+		        self.writes += 1
+		def token(tid, ttl, uid):
+		    return {'type': 'bootstrap.kubernetes.io/token', 'metadata': {'name': 'bootstrap-token-' + tid, 'uid': uid},
+		            'data': {'token-id': b64(tid), 'token-secret': b64('0123456789abcdef'), 'expiration': b64(rfc3339(now() + ttl))}}
+		objs = [token('aaaaaa', -1, 'u1'), token('bbbbbb', 3600, 'u2'),
+		        {'type': 'Opaque', 'metadata': {'name': 'kubeadm-certs', 'ownerReferences': [{'kind': 'Secret', 'uid': 'u1', 'controller': True}]}},
+		        {'type': 'Opaque', 'metadata': {'name': 'other', 'ownerReferences': [{'kind': 'Secret', 'uid': 'u2'}]}},
+		        {'type': 'Opaque', 'metadata': {'name': 'free'}}]
+		cm = CM.__new__(CM)
+		cm.c, cm.lists, cm.expiry = Stub(objs), {}, None
+		cm.tokens()
+		assert cm.c.deleted == ['bootstrap-token-aaaaaa', 'kubeadm-certs'], cm.c.deleted
+		assert sorted(o['metadata']['name'] for o in objs) == ['bootstrap-token-bbbbbb', 'free', 'other']
+	EOF
+"
+
 test_case "short flags per command: helm list -f is --filter, helm upgrade -f is --values, kubectl -f is --filename" "
 	export HOME=\$PWD KUBECONFIG=
 	FAKE_HELM_VERSION=3.22.0 pyfake helm <<-'EOF'

@@ -34,7 +34,9 @@
 #                     (stale pods are replaced all at once);
 #   deployment        a ReplicaSet per template and its pods (left to the
 #                     scheduler); status replicas/ready/available;
-#   garbagecollector  pods whose owner is gone are deleted;
+#   garbagecollector  pods whose owner is gone are deleted; so are the
+#                     Secrets of kube-system owned by a bootstrap token
+#                     the tokencleaner deleted (kubeadm's kubeadm-certs);
 #   namespace         a terminating namespace is emptied, then removed;
 #   persistentvolume-binder  a PersistentVolume whose claimRef names an
 #                     existing claim (namespace, name, uid) -- how an
@@ -176,18 +178,29 @@ class CM:
     def tokens(self):
         toks = {}
         self.expiry = None
+        gone = set()
         for s in self.items(R("secrets"), "kube-system", {"fieldSelector": "type=" + TOKEN_TYPE}):
             d = {k: unb64(v) for k, v in (s.get("data") or {}).items()}
             exp = d.get("expiration")
             if exp and parse_rfc3339(exp) <= now():
                 self.c.delete(R("secrets").path("kube-system", s["metadata"]["name"]))
                 klog("I", "Deleted expired bootstrap token", secret=s["metadata"]["name"])
+                gone.add(s["metadata"].get("uid"))
                 continue
             if exp:
                 t = parse_rfc3339(exp)
                 self.expiry = t if self.expiry is None else min(self.expiry, t)
             if "token-id" in d and d.get("usage-bootstrap-signing") == "true":
                 toks[d["token-id"]] = d["token-secret"]
+        if gone:
+            # the garbage collector's part: Secrets owned by a token that
+            # went (kubeadm's kubeadm-certs, owned by its 2 h token)
+            for s in self.items(R("secrets"), "kube-system"):
+                if any(o.get("uid") in gone for o in s["metadata"].get("ownerReferences") or []):
+                    try:
+                        self.c.delete(R("secrets").path("kube-system", s["metadata"]["name"]))
+                    except APIError:
+                        pass
         try:
             cm = self.c.get(R("configmaps").path("kube-public", "cluster-info"))
         except APIError as e:

@@ -18,6 +18,12 @@
 #     [--usages] [--groups] [--print-join-command]; token list [-o
 #     text|json|yaml]; token delete; token generate; reset [-f]; version
 #     [-o short|json|yaml].  --kubeconfig (default /etc/kubernetes/admin.conf).
+#   - HA control planes (issue 36; the section "HA: certificate key,
+#     kubeadm-certs, etcd members" below and tests/fakes/README.md): init
+#     --upload-certs [--certificate-key] [--skip-certificate-key-print],
+#     init phase upload-certs, certs certificate-key, join --control-plane
+#     [--certificate-key], the etcd member a joining control plane adds
+#     and reset removes.
 #   - config files: InitConfiguration, ClusterConfiguration,
 #     JoinConfiguration in kubeadm.k8s.io/v1beta3 (kubeadm 1.22 and later)
 #     and v1beta4 (1.31 and later; 1.30 rejects it with the scheme error of
@@ -91,6 +97,7 @@
 # expiry tests); join-delay (SECONDS the join waits before its discovery:
 # a slow node).
 
+import http.client
 import ipaddress
 import shutil
 
@@ -392,7 +399,7 @@ class InitCfg:
         docs = load_config(flags["config"], "init") if flags.get("config") else {}
         if flags.get("config"):
             for f in ("pod-network-cidr", "apiserver-advertise-address", "kubernetes-version", "service-cidr",
-                      "control-plane-endpoint", "node-name", "cri-socket"):
+                      "control-plane-endpoint", "node-name", "cri-socket", "certificate-key"):
                 if f in flags:
                     raise Fail("can not mix '--config' with arguments [%s]" % f)
         ic = docs.get("InitConfiguration", {})
@@ -431,6 +438,10 @@ class InitCfg:
         self.tokens = ic.get("bootstrapTokens")
         self.skip_phases = set(flags.get("skip-phases") or []) | set(ic.get("skipPhases") or [])
         self.patches = (ic.get("patches") or {}).get("directory")
+        # --upload-certs is a flag only; the key a flag or InitConfiguration's certificateKey
+        self.upload_certs = bool(flags.get("upload-certs"))
+        self.certificate_key = flags.get("certificate-key") or ic.get("certificateKey") or ""
+        self.skip_certificate_key_print = bool(flags.get("skip-certificate-key-print"))
         # validation (field errors are aggregated: exit 3)
         if not version_ok(self.version):
             errs.append('kubernetesVersion: Invalid value: "%s": must be a semantic version' % self.version)
@@ -456,6 +467,7 @@ class InitCfg:
                         % self.node_name)
         if self.kubelet_cfg.get("cgroupDriver") not in (None, "systemd", "cgroupfs"):
             errs.append('cgroupDriver: Invalid value: "%s"' % self.kubelet_cfg.get("cgroupDriver"))
+        errs += certificate_key_errors(self.certificate_key, "certificateKey")
         for t in self.tokens or []:
             if t.get("token") and not TOKEN_RE.match(t["token"]):
                 errs.append('bootstrapTokens[0].token: Invalid value: "%s": the bootstrap token is invalid' % t["token"])
@@ -540,7 +552,7 @@ def _cri_ok(sock):
         s.close()
 
 
-def preflight(kind, cri, ignore, cp=True):
+def preflight(kind, cri, ignore, cp=True, ca_check=True):
     """Run the checks of `kind` (init|join); print warnings; return errors
     [(name, message)] not ignored."""
     errors, warnings = [], []
@@ -574,7 +586,7 @@ def preflight(kind, cri, ignore, cp=True):
             err("Port-%d" % p, "Port %d is in use" % p)
     files = ["%s/kube-apiserver.yaml" % MANIFESTS, "%s/kube-controller-manager.yaml" % MANIFESTS,
              "%s/kube-scheduler.yaml" % MANIFESTS, "%s/etcd.yaml" % MANIFESTS] if cp else \
-        [K8S + "/kubelet.conf", K8S + "/bootstrap-kubelet.conf", PKI + "/ca.crt"]
+        [K8S + "/kubelet.conf", K8S + "/bootstrap-kubelet.conf"] + ([PKI + "/ca.crt"] if ca_check else [])
     for f in files:
         if os.path.exists(f):
             err("FileAvailable-" + f.replace("/", "-"), "%s already exists" % f)
@@ -618,6 +630,58 @@ def preflight(kind, cri, ignore, cp=True):
             else:
                 warnings.append(("FileExisting-" + exe, "%s not found in system path" % exe))
     return report(errors, warnings)
+
+
+def preflight_cp_join(ignore, bind_port=6443):
+    """RunInitNodeChecks for a control plane that joins (isSecondaryControlPlane:
+    the checks common with join's ran already): CPUs, memory, the control
+    plane's and etcd's ports, its manifests absent, /var/lib/etcd empty."""
+    errors, warnings = [], []
+    ignore = {i.lower() for i in ignore}
+
+    def err(name, msg):
+        (warnings if "all" in ignore or name.lower() in ignore else errors).append((name, msg))
+
+    if (os.cpu_count() or 1) < 2:
+        err("NumCPU", "the number of available CPUs %d is less than the required 2" % (os.cpu_count() or 1))
+    if _mem_mb() < 1700:
+        err("Mem", "the system RAM (%d MB) is less than the minimum 1700 MB" % _mem_mb())
+    for p in (bind_port, 10259, 10257):
+        if not _port_free(p):
+            err("Port-%d" % p, "Port %d is in use" % p)
+    for f in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"):
+        f = "%s/%s.yaml" % (MANIFESTS, f)
+        if os.path.exists(f):
+            err("FileAvailable-" + f.replace("/", "-"), "%s already exists" % f)
+    for p in (2379, 2380):
+        if not _port_free(p):
+            err("Port-%d" % p, "Port %d is in use" % p)
+    if os.path.isdir("/var/lib/etcd") and os.listdir("/var/lib/etcd"):
+        err("DirAvailable--var-lib-etcd", "/var/lib/etcd is not empty")
+    return report(errors, warnings)
+
+
+class ClusterCfg:
+    """A joining control plane's view of the cluster: the kubeadm-config
+    ClusterConfiguration and this node's name and API endpoint, with the
+    attributes write_pki, write_kubeconfigs and write_manifests read."""
+
+    def __init__(self, cc, node_name, advertise, bind_port):
+        net = cc.get("networking") or {}
+        self.node_name = node_name
+        self.advertise = advertise
+        self.bind_port = bind_port
+        self.svc_subnet = net.get("serviceSubnet") or "10.96.0.0/12"
+        self.pod_subnet = net.get("podSubnet") or ""
+        self.dns_domain = net.get("dnsDomain") or "cluster.local"
+        self.cp_endpoint = cc.get("controlPlaneEndpoint") or ""
+        self.cluster_name = cc.get("clusterName") or "kubernetes"
+        self.cert_dir = cc.get("certificatesDir") or PKI
+        self.image_repo = cc.get("imageRepository") or "registry.k8s.io"
+        self.version = cc.get("kubernetesVersion") or "v" + FAKE_VERSION
+        self.cert_sans = (cc.get("apiServer") or {}).get("certSANs") or []
+
+    endpoint = InitCfg.endpoint
 
 
 def report(errors, warnings):
@@ -763,7 +827,15 @@ def write_pki(cfg):
     write_file(d + "/sa.pub", openssl("pkey", "-in", d + "/sa.key", "-pubout"), 0o600)
 
 
-def write_kubeconfigs(cfg):
+def kubelet_local_mode():
+    """kubeadm's ControlPlaneKubeletLocalMode by default: 1.33 and later."""
+    return FAKE_MINOR >= 33
+
+
+def write_kubeconfigs(cfg, only=None):
+    """init's kubeconfig files; only: the names to write (a control plane
+    that joins writes admin.conf, controller-manager.conf, scheduler.conf:
+    phases/kubeconfig CreateJoinControlPlaneKubeConfigFiles)."""
     d = cfg.cert_dir
     ca = read_file(d + "/ca.crt")
     server = "https://" + cfg.endpoint
@@ -772,9 +844,14 @@ def write_kubeconfigs(cfg):
     entries = [("admin.conf", "kubernetes-admin", ["kubeadm:cluster-admins"] if FAKE_MINOR >= 29 else ["system:masters"], server)]
     if FAKE_MINOR >= 29:
         entries.append(("super-admin.conf", "kubernetes-super-admin", ["system:masters"], server))
-    entries += [("kubelet.conf", "system:node:" + cfg.node_name, ["system:nodes"], server),
+    # ControlPlaneKubeletLocalMode (on by default from 1.33, kubernetes PR
+    # 129956; locked on in 1.35, PR 134106; the gate gone in 1.36, PR
+    # 135773): a control plane's kubelet talks to its own API server
+    entries += [("kubelet.conf", "system:node:" + cfg.node_name, ["system:nodes"], local if kubelet_local_mode() else server),
                 ("controller-manager.conf", "system:kube-controller-manager", [], local),
                 ("scheduler.conf", "system:kube-scheduler", [], local)]
+    if only is not None:
+        entries = [e for e in entries if e[0] in only]
     with tempfile.TemporaryDirectory() as tmp:
         for fname, user, orgs, srv in entries:
             out('[kubeconfig] Writing "%s" kubeconfig file' % fname)
@@ -814,27 +891,29 @@ def pod_manifest(name, image, command, cfg, volumes, probe_port=None, probe_path
     return yaml_dump(pod)
 
 
-def write_manifests(cfg):
+def write_etcd_manifest(cfg, initial_cluster=None):
+    """The etcd static pod (phases/etcd/local.go GetEtcdPodSpec), flags from
+    etcd_command."""
+    d = cfg.cert_dir
+    os.makedirs(MANIFESTS, exist_ok=True)
+    host = "[%s]" % cfg.advertise if ":" in cfg.advertise else cfg.advertise
+    write_file(MANIFESTS + "/etcd.yaml", pod_manifest(
+        "etcd", ETCD_IMAGE, etcd_command(cfg.node_name, cfg.advertise, d, initial_cluster=initial_cluster), cfg,
+        [("etcd-certs", d + "/etcd", False, "DirectoryOrCreate"), ("etcd-data", "/var/lib/etcd", False, "DirectoryOrCreate")],
+        probe_port=2381, probe_path="/health?exclude=NOSPACE&serializable=true", probe_scheme="HTTP",
+        annotations={"kubeadm.kubernetes.io/etcd.advertise-client-urls": "https://%s:2379" % host},
+        requests_cpu="100m"), 0o600)
+
+
+def write_manifests(cfg, etcd=True):
     d = cfg.cert_dir
     v = cfg.version if cfg.version.startswith("v") else "v" + cfg.version
     repo = cfg.image_repo
     os.makedirs(MANIFESTS, exist_ok=True)
     certs = [("ca-certs", "/etc/ssl/certs", True, "DirectoryOrCreate"), ("k8s-certs", d, True, "DirectoryOrCreate")]
-    out('[etcd] Creating static Pod manifest for local etcd in "%s"' % MANIFESTS)
-    etcd = ["etcd", "--advertise-client-urls=https://%s:2379" % cfg.advertise, "--cert-file=%s/etcd/server.crt" % d,
-            "--client-cert-auth=true", "--data-dir=/var/lib/etcd", "--experimental-initial-corrupt-check=true",
-            "--initial-advertise-peer-urls=https://%s:2380" % cfg.advertise,
-            "--initial-cluster=%s=https://%s:2380" % (cfg.node_name, cfg.advertise), "--key-file=%s/etcd/server.key" % d,
-            "--listen-client-urls=https://127.0.0.1:2379,https://%s:2379" % cfg.advertise,
-            "--listen-peer-urls=https://%s:2380" % cfg.advertise, "--name=%s" % cfg.node_name,
-            "--peer-cert-file=%s/etcd/peer.crt" % d, "--peer-client-cert-auth=true", "--peer-key-file=%s/etcd/peer.key" % d,
-            "--peer-trusted-ca-file=%s/etcd/ca.crt" % d, "--snapshot-count=10000", "--trusted-ca-file=%s/etcd/ca.crt" % d]
-    write_file(MANIFESTS + "/etcd.yaml", pod_manifest(
-        "etcd", ETCD_IMAGE, etcd, cfg, [("etcd-certs", d + "/etcd", False, "DirectoryOrCreate"),
-                                       ("etcd-data", "/var/lib/etcd", False, "DirectoryOrCreate")],
-        probe_port=2381, probe_path="/health?exclude=NOSPACE&serializable=true", probe_scheme="HTTP",
-        annotations={"kubeadm.kubernetes.io/etcd.advertise-client-urls": "https://%s:2379" % cfg.advertise},
-        requests_cpu="100m"), 0o600)
+    if etcd:
+        out('[etcd] Creating static Pod manifest for local etcd in "%s"' % MANIFESTS)
+        write_etcd_manifest(cfg)
     out('[control-plane] Using manifest folder "%s"' % MANIFESTS)
     out('[control-plane] Creating static Pod manifest for "kube-apiserver"')
     api = ["kube-apiserver", "--advertise-address=%s" % cfg.advertise, "--allow-privileged=true",
@@ -1207,12 +1286,610 @@ def addons(c, cfg):
     out("[addons] Applied essential addon: kube-proxy")
 
 
+
+# ---------------------------------------------------------------- HA: certificate key, kubeadm-certs, etcd members
+# Copied from kubeadm's sources (kubernetes/kubernetes, cmd/kubeadm/app;
+# facts, not code): phases/copycerts/copycerts.go (the kubeadm-certs Secret:
+# the shared CA, front-proxy CA, etcd CA and sa files, each encrypted with
+# the certificate key and stored under its name with "/" as "-"; owned by a
+# bootstrap token of 2 h that carries no usages, "Proxy for managing TTL for
+# the kubeadm-certs secret", so that the garbage collector deletes it when
+# the token expires; the Role and RoleBinding kubeadm:kubeadm-certs for the
+# bootstrap tokens' group; the "not found" message), util/crypto/crypto.go
+# (AES-GCM with the key's 32 bytes, a random 12-byte nonce in front of the
+# sealed data), apis/kubeadm/validation (ValidateCertificateKey),
+# phases/etcd/local.go and util/etcd/etcd.go (a joining control plane's
+# member is added as a learner through an existing member's client URL,
+# with the etcd healthcheck-client certificate, then promoted;
+# --initial-cluster lists the members as etcd returns them;
+# --initial-cluster-state=existing), cmd/phases/join/preflight.go (the
+# controlPlaneEndpoint refusal), cmd/phases/reset/removeetcdmember.go.
+
+CERTIFICATE_KEY_SIZE = 32
+KUBEADM_CERTS_SECRET = "kubeadm-certs"
+KUBEADM_CERTS_ROLE = "kubeadm:kubeadm-certs"
+CERT_TOKEN_TTL = 2 * 3600
+CERT_TOKEN_DESC = "Proxy for managing TTL for the kubeadm-certs secret"
+# certsToTransfer: the file under the certificates dir -> its name in kubeadm-certs
+SHARED_CERTS = (("ca.crt", "ca.crt"), ("ca.key", "ca.key"), ("front-proxy-ca.crt", "front-proxy-ca.crt"),
+                ("front-proxy-ca.key", "front-proxy-ca.key"), ("sa.pub", "sa.pub"), ("sa.key", "sa.key"),
+                ("etcd/ca.crt", "etcd-ca.crt"), ("etcd/ca.key", "etcd-ca.key"))
+
+
+def klogf(severity, where, msg):
+    """A klog line of kubeadm's printf-style calls (klog.Warningf, V(1).Infof):
+    "W1129 17:50:00.123456    4242 FILE:1] message", on standard error."""
+    t = time.time()
+    lt = time.localtime(t)
+    sys.stderr.write("%s%02d%02d %02d:%02d:%02d.%06d %7d %s:1] %s\n" % (
+        severity, lt.tm_mon, lt.tm_mday, lt.tm_hour, lt.tm_min, lt.tm_sec, int((t % 1) * 1e6), os.getpid(), where, msg))
+    sys.stderr.flush()
+
+
+class GCMError(Exception):
+    pass
+
+
+_LIBCRYPTO = None
+
+
+def _libcrypto():
+    """libcrypto (OpenSSL 3, which the openssl command of every node
+    needs) through ctypes: the standard library has no AES."""
+    global _LIBCRYPTO  # pylint: disable=global-statement
+    if _LIBCRYPTO is None:
+        import ctypes  # pylint: disable=import-outside-toplevel
+        import ctypes.util  # pylint: disable=import-outside-toplevel
+        lib = ctypes.CDLL(ctypes.util.find_library("crypto") or "libcrypto.so.3")
+        lib.EVP_CIPHER_CTX_new.restype = ctypes.c_void_p
+        lib.EVP_CIPHER_CTX_free.argtypes = [ctypes.c_void_p]
+        lib.EVP_aes_256_gcm.restype = ctypes.c_void_p
+        lib.EVP_aes_192_gcm.restype = ctypes.c_void_p
+        lib.EVP_aes_128_gcm.restype = ctypes.c_void_p
+        for f in ("EVP_EncryptInit_ex", "EVP_DecryptInit_ex"):
+            getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+        for f in ("EVP_EncryptUpdate", "EVP_DecryptUpdate"):
+            getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
+                                        ctypes.c_int]
+        for f in ("EVP_EncryptFinal_ex", "EVP_DecryptFinal_ex"):
+            getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+        lib.EVP_CIPHER_CTX_ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        _LIBCRYPTO = (lib, ctypes)
+    return _LIBCRYPTO
+
+
+_EVP_CTRL_GCM_GET_TAG, _EVP_CTRL_GCM_SET_TAG = 0x10, 0x11
+
+
+def _gcm(key, nonce, data, tag=None):
+    """AES-GCM (the key's length picks AES-128/192/256) of data with nonce:
+    (ciphertext, tag) when sealing (tag None), the plaintext when opening
+    (GCMError when the tag does not verify)."""
+    lib, ct = _libcrypto()
+    cipher = {16: lib.EVP_aes_128_gcm, 24: lib.EVP_aes_192_gcm, 32: lib.EVP_aes_256_gcm}.get(len(key))
+    if cipher is None:
+        raise GCMError("crypto/aes: invalid key size %d" % len(key))
+    ctx = lib.EVP_CIPHER_CTX_new()
+    try:
+        enc = tag is None
+        init = lib.EVP_EncryptInit_ex if enc else lib.EVP_DecryptInit_ex
+        update = lib.EVP_EncryptUpdate if enc else lib.EVP_DecryptUpdate
+        final = lib.EVP_EncryptFinal_ex if enc else lib.EVP_DecryptFinal_ex
+        if init(ctx, cipher(), None, key, nonce) != 1:
+            raise GCMError("EVP init failed")
+        buf = ct.create_string_buffer(len(data) + 16)
+        n = ct.c_int(0)
+        if data and update(ctx, buf, ct.byref(n), data, len(data)) != 1:
+            raise GCMError("cipher: message authentication failed")
+        out_ = buf.raw[:n.value]
+        if not enc:
+            tbuf = ct.create_string_buffer(bytes(tag), 16)
+            lib.EVP_CIPHER_CTX_ctrl(ctx, _EVP_CTRL_GCM_SET_TAG, 16, tbuf)
+        m = ct.c_int(0)
+        fbuf = ct.create_string_buffer(16)
+        if final(ctx, fbuf, ct.byref(m)) != 1:
+            raise GCMError("cipher: message authentication failed")
+        out_ += fbuf.raw[:m.value]
+        if enc:
+            tbuf = ct.create_string_buffer(16)
+            lib.EVP_CIPHER_CTX_ctrl(ctx, _EVP_CTRL_GCM_GET_TAG, 16, tbuf)
+            return out_, tbuf.raw
+        return out_
+    finally:
+        lib.EVP_CIPHER_CTX_free(ctx)
+
+
+def encrypt_bytes(data, key):
+    """cryptoutil.EncryptBytes: nonce (12 bytes) + ciphertext + tag (16)."""
+    nonce = secrets.token_bytes(12)
+    sealed, tag = _gcm(key, nonce, data)
+    return nonce + sealed + tag
+
+
+def decrypt_bytes(data, key):
+    """cryptoutil.DecryptBytes."""
+    if len(data) < 12:
+        raise GCMError("size of data is less than the nonce")
+    if len(data) < 12 + 16:
+        raise GCMError("cipher: message authentication failed")
+    return _gcm(key, data[:12], data[12:-16], data[-16:])
+
+
+def go_hex_error(s):
+    """encoding/hex's DecodeString error for s, or None."""
+    for ch in s:
+        if ch not in "0123456789abcdefABCDEF":
+            return "encoding/hex: invalid byte: %s" % go_rune_u(ch)
+    if len(s) % 2:
+        return "encoding/hex: odd length hex string"
+    return None
+
+
+def go_rune_u(ch):
+    """Go's %#U of a rune: U+0067 'g'."""
+    return "U+%04X '%s'" % (ord(ch), ch) if ch.isprintable() else "U+%04X" % ord(ch)
+
+
+def certificate_key_errors(key, path):
+    """ValidateCertificateKey: field errors for a certificate key ("" is
+    no key: fine)."""
+    if not key:
+        return []
+    err = go_hex_error(key)
+    if err:
+        return ['%s: Invalid value: "%s": certificate key decoding error: %s' % (path, key, err)]
+    if len(key) // 2 != CERTIFICATE_KEY_SIZE:
+        return ['%s: Invalid value: "%s": invalid certificate key size %d, the key must be an AES key of size %d'
+                % (path, key, len(key) // 2, CERTIFICATE_KEY_SIZE)]
+    return []
+
+
+def new_certificate_key():
+    return secrets.token_bytes(CERTIFICATE_KEY_SIZE).hex()
+
+
+def upload_certs(c, cert_dir, key):
+    """copycerts.UploadCerts: the kubeadm-certs Secret, owned by a
+    bootstrap token of 2 h, readable by the bootstrap tokens' group."""
+    out('[upload-certs] Storing the certificates in Secret "%s" in the "kube-system" Namespace' % KUBEADM_CERTS_SECRET)
+    raw = bytes.fromhex(key)
+    tok = new_token()
+    sec = token_secret(tok, CERT_TOKEN_TTL, CERT_TOKEN_DESC, [], [])
+    try:
+        retry(lambda: c.post(R("secrets").path("kube-system"), sec), 60, "error creating token")
+    except APIError as e:
+        raise Fail("error creating token: %s" % e) from e
+    owner = c.get(R("secrets").path("kube-system", "bootstrap-token-" + tok.split(".")[0]))
+    data = {}
+    for path, name in SHARED_CERTS:
+        try:
+            with open(os.path.join(cert_dir, path), "rb") as f:
+                blob = encrypt_bytes(f.read(), raw)
+        except FileNotFoundError:
+            blob = b""
+        data[name] = base64.b64encode(blob).decode()
+    obj = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+           "metadata": {"name": KUBEADM_CERTS_SECRET, "namespace": "kube-system",
+                        "ownerReferences": [{"apiVersion": "v1", "kind": "Secret", "name": owner["metadata"]["name"],
+                                             "uid": owner["metadata"].get("uid", ""), "controller": True,
+                                             "blockOwnerDeletion": True}]},
+           "data": data}
+    retry(lambda: create_or_update(c, R("secrets"), "kube-system", obj), 60, "error uploading certs")
+    retry(lambda: create_or_update(c, R("roles"), "kube-system", {
+        "metadata": {"name": KUBEADM_CERTS_ROLE, "namespace": "kube-system"},
+        "rules": [{"apiGroups": [""], "resourceNames": [KUBEADM_CERTS_SECRET], "resources": ["secrets"], "verbs": ["get"]}]}),
+        60, "error uploading certs")
+    retry(lambda: create_or_update(c, R("rolebindings"), "kube-system", {
+        "metadata": {"name": KUBEADM_CERTS_ROLE, "namespace": "kube-system"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": KUBEADM_CERTS_ROLE},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": DEFAULT_GROUP}]}),
+        60, "error uploading certs")
+
+
+def download_certs(client, cert_dir, key):
+    """copycerts.DownloadCerts with the joining node's bootstrap token: every
+    shared file decrypted with key, or the real errors."""
+    out('[download-certs] Downloading the certificates in Secret "%s" in the "kube-system" Namespace' % KUBEADM_CERTS_SECRET)
+    pre = "error execution phase control-plane-prepare/download-certs: error downloading certs: "
+    try:
+        sec = client.get(R("secrets").path("kube-system", KUBEADM_CERTS_SECRET))
+    except APIError as e:
+        if e.code == 404:
+            raise Fail(pre + 'error downloading the secret: Secret "%s" was not found in the "kube-system" Namespace. This '
+                       "Secret might have expired. Please, run `kubeadm init phase upload-certs --upload-certs` on a "
+                       "control plane to generate a new one" % KUBEADM_CERTS_SECRET) from e
+        raise Fail(pre + "error downloading the secret: %s" % e) from e
+    except ConnError as e:
+        raise Fail(pre + "error downloading the secret: %s" % e) from e
+    raw = bytes.fromhex(key)
+    plain = {}
+    for name, enc in (sec.get("data") or {}).items():
+        blob = base64.b64decode(enc)
+        if not blob:
+            plain[name] = b""
+            continue
+        try:
+            plain[name] = decrypt_bytes(blob, raw)
+        except GCMError as e:
+            raise Fail(pre + "error decoding secret data with provided key: %s" % e) from e
+    for path, name in SHARED_CERTS:
+        full = os.path.join(cert_dir, path)
+        if name not in plain:
+            raise Fail(pre + "the Secret does not include the required certificate or key - name: %s, path: %s"
+                       % (path, full))
+        if not plain[name]:
+            continue
+        text = plain[name].decode(errors="replace")
+        if "PRIVATE KEY-----" in text:
+            write_file(full, text, 0o600)
+        elif "-----BEGIN" in text:
+            write_file(full, text, 0o644)
+        else:
+            raise Fail(pre + "unknown data found in Secret entry")
+
+
+def shared_certificates_missing(cert_dir):
+    """certs.SharedCertificateExists: the first shared file this node lacks,
+    as its error (a control plane joined without --certificate-key brings
+    them itself)."""
+    for path, _ in SHARED_CERTS:
+        full = os.path.join(cert_dir, path)
+        if not os.path.exists(full):
+            what = "key" if path.endswith(".key") else "certificate"
+            if path.startswith("sa."):
+                return "couldn't load service account %s: open %s: no such file or directory" % (
+                    "key" if path == "sa.key" else "public key", full)
+            return "couldn't load %s %s: open %s: no such file or directory" % (path.rsplit(".", 1)[0], what, full)
+    return None
+
+
+def check_ready_for_control_plane(cc, cert_key):
+    """phases/join/preflight.go checkIfReadyForAdditionalControlPlane: a
+    cluster without controlPlaneEndpoint takes no second control plane; one
+    that joins without a certificate key must hold the shared files."""
+    why = None
+    if not cc.get("controlPlaneEndpoint"):
+        why = "unable to add a new control plane instance a cluster that doesn't have a stable controlPlaneEndpoint address"
+    elif not cert_key:
+        why = shared_certificates_missing(cc.get("certificatesDir") or PKI)
+    if why:
+        raise Fail("error execution phase preflight: \nOne or more conditions for hosting a new control plane instance "
+                   "is not satisfied.\n\n%s\n\nPlease ensure that:\n* The cluster has a stable controlPlaneEndpoint "
+                   "address.\n* The certificates that must be shared among control plane instances are provided.\n" % why)
+
+
+# ---- etcd
+
+
+def etcd_new_flags(etcd_image):
+    """Whether this kubeadm writes etcd 3.6's flag names
+    (--feature-gates=InitialCorruptCheck=true, --watch-progress-notify-interval)
+    instead of the experimental ones: kubernetes PR 132838 (1.34: when the
+    etcd version is 3.6.0 or later), PR 135701 (1.36: always)."""
+    if FAKE_MINOR >= 36:
+        return True
+    if FAKE_MINOR < 34:
+        return False
+    m = re.search(r":v?(\d+)\.(\d+)\.(\d+)", etcd_image or "")
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (3, 6)
+
+
+def etcd_command(node_name, advertise, cert_dir, data_dir="/var/lib/etcd", initial_cluster=None, image=None):
+    """getEtcdCommand: etcd's flags as kubeadm writes them (sorted by name);
+    initial_cluster: [(name, peer URL)] of a joining member (with
+    --initial-cluster-state=existing), None for init's single member."""
+    local = "::1" if ":" in advertise else "127.0.0.1"
+    host = "[%s]" % advertise if ":" in advertise else advertise
+    lhost = "[%s]" % local if ":" in local else local
+    peer = "https://%s:2380" % host
+    client = "https://%s:2379" % host
+    args = {"name": node_name, "listen-client-urls": "https://%s:2379,%s" % (lhost, client),
+            "advertise-client-urls": client, "listen-peer-urls": peer, "initial-advertise-peer-urls": peer,
+            "data-dir": data_dir, "cert-file": cert_dir + "/etcd/server.crt", "key-file": cert_dir + "/etcd/server.key",
+            "trusted-ca-file": cert_dir + "/etcd/ca.crt", "client-cert-auth": "true",
+            "peer-cert-file": cert_dir + "/etcd/peer.crt", "peer-key-file": cert_dir + "/etcd/peer.key",
+            "peer-trusted-ca-file": cert_dir + "/etcd/ca.crt", "peer-client-cert-auth": "true",
+            "snapshot-count": "10000", "listen-metrics-urls": "http://%s:2381" % lhost}
+    if etcd_new_flags(image or ETCD_IMAGE):
+        args["feature-gates"] = "InitialCorruptCheck=true"
+        args["watch-progress-notify-interval"] = "5s"
+    else:
+        args["experimental-initial-corrupt-check"] = "true"
+        args["experimental-watch-progress-notify-interval"] = "5s"
+    if initial_cluster:
+        args["initial-cluster"] = ",".join("%s=%s" % m for m in initial_cluster)
+        args["initial-cluster-state"] = "existing"
+    else:
+        args["initial-cluster"] = "%s=%s" % (node_name, peer)
+    return ["etcd"] + ["--%s=%s" % (k, args[k]) for k in sorted(args)]
+
+
+class EtcdError(Exception):
+    pass
+
+
+# util/etcd's retries (etcdBackoff: 11 steps from 50 ms, doubling: about
+# 100 s in all); a test sets it lower
+ETCD_RETRY_SECONDS = 100.0
+
+
+def etcd_retrying(fn):
+    """fn() again on an EtcdError until ETCD_RETRY_SECONDS have passed; then
+    the last error."""
+    deadline = now() + ETCD_RETRY_SECONDS
+    delay = 0.05
+    while True:
+        try:
+            return fn()
+        except EtcdError:
+            if now() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+class EtcdClient:
+    """etcd's v3 API through its JSON gateway (POST /v3/...), over TLS
+    with the etcd CA and the etcd healthcheck-client certificate (util/etcd
+    NewFromCluster), trying each endpoint in turn."""
+
+    def __init__(self, endpoints, cert_dir):
+        self.endpoints = list(endpoints)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(cert_dir + "/etcd/ca.crt")
+        ctx.check_hostname = False  # the endpoints are the advertised IPs, which the server certificates hold
+        ctx.load_cert_chain(cert_dir + "/etcd/healthcheck-client.crt", cert_dir + "/etcd/healthcheck-client.key")
+        self.ctx = ctx
+
+    def call(self, path, body, endpoints=None):
+        last = None
+        for ep in endpoints or self.endpoints:
+            u = urllib.parse.urlsplit(ep)
+            try:
+                conn = http.client.HTTPSConnection(u.hostname, u.port or 2379, context=self.ctx, timeout=10)
+                conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+                r = conn.getresponse()
+                data = r.read()
+                conn.close()
+            except (OSError, http.client.HTTPException) as e:
+                last = EtcdError("dial %s: %s" % (ep, e))
+                continue
+            try:
+                doc = json.loads(data or b"{}")
+            except ValueError as e:
+                raise EtcdError("etcd %s %s: not JSON" % (ep, path)) from e
+            if r.status != 200:
+                raise EtcdError(doc.get("message") or doc.get("error") or "HTTP %d" % r.status)
+            return doc
+        raise last or EtcdError("no etcd endpoints")
+
+    def sync(self):
+        """Sync: the endpoints become the members' client URLs."""
+        try:
+            ms = etcd_retrying(self.members)
+        except EtcdError as e:
+            raise EtcdError("error syncing endpoints with etcd: %s" % e) from e
+        eps = [u for m in ms for u in (m.get("clientURLs") or [])]
+        if eps:
+            self.endpoints = list(dict.fromkeys(eps))
+
+    def members(self):
+        return self.call("/v3/cluster/member/list", {}).get("members") or []
+
+    def status(self, ep):
+        return self.call("/v3/maintenance/status", {}, [ep])
+
+
+def etcd_endpoints_from_pods(c):
+    """util/etcd NewFromCluster: the client URLs in the annotation of the
+    etcd static pods' mirror pods."""
+    try:
+        pods = c.get(R("pods").path("kube-system"), {"labelSelector": "component=etcd,tier=control-plane"})["items"]
+    except (APIError, ConnError) as e:
+        raise EtcdError("could not retrieve the list of etcd endpoints: %s" % e) from e
+    eps = []
+    for p in pods:
+        u = (p["metadata"].get("annotations") or {}).get("kubeadm.kubernetes.io/etcd.advertise-client-urls")
+        if u and u not in eps:
+            eps.append(u)
+    if not eps:
+        raise EtcdError("could not retrieve the list of etcd endpoints: etcd Pods exist, but no etcd endpoint annotations "
+                        "were found" if pods else "could not retrieve the list of etcd endpoints: no etcd Pods")
+    return eps
+
+
+def etcd_join(c, cfg, phase="control-plane-join/etcd"):
+    """CreateStackedEtcdStaticPodManifestFile: this node's member added as a
+    learner (kept when a member with its peer URL is there already: a join
+    tried again), the manifest written with the members etcd lists (a member
+    without a name yet is named by its ID in hex), the learner promoted once
+    it has caught up, then every member's status answered (8 tries, 5 s
+    apart)."""
+    pre = "error execution phase %s: error creating local etcd static pod manifest file: " % phase
+    host = "[%s]" % cfg.advertise if ":" in cfg.advertise else cfg.advertise
+    peer = "https://%s:2380" % host
+    try:
+        ec = EtcdClient(etcd_endpoints_from_pods(c), cfg.cert_dir)
+        ec.sync()
+        members = etcd_retrying(ec.members)
+        mine = [m for m in members if peer in (m.get("peerURLs") or [])]
+        if mine:
+            new_id = mine[0]["ID"]
+        else:
+            resp = etcd_retrying(lambda: ec.call("/v3/cluster/member/add", {"peerURLs": [peer], "isLearner": True}))
+            new_id = resp["member"]["ID"]
+            members = resp.get("members") or []
+        cluster = []
+        for m in members:
+            if m.get("ID") == new_id:
+                cluster.append((cfg.node_name, peer))
+            else:
+                cluster.append((m.get("name") or "%x" % int(m["ID"]), (m.get("peerURLs") or [""])[0]))
+        ec.endpoints = list(dict.fromkeys(ec.endpoints + ["https://%s:2379" % host]))
+        out("[etcd] Announced new etcd member joining to the existing etcd cluster")
+        out('[etcd] Creating static Pod manifest for "etcd"')
+        write_etcd_manifest(cfg, cluster)
+
+        def promote():
+            m = [x for x in ec.members() if x.get("ID") == new_id]
+            if not m:
+                raise EtcdError("member %x not found" % int(new_id))
+            if m[0].get("isLearner"):
+                ec.call("/v3/cluster/member/promote", {"ID": new_id})
+        etcd_retrying(promote)
+        out("[etcd] Waiting for the new etcd member to join the cluster. This can take up to 40s")
+        for attempt in range(8):
+            if attempt:
+                time.sleep(5)
+            try:
+                for ep in ec.endpoints:
+                    ec.status(ep)
+                break
+            except EtcdError:
+                continue
+        else:
+            raise EtcdError("timeout waiting for etcd cluster to be available")
+    except EtcdError as e:
+        raise Fail(pre + str(e)) from e
+
+
+def node_runs_real_etcd():
+    """Whether the kubelet stand-in runs the etcd static pod as a real etcd
+    on this node (the paths it looks at: Debian's etcd-server or a copy of
+    tests/testbed/etcd-debs.sh's).  Without one the etcd pod is a
+    placeholder, the API server stand-in keeps its objects itself, and
+    there is no etcd cluster to leave: reset removes no member."""
+    return any(os.access(p, os.X_OK) for p in ("/usr/local/bin/etcd", "/usr/bin/etcd"))
+
+
+def etcd_remove_self(kubeconfig, advertise, cert_dir, verbose):
+    """RemoveStackedEtcdMemberFromCluster: this node's member removed
+    (nothing when it is the last and only member).  Errors: the real
+    warning, the reset goes on."""
+    host = "[%s]" % advertise if ":" in advertise else advertise
+    peer, client_url = "https://%s:2380" % host, "https://%s:2379" % host
+    try:
+        c = api_admin(kubeconfig)
+        ec = EtcdClient(etcd_endpoints_from_pods(c), cert_dir)
+        ec.sync()
+        members = etcd_retrying(ec.members)
+        if len(members) == 1 and client_url in ec.endpoints:
+            if verbose:
+                klogf("I", "local.go", "[etcd] This is the only remaining etcd member in the etcd cluster, skip removing it")
+            return
+        mine = [m for m in members if peer in (m.get("peerURLs") or [])]
+        if not mine:
+            return
+        if verbose:
+            klogf("I", "local.go", "[etcd] removing etcd member: %s, id: %d" % (peer, int(mine[0]["ID"])))
+        etcd_retrying(lambda: ec.call("/v3/cluster/member/remove", {"ID": mine[0]["ID"]}))
+    except (EtcdError, Fail, APIError, ConnError, OSError, ssl.SSLError) as e:
+        klogf("W", "removeetcdmember.go",
+              "[reset] Failed to remove etcd member: %s, please manually remove this etcd member using etcdctl" % e)
+
+
+def cmd_init_phase(argv):
+    """kubeadm init phase upload-certs (the only phase the stand-in runs on
+    its own): with --upload-certs, the kubeadm-certs Secret again (a new
+    key unless --certificate-key), read with --kubeconfig's credentials."""
+    if not argv or argv[0] in ("-h", "--help"):
+        out("Use this command to invoke single phase of the init workflow")
+        return 0
+    sub, rest = split_command(argv, ("kubeconfig", "v", "rootfs", "vmodule", "config", "certificate-key"))
+    if sub != "upload-certs":
+        raise FlagNotModelled("init phase %s: only the upload-certs phase is modelled" % sub)
+    flags, pos = parse_args(rest, "init phase upload-certs", {"config": "str", "upload-certs": "bool",
+                                                              "certificate-key": "str", "kubeconfig": "str",
+                                                              "skip-certificate-key-print": "bool"})
+    if pos:
+        raise Fail('unknown command "%s" for "kubeadm init phase upload-certs"' % pos[0])
+    cfg = InitCfg({k: v for k, v in flags.items() if k != "kubeconfig"})
+    if not cfg.upload_certs:
+        out("[upload-certs] Skipping phase. Please see --upload-certs")
+        return 0
+    c = api_admin(flags.get("kubeconfig", K8S + "/admin.conf"))
+    key = cfg.certificate_key or new_certificate_key()
+    try:
+        upload_certs(c, cfg.cert_dir, key)
+    except (APIError, ConnError) as e:
+        raise Fail("error execution phase upload-certs: error uploading certs: %s" % e) from e
+    except Fail as e:
+        raise Fail("error execution phase upload-certs: error uploading certs: %s" % e) from e
+    if not cfg.skip_certificate_key_print:
+        out("[upload-certs] Using certificate key:")
+        out(key)
+    return 0
+
+
+def mark_control_plane(c, node_name, taints, timeout, phase="mark-control-plane"):
+    """phases/markcontrolplane: the control-plane labels and taints on the Node."""
+    out("[mark-control-plane] Marking the node %s as control-plane by adding the labels: "
+        "[node-role.kubernetes.io/control-plane node.kubernetes.io/exclude-from-external-load-balancers]" % node_name)
+    out("[mark-control-plane] Marking the node %s as control-plane by adding the taints [%s]"
+        % (node_name, " ".join("%s:%s" % (t["key"], t["effect"]) for t in taints)))
+    deadline = now() + timeout
+    while True:
+        try:
+            node = c.get(R("nodes").path(None, node_name))
+            labels = dict(node["metadata"].get("labels") or {})
+            labels["node-role.kubernetes.io/control-plane"] = ""
+            labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
+            cur = node["spec"].get("taints") or []
+            for t in taints:
+                if not any(x.get("key") == t["key"] and x.get("effect") == t["effect"] for x in cur):
+                    cur.append(t)
+            c.patch(R("nodes").path(None, node_name), {"metadata": {"labels": labels}, "spec": {"taints": cur}})
+            return
+        except (APIError, ConnError) as e:
+            if now() > deadline:
+                raise Fail("error execution phase %s: error patching node \"%s\" through apiserver: %s"
+                           % (phase, node_name, e)) from e
+            time.sleep(1)
+
+
+def join_control_plane_command(endpoint, token, ca_pem, key):
+    """cmd/util/join.go's template with ControlPlane set."""
+    return ("kubeadm join %s --token %s \\\n\t--discovery-token-ca-cert-hash sha256:%s \\\n\t--control-plane %s"
+            % (endpoint, token, spki_sha256(ca_pem), ("--certificate-key " + key) if key else ""))
+
+
+def print_join_commands(cfg, token, ca):
+    """The end of init's text (showjoincommand.go's template): with a
+    controlPlaneEndpoint the control-plane join command first (worded for
+    --upload-certs or for copied certificates), then the worker's."""
+    if cfg.cp_endpoint:
+        key = "<value withheld>" if cfg.skip_certificate_key_print else cfg.certificate_key
+        cp_cmd = join_control_plane_command(cfg.endpoint, token, ca, key)
+        if cfg.upload_certs:
+            out("You can now join any number of the control-plane node running the following command on each as root:")
+            out("")
+            out("  " + cp_cmd)
+            out("")
+            out("Please note that the certificate-key gives access to cluster sensitive data, keep it secret!")
+            out("As a safeguard, uploaded-certs will be deleted in two hours; If necessary, you can use")
+            out('"kubeadm init phase upload-certs --upload-certs" to reload certs afterward.')
+            out("")
+        else:
+            out("You can now join any number of control-plane nodes by copying certificate authorities")
+            out("and service account keys on each node and then running the following as root:")
+            out("")
+            out("  " + cp_cmd)
+            out("")
+    out("Then you can join any number of worker nodes by running the following on each as root:")
+    out("")
+    out("kubeadm join %s --token %s \\" % (cfg.endpoint, token))
+    out("\t--discovery-token-ca-cert-hash sha256:%s " % spki_sha256(ca))
+
+
 def cmd_init(argv):
+    if argv and argv[0] == "phase":
+        return cmd_init_phase(argv[1:])
     flags, _ = parse_args(argv, "init", {"config": "str", "skip-token-print": "bool", "ignore-preflight-errors": "list",
                                          "pod-network-cidr": "str", "apiserver-advertise-address": "str",
                                          "node-name": "str", "kubernetes-version": "str", "service-cidr": "str",
                                          "control-plane-endpoint": "str", "upload-certs": "bool", "skip-phases": "list",
-                                         "cri-socket": "str", "token-ttl": "dur", "dry-run": "bool"})
+                                         "cri-socket": "str", "token-ttl": "dur", "dry-run": "bool",
+                                         "certificate-key": "str", "skip-certificate-key-print": "bool"})
     cfg = InitCfg(flags)
     out("[init] Using Kubernetes version: %s" % cfg.version)
     out("[preflight] Running pre-flight checks")
@@ -1254,30 +1931,19 @@ def cmd_init(argv):
     retry(lambda: create_or_update(c, R("configmaps"), "kube-system", {
         "metadata": {"name": "kubelet-config", "namespace": "kube-system"}, "data": {"kubelet": kubelet_yaml}}),
         60, "error creating kubelet configuration ConfigMap")
-    out("[upload-certs] Skipping phase. Please see --upload-certs")
-    out("[mark-control-plane] Marking the node %s as control-plane by adding the labels: "
-        "[node-role.kubernetes.io/control-plane node.kubernetes.io/exclude-from-external-load-balancers]" % cfg.node_name)
-    taints = cfg.taints if cfg.taints is not None else [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
-    out("[mark-control-plane] Marking the node %s as control-plane by adding the taints [%s]"
-        % (cfg.node_name, " ".join("%s:%s" % (t["key"], t["effect"]) for t in taints)))
-    deadline = now() + cfg.cp_timeout
-    while True:
+    if cfg.upload_certs:
+        cfg.certificate_key = cfg.certificate_key or new_certificate_key()
         try:
-            node = c.get(R("nodes").path(None, cfg.node_name))
-            labels = dict(node["metadata"].get("labels") or {})
-            labels["node-role.kubernetes.io/control-plane"] = ""
-            labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
-            cur = node["spec"].get("taints") or []
-            for t in taints:
-                if not any(x.get("key") == t["key"] and x.get("effect") == t["effect"] for x in cur):
-                    cur.append(t)
-            c.patch(R("nodes").path(None, cfg.node_name), {"metadata": {"labels": labels}, "spec": {"taints": cur}})
-            break
-        except (APIError, ConnError) as e:
-            if now() > deadline:
-                raise Fail("error execution phase mark-control-plane: error patching node \"%s\" through apiserver: %s"
-                           % (cfg.node_name, e)) from e
-            time.sleep(1)
+            upload_certs(c, cfg.cert_dir, cfg.certificate_key)
+        except (APIError, ConnError, Fail) as e:
+            raise Fail("error execution phase upload-certs: error uploading certs: %s" % e) from e
+        if not cfg.skip_certificate_key_print:
+            out("[upload-certs] Using certificate key:")
+            out(cfg.certificate_key)
+    else:
+        out("[upload-certs] Skipping phase. Please see --upload-certs")
+    taints = cfg.taints if cfg.taints is not None else [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
+    mark_control_plane(c, cfg.node_name, taints, cfg.cp_timeout)
     tokens = cfg.tokens if cfg.tokens else [{}]
     first_token = None
     for t in tokens:
@@ -1331,11 +1997,8 @@ def cmd_init(argv):
     out("Run \"kubectl apply -f [podnetwork].yaml\" with one of the options listed at:")
     out("  https://kubernetes.io/docs/concepts/cluster-administration/addons/")
     out("")
-    out("Then you can join any number of worker nodes by running the following on each as root:")
-    out("")
     shown = "<value withheld>" if flags.get("skip-token-print") else first_token
-    out("kubeadm join %s --token %s \\" % (cfg.endpoint, shown))
-    out("\t--discovery-token-ca-cert-hash sha256:%s " % spki_sha256(ca))
+    print_join_commands(cfg, shown, ca)
     return 0
 
 
@@ -1359,12 +2022,18 @@ def cmd_join(argv):
                                            "discovery-token-unsafe-skip-ca-verification": "bool", "node-name": "str",
                                            "ignore-preflight-errors": "list", "cri-socket": "str", "control-plane": "bool",
                                            "certificate-key": "str", "apiserver-advertise-address": "str",
-                                           "patches": "str"})
+                                           "apiserver-bind-port": "int", "patches": "str"})
     timeout = 300.0
     extra = {}
+    taints = None
     patches = flags.get("patches")
+    control_plane = bool(flags.get("control-plane"))
+    cert_key = flags.get("certificate-key") or ""
+    advertise = flags.get("apiserver-advertise-address") or ""
+    bind_port = int(flags.get("apiserver-bind-port") or 6443)
     if flags.get("config"):
-        for f in ("token", "discovery-token", "discovery-token-ca-cert-hash", "node-name", "cri-socket"):
+        for f in ("token", "discovery-token", "discovery-token-ca-cert-hash", "node-name", "cri-socket", "control-plane",
+                  "certificate-key", "apiserver-advertise-address", "apiserver-bind-port"):
             if f in flags:
                 raise Fail("can not mix '--config' with arguments [%s]" % f)
         if pos:
@@ -1391,6 +2060,15 @@ def cmd_join(argv):
             extra = {a.get("name"): a.get("value") for a in extra}
         ignore = list(nr.get("ignorePreflightErrors") or []) + flags.get("ignore-preflight-errors", [])
         patches = patches or (jc.get("patches") or {}).get("directory")
+        taints = nr.get("taints")
+        # JoinConfiguration.controlPlane: present = a control plane joins
+        if jc.get("controlPlane") is not None:
+            control_plane = True
+            jcp = jc.get("controlPlane") or {}
+            cert_key = jcp.get("certificateKey") or ""
+            lep = jcp.get("localAPIEndpoint") or {}
+            advertise = lep.get("advertiseAddress") or ""
+            bind_port = int(lep.get("bindPort") or 6443)
     else:
         endpoint = pos[0] if pos else ""
         token = flags.get("discovery-token") or flags.get("token") or ""
@@ -1414,10 +2092,16 @@ def cmd_join(argv):
         if not re.match(r"^sha256:[0-9a-fA-F]{64}$", h):
             errs.append('discovery.bootstrapToken.caCertHashes: Invalid value: "%s": invalid hash "%s", expected a 32 byte '
                         'SHA-256 hash' % (h, h))
+    if control_plane:
+        advertise = advertise or default_iface_ip()
+        if not re.match(r"^\d+\.\d+\.\d+\.\d+$", advertise):
+            errs.append('controlPlane.localAPIEndpoint.advertiseAddress: Invalid value: "%s": must be a valid IP address'
+                        % advertise)
+        errs += certificate_key_errors(cert_key, "controlPlane.certificateKey")
     if errs:
         raise Fail(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]", 3)
     out("[preflight] Running pre-flight checks")
-    perrs = preflight("join", cri, ignore, cp=False)
+    perrs = preflight("join", cri, ignore, cp=False, ca_check=not control_plane)
     if perrs:
         preflight_fail(perrs)
     delay = knob("join-delay")
@@ -1477,6 +2161,17 @@ def cmd_join(argv):
     except (APIError, ConnError) as e:
         raise Fail("error execution phase preflight: unable to fetch the kubeadm-config ConfigMap: %s" % e) from e
     cc = yaml_load(kcm["data"]["ClusterConfiguration"]) or {}
+    cpcfg = None
+    if control_plane:
+        check_ready_for_control_plane(cc, cert_key)
+        out("[preflight] Running pre-flight checks before initializing the new control plane instance")
+        perrs = preflight_cp_join(ignore, bind_port)
+        if perrs:
+            preflight_fail(perrs)
+        out("[preflight] Pulling images required for setting up a Kubernetes cluster")
+        out("[preflight] This might take a minute or two, depending on the speed of your internet connection")
+        out("[preflight] You can also perform this action in beforehand using 'kubeadm config images pull'")
+        cpcfg = ClusterCfg(cc, node, advertise, bind_port)
     try:
         existing = secure.get(R("nodes").path(None, node))
         ready = [c for c in (existing.get("status") or {}).get("conditions", []) if c.get("type") == "Ready"]
@@ -1486,18 +2181,34 @@ def cmd_join(argv):
     except APIError as e:
         if e.code != 404:
             raise Fail("error execution phase kubelet-start: cannot get Node \"%s\": %s" % (node, e)) from e
+    if cpcfg:
+        # control-plane-prepare: download-certs, certs, kubeconfig, control-plane
+        os.makedirs(cpcfg.cert_dir, exist_ok=True)
+        if cert_key:
+            download_certs(secure, cpcfg.cert_dir, cert_key)
+        write_pki(cpcfg)
+        out("[kubeconfig] Generating kubeconfig files")
+        write_kubeconfigs(cpcfg, only=("admin.conf", "controller-manager.conf", "scheduler.conf"))
+        write_manifests(cpcfg, etcd=False)
     # kubelet-start
     os.makedirs(PKI, exist_ok=True)
     write_file(PKI + "/ca.crt", ca_pem, 0o644)
     cluster = cc.get("clusterName") or "kubernetes"
+    # a control plane in ControlPlaneKubeletLocalMode bootstraps through its
+    # own API server, which its etcd member (etcd-join, below) lets start
+    local_mode = cpcfg is not None and kubelet_local_mode()
+    server = "https://%s:%d" % (cpcfg.advertise, cpcfg.bind_port) if local_mode else "https://" + endpoint
     write_file(K8S + "/bootstrap-kubelet.conf",
-               kubeconfig_text(cluster, "https://" + endpoint, ca_pem, "tls-bootstrap-token-user", token=token), 0o600)
+               kubeconfig_text(cluster, server, ca_pem, "tls-bootstrap-token-user", token=token), 0o600)
     # the cluster's configuration, defaulted again on this node (resolvConf)
     kubelet_yaml = yaml_dump(default_resolv_conf(yaml_load(kubelet_cm["data"]["kubelet"]) or {}))
     write_kubelet_files(kubelet_yaml, hostname_override=node if node != socket.gethostname().lower() else None,
                         extra=extra, patches=patches)
     start_kubelet()
     wait_kubelet(240)
+    if local_mode:
+        # etcd-join (1.33+: before kubelet-wait-bootstrap), as admin.conf's user
+        etcd_join(api_admin(K8S + "/admin.conf"), cpcfg, "etcd-join")
     out("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
     t0 = now()
     while not os.path.exists(K8S + "/kubelet.conf"):
@@ -1508,6 +2219,32 @@ def cmd_join(argv):
         os.unlink(K8S + "/bootstrap-kubelet.conf")
     except OSError:
         pass
+    if cpcfg:
+        # control-plane-join: etcd, mark-control-plane (as admin.conf's user)
+        c = api_admin(K8S + "/admin.conf")
+        if not local_mode:
+            etcd_join(c, cpcfg)
+        mark_control_plane(c, node, taints if taints is not None else
+                           [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}], 240,
+                           "control-plane-join/mark-control-plane")
+        out("")
+        out("This node has joined the cluster and a new control plane instance was created:")
+        out("")
+        out("* Certificate signing request was sent to apiserver and approval was received.")
+        out("* The Kubelet was informed of the new secure connection details.")
+        out("* Control plane label and taint were applied to the new node.")
+        out("* The Kubernetes control plane instances scaled up.")
+        out("* A new etcd member was added to the local/stacked etcd cluster.")
+        out("")
+        out("To start administering your cluster from this node, you need to run the following as a regular user:")
+        out("")
+        out("\tmkdir -p $HOME/.kube")
+        out("\tsudo cp -i /etc/kubernetes/admin.conf $HOME/.kube/config")
+        out("\tsudo chown $(id -u):$(id -g) $HOME/.kube/config")
+        out("")
+        out("Run 'kubectl get nodes' to see this node join the cluster.")
+        out("")
+        return 0
     out("")
     out("This node has joined the cluster:")
     out("* Certificate signing request was sent to apiserver and a response was received.")
@@ -1649,6 +2386,20 @@ def cmd_reset(argv):
         if ans not in ("y", "yes"):
             raise Fail("aborted reset operation")
     out("[preflight] Running pre-flight checks")
+    # remove-etcd-member (phases/reset/removeetcdmember.go): a node with a
+    # local etcd manifest leaves the etcd cluster first; silent unless
+    # --v=1 or more, a warning when it fails
+    etcd_yaml = read_file(MANIFESTS + "/etcd.yaml")
+    if etcd_yaml and node_runs_real_etcd():
+        ann = ((yaml_load(etcd_yaml) or {}).get("metadata") or {}).get("annotations") or {}
+        url = ann.get("kubeadm.kubernetes.io/etcd.advertise-client-urls", "")
+        host = urllib.parse.urlsplit(url).hostname if url else None
+        if host:
+            try:
+                verbose = int(flags.get("v") or 0) >= 1
+            except ValueError:
+                verbose = False
+            etcd_remove_self(flags.get("kubeconfig", K8S + "/admin.conf"), host, flags.get("cert-dir", PKI), verbose)
     if os.path.isdir("/var/lib/etcd"):
         shutil.rmtree("/var/lib/etcd", ignore_errors=True)
         out("[reset] Deleted contents of the etcd data directory: /var/lib/etcd")
@@ -2096,6 +2847,13 @@ def cmd_certs(argv):
         out("Commands related to handling kubernetes certificates")
         return 0
     sub, rest = split_command(argv)
+    if sub == "certificate-key":
+        # kubeadm certs certificate-key (app/cmd/certs.go): a new key, hex
+        _, pos = parse_args(rest, "certs certificate-key", {})
+        if pos:
+            raise Fail('unknown command "%s" for "kubeadm certs certificate-key"' % pos[0])
+        out(new_certificate_key())
+        return 0
     if sub == "check-expiration":
         flags, pos = pflag_parse(rest, cli_names("certs check-expiration"),
                                  dict(GLOBAL_KINDS, **{"cert-dir": "str", "config": "str", "kubeconfig": "str",
