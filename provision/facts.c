@@ -252,6 +252,14 @@ static void parse_line(struct facts *f, const char *key, const char *v, struct s
 		}
 	} else if (!strcmp(key, "address"))
 		push_str(&f->addresses, &f->nr_addresses, v);
+	else if (!strcmp(key, "vip_held"))
+		f->vip_held = !strcmp(v, "1");
+	else if (!strcmp(key, "vip_route"))
+		set(&f->vip_route, v);
+	else if (!strcmp(key, "vip_answer"))
+		set(&f->vip_answer, v);
+	else if (!strcmp(key, "reach") && f->nr_reach < 64)
+		push_str(&f->reach, &f->nr_reach, v);
 	else if (!strcmp(key, "port_busy")) {
 		if (f->nr_ports_busy < ARRAY_SIZE(f->ports_busy))
 			f->ports_busy[f->nr_ports_busy++] = (int)to_u64(v);
@@ -407,6 +415,9 @@ void facts_release(struct facts *f)
 	}
 	free(f->routes);
 	free_strs(f->addresses, f->nr_addresses);
+	free(f->vip_route);
+	free(f->vip_answer);
+	free_strs(f->reach, f->nr_reach);
 	memset(f, 0, sizeof(*f));
 }
 

@@ -116,6 +116,17 @@ struct facts {
 	size_t nr_addresses;
 	int ports_busy[4];
 	size_t nr_ports_busy;
+	/*
+	 * The API's VIP (only when asked: control planes with a vip):
+	 * vip_held, the node holds it; vip_route "link IFACE" (on its
+	 * subnet) or "gateway"; vip_answer the MAC that answered ARP for it,
+	 * "none", or NULL (not probed).  reach: "ADDR:PORT STATE" per other
+	 * control plane and port, STATE open, refused, timeout or unreachable.
+	 */
+	bool vip_held;
+	char *vip_route, *vip_answer;
+	char **reach;
+	size_t nr_reach;
 
 	/*
 	 * The key of the first line whose value carried a character that is

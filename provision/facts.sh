@@ -245,4 +245,51 @@ if command -v ip >/dev/null 2>&1; then
 		{ dst = ($1 in want) ? $1 : (($2 in want) ? $2 : "")
 		  if (dst != "" && !(dst in done)) { done[dst] = 1; print "route=" dst " " field("dev") " " field("src") } }'
 fi
+# The API's virtual IP (PROVISION_VIP, given to control planes when the
+# inventory has cluster.api_endpoint.vip): vip_held=1 when this node holds
+# it (provision's keepalived put it here); otherwise vip_route (link IFACE:
+# on this node's subnet; gateway: not) and vip_answer, the MAC address that
+# answered ARP for it, or none.  The neighbour entry is flushed first (an
+# old one would speak for a machine that is gone); a TCP connection attempt
+# (bash's /dev/tcp, 1 s at most) makes the kernel ask.
+if [ -n "${PROVISION_VIP:-}" ] && command -v ip >/dev/null 2>&1; then
+	if ip -o -4 addr show | awk -v v="$PROVISION_VIP" '{ split($4, a, "/"); if (a[1] == v) f = 1 } END { exit !f }'; then
+		say vip_held 1
+	else
+		r=$(ip -o route get "$PROVISION_VIP" 2>/dev/null) || r=
+		case $r in
+		*" via "*) say vip_route gateway ;;
+		*" dev "*) say vip_route "link $(printf '%s\n' "$r" | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')" ;;
+		esac
+		if command -v bash >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
+			ip neigh flush to "$PROVISION_VIP" 2>/dev/null || :
+			timeout 1 bash -c 'exec 3<>"/dev/tcp/$1/9"' sh "$PROVISION_VIP" >/dev/null 2>&1 || :
+			mac=$(ip neigh show to "$PROVISION_VIP" 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "lladdr") { print $(i + 1); exit } }')
+			say vip_answer "${mac:-none}"
+		fi
+	fi
+fi
+# PROVISION_REACH="ADDR:PORT ..." (the other control planes' etcd and API
+# ports, given to control planes when there are several): a TCP
+# connection attempt to each, 2 s at most, all at once.  Before `up`
+# nothing listens there: "refused" (the peer's kernel answered with a
+# reset) proves the path as well as "open"; "timeout" is a firewall that
+# drops, "unreachable" one that rejects or no route.
+if [ -n "${PROVISION_REACH:-}" ] && command -v bash >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
+	for t in $PROVISION_REACH; do
+		(
+			if e=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' sh "${t%:*}" "${t##*:}" 2>&1); then
+				s=open
+			else
+				case $?:$e in
+				124:*) s=timeout ;;
+				*refused*) s=refused ;;
+				*) s=unreachable ;;
+				esac
+			fi
+			say reach "$t $s"
+		) &
+	done
+	wait
+fi
 exit 0

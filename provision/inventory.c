@@ -98,7 +98,6 @@ struct parser {
 #define err_pos(p, pos, hint, ...)  schema_report(&(p)->s, DIAG_ERROR, (pos), (hint), __VA_ARGS__)
 #define warn_pos(p, pos, hint, ...) schema_report(&(p)->s, DIAG_WARNING, (pos), (hint), __VA_ARGS__)
 
-
 /* Syntax of values --------------------------------------------------------- */
 
 static bool is_alnum_lower(char c)
@@ -666,6 +665,7 @@ static const char *const cluster_keys[] = {
     "registries",
     "images",
     "helm",
+    "api_endpoint",
 };
 enum {
 	CL_NAME,
@@ -683,6 +683,7 @@ enum {
 	CL_REGISTRIES,
 	CL_IMAGES,
 	CL_HELM,
+	CL_API_ENDPOINT,
 };
 
 static void parse_kubernetes_version(struct parser *p, const yaml_node_t *y)
@@ -1100,6 +1101,100 @@ static bool no_proxy_item_ok(const char *s)
 		   strlen(s);
 }
 
+static const char *const endpoint_keys[] = {"vip", "address", "port", "virtual_router_id"};
+enum { EP_VIP, EP_ADDRESS, EP_PORT, EP_VRID };
+
+/*
+ * cluster.api_endpoint: `vip` (provision's keepalived + HAProxy) or
+ * `address` HOST[:PORT] (the lab's load balancer or DNS name), never both.
+ * The checks against the nodes (a VIP that is a node's address, the count
+ * of control planes) are in check_api_endpoint, once the nodes are read.
+ */
+static void parse_api_endpoint(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)
+{
+	struct api_endpoint *e = &p->inv->cluster.api_endpoint;
+	struct schema_fields f;
+	const yaml_node_t *y;
+	const char *t;
+	uint32_t v4;
+
+	if (!schema_want_type(&p->s, n, "api_endpoint", YAML_MAPPING_NODE, NULL))
+		return;
+	e->pos = schema_pos(key);
+	schema_map_fields(&p->s, n, "'api_endpoint'", endpoint_keys, ARRAY_SIZE(endpoint_keys), &f);
+	if (f.val[EP_VIP] && f.val[EP_ADDRESS]) {
+		err_at(p, f.key[EP_ADDRESS],
+		       "keep vip (provision runs keepalived and HAProxy on the control planes) "
+		       "or address (a load balancer or DNS name of the lab), not both",
+		       "'api_endpoint' has both 'vip' and 'address'");
+		return;
+	}
+	if (!f.val[EP_VIP] && !f.val[EP_ADDRESS]) {
+		if (!(f.suggested & ((1u << EP_VIP) | (1u << EP_ADDRESS))))
+			err_pos(p, e->pos,
+				"add vip: ADDRESS (a free address on the control planes' subnet) "
+				"or address: HOST[:PORT] (the lab's load balancer)",
+				"'api_endpoint' needs 'vip' or 'address'");
+		return;
+	}
+	if ((y = f.val[EP_VIP]) && (t = schema_text(&p->s, y, "vip"))) {
+		e->host_pos = schema_pos(y);
+		if (ipv4_parse(t, &v4) && v4 != 0 && (v4 >> 24) != 127 && (v4 >> 28) < 14) {
+			e->kind = API_ENDPOINT_VIP;
+			set_str(&e->host, t);
+			e->port = INVENTORY_VIP_PORT;
+			e->virtual_router_id = INVENTORY_VIRTUAL_ROUTER_ID;
+		} else {
+			err_at(p, y,
+			       "a free IPv4 address on the control planes' subnet, such as "
+			       "192.168.10.50 (keepalived moves it between them with VRRP)",
+			       "'vip' must be an IPv4 address a host can hold, not '%s'", t);
+		}
+	}
+	if ((y = f.val[EP_ADDRESS]) && (t = schema_text(&p->s, y, "address"))) {
+		const char *colon = strchr(t, ':'), *port = NULL;
+		char *host = NULL;
+
+		e->host_pos = schema_pos(y);
+		if (t[0] == '[') { /* [IPv6] or [IPv6]:PORT */
+			const char *close = strchr(t, ']');
+			if (close && (close[1] == '\0' || close[1] == ':')) {
+				host = xstrndup(t + 1, (size_t)(close - t - 1));
+				port = close[1] ? close + 2 : NULL;
+			}
+		} else if (colon && colon == strrchr(t, ':')) { /* HOST:PORT */
+			host = xstrndup(t, (size_t)(colon - t));
+			port = colon + 1;
+		} else { /* a name, an IPv4 or a bare IPv6 address */
+			host = xstrdup(t);
+		}
+		if (!host || !host[0] || (port && !port_text_ok(port))) {
+			err_at(p, y, "such as k8s-api.lab.example.ac.jp or 192.168.10.50:6443",
+			       "'address' must be HOST or HOST:PORT, not '%s'", t);
+		} else if (check_address(p, y, host)) {
+			e->kind = API_ENDPOINT_ADDRESS;
+			set_str(&e->host, host);
+			e->port = port ? atoi(port) : 0; /* 0: api_port, set once all is read */
+		}
+		free(host);
+	}
+	if ((y = f.val[EP_PORT])) {
+		e->port_pos = schema_pos(y);
+		if (f.val[EP_ADDRESS])
+			err_at(p, y, "write the port into address, as HOST:PORT",
+			       "'port' goes with 'vip'; 'address' takes HOST:PORT");
+		else if (e->kind == API_ENDPOINT_VIP)
+			schema_int(&p->s, y, "port", 1, 65535, &e->port);
+	}
+	if ((y = f.val[EP_VRID])) {
+		if (f.val[EP_ADDRESS])
+			err_at(p, y, "remove it: only a vip is negotiated with VRRP",
+			       "'virtual_router_id' goes with 'vip'");
+		else
+			schema_int(&p->s, y, "virtual_router_id", 1, 255, &e->virtual_router_id);
+	}
+}
+
 static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_node_t *n)
 {
 	struct cluster_settings *c = &p->inv->cluster;
@@ -1154,6 +1249,8 @@ static void parse_cluster(struct parser *p, const yaml_node_t *key, const yaml_n
 	}
 	if ((y = f.val[CL_API_PORT]))
 		schema_int(&p->s, y, "api_port", 1, 65535, &c->api_port);
+	if ((y = f.val[CL_API_ENDPOINT]))
+		parse_api_endpoint(p, f.key[CL_API_ENDPOINT], y);
 	/* kubeadm's certificates live a year (365 days): a longer warning is always on */
 	if ((y = f.val[CL_CERT_WARNING_DAYS]))
 		schema_int(&p->s, y, "cert_warning_days", 1, 364, &c->cert_warning_days);
@@ -1952,12 +2049,66 @@ static bool is_kube_node(const struct node *nd)
 	return nd->roles & (NODE_ROLE_CONTROL_PLANE | NODE_ROLE_WORKER);
 }
 
+/*
+ * The API endpoint against the nodes: a VIP no node has and outside the
+ * cluster's own networks; HAProxy's port not the API server's, which it
+ * runs beside.  An address without a port takes api_port.
+ */
+static void check_api_endpoint(struct parser *p)
+{
+	struct inventory *inv = p->inv;
+	struct api_endpoint *e = &inv->cluster.api_endpoint;
+	uint32_t vip, a;
+	size_t i;
+
+	if (e->kind == API_ENDPOINT_ADDRESS && !e->port)
+		e->port = inv->cluster.api_port;
+	if (e->kind != API_ENDPOINT_VIP || !ipv4_parse(e->host, &vip))
+		return;
+	for (i = 0; i < inv->nr_nodes; i++) {
+		const struct node *nd = &inv->nodes[i];
+		if ((nd->roles & NODE_ROLE_CONTROL_PLANE) && nd->address &&
+		    !ipv4_parse(nd->address, &a))
+			err_pos(p, nd->address_pos,
+				"write the control plane's IPv4 address: keepalived talks VRRP to "
+				"the other control planes at their addresses, and the VIP must be "
+				"on their subnet",
+				"with a 'vip', control plane '%s' needs an IPv4 address, not '%s'",
+				nd->name, nd->address);
+	}
+	for (i = 0; i < inv->nr_nodes; i++) {
+		const struct node *nd = &inv->nodes[i];
+		if (nd->address && ipv4_parse(nd->address, &a) && a == vip) {
+			err_pos(p, e->host_pos,
+				"give the VIP an address no machine has: keepalived adds it to "
+				"the control plane that holds it",
+				"'vip' %s is the address of node '%s' (at %u:%u)", e->host,
+				nd->name, nd->address_pos.line, nd->address_pos.col);
+			break;
+		}
+	}
+	if (p->pod.set && cidr_contains(&p->pod, vip))
+		err_pos(p, e->host_pos, "take the VIP from the control planes' own subnet",
+			"'vip' %s is inside pod_cidr %s", e->host, inv->cluster.pod_cidr);
+	else if (p->service.set && cidr_contains(&p->service, vip))
+		err_pos(p, e->host_pos, "take the VIP from the control planes' own subnet",
+			"'vip' %s is inside service_cidr %s", e->host, inv->cluster.service_cidr);
+	if (e->port == inv->cluster.api_port)
+		err_pos(p, e->port_pos.line ? e->port_pos : e->host_pos,
+			"give api_endpoint.port another port (without it HAProxy listens on "
+			"8443)",
+			"HAProxy runs beside the API server on every control plane: it cannot "
+			"listen on the API server's port %d too",
+			e->port);
+}
+
 static void check_roles(struct parser *p)
 {
 	struct inventory *inv = p->inv;
-	const struct node *cp = NULL, *nfs = NULL;
+	const struct node *cp = NULL, *second_cp = NULL, *last_cp = NULL, *nfs = NULL;
 	struct source_pos last = {0};
 	bool worker = false;
+	size_t nr_cp = 0;
 	size_t i;
 
 	for (i = 0; i < inv->nr_nodes; i++) {
@@ -1968,12 +2119,10 @@ static void check_roles(struct parser *p)
 		if (nd->roles & NODE_ROLE_CONTROL_PLANE) {
 			if (!cp)
 				cp = nd;
-			else
-				err_pos(p, nd->roles_pos,
-					"give exactly one node the control-plane role",
-					"more than one control plane: node '%s' besides '%s' (at "
-					"%u:%u); HA control planes come later",
-					nd->name, cp->name, cp->roles_pos.line, cp->roles_pos.col);
+			else if (!second_cp)
+				second_cp = nd;
+			last_cp = nd;
+			nr_cp++;
 		}
 		if (nd->roles & NODE_ROLE_NFS_SERVER) {
 			if (!nfs)
@@ -2000,6 +2149,32 @@ static void check_roles(struct parser *p)
 			"add control-plane to the roles of the node that should run the "
 			"Kubernetes API server",
 			"no node has the control-plane role");
+	/*
+	 * Stacked etcd: every control plane is an etcd member, and etcd accepts
+	 * a write only while more than half of its members agree (quorum).
+	 * 2 members survive no loss, 4 the loss of one, as 1 and 3 do.
+	 */
+	if (nr_cp > 1 && nr_cp % 2 == 0)
+		err_pos(p, last_cp->roles_pos,
+			"use an odd number of control planes: 1, 3 or 5 (3 survive the loss of "
+			"one, 5 of two)",
+			"%zu control planes: each runs an etcd member, and etcd accepts writes "
+			"only while a majority (%zu of %zu) is up: %zu control planes survive "
+			"%s, no more than %zu do",
+			nr_cp, nr_cp / 2 + 1, nr_cp, nr_cp,
+			nr_cp == 2   ? "no loss at all"
+			: nr_cp == 4 ? "the loss of 1 machine"
+				     : "the loss of fewer than half of them",
+			nr_cp - 1);
+	if (second_cp && inv->cluster.api_endpoint.kind == API_ENDPOINT_NONE &&
+	    !inv->cluster.api_endpoint.pos.line)
+		err_pos(p, second_cp->roles_pos,
+			"add cluster.api_endpoint: vip: ADDRESS (provision runs keepalived and "
+			"HAProxy on the control planes) or address: HOST[:PORT] (the lab's load "
+			"balancer or DNS name)",
+			"%zu control planes (node '%s' besides '%s' at %u:%u) need one address for "
+			"the API in front of them: the workers and kubeadm must not depend on one",
+			nr_cp, second_cp->name, cp->name, cp->roles_pos.line, cp->roles_pos.col);
 	if (!worker && p->s.dl->errors == p->errors_before)
 		warn_pos(p, p->nodes_pos,
 			 "add worker to the roles of the compute nodes (the control plane may be "
@@ -2256,6 +2431,7 @@ static void walk(struct parser *p, const yaml_node_t *root)
 		parse_hub(p, f.key[TOP_HUB], f.val[TOP_HUB]);
 	check_duplicates(p);
 	check_roles(p);
+	check_api_endpoint(p);
 	check_networks(p);
 	check_nfs(p);
 	/* Its warnings would mostly repeat an error: "no admin" after a misspelt admin_users. */
@@ -2368,6 +2544,7 @@ void inventory_free(struct inventory *inv)
 		return;
 	free(inv->path);
 	free(inv->cluster.name);
+	free(inv->cluster.api_endpoint.host);
 	free(inv->cluster.kubernetes_version);
 	free(inv->cluster.pod_cidr);
 	free(inv->cluster.service_cidr);
@@ -2435,6 +2612,33 @@ const struct node *inventory_control_plane(const struct inventory *inv)
 		if (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE)
 			return &inv->nodes[i];
 	return NULL;
+}
+
+size_t inventory_nr_control_planes(const struct inventory *inv)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < inv->nr_nodes; i++)
+		if (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE)
+			n++;
+	return n;
+}
+
+const char *inventory_api_host(const struct inventory *inv)
+{
+	const struct node *cp;
+
+	if (inv->cluster.api_endpoint.kind != API_ENDPOINT_NONE)
+		return inv->cluster.api_endpoint.host;
+	cp = inventory_control_plane(inv);
+	return cp ? cp->address : NULL;
+}
+
+int inventory_api_port(const struct inventory *inv)
+{
+	if (inv->cluster.api_endpoint.kind != API_ENDPOINT_NONE)
+		return inv->cluster.api_endpoint.port;
+	return inv->cluster.api_port;
 }
 
 static int select_item(const struct inventory *inv, const char *item, bool *sel, struct error *err)

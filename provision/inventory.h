@@ -171,12 +171,40 @@ enum images_source {
 	IMAGES_SOURCE_BUNDLE,	/* import only; a missing image fails preflight */
 };
 
+/*
+ * cluster.api_endpoint: the one address the API is reached at when there
+ * is more than one control plane (doc/provision-inventory.5, ../DESIGN).
+ * NONE: the control plane's own address and api_port, as with one control
+ * plane always.  VIP: a virtual IPv4 address held by one control plane at
+ * a time (keepalived, VRRP) in front of HAProxy on every control plane,
+ * which listens on `port` and balances the API servers (api_port).
+ * ADDRESS: a load balancer or DNS name the lab provides, HOST:port.
+ */
+enum api_endpoint_kind {
+	API_ENDPOINT_NONE = 0,
+	API_ENDPOINT_VIP,
+	API_ENDPOINT_ADDRESS,
+};
+
+/* Defaults: HAProxy's port beside the API server's 6443; keepalived's usual VRRP id. */
+#define INVENTORY_VIP_PORT	    8443
+#define INVENTORY_VIRTUAL_ROUTER_ID 51
+
+struct api_endpoint {
+	enum api_endpoint_kind kind;
+	char *host;	       /* the VIP (IPv4 literal) or the lab's host name or address */
+	int port;	       /* VIP: HAProxy's port (default 8443); ADDRESS: default api_port */
+	int virtual_router_id; /* VIP: VRRP's router id, 1-255, default 51 */
+	struct source_pos pos, host_pos, port_pos;
+};
+
 struct cluster_settings {
 	char *name;		   /* DNS label */
 	char *kubernetes_version;  /* exact X.Y.Z */
 	char *pod_cidr;		   /* default 10.244.0.0/16 */
 	char *service_cidr;	   /* default 10.96.0.0/12 */
 	int api_port;		   /* default 6443 */
+	struct api_endpoint api_endpoint; /* kind NONE unless cluster.api_endpoint */
 	char *apt_mirror;	   /* NULL: upstream pkgs.k8s.io */
 	char *apt_key_fingerprint; /* NULL: pkgs.k8s.io's (roles/kubernetes.yaml) */
 	char *http_proxy;	   /* NULL: none */
@@ -225,8 +253,20 @@ int inventory_load_buffer(struct inventory **out, const char *name, const char *
 void inventory_free(struct inventory *inv);
 
 const struct node *inventory_find(const struct inventory *inv, const char *name);
-/* The control-plane node (exactly one in a valid inventory). */
+/*
+ * The first control-plane node (at least one in a valid inventory: one, or
+ * an odd number with cluster.api_endpoint).
+ */
 const struct node *inventory_control_plane(const struct inventory *inv);
+/* How many nodes have the control-plane role. */
+size_t inventory_nr_control_planes(const struct inventory *inv);
+/*
+ * Where the API is reached: cluster.api_endpoint's host and port, or the
+ * (first) control plane's address and api_port when there is none.  NULL
+ * host only when the inventory has no control plane.
+ */
+const char *inventory_api_host(const struct inventory *inv);
+int inventory_api_port(const struct inventory *inv);
 
 /* "control-plane", "worker", "nfs-server" for one bit; NULL otherwise. */
 const char *node_role_name(enum node_role role);

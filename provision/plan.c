@@ -204,6 +204,29 @@ static int facts_fn(struct runner_job *job, void *data)
 	strbuf_add_sh_quoted(&input, peers.buf);
 	strbuf_addf(&input, "\nPROVISION_PORTS='%d 10250 %d'\n", o->inv->cluster.api_port,
 		    FLANNEL_HEALTHZ_PORT);
+	/* Several control planes, a VIP: what preflight checks of them (facts.sh) */
+	if (o->nodes[idx]->roles & NODE_ROLE_CONTROL_PLANE) {
+		const struct inventory *inv = o->inv;
+		struct strbuf reach = STRBUF_INIT;
+
+		if (inv->cluster.api_endpoint.kind == API_ENDPOINT_VIP) {
+			strbuf_addstr(&input, "PROVISION_VIP=");
+			strbuf_add_sh_quoted(&input, inv->cluster.api_endpoint.host);
+			strbuf_addch(&input, '\n');
+		}
+		for (i = 0; inventory_nr_control_planes(inv) > 1 && i < inv->nr_nodes; i++)
+			if ((inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE) &&
+			    &inv->nodes[i] != o->nodes[idx])
+				strbuf_addf(&reach, "%s%s:2379 %s:2380 %s:%d", reach.len ? " " : "",
+					    inv->nodes[i].address, inv->nodes[i].address,
+					    inv->nodes[i].address, inv->cluster.api_port);
+		if (reach.len) {
+			strbuf_addstr(&input, "PROVISION_REACH=");
+			strbuf_add_sh_quoted(&input, reach.buf);
+			strbuf_addch(&input, '\n');
+		}
+		strbuf_release(&reach);
+	}
 	strbuf_add(&input, facts_script, facts_script_len);
 	strbuf_addstr(&cmd, ". /dev/stdin");
 	ev = event_new(EVENT_STEP_START, 0);

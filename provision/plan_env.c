@@ -42,6 +42,12 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 	plan_env_export(sb, "PROVISION_ROLES", roles.buf);
 	strbuf_release(&roles);
 	plan_env_export(sb, "PROVISION_ADDRESS", n->address);
+	if (inv->cluster.api_endpoint.kind != API_ENDPOINT_NONE) {
+		/* the API's one address (roles/api-vip); absent with one control plane, as before */
+		plan_env_export(sb, "PROVISION_API_HOST", inv->cluster.api_endpoint.host);
+		snprintf(num, sizeof(num), "%d", inv->cluster.api_endpoint.port);
+		plan_env_export(sb, "PROVISION_API_PORT", num);
+	}
 	plan_env_export(sb, "PROVISION_CLUSTER", inv->cluster.name);
 	plan_env_export(sb, "PROVISION_K8S_VERSION", inv->cluster.kubernetes_version);
 	{

@@ -184,6 +184,41 @@ static bool host_driver_works(const struct facts *f)
 	return f->nvidia_smi && f->nvidia_smi_rc == 0 && f->nr_gpus > 0;
 }
 
+/*
+ * cluster.api_endpoint.* (kind, host, port, virtual_router_id), the list
+ * control_planes (name, address) and, on a control plane, its VRRP
+ * priority: 100 for the first, one less for each next (roles/api-vip).
+ * Only with an api_endpoint: a single control plane's values stay as they were.
+ */
+static void add_api_endpoint(struct tval *v, struct tval *cluster, const struct inventory *inv,
+			     const struct node *n)
+{
+	const struct api_endpoint *e = &inv->cluster.api_endpoint;
+	struct tval *m = tval_map_at(cluster, "api_endpoint"), *list;
+	size_t i, k = 0;
+
+	tval_set_str(m, "kind", e->kind == API_ENDPOINT_VIP ? "vip" : "address");
+	tval_set_str(m, "host", e->host);
+	tval_set_strf(m, "port", "%d", e->port);
+	if (e->kind == API_ENDPOINT_VIP)
+		tval_set_strf(m, "virtual_router_id", "%d", e->virtual_router_id);
+	list = tval_set(v, "control_planes", tval_new_list());
+	for (i = 0; i < inv->nr_nodes; i++) {
+		const struct node *c = &inv->nodes[i];
+		struct tval *item;
+
+		if (!(c->roles & NODE_ROLE_CONTROL_PLANE))
+			continue;
+		item = tval_push(list, tval_new_map());
+		tval_set_str(item, "name", c->name);
+		tval_set_str(item, "address", c->address);
+		tval_set_str(item, "self", c == n ? "true" : "");
+		if (c == n)
+			tval_set_strf(tval_map_at(v, "node"), "vrrp_priority", "%zu", 100 - k);
+		k++;
+	}
+}
+
 struct tval *plan_values(const struct inventory *inv, const struct node *n, const struct facts *f,
 			 const struct kube_minor *kube)
 {
@@ -229,6 +264,8 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 		tval_set_str(m, "control_plane", cp->name);
 		tval_set_str(m, "control_plane_address", cp->address);
 	}
+	if (inv->cluster.api_endpoint.kind != API_ENDPOINT_NONE)
+		add_api_endpoint(v, m, inv, n);
 
 	list = tval_set(v, "nodes", tval_new_list());
 	for (i = 0; i < inv->nr_nodes; i++) {

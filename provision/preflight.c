@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "transport.h"
 #include "util.h"
@@ -280,6 +281,95 @@ static bool is_ipv4(const char *s)
 	return inet_pton(AF_INET, s, &a) == 1;
 }
 
+static const char *reach_port_name(const struct inventory *inv, int port)
+{
+	if (port == 2379)
+		return "etcd's clients";
+	if (port == 2380)
+		return "etcd's peers";
+	if (port == inv->cluster.api_port)
+		return "the API server";
+	return "a control-plane port";
+}
+
+/*
+ * Several control planes, a VIP (facts.sh: vip_*, reach).  The VIP is ours
+ * when a control plane holds it (provision's keepalived); otherwise nobody
+ * may answer ARP for it but a control plane (whose MAC the facts show), and
+ * it must be on the control planes' subnet.  The control planes reach each
+ * other's etcd and API ports: nothing listens there before `up`, so an
+ * answer of any kind (a connection, or its refusal by the peer's kernel)
+ * proves the path; silence or a rejection does not.
+ */
+static void check_control_planes(struct preflight *pf, const struct inventory *inv,
+				 const struct node *const *nodes, const struct facts *const *facts,
+				 size_t nr)
+{
+	const struct api_endpoint *e = &inv->cluster.api_endpoint;
+	const char *holder = NULL;
+	size_t i, j, k;
+
+	for (i = 0; i < nr; i++)
+		if (facts[i] && facts[i]->vip_held && (nodes[i]->roles & NODE_ROLE_CONTROL_PLANE))
+			holder = nodes[i]->name;
+	for (i = 0; i < nr; i++) {
+		const struct facts *f = facts[i];
+		bool ours = false;
+
+		if (!f || !(nodes[i]->roles & NODE_ROLE_CONTROL_PLANE))
+			continue;
+		if (e->kind == API_ENDPOINT_VIP && f->vip_route && !strcmp(f->vip_route, "gateway"))
+			add(pf, i, true,
+			    "take a free address of the control planes' own subnet for "
+			    "cluster.api_endpoint.vip: VRRP moves it between machines of one subnet",
+			    "the VIP %s is not on the subnet of control plane '%s' (it reaches it "
+			    "through a gateway)",
+			    e->host, nodes[i]->name);
+		if (e->kind == API_ENDPOINT_VIP && !holder && f->vip_answer &&
+		    strcmp(f->vip_answer, "none")) {
+			for (j = 0; j < nr && !ours; j++)
+				for (k = 0; facts[j] && (nodes[j]->roles & NODE_ROLE_CONTROL_PLANE) &&
+					    k < facts[j]->nr_macs;
+				     k++)
+					if (!strcasecmp(facts[j]->macs[k].addr, f->vip_answer))
+						ours = true;
+			if (!ours)
+				add(pf, i, true,
+				    "take an address nobody uses for cluster.api_endpoint.vip (ask the "
+				    "lab's network admin), or switch off the machine that has it",
+				    "the VIP %s is in use: %s answers for it, and no control plane "
+				    "holds it",
+				    e->host, f->vip_answer);
+		}
+		for (k = 0; k < f->nr_reach; k++) {
+			char *copy = xstrdup(f->reach[k]), *state = strchr(copy, ' '), *colon;
+			const char *peer = NULL;
+			int port;
+
+			if (state)
+				*state++ = '\0';
+			colon = strrchr(copy, ':');
+			if (state && colon && (strcmp(state, "timeout") == 0 || strcmp(state, "unreachable") == 0)) {
+				*colon = '\0';
+				port = atoi(colon + 1);
+				for (j = 0; j < inv->nr_nodes && !peer; j++)
+					if (!strcmp(inv->nodes[j].address, copy))
+						peer = inv->nodes[j].name;
+				add(pf, i, true,
+				    "open TCP 2379, 2380 and the API port between the control planes "
+				    "(the firewall of either machine, or the network between them)",
+				    "control plane '%s' cannot reach control plane '%s' (%s) on port %d "
+				    "(%s): %s",
+				    nodes[i]->name, peer ? peer : "?", copy, port,
+				    reach_port_name(inv, port),
+				    !strcmp(state, "timeout") ? "no answer within 2 s"
+							      : "rejected or no route");
+			}
+			free(copy);
+		}
+	}
+}
+
 void preflight_run(struct preflight *pf, const struct inventory *inv, const struct kube_minor *kube,
 		   const struct node *const *nodes, const struct facts *const *facts, size_t nr)
 {
@@ -397,6 +487,7 @@ void preflight_run(struct preflight *pf, const struct inventory *inv, const stru
 		vals[i] = facts[i] ? facts[i]->product_uuid : NULL;
 	unique(pf, nodes, nr, vals, "product_uuid",
 	       "kubeadm requires a unique product_uuid; for VMs set a new UUID in the hypervisor");
+	check_control_planes(pf, inv, nodes, facts, nr);
 	/* SSH host keys: two nodes with one key are one image cloned. */
 	for (i = 0; i < nr; i++) {
 		const struct facts *f = facts[i];

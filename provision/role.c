@@ -101,8 +101,8 @@ static const char *const tmpl_keys[] = {"src", "dest", "mode", "owner", "before"
 static const char *const image_keys[] = {"ref", "manifest", "on", NULL};
 static const char *const chart_keys[] = {"artifact", "values", NULL};
 static const char *const image_on_words[] = {"cluster", "control-plane", "workers", "gpu", NULL};
-static const char *const when_words[] = {"gpu",	    "no-gpu",		  "nfs",
-					 "not-nfs-server", "hub", "containerd-release", NULL};
+static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", "hub",
+					 "containerd-release", "api-vip", NULL};
 
 static bool parse_mode(const char *s, unsigned *mode)
 {
@@ -741,7 +741,8 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 				else
 					schema_error(
 					    &l, v,
-					    "conditions: gpu, no-gpu, nfs, not-nfs-server, hub",
+					    "conditions: gpu, no-gpu, nfs, not-nfs-server, hub, "
+					    "containerd-release, api-vip",
 					    "unknown condition '%s'", words[i]);
 			}
 			strv_free(words);
@@ -1669,6 +1670,8 @@ bool role_applies(const struct role *r, const struct inventory *inv, const struc
 	if ((r->when & ROLE_WHEN_HUB) && !inv->hub.enabled)
 		return false;
 	if ((r->when & ROLE_WHEN_CONTAINERD_RELEASE) && !inv->cluster.containerd_release)
+		return false;
+	if ((r->when & ROLE_WHEN_API_VIP) && inv->cluster.api_endpoint.kind != API_ENDPOINT_VIP)
 		return false;
 	return true;
 }

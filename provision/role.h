@@ -29,6 +29,7 @@ enum role_when {
 	ROLE_WHEN_NOT_NFS_SERVER = 1u << 3,
 	ROLE_WHEN_HUB = 1u << 4, /* the inventory's jupyterhub is enabled */
 	ROLE_WHEN_CONTAINERD_RELEASE = 1u << 5, /* cluster.containerd: release */
+	ROLE_WHEN_API_VIP = 1u << 6, /* cluster.api_endpoint.vip: provision's keepalived + HAProxy */
 };
 
 struct role_template {

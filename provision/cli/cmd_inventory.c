@@ -112,7 +112,27 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 	strbuf_addf(sb, "inventory %s (version %d)\n\n", inv->path, inv->version);
 	strbuf_addf(sb, "cluster %s\n", c->name);
 	strbuf_addf(sb, FIELD "%s\n", "kubernetes", c->kubernetes_version);
-	strbuf_addf(sb, FIELD "%s:%d (%s)\n", "api server", cp->address, c->api_port, cp->name);
+	if (c->api_endpoint.kind == API_ENDPOINT_NONE) {
+		strbuf_addf(sb, FIELD "%s:%d (%s)\n", "api server", cp->address, c->api_port,
+			    cp->name);
+	} else {
+		size_t i, k = 0;
+
+		strbuf_addf(sb, FIELD "%s:%d (%s)\n", "api server", c->api_endpoint.host,
+			    c->api_endpoint.port,
+			    c->api_endpoint.kind == API_ENDPOINT_VIP
+				? "a virtual IP: keepalived and HAProxy on the control planes"
+				: "the lab's load balancer or DNS name");
+		if (c->api_endpoint.kind == API_ENDPOINT_VIP)
+			strbuf_addf(sb, FIELD "%d\n", "vrrp router id",
+				    c->api_endpoint.virtual_router_id);
+		strbuf_addf(sb, FIELD, "control planes");
+		for (i = 0; i < inv->nr_nodes; i++)
+			if (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE)
+				strbuf_addf(sb, "%s%s:%d", k++ ? ", " : "", inv->nodes[i].address,
+					    c->api_port);
+		strbuf_addch(sb, '\n');
+	}
 	strbuf_addf(sb, FIELD "%s\n", "pod network", c->pod_cidr);
 	strbuf_addf(sb, FIELD "%s\n", "service network", c->service_cidr);
 	strbuf_addf(sb, FIELD "%s\n", "packages from",
@@ -129,16 +149,17 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 	if (c->images_source != IMAGES_SOURCE_AUTO || c->image_pull_timeout != 1800)
 		strbuf_addf(sb, FIELD "%s, a pull may take %ds\n", "images",
 			    c->images_source == IMAGES_SOURCE_BUNDLE     ? "from the bundle only"
-			    : c->images_source == IMAGES_SOURCE_REGISTRY ? "pulled from registries"
+			    : c->images_source == IMAGES_SOURCE_REGISTRY
+				? "pulled from registries"
 									 : "the bundle, then registries",
 			    c->image_pull_timeout);
 	if (!c->helm_major || c->helm_auto)
 		strbuf_addf(sb, FIELD "%s\n", "helm",
 			    "Helm 4 where one is pinned for the cluster's minor, else 3");
 	else
-		strbuf_addf(sb, FIELD "Helm %d%s\n", "helm", c->helm_major,
-			    c->helm_major == 4 ? ""
-					       : " (helm: 3; Helm 3's security fixes end 2027-02-10)");
+		strbuf_addf(
+		    sb, FIELD "Helm %d%s\n", "helm", c->helm_major,
+		    c->helm_major == 4 ? "" : " (helm: 3; Helm 3's security fixes end 2027-02-10)");
 
 	strbuf_addstr(sb, "\nstorage\n");
 	if (inv->nfs.server)
@@ -422,6 +443,23 @@ static void print_json(const struct inventory *inv)
 	json_object_set_new(cl, "service_cidr", json_string(c->service_cidr));
 	json_object_set_new(cl, "api_port", json_integer(c->api_port));
 	json_object_set_new(cl, "control_plane", json_string(cp->name));
+	if (c->api_endpoint.kind != API_ENDPOINT_NONE) {
+		json_t *ep = json_object(), *cps = json_array();
+
+		json_object_set_new(
+		    ep, "kind",
+		    json_string(c->api_endpoint.kind == API_ENDPOINT_VIP ? "vip" : "address"));
+		json_object_set_new(ep, "host", json_string(c->api_endpoint.host));
+		json_object_set_new(ep, "port", json_integer(c->api_endpoint.port));
+		if (c->api_endpoint.kind == API_ENDPOINT_VIP)
+			json_object_set_new(ep, "virtual_router_id",
+					    json_integer(c->api_endpoint.virtual_router_id));
+		json_object_set_new(cl, "api_endpoint", ep);
+		for (i = 0; i < inv->nr_nodes; i++)
+			if (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE)
+				json_array_append_new(cps, json_string(inv->nodes[i].name));
+		json_object_set_new(cl, "control_planes", cps);
+	}
 	json_object_set_new(cl, "apt_mirror", jstr(c->apt_mirror));
 	json_object_set_new(cl, "apt_key_fingerprint", jstr(c->apt_key_fingerprint));
 	json_object_set_new(cl, "http_proxy", jstr(c->http_proxy));
@@ -436,7 +474,8 @@ static void print_json(const struct inventory *inv)
 		json_object_set_new(im, "pull_timeout", json_integer(c->image_pull_timeout));
 		json_object_set_new(cl, "images", im);
 	}
-	json_object_set_new(cl, "helm", !c->helm_major || c->helm_auto ? json_string("auto")
+	json_object_set_new(cl, "helm",
+			    !c->helm_major || c->helm_auto ? json_string("auto")
 								       : json_integer(c->helm_major));
 
 	if (inv->nfs.server) {

@@ -540,6 +540,29 @@ int cli_session_open(struct cli_session *s, const struct cli_plan_args *a)
 	ret = cli_load_inventory(a->cmd_name, a->inventory, &s->inv);
 	if (ret)
 		return ret;
+	/*
+	 * Several control planes: the node preparation (the VIP's keepalived
+	 * and HAProxy among it) runs; kubeadm init and join of several control
+	 * planes, and the commands that change a cluster, are not wired yet
+	 * (issue 36): kubeadm-init on every control plane would make as many
+	 * clusters.  Nothing is touched.
+	 */
+	if (a->mode == RUN_APPLY && inventory_nr_control_planes(s->inv) > 1) {
+		unsigned early = (1u << role_phase_index("prep")) |
+				 (1u << role_phase_index("kube-packages")) |
+				 (1u << role_phase_index("nfs"));
+		unsigned want = a->phases ? phases : a->phase_bits ? a->phase_bits : ~0u;
+
+		if (strcmp(a->cmd_name, "up") || (want & ~early)) {
+			fprintf(stderr,
+				"provision %s: %zu control planes: provision cannot yet run "
+				"kubeadm on several control planes (only the phases prep, "
+				"kube-packages and nfs); nothing was changed\n"
+				"  hint: provision up -i %s --phases prep,kube-packages,nfs\n",
+				a->cmd_name, inventory_nr_control_planes(s->inv), a->inventory);
+			return EXIT_USAGE;
+		}
+	}
 	/* Every role and template is checked before any node is touched. */
 	diag_list_init(&dl);
 	if (role_set_load(&s->rs, cli_roles_dir(a->roles), &dl) < 0) {

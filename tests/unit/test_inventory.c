@@ -563,6 +563,84 @@ static void test_mutations(void **state)
 	free(buf);
 }
 
+/* cluster.api_endpoint: the API's one address; none: the control plane's own. */
+static void test_api_endpoint(void **state)
+{
+	static const char ha[] = "cluster:\n"
+				 "  name: t\n"
+				 "  kubernetes_version: \"1.30.4\"\n"
+				 "  api_endpoint:\n"
+				 "    %s\n"
+				 "jupyterhub:\n"
+				 "  enabled: false\n"
+				 "nodes:\n"
+				 "  - name: cp-[1-3]\n"
+				 "    address: 10.0.0.[11-13]\n"
+				 "    roles: [control-plane, worker]\n";
+	struct inventory *inv = NULL;
+	char *text = NULL, *yaml;
+
+	(void)state;
+	assert_int_equal(load(minimal, &inv, &text), 0);
+	assert_int_equal(inv->cluster.api_endpoint.kind, API_ENDPOINT_NONE);
+	assert_int_equal(inventory_nr_control_planes(inv), 1);
+	assert_string_equal(inventory_api_host(inv), "10.0.0.1");
+	assert_int_equal(inventory_api_port(inv), 6443);
+	inventory_free(inv);
+	free(text);
+
+	yaml = xasprintf(ha, "vip: 10.0.0.50");
+	assert_int_equal(load(yaml, &inv, &text), 0);
+	assert_string_equal(text, "");
+	assert_int_equal(inv->cluster.api_endpoint.kind, API_ENDPOINT_VIP);
+	assert_int_equal(inventory_nr_control_planes(inv), 3);
+	assert_string_equal(inventory_api_host(inv), "10.0.0.50");
+	assert_int_equal(inventory_api_port(inv), INVENTORY_VIP_PORT);
+	assert_int_equal(inv->cluster.api_endpoint.virtual_router_id, 51);
+	assert_int_equal(inv->cluster.api_port, 6443);
+	inventory_free(inv);
+	free(text);
+	free(yaml);
+
+	yaml = xasprintf(ha, "address: \"[fd00::5]:7443\"");
+	assert_int_equal(load(yaml, &inv, &text), 0);
+	assert_int_equal(inv->cluster.api_endpoint.kind, API_ENDPOINT_ADDRESS);
+	assert_string_equal(inventory_api_host(inv), "fd00::5");
+	assert_int_equal(inventory_api_port(inv), 7443);
+	inventory_free(inv);
+	free(text);
+	free(yaml);
+
+	yaml = xasprintf(ha, "address: lb.example.org");
+	assert_int_equal(load(yaml, &inv, &text), 0);
+	assert_string_equal(inventory_api_host(inv), "lb.example.org");
+	assert_int_equal(inventory_api_port(inv), 6443); /* api_port */
+	inventory_free(inv);
+	free(text);
+	free(yaml);
+
+	/* Refused: loopback, multicast, 0.0.0.0 and a broken IPv6 bracket. */
+	yaml = xasprintf(ha, "vip: 127.0.0.5");
+	assert_int_equal(load(yaml, &inv, &text), -1);
+	assert_non_null(
+	    strstr(text, "t.yaml:5:10: error: 'vip' must be an IPv4 address a host can hold"));
+	free(text);
+	free(yaml);
+	yaml = xasprintf(ha, "vip: 224.0.0.18");
+	assert_int_equal(load(yaml, &inv, &text), -1);
+	free(text);
+	free(yaml);
+	yaml = xasprintf(ha, "vip: 0.0.0.0");
+	assert_int_equal(load(yaml, &inv, &text), -1);
+	free(text);
+	free(yaml);
+	yaml = xasprintf(ha, "address: \"[fd00::5\"");
+	assert_int_equal(load(yaml, &inv, &text), -1);
+	assert_non_null(strstr(text, "'address' must be HOST or HOST:PORT"));
+	free(text);
+	free(yaml);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +658,7 @@ int main(void)
 	    cmocka_unit_test(test_select),
 	    cmocka_unit_test(test_select_role_without_nodes),
 	    cmocka_unit_test(test_mutations),
+	    cmocka_unit_test(test_api_endpoint),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

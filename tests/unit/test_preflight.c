@@ -456,6 +456,97 @@ static void test_helm_skew(void **state)
 	inventory_free(inv);
 }
 
+/*
+ * Three control planes with a VIP: facts EXTRA[i] added to each one's
+ * healthy facts; the problems, "NODE: MSG" a line.
+ */
+static char *ha_problems(const char *extra[3])
+{
+	static const char yaml[] = "cluster:\n"
+				   "  name: t\n"
+				   "  kubernetes_version: \"1.30.4\"\n"
+				   "  api_endpoint:\n"
+				   "    vip: 198.18.0.50\n"
+				   "jupyterhub:\n"
+				   "  enabled: false\n"
+				   "nodes:\n"
+				   "  - name: cp-[1-3]\n"
+				   "    address: 198.18.0.[11-13]\n"
+				   "    roles: [control-plane, worker]\n";
+	struct inventory *inv = NULL;
+	struct diag_list dl;
+	struct facts f[3];
+	const struct facts *fp[3];
+	const struct node *np[3];
+	struct preflight pf = {0};
+	struct error err = {0};
+	char *text, mac[32];
+	size_t i;
+
+	diag_list_init(&dl);
+	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml, strlen(yaml), &dl));
+	diag_list_release(&dl);
+	for (i = 0; i < 3; i++) {
+		struct strbuf sb = STRBUF_INIT;
+
+		snprintf(mac, sizeof(mac), "52:54:00:00:00:%02zx", i + 1);
+		strbuf_addf(&sb,
+			    "facts_version=1\nos_id=debian\nos_version=12\ncpus=4\nmem_kib=8000000\n"
+			    "machine_id=%032zx\nproduct_uuid=4c4c4544-0000-0000-0000-%012zx\n"
+			    "mac=eth0 %s phys\n%s",
+			    i + 1, i + 1, mac, extra[i]);
+		memset(&f[i], 0, sizeof(f[i]));
+		assert_int_equal(0, facts_parse(&f[i], sb.buf, sb.len, &err));
+		strbuf_release(&sb);
+		fp[i] = &f[i];
+		np[i] = &inv->nodes[i];
+	}
+	preflight_run(&pf, inv, NULL, np, fp, 3);
+	text = problems(&pf, inv);
+	for (i = 0; i < 3; i++)
+		facts_release(&f[i]);
+	preflight_release(&pf);
+	inventory_free(inv);
+	return text;
+}
+
+static void test_control_planes(void **state)
+{
+	const char *free_vip[3] = {
+	    "vip_route=link eth0\nvip_answer=none\nreach=198.18.0.12:2379 refused\n"
+	    "reach=198.18.0.12:2380 refused\nreach=198.18.0.12:6443 open\n",
+	    "vip_route=link eth0\nvip_answer=none\n", "vip_route=link eth0\nvip_answer=none\n"};
+	/* cp-1 holds it; cp-2 and cp-3 see cp-1's MAC answer: ours */
+	const char *held[3] = {"vip_held=1\n", "vip_route=link eth0\nvip_answer=52:54:00:00:00:01\n",
+			       "vip_route=link eth0\nvip_answer=52:54:00:00:00:01\n"};
+	/* a stranger answers; cp-3 is on another subnet and cannot reach cp-1's etcd */
+	const char *bad[3] = {"vip_route=link eth0\nvip_answer=aa:bb:cc:dd:ee:ff\n",
+			      "vip_route=link eth0\nvip_answer=none\n",
+			      "vip_route=gateway\nvip_answer=none\nreach=198.18.0.11:2380 timeout\n"
+			      "reach=198.18.0.11:6443 unreachable\nreach=198.18.0.11:2379 refused\n"};
+	char *text;
+
+	(void)state;
+	text = ha_problems(free_vip);
+	assert_string_equal(text, "");
+	free(text);
+	text = ha_problems(held);
+	assert_string_equal(text, "");
+	free(text);
+	text = ha_problems(bad);
+	assert_string_equal(
+	    text,
+	    "cp-1: the VIP 198.18.0.50 is in use: aa:bb:cc:dd:ee:ff answers for it, and no control "
+	    "plane holds it\n"
+	    "cp-3: the VIP 198.18.0.50 is not on the subnet of control plane 'cp-3' (it reaches it "
+	    "through a gateway)\n"
+	    "cp-3: control plane 'cp-3' cannot reach control plane 'cp-1' (198.18.0.11) on port "
+	    "2380 (etcd's peers): no answer within 2 s\n"
+	    "cp-3: control plane 'cp-3' cannot reach control plane 'cp-1' (198.18.0.11) on port "
+	    "6443 (the API server): rejected or no route\n");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +559,7 @@ int main(void)
 	    cmocka_unit_test(test_matrix_containerd),
 	    cmocka_unit_test(test_matrix_ubuntu),
 	    cmocka_unit_test(test_helm_skew),
+	    cmocka_unit_test(test_control_planes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
