@@ -59,11 +59,18 @@
 #     behind an "orphan" finalizer, which `kubectl delete` waits for); the
 #     others leave dependents to the garbage collector
 #     (kube-controller-manager), Foreground without waiting for them.
+#   - etcd, when given --etcd-servers (--etcd-cafile, --etcd-certfile,
+#     --etcd-keyfile) on a node that has a real etcd binary: every object
+#     under /registry/... in etcd, resourceVersion its mod_revision, quorum
+#     reads, compare-and-swap writes re-run on a conflict, so API servers on
+#     several nodes share one state; a storage error is 500 with etcd's
+#     message; /livez /readyz /healthz check etcd (EtcdStore,
+#     tests/fakes/README.md "etcd: real in the cluster").
 # Not copied: watch, server-side apply, admission webhooks, field
-# validation, etcd (objects are kept in one file of JSON lines in etcd's
-# data directory, /var/lib/etcd, so `kubeadm reset` removes them as it
-# removes etcd's data: see Store).  Connections are kept alive (HTTP/1.1)
-# unless the client says Connection: close.
+# validation.  Without a real etcd on the node, objects are kept in one
+# file of JSON lines in etcd's data directory, /var/lib/etcd, so `kubeadm
+# reset` removes them as it removes etcd's data: see Store.  Connections
+# are kept alive (HTTP/1.1) unless the client says Connection: close.
 #
 # Test knob: /etc/fake-kubernetes/knobs/apiserver-readyz-fail (exists):
 # /readyz answers 500 with "[-]etcd failed" while the file exists.  A

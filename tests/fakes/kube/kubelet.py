@@ -76,7 +76,14 @@
 #     registration: state "extended", reported in capacity and
 #     allocatable) and return a function the kubelet calls about once a
 #     second while the container runs (a controller's loop);
-#   anything else (etcd, coredns, kube-proxy, ...): a placeholder that
+#   etcd: the node's REAL etcd when it has one (fakekube.etcd_binary():
+#     Debian's etcd-server 3.4/3.5), with the static pod's command, a
+#     transient unit like the process images; started (and Ready) once its
+#     startupProbe's httpGet answers (kubeadm's /health on 2381); the flags
+#     an etcd 3.6 manifest has and 3.4/3.5 lack translated (etcd_args;
+#     tests/fakes/README.md, "etcd: real in the cluster"); without one, a
+#     placeholder as below;
+#   anything else (coredns, kube-proxy, ...): a placeholder that
 #     "runs" (state kept by the kubelet).
 #
 # The container runtime (CRI) as the node's REAL containerd configures it
