@@ -11,7 +11,10 @@
 # apiserver-etcd-client certificate), and static pod manifests with
 # kubeadm's flags: etcd on all three (--initial-cluster of the three
 # members), kube-apiserver on node-1 and node-2 (--etcd-servers of their
-# own member, as kubeadm's stacked control plane).  The kubelet runs the
+# own member, as kubeadm's stacked control plane); node-3's etcd manifest
+# in the words kubeadm 1.34+ uses for etcd 3.6 (--feature-gates=
+# InitialCorruptCheck=true, --watch-progress-notify-interval), which the
+# kubelet translates for Debian's 3.4/3.5.  The kubelet runs the
 # etcd static pod as the node's real etcd and reports it started only once
 # its startupProbe (/health on the metrics port 2381) answers.
 #
@@ -125,6 +128,10 @@ manifests() { # manifests N DIR
 		        "--listen-peer-urls=https://%s:2380" % a, "--name=" + name, "--peer-cert-file=%s/etcd/peer.crt" % k,
 		        "--peer-client-cert-auth=true", "--peer-key-file=%s/etcd/peer.key" % k,
 		        "--peer-trusted-ca-file=%s/etcd/ca.crt" % k, "--snapshot-count=10000", "--trusted-ca-file=%s/etcd/ca.crt" % k]
+		if n == 3:
+		    # as kubeadm 1.34+ writes it for an etcd 3.6 image (kubernetes#132838)
+		    etcd[etcd.index("--experimental-initial-corrupt-check=true")] = "--feature-gates=InitialCorruptCheck=true"
+		    etcd[etcd.index("--experimental-watch-progress-notify-interval=5s")] = "--watch-progress-notify-interval=5s"
 		json.dump(pod("etcd", "registry.k8s.io/etcd:3.5.15-0", etcd, [("etcd-certs", k + "/etcd"), ("etcd-data", "/var/lib/etcd")],
 		              probe(2381, "/health?exclude=NOSPACE&serializable=true", "HTTP")), open(d + "/etcd.yaml", "w"), indent=1)
 		if n < 3:
@@ -241,6 +248,11 @@ test_case "the kubelet runs the etcd static pod as the node's real etcd, started
 		x node-$n systemctl show -p ControlGroup "$(x node-$n systemctl list-units --plain --no-legend "fake-ctr-kube-system-etcd-node-$n-etcd-*" | cut -d " " -f 1)" >cg
 		expect_grep "^ControlGroup=/kubepods.slice/fake-ctr-kube-system-etcd-node-$n-etcd-0.service" cg
 	done
+	# node-3'"'"'s manifest is in etcd 3.6'"'"'s words: translated for 3.4/3.5
+	x node-3 grep -c -e "--feature-gates=InitialCorruptCheck=true" -e "--watch-progress-notify-interval=5s" /etc/kubernetes/manifests/etcd.yaml >n36
+	expect_eq 2 "$(cat n36)" "etcd 3.6 flags in node-3'"'"'s manifest"
+	expect_grep " --experimental-watch-progress-notify-interval=5s " cmdline
+	expect_no_grep "feature-gates" cmdline
 	ec 1 member list >members
 	cat members
 	expect_eq 3 "$(grep -c ", started, node-[123], https://" members)" "started members"
