@@ -228,6 +228,7 @@ ok = [p for p in items if p[\"metadata\"][\"name\"].startswith(\"etcd-\") and
       {\"type\": \"Ready\", \"status\": \"True\"}.items() <= next(c for c in p[\"status\"][\"conditions\"] if c[\"type\"] == \"Ready\").items()]
 sys.exit(len(ok) != 3)" "$TEST_DIR/mirrors"
 }
+no_etcd() { ! x "node-$1" pgrep -x etcd; }
 ready_via() { api "$1" GET /readyz | tail -n 1 | grep -qx 200; }
 if ! until_ok 90 ready_via 1 || ! until_ok 30 ready_via 2; then
 	for n in 1 2 3; do
@@ -288,6 +289,21 @@ test_case "concurrent merge patches through both API servers: every one lands" '
 	for i in 1 2 3 4 5 6 7 8 9 10; do expect_eq 200 "$(tail -n 1 p.$i)" "patch $i"; done
 	api 1 GET /api/v1/namespaces/default/configmaps/lab >g
 	expect_eq 11 "$(grep -o "\"k[0-9]*\": \"v\"\|\"a\": \"1\"" g | wc -l)" "keys of the ConfigMap"
+'
+
+test_case "etcd.yaml moved out and back (the restart of renew-certs): the kubelet stops and starts etcd while its API server answers 500" '
+	x node-1 mv /etc/kubernetes/manifests/etcd.yaml /etc/kubernetes/etcd.yaml.held
+	until_ok 30 no_etcd 1
+	api 1 GET /api/v1/namespaces/default/configmaps/lab >down
+	cat down
+	expect_eq 500 "$(tail -n 1 down)" "get through node-1 while its etcd is stopped"
+	sleep 3 # kubelet ticks with its API answering 500
+	x node-1 mv /etc/kubernetes/etcd.yaml.held /etc/kubernetes/manifests/etcd.yaml
+	until_ok 60 x node-1 pgrep -x etcd
+	until_ok 30 ec 1 endpoint health
+	until_ok 30 ready_via 1
+	api 1 GET /api/v1/namespaces/default/configmaps/lab >up
+	expect_eq 200 "$(tail -n 1 up)" "get through node-1 with its etcd back"
 '
 
 test_case "node-3 killed: etcd keeps quorum with two of three, writes through both API servers work" '

@@ -1864,8 +1864,11 @@ class Kubelet:
                         p.setdefault("apiVersion", "v1")
                         p.setdefault("kind", "Pod")
                         desired["%s/%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"], p["metadata"]["uid"])] = (p, False)
-                except ConnError:
-                    # the API is down: keep the API pods we know, drive static pods
+                except (ConnError, APIError):
+                    # the API is down, or answers errors (its etcd is: a 500
+                    # while this node's etcd is stopped): keep the API pods we
+                    # know, drive static pods (the real kubelet runs them
+                    # whatever the API says)
                     for k, v in self.api_pods.items():
                         desired.setdefault(k, v)
             self.api_pods = {k: v for k, v in desired.items() if not v[1]}
