@@ -3,7 +3,11 @@
 #
 #   cluster_testbed NODES K8S_VERSION [TESTBED-UP-ARGS...] || skip_all_cases "$CLUSTER_SKIP"
 #   (CLUSTER_MORE_VERSIONS="1.31.2": the fake packages of those versions too,
-#   e.g. the next minor for an upgrade)
+#   e.g. the next minor for an upgrade; CLUSTER_ETCD=real: Debian's real etcd
+#   of the nodes' release (../testbed/etcd-debs.sh) in every node's
+#   /usr/local/bin, so that the kubelet runs the etcd static pod as that
+#   etcd and the API servers keep their objects in it -- README.md, "etcd:
+#   real in the cluster")
 #
 # starts NODES nspawn testbed nodes (node-1 the control plane, the others
 # workers), builds the fake Kubernetes packages of K8S_VERSION
@@ -66,6 +70,9 @@ cluster_testbed() {
 	test_at_exit "'$TESTBED' down '$TB'"
 	# shellcheck disable=SC1091
 	. "$TB/testbed.env"
+	if [ "${CLUSTER_ETCD:-}" = real ]; then
+		cluster_etcd || return 1
+	fi
 	# shellcheck disable=SC2086 # CLUSTER_MORE_VERSIONS: versions, one word each
 	if ! "$SRC_ROOT/tests/fakes/kube-debs/build.sh" "$TEST_DIR/kube" "$_k8s" ${CLUSTER_MORE_VERSIONS:-} >"$TEST_DIR/kube.log" 2>&1; then
 		sed 's/^/# /' "$TEST_DIR/kube.log"
@@ -100,6 +107,25 @@ cluster_testbed() {
 		ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1
 	done
 	cluster_registry || return 1
+}
+
+# cluster_etcd: etcd, etcdctl (and etcdutl) of Debian's etcd-server and
+# etcd-client of the nodes' release into every node (CLUSTER_ETCD=real).
+cluster_etcd() {
+	_etcd=$(sh "$SRC_ROOT/tests/testbed/etcd-debs.sh" "${PROVISION_TESTBED_SUITE:-bookworm}" 2>"$TEST_DIR/etcd-debs.log") || {
+		sed 's/^/# /' "$TEST_DIR/etcd-debs.log"
+		CLUSTER_SKIP="cannot fetch Debian's etcd (see above)"
+		return 1
+	}
+	for _n in $TESTBED_NODES; do
+		for _b in etcd etcdctl etcdutl; do
+			[ -x "$_etcd/bin/$_b" ] || continue
+			"$TESTBED" exec "$TB" "$_n" sh -c "cat >/usr/local/bin/$_b && chmod 0755 /usr/local/bin/$_b" <"$_etcd/bin/$_b" || {
+				CLUSTER_SKIP="cannot copy etcd into $_n"
+				return 1
+			}
+		done
+	done
 }
 
 # cluster_registry: the testbed's registry (see REGISTRY above), each image

@@ -58,6 +58,20 @@ def knob(name, default=None):
         return default
 
 
+# The node's real etcd (Debian's etcd-server in /usr/bin, or a copy of
+# tests/testbed/etcd-debs.sh's in /usr/local/bin): when there is one, the
+# kubelet runs the etcd static pod with it and the API server keeps its
+# objects in it (tests/fakes/README.md, "etcd: real in the cluster").
+ETCD_PATHS = ("/usr/local/bin/etcd", "/usr/bin/etcd")
+
+
+def etcd_binary():
+    for p in ETCD_PATHS:
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
 # kubeadm's pause image per minor (cmd/kubeadm/app/constants PauseVersion, as
 # `kubeadm config images list` prints it)
 KUBEADM_PAUSE = {28: "3.9", 29: "3.9", 30: "3.9", 31: "3.10", 32: "3.10", 33: "3.10", 34: "3.10.1", 35: "3.10.1", 36: "3.10.2", 37: "3.10.2"}

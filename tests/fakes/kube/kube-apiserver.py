@@ -59,11 +59,18 @@
 #     behind an "orphan" finalizer, which `kubectl delete` waits for); the
 #     others leave dependents to the garbage collector
 #     (kube-controller-manager), Foreground without waiting for them.
+#   - etcd, when given --etcd-servers (--etcd-cafile, --etcd-certfile,
+#     --etcd-keyfile) on a node that has a real etcd binary: every object
+#     under /registry/... in etcd, resourceVersion its mod_revision, quorum
+#     reads, compare-and-swap writes re-run on a conflict, so API servers on
+#     several nodes share one state; a storage error is 500 with etcd's
+#     message; /livez /readyz /healthz check etcd (EtcdStore,
+#     tests/fakes/README.md "etcd: real in the cluster").
 # Not copied: watch, server-side apply, admission webhooks, field
-# validation, etcd (objects are kept in one file of JSON lines in etcd's
-# data directory, /var/lib/etcd, so `kubeadm reset` removes them as it
-# removes etcd's data: see Store).  Connections are kept alive (HTTP/1.1)
-# unless the client says Connection: close.
+# validation.  Without a real etcd on the node, objects are kept in one
+# file of JSON lines in etcd's data directory, /var/lib/etcd, so `kubeadm
+# reset` removes them as it removes etcd's data: see Store.  Connections
+# are kept alive (HTTP/1.1) unless the client says Connection: close.
 #
 # Test knob: /etc/fake-kubernetes/knobs/apiserver-readyz-fail (exists):
 # /readyz answers 500 with "[-]etcd failed" while the file exists.  A
@@ -72,18 +79,28 @@
 # (tests grep their logs for the real token values).
 
 import copy
+import http.client
 import http.server
 import socketserver
 import threading
 import uuid
 
 STATE = "/var/lib/etcd/fake-apiserver-state.json"
+# etcd: a request's socket timeout (longer than etcd's own 7 s proposal
+# timeout, so that etcd's "request timed out" is what a client sees), the
+# health check's (--etcd-healthcheck-timeout, --etcd-readycheck-timeout:
+# 2 s) and how long start-up waits for etcd to answer
+ETCD_TIMEOUT = 10
+ETCD_HEALTH_TIMEOUT = 2
+ETCD_START_TIMEOUT = 60
 TOKEN_LOG = "/var/lib/fake-kubernetes/tokens.log"
 
 
 def status_obj(code, reason, message, details=None):
     s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
          "reason": reason, "code": code}
+    if not reason:
+        del s["reason"]  # StatusReasonUnknown: omitted, as metav1.Status's omitempty
     if details:
         s["details"] = details
     return s
@@ -252,6 +269,9 @@ class Store:
         self.dirty.clear()
         return True
 
+    def begin(self):
+        pass  # a request starts (EtcdStore forgets what the last one read)
+
     @staticmethod
     def key(res):
         return res.plural + ("." + res.group if res.group else "")
@@ -283,6 +303,188 @@ class Store:
         i = "%s/%s" % (ns or "", name)
         self.dirty.add((self.key(res), i))
         return self.bucket(res).pop(i, None)
+
+
+class EtcdError(Exception):
+    """etcd did not do what was asked: the message is the one the real API
+    server passes on (etcd's own, e.g. "etcdserver: request timed out")."""
+
+
+class EtcdConflict(Exception):
+    """A write whose compare failed: another API server changed the key
+    since this request read it (the request is run again, as the real
+    one's GuaranteedUpdate retries)."""
+
+
+class Etcd:
+    """etcd v3 through its JSON gateway (POST /v3/kv/range, txn, ...: etcd's
+    grpc-gateway, base64 keys and values, int64 as strings), over HTTPS with
+    --etcd-cafile/--etcd-certfile/--etcd-keyfile, one kept-alive connection,
+    the next of --etcd-servers when a connection fails (clientv3 balances
+    over the endpoints)."""
+
+    def __init__(self, servers, ca, cert, key, timeout):
+        self.eps = [urllib.parse.urlsplit(u.strip()) for u in servers.split(",") if u.strip()]
+        self.ctx = ssl.create_default_context(cafile=ca or None)
+        if cert:
+            self.ctx.load_cert_chain(cert, key or None)
+        self.timeout = timeout
+        self.conn = None
+        self.i = 0
+        self.lock = threading.Lock()
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def call(self, path, body):
+        data = json.dumps(body).encode()
+        with self.lock:
+            err = None
+            for _ in range(len(self.eps) + 1):
+                ep = self.eps[self.i]
+                try:
+                    if self.conn is None:
+                        self.conn = http.client.HTTPSConnection(ep.hostname, ep.port or 2379, context=self.ctx,
+                                                                timeout=self.timeout)
+                    self.conn.request("POST", path, data, {"Content-Type": "application/json"})
+                    r = self.conn.getresponse()
+                    raw = r.read()
+                except socket.timeout:
+                    self.close()
+                    raise EtcdError("context deadline exceeded") from None
+                except (OSError, http.client.HTTPException) as e:
+                    self.close()
+                    self.i = (self.i + 1) % len(self.eps)
+                    err = 'rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp %s:%d: %s"' \
+                        % (ep.hostname, ep.port or 2379, ("connect: " + e.strerror.lower()) if getattr(e, "strerror", None) else e)
+                    continue
+                try:
+                    out = json.loads(raw or b"{}")
+                except ValueError:
+                    out = {}
+                if r.status != 200:
+                    raise EtcdError(out.get("message") or out.get("error") or "etcd answered HTTP %d" % r.status)
+                return out
+            raise EtcdError(err)
+
+
+def b64s(s):
+    return base64.b64encode(s.encode() if isinstance(s, str) else s).decode()
+
+
+def prefix_end(p):
+    """The end of etcd's range of keys that start with p."""
+    b = bytearray(p.encode())
+    b[-1] += 1
+    return bytes(b)
+
+
+class EtcdStore:
+    """Every object in etcd (--etcd-servers), where the real API server keeps
+    it: /registry/RESOURCE/NAMESPACE/NAME (nodes under minions, services
+    under services/specs, custom resource definitions under their group),
+    the object's JSON as the value (the real one writes protobuf for the
+    built-in kinds), resourceVersion the key's mod_revision and a list's
+    the header's revision.  Every get and list is a linearizable range (the
+    real one's quorum reads), so API servers on several nodes answer from
+    one state.  A write compares the key's mod_revision with what this
+    request read (or that it did not exist) and raises EtcdConflict when
+    another server changed it in between.  No watch: the stand-in API
+    server serves none."""
+
+    SPECIAL = {"nodes": "minions", "services": "services/specs", "endpoints": "services/endpoints",
+               "ingresses": "ingress"}
+    BUILTIN_GROUPS = ("", "apps", "batch", "policy") + tuple(r.group for r in RESOURCE_LIST if r.group.endswith(".k8s.io")
+                                                               and r.group != "apiextensions.k8s.io")
+
+    def __init__(self, etcd):
+        self.etcd = etcd
+        self.lock = threading.RLock()
+        self.rv = 0
+        self.seen = {}  # key: mod_revision this request read (0: absent)
+
+    key = staticmethod(Store.key)
+
+    def begin(self):
+        """A request starts: what it read before is forgotten."""
+        self.seen = {}
+
+    def prefix(self, res):
+        if res.group in self.BUILTIN_GROUPS:
+            p = self.SPECIAL.get(res.plural, res.plural)
+        else:
+            p = res.group + "/" + res.plural
+        return "/registry/" + p + "/"
+
+    def path(self, res, ns, name):
+        return self.prefix(res) + ("%s/" % ns if res.namespaced and ns else "") + name
+
+    def decode(self, kv):
+        o = json.loads(base64.b64decode(kv.get("value", "")))
+        o.setdefault("metadata", {})["resourceVersion"] = kv["mod_revision"]
+        self.seen[base64.b64decode(kv["key"]).decode()] = int(kv["mod_revision"])
+        return o
+
+    def note_rev(self, out):
+        self.rv = max(self.rv, int(out.get("header", {}).get("revision", 0)))
+
+    def get(self, res, ns, name):
+        k = self.path(res, ns, name)
+        out = self.etcd.call("/v3/kv/range", {"key": b64s(k)})
+        self.note_rev(out)
+        kvs = out.get("kvs") or []
+        if not kvs:
+            self.seen[k] = 0
+            return None
+        return self.decode(kvs[0])
+
+    def list(self, res, ns=None):
+        p = self.prefix(res) + ("%s/" % ns if res.namespaced and ns else "")
+        out = self.etcd.call("/v3/kv/range", {"key": b64s(p), "range_end": b64s(prefix_end(p))})
+        self.rv = int(out.get("header", {}).get("revision", 0))
+        items = [self.decode(kv) for kv in out.get("kvs") or []]
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return items
+
+    def txn(self, k, op):
+        """op on key k if it is as this request read it (else absent)."""
+        cmp_ = [{"key": b64s(k), "target": "MOD", "result": "EQUAL", "mod_revision": str(self.seen.get(k, 0))}]
+        out = self.etcd.call("/v3/kv/txn", {"compare": cmp_, "success": [op]})
+        if not out.get("succeeded"):
+            raise EtcdConflict(k)
+        rev = int(out.get("header", {}).get("revision", 0))
+        self.rv = max(self.rv, rev)
+        return rev
+
+    def put(self, res, obj):
+        md = obj["metadata"]
+        k = self.path(res, md.get("namespace", ""), md["name"])
+        stored = dict(obj, metadata={x: v for x, v in md.items() if x != "resourceVersion"})
+        rev = self.txn(k, {"request_put": {"key": b64s(k), "value": b64s(json.dumps(stored))}})
+        md["resourceVersion"] = str(rev)
+        self.seen[k] = rev
+
+    def remove(self, res, ns, name):
+        k = self.path(res, ns, name)
+        self.txn(k, {"request_delete_range": {"key": b64s(k)}})
+        self.seen[k] = 0
+
+    def next_rv(self):
+        return str(self.rv + 1)  # a placeholder: put() sets the revision etcd gave
+
+    def save(self, whole=False):
+        pass  # etcd has it once the txn is answered
+
+    def healthy(self, health):
+        """The etcd check of /livez and /readyz: a range of /registry/health
+        within --etcd-healthcheck-timeout (2 s), on a connection of its own."""
+        try:
+            health.call("/v3/kv/range", {"key": b64s("/registry/health")})
+            return True
+        except EtcdError:
+            return False
 
 
 class Authz:
@@ -324,12 +526,48 @@ class Authz:
 class API:
     def __init__(self, flags):
         self.flags = flags
-        self.store = Store(STATE)
+        self.health = None
+        if flags.get("etcd-servers") and etcd_binary():
+            ca, cert, key = flags.get("etcd-cafile"), flags.get("etcd-certfile"), flags.get("etcd-keyfile")
+            try:
+                self.store = EtcdStore(Etcd(flags["etcd-servers"], ca, cert, key, ETCD_TIMEOUT))
+                self.health = Etcd(flags["etcd-servers"], ca, cert, key, ETCD_HEALTH_TIMEOUT)
+            except (OSError, ssl.SSLError, ValueError) as e:
+                die('E0000 run.go:74] "command failed" err="failed to load the etcd client certificate: %s"' % e)
+            self.wait_for_etcd()
+        else:
+            self.store = Store(STATE)
         self.started = now()
         self.version = flags.get("fake-version") or FAKE_VERSION
         svc = flags.get("service-cluster-ip-range", "10.96.0.0/12").split(",")[0]
         self.svc_base = svc.split("/")[0]
+        for _ in range(10):
+            try:
+                self.bootstrap(flags)
+                break
+            except EtcdConflict:
+                continue  # another API server of the cluster made them at the same time
+            except EtcdError as e:
+                die('E0000 run.go:74] "command failed" err="%s"' % e)
+
+    def wait_for_etcd(self):
+        """The real API server dials etcd until --etcd-servers answers; it
+        exits when it cannot within its storage start-up timeout (60 s)."""
+        t0 = now()
+        while True:
+            try:
+                self.health.call("/v3/kv/range", {"key": b64s("/registry/health")})
+                return
+            except EtcdError as e:
+                if now() - t0 > ETCD_START_TIMEOUT:
+                    die('E0000 run.go:74] "command failed" err="context deadline exceeded"')
+                klog("W", "[core] grpc: addrConn.createTransport failed to connect to %s. Err: %s"
+                     % (self.flags["etcd-servers"].split(",")[0], e))
+                time.sleep(1)
+
+    def bootstrap(self, flags):
         with self.store.lock:
+            self.store.begin()
             for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
                 if not self.store.get(resource_by_name("namespaces"), "", ns):
                     self.create(resource_by_name("namespaces"), None, {"metadata": {"name": ns}}, save=False)
@@ -677,6 +915,9 @@ class API:
         failing = set()
         if which == "readyz" and knob("apiserver-readyz-fail") is not None:
             failing.add("etcd")
+        if self.health is not None and not self.store.healthy(self.health):
+            # etcd's check (every endpoint) and, for /readyz, etcd-readiness
+            failing.update(("etcd", "etcd-readiness") if which == "readyz" else ("etcd",))
         if now() - self.started < 1.0:
             failing.add("poststarthook/rbac/bootstrap-roles")
         ok = not failing
@@ -769,6 +1010,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.resource(method, path, query, user, groups)
         except HTTPFail as e:
             self.send(e.code, e.body)
+        except EtcdError as e:
+            # a read outside a resource's request (authentication, RBAC)
+            self.send(500, status_obj(500, "", str(e)))
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -821,59 +1065,77 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise HTTPFail(403, "Forbidden", '%sis forbidden: User "%s" cannot %s resource "%s%s" in API group "%s" %s'
                            % (target, user, verb, res.plural, "/" + sub if sub else "", group, scope),
                            {"name": name, "kind": res.plural} if name else {"kind": res.plural})
+        for attempt in range(5):
+            try:
+                with api.store.lock:
+                    api.store.begin()
+                    return self.act(method, res, ns, name, sub, query, user, groups)
+            except EtcdConflict:
+                # another API server wrote the object since this request
+                # read it: read it again and redo (the real GuaranteedUpdate)
+                if attempt == 4:
+                    raise HTTPFail(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": the object has been modified; '
+                                   'please apply your changes to the latest version and try again'
+                                   % (Store.key(res), name or ""), {"name": name or "", "kind": res.plural}) from None
+            except EtcdError as e:
+                # the real one's answer to a storage error it cannot interpret:
+                # 500, reason unknown, etcd's message (kubectl: "Error from server: ...")
+                raise HTTPFail(500, "", str(e)) from None
+
+    def act(self, method, res, ns, name, sub, query, user, groups):
+        api = self.api
         dry = "All" in (query.get("dryRun") or [])
-        with api.store.lock:
-            if method == "GET":
-                if name:
-                    o = api.store.get(res, ns if res.namespaced else "", name)
-                    if not o:
-                        raise not_found(res, name)
-                    return self.send(200, o)
-                return self.send(200, api.list(res, ns, query))
-            if method == "POST":
-                body = self.body() or {}
-                if sub == "binding" and res.kind == "Pod":
-                    pod = api.store.get(res, ns, name)
-                    if not pod:
-                        raise not_found(res, name)
-                    if pod["spec"].get("nodeName"):
-                        raise HTTPFail(409, "Conflict", 'Operation cannot be fulfilled on pods/binding "%s": pod %s is already assigned to node "%s"'
-                                       % (name, name, pod["spec"]["nodeName"]))
-                    node = ((body.get("target") or {}).get("name"))
-                    pod["spec"]["nodeName"] = node
-                    conds = [c for c in pod["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
-                    conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                                  "lastTransitionTime": rfc3339()})
-                    pod["status"]["conditions"] = conds
-                    pod["metadata"]["resourceVersion"] = api.store.next_rv()
-                    api.store.put(res, pod)
-                    api.store.save()
-                    return self.send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
-                if sub == "eviction" and res.kind == "Pod":
-                    api.delete(res, ns, name)
-                    return self.send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
-                if name:
-                    raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-                if res.kind == "CertificateSigningRequest":
-                    body.setdefault("spec", {})["username"] = user
-                    body["spec"]["groups"] = groups
-                o = api.create(res, ns, body, dry=dry)
-                return self.send(201, o)
-            if method in ("PUT", "PATCH"):
-                body = self.body()
-                if body is None:
-                    raise HTTPFail(400, "BadRequest", "the body of the request was empty")
-                if method == "PUT":
-                    o = api.replace(res, ns, name, body, sub, dry=dry)
-                else:
-                    o = api.replace(res, ns, name, None, sub, patch=body, ctype=self.headers.get("Content-Type"), dry=dry)
+        if method == "GET":
+            if name:
+                o = api.store.get(res, ns if res.namespaced else "", name)
+                if not o:
+                    raise not_found(res, name)
                 return self.send(200, o)
-            if method == "DELETE":
-                if not name:
-                    raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-                opts = self.body() or {}
-                prop = opts.get("propagationPolicy") or (query.get("propagationPolicy") or [None])[0]
-                return self.send(200, api.delete(res, ns, name, prop))
+            return self.send(200, api.list(res, ns, query))
+        if method == "POST":
+            body = self.body() or {}
+            if sub == "binding" and res.kind == "Pod":
+                pod = api.store.get(res, ns, name)
+                if not pod:
+                    raise not_found(res, name)
+                if pod["spec"].get("nodeName"):
+                    raise HTTPFail(409, "Conflict", 'Operation cannot be fulfilled on pods/binding "%s": pod %s is already assigned to node "%s"'
+                                   % (name, name, pod["spec"]["nodeName"]))
+                node = ((body.get("target") or {}).get("name"))
+                pod["spec"]["nodeName"] = node
+                conds = [c for c in pod["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
+                conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                              "lastTransitionTime": rfc3339()})
+                pod["status"]["conditions"] = conds
+                pod["metadata"]["resourceVersion"] = api.store.next_rv()
+                api.store.put(res, pod)
+                api.store.save()
+                return self.send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+            if sub == "eviction" and res.kind == "Pod":
+                api.delete(res, ns, name)
+                return self.send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+            if name:
+                raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            if res.kind == "CertificateSigningRequest":
+                body.setdefault("spec", {})["username"] = user
+                body["spec"]["groups"] = groups
+            o = api.create(res, ns, body, dry=dry)
+            return self.send(201, o)
+        if method in ("PUT", "PATCH"):
+            body = self.body()
+            if body is None:
+                raise HTTPFail(400, "BadRequest", "the body of the request was empty")
+            if method == "PUT":
+                o = api.replace(res, ns, name, body, sub, dry=dry)
+            else:
+                o = api.replace(res, ns, name, None, sub, patch=body, ctype=self.headers.get("Content-Type"), dry=dry)
+            return self.send(200, o)
+        if method == "DELETE":
+            if not name:
+                raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            opts = self.body() or {}
+            prop = opts.get("propagationPolicy") or (query.get("propagationPolicy") or [None])[0]
+            return self.send(200, api.delete(res, ns, name, prop))
         raise HTTPFail(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
 

@@ -76,7 +76,14 @@
 #     registration: state "extended", reported in capacity and
 #     allocatable) and return a function the kubelet calls about once a
 #     second while the container runs (a controller's loop);
-#   anything else (etcd, coredns, kube-proxy, ...): a placeholder that
+#   etcd: the node's REAL etcd when it has one (fakekube.etcd_binary():
+#     Debian's etcd-server 3.4/3.5), with the static pod's command, a
+#     transient unit like the process images; started (and Ready) once its
+#     startupProbe's httpGet answers (kubeadm's /health on 2381); the flags
+#     an etcd 3.6 manifest has and 3.4/3.5 lack translated (etcd_args;
+#     tests/fakes/README.md, "etcd: real in the cluster"); without one, a
+#     placeholder as below;
+#   anything else (coredns, kube-proxy, ...): a placeholder that
 #     "runs" (state kept by the kubelet).
 #
 # The container runtime (CRI) as the node's REAL containerd configures it
@@ -135,6 +142,7 @@
 # images come from the stand-in's image store as they always did.
 
 import copy
+import http.client
 import http.server
 import signal
 import threading
@@ -261,6 +269,70 @@ def image_base(image):
 def short_base(image):
     return image_base(image).rsplit("/", 1)[-1]
 
+
+
+def http_probe(probe):
+    """A probe's httpGet (scheme HTTP): 200-399 within timeoutSeconds."""
+    g = probe.get("httpGet") or {}
+    if not g or (g.get("scheme") or "HTTP").upper() != "HTTP":
+        return True  # the fake acts out no other probe
+    try:
+        conn = http.client.HTTPConnection(g.get("host") or "127.0.0.1", int(g.get("port", 80)),
+                                          timeout=min(float(probe.get("timeoutSeconds", 1)), 2.0))
+        conn.request("GET", g.get("path") or "/")
+        code = conn.getresponse().status
+        conn.close()
+        return 200 <= code < 400
+    except (OSError, http.client.HTTPException, ValueError):
+        return False
+
+
+ETCD_VERSIONS = {}
+
+
+def etcd_version(binary):
+    """(major, minor) of the node's etcd (`etcd --version`), (0, 0) unknown."""
+    if binary not in ETCD_VERSIONS:
+        try:
+            out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        m = re.search(r"etcd Version: (\d+)\.(\d+)", out)
+        ETCD_VERSIONS[binary] = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    return ETCD_VERSIONS[binary]
+
+
+# etcd 3.6's feature gates that 3.4 and 3.5 take as experimental flags
+# (what kubeadm writes for an etcd 3.6 image; Debian has 3.4 and 3.5)
+ETCD_GATES = {"InitialCorruptCheck": "experimental-initial-corrupt-check"}
+# etcd 3.6 flags whose 3.4/3.5 name has the experimental- prefix
+ETCD_UNPREFIXED = ("watch-progress-notify-interval",)
+
+
+def etcd_args(argv, version):
+    """The static pod's etcd flags for an etcd 3.4 or 3.5: only what that
+    etcd cannot take is translated (tests/fakes/README.md); anything else,
+    a gate without an old flag included, is left for etcd to refuse."""
+    if version >= (3, 6) or version == (0, 0):
+        return list(argv)
+    out = []
+    for a in argv:
+        k, eq, v = a.partition("=")
+        if k == "--feature-gates" and eq:
+            rest = []
+            for g in v.split(","):
+                name, _, val = g.partition("=")
+                if name.strip() in ETCD_GATES:
+                    out.append("--%s=%s" % (ETCD_GATES[name.strip()], val.strip() or "true"))
+                elif g:
+                    rest.append(g)
+            if rest:
+                out.append("--feature-gates=" + ",".join(rest))
+        elif k.lstrip("-") in ETCD_UNPREFIXED:
+            out.append("--experimental-" + k.lstrip("-") + eq + v)
+        else:
+            out.append(a)
+    return out
 
 
 def cpu_milli(q):
@@ -922,26 +994,20 @@ class Kubelet:
         else:
             inj.pop(ckey, None)
         st["id"] = secrets.token_hex(32)
-        if short_base(c.get("image", "")) in PROCESS_IMAGES and kind != "init":
-            unit = self.unit_name(ns, name, c["name"], st["restarts"])
-            if st.get("unit") and st["unit"] != unit:
-                self.unit_kill(st["unit"])
-            prog = os.path.join(IMAGES, short_base(c["image"]))
-            argv = cmd[1:] if cmd and os.path.basename(cmd[0]) == short_base(c["image"]) else cmd
-            self.unit_kill(unit)
-            self.systemctl("reset-failed", unit + ".service")
-            envargs = []
-            for k, v in list(env.items()) + [("FAKE_IMAGE", c["image"])]:
-                envargs += ["-E", "%s=%s" % (k, v)]
-            try:
-                r = subprocess.run(["systemd-run", "--unit=" + unit, "--slice=kubepods.slice", "--collect", "--quiet",
-                                    "-p", "StandardOutput=append:" + log, "-p", "StandardError=append:" + log] + envargs +
-                                   ["/usr/bin/python3", prog] + argv, capture_output=True, text=True, check=False, timeout=30)
-            except subprocess.TimeoutExpired as e:
-                raise ContainerFailed("failed to start container: systemd-run timed out", 128) from e
-            if r.returncode != 0:
-                raise ContainerFailed("failed to start container: %s" % r.stderr.strip(), 128)
-            st["unit"] = unit
+        st.pop("real", None)
+        st.pop("probed", None)
+        sb = short_base(c.get("image", ""))
+        if sb in PROCESS_IMAGES and kind != "init":
+            argv = cmd[1:] if cmd and os.path.basename(cmd[0]) == sb else cmd
+            self.run_unit(pod, c, st, ["/usr/bin/python3", os.path.join(IMAGES, sb)] + argv,
+                          list(env.items()) + [("FAKE_IMAGE", c["image"])], log)
+            return
+        etcd = etcd_binary() if sb == "etcd" and kind != "init" else None
+        if etcd:
+            # the node's real etcd, with the static pod's command
+            argv = cmd[1:] if cmd and os.path.basename(cmd[0]) == "etcd" else cmd
+            self.run_unit(pod, c, st, [etcd] + etcd_args(argv, etcd_version(etcd)), list(env.items()), log)
+            st["real"] = True
             return
         if cmd and os.path.basename(cmd[0]) == "cp":
             self.act_cp(cmd[1:], c, pod, mounts, log)
@@ -973,6 +1039,28 @@ class Kubelet:
                     names = []
                 self.container_log(log, "%s is %s on this node, holding: %s"
                                    % (mpath, vol[1], " ".join(names[:20]) if names else "(nothing)"))
+
+    def run_unit(self, pod, c, st, argv, env, log):
+        """argv as the container's process: a transient unit in
+        kubepods.slice, its output appended to the container's log."""
+        md = pod["metadata"]
+        unit = self.unit_name(md.get("namespace", "default"), md["name"], c["name"], st["restarts"])
+        if st.get("unit") and st["unit"] != unit:
+            self.unit_kill(st["unit"])
+        self.unit_kill(unit)
+        self.systemctl("reset-failed", unit + ".service")
+        envargs = []
+        for k, v in env:
+            envargs += ["-E", "%s=%s" % (k, v)]
+        try:
+            r = subprocess.run(["systemd-run", "--unit=" + unit, "--slice=kubepods.slice", "--collect", "--quiet",
+                                "-p", "StandardOutput=append:" + log, "-p", "StandardError=append:" + log] + envargs +
+                               argv, capture_output=True, text=True, check=False, timeout=30)
+        except subprocess.TimeoutExpired as e:
+            raise ContainerFailed("failed to start container: systemd-run timed out", 128) from e
+        if r.returncode != 0:
+            raise ContainerFailed("failed to start container: %s" % r.stderr.strip(), 128)
+        st["unit"] = unit
 
     def resolve_source(self, path, c, mounts):
         """The bytes behind path inside container c, or None."""
@@ -1259,14 +1347,21 @@ class Kubelet:
         only once the probe succeeds: kubeadm's static pods probe first
         initialDelaySeconds (10) after the start.  Knob slow-start, lines
         CONTAINER SECONDS: that container's probe first succeeds SECONDS
-        after its start (a slow lab PC: etcd replaying its WAL)."""
+        after its start (a slow lab PC: etcd replaying its WAL).  A real
+        process (the node's etcd) is probed for real: its startupProbe's
+        httpGet, from initialDelaySeconds on, until it answers 200 once."""
         probe = c.get("startupProbe")
         need = float((probe or {}).get("initialDelaySeconds", 0)) if probe else 0.0
         for ln in (knob("slow-start") or "").splitlines():
             p = ln.split()
             if len(p) == 2 and p[0] == c["name"]:
                 need = max(need, float(p[1]))
-        return now() - st.get("t_start", now()) >= need
+        if now() - st.get("t_start", now()) < need:
+            return False
+        if st.get("real") and probe and not st.get("probed"):
+            st["probed"] = http_probe(probe)
+            return st["probed"]
+        return True
 
     @staticmethod
     def probed_ready(c, st):
@@ -1769,8 +1864,11 @@ class Kubelet:
                         p.setdefault("apiVersion", "v1")
                         p.setdefault("kind", "Pod")
                         desired["%s/%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"], p["metadata"]["uid"])] = (p, False)
-                except ConnError:
-                    # the API is down: keep the API pods we know, drive static pods
+                except (ConnError, APIError):
+                    # the API is down, or answers errors (its etcd is: a 500
+                    # while this node's etcd is stopped): keep the API pods we
+                    # know, drive static pods (the real kubelet runs them
+                    # whatever the API says)
                     for k, v in self.api_pods.items():
                         desired.setdefault(k, v)
             self.api_pods = {k: v for k, v in desired.items() if not v[1]}
