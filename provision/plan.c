@@ -505,9 +505,10 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	ro.per_command_channels = o->per_command_channels;
 	ro.secrets = o->secrets;
 	ro.sessions = sessions;
-	ro.on_event = pass_event;
-	ro.on_tick = pass_tick;
-	ro.data = &run;
+	ro.data = &run; /* facts_fn's, pipeline_fn's */
+	/* the runner's one consumer: pass_event maps the pass's nodes to the run's, applies
+	 * each event to the run-wide records and hands it on to o->consumers */
+	event_consumers_add(&ro.consumers, pass_event, pass_tick, &run);
 	ro.handle_signals = true;
 
 	/* 1. facts */

@@ -460,8 +460,7 @@ static void dispatch(const struct runner_opts *o, struct node_status *status, bo
 		node_status_apply(st, ev);
 	else if (ev->kind == EVENT_NODE_STATE)
 		st->state = ev->state;
-	if (o->on_event)
-		o->on_event(ev, keep ? st : NULL, o->data);
+	event_consumers_event(&o->consumers, ev, keep ? st : NULL);
 	event_free(ev);
 }
 
@@ -484,7 +483,7 @@ void runner_status_release(struct node_status *status, size_t nr)
 
 struct query_run {
 	const struct runner_query *q;
-	const struct runner_opts *o; /* the caller's: on_event, data */
+	const struct runner_opts *o; /* the caller's: its event consumers */
 	int rc, exit_status;
 	bool ran;
 	struct error err;
@@ -563,16 +562,14 @@ static void query_on_event(const struct event *ev, const struct node_status *st,
 	/* not reached: the reason (the runner's words, redacted) */
 	if (ev->kind == EVENT_NODE_STATE && ev->state == NODE_UNREACHABLE && !qr->ran)
 		error_set(&qr->err, TRANSPORT_ERR_GENERIC, "%s", ev->text ? ev->text : "unreachable");
-	if (qr->o->on_event)
-		qr->o->on_event(ev, st, qr->o->data);
+	event_consumers_event(&qr->o->consumers, ev, st);
 }
 
 static void query_on_tick(void *data)
 {
 	struct query_run *qr = data;
 
-	if (qr->o->on_tick)
-		qr->o->on_tick(qr->o->data);
+	event_consumers_tick(&qr->o->consumers);
 }
 
 int runner_query(const struct runner_opts *o, const struct node *node, struct transport **session,
@@ -587,9 +584,9 @@ int runner_query(const struct runner_opts *o, const struct node *node, struct tr
 	ro.forks = 1;
 	ro.sessions = slot;
 	ro.node_fn = query_fn;
-	ro.on_event = query_on_event;
-	ro.on_tick = query_on_tick;
 	ro.data = &qr;
+	memset(&ro.consumers, 0, sizeof(ro.consumers));
+	event_consumers_add(&ro.consumers, query_on_event, query_on_tick, &qr);
 	runner_run(&ro, nodes, 1, &sum, NULL);
 	if (session)
 		*session = slot[0];
@@ -699,8 +696,8 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 			if (handled_signals >= 2)
 				atomic_store(&r.cancel, true);
 		}
-		if (!ev && opts->on_tick)
-			opts->on_tick(opts->data);
+		if (!ev)
+			event_consumers_tick(&opts->consumers);
 		if (!ev && atomic_load(&r.active) == 0)
 			break;
 	}

@@ -316,11 +316,10 @@ static int run_exec(int nr_pos, char **pos)
 			/* What the user typed runs as ssh would run it: $$ is its own shell. */
 			.own_shell = true,
 			.node_fn = run_node_fn,
-			.on_event = run_on_event,
-			.on_tick = run_tick,
 			.data = &s,
 			.handle_signals = true,
 		};
+		event_consumers_add(&ro.consumers, run_on_event, run_tick, &s);
 		runner_run(&ro, nodes, nr, &sum, &status);
 	}
 	if (opt_group)

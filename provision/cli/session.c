@@ -670,8 +670,7 @@ static int session_query(struct cli_session *s, const struct node *n, const stru
 	if (cli_session_secrets(s))
 		return error_set(err, -1, "the secrets could not be read (see above)");
 	session_runner_opts(s, &ro);
-	ro.on_event = query_event_cb;
-	ro.data = ctx;
+	event_consumers_add(&ro.consumers, query_event_cb, NULL, ctx);
 	rc = runner_query(&ro, n, &s->conns[i], rq, exit_status, err);
 	return rc < 0 ? -1 : 0;
 }
@@ -786,8 +785,7 @@ int cli_session_login_check(struct cli_session *s, const struct node *n, const c
 		return error_set(err, -1, "the secrets could not be read (see above)");
 	session_runner_opts(s, &ro);
 	ro.use_sudo = false;
-	ro.on_event = query_event_cb;
-	ro.data = ctx;
+	event_consumers_add(&ro.consumers, query_event_cb, NULL, ctx);
 	if (runner_query(&ro, n, NULL, &rq, &status, err) < 0)
 		return -1;
 	if (status)
