@@ -108,6 +108,7 @@ struct event *event_new(enum event_kind kind, size_t node)
 
 	ev->kind = kind;
 	ev->node = node;
+	ev->phase = PHASE_NONE;
 	ev->at_ms = now_ms();
 	return ev;
 }
@@ -116,7 +117,6 @@ void event_free(struct event *ev)
 {
 	if (!ev)
 		return;
-	free(ev->phase);
 	free(ev->role);
 	free(ev->step);
 	free(ev->text);

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "phase.h"
+
 struct facts;
 
 /* The life of one node in a run; a state machine with timestamps (runner.h). */
@@ -88,12 +90,12 @@ struct event {
 	/* EVENT_LINE: the node's line held unsafe text (util.h text_unsafe); text is it cleaned */
 	bool unsafe;
 	int exit_status;      /* EVENT_STEP_END, EVENT_NODE_STATE(DONE/FAILED) */
-	char *phase;	      /* may be NULL */
+	enum phase phase;     /* PHASE_NONE: none (printed by name: phase_name) */
 	char *role;	      /* may be NULL */
 	char *step;	      /* may be NULL */
 	char *text;	      /* line, message or failure reason; may be NULL */
 	/*
-	 * Validation results are EVENT_STEP_END events of phase "validate":
+	 * Validation results are EVENT_STEP_END events of PHASE_VALIDATE:
 	 * step = the check's id, result ok/failed/skipped, text = the
 	 * observed value and "(hint: how to fix)", and these two set.
 	 */

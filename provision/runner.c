@@ -147,7 +147,8 @@ void runner_job_set_exit(struct runner_job *job, int exit_status)
  */
 struct line_ctx {
 	struct runner_job *job;
-	const char *phase, *step;
+	enum phase phase;
+	const char *step;
 	uint64_t posted, cut; /* bytes posted; bytes held or dropped */
 	struct strbuf held;   /* lines held: a stream byte, the line, '\n' each */
 };
@@ -160,8 +161,7 @@ static void post_one(struct line_ctx *lc, int stream, const char *line, size_t l
 	ev->text = xstrndup(line, len);
 	ev->unsafe = text_unsafe(ev->text, strlen(ev->text)) != NULL;
 	redact(lc->job->r, &ev->text);
-	if (lc->phase)
-		ev->phase = xstrdup(lc->phase);
+	ev->phase = lc->phase;
 	if (lc->step)
 		ev->step = xstrdup(lc->step);
 	events_push(lc->job->r->q, ev);
@@ -239,8 +239,8 @@ static bool job_cancelled_cb(void *data)
 	return runner_job_cancelled(lc->job);
 }
 
-int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
-		    const char *command, const void *input, size_t input_len, int timeout_ms,
+int runner_job_exec(struct runner_job *job, enum phase phase, const char *step, const char *command,
+		    const void *input, size_t input_len, int timeout_ms,
 		    struct transport_result *res, struct error *err)
 {
 	struct line_ctx lc = {job, phase, step, 0, 0, STRBUF_INIT};
@@ -392,10 +392,9 @@ void node_status_apply(struct node_status *st, const struct event *ev)
 		}
 		break;
 	case EVENT_STEP_START:
-		free(st->phase);
 		free(st->role);
 		free(st->step);
-		st->phase = ev->phase ? xstrdup(ev->phase) : NULL;
+		st->phase = ev->phase;
 		st->role = ev->role ? xstrdup(ev->role) : NULL;
 		st->step = ev->step ? xstrdup(ev->step) : NULL;
 		break;
@@ -472,7 +471,6 @@ void runner_status_release(struct node_status *status, size_t nr)
 		return;
 	for (i = 0; i < nr; i++) {
 		free(status[i].reason);
-		free(status[i].phase);
 		free(status[i].role);
 		free(status[i].step);
 	}
@@ -508,7 +506,7 @@ static struct event *query_event(struct runner_job *job, const struct runner_que
 {
 	struct event *ev = event_new(kind, job->index);
 
-	ev->phase = q->phase ? xstrdup(q->phase) : NULL;
+	ev->phase = q->phase;
 	ev->role = q->role ? xstrdup(q->role) : NULL;
 	ev->step = q->step ? xstrdup(q->step) : NULL;
 	return ev;
@@ -642,6 +640,7 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 	memset(summary, 0, sizeof(*summary));
 	for (i = 0; i < nr; i++) {
 		status[i].exit_status = -1;
+		status[i].phase = PHASE_NONE;
 		status[i].queued_ms = t0;
 	}
 	r.q = events_new();

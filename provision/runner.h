@@ -49,7 +49,8 @@ struct node_status {
 	uint64_t queued_ms, started_ms, connected_ms, ended_ms; /* monotonic; 0 = not yet */
 	int exit_status; /* of the last command (run), -1 when none */
 	char *reason;	 /* why it failed or was cancelled; NULL otherwise */
-	char *phase, *role, *step; /* what it is doing now */
+	enum phase phase; /* what it is doing now (PHASE_NONE: nothing, no phase) */
+	char *role, *step;
 	unsigned steps_done, steps_changed, steps_failed, steps_skipped;
 	unsigned lines; /* output lines received */
 };
@@ -172,12 +173,12 @@ void runner_interrupt_reset(void);
 
 /*
  * Run a command on the job's node; every output line is posted as an
- * EVENT_LINE with the given phase/step (NULL for ad-hoc commands), within
+ * EVENT_LINE with the given phase/step (PHASE_NONE, NULL for ad-hoc commands), within
  * the caps above: every line still passes the job's filter.
  * Returns as transport_ops.exec.
  */
-int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
-		    const char *command, const void *input, size_t input_len, int timeout_ms,
+int runner_job_exec(struct runner_job *job, enum phase phase, const char *step, const char *command,
+		    const void *input, size_t input_len, int timeout_ms,
 		    struct transport_result *res, struct error *err);
 /*
  * A filter every output line of this job passes through before it becomes
@@ -214,7 +215,8 @@ void runner_job_interrupted(struct runner_job *job, const char *fmt, ...)
  * input (mode put_mode) to that path; with get_path: get_file.
  */
 struct runner_query {
-	const char *phase, *role, *step;
+	enum phase phase; /* PHASE_NONE: none (a designated initializer must say so) */
+	const char *role, *step;
 	const char *command;
 	const char *put_path;
 	unsigned put_mode;

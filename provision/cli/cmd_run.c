@@ -116,7 +116,7 @@ static int run_node_fn(struct runner_job *job, void *data)
 	int timeout_ms = s->timeout_ms >= 0 ? s->timeout_ms
 					    : runner_job_node(job)->ssh.command_timeout * 1000;
 
-	rc = runner_job_exec(job, NULL, NULL, s->command, NULL, 0, timeout_ms, &res, &err);
+	rc = runner_job_exec(job, PHASE_NONE, NULL, s->command, NULL, 0, timeout_ms, &res, &err);
 	if (rc == TRANSPORT_ERR_CMD_TIMEOUT) {
 		runner_job_set_exit(job, res.exit_status);
 		runner_job_fail(job, "%s", err.msg);

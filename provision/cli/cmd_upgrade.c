@@ -296,7 +296,7 @@ static int upgrade_stage(struct cli_session *s, const struct node *cp, const cha
 	env[1] = NULL;
 	args.env = env;
 	args.kubernetes_version = target;
-	args.phase_bits = 1u << role_phase_index("upgrade");
+	args.phase_bits = PHASE_BIT(PHASE_UPGRADE);
 	args.select = select_cp;
 	printf("upgrade: the control plane %s to %s\n", cp->name, target);
 	fflush(stdout);
@@ -308,7 +308,7 @@ static int upgrade_stage(struct cli_session *s, const struct node *cp, const cha
 		free(todo);
 		return ret;
 	}
-	args.phase_bits = 1u << role_phase_index("upgrade-workers");
+	args.phase_bits = PHASE_BIT(PHASE_UPGRADE_WORKERS);
 	args.select = select_batch;
 	for (i = 0; i < nr_todo; i += nr_batch) {
 		struct strbuf names = STRBUF_INIT;

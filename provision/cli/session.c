@@ -41,8 +41,7 @@ static int select_add_nodes(const struct cli_plan_args *a, const struct inventor
 	const struct node *cp = inventory_control_plane(inv);
 	bool *sel = cli_select_named(a->cmd_name, inv, a->add_nodes, a->nr_add_nodes);
 	size_t i, n = 0;
-	unsigned cp_phases = 0;
-	int k;
+	unsigned cp_phases;
 
 	if (!sel)
 		return EXIT_USAGE;
@@ -56,10 +55,7 @@ static int select_add_nodes(const struct cli_plan_args *a, const struct inventor
 		free(sel);
 		return EXIT_USAGE;
 	}
-	for (k = 0; role_phases[k]; k++)
-		if (!strcmp(role_phases[k], "join") || !strcmp(role_phases[k], "addons") ||
-		    !strcmp(role_phases[k], "validate"))
-			cp_phases |= 1u << k;
+	cp_phases = PHASE_BIT(PHASE_JOIN) | PHASE_BIT(PHASE_ADDONS) | PHASE_BIT(PHASE_VALIDATE);
 	*out = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(**out));
 	*node_phases = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(**node_phases));
 	for (i = 0; i < inv->nr_nodes; i++) {
@@ -393,7 +389,7 @@ int cli_session_pass(struct cli_session *s, const struct cli_plan_args *a)
 	    .skip_preflight = a->skip_preflight,
 	    .env = a->env,
 	    .validate = a->mode == RUN_CHECK ||
-			(a->mode != RUN_PLAN && (phases & (1u << role_phase_index("validate")))),
+			(a->mode != RUN_PLAN && (phases & PHASE_BIT(PHASE_VALIDATE))),
 	    .bench = a->bench || a->mode == RUN_BENCH,
 	    .bench_repeat = a->bench_repeat > 0 ? (unsigned)a->bench_repeat : 0,
 	    .bench_limit_milli = bench_limit,
@@ -650,11 +646,11 @@ static void query_event_cb(const struct event *ev, const struct node_status *st,
 }
 
 /* A query's phase: its role's, when it names one of the roles (etcd-backup: backup). */
-static const char *query_phase(const struct cli_session *s, const char *role)
+static enum phase query_phase(const struct cli_session *s, const char *role)
 {
 	const struct role *r = role && s->have_roles ? role_set_find(&s->rs, role) : NULL;
 
-	return r ? r->phase : NULL;
+	return r ? r->phase : PHASE_NONE;
 }
 
 static int session_query(struct cli_session *s, const struct node *n, const struct runner_query *rq,

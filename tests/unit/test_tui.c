@@ -390,7 +390,7 @@ static void feed(struct fixture *f, enum event_kind kind, size_t node, const cha
 	f->t += ms;
 	ev.at_ms = f->t;
 	ev.duration_ms = ms;
-	ev.phase = (char *)(role && !strcmp(role, "facts") ? "facts" : "prep");
+	ev.phase = role && !strcmp(role, "facts") ? PHASE_FACTS : PHASE_PREP;
 	ev.role = (char *)role;
 	ev.step = (char *)step;
 	ev.text = (char *)text;
@@ -420,7 +420,7 @@ static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 	feed(f, EVENT_STEP_START, node, "facts", "gather", STEP_NONE, 0, NULL);
 	for (; *lines; lines++) {
 		struct event ev = {.kind = EVENT_LINE, .node = node, .stream = 1, .at_ms = f->t};
-		ev.phase = (char *)"facts";
+		ev.phase = PHASE_FACTS;
 		ev.step = (char *)"gather";
 		ev.text = (char *)*lines;
 		tui_model_event(&f->m, &ev);
@@ -428,7 +428,7 @@ static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 	}
 	assert_int_equal(facts_parse(&facts, text.buf, text.len, &err), 0);
 	fev.at_ms = f->t;
-	fev.phase = (char *)"facts";
+	fev.phase = PHASE_FACTS;
 	fev.facts = &facts;
 	tui_model_event(&f->m, &fev);
 	if (f->m.roles) { /* the roles the plan decides from them (EVENT_ROLES) */
@@ -641,7 +641,8 @@ static void test_model_gpus_and_preflight_checks(void **state)
 	assert_string_equal(k->expected,
 			    "2 NVIDIA GPUs (the inventory's gpus), each seen by the driver");
 	assert_string_equal(k->observed, "0 NVIDIA GPUs found");
-	ev.phase = ev.role = (char *)"preflight";
+	ev.phase = PHASE_PREFLIGHT;
+	ev.role = (char *)"preflight";
 	ev.step = (char *)"error";
 	ev.text = (char *)"the inventory declares 2 GPUs but 0 NVIDIA GPUs were found (hint: fix "
 			  "'gpus' in the inventory)";
@@ -666,7 +667,8 @@ static void test_model_validation_events(void **state)
 
 	facts_of(f, 1, facts_plain);
 	feed_state(f, 1, NODE_DONE, NULL);
-	ev.phase = ev.role = (char *)"validate";
+	ev.phase = PHASE_VALIDATE;
+	ev.role = (char *)"validate";
 	ev.step = (char *)"swap-off";
 	ev.expected = (char *)"no active swap";
 	ev.observed = (char *)"/swapfile";
@@ -754,8 +756,8 @@ static void test_model_phases(void **state)
 	assert_string_equal(tui_phase_label(phases[1], false), "nfs");
 	assert_string_equal(tui_phase_label(phases[2], false), "validate");
 	assert_string_equal(tui_phase_label(phases[2], true), "valid");
-	assert_string_equal(tui_phase_label(role_phase_index("kube-packages"), true), "kube");
-	assert_string_equal(tui_phase_label(role_phase_index("prep"), true), "prep");
+	assert_string_equal(tui_phase_label(PHASE_KUBE_PACKAGES, true), "kube");
+	assert_string_equal(tui_phase_label(PHASE_PREP, true), "prep");
 	assert_true(tui_model_col_in_phase(&f->m, 0, phases, 0)); /* facts */
 	assert_true(tui_model_col_in_phase(&f->m, 1, phases, 0)); /* preflight */
 	tui_model_phase_cell(&f->m, 0, phases, 0, &pc);
@@ -783,7 +785,7 @@ static void test_model_phases(void **state)
 	/* A phase no role of applies to a node: blank.  An event's column of another
 	 * phase adds that phase, in up's order. */
 	feed(f, EVENT_STEP_START, 1, "addons", "10-helm", STEP_NONE, 0, NULL);
-	f->m.cols[f->m.nr_cols - 1].phase = role_phase_index("addons");
+	f->m.cols[f->m.nr_cols - 1].phase = PHASE_ADDONS;
 	nr = tui_model_phases(&f->m, phases);
 	assert_int_equal(nr, 4);
 	assert_string_equal(tui_phase_label(phases[2], false), "addons");
