@@ -118,6 +118,12 @@ struct event {
 	const struct facts *facts;
 	bool *roles; /* EVENT_ROLES: owned by the event */
 	size_t nr_roles;
+	/*
+	 * EVENT_STEP_START/END of a query (runner.h runner_query: a command's
+	 * own question to a node, not a role's step): views log and record it
+	 * as a step, the live view counts it in no role's cell.
+	 */
+	bool query;
 };
 
 struct events;
@@ -135,9 +141,11 @@ struct event *events_pop(struct events *q, int timeout_ms);
 /* Wake a waiting events_pop() without an event (e.g. from a worker finishing). */
 void events_wake(struct events *q);
 
-/* Allocate an event with the given kind and node; strings are copied. */
+/* Allocate an event with the given kind and node (no phase: PHASE_NONE). */
 struct event *event_new(enum event_kind kind, size_t node);
 void event_free(struct event *ev);
+/* A copy of ev with copies of its strings and roles (facts: NULL; not queued). */
+struct event *event_copy(const struct event *ev);
 
 const char *node_state_name(enum node_state s);
 const char *step_result_name(enum step_result r);

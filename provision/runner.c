@@ -506,6 +506,7 @@ static struct event *query_event(struct runner_job *job, const struct runner_que
 {
 	struct event *ev = event_new(kind, job->index);
 
+	ev->query = true;
 	ev->phase = q->phase;
 	ev->role = q->role ? xstrdup(q->role) : NULL;
 	ev->step = q->step ? xstrdup(q->step) : NULL;

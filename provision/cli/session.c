@@ -30,6 +30,9 @@ struct cli_session_pass {
 	const struct event_consumers *consumers; /* its views, estimate and record */
 };
 
+static void held_replay(struct cli_session *s, const struct node *const *nodes, size_t nr,
+			const struct event_consumers *consumers);
+
 /*
  * add-node: the named nodes take part in every phase; the control plane is
  * added for what joins them (token, labels) and refreshes the hub, and
@@ -438,6 +441,7 @@ int cli_session_pass(struct cli_session *s, const struct cli_plan_args *a)
 	else
 		event_consumers_add(&po.consumers, view_event, view_tick, &view);
 	cli_run_wrap(&cr, &po);
+	held_replay(s, nodes, nr, &po.consumers);
 	plan_execute(&po, &res);
 	for (k = 0; k < nr; k++) {
 		size_t i = (size_t)(nodes[k] - inv->nodes);
@@ -448,10 +452,10 @@ int cli_session_pass(struct cli_session *s, const struct cli_plan_args *a)
 	if (tui) {
 		tui_run_end(tui, res.interrupted);
 		tui_stop(tui);
-		/* the queries of `after` show as plain lines below it (and are recorded) */
-		po.consumers.c[0].on_event = view_event;
-		po.consumers.c[0].on_tick = view_tick;
-		po.consumers.c[0].data = &view;
+		/* the queries of `after` are recorded, not printed below it as plain lines */
+		po.consumers.c[0].on_event = NULL;
+		po.consumers.c[0].on_tick = NULL;
+		po.consumers.c[0].data = NULL;
 	}
 	/* ---- end TUI ---- */
 	if (!view.json) {
@@ -634,8 +638,16 @@ static void query_event_cb(const struct event *ev, const struct node_status *st,
 	size_t k;
 
 	(void)st;
-	if (!p || ev->kind == EVENT_NODE_STATE)
+	if (ev->kind == EVENT_NODE_STATE)
 		return;
+	if (!p) { /* for the next pass (held_replay) */
+		struct event *h = event_copy(ev), **tail = &s->held;
+		h->node = (size_t)(n - s->inv->nodes);
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = h;
+		return;
+	}
 	for (k = 0; k < p->nr && p->nodes[k] != n; k++)
 		;
 	if (k == p->nr)
@@ -643,6 +655,31 @@ static void query_event_cb(const struct event *ev, const struct node_status *st,
 	e = *ev;
 	e.node = k;
 	event_consumers_event(p->consumers, &e, &p->status[k]);
+}
+
+/*
+ * The queries made since the last pass (cli_session.held), to this pass's
+ * consumers as its node's events, before its first step; those of nodes
+ * not in the pass are dropped.
+ */
+static void held_replay(struct cli_session *s, const struct node *const *nodes, size_t nr,
+			const struct event_consumers *consumers)
+{
+	const struct node_status idle = {.exit_status = -1, .phase = PHASE_NONE};
+	struct event *ev, *next;
+	size_t k;
+
+	for (ev = s->held; ev; ev = next) {
+		next = ev->next;
+		for (k = 0; k < nr && (size_t)(nodes[k] - s->inv->nodes) != ev->node; k++)
+			;
+		if (k < nr) {
+			ev->node = k;
+			event_consumers_event(consumers, ev, &idle);
+		}
+		event_free(ev);
+	}
+	s->held = NULL;
 }
 
 /* A query's phase: its role's, when it names one of the roles (etcd-backup: backup). */
@@ -791,6 +828,12 @@ int cli_session_login_check(struct cli_session *s, const struct node *n, const c
 
 void cli_session_close(struct cli_session *s)
 {
+	struct event *ev, *next;
+
+	for (ev = s->held; ev; ev = next) { /* no pass came: nothing shows or records them */
+		next = ev->next;
+		event_free(ev);
+	}
 	if (s->conns)
 		runner_sessions_close(&transport_ssh_ops, s->conns, s->inv ? s->inv->nr_nodes : 0);
 	free(s->conns);

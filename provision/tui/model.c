@@ -658,6 +658,35 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 	strbuf_release(&clean);
 }
 
+/*
+ * A command's own question to the node (events.h `query`: upgrade's
+ * versions, backup's download, restore's upload): lines of the node's log,
+ * "ROLE › STEP" and how it ended; no role's cell counts it.
+ */
+static void query_step(struct tui_model *m, size_t i, const struct event *ev)
+{
+	struct tui_node *n = &m->nodes[i];
+	struct strbuf line = STRBUF_INIT, clean = STRBUF_INIT;
+	char dur[32];
+
+	if (ev->kind == EVENT_STEP_START) {
+		strbuf_addf(&line, "%s \xe2\x80\xba %s", ev->role ? ev->role : "?",
+			    ev->step ? ev->step : "");
+		tui_log_add(&n->log, TUI_LINE_STEP, line.buf);
+	} else {
+		view_duration(dur, sizeof(dur), ev->duration_ms);
+		strbuf_addf(&line, "%s %s", step_result_name(ev->result), dur);
+		if (ev->text) {
+			text_clean_line(&clean, ev->text);
+			strbuf_addf(&line, ": %s", clean.buf);
+		}
+		tui_log_add(&n->log, ev->result == STEP_FAILED ? TUI_LINE_FAILED : TUI_LINE_RESULT,
+			    line.buf);
+	}
+	strbuf_release(&line);
+	strbuf_release(&clean);
+}
+
 static void message(struct tui_model *m, size_t i, const struct event *ev)
 {
 	struct tui_node *n = &m->nodes[i];
@@ -805,10 +834,16 @@ void tui_model_event(struct tui_model *m, const struct event *ev)
 		n->state = ev->state;
 		break;
 	case EVENT_STEP_START:
-		step_start(m, ev->node, ev);
+		if (ev->query)
+			query_step(m, ev->node, ev);
+		else
+			step_start(m, ev->node, ev);
 		break;
 	case EVENT_STEP_END:
-		step_end(m, ev->node, ev);
+		if (ev->query)
+			query_step(m, ev->node, ev);
+		else
+			step_end(m, ev->node, ev);
 		break;
 	case EVENT_LINE:
 		line_event(m, ev->node, ev);
