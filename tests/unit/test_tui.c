@@ -499,6 +499,54 @@ static void test_model_columns(void **state)
 	assert_int_equal(cell(f, 0, "addons"), TUI_CELL_NA);
 }
 
+/*
+ * A command's own question to a node (event.query: upgrade's versions,
+ * restore's upload), handed to the view before the node's facts (a query
+ * held for the pass): lines of the node's log, no column, no cell, and
+ * preflight still waits for the roles (issue 35).
+ */
+static void test_model_query_step(void **state)
+{
+	struct fixture *f = *state;
+	const struct tui_node *n = &f->m.nodes[0];
+	struct event ev = {.kind = EVENT_STEP_START, .node = 0, .phase = PHASE_NONE, .query = true};
+	size_t cols = f->m.nr_cols;
+	uint64_t first = n->log.seq;
+
+	ev.role = (char *)"upgrade";
+	ev.step = (char *)"versions";
+	ev.at_ms = f->t;
+	tui_model_event(&f->m, &ev);
+	ev.kind = EVENT_STEP_END;
+	ev.result = STEP_OK;
+	ev.duration_ms = 300;
+	tui_model_event(&f->m, &ev);
+	ev.kind = EVENT_STEP_START;
+	ev.step = (char *)"upload";
+	tui_model_event(&f->m, &ev);
+	ev.kind = EVENT_STEP_END;
+	ev.result = STEP_FAILED;
+	ev.text = (char *)"lost the connection";
+	tui_model_event(&f->m, &ev);
+	assert_int_equal(f->m.nr_cols, cols);
+	assert_int_equal(n->steps_done, 0);
+	assert_int_equal(n->cur_col, -1);
+	assert_int_equal(n->log.seq, first + 4);
+	assert_string_equal(tui_log_get(&n->log, first)->text, "upgrade \xe2\x80\xba versions");
+	assert_int_equal(tui_log_get(&n->log, first)->kind, TUI_LINE_STEP);
+	assert_int_equal(tui_log_get(&n->log, first + 1)->kind, TUI_LINE_RESULT);
+	assert_non_null(strstr(tui_log_get(&n->log, first + 1)->text, "ok"));
+	assert_int_equal(tui_log_get(&n->log, first + 3)->kind, TUI_LINE_FAILED);
+	assert_non_null(strstr(tui_log_get(&n->log, first + 3)->text, ": lost the connection"));
+	/* the run goes on as without them: preflight is over once a role's step starts */
+	feed_state(f, 0, NODE_CONNECTING, NULL);
+	facts_of(f, 0, facts_gpu);
+	assert_int_equal(cell(f, 0, "preflight"), TUI_CELL_PENDING);
+	feed(f, EVENT_STEP_START, 0, "alpha", "10-plain", STEP_NONE, 0, NULL);
+	assert_int_equal(cell(f, 0, "preflight"), TUI_CELL_UNCHANGED);
+	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_RUNNING);
+}
+
 static void test_model_a_node_from_start_to_end(void **state)
 {
 	struct fixture *f = *state;
@@ -978,6 +1026,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_model_gpus_and_preflight_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_roles_from_plan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_validation_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_query_step, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_interrupted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_slowest, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_restart, setup, teardown),
