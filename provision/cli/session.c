@@ -548,9 +548,8 @@ int cli_session_open(struct cli_session *s, const struct cli_plan_args *a)
 	 * clusters.  Nothing is touched.
 	 */
 	if (a->mode == RUN_APPLY && inventory_nr_control_planes(s->inv) > 1) {
-		unsigned early = (1u << role_phase_index("prep")) |
-				 (1u << role_phase_index("kube-packages")) |
-				 (1u << role_phase_index("nfs"));
+		unsigned early =
+		    PHASE_BIT(PHASE_PREP) | PHASE_BIT(PHASE_KUBE_PACKAGES) | PHASE_BIT(PHASE_NFS);
 		unsigned want = a->phases ? phases : a->phase_bits ? a->phase_bits : ~0u;
 
 		if (strcmp(a->cmd_name, "up") || (want & ~early)) {
