@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "util.h"
@@ -108,6 +109,7 @@ struct event *event_new(enum event_kind kind, size_t node)
 
 	ev->kind = kind;
 	ev->node = node;
+	ev->phase = PHASE_NONE;
 	ev->at_ms = now_ms();
 	return ev;
 }
@@ -116,7 +118,6 @@ void event_free(struct event *ev)
 {
 	if (!ev)
 		return;
-	free(ev->phase);
 	free(ev->role);
 	free(ev->step);
 	free(ev->text);
@@ -124,6 +125,31 @@ void event_free(struct event *ev)
 	free(ev->observed);
 	free(ev->roles);
 	free(ev);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+struct event *event_copy(const struct event *ev)
+{
+	struct event *c = xmalloc(sizeof(*c));
+
+	*c = *ev;
+	c->next = NULL;
+	c->role = dup_or_null(ev->role);
+	c->step = dup_or_null(ev->step);
+	c->text = dup_or_null(ev->text);
+	c->expected = dup_or_null(ev->expected);
+	c->observed = dup_or_null(ev->observed);
+	c->facts = NULL;
+	c->roles = NULL;
+	if (ev->roles && ev->nr_roles) {
+		c->roles = xcalloc(ev->nr_roles, sizeof(*c->roles));
+		memcpy(c->roles, ev->roles, ev->nr_roles * sizeof(*c->roles));
+	}
+	return c;
 }
 
 const char *node_state_name(enum node_state s)

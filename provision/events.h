@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "phase.h"
+
 struct facts;
 
 /* The life of one node in a run; a state machine with timestamps (runner.h). */
@@ -88,12 +90,12 @@ struct event {
 	/* EVENT_LINE: the node's line held unsafe text (util.h text_unsafe); text is it cleaned */
 	bool unsafe;
 	int exit_status;      /* EVENT_STEP_END, EVENT_NODE_STATE(DONE/FAILED) */
-	char *phase;	      /* may be NULL */
+	enum phase phase;     /* PHASE_NONE: none (printed by name: phase_name) */
 	char *role;	      /* may be NULL */
 	char *step;	      /* may be NULL */
 	char *text;	      /* line, message or failure reason; may be NULL */
 	/*
-	 * Validation results are EVENT_STEP_END events of phase "validate":
+	 * Validation results are EVENT_STEP_END events of PHASE_VALIDATE:
 	 * step = the check's id, result ok/failed/skipped, text = the
 	 * observed value and "(hint: how to fix)", and these two set.
 	 */
@@ -116,6 +118,12 @@ struct event {
 	const struct facts *facts;
 	bool *roles; /* EVENT_ROLES: owned by the event */
 	size_t nr_roles;
+	/*
+	 * EVENT_STEP_START/END of a query (runner.h runner_query: a command's
+	 * own question to a node, not a role's step): views log and record it
+	 * as a step, the live view counts it in no role's cell.
+	 */
+	bool query;
 };
 
 struct events;
@@ -133,9 +141,11 @@ struct event *events_pop(struct events *q, int timeout_ms);
 /* Wake a waiting events_pop() without an event (e.g. from a worker finishing). */
 void events_wake(struct events *q);
 
-/* Allocate an event with the given kind and node; strings are copied. */
+/* Allocate an event with the given kind and node (no phase: PHASE_NONE). */
 struct event *event_new(enum event_kind kind, size_t node);
 void event_free(struct event *ev);
+/* A copy of ev with copies of its strings and roles (facts: NULL; not queued). */
+struct event *event_copy(const struct event *ev);
 
 const char *node_state_name(enum node_state s);
 const char *step_result_name(enum step_result r);

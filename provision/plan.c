@@ -10,8 +10,8 @@ unsigned plan_all_phases(void)
 	unsigned bits = 0;
 	int i;
 
-	for (i = 0; i < ROLE_UP_PHASES && role_phases[i]; i++)
-		bits |= 1u << i;
+	for (i = 0; i < ROLE_UP_PHASES; i++)
+		bits |= PHASE_BIT(i);
 	return bits;
 }
 
@@ -21,7 +21,7 @@ int plan_parse_phases(const char *list, unsigned *out, struct error *err)
 	unsigned bits = 0;
 
 	for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		int i;
+		enum phase p;
 		while (*w == ' ')
 			w++;
 		if (phase_is(w, PHASE_FACTS) || phase_is(w, PHASE_PREFLIGHT))
@@ -30,10 +30,11 @@ int plan_parse_phases(const char *list, unsigned *out, struct error *err)
 			bits |= plan_all_phases();
 			continue;
 		}
-		i = role_phase_index(w);
-		if (i < 0 || i >= ROLE_UP_PHASES) {
+		p = role_phase_index(w);
+		if (p == PHASE_NONE || p >= ROLE_UP_PHASES) {
 			struct strbuf names = STRBUF_INIT;
-			for (i = 0; i < ROLE_UP_PHASES && role_phases[i]; i++)
+			int i;
+			for (i = 0; i < ROLE_UP_PHASES; i++)
 				strbuf_addf(&names, "%s%s", i ? ", " : "", role_phases[i]);
 			error_set(err, -1, "unknown phase '%s'", w);
 			error_hint(err, "phases: facts, %s (or all)", names.buf);
@@ -41,7 +42,7 @@ int plan_parse_phases(const char *list, unsigned *out, struct error *err)
 			free(copy);
 			return -1;
 		}
-		bits |= 1u << i;
+		bits |= PHASE_BIT(p);
 	}
 	free(copy);
 	*out = bits;
@@ -159,8 +160,8 @@ void plan_node_roles(const struct role_set *rs, const struct inventory *inv, con
 
 	for (ri = 0; ri < rs->nr; ri++) {
 		const struct role *r = &rs->roles[ri];
-		out[ri] =
-		    (phases & (1u << role_phase_index(r->phase))) && role_applies(r, inv, n, gpu);
+		out[ri] = r->phase != PHASE_NONE && (phases & PHASE_BIT(r->phase)) &&
+			  role_applies(r, inv, n, gpu);
 	}
 }
 
@@ -230,11 +231,11 @@ static int facts_fn(struct runner_job *job, void *data)
 	strbuf_add(&input, facts_script, facts_script_len);
 	strbuf_addstr(&cmd, ". /dev/stdin");
 	ev = event_new(EVENT_STEP_START, 0);
-	ev->phase = xstrdup(phase_name(PHASE_FACTS));
+	ev->phase = PHASE_FACTS;
 	ev->role = xstrdup(phase_name(PHASE_FACTS));
 	ev->step = xstrdup("gather");
 	runner_job_post(job, ev);
-	rc = runner_job_exec(job, phase_name(PHASE_FACTS), "gather", cmd.buf, input.buf, input.len,
+	rc = runner_job_exec(job, PHASE_FACTS, "gather", cmd.buf, input.buf, input.len,
 			     o->nodes[idx]->ssh.command_timeout * 1000, &res, &err);
 	runner_job_set_filter(job, NULL, NULL);
 	/*
@@ -244,7 +245,7 @@ static int facts_fn(struct runner_job *job, void *data)
 	if (!nc.capture.truncated) /* (more than FACTS_MAX stays more: it fails below) */
 		secrets_redact(o->secrets, &nc.capture);
 	ev = event_new(EVENT_STEP_END, 0);
-	ev->phase = xstrdup(phase_name(PHASE_FACTS));
+	ev->phase = PHASE_FACTS;
 	ev->role = xstrdup(phase_name(PHASE_FACTS));
 	ev->step = xstrdup("gather");
 	ev->duration_ms = now_ms() - t0;
@@ -259,7 +260,7 @@ static int facts_fn(struct runner_job *job, void *data)
 		pn->have_facts = true;
 		ev->result = STEP_OK;
 		/* parsed once, here: the views read them from this event (events.h) */
-		fev->phase = xstrdup(phase_name(PHASE_FACTS));
+		fev->phase = PHASE_FACTS;
 		fev->facts = &pn->facts;
 		runner_job_post(job, fev);
 		if (run->node_roles && !run->validating) {
@@ -268,7 +269,7 @@ static int facts_fn(struct runner_job *job, void *data)
 			plan_node_roles(o->roles, o->inv, o->nodes[idx], &pn->facts,
 					node_run_phases(o, idx), row);
 			fev = event_new(EVENT_ROLES, 0);
-			fev->phase = xstrdup(phase_name(PHASE_FACTS));
+			fev->phase = PHASE_FACTS;
 			fev->roles = xmalloc(o->roles->nr * sizeof(*row));
 			memcpy(fev->roles, row, o->roles->nr * sizeof(*row));
 			fev->nr_roles = o->roles->nr;
@@ -471,6 +472,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	res->status = xcalloc(o->nr ? o->nr : 1, sizeof(*res->status));
 	for (i = 0; i < o->nr; i++) {
 		res->status[i].exit_status = -1;
+		res->status[i].phase = PHASE_NONE;
 		res->status[i].queued_ms = t0;
 	}
 	pthread_mutex_init(&run.lock, NULL);
@@ -505,9 +507,10 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	ro.per_command_channels = o->per_command_channels;
 	ro.secrets = o->secrets;
 	ro.sessions = sessions;
-	ro.on_event = pass_event;
-	ro.on_tick = pass_tick;
-	ro.data = &run;
+	ro.data = &run; /* facts_fn's, pipeline_fn's */
+	/* the runner's one consumer: pass_event maps the pass's nodes to the run's, applies
+	 * each event to the run-wide records and hands it on to o->consumers */
+	event_consumers_add(&ro.consumers, pass_event, pass_tick, &run);
 	ro.handle_signals = true;
 
 	/* 1. facts */
@@ -539,7 +542,7 @@ int plan_execute(const struct plan_opts *o, struct plan_result *res)
 	for (i = 0; i < res->preflight.nr; i++) {
 		const struct preflight_problem *p = &res->preflight.items[i];
 		struct event *ev = event_new(EVENT_MESSAGE, p->node);
-		ev->phase = xstrdup(phase_name(PHASE_PREFLIGHT));
+		ev->phase = PHASE_PREFLIGHT;
 		ev->role = xstrdup(phase_name(PHASE_PREFLIGHT));
 		ev->step = xstrdup(p->fatal ? "error" : "warning");
 		ev->result = p->fatal ? STEP_FAILED : STEP_OK;

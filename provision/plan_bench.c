@@ -74,12 +74,12 @@ static int bench_fn(struct runner_job *job, void *data)
 	int rc, timeout_ms = n->ssh.command_timeout * 1000;
 
 	ev = event_new(EVENT_STEP_START, 0);
-	ev->phase = xstrdup(phase_name(PHASE_VALIDATE));
+	ev->phase = PHASE_VALIDATE;
 	ev->role = xstrdup(phase_name(PHASE_VALIDATE));
 	ev->step = xstrdup("bench");
 	runner_job_post(job, ev);
-	rc = runner_job_exec(job, phase_name(PHASE_VALIDATE), "bench", "mkdir -p " BENCH_NODE_DIR,
-			     NULL, 0, timeout_ms, &res, &err);
+	rc = runner_job_exec(job, PHASE_VALIDATE, "bench", "mkdir -p " BENCH_NODE_DIR, NULL, 0,
+			     timeout_ms, &res, &err);
 	if (rc == 0 && res.exit_status != 0)
 		rc = error_set(&err, -1, "cannot make %s (exit %d)", BENCH_NODE_DIR,
 			       res.exit_status);
@@ -93,7 +93,7 @@ static int bench_fn(struct runner_job *job, void *data)
 	}
 	/* What the next half minute is for (plain lines show no step start). */
 	ev = event_new(EVENT_MESSAGE, 0);
-	ev->phase = xstrdup(phase_name(PHASE_VALIDATE));
+	ev->phase = PHASE_VALIDATE;
 	ev->role = xstrdup("bench");
 	ev->step = xstrdup("start");
 	ev->result = STEP_OK;
@@ -105,7 +105,7 @@ static int bench_fn(struct runner_job *job, void *data)
 		      run->res->bench[idx].repeat * 4 * 2 * BENCH_MS / 1000);
 	runner_job_post(job, ev);
 	runner_job_set_filter(job, bench_filter, bj);
-	rc = runner_job_exec(job, phase_name(PHASE_VALIDATE), "bench", ". /dev/stdin", bj->input,
+	rc = runner_job_exec(job, PHASE_VALIDATE, "bench", ". /dev/stdin", bj->input,
 			     strlen(bj->input), timeout_ms, &res, &err);
 	runner_job_set_filter(job, NULL, NULL);
 	if (rc < 0)

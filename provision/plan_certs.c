@@ -31,7 +31,7 @@ static int capture(struct runner_job *job, struct node_ctx *nc, const char *what
 	nc->capture = *out;
 	nc->capture.max = CERTS_TEXT_MAX + 1; /* one byte more: the parser says "too long" */
 	nc->capturing = nc->swallow = true;
-	rc = runner_job_exec(job, phase_name(PHASE_VALIDATE), what, command, NULL, 0,
+	rc = runner_job_exec(job, PHASE_VALIDATE, what, command, NULL, 0,
 			     nc->node->ssh.command_timeout * 1000, &res, &err);
 	*status = res.exit_status;
 	*out = nc->capture;

@@ -87,7 +87,7 @@ int plan_do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail)
 		strbuf_reset(&nc->capture);
 		nc->capture.max = 1 << 20;
 		nc->capturing = nc->swallow = true;
-		rc = runner_job_exec(job, NULL, NULL, cmd.buf, NULL, 0,
+		rc = runner_job_exec(job, PHASE_NONE, NULL, cmd.buf, NULL, 0,
 				     nc->node->ssh.command_timeout * 1000, &res, &err);
 		nc->capturing = nc->swallow = false;
 		strbuf_release(&cmd);

@@ -131,7 +131,7 @@ static void bundle_preflight(struct run *run)
 		}
 		if (n) {
 			struct event *ev = event_new(EVENT_MESSAGE, i);
-			ev->phase = xstrdup(phase_name(PHASE_PREFLIGHT));
+			ev->phase = PHASE_PREFLIGHT;
 			ev->role = xstrdup(phase_name(PHASE_PREFLIGHT));
 			ev->step = xstrdup("error");
 			ev->result = STEP_FAILED;
@@ -175,7 +175,7 @@ void plan_run_images(struct run *run)
 	if (plan_images(&run->images, o->inv, rs, o->artifact_cache, o->nodes, facts, o->nr,
 			run->gpu, &err) < 0) {
 		struct event *ev = event_new(EVENT_MESSAGE, cp);
-		ev->phase = xstrdup(phase_name(PHASE_INIT));
+		ev->phase = PHASE_INIT;
 		ev->role = xstrdup("images");
 		ev->result = STEP_WARNED;
 		ev->text = xasprintf("the image list: %s; the kubelet pulls on its own", err.msg);
@@ -189,7 +189,7 @@ void plan_run_images(struct run *run)
 		bundle_preflight(run);
 	for (i = 0; i < run->images.nr_unresolved; i++) {
 		struct event *ev = event_new(EVENT_MESSAGE, cp);
-		ev->phase = xstrdup(phase_name(PHASE_INIT));
+		ev->phase = PHASE_INIT;
 		ev->role = xstrdup("images");
 		ev->result = STEP_WARNED;
 		ev->text = xasprintf("cannot tell which image %s; the kubelet pulls it on its own "
@@ -213,7 +213,7 @@ static int node_images(struct node_ctx *nc, struct runner_job *job, struct strbu
 	strbuf_reset(&nc->capture);
 	nc->capture.max = 1 << 20;
 	nc->capturing = nc->swallow = true;
-	rc = runner_job_exec(job, NULL, NULL,
+	rc = runner_job_exec(job, PHASE_NONE, NULL,
 			     "ctr -n k8s.io images check 2>/dev/null | "
 			     "awk 'NR > 1 && $4 == \"complete\" { print $1 }'",
 			     NULL, 0, nc->node->ssh.command_timeout * 1000, &res, err);
@@ -249,7 +249,7 @@ static void post_progress(struct upload *u, bool force)
 		return;
 	u->last_ms = now;
 	ev = event_new(EVENT_PROGRESS, runner_job_index(u->job));
-	ev->phase = xstrdup(u->r->phase);
+	ev->phase = u->r->phase;
 	ev->role = xstrdup(u->r->name);
 	ev->step = xstrdup("import");
 	ev->text = xstrdup(u->ref);
@@ -270,7 +270,7 @@ static int upload_chunk(void *ctx, const void *p, size_t n)
 		return error_set(u->err, -1, "cancelled");
 	strbuf_addstr(&cmd, "cat >>");
 	strbuf_add_sh_quoted(&cmd, u->path);
-	rc = runner_job_exec(u->job, NULL, NULL, cmd.buf, p, n,
+	rc = runner_job_exec(u->job, PHASE_NONE, NULL, cmd.buf, p, n,
 			     u->nc->node->ssh.command_timeout * 1000, &res, u->err);
 	strbuf_release(&cmd);
 	if (rc < 0)
@@ -320,7 +320,7 @@ int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct
 			continue;
 		{
 			struct event *ev = event_new(EVENT_PROGRESS, runner_job_index(job));
-			ev->phase = xstrdup(r->phase);
+			ev->phase = r->phase;
 			ev->role = xstrdup(r->name);
 			ev->step = xstrdup("queued");
 			ev->text = xstrdup(word);
@@ -357,7 +357,7 @@ int plan_import_images(struct node_ctx *nc, struct runner_job *job, const struct
 		strbuf_addstr(&cmd,
 			      "mkdir -p " IMPORT_DIR " && chmod 0700 " IMPORT_DIR " && rm -f ");
 		strbuf_add_sh_quoted(&cmd, path);
-		if (runner_job_exec(job, NULL, NULL, cmd.buf, NULL, 0,
+		if (runner_job_exec(job, PHASE_NONE, NULL, cmd.buf, NULL, 0,
 				    nc->node->ssh.command_timeout * 1000, &res, &err) < 0 ||
 		    res.exit_status != 0 ||
 		    oci_archive_write(o->artifact_cache, &imgs[i], IMPORT_CHUNK, upload_chunk, &u,

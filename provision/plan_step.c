@@ -80,7 +80,7 @@ static void progress(struct node_ctx *nc, struct runner_job *job, const struct p
 	}
 	nc->progress_ms[i] = now;
 	ev = event_new(EVENT_PROGRESS, runner_job_index(job));
-	ev->phase = xstrdup(r->phase);
+	ev->phase = r->phase;
 	ev->role = xstrdup(r->name);
 	ev->step = xstrdup(nc->step);
 	ev->text = xstrndup(m->name, m->name_len);
@@ -184,7 +184,7 @@ static struct event *step_event(struct runner_job *job, enum event_kind kind, co
 {
 	struct event *ev = event_new(kind, runner_job_index(job));
 
-	ev->phase = xstrdup(r->phase);
+	ev->phase = r->phase;
 	ev->role = xstrdup(r->name);
 	ev->step = xstrdup(step);
 	ev->result = result;

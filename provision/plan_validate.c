@@ -32,8 +32,8 @@ static int validate_fn(struct runner_job *job, void *data)
 		nc.capture = q[i].out;
 		nc.capture.max = 16 << 20;
 		nc.capturing = nc.swallow = true;
-		q[i].rc = runner_job_exec(job, phase_name(PHASE_VALIDATE), q[i].what, q[i].command,
-					  NULL, 0, nc.node->ssh.command_timeout * 1000, &res, &err);
+		q[i].rc = runner_job_exec(job, PHASE_VALIDATE, q[i].what, q[i].command, NULL, 0,
+					  nc.node->ssh.command_timeout * 1000, &res, &err);
 		q[i].status = res.exit_status;
 		q[i].out = nc.capture;
 		nc.capturing = nc.swallow = false;
@@ -61,7 +61,7 @@ void plan_post_checks(struct run *run, size_t from, size_t cluster_row)
 		size_t row = c->node == CHECK_CLUSTER ? cluster_row : c->node;
 		struct event *ev = event_new(EVENT_STEP_END, row);
 
-		ev->phase = xstrdup(phase_name(PHASE_VALIDATE));
+		ev->phase = PHASE_VALIDATE;
 		ev->role = xstrdup(phase_name(PHASE_VALIDATE));
 		ev->step = xstrdup(c->id);
 		ev->result = c->status == CHECK_PASS	? STEP_OK
@@ -148,11 +148,10 @@ static void hub_check(struct run *run, const struct node *cp)
 	struct error err = {0};
 	long status = 0;
 	char *url;
-	int addons = PHASE_ADDONS;
 
 	if (!inv->hub.enabled)
 		return;
-	if (run->o->phases && addons >= 0 && !(run->o->phases & (1u << addons))) {
+	if (run->o->phases && !(run->o->phases & PHASE_BIT(PHASE_ADDONS))) {
 		validation_add(&run->res->validation, "hub-health", CHECK_CLUSTER, CHECK_SKIP,
 			       "/hub/health answers 200", "the addons phase did not run",
 			       "run 'provision up' with the addons phase");
@@ -283,9 +282,8 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 	unsigned ran = 0;
 	struct error err = {0};
 
-	for (i = 0; role_phases[i]; i++)
-		if (o->phases & (1u << i) && i == PHASE_PREP)
-			ran |= 1u;
+	if (o->phases & PHASE_BIT(PHASE_PREP))
+		ran |= 1u;
 	for (i = 0; i < o->nr; i++) {
 		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
 		if (o->nodes[i]->roles & NODE_ROLE_CONTROL_PLANE)

@@ -150,7 +150,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 	struct record *r = data;
 	struct record_node *rn;
 	struct strbuf sb = STRBUF_INIT;
-	const char *role = ev->role ? ev->role : st && st->role ? st->role : ev->phase;
+	const char *role = ev->role ? ev->role : st && st->role ? st->role : phase_name(ev->phase);
 	char dur[32];
 
 	if (ev->node >= r->o.nr)
@@ -177,7 +177,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 	case EVENT_ROLES:
 		return;
 	case EVENT_STEP_START:
-		if (phase_is(ev->phase, PHASE_FACTS)) {
+		if (ev->phase == PHASE_FACTS) {
 			/* a new gathering: facts that do not come (it failed) are not kept */
 			free(rn->facts);
 			rn->facts = NULL;
@@ -198,7 +198,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 			strbuf_addstr(&sb, ": ");
 			text_clean_append(&sb, ev->text);
 		}
-		if (!phase_is(ev->phase, PHASE_VALIDATE)) {
+		if (ev->phase != PHASE_VALIDATE) {
 			strbuf_addf(&rn->timings, "%s\t%s\t%llu\t%s", role ? role : "",
 				    ev->step ? ev->step : "", (unsigned long long)ev->duration_ms,
 				    step_result_name(ev->result));
@@ -211,7 +211,7 @@ void record_event(const struct event *ev, const struct node_status *st, void *da
 		break;
 	case EVENT_LINE:
 		/* facts are recorded in nodes/NODE/facts (EVENT_FACTS), not in the log */
-		if (phase_is(ev->phase, PHASE_FACTS) && ev->stream == 1 && ev->text)
+		if (ev->phase == PHASE_FACTS && ev->stream == 1 && ev->text)
 			return;
 		strbuf_addf(&sb, "%s › %s %s ", role ? role : "", ev->step ? ev->step : "",
 			    ev->stream == 2 ? "!" : "|");

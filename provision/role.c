@@ -39,6 +39,8 @@ _Static_assert(PHASE_VALIDATE + 1 == ROLE_UP_PHASES, "up's phases end with valid
 
 const char *phase_name(enum phase p)
 {
+	if (p == PHASE_NONE)
+		return NULL;
 	if (p == PHASE_FACTS)
 		return "facts";
 	if (p == PHASE_PREFLIGHT)
@@ -55,14 +57,14 @@ bool phase_is(const char *s, enum phase p)
 static const char *const standard_roots[] = {"node", "facts", "cluster", "nodes",
 					     "gpu",  "set",   NULL};
 
-int role_phase_index(const char *phase)
+enum phase role_phase_index(const char *s)
 {
 	int i;
 
 	for (i = 0; role_phases[i]; i++)
-		if (!strcmp(role_phases[i], phase))
-			return i;
-	return -1;
+		if (!strcmp(role_phases[i], s))
+			return (enum phase)i;
+	return PHASE_NONE;
 }
 
 static void strv_push(char ***v, const char *s)
@@ -710,13 +712,12 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 		} else if (!strcmp(key, "phase")) {
 			saw_phase = true;
 			if ((s = schema_nonempty(&l, v, key))) {
-				if (role_phase_index(s) < 0)
+				r->phase = role_phase_index(s);
+				if (r->phase == PHASE_NONE)
 					schema_error(&l, v,
 						     "phases: " ROLE_PHASE_LIST
 						     " (provision up), " ROLE_LIFECYCLE_PHASE_LIST,
 						     "unknown phase '%s'", s);
-				else
-					r->phase = xstrdup(s);
 			}
 		} else if (!strcmp(key, "applies_to")) {
 			schema_word_list(&l, v, key, &words);
@@ -1096,7 +1097,6 @@ static void role_release(struct role *r)
 	free(r->name);
 	free(r->dir);
 	free(r->description);
-	free(r->phase);
 	strv_free(r->depends_on);
 	strv_free(r->wait_for);
 	strv_free(r->after);
@@ -1490,10 +1490,10 @@ static void check_barrier(const struct role_set *rs, const struct role *r, const
 	if (!w)
 		diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
 			 "role '%s' %s '%s', which does not exist", r->name, verb, name);
-	else if (w->phase && r->phase && role_phase_index(w->phase) > role_phase_index(r->phase))
+	else if (w->phase != PHASE_NONE && r->phase != PHASE_NONE && w->phase > r->phase)
 		diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
-			 "role '%s' (phase %s) %s '%s' of the later phase %s", r->name, r->phase,
-			 verb, w->name, w->phase);
+			 "role '%s' (phase %s) %s '%s' of the later phase %s", r->name,
+			 phase_name(r->phase), verb, w->name, phase_name(w->phase));
 }
 
 static void order_roles(struct role_set *rs, struct diag_list *dl)
@@ -1513,12 +1513,12 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 				diag_add(dl, DIAG_ERROR, yaml, 0, 0, NULL,
 					 "role '%s' depends on '%s', which does not exist", r->name,
 					 r->depends_on[j]);
-			else if (d->phase && r->phase &&
-				 role_phase_index(d->phase) > role_phase_index(r->phase))
+			else if (d->phase != PHASE_NONE && r->phase != PHASE_NONE &&
+				 d->phase > r->phase)
 				diag_add(
 				    dl, DIAG_ERROR, yaml, 0, 0, NULL,
 				    "role '%s' (phase %s) depends on '%s' of the later phase %s",
-				    r->name, r->phase, d->name, d->phase);
+				    r->name, phase_name(r->phase), d->name, phase_name(d->phase));
 		}
 		for (j = 0; r->wait_for && r->wait_for[j]; j++)
 			check_barrier(rs, r, "waits for", r->wait_for[j], yaml, dl);
@@ -1528,8 +1528,7 @@ static void order_roles(struct role_set *rs, struct diag_list *dl)
 	}
 	for (p = 0; role_phases[p]; p++) {
 		for (i = 0; i < rs->nr; i++) {
-			if (mark[i] || !rs->roles[i].phase ||
-			    role_phase_index(rs->roles[i].phase) != (int)p)
+			if (mark[i] || rs->roles[i].phase != (enum phase)p)
 				continue;
 			/* Iterative DFS: emit a role once all its dependencies are emitted. */
 			depth = 0;
@@ -1622,6 +1621,7 @@ int role_set_load(struct role_set *rs, const char *dir, struct diag_list *dl)
 		rs->roles = xrealloc(rs->roles, (rs->nr + 1) * sizeof(*rs->roles));
 		r = &rs->roles[rs->nr++];
 		memset(r, 0, sizeof(*r));
+		r->phase = PHASE_NONE;
 		r->name = xstrdup(names[i]);
 		r->dir = rdir;
 		yaml = xasprintf("%s/role.yaml", rdir);

@@ -20,6 +20,7 @@
 
 #include "artifacts.h"
 #include "inventory.h"
+#include "phase.h"
 #include "template.h"
 
 enum role_when {
@@ -135,7 +136,7 @@ struct role {
 	char *name;
 	char *dir;
 	char *description;
-	char *phase;
+	enum phase phase;    /* PHASE_NONE: none read (an error was reported) */
 	unsigned applies_to; /* enum node_role bits; 0: every node */
 	unsigned when;	     /* enum role_when bits */
 	char **depends_on;   /* NULL-terminated */
@@ -218,43 +219,7 @@ struct role_set {
 	"remove (provision remove-node), reset, reset-prep, reset-verify (provision reset), "  \
 	"upgrade, upgrade-workers (provision upgrade), backup (provision backup), "               \
 	"restore (provision restore)"
-/*
- * The phases as an enum: role_phases[p] is the name of phase p (the one
- * name table), those of `up` first (ROLE_UP_PHASES), then those of the
- * lifecycle commands; PHASE_ROLES of them.  After them, the run's own
- * stages that are no role's phase but travel in events as one (facts,
- * preflight): phase_name() names them all.
- */
-enum phase {
-	PHASE_PREP,
-	PHASE_KUBE_PACKAGES,
-	PHASE_NFS,
-	PHASE_INIT,
-	PHASE_CNI,
-	PHASE_JOIN,
-	PHASE_ADDONS,
-	PHASE_VALIDATE,
-	PHASE_REMOVE,
-	PHASE_RESET,
-	PHASE_RESET_PREP,
-	PHASE_RESET_VERIFY,
-	PHASE_UPGRADE,
-	PHASE_UPGRADE_WORKERS,
-	PHASE_RENEW_CERTS,
-	PHASE_BACKUP,
-	PHASE_RESTORE,
-	PHASE_ROLES, /* the phases roles may have: role_phases' length */
-	PHASE_FACTS = PHASE_ROLES,
-	PHASE_PREFLIGHT,
-};
-#define PHASE_BIT(p) (1u << (p))
-extern const char *const role_phases[];
-/* Index of a phase in role_phases, or -1. */
-int role_phase_index(const char *phase);
-/* The name of phase p ("prep", ..., "facts", "preflight"). */
-const char *phase_name(enum phase p);
-/* Whether s (an event's phase or role, may be NULL) names phase p. */
-bool phase_is(const char *s, enum phase p);
+/* The phases (enum phase, role_phases, phase_name): phase.h. */
 
 /*
  * Load every role under dir.  Returns 0, or -1 with every problem in dl

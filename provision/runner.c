@@ -147,7 +147,8 @@ void runner_job_set_exit(struct runner_job *job, int exit_status)
  */
 struct line_ctx {
 	struct runner_job *job;
-	const char *phase, *step;
+	enum phase phase;
+	const char *step;
 	uint64_t posted, cut; /* bytes posted; bytes held or dropped */
 	struct strbuf held;   /* lines held: a stream byte, the line, '\n' each */
 };
@@ -160,8 +161,7 @@ static void post_one(struct line_ctx *lc, int stream, const char *line, size_t l
 	ev->text = xstrndup(line, len);
 	ev->unsafe = text_unsafe(ev->text, strlen(ev->text)) != NULL;
 	redact(lc->job->r, &ev->text);
-	if (lc->phase)
-		ev->phase = xstrdup(lc->phase);
+	ev->phase = lc->phase;
 	if (lc->step)
 		ev->step = xstrdup(lc->step);
 	events_push(lc->job->r->q, ev);
@@ -239,8 +239,8 @@ static bool job_cancelled_cb(void *data)
 	return runner_job_cancelled(lc->job);
 }
 
-int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
-		    const char *command, const void *input, size_t input_len, int timeout_ms,
+int runner_job_exec(struct runner_job *job, enum phase phase, const char *step, const char *command,
+		    const void *input, size_t input_len, int timeout_ms,
 		    struct transport_result *res, struct error *err)
 {
 	struct line_ctx lc = {job, phase, step, 0, 0, STRBUF_INIT};
@@ -392,10 +392,9 @@ void node_status_apply(struct node_status *st, const struct event *ev)
 		}
 		break;
 	case EVENT_STEP_START:
-		free(st->phase);
 		free(st->role);
 		free(st->step);
-		st->phase = ev->phase ? xstrdup(ev->phase) : NULL;
+		st->phase = ev->phase;
 		st->role = ev->role ? xstrdup(ev->role) : NULL;
 		st->step = ev->step ? xstrdup(ev->step) : NULL;
 		break;
@@ -460,8 +459,7 @@ static void dispatch(const struct runner_opts *o, struct node_status *status, bo
 		node_status_apply(st, ev);
 	else if (ev->kind == EVENT_NODE_STATE)
 		st->state = ev->state;
-	if (o->on_event)
-		o->on_event(ev, keep ? st : NULL, o->data);
+	event_consumers_event(&o->consumers, ev, keep ? st : NULL);
 	event_free(ev);
 }
 
@@ -473,7 +471,6 @@ void runner_status_release(struct node_status *status, size_t nr)
 		return;
 	for (i = 0; i < nr; i++) {
 		free(status[i].reason);
-		free(status[i].phase);
 		free(status[i].role);
 		free(status[i].step);
 	}
@@ -484,7 +481,7 @@ void runner_status_release(struct node_status *status, size_t nr)
 
 struct query_run {
 	const struct runner_query *q;
-	const struct runner_opts *o; /* the caller's: on_event, data */
+	const struct runner_opts *o; /* the caller's: its event consumers */
 	int rc, exit_status;
 	bool ran;
 	struct error err;
@@ -509,7 +506,8 @@ static struct event *query_event(struct runner_job *job, const struct runner_que
 {
 	struct event *ev = event_new(kind, job->index);
 
-	ev->phase = q->phase ? xstrdup(q->phase) : NULL;
+	ev->query = true;
+	ev->phase = q->phase;
 	ev->role = q->role ? xstrdup(q->role) : NULL;
 	ev->step = q->step ? xstrdup(q->step) : NULL;
 	return ev;
@@ -563,16 +561,14 @@ static void query_on_event(const struct event *ev, const struct node_status *st,
 	/* not reached: the reason (the runner's words, redacted) */
 	if (ev->kind == EVENT_NODE_STATE && ev->state == NODE_UNREACHABLE && !qr->ran)
 		error_set(&qr->err, TRANSPORT_ERR_GENERIC, "%s", ev->text ? ev->text : "unreachable");
-	if (qr->o->on_event)
-		qr->o->on_event(ev, st, qr->o->data);
+	event_consumers_event(&qr->o->consumers, ev, st);
 }
 
 static void query_on_tick(void *data)
 {
 	struct query_run *qr = data;
 
-	if (qr->o->on_tick)
-		qr->o->on_tick(qr->o->data);
+	event_consumers_tick(&qr->o->consumers);
 }
 
 int runner_query(const struct runner_opts *o, const struct node *node, struct transport **session,
@@ -587,9 +583,9 @@ int runner_query(const struct runner_opts *o, const struct node *node, struct tr
 	ro.forks = 1;
 	ro.sessions = slot;
 	ro.node_fn = query_fn;
-	ro.on_event = query_on_event;
-	ro.on_tick = query_on_tick;
 	ro.data = &qr;
+	memset(&ro.consumers, 0, sizeof(ro.consumers));
+	event_consumers_add(&ro.consumers, query_on_event, query_on_tick, &qr);
 	runner_run(&ro, nodes, 1, &sum, NULL);
 	if (session)
 		*session = slot[0];
@@ -645,6 +641,7 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 	memset(summary, 0, sizeof(*summary));
 	for (i = 0; i < nr; i++) {
 		status[i].exit_status = -1;
+		status[i].phase = PHASE_NONE;
 		status[i].queued_ms = t0;
 	}
 	r.q = events_new();
@@ -699,8 +696,8 @@ int runner_run(const struct runner_opts *opts, const struct node *const *nodes, 
 			if (handled_signals >= 2)
 				atomic_store(&r.cancel, true);
 		}
-		if (!ev && opts->on_tick)
-			opts->on_tick(opts->data);
+		if (!ev)
+			event_consumers_tick(&opts->consumers);
 		if (!ev && atomic_load(&r.active) == 0)
 			break;
 	}

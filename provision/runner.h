@@ -15,7 +15,7 @@
  * runner_post*() as events on one queue; the main thread (the caller of
  * runner_run) pops them, updates each node's state record (struct
  * node_status: a state machine with timestamps) and only then hands the
- * event to the caller's on_event, which feeds the views.  So views only
+ * event to the caller's event consumers (the views).  So views only
  * ever read events and the status records, on the main thread.  A caller
  * that keeps records of its own (the plan: one per node for the whole run,
  * over many passes) asks for none: the runner then keeps only each node's
@@ -49,7 +49,8 @@ struct node_status {
 	uint64_t queued_ms, started_ms, connected_ms, ended_ms; /* monotonic; 0 = not yet */
 	int exit_status; /* of the last command (run), -1 when none */
 	char *reason;	 /* why it failed or was cancelled; NULL otherwise */
-	char *phase, *role, *step; /* what it is doing now */
+	enum phase phase; /* what it is doing now (PHASE_NONE: nothing, no phase) */
+	char *role, *step;
 	unsigned steps_done, steps_changed, steps_failed, steps_skipped;
 	unsigned lines; /* output lines received */
 };
@@ -111,12 +112,13 @@ struct runner_opts {
 	 * session was lost.
 	 */
 	int (*node_fn)(struct runner_job *job, void *data);
-	/* Main thread: every event, after the node's status was updated (st: NULL when
-	 * runner_run keeps no records). */
-	void (*on_event)(const struct event *ev, const struct node_status *st, void *data);
-	/* Main thread: called about every 100 ms while the run goes on (a view's tick). */
-	void (*on_tick)(void *data);
-	void *data;
+	void *data; /* node_fn's */
+	/*
+	 * Main thread: every event goes to these consumers, in order, after
+	 * the node's status was updated (st: NULL when runner_run keeps no
+	 * records); their on_tick about every 100 ms while the run goes on.
+	 */
+	struct event_consumers consumers;
 	bool handle_signals; /* install SIGINT/SIGTERM handlers (the CLI does) */
 };
 
@@ -130,8 +132,8 @@ struct runner_summary {
  * Run node_fn on every node.  Returns 0 when the run took place (whatever
  * the nodes' results, which are in *summary and status[]); status, when
  * non-NULL, receives one record per node (caller frees with
- * runner_status_release()), the one on_event is handed with each event;
- * NULL: no records are kept and on_event's st is NULL.
+ * runner_status_release()), the one the consumers are handed with each
+ * event; NULL: no records are kept and the consumers' st is NULL.
  */
 int runner_run(const struct runner_opts *opts, const struct node *const *nodes, size_t nr,
 	       struct runner_summary *summary, struct node_status **status);
@@ -171,12 +173,12 @@ void runner_interrupt_reset(void);
 
 /*
  * Run a command on the job's node; every output line is posted as an
- * EVENT_LINE with the given phase/step (NULL for ad-hoc commands), within
+ * EVENT_LINE with the given phase/step (PHASE_NONE, NULL for ad-hoc commands), within
  * the caps above: every line still passes the job's filter.
  * Returns as transport_ops.exec.
  */
-int runner_job_exec(struct runner_job *job, const char *phase, const char *step,
-		    const char *command, const void *input, size_t input_len, int timeout_ms,
+int runner_job_exec(struct runner_job *job, enum phase phase, const char *step, const char *command,
+		    const void *input, size_t input_len, int timeout_ms,
 		    struct transport_result *res, struct error *err);
 /*
  * A filter every output line of this job passes through before it becomes
@@ -201,7 +203,7 @@ void runner_job_interrupted(struct runner_job *job, const char *fmt, ...)
  * A query: one command on one node whose standard output is data for the
  * caller (kubectl -o json, a file's bytes), not lines to show.  A
  * runner_run() of that node alone with o's transport, sudo, secrets,
- * on_event and signal handling (node_fn and sessions are the query's):
+ * event consumers and signal handling (node_fn and sessions are the query's):
  * the node's session taken from *session and left there (connected first
  * when NULL; the caller closes it, runner_sessions_close()).  The command
  * is posted as a step (EVENT_STEP_START, then EVENT_STEP_END with result
@@ -213,7 +215,8 @@ void runner_job_interrupted(struct runner_job *job, const char *fmt, ...)
  * input (mode put_mode) to that path; with get_path: get_file.
  */
 struct runner_query {
-	const char *phase, *role, *step;
+	enum phase phase; /* PHASE_NONE: none (a designated initializer must say so) */
+	const char *role, *step;
 	const char *command;
 	const char *put_path;
 	unsigned put_mode;

@@ -195,8 +195,8 @@ static bool progress_due(struct view *v, const struct event *ev, const struct pu
 /* The event's phase, role and step, those it has, into JSON object o. */
 static void json_where(json_t *o, const struct event *ev)
 {
-	if (ev->phase)
-		json_object_set_new(o, "phase", json_string(ev->phase));
+	if (ev->phase != PHASE_NONE)
+		json_object_set_new(o, "phase", json_string(phase_name(ev->phase)));
 	if (ev->role)
 		json_object_set_new(o, "role", json_string(ev->role));
 	if (ev->step)

@@ -31,7 +31,9 @@
 #     plane and one for the workers each, the versions asked between them:
 #     issue 35; before, 10 logins on node-1 and 3 on each worker);
 #   - the versions before and after are in the output and in the recorded
-#     logs; a second upgrade changes nothing.
+#     logs, and upgrade's own question for them (before, between and after
+#     the stages) is a step in node-1's logs and the records (issue 35); a
+#     second upgrade changes nothing.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -175,6 +177,20 @@ test_case "the versions before and after are in the output and in the recorded l
 	expect_grep 'versions after: control plane v1.35.8' recorded.log
 	expect_grep 'versions after: control plane v1.37.1' recorded.log
 	expect_grep 'versions after: node-3 kubelet v1.37.1' recorded.log
+	# upgrade's own question to the control plane (kubectl: the API server's
+	# version and the Nodes) is a step of its runs (issue 35): before the
+	# first stage, between the stages and after the last; in node-1's logs
+	# and the records, 1 of the stopped upgrade + 4 of the finished one (the
+	# refused and forged ones recorded nothing)
+	: >node-1.log
+	for k in \$(seq 0 16); do
+		'$PROVISION' logs -i '$INV' --state '$STATE' node-1 \"~\$k\" >>node-1.log 2>/dev/null || true
+	done
+	expect_eq 5 \"\$(grep -c 'upgrade › versions: ok' node-1.log)\" 'versions steps in node-1 logs'
+	for c in \$(git -C '$STATE' log --format=%H -- logs/node-1.log); do
+		git -C '$STATE' show \$c:nodes/node-1/timings
+	done >timings
+	expect_eq 5 \"\$(grep -c '^upgrade	versions	[0-9]*	ok' timings)\" 'versions steps in the records (timings)'
 "
 
 test_case "a second upgrade changes nothing" "

@@ -278,6 +278,18 @@ test_case "data folder and PKI wiped, provision restore, etcd started again: eve
 	ec member list >members
 	cat members
 	expect_grep "node-1, https://$ADDR:2380" members
+	# the upload is the run'"'"'s own work too: steps of its node log and its record,
+	# before the role'"'"'s (issue 35)
+	"$PROVISION" logs -i "$INV" --state "$STATE" node-1 >r1.log
+	expect_grep "etcd-restore › upload: ok" r1.log
+	expect_grep "etcd-restore › upload snapshot.db: ok" r1.log
+	expect_grep "etcd-restore › upload pki.tar: ok" r1.log
+	expect_grep "etcd-restore › remove the upload: ok" r1.log
+	git -C "$STATE" show HEAD:nodes/node-1/timings >r1.timings
+	expect_grep "^etcd-restore	upload snapshot.db	[0-9]*	ok" r1.timings
+	up=$(grep -n "etcd-restore › upload pki.tar: ok" r1.log | head -n 1 | cut -d : -f 1)
+	role=$(grep -n "etcd-restore › 10-pki" r1.log | head -n 1 | cut -d : -f 1)
+	expect_eq yes "$([ "$up" -lt "$role" ] && echo yes)" "the upload before the role'"'"'s steps (lines $up, $role)"
 '
 
 test_case "restore again: nothing to do (the steps unchanged)" '

@@ -507,7 +507,7 @@ int cli_backup_pass(struct cli_session *s, const struct cli_plan_args *view)
 	env[0] = env_id;
 	env[1] = NULL;
 	a.env = env;
-	a.phase_bits = 1u << role_phase_index("backup");
+	a.phase_bits = PHASE_BIT(PHASE_BACKUP);
 	ret = cli_session_pass(s, &a);
 	free(env_id);
 	env_id = NULL;
@@ -726,7 +726,7 @@ static int restore_exec(int nr_pos, char **pos)
 	restore_env[0] = restore_id_env;
 	restore_env[1] = NULL;
 	restore_args.env = restore_env;
-	restore_args.phase_bits = 1u << role_phase_index("restore");
+	restore_args.phase_bits = PHASE_BIT(PHASE_RESTORE);
 	restore_args.skip_preflight = true;
 	restore_args.select = select_cp;
 	restore_args.after = restore_after;

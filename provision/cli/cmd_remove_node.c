@@ -39,14 +39,10 @@ static const struct opt remove_node_options[] = {
 	OPT_END,
 };
 
-static unsigned bit(const char *phase)
-{
-	return 1u << role_phase_index(phase);
-}
-
 static unsigned reset_bits(void)
 {
-	return bit("reset") | bit("reset-verify") | (keep_prep ? 0 : bit("reset-prep"));
+	return PHASE_BIT(PHASE_RESET) | PHASE_BIT(PHASE_RESET_VERIFY) |
+	       (keep_prep ? 0 : PHASE_BIT(PHASE_RESET_PREP));
 }
 
 /* The control plane, then the removed nodes (unless --force: they are not contacted). */
@@ -98,7 +94,7 @@ static int remove_select(const struct cli_plan_args *a, const struct inventory *
 static unsigned remove_node_phases(const struct cli_plan_args *a, const struct node *n)
 {
 	(void)a;
-	return n->roles & NODE_ROLE_CONTROL_PLANE ? bit("remove") : reset_bits();
+	return n->roles & NODE_ROLE_CONTROL_PLANE ? PHASE_BIT(PHASE_REMOVE) : reset_bits();
 }
 
 static int remove_after(const struct cli_plan_args *a, const struct cli_plan_done *d)
@@ -177,7 +173,7 @@ static int remove_node_exec(int nr_pos, char **pos)
 	names = pos;
 	nr_names = nr_pos;
 	env_timeout = xasprintf("PROVISION_DRAIN_TIMEOUT=%d", drain_timeout);
-	args.phase_bits = bit("remove") | (force ? 0 : reset_bits());
+	args.phase_bits = PHASE_BIT(PHASE_REMOVE) | (force ? 0 : reset_bits());
 	args.skip_preflight = true;
 	args.env = env;
 	args.select = remove_select;
@@ -198,7 +194,7 @@ static int remove_node_exec(int nr_pos, char **pos)
 	 * model that only they had.
 	 */
 	if (r == EXIT_OK) {
-		args.phase_bits = bit("addons");
+		args.phase_bits = PHASE_BIT(PHASE_ADDONS);
 		args.select = select_control_plane;
 		args.node_phases = NULL;
 		args.confirm = NULL;

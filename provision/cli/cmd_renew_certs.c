@@ -38,7 +38,7 @@ static int renew_exec(int nr_pos, char **pos)
 {
 	(void)nr_pos;
 	(void)pos;
-	args.phase_bits = 1u << role_phase_index("renew-certs");
+	args.phase_bits = PHASE_BIT(PHASE_RENEW_CERTS);
 	args.select = select_control_plane;
 	return cli_plan_run(&args);
 }

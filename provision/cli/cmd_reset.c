@@ -124,9 +124,9 @@ static int reset_exec(int nr_pos, char **pos)
 {
 	(void)nr_pos;
 	(void)pos;
-	args.phase_bits = 1u << role_phase_index("reset") | 1u << role_phase_index("reset-verify");
+	args.phase_bits = PHASE_BIT(PHASE_RESET) | PHASE_BIT(PHASE_RESET_VERIFY);
 	if (!keep_prep)
-		args.phase_bits |= 1u << role_phase_index("reset-prep");
+		args.phase_bits |= PHASE_BIT(PHASE_RESET_PREP);
 	args.skip_preflight = true;
 	args.confirm = keep_prep ? "reset: kubeadm reset; CNI config and state, cni0/flannel.1, "
 				   "kube iptables chains and kubeconfigs removed; kubelet "

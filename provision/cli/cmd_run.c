@@ -116,7 +116,7 @@ static int run_node_fn(struct runner_job *job, void *data)
 	int timeout_ms = s->timeout_ms >= 0 ? s->timeout_ms
 					    : runner_job_node(job)->ssh.command_timeout * 1000;
 
-	rc = runner_job_exec(job, NULL, NULL, s->command, NULL, 0, timeout_ms, &res, &err);
+	rc = runner_job_exec(job, PHASE_NONE, NULL, s->command, NULL, 0, timeout_ms, &res, &err);
 	if (rc == TRANSPORT_ERR_CMD_TIMEOUT) {
 		runner_job_set_exit(job, res.exit_status);
 		runner_job_fail(job, "%s", err.msg);
@@ -316,11 +316,10 @@ static int run_exec(int nr_pos, char **pos)
 			/* What the user typed runs as ssh would run it: $$ is its own shell. */
 			.own_shell = true,
 			.node_fn = run_node_fn,
-			.on_event = run_on_event,
-			.on_tick = run_tick,
 			.data = &s,
 			.handle_signals = true,
 		};
+		event_consumers_add(&ro.consumers, run_on_event, run_tick, &s);
 		runner_run(&ro, nodes, nr, &sum, &status);
 	}
 	if (opt_group)

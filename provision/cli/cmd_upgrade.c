@@ -15,7 +15,10 @@
  * and the nodes not reached are not touched.  Each run is recorded; the
  * steps print the versions before and after, so the records hold them.
  * The whole command is one session (session.h): one lock, one password
- * prompt, one SSH session per node for every run and question.
+ * prompt, one SSH session per node for every run and question.  The
+ * questions are steps of the runs ("upgrade › versions"): those before a
+ * run are shown and recorded with it (session.h: held for the next pass),
+ * the one after the last stage in that run's `after` (versions_after).
  * Before the first stage, an etcd backup (provision backup, cmd_backup.c);
  * when it fails nothing is upgraded (--no-backup skips it).
  */
@@ -279,13 +282,33 @@ static size_t workers_not_at(const struct inventory *inv, const struct node *cp,
 	return nr;
 }
 
+/* The versions after the upgrade, asked in its last run (versions_after). */
+static struct upgrade_versions after_versions;
+static bool have_after_versions;
+
+/*
+ * The last run's `after`: the versions once it succeeded, asked on its
+ * session so that they are steps of that run (shown, logged, recorded).
+ */
+static int versions_after(const struct cli_plan_args *a, const struct cli_plan_done *d)
+{
+	const struct node *cp = inventory_control_plane(d->inv);
+	struct error err = {0};
+
+	(void)a;
+	if (d->ret == EXIT_OK && cp)
+		have_after_versions = cluster_versions(d->session, cp, &after_versions, &err) == 0;
+	return d->ret;
+}
+
 /*
  * One stage: the control plane, then the workers whose kubelet is not at
  * TARGET yet (from V, cluster_versions()), in inventory order;
- * *nr_workers is how many were upgraded.
+ * *nr_workers is how many were upgraded.  LAST: the upgrade's last stage
+ * (its last run asks for the versions after).
  */
 static int upgrade_stage(struct cli_session *s, const struct node *cp, const char *target,
-			 const struct upgrade_versions *v, size_t *nr_workers)
+			 const struct upgrade_versions *v, bool last, size_t *nr_workers)
 {
 	const struct inventory *inv = s->inv;
 	const struct node **todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
@@ -296,8 +319,9 @@ static int upgrade_stage(struct cli_session *s, const struct node *cp, const cha
 	env[1] = NULL;
 	args.env = env;
 	args.kubernetes_version = target;
-	args.phase_bits = 1u << role_phase_index("upgrade");
+	args.phase_bits = PHASE_BIT(PHASE_UPGRADE);
 	args.select = select_cp;
+	args.after = last && !nr_todo ? versions_after : NULL;
 	printf("upgrade: the control plane %s to %s\n", cp->name, target);
 	fflush(stdout);
 	ret = cli_session_pass(s, &args);
@@ -308,7 +332,7 @@ static int upgrade_stage(struct cli_session *s, const struct node *cp, const cha
 		free(todo);
 		return ret;
 	}
-	args.phase_bits = 1u << role_phase_index("upgrade-workers");
+	args.phase_bits = PHASE_BIT(PHASE_UPGRADE_WORKERS);
 	args.select = select_batch;
 	for (i = 0; i < nr_todo; i += nr_batch) {
 		struct strbuf names = STRBUF_INIT;
@@ -321,6 +345,7 @@ static int upgrade_stage(struct cli_session *s, const struct node *cp, const cha
 		env_nodes = xasprintf("PROVISION_UPGRADE_NODES=%s", names.buf);
 		env[1] = env_nodes;
 		env[2] = NULL;
+		args.after = last && i + nr_batch >= nr_todo ? versions_after : NULL;
 		printf("\nupgrade: worker%s %s to %s (%zu of %zu)\n", nr_batch == 1 ? "" : "s",
 		       names.buf, target, i + nr_batch, nr_todo);
 		fflush(stdout);
@@ -351,7 +376,7 @@ static int upgrade_exec(int nr_pos, char **pos)
 	struct cli_session s;
 	struct inventory *inv;
 	const struct node *cp;
-	struct upgrade_versions before = {0}, after = {0};
+	struct upgrade_versions before = {0};
 	struct error err = {0};
 	char cur[64];
 	const char *stages[MAX_STAGES];
@@ -477,12 +502,12 @@ static int upgrade_exec(int nr_pos, char **pos)
 			printf("\nupgrade: stage %zu of %zu: %s\n", st + 1, nr_stages, target);
 			fflush(stdout);
 		}
-		ret = upgrade_stage(&s, cp, target, &before, &nr_workers);
+		ret = upgrade_stage(&s, cp, target, &before, st + 1 == nr_stages, &nr_workers);
 		if (ret)
 			goto out;
 	}
-	if (cluster_versions(&s, cp, &after, &err) == 0)
-		print_versions("after", inv, &after);
+	if (have_after_versions)
+		print_versions("after", inv, &after_versions);
 	printf("upgrade %s: done: the control plane and %zu worker%s upgraded to %s\n",
 	       inv->cluster.name, nr_workers, nr_workers == 1 ? "" : "s",
 	       inv->cluster.kubernetes_version);
@@ -492,7 +517,9 @@ out:
 	free(env_nodes);
 	env_timeout = env_nodes = NULL;
 	upgrade_versions_release(&before);
-	upgrade_versions_release(&after);
+	upgrade_versions_release(&after_versions);
+	have_after_versions = false;
+	args.after = NULL;
 	cli_session_close(&s);
 	return ret;
 }

@@ -102,7 +102,7 @@ int cli_fetch_artifacts(const char *cmd_name, const struct role_set *rs,
 		need[i] = all;
 	for (i = 0; i < rs->nr && !all; i++) {
 		const struct role *r = &rs->roles[i];
-		if (!r->nr_artifacts || !(phases & (1u << role_phase_index(r->phase))))
+		if (!r->nr_artifacts || r->phase == PHASE_NONE || !(phases & PHASE_BIT(r->phase)))
 			continue;
 		for (k = 0; k < r->nr_artifacts; k++) {
 			const struct artifact *a = artifact_find(m, r->artifacts[k].name);
@@ -328,8 +328,8 @@ static void eta_steps_of(struct eta *eta, const struct cli_run_begin *b, size_t 
 	steps[0] = xstrdup("facts\tgather");
 	for (ri = 0; ri < b->roles->nr; ri++) {
 		const struct role *r = &b->roles->roles[ri];
-		int ph = role_phase_index(r->phase);
-		if (ph < 0 || !(phases & (1u << ph)) || !role_applies(r, b->inv, n, n->gpus > 0))
+		if (r->phase == PHASE_NONE || !(phases & PHASE_BIT(r->phase)) ||
+		    !role_applies(r, b->inv, n, n->gpus > 0))
 			continue;
 		for (k = 0; k < r->nr_steps; k++) {
 			ALLOC_GROW(steps, nr + 1, alloc);

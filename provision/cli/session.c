@@ -30,6 +30,9 @@ struct cli_session_pass {
 	const struct event_consumers *consumers; /* its views, estimate and record */
 };
 
+static void held_replay(struct cli_session *s, const struct node *const *nodes, size_t nr,
+			const struct event_consumers *consumers);
+
 /*
  * add-node: the named nodes take part in every phase; the control plane is
  * added for what joins them (token, labels) and refreshes the hub, and
@@ -41,8 +44,7 @@ static int select_add_nodes(const struct cli_plan_args *a, const struct inventor
 	const struct node *cp = inventory_control_plane(inv);
 	bool *sel = cli_select_named(a->cmd_name, inv, a->add_nodes, a->nr_add_nodes);
 	size_t i, n = 0;
-	unsigned cp_phases = 0;
-	int k;
+	unsigned cp_phases;
 
 	if (!sel)
 		return EXIT_USAGE;
@@ -56,10 +58,7 @@ static int select_add_nodes(const struct cli_plan_args *a, const struct inventor
 		free(sel);
 		return EXIT_USAGE;
 	}
-	for (k = 0; role_phases[k]; k++)
-		if (!strcmp(role_phases[k], "join") || !strcmp(role_phases[k], "addons") ||
-		    !strcmp(role_phases[k], "validate"))
-			cp_phases |= 1u << k;
+	cp_phases = PHASE_BIT(PHASE_JOIN) | PHASE_BIT(PHASE_ADDONS) | PHASE_BIT(PHASE_VALIDATE);
 	*out = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(**out));
 	*node_phases = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(**node_phases));
 	for (i = 0; i < inv->nr_nodes; i++) {
@@ -393,7 +392,7 @@ int cli_session_pass(struct cli_session *s, const struct cli_plan_args *a)
 	    .skip_preflight = a->skip_preflight,
 	    .env = a->env,
 	    .validate = a->mode == RUN_CHECK ||
-			(a->mode != RUN_PLAN && (phases & (1u << role_phase_index("validate")))),
+			(a->mode != RUN_PLAN && (phases & PHASE_BIT(PHASE_VALIDATE))),
 	    .bench = a->bench || a->mode == RUN_BENCH,
 	    .bench_repeat = a->bench_repeat > 0 ? (unsigned)a->bench_repeat : 0,
 	    .bench_limit_milli = bench_limit,
@@ -442,6 +441,7 @@ int cli_session_pass(struct cli_session *s, const struct cli_plan_args *a)
 	else
 		event_consumers_add(&po.consumers, view_event, view_tick, &view);
 	cli_run_wrap(&cr, &po);
+	held_replay(s, nodes, nr, &po.consumers);
 	plan_execute(&po, &res);
 	for (k = 0; k < nr; k++) {
 		size_t i = (size_t)(nodes[k] - inv->nodes);
@@ -452,10 +452,10 @@ int cli_session_pass(struct cli_session *s, const struct cli_plan_args *a)
 	if (tui) {
 		tui_run_end(tui, res.interrupted);
 		tui_stop(tui);
-		/* the queries of `after` show as plain lines below it (and are recorded) */
-		po.consumers.c[0].on_event = view_event;
-		po.consumers.c[0].on_tick = view_tick;
-		po.consumers.c[0].data = &view;
+		/* the queries of `after` are recorded, not printed below it as plain lines */
+		po.consumers.c[0].on_event = NULL;
+		po.consumers.c[0].on_tick = NULL;
+		po.consumers.c[0].data = NULL;
 	}
 	/* ---- end TUI ---- */
 	if (!view.json) {
@@ -548,9 +548,8 @@ int cli_session_open(struct cli_session *s, const struct cli_plan_args *a)
 	 * clusters.  Nothing is touched.
 	 */
 	if (a->mode == RUN_APPLY && inventory_nr_control_planes(s->inv) > 1) {
-		unsigned early = (1u << role_phase_index("prep")) |
-				 (1u << role_phase_index("kube-packages")) |
-				 (1u << role_phase_index("nfs"));
+		unsigned early =
+		    PHASE_BIT(PHASE_PREP) | PHASE_BIT(PHASE_KUBE_PACKAGES) | PHASE_BIT(PHASE_NFS);
 		unsigned want = a->phases ? phases : a->phase_bits ? a->phase_bits : ~0u;
 
 		if (strcmp(a->cmd_name, "up") || (want & ~early)) {
@@ -638,8 +637,16 @@ static void query_event_cb(const struct event *ev, const struct node_status *st,
 	size_t k;
 
 	(void)st;
-	if (!p || ev->kind == EVENT_NODE_STATE)
+	if (ev->kind == EVENT_NODE_STATE)
 		return;
+	if (!p) { /* for the next pass (held_replay) */
+		struct event *h = event_copy(ev), **tail = &s->held;
+		h->node = (size_t)(n - s->inv->nodes);
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = h;
+		return;
+	}
 	for (k = 0; k < p->nr && p->nodes[k] != n; k++)
 		;
 	if (k == p->nr)
@@ -649,12 +656,37 @@ static void query_event_cb(const struct event *ev, const struct node_status *st,
 	event_consumers_event(p->consumers, &e, &p->status[k]);
 }
 
+/*
+ * The queries made since the last pass (cli_session.held), to this pass's
+ * consumers as its node's events, before its first step; those of nodes
+ * not in the pass are dropped.
+ */
+static void held_replay(struct cli_session *s, const struct node *const *nodes, size_t nr,
+			const struct event_consumers *consumers)
+{
+	const struct node_status idle = {.exit_status = -1, .phase = PHASE_NONE};
+	struct event *ev, *next;
+	size_t k;
+
+	for (ev = s->held; ev; ev = next) {
+		next = ev->next;
+		for (k = 0; k < nr && (size_t)(nodes[k] - s->inv->nodes) != ev->node; k++)
+			;
+		if (k < nr) {
+			ev->node = k;
+			event_consumers_event(consumers, ev, &idle);
+		}
+		event_free(ev);
+	}
+	s->held = NULL;
+}
+
 /* A query's phase: its role's, when it names one of the roles (etcd-backup: backup). */
-static const char *query_phase(const struct cli_session *s, const char *role)
+static enum phase query_phase(const struct cli_session *s, const char *role)
 {
 	const struct role *r = role && s->have_roles ? role_set_find(&s->rs, role) : NULL;
 
-	return r ? r->phase : NULL;
+	return r ? r->phase : PHASE_NONE;
 }
 
 static int session_query(struct cli_session *s, const struct node *n, const struct runner_query *rq,
@@ -670,8 +702,7 @@ static int session_query(struct cli_session *s, const struct node *n, const stru
 	if (cli_session_secrets(s))
 		return error_set(err, -1, "the secrets could not be read (see above)");
 	session_runner_opts(s, &ro);
-	ro.on_event = query_event_cb;
-	ro.data = ctx;
+	event_consumers_add(&ro.consumers, query_event_cb, NULL, ctx);
 	rc = runner_query(&ro, n, &s->conns[i], rq, exit_status, err);
 	return rc < 0 ? -1 : 0;
 }
@@ -786,8 +817,7 @@ int cli_session_login_check(struct cli_session *s, const struct node *n, const c
 		return error_set(err, -1, "the secrets could not be read (see above)");
 	session_runner_opts(s, &ro);
 	ro.use_sudo = false;
-	ro.on_event = query_event_cb;
-	ro.data = ctx;
+	event_consumers_add(&ro.consumers, query_event_cb, NULL, ctx);
 	if (runner_query(&ro, n, NULL, &rq, &status, err) < 0)
 		return -1;
 	if (status)
@@ -797,6 +827,12 @@ int cli_session_login_check(struct cli_session *s, const struct node *n, const c
 
 void cli_session_close(struct cli_session *s)
 {
+	struct event *ev, *next;
+
+	for (ev = s->held; ev; ev = next) { /* no pass came: nothing shows or records them */
+		next = ev->next;
+		event_free(ev);
+	}
 	if (s->conns)
 		runner_sessions_close(&transport_ssh_ops, s->conns, s->inv ? s->inv->nr_nodes : 0);
 	free(s->conns);

@@ -19,8 +19,12 @@
  *
  * cli_session_query() is a command's own question to one node (kubectl -o
  * json, a file's bytes): run by the runner on the node's session, with
- * the run's secrets; during a pass (a command's `after`) its step and
- * stderr go to the pass's view and record like any step's.
+ * the run's secrets; its step and stderr go to a pass's views and record
+ * like any step's: during a pass (a command's `after`) to that pass's,
+ * before one (upgrade's versions, restore's upload) to the next pass's,
+ * which shows and records them first (a command that stops before its
+ * next pass records none of them).  Once the live view has given the
+ * terminal back, an `after`'s queries go to the record only.
  *
  *   struct cli_session s;
  *   ret = cli_session_open(&s, &args);         // EXIT_* after printing why
@@ -154,6 +158,12 @@ struct cli_session {
 	bool ask_sudo, channels;
 	/* During a pass's `after`: where a query's events go (the view and the record). */
 	struct cli_session_pass *pass;
+	/*
+	 * A query's events outside a pass (upgrade's versions, restore's
+	 * upload), held for the next pass: its views and record get them at its
+	 * start, as its node's steps.  Dropped when no pass follows.
+	 */
+	struct event *held;
 };
 
 /* Load the inventory and the roles.  0, or an EXIT_* status after printing why. */
@@ -168,7 +178,8 @@ int cli_session_pass(struct cli_session *s, const struct cli_plan_args *a);
  * as root; every stdout line (without its newline; flags as the
  * transport's: a piece of a longer line) goes to on_stdout, never to a
  * view or log.  Shown, logged and recorded as the step ROLE › STEP of the
- * pass under way (in its `after`), its stderr lines with it.  Returns 0
+ * pass under way (in its `after`) or of the next one, its stderr lines
+ * with it.  Returns 0
  * when the command ran (its exit status in *exit_status), or -1 with the
  * reason in err.
  */

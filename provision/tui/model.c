@@ -259,7 +259,7 @@ size_t tui_model_column(struct tui_model *m, const char *name)
 	}
 	m->cols[c].name = xstrdup(name);
 	m->cols[c].role = r;
-	m->cols[c].phase = r ? role_phase_index(r->phase) : role_phase_index(name);
+	m->cols[c].phase = r ? r->phase : role_phase_index(name);
 	m->nr_cols++;
 	for (i = 0; i < m->nr; i++) {
 		struct tui_cell *cell = &m->nodes[i].cells[c];
@@ -324,8 +324,9 @@ void tui_model_init(struct tui_model *m, const struct inventory *inv, const stru
 	tui_model_column(m, phase_name(PHASE_FACTS));
 	tui_model_column(m, phase_name(PHASE_PREFLIGHT));
 	for (i = 0; rs && i < rs->nr; i++) {
-		int ph = role_phase_index(rs->roles[i].phase);
-		if (ph >= 0 && (phases & (1u << ph)) && role_for_any(&rs->roles[i], inv, nodes, nr))
+		enum phase ph = rs->roles[i].phase;
+		if (ph != PHASE_NONE && (phases & PHASE_BIT(ph)) &&
+		    role_for_any(&rs->roles[i], inv, nodes, nr))
 			tui_model_column(m, rs->roles[i].name);
 	}
 	if (validate) {
@@ -533,7 +534,9 @@ static void line_event(struct tui_model *m, size_t i, const struct event *ev)
 static void step_start(struct tui_model *m, size_t i, const struct event *ev)
 {
 	struct tui_node *n = &m->nodes[i];
-	const char *name = ev->role ? ev->role : ev->phase ? ev->phase : "?";
+	const char *name = ev->role		   ? ev->role
+			   : phase_name(ev->phase) ? phase_name(ev->phase)
+						   : "?";
 	size_t c = tui_model_column(m, name);
 	struct strbuf line = STRBUF_INIT;
 
@@ -581,7 +584,9 @@ static void check_event(struct tui_model *m, size_t i, const struct event *ev)
 static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 {
 	struct tui_node *n = &m->nodes[i];
-	const char *name = ev->role ? ev->role : ev->phase ? ev->phase : "?";
+	const char *name = ev->role		   ? ev->role
+			   : phase_name(ev->phase) ? phase_name(ev->phase)
+						   : "?";
 	size_t c = tui_model_column(m, name);
 	struct tui_cell *cell = &n->cells[c];
 	struct strbuf line = STRBUF_INIT, clean = STRBUF_INIT;
@@ -649,6 +654,35 @@ static void step_end(struct tui_model *m, size_t i, const struct event *ev)
 		finish_col(m, i, (int)c);
 	if (cell->failed || (cell->total && cell->done >= cell->total) || c == 0)
 		role_check(m, i, c, ev->text);
+	strbuf_release(&line);
+	strbuf_release(&clean);
+}
+
+/*
+ * A command's own question to the node (events.h `query`: upgrade's
+ * versions, backup's download, restore's upload): lines of the node's log,
+ * "ROLE › STEP" and how it ended; no role's cell counts it.
+ */
+static void query_step(struct tui_model *m, size_t i, const struct event *ev)
+{
+	struct tui_node *n = &m->nodes[i];
+	struct strbuf line = STRBUF_INIT, clean = STRBUF_INIT;
+	char dur[32];
+
+	if (ev->kind == EVENT_STEP_START) {
+		strbuf_addf(&line, "%s \xe2\x80\xba %s", ev->role ? ev->role : "?",
+			    ev->step ? ev->step : "");
+		tui_log_add(&n->log, TUI_LINE_STEP, line.buf);
+	} else {
+		view_duration(dur, sizeof(dur), ev->duration_ms);
+		strbuf_addf(&line, "%s %s", step_result_name(ev->result), dur);
+		if (ev->text) {
+			text_clean_line(&clean, ev->text);
+			strbuf_addf(&line, ": %s", clean.buf);
+		}
+		tui_log_add(&n->log, ev->result == STEP_FAILED ? TUI_LINE_FAILED : TUI_LINE_RESULT,
+			    line.buf);
+	}
 	strbuf_release(&line);
 	strbuf_release(&clean);
 }
@@ -800,10 +834,16 @@ void tui_model_event(struct tui_model *m, const struct event *ev)
 		n->state = ev->state;
 		break;
 	case EVENT_STEP_START:
-		step_start(m, ev->node, ev);
+		if (ev->query)
+			query_step(m, ev->node, ev);
+		else
+			step_start(m, ev->node, ev);
 		break;
 	case EVENT_STEP_END:
-		step_end(m, ev->node, ev);
+		if (ev->query)
+			query_step(m, ev->node, ev);
+		else
+			step_end(m, ev->node, ev);
 		break;
 	case EVENT_LINE:
 		line_event(m, ev->node, ev);
@@ -830,7 +870,8 @@ void tui_model_end(struct tui_model *m, uint64_t now, bool interrupted)
 	for (i = 0; i < m->nr; i++) {
 		struct tui_node *n = &m->nodes[i];
 		if (n->state < NODE_DONE) {
-			struct event ev = {.kind = EVENT_NODE_STATE, .node = i, .at_ms = now};
+			struct event ev = {
+			    .kind = EVENT_NODE_STATE, .node = i, .phase = PHASE_NONE, .at_ms = now};
 			ev.state = interrupted ? NODE_CANCELLED : NODE_DONE;
 			node_ended(m, i, &ev);
 			n->state = ev.state;

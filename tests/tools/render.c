@@ -54,9 +54,10 @@ static int cmd_check(const char *dir)
 	if (rc < 0)
 		return 1;
 	for (size_t i = 0; i < rs.nr; i++)
-		printf("%s %s %zu step%s %zu template%s\n", rs.roles[i].name, rs.roles[i].phase,
-		       rs.roles[i].nr_steps, rs.roles[i].nr_steps == 1 ? "" : "s",
-		       rs.roles[i].nr_templates, rs.roles[i].nr_templates == 1 ? "" : "s");
+		printf("%s %s %zu step%s %zu template%s\n", rs.roles[i].name,
+		       phase_name(rs.roles[i].phase), rs.roles[i].nr_steps,
+		       rs.roles[i].nr_steps == 1 ? "" : "s", rs.roles[i].nr_templates,
+		       rs.roles[i].nr_templates == 1 ? "" : "s");
 	role_set_release(&rs);
 	return 0;
 }

@@ -63,7 +63,7 @@ static struct event *facts_event(enum event_kind k, size_t node)
 {
 	struct event *ev = event_new(k, node);
 
-	ev->phase = xstrdup("facts");
+	ev->phase = PHASE_FACTS;
 	ev->role = xstrdup("facts");
 	ev->step = xstrdup("gather");
 	return ev;
@@ -200,7 +200,10 @@ int main(int argc, char **argv)
 					    : !strcmp(w[0], "end") ? EVENT_STEP_END
 								   : EVENT_LINE;
 			ev = event_new(k, node_index(inv, w[1]));
-			ev->phase = xstrdup(r ? r->phase : w[2]);
+			ev->phase = r				      ? r->phase
+				    : phase_is(w[2], PHASE_FACTS)     ? PHASE_FACTS
+				    : phase_is(w[2], PHASE_PREFLIGHT) ? PHASE_PREFLIGHT
+								      : role_phase_index(w[2]);
 			ev->role = xstrdup(w[2]);
 			ev->step = xstrdup(w[3]);
 			if (k == EVENT_STEP_END) {

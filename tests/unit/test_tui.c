@@ -390,7 +390,7 @@ static void feed(struct fixture *f, enum event_kind kind, size_t node, const cha
 	f->t += ms;
 	ev.at_ms = f->t;
 	ev.duration_ms = ms;
-	ev.phase = (char *)(role && !strcmp(role, "facts") ? "facts" : "prep");
+	ev.phase = role && !strcmp(role, "facts") ? PHASE_FACTS : PHASE_PREP;
 	ev.role = (char *)role;
 	ev.step = (char *)step;
 	ev.text = (char *)text;
@@ -420,7 +420,7 @@ static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 	feed(f, EVENT_STEP_START, node, "facts", "gather", STEP_NONE, 0, NULL);
 	for (; *lines; lines++) {
 		struct event ev = {.kind = EVENT_LINE, .node = node, .stream = 1, .at_ms = f->t};
-		ev.phase = (char *)"facts";
+		ev.phase = PHASE_FACTS;
 		ev.step = (char *)"gather";
 		ev.text = (char *)*lines;
 		tui_model_event(&f->m, &ev);
@@ -428,7 +428,7 @@ static void facts_of(struct fixture *f, size_t node, const char *const *lines)
 	}
 	assert_int_equal(facts_parse(&facts, text.buf, text.len, &err), 0);
 	fev.at_ms = f->t;
-	fev.phase = (char *)"facts";
+	fev.phase = PHASE_FACTS;
 	fev.facts = &facts;
 	tui_model_event(&f->m, &fev);
 	if (f->m.roles) { /* the roles the plan decides from them (EVENT_ROLES) */
@@ -497,6 +497,54 @@ static void test_model_columns(void **state)
 	assert_int_equal(f->m.nr_cols, 8);
 	assert_int_equal(cell(f, 1, "addons"), TUI_CELL_RUNNING);
 	assert_int_equal(cell(f, 0, "addons"), TUI_CELL_NA);
+}
+
+/*
+ * A command's own question to a node (event.query: upgrade's versions,
+ * restore's upload), handed to the view before the node's facts (a query
+ * held for the pass): lines of the node's log, no column, no cell, and
+ * preflight still waits for the roles (issue 35).
+ */
+static void test_model_query_step(void **state)
+{
+	struct fixture *f = *state;
+	const struct tui_node *n = &f->m.nodes[0];
+	struct event ev = {.kind = EVENT_STEP_START, .node = 0, .phase = PHASE_NONE, .query = true};
+	size_t cols = f->m.nr_cols;
+	uint64_t first = n->log.seq;
+
+	ev.role = (char *)"upgrade";
+	ev.step = (char *)"versions";
+	ev.at_ms = f->t;
+	tui_model_event(&f->m, &ev);
+	ev.kind = EVENT_STEP_END;
+	ev.result = STEP_OK;
+	ev.duration_ms = 300;
+	tui_model_event(&f->m, &ev);
+	ev.kind = EVENT_STEP_START;
+	ev.step = (char *)"upload";
+	tui_model_event(&f->m, &ev);
+	ev.kind = EVENT_STEP_END;
+	ev.result = STEP_FAILED;
+	ev.text = (char *)"lost the connection";
+	tui_model_event(&f->m, &ev);
+	assert_int_equal(f->m.nr_cols, cols);
+	assert_int_equal(n->steps_done, 0);
+	assert_int_equal(n->cur_col, -1);
+	assert_int_equal(n->log.seq, first + 4);
+	assert_string_equal(tui_log_get(&n->log, first)->text, "upgrade \xe2\x80\xba versions");
+	assert_int_equal(tui_log_get(&n->log, first)->kind, TUI_LINE_STEP);
+	assert_int_equal(tui_log_get(&n->log, first + 1)->kind, TUI_LINE_RESULT);
+	assert_non_null(strstr(tui_log_get(&n->log, first + 1)->text, "ok"));
+	assert_int_equal(tui_log_get(&n->log, first + 3)->kind, TUI_LINE_FAILED);
+	assert_non_null(strstr(tui_log_get(&n->log, first + 3)->text, ": lost the connection"));
+	/* the run goes on as without them: preflight is over once a role's step starts */
+	feed_state(f, 0, NODE_CONNECTING, NULL);
+	facts_of(f, 0, facts_gpu);
+	assert_int_equal(cell(f, 0, "preflight"), TUI_CELL_PENDING);
+	feed(f, EVENT_STEP_START, 0, "alpha", "10-plain", STEP_NONE, 0, NULL);
+	assert_int_equal(cell(f, 0, "preflight"), TUI_CELL_UNCHANGED);
+	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_RUNNING);
 }
 
 static void test_model_a_node_from_start_to_end(void **state)
@@ -641,7 +689,8 @@ static void test_model_gpus_and_preflight_checks(void **state)
 	assert_string_equal(k->expected,
 			    "2 NVIDIA GPUs (the inventory's gpus), each seen by the driver");
 	assert_string_equal(k->observed, "0 NVIDIA GPUs found");
-	ev.phase = ev.role = (char *)"preflight";
+	ev.phase = PHASE_PREFLIGHT;
+	ev.role = (char *)"preflight";
 	ev.step = (char *)"error";
 	ev.text = (char *)"the inventory declares 2 GPUs but 0 NVIDIA GPUs were found (hint: fix "
 			  "'gpus' in the inventory)";
@@ -666,7 +715,8 @@ static void test_model_validation_events(void **state)
 
 	facts_of(f, 1, facts_plain);
 	feed_state(f, 1, NODE_DONE, NULL);
-	ev.phase = ev.role = (char *)"validate";
+	ev.phase = PHASE_VALIDATE;
+	ev.role = (char *)"validate";
 	ev.step = (char *)"swap-off";
 	ev.expected = (char *)"no active swap";
 	ev.observed = (char *)"/swapfile";
@@ -754,8 +804,8 @@ static void test_model_phases(void **state)
 	assert_string_equal(tui_phase_label(phases[1], false), "nfs");
 	assert_string_equal(tui_phase_label(phases[2], false), "validate");
 	assert_string_equal(tui_phase_label(phases[2], true), "valid");
-	assert_string_equal(tui_phase_label(role_phase_index("kube-packages"), true), "kube");
-	assert_string_equal(tui_phase_label(role_phase_index("prep"), true), "prep");
+	assert_string_equal(tui_phase_label(PHASE_KUBE_PACKAGES, true), "kube");
+	assert_string_equal(tui_phase_label(PHASE_PREP, true), "prep");
 	assert_true(tui_model_col_in_phase(&f->m, 0, phases, 0)); /* facts */
 	assert_true(tui_model_col_in_phase(&f->m, 1, phases, 0)); /* preflight */
 	tui_model_phase_cell(&f->m, 0, phases, 0, &pc);
@@ -783,7 +833,7 @@ static void test_model_phases(void **state)
 	/* A phase no role of applies to a node: blank.  An event's column of another
 	 * phase adds that phase, in up's order. */
 	feed(f, EVENT_STEP_START, 1, "addons", "10-helm", STEP_NONE, 0, NULL);
-	f->m.cols[f->m.nr_cols - 1].phase = role_phase_index("addons");
+	f->m.cols[f->m.nr_cols - 1].phase = PHASE_ADDONS;
 	nr = tui_model_phases(&f->m, phases);
 	assert_int_equal(nr, 4);
 	assert_string_equal(tui_phase_label(phases[2], false), "addons");
@@ -976,6 +1026,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_model_gpus_and_preflight_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_roles_from_plan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_validation_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_model_query_step, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_interrupted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_slowest, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_restart, setup, teardown),
