@@ -342,6 +342,18 @@ static bool label_is(json_t *pod, const char *key, const char *value)
 	return l && !strcmp(l, value);
 }
 
+/*
+ * A pod being deleted (kubectl's STATUS: Terminating) is going away: its
+ * containers stop and it turns not Ready, so it says nothing of the node's
+ * network.  After a replaced DaemonSet the controller deletes the old pods
+ * once the new ones run; a check made then judged a node by its old pod
+ * ("Running, not Ready") when the list gave it first.
+ */
+static bool terminating(json_t *pod)
+{
+	return json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") != NULL;
+}
+
 int validate_kube_pods(struct validation *v, const char *json, size_t len,
 		       const struct node *const *nodes, size_t nr, struct error *err)
 {
@@ -362,7 +374,8 @@ int validate_kube_pods(struct validation *v, const char *json, size_t len,
 		const char *ns = str_at(pod, "metadata", "namespace");
 		const char *name = str_at(pod, "metadata", "name"), *msg, *image, *state;
 		const char *phase = str_at(pod, "status", "phase");
-		if (!ns || strcmp(ns, "kube-system") || !label_is(pod, "k8s-app", "kube-dns"))
+		if (!ns || strcmp(ns, "kube-system") || !label_is(pod, "k8s-app", "kube-dns") ||
+		    terminating(pod))
 			continue;
 		dns_total++;
 		dns_up += phase && !strcmp(phase, "Running");
@@ -398,19 +411,31 @@ int validate_kube_pods(struct validation *v, const char *json, size_t len,
 	fix = NULL;
 	for (i = 0; i < nr; i++) {
 		const char *state = "no Flannel pod", *msg = NULL, *image = NULL, *name = NULL;
-		bool ok = false;
+		bool ok = false, seen = false;
 		if (!in_cluster(nodes[i]))
 			continue;
+		/*
+		 * Every Flannel pod of the node that is not being deleted is
+		 * Running and Ready (as roles/flannel 20-running waits for it);
+		 * the first that is not is the one said.
+		 */
 		json_array_foreach(items, k, pod)
 		{
 			const char *ns = str_at(pod, "metadata", "namespace");
 			const char *on = str_at(pod, "spec", "nodeName");
 			if (!ns || strcmp(ns, "kube-flannel") || !on || strcmp(on, nodes[i]->name))
 				continue;
+			if (terminating(pod)) {
+				if (!seen)
+					state = "no Flannel pod (one Terminating)";
+				continue;
+			}
+			seen = true;
 			name = str_at(pod, "metadata", "name");
 			ok = pod_running(pod);
 			state = ok ? "Running" : pod_state(pod, buf, sizeof(buf), &msg, &image);
-			break;
+			if (!ok)
+				break;
 		}
 		strbuf_reset(&obs);
 		strbuf_addstr(&obs, state);

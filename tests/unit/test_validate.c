@@ -143,6 +143,41 @@ static void test_pods_diagnosed(void **state)
 	free(json);
 }
 
+/*
+ * A pod being deleted says nothing of the node: while a replaced
+ * DaemonSet's old pods give way, a node whose new Flannel pod was Running
+ * and Ready failed the check when its old pod, Terminating and not Ready,
+ * was listed first (as roles/flannel 20-running already allowed for).
+ * Every pod not being deleted still counts.
+ */
+static void test_pods_terminating(void **state)
+{
+	struct node n[3] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
+			    mk("b-3", NODE_ROLE_WORKER)};
+	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
+	struct validation v = {0};
+	struct error err = {0};
+	const struct check *c;
+	size_t len;
+	char *json = load("pods-terminating.json", &len);
+
+	assert_int_equal(validate_kube_pods(&v, json, len, nodes, 3, &err), 0);
+	assert_int_equal(find(&v, "flannel", 0)->status, CHECK_PASS);
+	c = find(&v, "flannel", 1);
+	assert_int_equal(c->status, CHECK_FAIL);
+	assert_string_equal(c->observed, "no Flannel pod (one Terminating)");
+	assert_non_null(strstr(c->fix, "the DaemonSet kube-flannel-ds has no pod on b-2"));
+	c = find(&v, "flannel", 2);
+	assert_int_equal(c->status, CHECK_FAIL);
+	assert_non_null(strstr(c->observed, "Running, not Ready"));
+	assert_non_null(strstr(c->fix, "kube-flannel-ds-x9k2m"));
+	c = find(&v, "coredns", CHECK_CLUSTER);
+	assert_int_equal(c->status, CHECK_PASS);
+	assert_string_equal(c->observed, "2 of 2 Running and Ready");
+	validation_release(&v);
+	free(json);
+}
+
 static void test_bad_input(void **state)
 {
 	struct node n = mk("x", NODE_ROLE_WORKER);
@@ -312,7 +347,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nodes),	   cmocka_unit_test(test_pods),
-	    cmocka_unit_test(test_pods_diagnosed), cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_pods_diagnosed),
+		cmocka_unit_test(test_pods_terminating), cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_readyz),	   cmocka_unit_test(test_facts_checks),
 	    cmocka_unit_test(test_gpus),	   cmocka_unit_test(test_storage),
 	};
