@@ -26,16 +26,12 @@
 # shellcheck disable=SC2016 # test bodies are single-quoted: lib.sh evaluates them
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib-etcd.sh
+. "$(dirname "$0")/lib-etcd.sh"
 
 test_need_root
 test_need_cmd python3 openssl ip apt-get dpkg-deb
-SUITE=${PROVISION_TESTBED_SUITE:-bookworm}
-ETCD=$(sh "$SRC_ROOT/tests/testbed/etcd-debs.sh" "$SUITE" 2>"$TEST_DIR.etcd-debs.err") || {
-	cat "$TEST_DIR.etcd-debs.err"
-	rm -f "$TEST_DIR.etcd-debs.err"
-	test_skip_all "cannot fetch $SUITE's etcd packages"
-}
-rm -f "$TEST_DIR.etcd-debs.err"
+etcd_debs
 export ETCD
 
 # two namespaces, one link (names unique to this run)
