@@ -16,10 +16,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${PROVISION_RELEASES_CACHE:-/var/cache/provision-releases}
 mirror=${PROVISION_RELEASES_MIRROR:-http://deb.debian.org/debian}
 
-die() {
-	echo "rootfs.sh: $*" >&2
-	exit 1
-}
 # shellcheck source=tests/testbed/lib-cache.sh
 . "$here/../testbed/lib-cache.sh"
 

@@ -18,10 +18,6 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${PROVISION_TESTBED_CACHE:-/var/cache/provision-testbed}
 mirror=${PROVISION_TESTBED_MIRROR:-http://deb.debian.org/debian}
-die() {
-	echo "apt-repo.sh: $*" >&2
-	exit 1
-}
 # shellcheck source=tests/testbed/lib-cache.sh
 . "$here/lib-cache.sh"
 [ $# -ge 2 ] || die "usage: apt-repo.sh ROOTFS PACKAGE..."

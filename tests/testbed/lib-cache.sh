@@ -1,11 +1,16 @@
 # shellcheck shell=sh
 # tests/testbed/lib-cache.sh: what the scripts that build a thing once into
 # a cache folder share (tests/testbed/apt-repo.sh, etcd-debs.sh,
-# tests/releases/rootfs.sh); each defines die MESSAGE before it sources
-# this.  A thing is built as DEST.tmp and renamed DEST when complete
-# (DEST/.complete), under an exclusive lock on file descriptor 8 (run the
-# build's commands with 8>&-): two runs at once build it once, and no run
-# uses a half-built one.
+# tests/releases/rootfs.sh).  A thing is built as DEST.tmp and renamed DEST
+# when complete (DEST/.complete), under an exclusive lock on file
+# descriptor 8 (run the build's commands with 8>&-): two runs at once build
+# it once, and no run uses a half-built one.
+
+# die MESSAGE: "SCRIPT: MESSAGE" on standard error, exit 1.
+die() {
+	echo "${0##*/}: $*" >&2
+	exit 1
+}
 
 # cache_hit DEST: DEST printed and the script ended (0) when it is complete.
 cache_hit() {
