@@ -35,13 +35,15 @@ helm3() {
 }
 
 # pyfake TOOL [VERSION]: python code on stdin, with the functions of the fake
-# TOOL of Kubernetes VERSION (default 1.30.4) loaded (helm: as for fake).
+# TOOL of Kubernetes VERSION (default 1.30.4) loaded (helm: as for fake),
+# and tests/lib-TOOL.py's where there is one.
 pyfake() {
 	_v=${2:-1.30.4}
 	_s=$TEST_DIR/$1-$_v${FAKE_HELM_VERSION:+-$FAKE_HELM_VERSION}
 	[ -f "$_s.src" ] || "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --source "$1" "$_v" "$_s.src"
 	{
 		sed 's/^if __name__ == "__main__":$/if False:/' "$_s.src"
+		[ ! -f "$SRC_ROOT/tests/lib-$1.py" ] || cat "$SRC_ROOT/tests/lib-$1.py"
 		cat
 	} >"$_s.py"
 	python3 "$_s.py"
@@ -282,21 +284,6 @@ test_case "kubeadm HA (issue 36): the kubeadm-certs Secret round trip (AES-256-G
 		ct, tag = _gcm(bytes(32), bytes(12), bytes(16))
 		assert (ct.hex(), tag.hex()) == ('cea7403d4d606b6e074ec5d3baf39d18', 'd0d1c8a799996bf0265b98b5d48ab919')
 		assert decrypt_bytes(bytes(12) + ct + tag, bytes(32)) == bytes(16)
-		class API:
-		    '''the calls upload_certs and download_certs make, kept in memory'''
-		    def __init__(self):
-		        self.objs = {}
-		    def post(self, path, obj):
-		        obj = dict(obj, metadata=dict(obj['metadata'], uid='u-' + obj['metadata']['name']))
-		        self.objs[path + '/' + obj['metadata']['name']] = obj
-		        return obj
-		    def put(self, path, obj):
-		        self.objs[path] = obj
-		        return obj
-		    def get(self, path):
-		        if path not in self.objs:
-		            raise APIError(404, 'not found')
-		        return self.objs[path]
 		import tempfile, io, contextlib
 		src, dst = tempfile.mkdtemp(), tempfile.mkdtemp()
 		cfg = ClusterCfg({}, 'cp-1', '198.18.0.10', 6443)
@@ -304,7 +291,7 @@ test_case "kubeadm HA (issue 36): the kubeadm-certs Secret round trip (AES-256-G
 		with contextlib.redirect_stdout(io.StringIO()):
 		    write_pki(cfg)
 		key = new_certificate_key()
-		api = API()
+		api = MemAPI()
 		buf = io.StringIO()
 		with contextlib.redirect_stdout(buf):
 		    upload_certs(api, src, key)

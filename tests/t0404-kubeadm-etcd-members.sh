@@ -26,16 +26,12 @@
 # shellcheck disable=SC2016 # test bodies are single-quoted: lib.sh evaluates them
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib-etcd.sh
+. "$(dirname "$0")/lib-etcd.sh"
 
 test_need_root
 test_need_cmd python3 openssl ip apt-get dpkg-deb
-SUITE=${PROVISION_TESTBED_SUITE:-bookworm}
-ETCD=$(sh "$SRC_ROOT/tests/testbed/etcd-debs.sh" "$SUITE" 2>"$TEST_DIR.etcd-debs.err") || {
-	cat "$TEST_DIR.etcd-debs.err"
-	rm -f "$TEST_DIR.etcd-debs.err"
-	test_skip_all "cannot fetch $SUITE's etcd packages"
-}
-rm -f "$TEST_DIR.etcd-debs.err"
+etcd_debs
 export ETCD
 
 # two namespaces, one link (names unique to this run)
@@ -60,10 +56,11 @@ test_at_exit "for f in '$TEST_DIR'/*.pid; do [ -f \"\$f\" ] && kill \$(cat \"\$f
 "$SRC_ROOT/tests/fakes/kube-debs/build.sh" --source kubeadm 1.30.4 "$TEST_DIR/kubeadm.src"
 sed 's/^if __name__ == "__main__":$/if False:/' "$TEST_DIR/kubeadm.src" >"$TEST_DIR/kubeadm.lib.py"
 export TEST_DIR
-# What the cases' python shares: the two control planes' PKI folders a/
-# and b/, the manifests folder, an in-memory API for the kubeadm-certs
-# round trip, the etcd endpoints the mirror pods would name, and the etcd
-# started from the manifest the join writes (in $NSB).
+# What the cases' python shares (beside tests/lib-kubeadm.py's in-memory
+# API for the kubeadm-certs round trip): the two control planes' PKI
+# folders a/ and b/, the manifests folder, the etcd endpoints the mirror
+# pods would name, and the etcd started from the manifest the join writes
+# (in $NSB).
 cat >"$TEST_DIR/helpers.py" <<-'EOF'
 	import contextlib
 	import io
@@ -81,25 +78,6 @@ cat >"$TEST_DIR/helpers.py" <<-'EOF'
 	    p = subprocess.Popen(["ip", "netns", "exec", ns] + argv, stdout=log, stderr=subprocess.STDOUT,
 	                         stdin=subprocess.DEVNULL, start_new_session=True)
 	    write_file("%s/etcd-%s.pid" % (T, name), "%d\n" % p.pid)
-
-
-	class MemAPI:
-	    def __init__(self):
-	        self.objs = {}
-
-	    def post(self, path, obj):
-	        obj = dict(obj, metadata=dict(obj["metadata"], uid="u-" + obj["metadata"]["name"]))
-	        self.objs[path + "/" + obj["metadata"]["name"]] = obj
-	        return obj
-
-	    def put(self, path, obj):
-	        self.objs[path] = obj
-	        return obj
-
-	    def get(self, path):
-	        if path not in self.objs:
-	            raise APIError(404, "not found")
-	        return self.objs[path]
 
 
 	def reset_view(eps):
@@ -150,9 +128,9 @@ cat >"$TEST_DIR/helpers.py" <<-'EOF'
 	    return b
 EOF
 # kpy: python code on stdin with the stand-in kubeadm's functions and the
-# helpers, run in $NSA
+# helpers (tests/lib-kubeadm.py and the above), run in $NSA
 kpy() {
-	cat "$TEST_DIR/kubeadm.lib.py" "$TEST_DIR/helpers.py" - >"$TEST_DIR/run.py"
+	cat "$TEST_DIR/kubeadm.lib.py" "$SRC_ROOT/tests/lib-kubeadm.py" "$TEST_DIR/helpers.py" - >"$TEST_DIR/run.py"
 	ip netns exec "$NSA" python3 "$TEST_DIR/run.py"
 }
 etcdctl() {

@@ -34,16 +34,12 @@
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/lib-testbed.sh
 . "$(dirname "$0")/lib-testbed.sh"
+# shellcheck source=tests/lib-etcd.sh
+. "$(dirname "$0")/lib-etcd.sh"
 
 test_need_root
 test_need_cmd openssl apt-get dpkg-deb flock git sha256sum
-SUITE=${PROVISION_TESTBED_SUITE:-bookworm}
-ETCD=$(sh "$SRC_ROOT/tests/testbed/etcd-debs.sh" "$SUITE" 2>"$TEST_DIR.etcd-debs.err") || {
-	cat "$TEST_DIR.etcd-debs.err"
-	rm -f "$TEST_DIR.etcd-debs.err"
-	test_skip_all "cannot fetch $SUITE's etcd packages"
-}
-rm -f "$TEST_DIR.etcd-debs.err"
+etcd_debs
 tb_up --chroot 1 --nspawn 0
 export TB TESTBED
 x() { "$TESTBED" exec "$TB" node-1 "$@"; }
@@ -61,38 +57,16 @@ for b in etcd etcdctl etcdutl; do
 	x sh -c "cat >/usr/local/bin/$b && chmod 0755 /usr/local/bin/$b" <"$ETCD/bin/$b"
 done
 
-# The PKI as kubeadm's certs phase makes it (RSA 2048, CA 10 years).
-PKI=$TEST_DIR/pki
-mkdir -p "$PKI/etcd"
-(
-	cd "$PKI"
-	ca() { # ca FILE CN
-		openssl req -x509 -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.crt" -subj "/CN=$2" \
-			-days 3650 -addext basicConstraints=critical,CA:TRUE \
-			-addext keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign
-	}
-	leaf() { # leaf FILE CA CN EKU [SAN]
-		openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "/CN=$3"
-		{
-			echo "keyUsage=critical,digitalSignature,keyEncipherment"
-			echo "extendedKeyUsage=$4"
-			[ -z "${5:-}" ] || echo "subjectAltName=$5"
-		} >"$1.ext"
-		openssl x509 -req -in "$1.csr" -CA "$2.crt" -CAkey "$2.key" -CAcreateserial \
-			-days 365 -extfile "$1.ext" -out "$1.crt"
-		rm -f "$1.csr" "$1.ext"
-	}
-	ca ca kubernetes
-	ca etcd/ca etcd-ca
+# The PKI as kubeadm's certs phase makes it.
+pki_node_1() {
 	san="DNS:node-1,DNS:localhost,IP:$ADDR,IP:127.0.0.1,IP:0:0:0:0:0:0:0:1"
-	leaf etcd/server etcd/ca node-1 serverAuth,clientAuth "$san"
-	leaf etcd/peer etcd/ca node-1 serverAuth,clientAuth "$san"
-	leaf etcd/healthcheck-client etcd/ca kube-etcd-healthcheck-client clientAuth
-	leaf apiserver-etcd-client etcd/ca kube-apiserver-etcd-client clientAuth
+	pki_leaf etcd/server etcd/ca /CN=node-1 serverAuth,clientAuth "$san"
+	pki_leaf etcd/peer etcd/ca /CN=node-1 serverAuth,clientAuth "$san"
+	pki_leaf etcd/healthcheck-client etcd/ca /CN=kube-etcd-healthcheck-client clientAuth
+	pki_leaf apiserver-etcd-client etcd/ca /CN=kube-apiserver-etcd-client clientAuth
 	openssl genrsa -out sa.key 2048 && openssl rsa -in sa.key -pubout -out sa.pub
-	rm -f ./*.srl etcd/*.srl
-	chmod 0600 ./*.key etcd/*.key
-) >"$TEST_DIR/pki.log" 2>&1 || { cat "$TEST_DIR/pki.log"; exit 1; }
+}
+kubeadm_pki "$TEST_DIR/pki" pki_node_1
 put_pki() { tar -C "$TEST_DIR" -cf - pki | x sh -c 'mkdir -p /etc/kubernetes && tar -C /etc/kubernetes -xf -'; }
 put_pki
 

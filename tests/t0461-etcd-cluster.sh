@@ -36,16 +36,12 @@
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/lib-testbed.sh
 . "$(dirname "$0")/lib-testbed.sh"
+# shellcheck source=tests/lib-etcd.sh
+. "$(dirname "$0")/lib-etcd.sh"
 
 test_need_root
 test_need_cmd openssl apt-get dpkg-deb flock curl systemd-nspawn python3
-SUITE=${PROVISION_TESTBED_SUITE:-bookworm}
-ETCD=$(sh "$SRC_ROOT/tests/testbed/etcd-debs.sh" "$SUITE" 2>"$TEST_DIR.etcd-debs.err") || {
-	cat "$TEST_DIR.etcd-debs.err"
-	rm -f "$TEST_DIR.etcd-debs.err"
-	test_skip_all "cannot fetch $SUITE's etcd packages"
-}
-rm -f "$TEST_DIR.etcd-debs.err"
+etcd_debs
 K8S=1.30.4
 for p in kubelet kube-apiserver; do
 	"$SRC_ROOT/tests/fakes/kube-debs/build.sh" --program "$p" "$K8S" "$TEST_DIR/$p" >"$TEST_DIR/build.log" 2>&1 ||
@@ -61,45 +57,23 @@ export A1 A2 A3
 # The PKI as kubeadm's certs phase makes it (RSA 2048, CA 10 years); the CAs
 # are shared (kubeadm join --control-plane copies them), the leaves each
 # node's own.
-PKI=$TEST_DIR/pki
-mkdir -p "$PKI/etcd"
-(
-	cd "$PKI"
-	ca() { # ca FILE CN
-		openssl req -x509 -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.crt" -subj "/CN=$2" \
-			-days 3650 -addext basicConstraints=critical,CA:TRUE \
-			-addext keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign
-	}
-	leaf() { # leaf FILE CA SUBJECT EKU [SAN]
-		openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$3"
-		{
-			echo "keyUsage=critical,digitalSignature,keyEncipherment"
-			echo "extendedKeyUsage=$4"
-			[ -z "${5:-}" ] || echo "subjectAltName=$5"
-		} >"$1.ext"
-		openssl x509 -req -in "$1.csr" -CA "$2.crt" -CAkey "$2.key" -CAcreateserial \
-			-days 365 -extfile "$1.ext" -out "$1.crt"
-		rm -f "$1.csr" "$1.ext"
-	}
-	ca ca kubernetes
-	ca etcd/ca etcd-ca
-	leaf admin ca "/O=system:masters/CN=kubernetes-admin" clientAuth
+pki_nodes() {
+	pki_leaf admin ca "/O=system:masters/CN=kubernetes-admin" clientAuth
 	for n in 1 2 3; do
 		a=$(eval echo "\$A$n")
 		mkdir -p "node-$n/etcd"
 		cp ca.crt ca.key "node-$n/"
 		cp etcd/ca.crt etcd/ca.key "node-$n/etcd/"
 		san="DNS:node-$n,DNS:localhost,IP:$a,IP:127.0.0.1,IP:0:0:0:0:0:0:0:1"
-		leaf "node-$n/etcd/server" etcd/ca "/CN=node-$n" serverAuth,clientAuth "$san"
-		leaf "node-$n/etcd/peer" etcd/ca "/CN=node-$n" serverAuth,clientAuth "$san"
-		leaf "node-$n/etcd/healthcheck-client" etcd/ca "/CN=kube-etcd-healthcheck-client" clientAuth
-		leaf "node-$n/apiserver-etcd-client" etcd/ca "/CN=kube-apiserver-etcd-client" clientAuth
-		leaf "node-$n/apiserver" ca "/CN=kube-apiserver" serverAuth "DNS:node-$n,DNS:kubernetes,IP:$a,IP:127.0.0.1"
-		leaf "node-$n/kubelet" ca "/O=system:nodes/CN=system:node:node-$n" clientAuth
+		pki_leaf "node-$n/etcd/server" etcd/ca "/CN=node-$n" serverAuth,clientAuth "$san"
+		pki_leaf "node-$n/etcd/peer" etcd/ca "/CN=node-$n" serverAuth,clientAuth "$san"
+		pki_leaf "node-$n/etcd/healthcheck-client" etcd/ca "/CN=kube-etcd-healthcheck-client" clientAuth
+		pki_leaf "node-$n/apiserver-etcd-client" etcd/ca "/CN=kube-apiserver-etcd-client" clientAuth
+		pki_leaf "node-$n/apiserver" ca "/CN=kube-apiserver" serverAuth "DNS:node-$n,DNS:kubernetes,IP:$a,IP:127.0.0.1"
+		pki_leaf "node-$n/kubelet" ca "/O=system:nodes/CN=system:node:node-$n" clientAuth
 	done
-	rm -f ./*.srl etcd/*.srl
-	chmod 0600 ./*.key etcd/*.key node-*/*.key node-*/etcd/*.key
-) >"$TEST_DIR/pki.log" 2>&1 || { cat "$TEST_DIR/pki.log"; exit 1; }
+}
+kubeadm_pki "$TEST_DIR/pki" pki_nodes
 
 # etcd.yaml and kube-apiserver.yaml of node N as kubeadm writes them
 # (phases/etcd/local.go, phases/controlplane/manifests.go: the flags, the

@@ -16,10 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${PROVISION_RELEASES_CACHE:-/var/cache/provision-releases}
 mirror=${PROVISION_RELEASES_MIRROR:-http://deb.debian.org/debian}
 
-die() {
-	echo "rootfs.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=tests/testbed/lib-cache.sh
+. "$here/../testbed/lib-cache.sh"
 
 [ $# = 1 ] || die "usage: rootfs.sh SUITE"
 suite=$1
@@ -34,21 +32,10 @@ key=$({
 	echo "$suite"
 } | sha256sum | cut -c1-16)
 dest=$cache/$suite-$key
-if [ -f "$dest/.complete" ]; then
-	echo "$dest"
-	exit 0
-fi
+cache_hit "$dest"
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap)"
 command -v debootstrap >/dev/null || die "debootstrap is missing (make deps installs it)"
-mkdir -p "$cache"
-exec 8>"$cache/.lock"
-flock -w 1800 8 || die "timed out (1800 s) waiting for another build"
-if [ -f "$dest/.complete" ]; then
-	echo "$dest"
-	exit 0
-fi
-tmp=$dest.tmp
-rm -rf "$tmp"
+cache_lock "$dest" "$cache/.lock" 1800
 start=$(date +%s)
 echo "rootfs.sh: building $dest (debootstrap $suite from $mirror; log: $dest.log)" >&2
 if ! timeout 1800 debootstrap --variant="$RELEASE_VARIANT" --include="$RELEASE_PACKAGES" \

@@ -11,16 +11,15 @@
 # on this machine.
 #
 # Cached in ${PROVISION_TESTBED_CACHE:-/var/cache/provision-testbed}/apt-KEY
-# (KEY: SHA-256 of this script, ROOTFS's name and the packages), built as
+# (KEY: SHA-256 of this script, lib-cache.sh, ROOTFS's name and the packages), built as
 # .tmp and renamed when complete, under flock.  Mirror:
 # PROVISION_TESTBED_MIRROR; suite: ROOTFS's (/etc/os-release).  Root only.
 set -eu
+here=$(cd "$(dirname "$0")" && pwd)
 cache=${PROVISION_TESTBED_CACHE:-/var/cache/provision-testbed}
 mirror=${PROVISION_TESTBED_MIRROR:-http://deb.debian.org/debian}
-die() {
-	echo "apt-repo.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=tests/testbed/lib-cache.sh
+. "$here/lib-cache.sh"
 [ $# -ge 2 ] || die "usage: apt-repo.sh ROOTFS PACKAGE..."
 rootfs=$1
 shift
@@ -28,33 +27,16 @@ shift
 suite=$(sed -n 's/^VERSION_CODENAME=//p' "$rootfs/etc/os-release")
 [ -n "$suite" ] || die "$rootfs: no VERSION_CODENAME in /etc/os-release"
 key=$({
-	cat "$0"
+	cat "$0" "$here/lib-cache.sh"
 	echo "${rootfs##*/} $suite $*"
 } | sha256sum | cut -c1-16)
 dest=$cache/apt-$key
-if [ -f "$dest/.complete" ]; then
-	echo "$dest"
-	exit 0
-fi
+cache_hit "$dest"
 [ "$(id -u)" = 0 ] || die "must run as root"
 command -v apt-ftparchive >/dev/null || die "needs apt-ftparchive (apt-utils)"
-mkdir -p "$cache"
-exec 8>"$cache/.lock-apt-repo"
-flock -w 600 8 || die "timed out waiting for another download"
-if [ -f "$dest/.complete" ]; then
-	echo "$dest"
-	exit 0
-fi
-tmp=$dest.tmp
-rm -rf "$tmp"
-mkdir -p "$tmp/apt/lists/partial" "$tmp/apt/cache/archives/partial" "$tmp/repo"
-echo "deb $mirror $suite main" >"$tmp/apt/sources.list"
-apt_private() {
-	apt-get -q -o Dir::Etc::SourceList="$tmp/apt/sources.list" \
-		-o Dir::Etc::SourceParts=/nonexistent -o Dir::State="$tmp/apt" \
-		-o Dir::State::Lists="$tmp/apt/lists" -o Dir::State::status="$rootfs/var/lib/dpkg/status" \
-		-o Dir::Cache="$tmp/apt/cache" -o APT::Sandbox::User=root "$@"
-}
+cache_lock "$dest" "$cache/.lock-apt-repo" 600
+apt_private_init "$mirror" "$suite" "$rootfs/var/lib/dpkg/status"
+mkdir -p "$tmp/repo"
 if ! (apt_private update && apt_private install --download-only -y --no-install-recommends "$@") \
 	>"$tmp/log" 2>&1 8>&-; then
 	tail -n 20 "$tmp/log" >&2

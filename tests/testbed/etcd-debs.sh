@@ -9,15 +9,14 @@
 # are copied into test nodes only.
 #
 # Cached in ${PROVISION_TESTBED_CACHE:-/var/cache/provision-testbed}/etcd-SUITE-KEY
-# (KEY: SHA-256 of this script and SUITE), built as .tmp and renamed when
+# (KEY: SHA-256 of this script, lib-cache.sh and SUITE), built as .tmp and renamed when
 # complete, under flock.  Mirror: PROVISION_TESTBED_MIRROR.  Run as root.
 set -eu
+here=$(cd "$(dirname "$0")" && pwd)
 cache=${PROVISION_TESTBED_CACHE:-/var/cache/provision-testbed}
 mirror=${PROVISION_TESTBED_MIRROR:-http://deb.debian.org/debian}
-die() {
-	echo "etcd-debs.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=tests/testbed/lib-cache.sh
+. "$here/lib-cache.sh"
 [ $# = 1 ] || die "usage: etcd-debs.sh SUITE"
 suite=$1
 case $suite in
@@ -25,36 +24,19 @@ bookworm | trixie | sid) ;;
 *) die "unknown suite '$suite' (bookworm, trixie or sid)" ;;
 esac
 key=$({
-	cat "$0"
+	cat "$0" "$here/lib-cache.sh"
 	echo "$suite"
 } | sha256sum | cut -c1-16)
 dest=$cache/etcd-$suite-$key
-if [ -f "$dest/.complete" ]; then
-	echo "$dest"
-	exit 0
-fi
+cache_hit "$dest"
 [ "$(id -u)" = 0 ] || die "must run as root"
 if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
 	die "needs apt-get and dpkg-deb"
 fi
-mkdir -p "$cache"
-exec 8>"$cache/.lock-etcd"
-flock -w 600 8 || die "timed out waiting for another download"
-if [ -f "$dest/.complete" ]; then
-	echo "$dest"
-	exit 0
-fi
-tmp=$dest.tmp
-rm -rf "$tmp"
-mkdir -p "$tmp/apt/lists/partial" "$tmp/apt/cache/archives/partial" "$tmp/debs" "$tmp/root"
-echo "deb $mirror $suite main" >"$tmp/apt/sources.list"
+cache_lock "$dest" "$cache/.lock-etcd" 600
+apt_private_init "$mirror" "$suite" "$tmp/apt/status"
+mkdir -p "$tmp/debs" "$tmp/root"
 : >"$tmp/apt/status"
-apt_private() {
-	apt-get -q -o Dir::Etc::SourceList="$tmp/apt/sources.list" \
-		-o Dir::Etc::SourceParts=/nonexistent -o Dir::State="$tmp/apt" \
-		-o Dir::State::Lists="$tmp/apt/lists" -o Dir::State::status="$tmp/apt/status" \
-		-o Dir::Cache="$tmp/apt/cache" -o APT::Sandbox::User=root "$@"
-}
 if ! (apt_private update && cd "$tmp/debs" && apt_private download etcd-server etcd-client) \
 	>"$tmp/log" 2>&1 8>&-; then
 	tail -n 20 "$tmp/log" >&2

@@ -274,99 +274,6 @@ static void test_fetch(void **state)
 #undef FETCH
 }
 
-/* role.yaml `hands` and `fetches`: every mistake with its file:line:col. */
-static void test_role_yaml(void **state)
-{
-	char dir[] = "/tmp/test_exchange.XXXXXX";
-	struct role_set rs;
-	struct diag_list dl;
-	struct strbuf all = STRBUF_INIT;
-	char *path, *cmd;
-	FILE *fp;
-	size_t i;
-
-	assert_non_null(mkdtemp(dir));
-	path = xasprintf("%s/lib.sh", dir);
-	fp = fopen(path, "w");
-	fputs("# helpers\n", fp);
-	fclose(fp);
-	free(path);
-	path = xasprintf("%s/r", dir);
-	mkdir(path, 0755);
-	free(path);
-	path = xasprintf("%s/r/role.yaml", dir);
-	fp = fopen(path, "w");
-	fputs("description: hands badly\n"
-	      "phase: prep\n"
-	      "hands:\n"
-	      "  - {name: ok, to: self}\n"
-	      "  - {name: \"bad-name\", to: self}\n"
-	      "  - {name: x, to: everyone}\n"
-	      "  - {name: y, to: self, secret: maybe}\n"
-	      "  - {name: z, to: self, about: other}\n"
-	      "  - {name: ok, to: self}\n"
-	      "  - {name: \"a_{self}_{n}\", to: self}\n"
-	      "  - {name: w, to: self, from: cp}\n"
-	      "  - {name: v}\n"
-	      "  - {name: u, to: self, labels: [a/b, \"-x\", \"a//b\"]}\n"
-	      "  - {name: t, to: self, labels: []}\n"
-	      "fetches:\n"
-	      "  - {name: .hidden, path: /etc/x}\n"
-	      "  - {name: admin.conf, path: etc/kubernetes/admin.conf}\n"
-	      "  - {name: a.conf, path: /a, path: /b}\n"
-	      "description: hands twice\n"
-	      "phase: init\n",
-	      fp);
-	fclose(fp);
-	free(path);
-	/* roles/kubernetes.yaml is read by the same reader */
-	path = xasprintf("%s/kubernetes.yaml", dir);
-	fp = fopen(path, "w");
-	fputs("minors:\n  \"1.30\":\n    patch: \"1.30.1\"\n    patch: \"1.30.2\"\n", fp);
-	fclose(fp);
-	free(path);
-	diag_list_init(&dl);
-	assert_int_equal(role_set_load(&rs, dir, &dl), -1);
-	for (i = 0; i < dl.nr; i++) {
-		char *d = diag_format(&dl.items[i]);
-		strbuf_addf(&all, "%s\n", d);
-		free(d);
-	}
-	diag_list_release(&dl);
-	if (getenv("DBG"))
-		fputs(all.buf, stderr);
-	assert_non_null(strstr(all.buf, "/r/role.yaml:5:12: error: 'name' must be a ::set name"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:6:19: error: unknown receiver 'everyone'"));
-	assert_non_null(
-	    strstr(all.buf, "/r/role.yaml:7:33: error: 'secret' must be true or false"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:8:32: error: unknown 'about' 'other'"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:9:5: error: 'ok' is already in 'hands'"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:10:12: error: 'name' must be a ::set name"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:11:25: error: unknown key 'from'"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:12:5: error: a 'hands' entry needs both"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:13:"));
-	assert_non_null(strstr(all.buf, "error: '-x' is not a Kubernetes label key"));
-	assert_non_null(strstr(all.buf, "error: 'a//b' is not a Kubernetes label key"));
-	assert_null(strstr(all.buf, "'a/b' is not"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:14:"));
-	assert_non_null(strstr(all.buf, "error: 'labels' must name the label keys"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:16:12: error: 'name' must be a file name"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:17:30: error: 'path' must be an absolute"));
-	/* A key given twice: an error at the second, which is not read (it leaked before). */
-	assert_non_null(strstr(all.buf, "/r/role.yaml:18:30: error: duplicate key 'path' (first "
-					"at 18:20)\n  hint: remove one of them"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:19:1: error: duplicate key 'description' "
-					"(first at 1:1)"));
-	assert_non_null(strstr(all.buf, "/r/role.yaml:20:1: error: duplicate key 'phase' (first "
-					"at 2:1)"));
-	assert_non_null(strstr(all.buf, "/kubernetes.yaml:4:5: error: duplicate key 'patch' (first "
-					"at 3:5)"));
-	strbuf_release(&all);
-	cmd = xasprintf("rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
-	free(cmd);
-}
-
 static void put(const char *dir, const char *name, const char *text)
 {
 	char *path = xasprintf("%s/%s", dir, name);
@@ -395,6 +302,74 @@ static char *load_diags(const char *dir, struct role_set *rs, int want)
 	if (getenv("DBG"))
 		fputs(all.buf, stderr);
 	return strbuf_detach(&all, NULL);
+}
+
+/* role.yaml `hands` and `fetches`: every mistake with its file:line:col. */
+static void test_role_yaml(void **state)
+{
+	char dir[] = "/tmp/test_exchange.XXXXXX";
+	struct role_set rs;
+	char *all, *path, *cmd;
+
+	assert_non_null(mkdtemp(dir));
+	put(dir, "lib.sh", "# helpers\n");
+	path = xasprintf("%s/r", dir);
+	mkdir(path, 0755);
+	free(path);
+	put(dir, "r/role.yaml",
+	    "description: hands badly\n"
+	    "phase: prep\n"
+	    "hands:\n"
+	    "  - {name: ok, to: self}\n"
+	    "  - {name: \"bad-name\", to: self}\n"
+	    "  - {name: x, to: everyone}\n"
+	    "  - {name: y, to: self, secret: maybe}\n"
+	    "  - {name: z, to: self, about: other}\n"
+	    "  - {name: ok, to: self}\n"
+	    "  - {name: \"a_{self}_{n}\", to: self}\n"
+	    "  - {name: w, to: self, from: cp}\n"
+	    "  - {name: v}\n"
+	    "  - {name: u, to: self, labels: [a/b, \"-x\", \"a//b\"]}\n"
+	    "  - {name: t, to: self, labels: []}\n"
+	    "fetches:\n"
+	    "  - {name: .hidden, path: /etc/x}\n"
+	    "  - {name: admin.conf, path: etc/kubernetes/admin.conf}\n"
+	    "  - {name: a.conf, path: /a, path: /b}\n"
+	    "description: hands twice\n"
+	    "phase: init\n");
+	/* roles/kubernetes.yaml is read by the same reader */
+	put(dir, "kubernetes.yaml",
+	    "minors:\n  \"1.30\":\n    patch: \"1.30.1\"\n    patch: \"1.30.2\"\n");
+	all = load_diags(dir, &rs, -1);
+	assert_non_null(strstr(all, "/r/role.yaml:5:12: error: 'name' must be a ::set name"));
+	assert_non_null(strstr(all, "/r/role.yaml:6:19: error: unknown receiver 'everyone'"));
+	assert_non_null(strstr(all, "/r/role.yaml:7:33: error: 'secret' must be true or false"));
+	assert_non_null(strstr(all, "/r/role.yaml:8:32: error: unknown 'about' 'other'"));
+	assert_non_null(strstr(all, "/r/role.yaml:9:5: error: 'ok' is already in 'hands'"));
+	assert_non_null(strstr(all, "/r/role.yaml:10:12: error: 'name' must be a ::set name"));
+	assert_non_null(strstr(all, "/r/role.yaml:11:25: error: unknown key 'from'"));
+	assert_non_null(strstr(all, "/r/role.yaml:12:5: error: a 'hands' entry needs both"));
+	assert_non_null(strstr(all, "/r/role.yaml:13:"));
+	assert_non_null(strstr(all, "error: '-x' is not a Kubernetes label key"));
+	assert_non_null(strstr(all, "error: 'a//b' is not a Kubernetes label key"));
+	assert_null(strstr(all, "'a/b' is not"));
+	assert_non_null(strstr(all, "/r/role.yaml:14:"));
+	assert_non_null(strstr(all, "error: 'labels' must name the label keys"));
+	assert_non_null(strstr(all, "/r/role.yaml:16:12: error: 'name' must be a file name"));
+	assert_non_null(strstr(all, "/r/role.yaml:17:30: error: 'path' must be an absolute"));
+	/* A key given twice: an error at the second, which is not read (it leaked before). */
+	assert_non_null(strstr(all, "/r/role.yaml:18:30: error: duplicate key 'path' (first "
+				    "at 18:20)\n  hint: remove one of them"));
+	assert_non_null(strstr(all, "/r/role.yaml:19:1: error: duplicate key 'description' "
+				    "(first at 1:1)"));
+	assert_non_null(strstr(all, "/r/role.yaml:20:1: error: duplicate key 'phase' (first "
+				    "at 2:1)"));
+	assert_non_null(strstr(all, "/kubernetes.yaml:4:5: error: duplicate key 'patch' (first "
+				    "at 3:5)"));
+	free(all);
+	cmd = xasprintf("rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
 }
 
 /*

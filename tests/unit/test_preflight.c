@@ -69,34 +69,51 @@ static char *problems(const struct preflight *pf, const struct inventory *inv)
 	return strbuf_detach(&sb, NULL);
 }
 
-static void run(const char *macs[3], const unsigned ids[3], const char *keys[3], char **text,
-		bool failed[3])
+/*
+ * Preflight of the three nodes of the inventory YAML with the facts F
+ * (released here): the problems, "NODE: MSG" a line; FAILED[i], where
+ * FAILED is given, whether node i failed.
+ */
+static char *preflight_three(const char *yaml, struct facts f[3], bool failed[3])
 {
 	struct inventory *inv = NULL;
 	struct diag_list dl;
-	struct facts f[3];
 	const struct facts *fp[3];
 	const struct node *np[3];
 	struct preflight pf = {0};
+	char *text;
 	size_t i;
 
 	diag_list_init(&dl);
-	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", inv_yaml, strlen(inv_yaml), &dl));
+	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml, strlen(yaml), &dl));
 	diag_list_release(&dl);
 	for (i = 0; i < 3; i++) {
-		memset(&f[i], 0, sizeof(f[i]));
-		node_facts(&f[i], ids[i], macs[i], keys[i]);
 		fp[i] = &f[i];
 		np[i] = &inv->nodes[i];
 	}
 	preflight_run(&pf, inv, NULL, np, fp, 3);
-	*text = problems(&pf, inv);
+	text = problems(&pf, inv);
 	for (i = 0; i < 3; i++) {
-		failed[i] = preflight_node_failed(&pf, i);
+		if (failed)
+			failed[i] = preflight_node_failed(&pf, i);
 		facts_release(&f[i]);
 	}
 	preflight_release(&pf);
 	inventory_free(inv);
+	return text;
+}
+
+static void run(const char *macs[3], const unsigned ids[3], const char *keys[3], char **text,
+		bool failed[3])
+{
+	struct facts f[3];
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		memset(&f[i], 0, sizeof(f[i]));
+		node_facts(&f[i], ids[i], macs[i], keys[i]);
+	}
+	*text = preflight_three(inv_yaml, f, failed);
 }
 
 static void test_unique_nodes_pass(void **state)
@@ -473,19 +490,11 @@ static char *ha_problems(const char *extra[3])
 				   "  - name: cp-[1-3]\n"
 				   "    address: 198.18.0.[11-13]\n"
 				   "    roles: [control-plane, worker]\n";
-	struct inventory *inv = NULL;
-	struct diag_list dl;
 	struct facts f[3];
-	const struct facts *fp[3];
-	const struct node *np[3];
-	struct preflight pf = {0};
 	struct error err = {0};
-	char *text, mac[32];
+	char mac[32];
 	size_t i;
 
-	diag_list_init(&dl);
-	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml, strlen(yaml), &dl));
-	diag_list_release(&dl);
 	for (i = 0; i < 3; i++) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -498,16 +507,8 @@ static char *ha_problems(const char *extra[3])
 		memset(&f[i], 0, sizeof(f[i]));
 		assert_int_equal(0, facts_parse(&f[i], sb.buf, sb.len, &err));
 		strbuf_release(&sb);
-		fp[i] = &f[i];
-		np[i] = &inv->nodes[i];
 	}
-	preflight_run(&pf, inv, NULL, np, fp, 3);
-	text = problems(&pf, inv);
-	for (i = 0; i < 3; i++)
-		facts_release(&f[i]);
-	preflight_release(&pf);
-	inventory_free(inv);
-	return text;
+	return preflight_three(yaml, f, NULL);
 }
 
 static void test_control_planes(void **state)

@@ -95,6 +95,20 @@ static void test_pods(void **state)
 	free(json);
 }
 
+/* The pods of FILE checked on b-0 (control plane), b-2 and b-3 (workers). */
+static void pods_of_three(struct validation *v, const char *file)
+{
+	struct node n[3] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
+			    mk("b-3", NODE_ROLE_WORKER)};
+	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
+	struct error err = {0};
+	size_t len;
+	char *json = load(file, &len);
+
+	assert_int_equal(validate_kube_pods(v, json, len, nodes, 3, &err), 0);
+	free(json);
+}
+
 /*
  * Issue 33: check said "Pending ... the node's interface and the pod CIDR
  * must match the inventory" of a Flannel pod whose image could not be
@@ -104,16 +118,10 @@ static void test_pods(void **state)
  */
 static void test_pods_diagnosed(void **state)
 {
-	struct node n[3] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
-			    mk("b-3", NODE_ROLE_WORKER)};
-	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
 	struct validation v = {0};
-	struct error err = {0};
 	const struct check *c;
-	size_t len;
-	char *json = load("pods-pull-and-unready.json", &len);
 
-	assert_int_equal(validate_kube_pods(&v, json, len, nodes, 3, &err), 0);
+	pods_of_three(&v, "pods-pull-and-unready.json");
 	c = find(&v, "flannel", 0);
 	assert_int_equal(c->status, CHECK_FAIL);
 	assert_string_equal(c->observed,
@@ -140,7 +148,6 @@ static void test_pods_diagnosed(void **state)
 	assert_non_null(strstr(c->fix, "'kubectl -n kube-system logs coredns-7db6d8ff4d-5hq2n'"));
 	assert_null(strstr(c->fix, "Pending"));
 	validation_release(&v);
-	free(json);
 }
 
 /*
@@ -152,16 +159,10 @@ static void test_pods_diagnosed(void **state)
  */
 static void test_pods_terminating(void **state)
 {
-	struct node n[3] = {mk("b-0", NODE_ROLE_CONTROL_PLANE), mk("b-2", NODE_ROLE_WORKER),
-			    mk("b-3", NODE_ROLE_WORKER)};
-	const struct node *nodes[3] = {&n[0], &n[1], &n[2]};
 	struct validation v = {0};
-	struct error err = {0};
 	const struct check *c;
-	size_t len;
-	char *json = load("pods-terminating.json", &len);
 
-	assert_int_equal(validate_kube_pods(&v, json, len, nodes, 3, &err), 0);
+	pods_of_three(&v, "pods-terminating.json");
 	assert_int_equal(find(&v, "flannel", 0)->status, CHECK_PASS);
 	c = find(&v, "flannel", 1);
 	assert_int_equal(c->status, CHECK_FAIL);
@@ -175,7 +176,6 @@ static void test_pods_terminating(void **state)
 	assert_int_equal(c->status, CHECK_PASS);
 	assert_string_equal(c->observed, "2 of 2 Running and Ready");
 	validation_release(&v);
-	free(json);
 }
 
 static void test_bad_input(void **state)
