@@ -82,6 +82,8 @@ check)
 apply)
 	cmd=${PROVISION_SET_control_plane_join:-}
 	key=${PROVISION_SET_certificate_key:-}
+	# out of the environment of everything this step starts (kubeadm)
+	unset PROVISION_SET_control_plane_join PROVISION_SET_certificate_key PROVISION_SET_control_plane_token
 	if [ -z "$cmd" ] || [ -z "$key" ]; then
 		echo "no control-plane join command or certificate key was handed to $PROVISION_NODE"
 		pv_hint "roles/join-control-planes on the first control plane makes them: run provision up with the first control plane among the nodes"
