@@ -47,6 +47,16 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 		plan_env_export(sb, "PROVISION_API_HOST", inv->cluster.api_endpoint.host);
 		snprintf(num, sizeof(num), "%d", inv->cluster.api_endpoint.port);
 		plan_env_export(sb, "PROVISION_API_PORT", num);
+		{
+			/* "NAME=ADDRESS ..." of the control planes, the first first (kubeadm init) */
+			struct strbuf cps = STRBUF_INIT;
+			for (i = 0; i < inv->nr_nodes; i++)
+				if (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE)
+					strbuf_addf(&cps, "%s%s=%s", cps.len ? " " : "",
+						    inv->nodes[i].name, inv->nodes[i].address);
+			plan_env_export(sb, "PROVISION_CONTROL_PLANES", cps.buf);
+			strbuf_release(&cps);
+		}
 	}
 	plan_env_export(sb, "PROVISION_CLUSTER", inv->cluster.name);
 	plan_env_export(sb, "PROVISION_K8S_VERSION", inv->cluster.kubernetes_version);

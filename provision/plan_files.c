@@ -101,10 +101,11 @@ int plan_do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail)
 			/* The admin's kubeconfig, and this machine's for /readyz: it must not
 			 * send requests elsewhere nor run commands (http.h). */
 			const struct inventory *inv = nc->run->o->inv;
-			const struct node *cp = inventory_control_plane(inv);
+			const char *host = inventory_api_host(inv);
+			/* the API endpoint: the control plane, or cluster.api_endpoint */
 			if (http_kubeconfig_check(nc->capture.buf, nc->capture.len,
-						  (cp ? cp : nc->node)->address,
-						  inv->cluster.api_port, &err) < 0) {
+						  host ? host : nc->node->address,
+						  inventory_api_port(inv), &err) < 0) {
 				*detail =
 				    xasprintf("'%s' (%s) from node '%s' is refused: %s; "
 					      "the copy on this machine is unchanged",

@@ -88,7 +88,8 @@ static bool kubeconfig_ok(struct run *run, const char *path)
 	bool ok;
 
 	ok = cp && access(path, R_OK) == 0 && read_file(path, &text) == 0 &&
-	     http_kubeconfig_check(text.buf, text.len, cp->address, inv->cluster.api_port, &err) ==
+	     http_kubeconfig_check(text.buf, text.len, inventory_api_host(inv),
+				   inventory_api_port(inv), &err) ==
 		 0;
 	if (text.len)
 		explicit_bzero(text.buf, text.len);

@@ -104,7 +104,8 @@ static const char *const image_keys[] = {"ref", "manifest", "on", NULL};
 static const char *const chart_keys[] = {"artifact", "values", NULL};
 static const char *const image_on_words[] = {"cluster", "control-plane", "workers", "gpu", NULL};
 static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", "hub",
-					 "containerd-release", "api-vip", NULL};
+					 "containerd-release", "api-vip", "first-control-plane",
+					 "other-control-plane", "api-endpoint", NULL};
 
 static bool parse_mode(const char *s, unsigned *mode)
 {
@@ -743,7 +744,8 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 					schema_error(
 					    &l, v,
 					    "conditions: gpu, no-gpu, nfs, not-nfs-server, hub, "
-					    "containerd-release, api-vip",
+					    "containerd-release, api-vip, first-control-plane, "
+					    "other-control-plane, api-endpoint",
 					    "unknown condition '%s'", words[i]);
 			}
 			strv_free(words);
@@ -1673,6 +1675,18 @@ bool role_applies(const struct role *r, const struct inventory *inv, const struc
 		return false;
 	if ((r->when & ROLE_WHEN_API_VIP) && inv->cluster.api_endpoint.kind != API_ENDPOINT_VIP)
 		return false;
+	if ((r->when & ROLE_WHEN_API_ENDPOINT) && inv->cluster.api_endpoint.kind == API_ENDPOINT_NONE)
+		return false;
+	if (r->when & (ROLE_WHEN_FIRST_CONTROL_PLANE | ROLE_WHEN_OTHER_CONTROL_PLANE)) {
+		const struct node *first = inventory_control_plane(inv);
+		bool is_first = first && !strcmp(first->name, n->name);
+
+		if ((r->when & ROLE_WHEN_FIRST_CONTROL_PLANE) && !is_first)
+			return false;
+		if ((r->when & ROLE_WHEN_OTHER_CONTROL_PLANE) &&
+		    (!(n->roles & NODE_ROLE_CONTROL_PLANE) || is_first))
+			return false;
+	}
 	return true;
 }
 

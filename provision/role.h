@@ -31,6 +31,11 @@ enum role_when {
 	ROLE_WHEN_HUB = 1u << 4, /* the inventory's jupyterhub is enabled */
 	ROLE_WHEN_CONTAINERD_RELEASE = 1u << 5, /* cluster.containerd: release */
 	ROLE_WHEN_API_VIP = 1u << 6, /* cluster.api_endpoint.vip: provision's keepalived + HAProxy */
+	/* the first control plane of the inventory (the only one, with one) */
+	ROLE_WHEN_FIRST_CONTROL_PLANE = 1u << 7,
+	/* a control plane that is not the first: it joins with --control-plane */
+	ROLE_WHEN_OTHER_CONTROL_PLANE = 1u << 8,
+	ROLE_WHEN_API_ENDPOINT = 1u << 9, /* cluster.api_endpoint (a vip or an address) */
 };
 
 struct role_template {

@@ -541,26 +541,22 @@ int cli_session_open(struct cli_session *s, const struct cli_plan_args *a)
 	if (ret)
 		return ret;
 	/*
-	 * Several control planes: the node preparation (the VIP's keepalived
-	 * and HAProxy among it) runs; kubeadm init and join of several control
-	 * planes, and the commands that change a cluster, are not wired yet
-	 * (issue 36): kubeadm-init on every control plane would make as many
-	 * clusters.  Nothing is touched.
+	 * Several control planes: `up` makes the cluster (kubeadm init on the
+	 * first, join --control-plane of the others, roles
+	 * join-control-planes and kubeadm-join-control-plane); the commands
+	 * that change a running cluster's control planes (add-node,
+	 * remove-node, upgrade, renew-certs, backup, restore, reset) are not
+	 * wired for several yet (issue 36).  Nothing is touched.
 	 */
-	if (a->mode == RUN_APPLY && inventory_nr_control_planes(s->inv) > 1) {
-		unsigned early =
-		    PHASE_BIT(PHASE_PREP) | PHASE_BIT(PHASE_KUBE_PACKAGES) | PHASE_BIT(PHASE_NFS);
-		unsigned want = a->phases ? phases : a->phase_bits ? a->phase_bits : ~0u;
-
-		if (strcmp(a->cmd_name, "up") || (want & ~early)) {
-			fprintf(stderr,
-				"provision %s: %zu control planes: provision cannot yet run "
-				"kubeadm on several control planes (only the phases prep, "
-				"kube-packages and nfs); nothing was changed\n"
-				"  hint: provision up -i %s --phases prep,kube-packages,nfs\n",
-				a->cmd_name, inventory_nr_control_planes(s->inv), a->inventory);
-			return EXIT_USAGE;
-		}
+	if (a->mode == RUN_APPLY && inventory_nr_control_planes(s->inv) > 1 &&
+	    strcmp(a->cmd_name, "up")) {
+		fprintf(stderr,
+			"provision %s: %zu control planes: provision cannot yet run %s "
+			"on several control planes (only up); nothing was changed\n"
+			"  hint: provision up -i %s\n",
+			a->cmd_name, inventory_nr_control_planes(s->inv), a->cmd_name,
+			a->inventory);
+		return EXIT_USAGE;
 	}
 	/* Every role and template is checked before any node is touched. */
 	diag_list_init(&dl);

@@ -29,6 +29,17 @@ tokens() {
 		NR > 1 && $5 == i { split($1, t, "."); print t[1], "-", $3 }'
 }
 
+# Whether NODE is a control plane of the inventory that joins with
+# --control-plane (PROVISION_CONTROL_PLANES, only with several: its token
+# is roles/join-control-planes', and that control plane may be joining
+# while this runs).
+other_control_plane() {
+	case " ${PROVISION_CONTROL_PLANES:-} " in
+	*" $1="*) [ "$1" != "$PROVISION_NODE" ] ;;
+	*) return 1 ;;
+	esac
+}
+
 # "id reason" per stale token.
 stale() {
 	w=$(workers)
@@ -37,7 +48,7 @@ stale() {
 	tokens | while read -r id node expires; do
 		if [ "$node" = - ]; then
 			echo "$id kubeadm init's own token: not needed after init"
-		elif ! printf '%s\n' "$w" | grep -qxF "$node"; then
+		elif ! printf '%s\n' "$w" | grep -qxF "$node" && ! other_control_plane "$node"; then
 			echo "$id $node: not a worker of the inventory"
 		elif printf '%s\n' "$j" | grep -qxF "$node"; then
 			echo "$id $node: has joined"

@@ -38,6 +38,11 @@
 # /var/lib/provision/kubeadm-init.gate is left for 50-stable: the new
 # control plane still has to prove that it stays up.
 #
+# Several control planes (cluster.api_endpoint): the init runs on the first
+# one only (role.yaml: when first-control-plane) with --upload-certs and a
+# certificate key of provision's (new_certificate_key), so that
+# the others can join with --control-plane (roles/kubeadm-join-control-plane).
+#
 # After `provision restore` on a reinstalled control plane
 # (roles/etcd-restore left $PROVISION_STATE_DIR/etcd-restore/ID.restored,
 # /etc/kubernetes/pki and a non-empty /var/lib/etcd), kubeadm init runs on
@@ -55,6 +60,39 @@ GATE=$PROVISION_STATE_DIR/kubeadm-init.gate
 FAILED=$PROVISION_STATE_DIR/kubeadm-init.failed
 INIT_TOKEN_DESC="made by kubeadm init; provision deletes it"
 RESTORED_DIR=$PROVISION_STATE_DIR/etcd-restore
+# the certificate key of kubeadm-certs (several control planes): root's only
+CERT_KEY=$PROVISION_STATE_DIR/certificate-key
+
+# The control planes after this one (PROVISION_CONTROL_PLANES, "NAME=ADDRESS
+# ...", the first first; only with cluster.api_endpoint): their names, one
+# a line; false when there are none (one control plane: as before).
+other_control_planes() {
+	# shellcheck disable=SC2086 # one NAME=ADDRESS a word
+	set -- ${PROVISION_CONTROL_PLANES:-}
+	[ $# -gt 1 ] || return 1
+	shift
+	for c in "$@"; do
+		echo "${c%%=*}"
+	done
+}
+
+# A new certificate key (32 random bytes, hex: `kubeadm certs
+# certificate-key`) in $CERT_KEY, mode 0600; and a 0600 copy of the
+# configuration with it as InitConfiguration's certificateKey (printed: its
+# path).  The key is never on a command line, in the output or the record.
+new_certificate_key() {
+	mkdir -p "$PROVISION_STATE_DIR"
+	(umask 077 && kubeadm certs certificate-key >"$CERT_KEY.new") && mv "$CERT_KEY.new" "$CERT_KEY"
+}
+config_with_key() {
+	c=$(umask 077 && mktemp /run/provision-kubeadm-init.XXXXXX)
+	{
+		sed -n '1,/^kind: InitConfiguration$/p' "$CONFIG"
+		printf 'certificateKey: "%s"\n' "$(cat "$CERT_KEY")"
+		sed '1,/^kind: InitConfiguration$/d' "$CONFIG"
+	} >"$c"
+	echo "$c"
+}
 
 # The marker etcd-restore left, when its PKI and data are in place.
 restored() {
@@ -296,11 +334,24 @@ apply)
 		m=${marker##*/}
 		echo "backup ${m%.restored} restored here (provision restore): kubeadm init on its PKI and etcd data"
 	fi
+	conf=$CONFIG
+	if other_control_planes >/dev/null; then
+		# Several control planes: kubeadm encrypts the shared certificates
+		# into the kubeadm-certs Secret with a certificate key provision
+		# makes here (new_certificate_key: a 0600 file), given in a 0600
+		# copy of the configuration (certificateKey; never a command line)
+		# and not printed (--skip-certificate-key-print); roles/join-control-planes
+		# hands it to the other control planes.
+		new_certificate_key
+		conf=$(config_with_key)
+		trap 'rm -f "$log" "$rcf" "$conf"' EXIT
+		set -- "$@" --upload-certs --skip-certificate-key-print
+	fi
 	SINCE=$(date +%s)
 	echo "kubeadm init --config $CONFIG --skip-token-print $*"
 	{
 		rc=0
-		kubeadm init --config "$CONFIG" --skip-token-print "$@" 2>&1 || rc=$?
+		kubeadm init --config "$conf" --skip-token-print "$@" 2>&1 || rc=$?
 		echo "$rc" >"$rcf"
 	} | tee "$log"
 	rc=$(cat "$rcf")

@@ -1,0 +1,178 @@
+#!/bin/sh
+# run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
+# run.sh: about 240 s (measured beside t0400 on the 2-core machine)
+# t0465-ha: `provision up` of three control planes behind a virtual IP and
+# a worker (issue 36), on the cluster testbed with etcd real
+# (CLUSTER_ETCD=real: Debian's etcd runs each control plane's etcd member,
+# the API servers keep their objects in it) and the VIP real (Debian's
+# keepalived and HAProxy from a repository tests/testbed/apt-repo.sh builds,
+# served on the testbed bridge as the control planes' Debian mirror, as in
+# t0275).
+#
+# Judged on the nodes, not from provision's report: kubeadm init ran on
+# node-1 only with controlPlaneEndpoint VIP:8443, node-2 and node-3 joined
+# with --control-plane (their own API server manifests), etcd lists three
+# started voting members, every kubeconfig provision and kubeadm wrote
+# (the state folder's admin.conf, the worker's kubelet.conf) names the
+# VIP, the certificate key is gone from node-1 once all joined, and no
+# certificate key or token is in any file the run wrote.  Then the VIP's
+# holder is killed (its nspawn machine, unplugged first: testbed.sh
+# kill-node --silent): the API through the VIP answers again within 15 s
+# (the figure is printed), every Node is still listed through it (etcd
+# keeps quorum with two of three), and `provision check` fails naming
+# the lost node.  A second `up` before that changes nothing.
+#
+# Test bodies are single-quoted on purpose: test_case evaluates them later.
+# shellcheck disable=SC2016
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fakes/cluster-testbed.sh"
+
+test_need_cmd curl apt-ftparchive
+K8S=1.36.4
+CLUSTER_ETCD=real
+skip_all_cases() {
+	for c in up up-again kubeconfigs etcd secrets vip-lost check; do test_skip "$c" "$1"; done
+	test_done
+	exit $?
+}
+cluster_testbed 4 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
+x() { "$TESTBED" exec "$TB" "$@"; }
+
+REPO=$("$SRC_ROOT/tests/testbed/apt-repo.sh" "$TESTBED_ROOTFS" keepalived haproxy curl 2>"$TEST_DIR/apt-repo.log") || {
+	sed 's/^/# /' "$TEST_DIR/apt-repo.log"
+	exit 1
+}
+timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$REPO/repo" 0 \
+	>"$TEST_DIR/http-deb.log" 2>&1 &
+test_at_exit "kill $!"
+i=0
+until debport=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http-deb.log") && [ -n "$debport" ]; do
+	i=$((i + 1))
+	[ "$i" -lt 50 ] || { sed 's/^/# /' "$TEST_DIR/http-deb.log"; exit 1; }
+	sleep 0.1
+done
+for n in node-1 node-2 node-3; do
+	x "$n" sh -c "echo 'deb [trusted=yes] http://$TESTBED_HOST_ADDR:$debport/ ./' >/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/*"
+done
+
+ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
+VIP=${ADDR1%.*}.50
+HA=$TEST_DIR/inventory-ha.yaml
+awk -v vip="$VIP" '
+	/^  kubernetes_version:/ { print; print "  api_endpoint:"; print "    vip: " vip; next }
+	/^  - name: / { name = $3 }
+	/^    roles: / && (name == "node-2" || name == "node-3") { print "    roles: [control-plane]"; next }
+	{ print }' "$INV" >"$HA"
+export VIP HA
+test_at_exit "ip addr del '$VIP/32' dev '$TESTBED_BRIDGE' 2>/dev/null; true"
+
+# The admin's client certificate of the state folder's admin.conf, for curl
+# from this machine through the VIP.
+admin_pem() {
+	for k in client-certificate-data client-key-data certificate-authority-data; do
+		sed -n "s/^ *$k: *//p" "$STATE/private/admin.conf" | base64 -d >"$TEST_DIR/$k.pem"
+	done
+}
+api() { # PATH: GET through the VIP as the admin
+	curl --silent --show-error --max-time 5 --cacert "$TEST_DIR/certificate-authority-data.pem" \
+		--cert "$TEST_DIR/client-certificate-data.pem" --key "$TEST_DIR/client-key-data.pem" \
+		"https://$VIP:8443$1"
+}
+etcd_members() { # NODE: etcdctl member list there (name, started, learner)
+	x "$1" env ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 \
+		--cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
+		--key=/etc/kubernetes/pki/etcd/healthcheck-client.key member list -w simple
+}
+holders() {
+	for n in node-1 node-2 node-3; do
+		grep -qx "$n" "$TEST_DIR/lost" 2>/dev/null && continue
+		if x "$n" ip -o -4 addr show | grep -q " $VIP/"; then echo "$n"; fi
+	done
+}
+: >"$TEST_DIR/lost"
+export TEST_DIR STATE
+knob node-1 record-tokens
+
+test_case "up of 3 control planes + 1 worker behind the VIP: green" '
+	t0=$(date +%s)
+	expect_status 0 "$PROVISION" up -i "$HA" --state "$STATE" --roles "$ROLES" --no-tui >up.out 2>&1 ||
+		{ run_tail up.out; false; }
+	echo "# up of 3 control planes + 1 worker (fresh nodes): $(($(date +%s) - t0)) s" >>"$TEST_DIR/figures"
+	for n in node-1 node-2 node-3; do
+		x "$n" test -f /etc/kubernetes/manifests/kube-apiserver.yaml
+		x "$n" test -f /etc/kubernetes/manifests/etcd.yaml
+	done
+	x node-1 grep -q "^controlPlaneEndpoint: \"$VIP:8443\"" /etc/kubernetes/provision-kubeadm.yaml
+	for n in node-2 node-3; do
+		x "$n" test ! -e /etc/kubernetes/provision-kubeadm.yaml
+		x "$n" test -f /etc/kubernetes/provision-join-control-plane.yaml
+	done
+	x node-1 test ! -e /var/lib/provision/certificate-key
+'
+
+test_case "a second up changes nothing" '
+	expect_status 0 "$PROVISION" up -i "$HA" --state "$STATE" --roles "$ROLES" --no-tui >up2.out 2>&1 ||
+		{ run_tail up2.out; false; }
+	for n in node-1 node-2 node-3 node-4; do expect_grep "^$n  *done  *0 changed .* 0 failed" up2.out; done
+	expect_grep "^validation: [0-9]* passed, 0 failed" up2.out
+'
+
+test_case "kubeconfigs name the VIP, never one control plane: the state folder admin.conf, the worker kubelet.conf" '
+	expect_grep "server: https://$VIP:8443" "$STATE/private/admin.conf"
+	x node-4 grep -q "server: https://$VIP:8443" /etc/kubernetes/kubelet.conf
+	admin_pem
+	api /api/v1/nodes >nodes.json
+	for n in node-1 node-2 node-3 node-4; do expect_grep "\"name\": *\"$n\"" nodes.json; done
+'
+
+test_case "etcd: three started voting members, one per control plane" '
+	etcd_members node-2 >members
+	sed "s/^/# etcd member: /" members >>"$TEST_DIR/figures"
+	expect_eq 3 "$(grep -c ", started, " members)" "started members"
+	for n in node-1 node-2 node-3; do expect_grep ", started, $n, " members; done
+	expect_no_grep ", true\$" members
+'
+
+test_case "no certificate key or token in any file the run wrote" '
+	secrets_collected secrets.list
+	files_written files.list
+	while read -r f; do
+		[ -f "$TEST_DIR/$f" ] || continue
+		if grep -qF -f secrets.list "$TEST_DIR/$f"; then echo "# a secret in $f"; false; fi
+	done <files.list
+	expect_no_grep "certificateKey\|certificate-key [0-9a-f]\{64\}" up.out
+'
+
+test_case "the VIP holder is killed: the API through the VIP answers again, every Node listed through it" '
+	h=$(holders)
+	expect_eq 1 "$(printf "%s\n" "$h" | grep -c .)" "VIP holders"
+	echo "$h" >>"$TEST_DIR/lost"
+	echo "# VIP holder: $h"
+	t0=$(date +%s%N)
+	"$TESTBED" kill-node "$TB" "$h" --silent
+	ok=
+	while [ $(($(date +%s%N) - t0)) -lt 30000000000 ]; do
+		if curl --silent --insecure --max-time 1 "https://$VIP:8443/healthz" | grep -qx ok; then ok=1; break; fi
+		sleep 0.1
+	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "# the API through the VIP answered again $ms ms after $h (the VIP holder) was killed; new holder: $(holders)" >>"$TEST_DIR/figures"
+	expect_eq 1 "$ok" "API through the VIP within 30 s"
+	[ "$ms" -le 15000 ] || { echo "# $ms ms > 15 s"; false; }
+	api /api/v1/nodes >nodes2.json
+	for n in node-1 node-2 node-3 node-4; do expect_grep "\"name\": *\"$n\"" nodes2.json; done
+'
+
+test_case "provision check names the lost control plane" '
+	lost=$(cat "$TEST_DIR/lost")
+	set +e
+	"$PROVISION" check -i "$HA" --state "$STATE" --roles "$ROLES" --no-tui >check.out 2>&1
+	rc=$?
+	set -e
+	tail -n 8 check.out | sed "s/^/# /"
+	expect_eq 1 "$rc" "exit status of check"
+	expect_grep "$lost" check.out
+'
+
+cat "$TEST_DIR/figures" 2>/dev/null || true
+test_done
