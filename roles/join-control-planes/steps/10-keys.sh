@@ -143,7 +143,7 @@ apply)
 			sed '1,/^kind: InitConfiguration$/d' "$CONFIG"
 		} >"$conf"
 		if ! kubeadm init phase upload-certs --upload-certs --skip-certificate-key-print --config "$conf" --kubeconfig "$ADMIN" 2>&1; then
-			pv_hint "kubeadm init phase upload-certs failed on $PROVISION_NODE: its output is above (provision logs $PROVISION_NODE); the API server must answer"
+			pv_hint "kubeadm init phase upload-certs failed on $PROVISION_NODE (its output: provision logs $PROVISION_NODE); the API server must answer: 'kubectl --kubeconfig=/etc/kubernetes/admin.conf get --raw /readyz?verbose' on $PROVISION_NODE, then provision up"
 			exit 1
 		fi
 	fi
