@@ -2389,7 +2389,7 @@ def cmd_reset(argv):
     # remove-etcd-member (phases/reset/removeetcdmember.go): a node with a
     # local etcd manifest leaves the etcd cluster first; silent unless
     # --v=1 or more, a warning when it fails
-    etcd_yaml = read_file(MANIFESTS + "/etcd.yaml")
+    etcd_yaml = read_file(MANIFESTS + "/etcd.yaml", "")
     if etcd_yaml and node_runs_real_etcd():
         ann = ((yaml_load(etcd_yaml) or {}).get("metadata") or {}).get("annotations") or {}
         url = ann.get("kubeadm.kubernetes.io/etcd.advertise-client-urls", "")
