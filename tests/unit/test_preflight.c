@@ -514,8 +514,8 @@ static char *ha_problems(const char *extra[3])
 static void test_control_planes(void **state)
 {
 	const char *free_vip[3] = {
-	    "vip_route=link eth0\nvip_answer=none\nreach=198.18.0.12:2379 refused\n"
-	    "reach=198.18.0.12:2380 refused\nreach=198.18.0.12:6443 open\n",
+	    ("vip_route=link eth0\nvip_answer=none\nreach=198.18.0.12:2379 refused\n"
+	     "reach=198.18.0.12:2380 refused\nreach=198.18.0.12:6443 open\n"),
 	    "vip_route=link eth0\nvip_answer=none\n", "vip_route=link eth0\nvip_answer=none\n"};
 	/* cp-1 holds it; cp-2 and cp-3 see cp-1's MAC answer: ours */
 	const char *held[3] = {"vip_held=1\n", "vip_route=link eth0\nvip_answer=52:54:00:00:00:01\n",
@@ -523,8 +523,8 @@ static void test_control_planes(void **state)
 	/* a stranger answers; cp-3 is on another subnet and cannot reach cp-1's etcd */
 	const char *bad[3] = {"vip_route=link eth0\nvip_answer=aa:bb:cc:dd:ee:ff\n",
 			      "vip_route=link eth0\nvip_answer=none\n",
-			      "vip_route=gateway\nvip_answer=none\nreach=198.18.0.11:2380 timeout\n"
-			      "reach=198.18.0.11:6443 unreachable\nreach=198.18.0.11:2379 refused\n"};
+			      ("vip_route=gateway\nvip_answer=none\nreach=198.18.0.11:2380 timeout\n"
+			       "reach=198.18.0.11:6443 unreachable\nreach=198.18.0.11:2379 refused\n")};
 	char *text;
 
 	(void)state;
