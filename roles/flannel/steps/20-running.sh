@@ -46,13 +46,16 @@ nodes() {
 
 # Prints what is not running yet; exit 0 when everything is.
 report() {
-	fl=$(pods kube-flannel app=flannel) && dn=$(pods kube-system k8s-app=kube-dns) && ns=$(nodes) || return 2
-	bad=0
 	# the DaemonSet rolled out as `kubectl rollout status` tells it: its
 	# current template's pods on every node it wants (after a replaced
 	# DaemonSet, the old pods it adopted are Running and Ready until the
-	# controller replaces them)
+	# controller replaces them).  Read before the pods: a list of pods made
+	# earlier than the status may hold only the old, ready pods while the
+	# status already counts the new ones (the controller replaced them in
+	# between) and both would pass.
 	ro=$($KC -n kube-flannel get daemonset kube-flannel-ds -o 'jsonpath={.metadata.generation}|{.status.observedGeneration}|{.status.updatedNumberScheduled}|{.status.desiredNumberScheduled}' 2>/dev/null) || ro=
+	fl=$(pods kube-flannel app=flannel) && dn=$(pods kube-system k8s-app=kube-dns) && ns=$(nodes) || return 2
+	bad=0
 	IFS='|' read -r gen seen updated desired <<-EOT
 		$ro
 	EOT
