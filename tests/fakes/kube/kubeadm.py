@@ -2322,7 +2322,7 @@ def cmd_token(argv):
                 exp = d.get("expiration")
                 if exp:
                     left = parse_rfc3339(exp) - now()
-                    ttl = "<invalid>" if left <= 0 else human_age(left)
+                    ttl = short_human_duration(left)  # token.go: duration.ShortHumanDuration(time.Until(expires))
                 else:
                     ttl, exp = "<forever>", "<never>"
                 usages = sorted(k[len("usage-bootstrap-"):] for k, v in d.items() if k.startswith("usage-bootstrap-") and v == "true")
