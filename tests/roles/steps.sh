@@ -48,6 +48,10 @@ sh_quote() {
 # subshell when there are secrets).
 script() { # ROLE STEP
 	echo 'cd / || exit 125'
+	# shellcheck disable=SC2016 # expanded by the node's shell
+	printf '%s\n' 'for _pv_d in /run/provision/secrets/*.*; do' \
+		'	[ -d "$_pv_d" ] || continue' '	_pv_p=${_pv_d##*/}' \
+		'	[ -d "/proc/${_pv_p%%.*}" ] || rm -rf "$_pv_d"' 'done'
 	env | grep '^PROVISION_' | grep -v '^PROVISION_SECRETS=' | sort | while IFS= read -r kv; do
 		echo "export ${kv%%=*}=$(sh_quote "${kv#*=}")"
 	done
