@@ -388,13 +388,14 @@ static bool visible(const struct exchange *x, const struct entry *e, size_t to,
 }
 
 void exchange_each(struct exchange *x, size_t to, const struct role *r,
-		   void (*fn)(const char *name, const char *value, void *data), void *data)
+		   void (*fn)(const char *name, const char *value, bool secret, void *data),
+		   void *data)
 {
 	size_t i;
 
 	pthread_mutex_lock(&x->lock);
 	for (i = 0; i < x->nr_entries; i++)
 		if (visible(x, &x->entries[i], to, r))
-			fn(x->entries[i].name, x->entries[i].value, data);
+			fn(x->entries[i].name, x->entries[i].value, x->entries[i].secret, data);
 	pthread_mutex_unlock(&x->lock);
 }

@@ -86,11 +86,13 @@ int exchange_fetch(struct exchange *x, size_t from, const struct role *r, const 
 		   size_t path_len, const char *name, size_t name_len, struct error *err);
 
 /*
- * Call fn(NAME, VALUE, data) for every value node `to` may read while it
- * runs role r (r NULL: only what provision gave it), in the order handed;
- * a later value of the same NAME comes after an earlier one.
+ * Call fn(NAME, VALUE, SECRET, data) for every value node `to` may read
+ * while it runs role r (r NULL: only what provision gave it), in the order
+ * handed; a later value of the same NAME comes after an earlier one.
+ * SECRET: handed with ::secret, or given by provision (exchange_give).
  */
 void exchange_each(struct exchange *x, size_t to, const struct role *r,
-		   void (*fn)(const char *name, const char *value, void *data), void *data);
+		   void (*fn)(const char *name, const char *value, bool secret, void *data),
+		   void *data);
 
 #endif

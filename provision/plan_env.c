@@ -12,17 +12,80 @@ void plan_env_export(struct strbuf *sb, const char *name, const char *value)
 	strbuf_addch(sb, '\n');
 }
 
-/* PROVISION_SET_NAME for a value the exchange lets the step read. */
-static void export_handed(const char *name, const char *value, void *data)
+/*
+ * The handed secrets' private folder on the node (roles/README.md,
+ * "Secrets on the node").  Every step first removes the folders of step
+ * shells that are gone (killed before their EXIT trap ran: the shell's pid
+ * is the name's first part; /run is a tmpfs, so a reboot empties it too).
+ */
+#define SECRETS_BASE "/run/provision/secrets"
+
+static const char sweep_secrets[] = "for _pv_d in " SECRETS_BASE "/*.*; do\n"
+				    "\t[ -d \"$_pv_d\" ] || continue\n"
+				    "\t_pv_p=${_pv_d##*/}\n"
+				    "\t[ -d \"/proc/${_pv_p%%.*}\" ] || rm -rf \"$_pv_d\"\n"
+				    "done\n";
+
+/*
+ * A step that reads secrets: this shell makes the step's folder (0700, its
+ * files 0600), writes them there with the builtin printf (the values come
+ * on this script's standard input, never on a command line), runs the
+ * step in a subshell (its own traps and exits cannot skip ours) and
+ * removes the folder when it ends, however it ends: exit, failure, or the
+ * TERM of a timeout (a KILL leaves it to the next step's sweep).
+ */
+static const char secrets_open[] =
+    "PROVISION_SECRETS=\n"
+    "trap '[ -z \"$PROVISION_SECRETS\" ] || rm -rf \"$PROVISION_SECRETS\"' EXIT\n"
+    "trap 'exit 129' HUP\n"
+    "trap 'exit 130' INT\n"
+    "trap 'exit 143' TERM\n"
+    "read -r _pv_p _pv_d </proc/self/stat || exit 125\n"
+    "[ -d " SECRETS_BASE " ] || mkdir -p -m 0700 " SECRETS_BASE " || exit 125\n"
+    "PROVISION_SECRETS=$(mktemp -d \"" SECRETS_BASE "/$_pv_p.XXXXXXXX\") || exit 125\n"
+    "export PROVISION_SECRETS\n"
+    "(\n"
+    "umask 077\n";
+
+/* PROVISION_SET_NAME for a value the exchange lets the step read; a secret to the folder. */
+static void export_handed(const char *name, const char *value, bool secret, void *data)
 {
+	struct strbuf **out = data;
 	char var[160];
 
+	if (secret) {
+		strbuf_addstr(out[1], "printf '%s' ");
+		strbuf_add_sh_quoted(out[1], value ? value : "");
+		strbuf_addf(out[1], " >\"$PROVISION_SECRETS/%s\" || exit 125\n", name);
+		return;
+	}
 	snprintf(var, sizeof(var), "PROVISION_SET_%s", name);
-	plan_env_export(data, var, value);
+	plan_env_export(out[0], var, value);
 }
 
-void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
+void plan_step_input(struct strbuf *input, struct node_ctx *nc, const char *lib, size_t lib_len,
+		     const char *script, size_t len)
 {
+	struct strbuf secrets = STRBUF_INIT;
+
+	plan_env_build(input, nc, &secrets);
+	if (secrets.len) {
+		strbuf_addstr(input, secrets_open);
+		strbuf_add(input, secrets.buf, secrets.len);
+		strbuf_addstr(input, ") || exit 125\n(\n");
+	}
+	strbuf_add(input, lib, lib_len);
+	strbuf_addch(input, '\n');
+	strbuf_add(input, script, len);
+	if (secrets.len)
+		strbuf_addstr(input, "\n)\nexit\n");
+	explicit_bzero(secrets.buf, secrets.len);
+	strbuf_release(&secrets);
+}
+
+void plan_env_build(struct strbuf *sb, struct node_ctx *nc, struct strbuf *secrets)
+{
+	struct strbuf *out[2] = {sb, secrets};
 	const struct plan_opts *o = nc->run->o;
 	const struct inventory *inv = o->inv;
 	const struct facts *f = &nc->run->res->nodes[nc->index].facts;
@@ -33,6 +96,7 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 	size_t i;
 
 	strbuf_addstr(sb, "cd / || exit 125\n");
+	strbuf_addstr(sb, sweep_secrets);
 	plan_env_export(sb, "PROVISION_NODE", n->name);
 	if (nc->role)
 		plan_env_export(sb, "PROVISION_ROLE", nc->role->name);
@@ -138,5 +202,5 @@ void plan_env_build(struct strbuf *sb, struct node_ctx *nc)
 	}
 	if (nc->role && nc->role->pulls)
 		plan_env_images(sb, nc, nc->role);
-	exchange_each(nc->run->exchange, nc->index, nc->role, export_handed, sb);
+	exchange_each(nc->run->exchange, nc->index, nc->role, export_handed, out);
 }

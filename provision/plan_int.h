@@ -125,8 +125,19 @@ struct tval *plan_node_values(struct node_ctx *nc);
 
 /* Append `export NAME='VALUE'` (NULL: empty). */
 void plan_env_export(struct strbuf *sb, const char *name, const char *value);
-/* The environment of a step on nc's node (roles/README.md), as sh lines. */
-void plan_env_build(struct strbuf *sb, struct node_ctx *nc);
+/*
+ * The environment of a step on nc's node (roles/README.md), as sh lines;
+ * the handed secrets it may read go to secrets instead, as lines that
+ * write each to its file (plan_step_input() puts them in place).
+ */
+void plan_env_build(struct strbuf *sb, struct node_ctx *nc, struct strbuf *secrets);
+/*
+ * What a step's shell reads on its standard input: the environment, the
+ * handed secrets written to a private folder removed when the step ends
+ * (roles/README.md, "Secrets on the node"), lib.sh and the step.
+ */
+void plan_step_input(struct strbuf *input, struct node_ctx *nc, const char *lib, size_t lib_len,
+		     const char *script, size_t len);
 
 /* ---- plan_images.c ---- */
 

@@ -302,10 +302,7 @@ static int call_step(struct node_ctx *nc, struct runner_job *job, const struct r
 	struct transport_result res = {0};
 	int rc;
 
-	plan_env_build(&input, nc);
-	strbuf_add(&input, rs->lib, rs->lib_len);
-	strbuf_addch(&input, '\n');
-	strbuf_add(&input, s->script, s->len);
+	plan_step_input(&input, nc, rs->lib, rs->lib_len, s->script, s->len);
 	/* The shell that runs the command reads the script itself: no second sh to start. */
 	strbuf_addf(&cmd, "set -- %s && . /dev/stdin", what);
 	rc = runner_job_exec(job, r->phase, s->name, cmd.buf, input.buf, input.len,

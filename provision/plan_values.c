@@ -531,8 +531,9 @@ out:
 }
 
 /* set.NAME for a value the exchange lets the role read. */
-static void set_handed(const char *name, const char *value, void *data)
+static void set_handed(const char *name, const char *value, bool secret, void *data)
 {
+	(void)secret;
 	tval_set_str(data, name, value);
 }
 

@@ -88,6 +88,8 @@ _pa_serve() {
 			) <"$_pa_in"
 		fi
 		_pa_st=$?
+		# the input may hold a step's handed secrets: kept no longer than the command
+		[ "$_pa_in" = /dev/null ] || : >"$_pa_in"
 		printf '\n%s %s\n' "$_pa_tok" "$_pa_st" >&2
 		printf '\n%s %s\n' "$_pa_tok" "$_pa_st"
 	done

@@ -13,6 +13,23 @@ pv_say_secret() {
 	printf '::secret %s=%s\n' "$1" "$2"
 }
 
+# pv_secret NAME: the secret NAME handed to this step (::secret, or given
+# by provision), printed without a newline; nothing when none was handed.
+# Secrets never reach a step's environment: provision writes each to
+# $PROVISION_SECRETS/NAME (0600, in a 0700 folder under /run removed when
+# the step ends).  Keep the value in a shell variable (not exported) or a
+# 0600 file; never put it on a command line.
+pv_secret() {
+	case $1 in
+	'' | *[!A-Za-z0-9_]*)
+		echo "pv_secret: '$1' is not a name" >&2
+		return 2
+		;;
+	esac
+	[ -n "${PROVISION_SECRETS:-}" ] && [ -f "$PROVISION_SECRETS/$1" ] || return 0
+	cat "$PROVISION_SECRETS/$1"
+}
+
 # pv_say_note TEXT: ::note TEXT, shown with the result of a step that
 # changed (what the admin should know of how it changed).
 pv_say_note() {

@@ -325,9 +325,13 @@ pulls() {
 	# daemon's environment from the drop-in, ctr's from pv_registry_env
 	cat >"$d/prep.sh" <<-EOF
 		set -e
+		# the handed secret as provision leaves it for the step: a 0600 file (roles/README.md)
+		mkdir -p -m 0700 "\$1/run/provision/secrets/t0270"
+		(umask 077 && printf '%s' '$auth' >"\$1/run/provision/secrets/t0270/registry_auth_1_1")
 		{ cat "$SRC_ROOT/roles/lib.sh"; echo 'set -- apply'; cat "$SRC_ROOT/roles/containerd/steps/15-registries.sh"; } |
 			chroot "\$1" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin PROVISION_STATE_DIR=/var/lib/provision \
-			PROVISION_SET_registry_auth_1_1='$auth' sh -s >"$d/step.out" 2>&1
+			PROVISION_SECRETS=/run/provision/secrets/t0270 sh -s >"$d/step.out" 2>&1
+		rm -rf "\$1/run/provision/secrets/t0270"
 		sed -n 's/^Environment=//p' "\$1/etc/systemd/system/containerd.service.d/http-proxy.conf" | tr -d '"' | tr ' ' '\n' |
 			grep -E '^(HTTP_PROXY|HTTPS_PROXY|NO_PROXY)=' >"$d/containerd.env"
 		(

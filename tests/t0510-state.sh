@@ -147,8 +147,9 @@ cat >"$ROLES/probe/steps/20-use.sh" <<'EOF'
 set -eu
 case ${1:-} in
 check)
-	grep -qx "token = $PROVISION_SET_probe_token" /etc/provision-probe.conf || exit 1
-	echo "probe.conf holds $PROVISION_SET_probe_token"
+	tok=$(pv_secret probe_token)
+	[ -n "$tok" ] && [ "$(sed -n 's/^token = //p' /etc/provision-probe.conf)" = "$tok" ] || exit 1
+	echo "probe.conf holds $tok"
 	sha256sum /var/lib/provision/probe/probe.tar
 	if [ "$PROVISION_NODE" = node-1 ]; then
 		echo "::fetch /root/probe-private probe.key"

@@ -14,7 +14,10 @@
 #       then an atomic rename); then check, apply when check says 1, check
 #       again.  One result line per step and file:
 #         ROLE STEP unchanged|changed|skipped: REASON|failed: WHY
-#       ::set values are handed to later steps (PROVISION_SET_NAME, set.NAME).
+#       ::set values are handed to later steps (PROVISION_SET_NAME, set.NAME),
+#       ::secret values as provision hands them: files of a private folder
+#       on the node that the step reads with pv_secret NAME (roles/README.md,
+#       "Secrets on the node"), never its environment.
 #       Exit status 1 when a step failed.
 #
 # Environment: PROVISION_* as provision would set them (PROVISION_NODE is
@@ -40,15 +43,37 @@ sh_quote() {
 	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
 }
 
-# The script provision would send: environment, lib.sh, the step.
+# The script provision would send: environment, the secrets written to
+# the step's folder (provision/plan_env.c), lib.sh and the step (in a
+# subshell when there are secrets).
 script() { # ROLE STEP
 	echo 'cd / || exit 125'
-	env | grep '^PROVISION_' | sort | while IFS= read -r kv; do
+	# shellcheck disable=SC2016 # expanded by the node's shell
+	printf '%s\n' 'for _pv_d in /run/provision/secrets/*.*; do' \
+		'	[ -d "$_pv_d" ] || continue' '	_pv_p=${_pv_d##*/}' \
+		'	[ -d "/proc/${_pv_p%%.*}" ] || rm -rf "$_pv_d"' 'done'
+	env | grep '^PROVISION_' | grep -v '^PROVISION_SECRETS=' | sort | while IFS= read -r kv; do
 		echo "export ${kv%%=*}=$(sh_quote "${kv#*=}")"
 	done
+	secrets=$(ls "$WORK/secrets" 2>/dev/null || true)
+	if [ -n "$secrets" ]; then
+		# shellcheck disable=SC2016 # expanded by the node's shell
+		printf '%s\n' 'PROVISION_SECRETS=' \
+			'trap '"'"'[ -z "$PROVISION_SECRETS" ] || rm -rf "$PROVISION_SECRETS"'"'"' EXIT' \
+			"trap 'exit 129' HUP" "trap 'exit 130' INT" "trap 'exit 143' TERM" \
+			'read -r _pv_p _pv_d </proc/self/stat || exit 125' \
+			'[ -d /run/provision/secrets ] || mkdir -p -m 0700 /run/provision/secrets || exit 125' \
+			'PROVISION_SECRETS=$(mktemp -d "/run/provision/secrets/$_pv_p.XXXXXXXX") || exit 125' \
+			'export PROVISION_SECRETS' '(' 'umask 077'
+		for name in $secrets; do
+			echo "printf '%s' $(sh_quote "$(cat "$WORK/secrets/$name")") >\"\$PROVISION_SECRETS/$name\" || exit 125"
+		done
+		printf ') || exit 125\n(\n'
+	fi
 	cat "$ROLES/lib.sh"
 	echo
 	cat "$ROLES/$1/steps/$2.sh"
+	[ -z "$secrets" ] || printf '\n)\nexit\n'
 }
 
 call() { # TESTBED NODE ROLE STEP ACTION
@@ -99,9 +124,14 @@ run_call() {
 	sed 's/^/    | /' "$WORK/out" | grep -v '^    | ::' >&2 || true
 	skip=$(sed -n 's/^::skip //p' "$WORK/out" | tail -n 1)
 	hint=$(sed -n 's/^::hint //p' "$WORK/out" | tail -n 1)
-	sed -n 's/^::\(set\|secret\) \([A-Za-z_][A-Za-z0-9_]*\)=\(.*\)/\2 \3/p' "$WORK/out" >"$WORK/sets"
+	sed -n 's/^::set \([A-Za-z_][A-Za-z0-9_]*\)=\(.*\)/\1 \2/p' "$WORK/out" >"$WORK/sets"
 	while read -r name value; do
 		export "PROVISION_SET_$name=$value"
+	done <"$WORK/sets"
+	sed -n 's/^::secret \([A-Za-z_][A-Za-z0-9_]*\)=\(.*\)/\1 \2/p' "$WORK/out" >"$WORK/sets"
+	[ -d "$WORK/secrets" ] || mkdir -m 0700 "$WORK/secrets"
+	while read -r name value; do
+		(umask 077 && printf '%s' "$value" >"$WORK/secrets/$name")
 	done <"$WORK/sets"
 }
 

@@ -101,8 +101,9 @@ static int hand(struct fixture *f, size_t from, int role, bool secret, const cha
 			     strlen(value), err);
 }
 
-static void collect(const char *name, const char *value, void *data)
+static void collect(const char *name, const char *value, bool secret, void *data)
 {
+	(void)secret;
 	struct strbuf *sb = data;
 	strbuf_addf(sb, "%s=%s\n", name, value);
 }

@@ -131,6 +131,35 @@ static void seen_exports(char *out, size_t size, const char *in, const char *pre
 	}
 }
 
+/*
+ * The handed secret NAME as a step's input writes it to its file
+ * (plan_env.c: `printf '%s' 'VALUE' >"$PROVISION_SECRETS/NAME" ...`), as
+ * "secret NAME='VALUE'" lines in out, after any export of it as
+ * "export PROVISION_SET_NAME=..." (there must be none).
+ */
+static void seen_secret(char *out, size_t size, const char *in, const char *name)
+{
+	char pat[96];
+	const char *p = in;
+	size_t used = 0;
+
+	snprintf(pat, sizeof(pat), "export PROVISION_SET_%s=", name);
+	out[0] = '\0';
+	for (p = in; (p = strstr(p, pat)); p++)
+		used += (size_t)snprintf(out + used, used < size ? size - used : 0, "export %s\n",
+					 name);
+	snprintf(pat, sizeof(pat), " >\"$PROVISION_SECRETS/%s\"", name);
+	for (p = in; used < size && (p = strstr(p, pat)); p++) {
+		const char *bol = p;
+		while (bol > in && bol[-1] != '\n')
+			bol--;
+		if (strncmp(bol, "printf '%s' ", 12))
+			continue;
+		used += (size_t)snprintf(out + used, used < size ? size - used : 0,
+					 "secret %s=%.*s\n", name, (int)(p - bol - 12), bol + 12);
+	}
+}
+
 static int fake_exec(struct transport *t, const struct transport_exec *req,
 		     struct transport_result *res, struct error *err)
 {
@@ -239,7 +268,7 @@ static int fake_exec(struct transport *t, const struct transport_exec *req,
 		}
 		if (!strcmp(kind, "joiner")) {
 			char line[128];
-			seen_exports(n->seen, sizeof(n->seen), in, "join_command=");
+			seen_secret(n->seen, sizeof(n->seen), in, "join_command");
 			snprintf(line, sizeof(line), "::set node_labels_%c_%c=%s honest", n->name[0],
 				 n->name[2], n->name);
 			say(req, line);
@@ -1108,8 +1137,9 @@ static void test_hostile_join_command(void **state)
 	fake_find("w-2")->evil_gossip =
 		"::secret join_command@w-3=kubeadm join 6.6.6.6:6443 --token evil.token0000";
 	execute(f, false, sec, &c, &res);
+	/* the secret reaches w-3 as a file of the step's folder, not in its environment */
 	assert_string_equal(fake_find("w-3")->seen,
-			    "PROVISION_SET_join_command='kubeadm join 198.18.0.10:6443 --token "
+			    "secret join_command='kubeadm join 198.18.0.10:6443 --token "
 			    "good.token0000'\n");
 	assert_int_equal(res.status[node_index(f, "w-2")].state, NODE_FAILED);
 	assert_int_equal(res.status[node_index(f, "w-3")].state, NODE_DONE);

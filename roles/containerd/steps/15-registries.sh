@@ -11,9 +11,10 @@
 # goes; NAME is a value provision hands every node (registry_auth_R_M:
 # "Basic " and base64 of user:password, from the inventory's
 # password_file on the admin's machine, registered as a secret so that no
-# output line can show it).  It is read from the environment by awk, never
-# put on a command line, and a file that holds one is 0600 (the list says
-# so) and written through a 0600 temporary file (pv_write).
+# output line can show it).  awk reads it from the step's secret file
+# ($PROVISION_SECRETS/NAME, see pv_secret in roles/lib.sh: never the
+# environment, never a command line), and a file that holds one is 0600
+# (the list says so) and written through a 0600 temporary file (pv_write).
 #
 # containerd reads hosts.toml at every pull: nothing restarts here.  The
 # proxy drop-in needs systemd to reload and containerd to restart: this
@@ -41,9 +42,16 @@ content() {
 	{
 		line = $0
 		while (match(line, /@@PROVISION_SET_registry_auth_[0-9]+_[0-9]+@@/)) {
-			name = substr(line, RSTART + 2, RLENGTH - 4)
-			if (ENVIRON[name] == "") { missing = name; exit 3 }
-			line = substr(line, 1, RSTART - 1) ENVIRON[name] substr(line, RSTART + RLENGTH)
+			name = substr(line, RSTART + 16, RLENGTH - 18)
+			value = ""
+			if (ENVIRON["PROVISION_SECRETS"] != "") {
+				file = ENVIRON["PROVISION_SECRETS"] "/" name
+				if ((getline value < file) < 0)
+					value = ""
+				close(file)
+			}
+			if (value == "") { missing = name; exit 3 }
+			line = substr(line, 1, RSTART - 1) value substr(line, RSTART + RLENGTH)
 		}
 		print line
 	}

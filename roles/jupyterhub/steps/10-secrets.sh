@@ -12,7 +12,8 @@
 #
 # With GitHub OAuth (jupyterhub.auth.type github), the app's client secret
 # comes from this machine's jupyterhub.auth.github.client_secret_file,
-# handed to this node alone (PROVISION_SET_hub_github_client_secret), and
+# handed to this node alone (the secret hub_github_client_secret, read
+# with pv_secret), and
 # goes into the same file as hub.config.GitHubOAuthenticator.client_secret;
 # a changed secret rewrites the file, keeping the other two.
 #
@@ -37,7 +38,7 @@ hex32() {
 	od -An -tx1 -N32 /dev/urandom | tr -d ' \n'
 }
 
-GITHUB=${PROVISION_SET_hub_github_client_secret:-}
+GITHUB=$(pv_secret hub_github_client_secret)
 
 value() { # KEY: the value of "  KEY: VALUE" in the secrets file
 	sed -n "s/^  $1: \"\\([0-9a-f]\\{64\\}\\)\"\$/\\1/p" "$SECRETS"

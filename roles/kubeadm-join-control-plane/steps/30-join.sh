@@ -7,8 +7,9 @@
 # REGISTER_WAIT=60 s to register it.
 #
 # `apply` takes what roles/join-control-planes handed this node alone
-# (PROVISION_SET_control_plane_join: "kubeadm join HOST:PORT --token T
-# --discovery-token-ca-cert-hash sha256:H"; PROVISION_SET_certificate_key),
+# (secrets, read with pv_secret, never in the environment of kubeadm:
+# control_plane_join, "kubeadm join HOST:PORT --token T
+# --discovery-token-ca-cert-hash sha256:H"; certificate_key),
 # waits until every control plane before it in the inventory answers on
 # its API port (etcd adds one member at a time: the control planes join in
 # turn), undoes a failed earlier join with `kubeadm reset -f` (which
@@ -80,10 +81,8 @@ check)
 	exit 1
 	;;
 apply)
-	cmd=${PROVISION_SET_control_plane_join:-}
-	key=${PROVISION_SET_certificate_key:-}
-	# out of the environment of everything this step starts (kubeadm)
-	unset PROVISION_SET_control_plane_join PROVISION_SET_certificate_key PROVISION_SET_control_plane_token
+	cmd=$(pv_secret control_plane_join)
+	key=$(pv_secret certificate_key)
 	if [ -z "$cmd" ] || [ -z "$key" ]; then
 		echo "no control-plane join command or certificate key was handed to $PROVISION_NODE"
 		pv_hint "roles/join-control-planes on the first control plane makes them: run provision up with the first control plane among the nodes"

@@ -8,7 +8,8 @@
 # with the fix, never a silent reset.
 #
 # `apply` takes the join command roles/join-tokens handed to this node
-# (PROVISION_SET_join_command, a secret), writes the JoinConfiguration to
+# (the secret join_command, read with pv_secret: never in the environment
+# of what it starts), writes the JoinConfiguration to
 # /run (mode 0600, removed at exit), undoes a failed earlier join with
 # `kubeadm reset -f`, and runs `kubeadm join --config`.  The
 # JoinConfiguration names /etc/kubernetes/provision-patches (patches.directory):
@@ -95,7 +96,7 @@ check)
 	exit 1
 	;;
 apply)
-	cmd=${PROVISION_SET_join_command:-}
+	cmd=$(pv_secret join_command)
 	if [ -z "$cmd" ]; then
 		echo "no join command was handed to $PROVISION_NODE"
 		pv_hint "roles/join-tokens on the control plane makes it: run provision up with the control plane among the nodes"
