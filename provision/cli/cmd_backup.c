@@ -18,6 +18,11 @@
  * on a terminal --yes is required), uploaded to the control plane, and
  * roles/etcd-restore puts the PKI in place and restores etcd's data: the
  * upload, the run and the clean-up in one session.
+ *
+ * Several control planes (issue 36): backup from the first healthy member
+ * (healthy_member), restore onto the first control plane as a new
+ * one-member etcd once every other is known to hold no member
+ * (others_reinstalled); provision up then joins the others again.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -604,7 +609,8 @@ const struct cmd cmd_backup = {
 		"(files 0600, folders 0700; never in the run record, which notes the\n"
 		"backup's id, SHA-256 and size), checked against the node's hash and\n"
 		"etcd's own, and removed from the node.  The last cluster.backups_keep\n"
-		"backups are kept (default 5).  A backup that fails leaves nothing behind.",
+		"backups are kept (default 5).  A backup that fails leaves nothing behind.\n"
+		"Several control planes: from the first whose etcd member answers.",
 	.options = backup_options,
 	.exec = backup_exec,
 	.min_pos = 0,
@@ -883,7 +889,10 @@ const struct cmd cmd_restore = {
 		"terminal), on the control plane: /etc/kubernetes/pki from the backup and\n"
 		"etcd's data restored into a fresh /var/lib/etcd (etcdutl, or etcdctl for\n"
 		"etcd 3.4, snapshot restore, member name and peer URL as kubeadm's);\n"
-		"what was there is moved aside, never deleted.",
+		"what was there is moved aside, never deleted.  Several control planes:\n"
+		"onto the first, as a new one-member etcd with the shared PKI (the CAs,\n"
+		"the service-account keys); the others must be reinstalled (refused\n"
+		"while one holds an etcd member); provision up then joins them again.",
 	.options = restore_options,
 	.exec = restore_exec,
 	.min_pos = 0,
