@@ -823,9 +823,13 @@ static int restore_exec(int nr_pos, char **pos)
 	strbuf_addf(&q,
 		    "restore: on %s (%s), /etc/kubernetes/pki and /var/lib/etcd are replaced by "
 		    "backup %s (what is there is moved aside to NAME.before-restore-TIME); etcd "
-		    "then holds the cluster as it was at the backup: objects made since are gone.  "
-		    "Go on?",
-		    cp->name, cp->address, id);
+		    "then holds the cluster as it was at the backup: objects made since are "
+		    "gone%s.  Go on?",
+		    cp->name, cp->address, id,
+		    inventory_nr_control_planes(s.inv) > 1
+			? "; a new one-member etcd that the other control planes, reinstalled, "
+			  "join again with provision up"
+			: "");
 	if (!restore_args.yes && !isatty(STDIN_FILENO))
 		fprintf(stderr, "%.*s\n", (int)(q.len - strlen("  Go on?")), q.buf);
 	ret = cli_confirm("restore", restore_args.yes, q.buf);
