@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
-# run.sh: about 300 s (measured beside another heavy job on the 2-core machine)
+# run.sh: about 210 s (measured beside another heavy job on the 2-core machine)
 # t0468-ha-restore: `provision backup` and `provision restore` of a
 # cluster with three control planes behind a virtual IP (issue 36), etcd
 # real (CLUSTER_ETCD=real: Debian's etcd is each control plane's stacked
@@ -153,6 +153,7 @@ test_case "backup with node-1 etcd stopped: the snapshot comes from node-2, the 
 	cat b.out
 	expect_grep "^backup: node-1: its etcd member does not answer" b.out
 	expect_grep "^backup: 3 control planes: the snapshot is taken from node-2 (its etcd member answers)" b.out
+	expect_eq 1 "$(grep -c "^backup: 3 control planes" b.out)" "lines naming the member"
 	expect_grep "^backup: [0-9T]*Z: etcd snapshot of node-2, " b.out
 	id=$(ls "$STATE/private/backups")
 	expect_grep "^node node-2\$" "$STATE/private/backups/$id/manifest"
@@ -184,6 +185,7 @@ test_case "the three control planes reinstalled, restore, up: green, kubeadm ini
 	expect_grep "etcd-restore › 10-pki … changed" r.out
 	expect_grep "etcd-restore › 20-etcd-data … changed" r.out
 	expect_grep "^restore: node-1: the cluster.s CAs and service-account keys and /var/lib/etcd" r.out
+	expect_eq 1 "$(grep -c "^restore: backup .* checked here" r.out)" "lines saying the backup was checked"
 	x node-1 test -f /etc/kubernetes/pki/ca.key
 	x node-1 test ! -e /etc/kubernetes/pki/apiserver.crt
 	x node-1 test ! -e /etc/kubernetes/pki/etcd/server.crt

@@ -527,6 +527,7 @@ static const struct node *healthy_member(struct cli_session *s)
 			strbuf_release(&out);
 			return n;
 		}
+		strbuf_rtrim(&out);
 		why = out.len ? out.buf : err.msg;
 		printf("backup: %s: its etcd member does not answer (%s); the next control plane\n",
 		       n->name, why && *why ? why : "no answer");
@@ -820,6 +821,7 @@ static int restore_exec(int nr_pos, char **pos)
 	printf("restore: backup %s checked here: snapshot %zu bytes (etcd's hash and the "
 	       "recorded SHA-256 match), PKI %zu bytes\n",
 	       id, snap.len, pki.len);
+	fflush(stdout); /* before any node's ssh is started: it must not inherit the line */
 	strbuf_addf(&q,
 		    "restore: on %s (%s), /etc/kubernetes/pki and /var/lib/etcd are replaced by "
 		    "backup %s (what is there is moved aside to NAME.before-restore-TIME); etcd "
