@@ -18,6 +18,11 @@
  * on a terminal --yes is required), uploaded to the control plane, and
  * roles/etcd-restore puts the PKI in place and restores etcd's data: the
  * upload, the run and the clean-up in one session.
+ *
+ * Several control planes (issue 36): backup from the first healthy member
+ * (healthy_member), restore onto the first control plane as a new
+ * one-member etcd once every other is known to hold no member
+ * (others_reinstalled); provision up then joins the others again.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -463,10 +468,13 @@ out:
 	return ret;
 }
 
+/* The control plane backup and restore run on: the first, or backup's healthy member. */
+static const struct node *chosen_cp;
+
 static int select_cp(const struct cli_plan_args *a, const struct inventory *inv,
 		     const struct node ***nodes, size_t *nr)
 {
-	const struct node *cp = inventory_control_plane(inv);
+	const struct node *cp = chosen_cp ? chosen_cp : inventory_control_plane(inv);
 
 	if (!cp) {
 		fprintf(stderr, "provision %s: the inventory has no control plane\n", a->cmd_name);
@@ -477,6 +485,57 @@ static int select_cp(const struct cli_plan_args *a, const struct inventory *inv,
 	(*nodes)[0] = cp;
 	*nr = 1;
 	return 0;
+}
+
+/*
+ * Several control planes: the snapshot comes from one healthy member, the
+ * first in the inventory's order whose etcd answers `etcdctl endpoint
+ * health` there (kubeadm's client certificate, as 10-snapshot); each one
+ * asked is a step "etcd-backup › etcd health" of its node.  Every etcd
+ * member holds the whole keyspace, and the PKI's shared part (the CAs,
+ * the service-account keys) is the same on every control plane.  None
+ * answers: the first, whose run then says why.
+ */
+#define HEALTH_PROBE                                                                               \
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin; "                      \
+	"K=/etc/kubernetes/pki; c=$K/etcd/healthcheck-client; "                                    \
+	"[ -f $c.key ] || c=$K/apiserver-etcd-client; "                                            \
+	"ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 --cacert=$K/etcd/ca.crt "        \
+	"--cert=$c.crt --key=$c.key --dial-timeout=3s --command-timeout=10s endpoint health "      \
+	"2>&1 | grep -v '^{' | head -n 2 | tr '\\n' ' '"
+
+static const struct node *healthy_member(struct cli_session *s)
+{
+	const struct inventory *inv = s->inv;
+	struct strbuf out = STRBUF_INIT;
+	struct error err = {0};
+	size_t i;
+
+	for (i = 0; i < inv->nr_nodes; i++) {
+		const struct node *n = &inv->nodes[i];
+		const char *why;
+
+		if (!(n->roles & NODE_ROLE_CONTROL_PLANE))
+			continue;
+		strbuf_reset(&out);
+		if (cli_session_capture(s, n, "etcd-backup", "etcd health", HEALTH_PROBE, 60000,
+					4096, &out, &err) == 0 &&
+		    strstr(out.buf ? out.buf : "", "is healthy")) {
+			printf("backup: %zu control planes: the snapshot is taken from %s (its "
+			       "etcd member answers)\n",
+			       inventory_nr_control_planes(inv), n->name);
+			strbuf_release(&out);
+			return n;
+		}
+		strbuf_rtrim(&out);
+		why = out.len ? out.buf : err.msg;
+		printf("backup: %s: its etcd member does not answer (%s); the next control plane\n",
+		       n->name, why && *why ? why : "no answer");
+	}
+	strbuf_release(&out);
+	printf("backup: no control plane's etcd member answers; the snapshot is tried on %s\n",
+	       inventory_control_plane(inv)->name);
+	return inventory_control_plane(inv);
 }
 
 int cli_backup_pass(struct cli_session *s, const struct cli_plan_args *view)
@@ -508,7 +567,18 @@ int cli_backup_pass(struct cli_session *s, const struct cli_plan_args *view)
 	env[1] = NULL;
 	a.env = env;
 	a.phase_bits = PHASE_BIT(PHASE_BACKUP);
+	chosen_cp = NULL;
+	if (inventory_nr_control_planes(s->inv) > 1) {
+		ret = cli_session_secrets(s);
+		if (ret)
+			goto out;
+		fflush(stdout);
+		chosen_cp = healthy_member(s);
+		fflush(stdout);
+	}
 	ret = cli_session_pass(s, &a);
+out:
+	chosen_cp = NULL;
 	free(env_id);
 	env_id = NULL;
 	return ret;
@@ -540,7 +610,8 @@ const struct cmd cmd_backup = {
 		"(files 0600, folders 0700; never in the run record, which notes the\n"
 		"backup's id, SHA-256 and size), checked against the node's hash and\n"
 		"etcd's own, and removed from the node.  The last cluster.backups_keep\n"
-		"backups are kept (default 5).  A backup that fails leaves nothing behind.",
+		"backups are kept (default 5).  A backup that fails leaves nothing behind.\n"
+		"Several control planes: from the first whose etcd member answers.",
 	.options = backup_options,
 	.exec = backup_exec,
 	.min_pos = 0,
@@ -562,7 +633,15 @@ static int restore_after(const struct cli_plan_args *a, const struct cli_plan_do
 			      &err) < 0)
 		printf("restore: warning: the uploaded backup in %s on %s was not removed: %s\n",
 		       RESTORE_DIR, d->nodes[0]->name, err.msg);
-	if (d->ret == EXIT_OK)
+	if (d->ret == EXIT_OK && inventory_nr_control_planes(d->inv) > 1)
+		printf("restore: %s: the cluster's CAs and service-account keys and /var/lib/etcd "
+		       "(a new one-member etcd) are the backup's.  Next: provision up -i %s -- it "
+		       "prepares the control planes, runs kubeadm init on %s from them (its own "
+		       "certificates made anew), deletes the Nodes of the other control planes "
+		       "(their machines were reinstalled) and joins them again with "
+		       "--control-plane, one etcd member each.\n",
+		       d->nodes[0]->name, a->inventory, d->nodes[0]->name);
+	else if (d->ret == EXIT_OK)
 		printf("restore: %s: /etc/kubernetes/pki and /var/lib/etcd are the backup's.  "
 		       "Next: provision up -i %s -- on a reinstalled machine it prepares the "
 		       "node and runs kubeadm init on them (the certificates on disk are used, "
@@ -618,6 +697,56 @@ static int check_file(const char *dir, const char *name, const char *manifest, s
 		rc = 0;
 	free(path);
 	return rc;
+}
+
+/*
+ * Several control planes: the snapshot becomes a new one-member etcd on
+ * the first (kubeadm's way for stacked etcd); the others join it again
+ * with provision up, so none may still hold a member of the old cluster
+ * (its etcd would keep the old cluster's peers).  Each is asked, a step
+ * "etcd-restore › no etcd member" of its node; one that holds a member or
+ * cannot be asked refuses the restore before anything is uploaded.
+ */
+#define MEMBER_PROBE                                                                               \
+	"for f in /etc/kubernetes/manifests/etcd.yaml /var/lib/etcd/member; do "                   \
+	"[ ! -e $f ] || printf '%s ' $f; done"
+
+static int others_reinstalled(struct cli_session *s, const struct node *first)
+{
+	const struct inventory *inv = s->inv;
+	struct strbuf out = STRBUF_INIT;
+	struct error err = {0};
+	int ret = 0;
+	size_t i;
+
+	for (i = 0; i < inv->nr_nodes; i++) {
+		const struct node *n = &inv->nodes[i];
+
+		if (!(n->roles & NODE_ROLE_CONTROL_PLANE) || n == first)
+			continue;
+		strbuf_reset(&out);
+		if (cli_session_capture(s, n, "etcd-restore", "no etcd member", MEMBER_PROBE, 60000,
+					4096, &out, &err) < 0) {
+			fprintf(stderr,
+				"provision restore: %s: cannot see whether it still holds an etcd "
+				"member: %s; nothing was changed\n",
+				n->name, err.msg);
+			ret = EXIT_NODE_FAILED;
+		} else if (out.len) {
+			strbuf_rtrim(&out);
+			fprintf(stderr,
+				"provision restore: %s still holds an etcd member of the cluster "
+				"(%s): the backup is restored onto %s as a new one-member etcd "
+				"that the other control planes join again, so they must be "
+				"reinstalled machines; nothing was changed\n"
+				"  hint: reinstall %s, or 'kubeadm reset -f' there (it leaves the "
+				"cluster), then provision restore again\n",
+				n->name, out.buf, first->name, n->name);
+			ret = EXIT_NODE_FAILED;
+		}
+	}
+	strbuf_release(&out);
+	return ret;
 }
 
 static int restore_exec(int nr_pos, char **pos)
@@ -692,12 +821,17 @@ static int restore_exec(int nr_pos, char **pos)
 	printf("restore: backup %s checked here: snapshot %zu bytes (etcd's hash and the "
 	       "recorded SHA-256 match), PKI %zu bytes\n",
 	       id, snap.len, pki.len);
+	fflush(stdout); /* before any node's ssh is started: it must not inherit the line */
 	strbuf_addf(&q,
 		    "restore: on %s (%s), /etc/kubernetes/pki and /var/lib/etcd are replaced by "
 		    "backup %s (what is there is moved aside to NAME.before-restore-TIME); etcd "
-		    "then holds the cluster as it was at the backup: objects made since are gone.  "
-		    "Go on?",
-		    cp->name, cp->address, id);
+		    "then holds the cluster as it was at the backup: objects made since are "
+		    "gone%s.  Go on?",
+		    cp->name, cp->address, id,
+		    inventory_nr_control_planes(s.inv) > 1
+			? "; a new one-member etcd that the other control planes, reinstalled, "
+			  "join again with provision up"
+			: "");
 	if (!restore_args.yes && !isatty(STDIN_FILENO))
 		fprintf(stderr, "%.*s\n", (int)(q.len - strlen("  Go on?")), q.buf);
 	ret = cli_confirm("restore", restore_args.yes, q.buf);
@@ -706,6 +840,9 @@ static int restore_exec(int nr_pos, char **pos)
 
 	/* Upload; the role's steps do the rest, recorded like any run. */
 	ret = cli_session_secrets(&s);
+	if (ret)
+		goto out;
+	ret = others_reinstalled(&s, cp);
 	if (ret)
 		goto out;
 	if (node_run(&s, cp, "etcd-restore", "upload",
@@ -758,7 +895,10 @@ const struct cmd cmd_restore = {
 		"terminal), on the control plane: /etc/kubernetes/pki from the backup and\n"
 		"etcd's data restored into a fresh /var/lib/etcd (etcdutl, or etcdctl for\n"
 		"etcd 3.4, snapshot restore, member name and peer URL as kubeadm's);\n"
-		"what was there is moved aside, never deleted.",
+		"what was there is moved aside, never deleted.  Several control planes:\n"
+		"onto the first, as a new one-member etcd with the shared PKI (the CAs,\n"
+		"the service-account keys); the others must be reinstalled (refused\n"
+		"while one holds an etcd member); provision up then joins them again.",
 	.options = restore_options,
 	.exec = restore_exec,
 	.min_pos = 0,

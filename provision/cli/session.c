@@ -545,14 +545,17 @@ int cli_session_open(struct cli_session *s, const struct cli_plan_args *a)
 	 * first, join --control-plane of the others, roles
 	 * join-control-planes and kubeadm-join-control-plane); the commands
 	 * that change a running cluster's control planes (add-node,
-	 * remove-node, upgrade, renew-certs, backup, restore, reset) are not
-	 * wired for several yet (issue 36).  Nothing is touched.
+	 * remove-node, upgrade, renew-certs, reset) are not wired for several
+	 * yet (issue 36); backup and restore are (cmd_backup.c).  Nothing is
+	 * touched.
 	 */
 	if (a->mode == RUN_APPLY && inventory_nr_control_planes(s->inv) > 1 &&
-	    strcmp(a->cmd_name, "up")) {
+	    strcmp(a->cmd_name, "up") && strcmp(a->cmd_name, "backup") &&
+	    strcmp(a->cmd_name, "restore")) {
 		fprintf(stderr,
 			"provision %s: %zu control planes: provision cannot yet run %s "
-			"on several control planes (only up); nothing was changed\n"
+			"on several control planes (only up, backup and restore); "
+			"nothing was changed\n"
 			"  hint: provision up -i %s\n",
 			a->cmd_name, inventory_nr_control_planes(s->inv), a->cmd_name,
 			a->inventory);

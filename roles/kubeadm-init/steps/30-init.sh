@@ -50,7 +50,13 @@
 # workers' kubelets trust the API again and reconnect), etcd starts from
 # the restored data, and only that one preflight error,
 # DirAvailable--var-lib-etcd, is ignored -- never without the marker.  The
-# marker is renamed ID.initialised once kubeadm init succeeded.
+# marker is renamed ID.initialised once kubeadm init succeeded.  With
+# several control planes the restored etcd is a new one-member cluster on
+# this one and the others were reinstalled (provision restore checked that
+# none holds an etcd member): their Nodes, as the backup had them, are
+# deleted, so that roles/join-control-planes hands them a join again (a
+# control plane that is not a Node) and kubeadm join does not find a Node
+# of its name.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 CONFIG=/etc/kubernetes/provision-kubeadm.yaml
@@ -377,6 +383,21 @@ apply)
 	fi
 	delete_init_token
 	rm -f "$FAILED"
+	if [ -n "$marker" ] && others=$(other_control_planes); then
+		for c in $others; do
+			i=0
+			until out=$(kc delete node "$c" --ignore-not-found 2>&1); do
+				i=$((i + 1))
+				if [ "$i" -ge 30 ]; then
+					echo "cannot delete the restored Node $c: $out"
+					pv_hint "'kubectl --kubeconfig=$ADMIN delete node $c' on $PROVISION_NODE, then provision up: $c joins again"
+					exit 1
+				fi
+				sleep 2
+			done
+		done
+		echo "the restored Nodes of the other control planes deleted ($(echo "$others" | paste -sd ' ' -)): they join again"
+	fi
 	if [ -n "$marker" ]; then
 		mv "$marker" "${marker%.restored}.initialised"
 	fi
