@@ -145,9 +145,9 @@ int secrets_handed_ok(const char *value, size_t len, struct error *err)
 		distinct += !seen[c];
 		seen[c] = true;
 	}
-	if (!letter || !digit || distinct < 8)
+	if (!letter || (!digit && memchr(value, ' ', len)) || distinct < 8)
 		return error_set(err, -1,
-				 "does not look like a secret (letters and digits, at least 8 "
-				 "different characters): words are not registered");
+				 "does not look like a secret (letters, and digits or no space; at "
+				 "least 8 different characters): words are not registered");
 	return 0;
 }

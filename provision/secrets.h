@@ -32,9 +32,11 @@ void secrets_free(struct secrets *s);
  * registered is masked in every line, message and record of the run, so a
  * node must not make provision hide words ("failed").  A secret a step
  * makes (a token, a key, a command that carries one) is at least
- * SECRETS_HANDED_MIN_LEN bytes, has letters and digits, at least 8
- * different characters, and no control character (TAB included): a
- * phrase is not.  0, or -1 with why in err.  The admin's own secrets (the
+ * SECRETS_HANDED_MIN_LEN bytes, has letters and either digits or no
+ * space (a bootstrap token is [a-z0-9]{6}.[a-z0-9]{16}: about 1 in 1300
+ * has no digit), at least 8 different characters, and no control
+ * character (TAB included): a phrase is not.  0, or -1 with why in err.
+ * The admin's own secrets (the
  * sudo password, a file's client secret) are not held to it.
  */
 int secrets_handed_ok(const char *value, size_t len, struct error *err);
