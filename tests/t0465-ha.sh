@@ -138,7 +138,7 @@ test_case "check: three etcd members agreeing, every API server ready, the VIP h
 		{ run_tail check-ok.out; false; }
 	h=$(holders)
 	expect_eq 1 "$(printf "%s\n" "$h" | grep -c .)" "VIP holders"
-	grep "^etcd-\|^apiserver-ready\|^vip-holder" check-ok.out | sed "s/^/# /"
+	grep "^etcd-\|^apiserver-ready\|^vip-holder" check-ok.out | sed "s/^/# check: /" >>"$TEST_DIR/figures"
 	expect_grep "^etcd-cluster  *(cluster)  *pass  *3 members: node-1, node-2, node-3; leader node-[1-3]; all started and voting, the same list from each\$" check-ok.out
 	for n in node-1 node-2 node-3; do
 		expect_grep "^etcd-member  *$n  *pass  *started, voting; leader node-[1-3]\$" check-ok.out
@@ -186,7 +186,7 @@ test_case "provision check names the lost control plane" '
 	tail -n 8 check.out | sed "s/^/# /"
 	expect_eq 1 "$rc" "exit status of check"
 	expect_grep "$lost" check.out
-	grep "^etcd-\|^apiserver-ready\|^vip-holder" check.out | sed "s/^/# /"
+	grep "^etcd-\|^apiserver-ready\|^vip-holder" check.out | sed "s/^/# check after the loss: /" >>"$TEST_DIR/figures"
 	expect_grep "^etcd-member  *$lost  *fail  *no answer: $lost is unreachable" check.out
 	expect_grep "^apiserver-ready  *$lost  *fail  *no answer: $lost is unreachable" check.out
 	expect_grep "^etcd-cluster  *(cluster)  *fail  *3 members: node-1, node-2, node-3; leader node-[1-3]; lost: $lost (2 of 3 answer, a majority: writes work)" check.out
