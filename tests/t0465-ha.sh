@@ -191,6 +191,10 @@ test_case "provision check names the lost control plane" '
 	expect_grep "^apiserver-ready  *$lost  *fail  *no answer: $lost is unreachable" check.out
 	expect_grep "^etcd-cluster  *(cluster)  *fail  *3 members: node-1, node-2, node-3; leader node-[1-3]; lost: $lost (2 of 3 answer, a majority: writes work)" check.out
 	expect_grep "^vip-holder  *(cluster)  *pass  *held by $(holders)\$" check.out
+	expect_status 1 "$PROVISION" status -i "$HA" --no-tui >status.out 2>&1
+	grep "^VIP \|^$lost: etcd" status.out | sed "s/^/# status after the loss: /" >>"$TEST_DIR/figures"
+	expect_grep "^VIP $VIP held by $(holders)\$" status.out
+	expect_grep "^$lost: etcd-member failed: expected .*; observed no answer: $lost is unreachable" status.out
 '
 
 cat "$TEST_DIR/figures" 2>/dev/null || true
