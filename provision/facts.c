@@ -258,6 +258,12 @@ static void parse_line(struct facts *f, const char *key, const char *v, struct s
 		set(&f->vip_route, v);
 	else if (!strcmp(key, "vip_answer"))
 		set(&f->vip_answer, v);
+	else if (!strcmp(key, "etcd_members"))
+		set(&f->etcd_members, v);
+	else if (!strcmp(key, "etcd_status"))
+		set(&f->etcd_status, v);
+	else if (!strcmp(key, "apiserver_readyz"))
+		set(&f->apiserver_readyz, v);
 	else if (!strcmp(key, "reach") && f->nr_reach < 64)
 		push_str(&f->reach, &f->nr_reach, v);
 	else if (!strcmp(key, "port_busy")) {
@@ -269,7 +275,8 @@ static void parse_line(struct facts *f, const char *key, const char *v, struct s
 }
 
 /* Keys whose values move by themselves from one minute to the next: not in f->text. */
-static const char *const volatile_keys[] = {"mem_available_kib=", "disk_free_kib=", NULL};
+static const char *const volatile_keys[] = {"mem_available_kib=", "disk_free_kib=",
+					    "etcd_members=", "etcd_status=", "apiserver_readyz=", NULL};
 
 static bool volatile_line(const char *line, size_t len)
 {
@@ -417,6 +424,9 @@ void facts_release(struct facts *f)
 	free_strs(f->addresses, f->nr_addresses);
 	free(f->vip_route);
 	free(f->vip_answer);
+	free(f->etcd_members);
+	free(f->etcd_status);
+	free(f->apiserver_readyz);
 	free_strs(f->reach, f->nr_reach);
 	memset(f, 0, sizeof(*f));
 }

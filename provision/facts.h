@@ -125,6 +125,15 @@ struct facts {
 	 */
 	bool vip_held;
 	char *vip_route, *vip_answer;
+	/*
+	 * Only when asked (PROVISION_CHECK_CP: control planes, with an
+	 * api_endpoint, when the cluster is checked): the local etcd
+	 * member's JSON answers (cluster/member/list, maintenance/status)
+	 * and the local API server's /readyz ("CODE TEXT"); "none" when etcd
+	 * did not answer, NULL when not asked.  Node text: validate.c parses
+	 * it, bounded.
+	 */
+	char *etcd_members, *etcd_status, *apiserver_readyz;
 	char **reach;
 	size_t nr_reach;
 

@@ -269,6 +269,36 @@ if [ -n "${PROVISION_VIP:-}" ] && command -v ip >/dev/null 2>&1; then
 		fi
 	fi
 fi
+# PROVISION_CHECK_CP=1 (given to control planes by `check`, `status` and
+# the validation at the end of `up` when the inventory has an
+# api_endpoint): what this control plane's own etcd member and API server
+# say.  etcd_members and etcd_status: the JSON of etcd's gateway
+# (cluster/member/list, maintenance/status on 127.0.0.1:2379 with
+# kubeadm's health-check client certificate), on one line, at most 8 KiB,
+# or "none" (no answer); apiserver_readyz: "CODE BODY" of the local API
+# server's /readyz (anonymous, as keepalived's check), CODE 000 when it
+# did not answer.  provision parses them (validate.c), bounded.
+if [ "${PROVISION_CHECK_CP:-}" = 1 ]; then
+	if have curl; then
+		e=/etc/kubernetes/pki/etcd
+		for q in members:cluster/member/list status:maintenance/status; do
+			o=$(curl --silent --max-time 5 --cacert "$e/ca.crt" --cert "$e/healthcheck-client.crt" \
+				--key "$e/healthcheck-client.key" -X POST -d '{}' "https://127.0.0.1:2379/v3/${q#*:}" 2>/dev/null |
+				head -c 8192 | tr -d '\n\r') || o=
+			say "etcd_${q%%:*}" "${o:-none}"
+		done
+		o=$(curl --silent --insecure --max-time 5 -o - -w '\n%{http_code}' \
+			"https://127.0.0.1:${PROVISION_PORTS%% *}/readyz" 2>/dev/null | head -c 4096) || :
+		# the code, then its failed checks ([-] lines) or its first line
+		say apiserver_readyz "$(printf '%s\n' "$o" | awk '{ l[NR] = $0 }
+			END { for (i = 1; i < NR; i++) if (l[i] ~ /^\[-\]/) b = b (b == "" ? "" : " ") l[i]
+			      if (b == "" && NR > 1) b = l[1]; print l[NR] " " substr(b, 1, 200) }')"
+	else
+		say etcd_members no-curl
+		say etcd_status no-curl
+		say apiserver_readyz "000 curl is not installed"
+	fi
+fi
 # PROVISION_REACH="ADDR:PORT ..." (the other control planes' etcd and API
 # ports, given to control planes when there are several): a TCP
 # connection attempt to each, 2 s at most, all at once.  Before `up`

@@ -221,6 +221,10 @@ static int facts_fn(struct runner_job *job, void *data)
 				strbuf_addf(&reach, "%s%s:2379 %s:2380 %s:%d", reach.len ? " " : "",
 					    inv->nodes[i].address, inv->nodes[i].address,
 					    inv->nodes[i].address, inv->cluster.api_port);
+		/* the cluster is checked (check, status, up's validation): its members, API servers */
+		if (inv->cluster.api_endpoint.kind != API_ENDPOINT_NONE && o->validate &&
+		    (!o->phases || run->validating))
+			strbuf_addstr(&input, "PROVISION_CHECK_CP=1\n");
 		if (reach.len) {
 			strbuf_addstr(&input, "PROVISION_REACH=");
 			strbuf_add_sh_quoted(&input, reach.buf);

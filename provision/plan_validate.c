@@ -285,11 +285,22 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 
 	if (o->phases & PHASE_BIT(PHASE_PREP))
 		ran |= 1u;
+	/*
+	 * The control plane the cluster is asked through: the last selected
+	 * one (one control plane: that one); with several, the first that
+	 * answered, so that losing one does not lose the cluster's checks
+	 * (the hub's too: its NodePort answers on every node).
+	 */
 	for (i = 0; i < o->nr; i++) {
 		facts[i] = res->nodes[i].have_facts ? &res->nodes[i].facts : NULL;
 		if (o->nodes[i]->roles & NODE_ROLE_CONTROL_PLANE)
 			cp = i;
 	}
+	for (i = 0; o->inv->cluster.api_endpoint.kind != API_ENDPOINT_NONE && i < o->nr; i++)
+		if ((o->nodes[i]->roles & NODE_ROLE_CONTROL_PLANE) && facts[i]) {
+			cp = i;
+			break;
+		}
 	/* `check` on its own, or `up` having touched nothing: prep is expected done. */
 	validate_facts(&res->validation, o->nodes, facts, o->nr, o->phases ? ran : 1u);
 
@@ -305,6 +316,7 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 		validation_add(&res->validation, "cluster", CHECK_CLUSTER, CHECK_FAIL,
 			       "the control plane answers", "unreachable", fix);
 		free(fix);
+		validate_control_planes(&res->validation, o->inv, o->nodes, facts, o->nr);
 	} else {
 		run->queries = q;
 		run->map[0] = cp;
@@ -342,6 +354,7 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 					       q[2].status ? "kubectl failed" : err.msg,
 					       "run 'kubectl get pods -A' on the control plane");
 			readyz_check(run, &q[3]);
+			validate_control_planes(&res->validation, o->inv, o->nodes, facts, o->nr);
 			hub_check(run, o->nodes[cp]);
 			addon_checks(run, q, facts);
 			gpu_pod_check(run, ro, sessions, cp, &q[1]);

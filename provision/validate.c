@@ -690,3 +690,382 @@ void validate_hub_health(struct validation *v, const char *url, long status, con
 				  : "is the proxy's NodePort open? kubectl -n jhub get svc proxy-public; "
 				    "kubectl -n jhub get pods");
 }
+
+/* ---- several control planes (an api_endpoint) ---- */
+
+#define ETCD_MEMBERS_MAX 16
+
+struct etcd_member {
+	char id[24];   /* decimal, as etcd's gateway gives uint64 */
+	char name[64]; /* "" for a member added but not started yet */
+	bool learner, started;
+};
+
+struct etcd_view {
+	bool answered; /* the member list parsed */
+	char *why;     /* why not (answered false) */
+	struct etcd_member m[ETCD_MEMBERS_MAX];
+	size_t nr;
+	char self[24], leader[24]; /* the answering member's ID, its leader's ("" unknown) */
+	char *error;		   /* maintenance/status's first error, or NULL */
+};
+
+/* A uint64 as etcd's JSON gateway writes it: a string of digits (a number accepted too). */
+static void etcd_id(json_t *j, char *buf, size_t size)
+{
+	const char *s = json_string_value(j);
+
+	buf[0] = '\0';
+	if (s && *s && strlen(s) < size && strspn(s, "0123456789") == strlen(s))
+		snprintf(buf, size, "%s", s);
+	else if (json_is_integer(j) && json_integer_value(j) >= 0)
+		snprintf(buf, size, "%lld", (long long)json_integer_value(j));
+}
+
+/*
+ * One control plane's facts: etcd_members, etcd_status (facts.sh).  Bounded:
+ * at most ETCD_MEMBERS_MAX members, names cut to 63 bytes (cleaned by
+ * validation_add when shown).
+ */
+static void etcd_view_parse(struct etcd_view *ev, const struct facts *f)
+{
+	json_error_t jerr;
+	json_t *root, *members, *m, *st;
+	size_t k;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!f->etcd_members || !strcmp(f->etcd_members, "none")) {
+		ev->why = xstrdup("its etcd does not answer on 127.0.0.1:2379");
+		return;
+	}
+	if (!strcmp(f->etcd_members, "no-curl")) {
+		ev->why = xstrdup("curl is not installed there (provision asks etcd with it)");
+		return;
+	}
+	root = json_loads(f->etcd_members, 0, &jerr);
+	members = json_object_get(root, "members");
+	if (!json_is_object(root) || !json_is_array(members)) {
+		ev->why = xstrdup("its etcd's answer is not a member list");
+		json_decref(root);
+		return;
+	}
+	etcd_id(json_object_get(json_object_get(root, "header"), "member_id"), ev->self,
+		sizeof(ev->self));
+	json_array_foreach(members, k, m)
+	{
+		struct etcd_member *e;
+		const char *name = json_string_value(json_object_get(m, "name"));
+		if (ev->nr == ETCD_MEMBERS_MAX)
+			break;
+		e = &ev->m[ev->nr++];
+		etcd_id(json_object_get(m, "ID"), e->id, sizeof(e->id));
+		snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
+		e->learner = json_is_true(json_object_get(m, "isLearner"));
+		e->started = e->name[0] && json_array_size(json_object_get(m, "clientURLs")) > 0;
+	}
+	json_decref(root);
+	ev->answered = true;
+	st = f->etcd_status ? json_loads(f->etcd_status, 0, &jerr) : NULL;
+	if (json_is_object(st)) {
+		json_t *errs = json_object_get(st, "errors");
+		etcd_id(json_object_get(st, "leader"), ev->leader, sizeof(ev->leader));
+		if (!strcmp(ev->leader, "0"))
+			ev->leader[0] = '\0';
+		if (json_array_size(errs) && json_string_value(json_array_get(errs, 0)))
+			ev->error = xstrndup(json_string_value(json_array_get(errs, 0)), 200);
+	}
+	json_decref(st);
+}
+
+static void etcd_view_release(struct etcd_view *ev)
+{
+	free(ev->why);
+	free(ev->error);
+}
+
+static const struct etcd_member *etcd_find(const struct etcd_view *ev, const char *id,
+					   const char *name)
+{
+	size_t k;
+
+	for (k = 0; k < ev->nr; k++)
+		if ((id && *id && !strcmp(ev->m[k].id, id)) || (name && !strcmp(ev->m[k].name, name)))
+			return &ev->m[k];
+	return NULL;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+	const struct etcd_member *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : strcmp(x->id, y->id);
+}
+
+/* "a member (not started) (learner), node-1, node-2": the list, sorted, as said in a check. */
+static void etcd_list_text(struct strbuf *out, const struct etcd_view *ev)
+{
+	struct etcd_member m[ETCD_MEMBERS_MAX];
+	size_t k;
+
+	memcpy(m, ev->m, ev->nr * sizeof(*m));
+	qsort(m, ev->nr, sizeof(*m), member_cmp);
+	for (k = 0; k < ev->nr; k++)
+		strbuf_addf(out, "%s%s%s%s", k ? ", " : "", m[k].name[0] ? m[k].name : "a member",
+			    !m[k].started ? " (not started)" : "", m[k].learner ? " (learner)" : "");
+}
+
+static bool is_control_plane(const struct node *n)
+{
+	return n->roles & NODE_ROLE_CONTROL_PLANE;
+}
+
+static void etcd_checks(struct validation *v, const struct inventory *inv,
+			const struct node *const *nodes, const struct facts *const *facts,
+			size_t nr)
+{
+	struct etcd_view *ev = xcalloc(nr ? nr : 1, sizeof(*ev));
+	struct strbuf obs = STRBUF_INIT, first = STRBUF_INIT, t = STRBUF_INIT, lost = STRBUF_INIT;
+	struct strbuf expected = STRBUF_INIT;
+	const struct etcd_view *ref = NULL;
+	const char *leader = NULL;
+	size_t i, k, nr_cp = 0, answered = 0;
+	bool ok = true, agree = true, leaders_agree = true;
+
+	for (i = 0; i < inv->nr_nodes; i++)
+		if (is_control_plane(&inv->nodes[i]))
+			strbuf_addf(&expected, "%s%s", expected.len ? ", " : "", inv->nodes[i].name);
+	for (i = 0; i < nr; i++) {
+		const struct etcd_member *self;
+		char *fix = NULL;
+
+		if (!is_control_plane(nodes[i]))
+			continue;
+		nr_cp++;
+		strbuf_reset(&obs);
+		if (!facts[i]) {
+			ev[i].why = xasprintf("no answer: %s is unreachable", nodes[i]->name);
+			fix = xasprintf("bring %s back: the cluster runs on the other members while "
+					"they are a majority",
+					nodes[i]->name);
+		} else {
+			etcd_view_parse(&ev[i], facts[i]);
+			fix = xasprintf("'crictl ps -a --name etcd' and that container's log on %s",
+					nodes[i]->name);
+		}
+		if (!ev[i].answered) {
+			strbuf_addf(&lost, "%s%s", lost.len ? ", " : "", nodes[i]->name);
+			validation_add(v, "etcd-member", i, CHECK_FAIL,
+				       "its etcd member started and voting, a leader known", ev[i].why,
+				       fix);
+			free(fix);
+			continue;
+		}
+		answered++;
+		self = etcd_find(&ev[i], ev[i].self, nodes[i]->name);
+		if (!self)
+			strbuf_addf(&obs, "no member named %s in its list", nodes[i]->name);
+		else if (!self->started)
+			strbuf_addstr(&obs, "not started");
+		else if (self->learner)
+			strbuf_addstr(&obs, "a learner (not voting yet)");
+		else if (ev[i].error)
+			strbuf_addf(&obs, "its status says: %s", ev[i].error);
+		else if (!ev[i].leader[0])
+			strbuf_addstr(&obs, "no leader");
+		if (obs.len) {
+			validation_add(v, "etcd-member", i, CHECK_FAIL,
+				       "its etcd member started and voting, a leader known", obs.buf,
+				       fix);
+		} else {
+			const struct etcd_member *l = etcd_find(&ev[i], ev[i].leader, NULL);
+			strbuf_addf(&obs, "started, voting; leader %s", l && l->name[0] ? l->name : "?");
+			validation_add(v, "etcd-member", i, CHECK_PASS,
+				       "its etcd member started and voting, a leader known", obs.buf,
+				       NULL);
+		}
+		free(fix);
+		/* the same list from every member, and the same leader */
+		strbuf_reset(&t);
+		etcd_list_text(&t, &ev[i]);
+		if (!ref) {
+			ref = &ev[i];
+			strbuf_add(&first, t.buf, t.len);
+		} else if (strcmp(first.buf, t.buf)) {
+			agree = false;
+		}
+		if (ev[i].leader[0]) {
+			if (!leader)
+				leader = ev[i].leader;
+			else if (strcmp(leader, ev[i].leader))
+				leaders_agree = false;
+		}
+	}
+	if (!nr_cp) {
+		free(ev);
+		strbuf_release(&obs);
+		strbuf_release(&first);
+		strbuf_release(&t);
+		strbuf_release(&lost);
+		strbuf_release(&expected);
+		return;
+	}
+	strbuf_reset(&obs);
+	if (!ref) {
+		ok = false;
+		strbuf_addf(&obs, "no member answers (%s)", lost.buf);
+	} else if (!agree) {
+		ok = false;
+		strbuf_addstr(&obs, "the members disagree:");
+		for (i = 0; i < nr; i++) {
+			if (!ev[i].answered)
+				continue;
+			strbuf_addf(&obs, " %s lists ", nodes[i]->name);
+			etcd_list_text(&obs, &ev[i]);
+			strbuf_addch(&obs, ';');
+		}
+		strbuf_setlen(&obs, obs.len - 1);
+	} else {
+		const struct etcd_member *l = leader ? etcd_find(ref, leader, NULL) : NULL;
+		strbuf_addf(&obs, "%zu member%s: %s", ref->nr, ref->nr == 1 ? "" : "s", first.buf);
+		for (k = 0; k < ref->nr; k++)
+			if (!ref->m[k].started || ref->m[k].learner)
+				ok = false;
+		/* a member per control plane, no other */
+		for (i = 0; i < inv->nr_nodes; i++)
+			if (is_control_plane(&inv->nodes[i]) &&
+			    !etcd_find(ref, NULL, inv->nodes[i].name)) {
+				ok = false;
+				strbuf_addf(&obs, "; no member for %s", inv->nodes[i].name);
+			}
+		for (k = 0; k < ref->nr; k++) {
+			bool known = false;
+			for (i = 0; i < inv->nr_nodes; i++)
+				known = known || (is_control_plane(&inv->nodes[i]) &&
+						  !strcmp(inv->nodes[i].name, ref->m[k].name));
+			if (!known) {
+				ok = false;
+				strbuf_addf(&obs, "; %s is no control plane of the inventory",
+					    ref->m[k].name[0] ? ref->m[k].name : "a member not started");
+			}
+		}
+		if (!leaders_agree) {
+			ok = false;
+			strbuf_addstr(&obs, "; the members name different leaders");
+		} else if (!l) {
+			ok = false;
+			strbuf_addstr(&obs, "; no leader");
+		} else {
+			strbuf_addf(&obs, "; leader %s", l->name[0] ? l->name : "?");
+		}
+		if (lost.len) {
+			ok = false;
+			strbuf_addf(&obs, "; lost: %s (%zu of %zu answer%s)", lost.buf, answered,
+				    ref->nr, 2 * answered > ref->nr ? ", a majority: writes work"
+								    : ", no majority: no writes");
+		} else if (ok) {
+			strbuf_addstr(&obs, "; all started and voting, the same list from each");
+		}
+	}
+	strbuf_reset(&t);
+	strbuf_addf(&t, "a started, voting member per control plane (%s), the same list from each, "
+			"one leader",
+		    expected.buf);
+	validation_add(v, "etcd-cluster", CHECK_CLUSTER, ok ? CHECK_PASS : CHECK_FAIL, t.buf,
+		       obs.buf,
+		       ok ? NULL
+			  : "'etcdctl member list' on a control plane (kubeadm's etcd certificates "
+			    "in /etc/kubernetes/pki/etcd); a lost member's machine back, or "
+			    "'provision remove-node' of it");
+	for (i = 0; i < nr; i++)
+		etcd_view_release(&ev[i]);
+	free(ev);
+	strbuf_release(&obs);
+	strbuf_release(&first);
+	strbuf_release(&t);
+	strbuf_release(&lost);
+	strbuf_release(&expected);
+}
+
+/* facts' apiserver_readyz: "CODE TEXT" (facts.sh). */
+static void apiserver_check(struct validation *v, size_t i, const struct node *n,
+			    const struct facts *f, int api_port)
+{
+	char exp[96], obs[256], *fix;
+	const char *r = f ? f->apiserver_readyz : NULL;
+	size_t digits = r ? strspn(r, "0123456789") : 0;
+	bool ok = false;
+
+	snprintf(exp, sizeof(exp), "its API server's /readyz (port %d) answers ok", api_port);
+	if (!f)
+		snprintf(obs, sizeof(obs), "no answer: %s is unreachable", n->name);
+	else if (!r)
+		snprintf(obs, sizeof(obs), "not asked");
+	else if (digits != 3 || !strncmp(r, "000", 3) || (r[3] && r[3] != ' '))
+		snprintf(obs, sizeof(obs), "no answer on 127.0.0.1:%d", api_port);
+	else {
+		ok = !strncmp(r, "200 ok", 6);
+		snprintf(obs, sizeof(obs), ok ? "ok" : "HTTP %.3s: %s", r, r + 4);
+	}
+	fix = ok ? NULL
+		 : xasprintf("'crictl ps -a --name kube-apiserver' and that container's log on %s",
+			     n->name);
+	validation_add(v, "apiserver-ready", i, ok ? CHECK_PASS : CHECK_FAIL, exp, obs, fix);
+	free(fix);
+}
+
+void validate_control_planes(struct validation *v, const struct inventory *inv,
+			     const struct node *const *nodes, const struct facts *const *facts,
+			     size_t nr)
+{
+	struct strbuf holders = STRBUF_INIT, lost = STRBUF_INIT, exp = STRBUF_INIT;
+	size_t i, nr_held = 0, nr_cp = 0;
+
+	if (inv->cluster.api_endpoint.kind == API_ENDPOINT_NONE)
+		return;
+	etcd_checks(v, inv, nodes, facts, nr);
+	for (i = 0; i < nr; i++)
+		if (is_control_plane(nodes[i]))
+			apiserver_check(v, i, nodes[i], facts[i], inv->cluster.api_port);
+	if (inv->cluster.api_endpoint.kind != API_ENDPOINT_VIP)
+		return;
+	for (i = 0; i < nr; i++) {
+		if (!is_control_plane(nodes[i]))
+			continue;
+		nr_cp++;
+		if (!facts[i])
+			strbuf_addf(&lost, "%s%s", lost.len ? ", " : "", nodes[i]->name);
+		else if (facts[i]->vip_held && ++nr_held)
+			strbuf_addf(&holders, "%s%s", holders.len ? " and " : "", nodes[i]->name);
+	}
+	if (!nr_cp) {
+		strbuf_release(&holders);
+		strbuf_release(&lost);
+		return;
+	}
+	strbuf_addf(&exp, "the VIP %s held by exactly one control plane", inv->cluster.api_endpoint.host);
+	if (nr_held == 1) {
+		char *obs = xasprintf("held by %s", holders.buf);
+		validation_add(v, "vip-holder", CHECK_CLUSTER, CHECK_PASS, exp.buf, obs, NULL);
+		free(obs);
+	} else {
+		struct strbuf obs = STRBUF_INIT;
+		if (nr_held)
+			strbuf_addf(&obs, "held by %s", holders.buf);
+		else
+			strbuf_addstr(&obs, "held by no control plane");
+		if (lost.len)
+			strbuf_addf(&obs, " (%s unreachable)", lost.buf);
+		validation_add(
+		    v, "vip-holder", CHECK_CLUSTER, CHECK_FAIL, exp.buf, obs.buf,
+		    nr_held ? "two keepalived masters: they do not hear each other's VRRP adverts "
+			      "(unicast, IP protocol 112; a firewall between the control planes?); "
+			      "'journalctl -u keepalived' on each"
+			    : "'systemctl status keepalived haproxy' on the control planes; "
+			      "'provision up --phases prep' installs and starts them");
+		strbuf_release(&obs);
+	}
+	strbuf_release(&holders);
+	strbuf_release(&lost);
+	strbuf_release(&exp);
+}

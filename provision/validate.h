@@ -98,6 +98,22 @@ int validate_gpus(struct validation *v, const char *nodes_json, size_t nodes_len
 int validate_storage(struct validation *v, const char *sc_json, size_t sc_len,
 		     const char *pvc_json, size_t pvc_len, const char *trial, struct error *err);
 
+/*
+ * Several control planes behind one address (the inventory has an
+ * api_endpoint; nothing otherwise), from the control planes' fresh facts
+ * (facts[i] NULL: unreachable; etcd_members, etcd_status, apiserver_readyz
+ * and vip_held, facts.sh): per control plane etcd-member (its member
+ * started and voting, a leader known) and apiserver-ready (its own API
+ * server's /readyz); for the cluster etcd-cluster (a member per control
+ * plane of the inventory and no other, every answering member listing the
+ * same members and leader, a lost member named) and, with a vip,
+ * vip-holder (exactly one control plane holds it, named).  nodes are the
+ * selected nodes, inv says which control planes there are.
+ */
+void validate_control_planes(struct validation *v, const struct inventory *inv,
+			     const struct node *const *nodes, const struct facts *const *facts,
+			     size_t nr);
+
 /* The body of /readyz ("ok") and whether it could be fetched. */
 void validate_readyz(struct validation *v, bool fetched, const char *body);
 

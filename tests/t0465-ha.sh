@@ -31,7 +31,7 @@ test_need_cmd curl apt-ftparchive
 K8S=1.36.4
 CLUSTER_ETCD=real
 skip_all_cases() {
-	for c in up up-again kubeconfigs etcd secrets vip-lost check; do test_skip "$c" "$1"; done
+	for c in up up-again kubeconfigs etcd check-ok secrets vip-lost check; do test_skip "$c" "$1"; done
 	test_done
 	exit $?
 }
@@ -133,6 +133,20 @@ test_case "etcd: three started voting members, one per control plane" '
 	expect_no_grep ", true\$" members
 '
 
+test_case "check: three etcd members agreeing, every API server ready, the VIP holder named" '
+	expect_status 0 "$PROVISION" check -i "$HA" --state "$STATE" --roles "$ROLES" --no-tui >check-ok.out 2>&1 ||
+		{ run_tail check-ok.out; false; }
+	h=$(holders)
+	expect_eq 1 "$(printf "%s\n" "$h" | grep -c .)" "VIP holders"
+	grep "^etcd-\|^apiserver-ready\|^vip-holder" check-ok.out | sed "s/^/# check: /" >>"$TEST_DIR/figures"
+	expect_grep "^etcd-cluster  *(cluster)  *pass  *3 members: node-1, node-2, node-3; leader node-[1-3]; all started and voting, the same list from each\$" check-ok.out
+	for n in node-1 node-2 node-3; do
+		expect_grep "^etcd-member  *$n  *pass  *started, voting; leader node-[1-3]\$" check-ok.out
+		expect_grep "^apiserver-ready  *$n  *pass  *ok\$" check-ok.out
+	done
+	expect_grep "^vip-holder  *(cluster)  *pass  *held by $h\$" check-ok.out
+'
+
 test_case "no certificate key or token in any file the run wrote" '
 	secrets_collected secrets.list
 	files_written files.list
@@ -172,6 +186,15 @@ test_case "provision check names the lost control plane" '
 	tail -n 8 check.out | sed "s/^/# /"
 	expect_eq 1 "$rc" "exit status of check"
 	expect_grep "$lost" check.out
+	grep "^etcd-\|^apiserver-ready\|^vip-holder" check.out | sed "s/^/# check after the loss: /" >>"$TEST_DIR/figures"
+	expect_grep "^etcd-member  *$lost  *fail  *no answer: $lost is unreachable" check.out
+	expect_grep "^apiserver-ready  *$lost  *fail  *no answer: $lost is unreachable" check.out
+	expect_grep "^etcd-cluster  *(cluster)  *fail  *3 members: node-1, node-2, node-3; leader node-[1-3]; lost: $lost (2 of 3 answer, a majority: writes work)" check.out
+	expect_grep "^vip-holder  *(cluster)  *pass  *held by $(holders)\$" check.out
+	expect_status 1 "$PROVISION" status -i "$HA" --no-tui >status.out 2>&1
+	grep "^VIP \|^$lost: etcd" status.out | sed "s/^/# status after the loss: /" >>"$TEST_DIR/figures"
+	expect_grep "^VIP $VIP held by $(holders)\$" status.out
+	expect_grep "^$lost: etcd-member failed: expected .*; observed no answer: $lost is unreachable" status.out
 '
 
 cat "$TEST_DIR/figures" 2>/dev/null || true

@@ -63,12 +63,35 @@ static void add_status_checks(struct tui_checks *c, const struct inventory *inv,
 				  res->nodes[i].have_facts ? &res->nodes[i].facts : NULL);
 }
 
+/*
+ * With a VIP: "VIP 198.18.0.50 held by cp-1" (the round's facts: the control
+ * planes that answered; none or several said so too).  Empty otherwise.
+ */
+static void vip_line(struct strbuf *out, const struct inventory *inv,
+		     const struct node *const *nodes, size_t nr, const struct plan_result *res)
+{
+	size_t i, held = 0;
+
+	if (inv->cluster.api_endpoint.kind != API_ENDPOINT_VIP)
+		return;
+	strbuf_addf(out, "VIP %s held by ", inv->cluster.api_endpoint.host);
+	for (i = 0; i < nr; i++)
+		if ((nodes[i]->roles & NODE_ROLE_CONTROL_PLANE) && res->nodes[i].have_facts &&
+		    res->nodes[i].facts.vip_held)
+			strbuf_addf(out, "%s%s", held++ ? " and " : "", nodes[i]->name);
+	if (!held)
+		strbuf_addstr(out, "no control plane that answered");
+	strbuf_addch(out, '\n');
+}
+
 static void print_table(const struct tui_checks *c, const struct node *const *nodes, size_t nr,
-			int exit_status)
+			const char *vip, int exit_status)
 {
 	struct strbuf out = STRBUF_INIT;
 
 	tui_checks_table(&out, c, nodes, nr);
+	if (vip && *vip)
+		strbuf_addf(&out, "\n%s", vip);
 	strbuf_addstr(&out,
 		      "\nn/a: kubelet, gpu-alloc and last-run are not checked by this version; "
 		      "node-ready only once there is a cluster\n");
@@ -89,6 +112,7 @@ static int status_exec(int nr_pos, char **pos)
 	struct plan_opts po = {0};
 	struct tui_model model;
 	struct tui *tui = NULL;
+	struct strbuf vip = STRBUF_INIT;
 	char *password = NULL;
 	size_t nr = 0;
 	int ret;
@@ -147,6 +171,8 @@ static int status_exec(int nr_pos, char **pos)
 				break;
 			}
 			add_status_checks(tui_status_checks(tui), inv, nodes, nr, &res);
+			strbuf_reset(&vip);
+			vip_line(&vip, inv, nodes, nr, &res);
 			tui_status_done(tui);
 			rounds = true;
 			ret =
@@ -158,7 +184,7 @@ static int status_exec(int nr_pos, char **pos)
 		tui_stop(tui);
 		/* The last round stays on the terminal. */
 		if (rounds)
-			print_table(tui_status_checks(tui), nodes, nr, ret);
+			print_table(tui_status_checks(tui), nodes, nr, vip.buf, ret);
 		tui_free(tui);
 		goto out;
 	}
@@ -173,10 +199,12 @@ static int status_exec(int nr_pos, char **pos)
 	ret = res.interrupted			 ? EXIT_INTERRUPTED
 	      : tui_checks_failed(&model.checks) ? EXIT_NODE_FAILED
 						 : EXIT_OK;
-	print_table(&model.checks, nodes, nr, ret);
+	vip_line(&vip, inv, nodes, nr, &res);
+	print_table(&model.checks, nodes, nr, vip.buf, ret);
 	plan_result_release(&res);
 	tui_model_release(&model);
 out:
+	strbuf_release(&vip);
 	cli_free_secret(password);
 	secrets_free(secrets);
 	free(nodes);

@@ -170,6 +170,10 @@ static const char *const short_forms[][2] = {
     {"default-storageclass", "defclas"},
     {"nfs-claim-binds", "claim"},
     {"hub-health", "hub-ok"},
+    {"etcd-member", "etcd"},
+    {"etcd-cluster", "etcd-cl"},
+    {"apiserver-ready", "apisrv"},
+    {"vip-holder", "vip"},
     /* provision bench, check --bench */
     {"bench-cpu", "b-cpu"},
     {"bench-memory", "b-mem"},

@@ -482,11 +482,31 @@ static void preflight_done(struct tui_model *m)
 	}
 }
 
+/*
+ * With a VIP (cluster.api_endpoint.vip), the control plane that holds it
+ * says so in its roles ("cp,VIP"), from each fresh facts (a failover moves
+ * the mark); a node without facts (unreachable) does not say it.
+ */
+static void vip_mark(struct tui_model *m, struct tui_node *n, const struct facts *f)
+{
+	size_t len;
+
+	if (!m->inv || m->inv->cluster.api_endpoint.kind != API_ENDPOINT_VIP ||
+	    !(n->node->roles & NODE_ROLE_CONTROL_PLANE))
+		return;
+	node_roles_text(n->roles, sizeof(n->roles), n->node->roles);
+	len = strlen(n->roles);
+	if (f && f->vip_held)
+		snprintf(n->roles + len, sizeof(n->roles) - len, ",VIP");
+}
+
 /* The node's facts, as the plan parsed them (EVENT_FACTS): what the views show of them. */
 static void facts_in(struct tui_model *m, size_t i, const struct facts *f)
 {
 	struct tui_node *n = &m->nodes[i];
 
+	if (f)
+		vip_mark(m, n, f);
 	if (n->have_facts || !f)
 		return;
 	n->have_facts = true;
@@ -513,6 +533,7 @@ static void roles_in(struct tui_model *m, size_t i, const struct event *ev)
 /* No facts from the node: the facts step failed, or the node could not be reached. */
 static void facts_failed(struct tui_model *m, size_t i, const char *why)
 {
+	vip_mark(m, &m->nodes[i], NULL);
 	tui_checks_set(&m->checks, "reachable", i, TUI_CHECK_FAILED,
 		       "an SSH session as the inventory says, and facts gathered",
 		       why ? why : "no facts",

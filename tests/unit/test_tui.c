@@ -676,6 +676,56 @@ static void test_model_roles_from_plan(void **state)
 	assert_int_equal(cell(f, 0, "alpha"), TUI_CELL_NA);
 }
 
+/* issue 36: the control plane that holds the VIP says so in its roles, and the mark moves */
+static void test_model_vip_holder(void **state)
+{
+	static const char yaml[] = "cluster:\n  name: unit\n  kubernetes_version: \"1.30.4\"\n"
+				   "  api_endpoint:\n    vip: 198.18.0.50\n"
+				   "nodes:\n  - name: cp-[1-3]\n    address: 198.18.0.[11-13]\n"
+				   "    roles: [control-plane, worker]\n";
+	static const char held[] = "facts_version=1\nvip_held=1\n";
+	static const char not_held[] = "facts_version=1\nvip_route=link eth0\n";
+	struct inventory *inv = NULL;
+	struct diag_list dl;
+	const struct node *nodes[3];
+	struct tui_model m;
+	struct facts facts;
+	struct error err = {0};
+	size_t i;
+
+	(void)state;
+	diag_list_init(&dl);
+	assert_int_equal(inventory_load_buffer(&inv, "unit.yaml", yaml, strlen(yaml), &dl), 0);
+	diag_list_release(&dl);
+	for (i = 0; i < 3; i++)
+		nodes[i] = &inv->nodes[i];
+	tui_model_init(&m, inv, NULL, 0, false, true, nodes, 3, 1000);
+	for (i = 0; i < 3; i++) {
+		struct event ev = {.kind = EVENT_FACTS, .node = i, .phase = PHASE_FACTS};
+		const char *t = i == 1 ? held : not_held;
+		assert_int_equal(facts_parse(&facts, t, strlen(t), &err), 0);
+		ev.facts = &facts;
+		tui_model_event(&m, &ev);
+		facts_release(&facts);
+	}
+	assert_string_equal(m.nodes[0].roles, "cp,worker");
+	assert_string_equal(m.nodes[1].roles, "cp,worker,VIP");
+	assert_string_equal(m.nodes[2].roles, "cp,worker");
+	/* a failover: cp-3 holds it now, cp-2 answers without it */
+	for (i = 1; i < 3; i++) {
+		struct event ev = {.kind = EVENT_FACTS, .node = i, .phase = PHASE_FACTS};
+		const char *t = i == 2 ? held : not_held;
+		assert_int_equal(facts_parse(&facts, t, strlen(t), &err), 0);
+		ev.facts = &facts;
+		tui_model_event(&m, &ev);
+		facts_release(&facts);
+	}
+	assert_string_equal(m.nodes[1].roles, "cp,worker");
+	assert_string_equal(m.nodes[2].roles, "cp,worker,VIP");
+	tui_model_release(&m);
+	inventory_free(inv);
+}
+
 static void test_model_gpus_and_preflight_checks(void **state)
 {
 	struct fixture *f = *state;
@@ -1025,6 +1075,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_model_failure, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_gpus_and_preflight_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_roles_from_plan, setup, teardown),
+	    cmocka_unit_test(test_model_vip_holder),
 	    cmocka_unit_test_setup_teardown(test_model_validation_events, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_query_step, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_model_interrupted, setup, teardown),

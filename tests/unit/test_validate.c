@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
 #include "validate.h"
 
 static char *load(const char *name, size_t *len)
@@ -343,6 +344,223 @@ static void test_storage(void **state)
 	free(pj);
 }
 
+/* ---- several control planes (validate_control_planes) ---- */
+
+static const char ha_yaml[] = "cluster:\n"
+			      "  name: t\n"
+			      "  kubernetes_version: \"1.30.4\"\n"
+			      "  api_endpoint:\n"
+			      "    vip: 198.18.0.50\n"
+			      "jupyterhub:\n"
+			      "  enabled: false\n"
+			      "nodes:\n"
+			      "  - name: cp-[1-3]\n"
+			      "    address: 198.18.0.[11-13]\n"
+			      "    roles: [control-plane]\n"
+			      "  - name: w-1\n"
+			      "    address: 198.18.0.21\n"
+			      "    roles: [worker]\n";
+
+/* etcd's gateway: cluster/member/list as member ID asks it (IDs 1, 2, 3 for cp-1..3) */
+#define ETCD_MEMBER(id, name)                                                                      \
+	"{\"ID\":\"" id "\",\"name\":\"" name "\",\"peerURLs\":[\"https://198.18.0.1" id ":2380\"],"  \
+	"\"clientURLs\":[\"https://198.18.0.1" id ":2379\"]}"
+#define ETCD_LIST(self, members)                                                                   \
+	"etcd_members={\"header\":{\"cluster_id\":\"17237436991929493444\",\"member_id\":\"" self      \
+	"\",\"raft_term\":\"3\"},\"members\":[" members "]}\n"
+#define ETCD_STATUS(self, leader)                                                                  \
+	"etcd_status={\"header\":{\"member_id\":\"" self "\",\"revision\":\"912\"},\"version\":"       \
+	"\"3.5.16\",\"dbSize\":\"2138112\",\"leader\":\"" leader "\",\"raftIndex\":\"1201\","          \
+	"\"raftTerm\":\"3\"}\n"
+#define ALL3 ETCD_MEMBER("1", "cp-1") "," ETCD_MEMBER("2", "cp-2") "," ETCD_MEMBER("3", "cp-3")
+
+/* The checks of cp-1..3 and w-1 from facts texts (NULL: unreachable); the inventory's yaml. */
+static void ha_checks(struct validation *v, const char *yaml, const char *text[4])
+{
+	struct inventory *inv = NULL;
+	struct diag_list dl;
+	struct facts f[4];
+	const struct facts *fp[4];
+	const struct node *np[4];
+	struct error err = {0};
+	size_t i;
+
+	diag_list_init(&dl);
+	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml, strlen(yaml), &dl));
+	diag_list_release(&dl);
+	for (i = 0; i < 4; i++) {
+		np[i] = &inv->nodes[i];
+		fp[i] = NULL;
+		if (!text[i])
+			continue;
+		{
+			char *t = xasprintf("facts_version=1\n%s", text[i]);
+			if (facts_parse(&f[i], t, strlen(t), &err))
+				fail_msg("facts of node %zu: %s", i, err.msg);
+			free(t);
+		}
+		fp[i] = &f[i];
+	}
+	validate_control_planes(v, inv, np, fp, 4);
+	for (i = 0; i < 4; i++)
+		if (fp[i])
+			facts_release(&f[i]);
+	inventory_free(inv);
+}
+
+static void test_control_planes_healthy(void **state)
+{
+	const char *text[4] = {
+	    "vip_held=1\n" ETCD_LIST("1", ALL3) ETCD_STATUS("1", "2") "apiserver_readyz=200 ok\n",
+	    ETCD_LIST("2", ALL3) ETCD_STATUS("2", "2") "apiserver_readyz=200 ok\n",
+	    ETCD_LIST("3", ALL3) ETCD_STATUS("3", "2") "apiserver_readyz=200 ok\n", "os_id=debian\n"};
+	struct validation v = {0};
+	size_t i;
+
+	(void)state;
+	ha_checks(&v, ha_yaml, text);
+	assert_int_equal(v.nr, 8); /* 3 etcd-member, etcd-cluster, 3 apiserver-ready, vip-holder */
+	assert_int_equal(validation_failures(&v), 0);
+	for (i = 0; i < 3; i++) {
+		assert_string_equal(find(&v, "etcd-member", i)->observed, "started, voting; leader cp-2");
+		assert_string_equal(find(&v, "apiserver-ready", i)->observed, "ok");
+	}
+	assert_string_equal(find(&v, "etcd-cluster", CHECK_CLUSTER)->observed,
+			    "3 members: cp-1, cp-2, cp-3; leader cp-2; all started and voting, the "
+			    "same list from each");
+	assert_string_equal(find(&v, "vip-holder", CHECK_CLUSTER)->observed, "held by cp-1");
+	assert_string_equal(find(&v, "vip-holder", CHECK_CLUSTER)->expected,
+			    "the VIP 198.18.0.50 held by exactly one control plane");
+	validation_release(&v);
+
+	/* one control plane, no api_endpoint: not a check more (as before) */
+	{
+		static const char one[] = "cluster:\n  name: t\n  kubernetes_version: \"1.30.4\"\n"
+					  "jupyterhub:\n  enabled: false\nnodes:\n"
+					  "  - name: cp-1\n    address: 198.18.0.11\n"
+					  "    roles: [control-plane]\n"
+					  "  - name: w-[1-3]\n    address: 198.18.0.[21-23]\n"
+					  "    roles: [worker]\n";
+		ha_checks(&v, one, text);
+		assert_int_equal(v.nr, 0);
+		validation_release(&v);
+	}
+}
+
+static void test_control_planes_lost(void **state)
+{
+	/* cp-1 (the VIP's holder) is gone; cp-2 took the VIP; its etcd member is lost */
+	const char *text[4] = {NULL, "vip_held=1\n" ETCD_LIST("2", ALL3) ETCD_STATUS("2", "3")
+				   "apiserver_readyz=200 ok\n",
+			       ETCD_LIST("3", ALL3) ETCD_STATUS("3", "3") "apiserver_readyz=200 ok\n",
+			       "os_id=debian\n"};
+	/* cp-3's etcd does not answer and its API server fails /readyz */
+	const char *down[4] = {
+	    "vip_held=1\n" ETCD_LIST("1", ALL3) ETCD_STATUS("1", "1") "apiserver_readyz=200 ok\n",
+	    ETCD_LIST("2", ALL3) ETCD_STATUS("2", "1") "apiserver_readyz=200 ok\n",
+	    "etcd_members=none\netcd_status=none\n"
+	    "apiserver_readyz=500 [-]etcd failed: reason withheld [-]etcd-readiness failed: reason "
+	    "withheld\n",
+	    "os_id=debian\n"};
+	struct validation v = {0};
+
+	(void)state;
+	ha_checks(&v, ha_yaml, text);
+	assert_int_equal(find(&v, "etcd-member", 0)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "etcd-member", 0)->observed, "no answer: cp-1 is unreachable");
+	assert_int_equal(find(&v, "etcd-member", 1)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "apiserver-ready", 0)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "apiserver-ready", 0)->observed,
+			    "no answer: cp-1 is unreachable");
+	assert_int_equal(find(&v, "etcd-cluster", CHECK_CLUSTER)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "etcd-cluster", CHECK_CLUSTER)->observed,
+			    "3 members: cp-1, cp-2, cp-3; leader cp-3; lost: cp-1 (2 of 3 answer, "
+			    "a majority: writes work)");
+	assert_int_equal(find(&v, "vip-holder", CHECK_CLUSTER)->status, CHECK_PASS);
+	assert_string_equal(find(&v, "vip-holder", CHECK_CLUSTER)->observed, "held by cp-2");
+	assert_int_equal(validation_failures(&v), 3);
+	validation_release(&v);
+
+	ha_checks(&v, ha_yaml, down);
+	assert_string_equal(find(&v, "etcd-member", 2)->observed,
+			    "its etcd does not answer on 127.0.0.1:2379");
+	assert_string_equal(find(&v, "apiserver-ready", 2)->observed,
+			    "HTTP 500: [-]etcd failed: reason withheld [-]etcd-readiness failed: "
+			    "reason withheld");
+	assert_non_null(strstr(find(&v, "etcd-cluster", CHECK_CLUSTER)->observed,
+			       "; lost: cp-3 (2 of 3 answer, a majority: writes work)"));
+	assert_int_equal(validation_failures(&v), 3);
+	validation_release(&v);
+}
+
+static void test_control_planes_disagree(void **state)
+{
+	/* cp-3 was reset and started a cluster of its own; cp-2 is still a learner */
+	const char *text[4] = {
+	    "vip_held=1\n" ETCD_LIST("1", ETCD_MEMBER("1", "cp-1") "," ETCD_MEMBER("2", "cp-2")
+					      ",{\"ID\":\"3\",\"peerURLs\":[\"https://198.18.0.13:"
+					      "2380\"],\"isLearner\":true}")
+		ETCD_STATUS("1", "1") "apiserver_readyz=200 ok\n",
+	    ETCD_LIST("2", ETCD_MEMBER("1", "cp-1") "," ETCD_MEMBER("2", "cp-2")
+			   ",{\"ID\":\"3\",\"peerURLs\":[\"https://198.18.0.13:2380\"],"
+			   "\"isLearner\":true}") ETCD_STATUS("2", "1") "apiserver_readyz=200 ok\n",
+	    "vip_held=1\n" ETCD_LIST("9", "{\"ID\":\"9\",\"name\":\"cp-3\",\"clientURLs\":[\"x\"]}")
+		ETCD_STATUS("9", "9") "apiserver_readyz=200 ok\n",
+	    "os_id=debian\n"};
+	struct validation v = {0};
+
+	(void)state;
+	ha_checks(&v, ha_yaml, text);
+	assert_int_equal(find(&v, "etcd-member", 0)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "etcd-member", 2)->status, CHECK_PASS);
+	assert_int_equal(find(&v, "etcd-cluster", CHECK_CLUSTER)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "etcd-cluster", CHECK_CLUSTER)->observed,
+			    "the members disagree: cp-1 lists a member (not started) (learner), "
+			    "cp-1, cp-2; cp-2 lists a member (not started) (learner), cp-1, cp-2; "
+			    "cp-3 lists cp-3");
+	/* two holders: both named */
+	assert_int_equal(find(&v, "vip-holder", CHECK_CLUSTER)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "vip-holder", CHECK_CLUSTER)->observed,
+			    "held by cp-1 and cp-3");
+	assert_non_null(strstr(find(&v, "vip-holder", CHECK_CLUSTER)->fix, "VRRP"));
+	validation_release(&v);
+}
+
+static void test_control_planes_hostile(void **state)
+{
+	/* node text: not JSON, a name with escapes, 40 members, an answer that is not HTTP */
+	struct strbuf many = STRBUF_INIT;
+	const char *text[4] = {"etcd_members=not json\napiserver_readyz=200 ok\n",
+			       ETCD_LIST("2", "{\"ID\":\"2\",\"name\":\"cp-2\\u001b[2J\","
+					      "\"clientURLs\":[\"x\"]}") "apiserver_readyz=x\n",
+			       NULL, "os_id=debian\n"};
+	struct validation v = {0};
+	size_t i;
+
+	(void)state;
+	strbuf_addstr(&many, "etcd_members={\"header\":{\"member_id\":\"1\"},\"members\":[");
+	for (i = 0; i < 40; i++)
+		strbuf_addf(&many, "%s{\"ID\":\"%zu\",\"name\":\"m%zu\",\"clientURLs\":[\"x\"]}",
+			    i ? "," : "", i + 1, i);
+	strbuf_addstr(&many, "]}\n");
+	text[2] = many.buf;
+	ha_checks(&v, ha_yaml, text);
+	assert_string_equal(find(&v, "etcd-member", 0)->observed,
+			    "its etcd's answer is not a member list");
+	assert_string_equal(find(&v, "etcd-member", 1)->observed, "no leader"); /* no status */
+	assert_string_equal(find(&v, "apiserver-ready", 1)->observed,
+			    "no answer on 127.0.0.1:6443");
+	assert_int_equal(find(&v, "etcd-member", 2)->status, CHECK_FAIL);
+	assert_non_null(strstr(find(&v, "etcd-cluster", CHECK_CLUSTER)->observed,
+			       "the members disagree: cp-2 lists cp-2; cp-3 lists m0, m1, m10, "));
+	assert_null(strstr(find(&v, "etcd-cluster", CHECK_CLUSTER)->observed, "m16"));
+	assert_int_equal(find(&v, "vip-holder", CHECK_CLUSTER)->status, CHECK_FAIL);
+	assert_string_equal(find(&v, "vip-holder", CHECK_CLUSTER)->observed,
+			    "held by no control plane");
+	validation_release(&v);
+	strbuf_release(&many);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +569,10 @@ int main(void)
 		cmocka_unit_test(test_pods_terminating), cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_readyz),	   cmocka_unit_test(test_facts_checks),
 	    cmocka_unit_test(test_gpus),	   cmocka_unit_test(test_storage),
+	    cmocka_unit_test(test_control_planes_healthy),
+	    cmocka_unit_test(test_control_planes_lost),
+	    cmocka_unit_test(test_control_planes_disagree),
+	    cmocka_unit_test(test_control_planes_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
