@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
-# run.sh: about 310 s (240 s as 3+1 beside t0400 on the 2-core machine; 3+2 with the power-on cases: 236 s beside another cluster test, of it 72 s the last three cases)
+# run.sh: about 325 s (240 s as 3+1 beside t0400 on the 2-core machine; 3+2 with the power-on cases: 236 s beside another cluster test, of it 72 s the last three cases; the check cases ~16 s more)
 # t0465-ha: `provision up` of three control planes behind a virtual IP and
 # two workers (issue 36's 3+2), on the cluster testbed with etcd real
 # (CLUSTER_ETCD=real: Debian's etcd runs each control plane's etcd member,
