@@ -5,7 +5,8 @@
 # and strict host key checking, what the other integration tests rely on:
 # each node is its own host (name, machine-id, files, host key), the admin
 # user's sudo with and without a password, systemd on the nspawn node, that
-# nodes cannot reach the host's swap or kernel settings, the fault knobs,
+# nodes cannot reach the host's swap or kernel settings, the fault knobs
+# (kill-node, and start-node booting a killed node again as the same machine),
 # and that `down` leaves nothing behind.
 # Test bodies are single-quoted: lib.sh evaluates them.
 # shellcheck disable=SC2016
@@ -229,8 +230,27 @@ test_case "kill-node: the node dies, a running session drops, the others live on
 '
 
 test_case "kill-node on the nspawn node" '
-	"$TESTBED" kill-node "$TB" node-1
+	# what start-node must bring back: a file, an enabled service
+	printf "[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=multi-user.target\n" |
+		"$TESTBED" exec "$TB" node-1 sh -c "cat >/etc/systemd/system/tb-kept.service"
+	"$TESTBED" exec "$TB" node-1 sh -c "echo kept >/var/tmp/kept && systemctl enable --now --quiet tb-kept.service"
+	"$TESTBED" exec "$TB" node-1 systemctl is-active --quiet tb-kept.service
+	"$TESTBED" kill-node "$TB" node-1 --silent
 	expect_status 255 on root node-1 true 2>/dev/null
+'
+
+test_case "start-node: a killed node boots again as the same machine (host key, name, address, files, enabled services)" '
+	"$TESTBED" start-node "$TB" node-1
+	"$TESTBED" start-node "$TB" node-3
+	expect_eq "node-1 kept" "$(on root node-1 "hostname; cat /var/tmp/kept" | paste -sd " ")" "node-1 after start-node"
+	expect_eq node-3 "$(on root node-3 hostname)" "node-3 after start-node"
+	i=0
+	until on root node-1 "systemctl is-active tb-kept.service" >active 2>&1 || [ $i -ge 100 ]; do sleep 0.2; i=$((i + 1)); done
+	expect_grep "^active\$" active
+	on root node-1 "ip -4 -o addr show dev eth0" >addr1
+	expect_grep " $(addr node-1)/" addr1
+	expect_status 1 "$TESTBED" start-node "$TB" node-1 2>err
+	expect_grep "node-1 is running" err
 '
 
 test_case "down leaves no process, netns, veth, mount or address behind" '

@@ -8,6 +8,7 @@
 #   testbed.sh ssh DIR NODE [CMD...]        plain ssh to NODE as root
 #   testbed.sh stop-sshd|start-sshd|rekey|hang|resume DIR NODE
 #   testbed.sh kill-node DIR NODE [--silent]
+#   testbed.sh start-node DIR NODE          a killed node powered on again
 #
 # Each node has its own network namespace with one address on a private
 # bridge (198.18.0.0/15 only, never routed anywhere), its own OpenSSH sshd
@@ -1235,6 +1236,27 @@ cmd_knob() { # KNOB DIR NODE [ARGS]
 			sleep 0.05
 		done
 		;;
+	start-node)
+		# A killed node powered on again: the same machine (its overlay's
+		# upper directory, so every file it wrote; its address, hostname,
+		# machine-id and host key), booted afresh.  On an nspawn node
+		# systemd starts what is enabled (containerd, kubelet, ...); /run
+		# is new, as after a power cut.  Plugged in again first: the link
+		# up and the default route back (a link going down drops its
+		# routes).
+		[ -z "$(node_init_pid)" ] || die "$name is running"
+		[ "$NODE_KIND" != nspawn ] || [ -z "$(node_nspawn_pid)" ] || die "$name is running"
+		[ -e "/run/netns/$NODE_NETNS" ] || die "$name: no network namespace $NODE_NETNS"
+		ip -n "$NODE_NETNS" link set dev eth0 up
+		ip -n "$NODE_NETNS" route replace default via "$TESTBED_HOST_ADDR"
+		mv -f "$ND/console.log" "$ND/console.log.1" 2>/dev/null || true
+		start_node "$name"
+		if [ "$NODE_KIND" = nspawn ]; then
+			find_nspawn_init "$name" $(($(now_ms) + SSH_READY_TIMEOUT * 1000)) ||
+				die "$name: systemd-nspawn did not start (see $ND/console.log)"
+		fi
+		wait_ssh "$SSH_READY_TIMEOUT" "$name"
+		;;
 	esac
 }
 
@@ -1246,13 +1268,13 @@ up) shift; cmd_up "$@" ;;
 down) shift; cmd_down "$@" ;;
 exec) shift; cmd_exec "$@" ;;
 ssh) shift; cmd_ssh "$@" ;;
-stop-sshd | start-sshd | rekey | hang | resume | kill-node) cmd_knob "$@" ;;
+stop-sshd | start-sshd | rekey | hang | resume | kill-node | start-node) cmd_knob "$@" ;;
 __layer) shift; internal_layer "$@" ;;
 __probe) shift; internal_probe "$@" ;;
 __boot-chroot) shift; internal_boot_chroot "$@" ;;
 __boot-nspawn) shift; internal_boot_nspawn "$@" ;;
 *)
-	sed -n '2,/^set -euo/p' "$SELF" | sed -n 's/^# \{0,1\}//p' | sed -n '1,9p' >&2
+	sed -n '2,/^set -euo/p' "$SELF" | sed -n 's/^# \{0,1\}//p' | sed -n '1,10p' >&2
 	exit 2
 	;;
 esac
