@@ -253,6 +253,10 @@ const struct cmd cmd_remove_node = {
 		"'provision reset' does, and verify it.  A node whose drain failed is\n"
 		"neither deleted nor reset.  --force is for a dead node: no drain, the Node\n"
 		"and its pods are deleted, and the node is not contacted (the report says so).\n"
+		"With several control planes a control plane other than the first can be\n"
+		"removed: refused first (exit 2, nothing changed) when etcd would keep fewer\n"
+		"than 2 members or not a majority of healthy ones; its etcd member is removed\n"
+		"(and shown gone) before the node is reset.\n"
 		"With a hub in the inventory, a second run on the control plane regenerates\n"
 		"its profiles from the nodes left, on the same SSH session (-K asks once).\n"
 		"The runs are recorded.  Asks first on a terminal; otherwise --yes is required.",

@@ -268,7 +268,9 @@ const struct cmd cmd_reset = {
 		   "installed purged.  Nodes where only part of up ran are fine.  Then each node\n"
 		   "is verified (ports 6443/10250 free, no Kubernetes process, folders and\n"
 		   "interfaces gone) and reached with a new SSH session; the report says per\n"
-		   "node what was removed and what was verified.  Asks first on a terminal;\n"
+		   "node what was removed and what was verified.  Several control planes: -l\n"
+		   "takes all of them or none; workers first, then each other control plane\n"
+		   "alone (its etcd member leaves), the first last.  Asks first on a terminal;\n"
 		   "otherwise --yes is required.",
     .options = reset_options,
     .exec = reset_exec,
