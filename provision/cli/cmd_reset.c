@@ -171,12 +171,13 @@ static int reset_staged(const struct cli_plan_args *a)
 		if (sel[k]->roles & NODE_ROLE_CONTROL_PLANE)
 			ncp++;
 	if (ncp && ncp < inventory_nr_control_planes(s.inv)) {
-		fprintf(stderr,
-			"provision %s: -l %s takes %zu of the %zu control planes: reset takes every "
-			"control plane (the whole cluster) or none; nothing was changed\n"
-			"  hint: provision remove-node -i %s NAME takes one control plane out "
-			"(its etcd member removed first, the majority checked)\n",
-			a->cmd_name, a->limit, ncp, inventory_nr_control_planes(s.inv), a->inventory);
+		fprintf(
+		    stderr,
+		    "provision %s: -l %s takes %zu of the %zu control planes: reset takes every "
+		    "control plane (the whole cluster) or none; nothing was changed\n"
+		    "  hint: provision remove-node -i %s NAME takes one control plane out "
+		    "(its etcd member removed first, the majority checked)\n",
+		    a->cmd_name, a->limit, ncp, inventory_nr_control_planes(s.inv), a->inventory);
 		r = EXIT_USAGE;
 		goto out;
 	}
@@ -210,7 +211,8 @@ static int reset_staged(const struct cli_plan_args *a)
 					if (!(sel[k]->roles & NODE_ROLE_CONTROL_PLANE))
 						stage[stage_nr++] = sel[k];
 				if (stage_nr && ncp)
-					printf("\n%s: the workers and storage nodes first\n", a->cmd_name);
+					printf("\n%s: the workers and storage nodes first\n",
+					       a->cmd_name);
 			}
 			fflush(stdout);
 			r = cli_session_pass(&s, &b);
@@ -220,9 +222,10 @@ static int reset_staged(const struct cli_plan_args *a)
 			}
 			if (r != EXIT_OK) {
 				if (ncp && cp != first)
-					printf("\n%s: stopped: the control planes not reset yet are "
-					       "left as they are (etcd keeps their members)\n",
-					       a->cmd_name);
+					printf(
+					    "\n%s: stopped: the control planes not reset yet are "
+					    "left as they are (etcd keeps their members)\n",
+					    a->cmd_name);
 				break;
 			}
 		}
