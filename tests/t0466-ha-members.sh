@@ -180,7 +180,8 @@ test_case "reset of the cluster: one control plane at a time, the first last, ea
 	expect_grep "etcd: member node-2 ([0-9a-f]*) removed; members left: node-1\$" reset-node-2.log
 	expect_grep "etcd: node-1 was its last member" reset-node-1.log
 	for n in node-1 node-2 node-3; do
-		expect_grep "^$n  *verified: clean (ports, processes, folders, interfaces, chains, kubelet); reachable over SSH" reset.out
+		grep -A1 "^$n  *removed: " reset.out >"report-$n"
+		expect_grep "verified: clean (ports, processes, folders, interfaces, chains, kubelet); reachable over SSH" "report-$n"
 		x "$n" sha256sum /srv/lab/results.bin /etc/lab-note >lab.after
 		expect_eq "$(cat "$TEST_DIR/$n.lab")" "$(cat lab.after)" "$n: the lab files"
 		x "$n" test ! -e /etc/keepalived/keepalived.conf
