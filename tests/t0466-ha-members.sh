@@ -167,6 +167,7 @@ test_case "reset of the cluster: one control plane at a time, the first last, ea
 	t0=$(date +%s)
 	expect_status 0 "$PROVISION" reset $P -v --yes >reset.out 2>&1 || { run_tail reset.out; false; }
 	echo "# reset of the 3 control planes: $(($(date +%s) - t0)) s" >>"$TEST_DIR/figures"
+	grep "^reset: control plane\|^reset .*: 1 node, " reset.out | sed "s/^/# /" >>"$TEST_DIR/figures"
 	for n in node-3 node-2 node-1; do
 		"$PROVISION" logs -i "$HA" --state "$STATE" "$n" >"reset-$n.log" 2>&1
 		grep "etcd: " "reset-$n.log" | sed "s/^.*etcd: /# $n: etcd: /" >>"$TEST_DIR/figures"

@@ -48,7 +48,7 @@ verdict() {
 			down="${down:+$down, }$name"
 		fi
 	done <<MEMBERS
-$members
+$(printf '%s\n' "$members" | sort -k 2)
 MEMBERS
 	if [ "$left" -lt 2 ]; then
 		echo "etcd has $total member(s) ($names): removing $removing would leave $left of $total, a single member that survives no loss (and removing a member of 2 needs both)"

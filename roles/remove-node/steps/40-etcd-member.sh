@@ -28,7 +28,7 @@ load() {
 	fi
 	# "ID NAME" of the removed nodes' members
 	s=$(printf '%s\n' "$m" | awk -v r=" $removing " 'index(r, " " $2 " ") { print $1, $2 }')
-	names=$(printf '%s\n' "$m" | awk '{ print $2 }' | paste -sd ' ' -)
+	names=$(printf '%s\n' "$m" | awk '{ print $2 }' | sort | paste -sd ' ' -)
 }
 
 case ${1:-} in

@@ -59,7 +59,7 @@ etcd_after() {
 				echo "etcd: member $PROVISION_NODE ($MINE) is still listed by $url"
 				exit 1
 			fi
-			echo "etcd: member $PROVISION_NODE ($MINE) removed; members left: $(printf '%s\n' "$m" | awk '{ print $2 }' | paste -sd ' ' -)"
+			echo "etcd: member $PROVISION_NODE ($MINE) removed; members left: $(printf '%s\n' "$m" | awk '{ print $2 }' | sort | paste -sd ' ' -)"
 			return 0
 		fi
 	done
