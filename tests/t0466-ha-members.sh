@@ -13,9 +13,11 @@
 # the first control plane and a part of the control planes for reset are
 # refused (exit 2); `add-node node-3` joins it again as a control plane
 # (2 -> 3 started voting members; keepalived and HAProxy on every control
-# plane name it); `reset` takes the cluster down one control plane at a
-# time, the first last, each node verified clean, the lab's own files
-# untouched.
+# plane name it); node-3's machine killed, `remove-node --force node-3`
+# removes its member from node-1 (3 -> 2); `reset` takes the cluster down
+# one control plane at a time, the first last (the dead node-3 fails, the
+# rest goes on: exit 1), node-1 and node-2 verified clean, the lab's own
+# files untouched.
 #
 # Test bodies are single-quoted on purpose: test_case evaluates them later.
 # shellcheck disable=SC2016
@@ -26,7 +28,7 @@ test_need_cmd curl apt-ftparchive
 K8S=1.36.4
 CLUSTER_ETCD=real
 skip_all_cases() {
-	for c in up refusals remove refused-quorum add reset; do test_skip "$c" "$1"; done
+	for c in up refusals remove refused-quorum add force reset; do test_skip "$c" "$1"; done
 	test_done
 	exit $?
 }
@@ -134,6 +136,8 @@ node-2 started false" "$(cat m.rm)" "members"
 	expect_grep "\"name\": *\"node-2\"" nodes.json
 	expect_no_grep "\"name\": *\"node-3\"" nodes.json
 	x node-3 test ! -e /var/lib/etcd/member
+	x node-3 sha256sum /srv/lab/results.bin /etc/lab-note >lab3.after
+	expect_eq "$(cat "$TEST_DIR/node-3.lab")" "$(cat lab3.after)" "node-3: the lab files"
 '
 
 test_case "remove-node node-2 then: refused (it would leave 1 of 2), exit 2, nothing touched" '
@@ -163,12 +167,24 @@ test_case "add-node node-3: a control plane again (2 -> 3 started voting members
 	expect_grep "\"name\": *\"node-3\"" nodes3.json
 '
 
-test_case "reset of the cluster: one control plane at a time, the first last, each member leaving, every node clean, the lab files untouched" '
+test_case "node-3 dead (its machine killed): remove-node --force removes its etcd member from node-1 (3 -> 2), the API through the VIP answers" '
+	"$TESTBED" kill-node "$TB" node-3 --silent
+	expect_status 0 "$PROVISION" remove-node $P --yes --force node-3 >force.out 2>&1 || { run_tail force.out; false; }
+	expect_grep "node-side reset skipped (--force)" force.out
+	members node-1 >m.force
+	sed "s/^/# etcd members after node-3 died and remove-node --force: /" m.force >>"$TEST_DIR/figures"
+	expect_eq "$(cat m.rm)" "$(cat m.force)" "members"
+	api /api/v1/nodes >nodes4.json
+	expect_no_grep "\"name\": *\"node-3\"" nodes4.json
+'
+
+test_case "reset of the cluster: one control plane at a time, the first last, each member leaving; node-3 (dead) fails and the rest goes on; node-1 and node-2 clean, the lab files untouched" '
 	t0=$(date +%s)
-	expect_status 0 "$PROVISION" reset $P -v --yes >reset.out 2>&1 || { run_tail reset.out; false; }
+	expect_status 1 "$PROVISION" reset $P -v --yes >reset.out 2>&1 || { run_tail reset.out; false; }
+	expect_grep "^reset: node-3 failed (see above); the reset goes on with the rest of the cluster" reset.out
 	echo "# reset of the 3 control planes: $(($(date +%s) - t0)) s" >>"$TEST_DIR/figures"
 	grep "^reset: control plane\|^reset .*: 1 node, " reset.out | sed "s/^/# /" >>"$TEST_DIR/figures"
-	for n in node-3 node-2 node-1; do
+	for n in node-2 node-1; do
 		"$PROVISION" logs -i "$HA" --state "$STATE" "$n" >"reset-$n.log" 2>&1
 		grep "etcd: " "reset-$n.log" | sed "s/^.*etcd: /# $n: etcd: /" >>"$TEST_DIR/figures"
 	done
@@ -177,10 +193,11 @@ test_case "reset of the cluster: one control plane at a time, the first last, ea
 	c=$(grep -n "^reset: control plane node-1, the first, last" reset.out | cut -d: -f1)
 	[ -n "$a" ] && [ -n "$b" ] && [ -n "$c" ] && [ "$a" -lt "$b" ] && [ "$b" -lt "$c" ] ||
 		{ echo "# order: node-3 ${a:-none}, node-2 ${b:-none}, node-1 ${c:-none}"; false; }
-	expect_grep "etcd: member node-3 ([0-9a-f]*) removed; members left: node-1 node-2" reset-node-3.log
 	expect_grep "etcd: member node-2 ([0-9a-f]*) removed; members left: node-1\$" reset-node-2.log
 	expect_grep "etcd: node-1 was its last member" reset-node-1.log
-	for n in node-1 node-2 node-3; do
+	grep -A1 "^node-3  *removed: " reset.out >report-node-3
+	expect_grep "NOT reachable over SSH" report-node-3
+	for n in node-1 node-2; do
 		grep -A1 "^$n  *removed: " reset.out >"report-$n"
 		expect_grep "verified: clean (ports, processes, folders, interfaces, chains, kubelet); reachable over SSH" "report-$n"
 		x "$n" sha256sum /srv/lab/results.bin /etc/lab-note >lab.after

@@ -146,8 +146,10 @@ static int select_stage(const struct cli_plan_args *a, const struct inventory *i
  * in the inventory first (its kubeadm reset removes its etcd member while
  * the members left keep a majority), the first control plane last (the
  * last member: its data goes with it).  -l takes every control plane or
- * none: a part of them is remove-node's (quorum checked).  A failed stage
- * stops the reset.
+ * none: a part of them is remove-node's (quorum checked).  A stage whose
+ * node failed (unreachable, say: a dead control plane remove-node --force
+ * took out) does not stop the others: the whole cluster is going, and the
+ * members left keep a majority as each leaves; the exit status says it.
  */
 static int reset_staged(const struct cli_plan_args *a)
 {
@@ -156,6 +158,7 @@ static int reset_staged(const struct cli_plan_args *a)
 	struct strbuf q = STRBUF_INIT;
 	size_t nsel = 0, ncp = 0, k;
 	int r = cli_session_open(&s, a), i;
+	bool failed = false;
 
 	if (r)
 		goto out;
@@ -216,19 +219,22 @@ static int reset_staged(const struct cli_plan_args *a)
 			}
 			fflush(stdout);
 			r = cli_session_pass(&s, &b);
-			if (r == -1) {
+			if (r == -1)
 				r = EXIT_OK;
+			if (r == EXIT_NODE_FAILED) {
+				/* the rest of the cluster goes on: its members keep a majority */
+				failed = true;
+				if (cp != first)
+					printf("\n%s: %s failed (see above); the reset goes on with "
+					       "the rest of the cluster: run it again for %s\n",
+					       a->cmd_name, cp ? cp->name : "a node", cp ? "it" : "them");
 				continue;
 			}
-			if (r != EXIT_OK) {
-				if (ncp && cp != first)
-					printf(
-					    "\n%s: stopped: the control planes not reset yet are "
-					    "left as they are (etcd keeps their members)\n",
-					    a->cmd_name);
-				break;
-			}
+			if (r != EXIT_OK)
+				break; /* interrupted, or a failure on this machine */
 		}
+		if (r == EXIT_OK && failed)
+			r = EXIT_NODE_FAILED;
 	}
 out:
 	strbuf_release(&q);
