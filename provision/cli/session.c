@@ -575,8 +575,8 @@ int cli_session_open(struct cli_session *s, const struct cli_plan_args *a)
 	    strcmp(a->cmd_name, "remove-node") && strcmp(a->cmd_name, "reset")) {
 		fprintf(stderr,
 			"provision %s: %zu control planes: provision cannot yet run %s "
-			"on several control planes (only up, backup and restore); "
-			"nothing was changed\n"
+			"on several control planes (only up, add-node, remove-node, reset, "
+			"backup and restore); nothing was changed\n"
 			"  hint: provision up -i %s\n",
 			a->cmd_name, inventory_nr_control_planes(s->inv), a->cmd_name,
 			a->inventory);
