@@ -772,6 +772,32 @@ pv_drain_blockers() {
 	echo "pods that would not leave $_db_node: $("$@" | paste -sd ',' - | sed 's/,/, /g') (drain: still there when its ${_db_secs}s ran out)"
 }
 
+# pv_etcdctl [ENDPOINT] ARGS...: etcdctl (v3 API) against this control
+# plane's stacked etcd (or ENDPOINT, an https:// client URL; or
+# $PV_ETCD_ENDPOINT) with kubeadm's healthcheck client certificate (from
+# $PV_ETCD_PKI, default /etc/kubernetes/pki/etcd); 5 s to connect, 15 s a
+# command.
+pv_etcdctl() {
+	_ec_ep=${PV_ETCD_ENDPOINT:-https://127.0.0.1:2379}
+	_ec_pki=${PV_ETCD_PKI:-/etc/kubernetes/pki/etcd}
+	case ${1:-} in https://*)
+		_ec_ep=$1
+		shift
+		;;
+	esac
+	ETCDCTL_API=3 etcdctl --endpoints="$_ec_ep" --cacert="$_ec_pki/ca.crt" \
+		--cert="$_ec_pki/healthcheck-client.crt" --key="$_ec_pki/healthcheck-client.key" \
+		--dial-timeout=5s --command-timeout=15s "$@"
+}
+
+# pv_etcd_members: "ID NAME CLIENT_URL STATUS LEARNER" per etcd member
+# (NAME "-" for a member that has not started yet), or fails with
+# etcdctl's words on stderr.
+pv_etcd_members() {
+	pv_etcdctl member list -w simple | awk -F ', ' 'NF >= 5 {
+		print $1, ($3 == "" ? "-" : $3), ($5 == "" ? "-" : $5), $2, (NF >= 6 ? $6 : "false") }'
+}
+
 # pv_note LIST VALUE: remember VALUE in $PROVISION_STATE_DIR/LIST, once
 # (what provision did that provision reset undoes: masked units, packages).
 pv_note() {

@@ -110,4 +110,43 @@ test_case "man page renders without warnings" '
 	fi
 '
 
+# Several control planes (issue 36): what add-node, remove-node and reset
+# refuse before any node is contacted (the addresses answer nothing: a
+# command that went on would fail with exit 1, not 2).
+cat >"$TEST_DIR/ha.yaml" <<'EOF'
+cluster:
+  name: ha
+  kubernetes_version: "1.30.4"
+  api_endpoint:
+    vip: 198.18.250.50
+ssh:
+  user: admin
+jupyterhub:
+  enabled: false
+nodes:
+  - name: cp-[1-3]
+    address: 198.18.250.[11-13]
+    roles: [control-plane, worker]
+  - name: w-1
+    address: 198.18.250.21
+    roles: [worker]
+EOF
+export HA="$TEST_DIR/ha.yaml"
+
+test_case "several control planes: remove-node of the first refused with the reason (exit 2)" '
+	expect_status 2 "$PROVISION" remove-node -i "$HA" --yes --no-tui cp-1 >out 2>err
+	expect_grep "^provision remove-node: .cp-1. is the first control plane: it runs what acts on the whole cluster (join tokens, add-ons, the hub, this removal); remove-node removes the other control planes, workers and storage nodes; nothing was changed\$" err
+'
+
+test_case "several control planes: add-node of the first refused with the reason (exit 2)" '
+	expect_status 2 "$PROVISION" add-node -i "$HA" --no-tui cp-1 >out 2>err
+	expect_grep "^provision add-node: .cp-1. is the first control plane: it makes the cluster (kubeadm init)" err
+'
+
+test_case "several control planes: reset -l of a part of them refused (exit 2)" '
+	expect_status 2 "$PROVISION" reset -i "$HA" --yes --no-tui -l cp-3,w-1 >out 2>err
+	expect_grep "^provision reset: -l cp-3,w-1 takes 1 of the 3 control planes: reset takes every control plane (the whole cluster) or none; nothing was changed\$" err
+	expect_grep "hint: provision remove-node -i .* NAME takes one control plane out" err
+'
+
 test_done

@@ -38,7 +38,8 @@ const struct cmd cmd_add_node = {
 		"running cluster: facts, preflight, node preparation, NFS client and join\n"
 		"for them; on the control plane only what joins them and regenerates the\n"
 		"JupyterHub profiles from the new capacity; then validation.  No other node\n"
-		"is contacted.",
+		"is contacted.  A control plane (several control planes, not the first)\n"
+		"joins with --control-plane, every control plane taking part as in up.",
 	.options = add_node_options,
 	.exec = add_node_exec,
 	.min_pos = 1,

@@ -26,6 +26,7 @@ static char **names;
 static int nr_names;
 static char *env_nodes, *env_timeout;
 static const char *env[4];
+static const struct node *remove_cp; /* the (first) control plane, which removes */
 
 static const struct opt remove_node_options[] = {
 	OPT_STRING('i', "inventory", &args.inventory, "FILE", "the inventory file (required)"),
@@ -61,6 +62,21 @@ static int remove_select(const struct cli_plan_args *a, const struct inventory *
 		free(sel);
 		return EXIT_USAGE;
 	}
+	if (sel[cp - inv->nodes] && inventory_nr_control_planes(inv) > 1) {
+		/*
+		 * The first control plane runs every role that acts on the whole
+		 * cluster (kubeadm-init's configuration, the join tokens, the
+		 * add-ons, the hub) and the remove-node role itself.
+		 */
+		fprintf(stderr,
+			"provision %s: '%s' is the first control plane: it runs what acts on the "
+			"whole cluster (join tokens, add-ons, the hub, this removal); remove-node "
+			"removes the other control planes, workers and storage nodes; nothing was "
+			"changed\n  hint: 'provision reset' takes the whole cluster down\n",
+			a->cmd_name, cp->name);
+		free(sel);
+		return EXIT_USAGE;
+	}
 	if (sel[cp - inv->nodes]) {
 		fprintf(stderr,
 			"provision %s: '%s' is the control plane: remove-node removes workers and "
@@ -72,6 +88,7 @@ static int remove_select(const struct cli_plan_args *a, const struct inventory *
 	free(*nodes);
 	*nodes = xcalloc(inv->nr_nodes + 1, sizeof(**nodes));
 	(*nodes)[n++] = cp;
+	remove_cp = cp;
 	for (i = 0; i < inv->nr_nodes; i++) {
 		if (!sel[i])
 			continue;
@@ -91,17 +108,18 @@ static int remove_select(const struct cli_plan_args *a, const struct inventory *
 	return 0;
 }
 
+/* The first control plane removes; the removed nodes (other control planes too) are reset. */
 static unsigned remove_node_phases(const struct cli_plan_args *a, const struct node *n)
 {
 	(void)a;
-	return n->roles & NODE_ROLE_CONTROL_PLANE ? PHASE_BIT(PHASE_REMOVE) : reset_bits();
+	return n == remove_cp ? PHASE_BIT(PHASE_REMOVE) : reset_bits();
 }
 
 static int remove_after(const struct cli_plan_args *a, const struct cli_plan_done *d)
 {
 	const char *removed_env = env_nodes + strlen("PROVISION_REMOVE_NODES=");
 	const struct plan_node *cpn = &d->res->nodes[0];
-	bool deleted = false, tried = false;
+	bool deleted = false, tried = false, refused = false;
 	int ret = d->ret;
 	size_t k;
 
@@ -110,8 +128,22 @@ static int remove_after(const struct cli_plan_args *a, const struct cli_plan_don
 		if (s->is_file || strcmp(s->role->name, "remove-node"))
 			continue;
 		tried = true;
+		if (!strcmp(s->step, "05-quorum"))
+			refused = s->result == STEP_FAILED;
 		if (!strcmp(s->step, "30-delete"))
 			deleted = s->result == STEP_CHANGED || s->result == STEP_UNCHANGED;
+	}
+	/*
+	 * Several control planes: etcd would lose its majority (or be left
+	 * with one member): refused before anything was done (05-quorum is
+	 * the role's first step; the reset waits for the role).
+	 */
+	if (refused) {
+		printf("\n%s: refused: removing %s is not shown to leave etcd a safe majority "
+		       "(the reason is in the remove-node › 05-quorum lines above); nothing was "
+		       "changed\n",
+		       a->cmd_name, removed_env);
+		return EXIT_USAGE;
 	}
 	printf("\n%s: %s %s\n", a->cmd_name, removed_env,
 	       deleted ? (force ? "deleted from the cluster with their pods (--force: not drained)"
@@ -221,6 +253,10 @@ const struct cmd cmd_remove_node = {
 		"'provision reset' does, and verify it.  A node whose drain failed is\n"
 		"neither deleted nor reset.  --force is for a dead node: no drain, the Node\n"
 		"and its pods are deleted, and the node is not contacted (the report says so).\n"
+		"With several control planes a control plane other than the first can be\n"
+		"removed: refused first (exit 2, nothing changed) when etcd would keep fewer\n"
+		"than 2 members or not a majority of healthy ones; its etcd member is removed\n"
+		"(and shown gone) before the node is reset.\n"
 		"With a hub in the inventory, a second run on the control plane regenerates\n"
 		"its profiles from the nodes left, on the same SSH session (-K asks once).\n"
 		"The runs are recorded.  Asks first on a terminal; otherwise --yes is required.",

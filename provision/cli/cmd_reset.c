@@ -16,6 +16,8 @@
 #include "../runner.h"
 #include "../util.h"
 #include "cmd.h"
+#include "common.h"
+#include "prompt.h"
 #include "session.h"
 #include "reset.h"
 
@@ -93,7 +95,7 @@ int cli_reset_report(const char *cmd_name, const struct cli_plan_done *d, bool *
 		if (verified != 1 || !ssh) {
 			if (ret == EXIT_OK)
 				ret = EXIT_NODE_FAILED;
-		} else if (d->nodes[i]->roles & NODE_ROLE_CONTROL_PLANE) {
+		} else if (d->nodes[i] == inventory_control_plane(d->inv)) {
 			cp_clean = true;
 		}
 		strbuf_release(&removed);
@@ -120,6 +122,129 @@ static int reset_after(const struct cli_plan_args *a, const struct cli_plan_done
 	return ret;
 }
 
+/* Several control planes: the nodes of the pass under way. */
+static const struct node **stage;
+static size_t stage_nr;
+
+static int select_stage(const struct cli_plan_args *a, const struct inventory *inv,
+			const struct node ***nodes, size_t *nr)
+{
+	(void)a;
+	(void)inv;
+	if (!stage_nr)
+		return -1;
+	free(*nodes);
+	*nodes = xcalloc(stage_nr, sizeof(**nodes));
+	memcpy(*nodes, stage, stage_nr * sizeof(*stage));
+	*nr = stage_nr;
+	return 0;
+}
+
+/*
+ * Several control planes: one pass per stage on one session: the workers
+ * and storage nodes first, then each other control plane alone, the last
+ * in the inventory first (its kubeadm reset removes its etcd member while
+ * the members left keep a majority), the first control plane last (the
+ * last member: its data goes with it).  -l takes every control plane or
+ * none: a part of them is remove-node's (quorum checked).  A stage whose
+ * node failed (unreachable, say: a dead control plane remove-node --force
+ * took out) does not stop the others: the whole cluster is going, and the
+ * members left keep a majority as each leaves; the exit status says it.
+ */
+static int reset_staged(const struct cli_plan_args *a)
+{
+	struct cli_session s;
+	const struct node **sel = NULL, *first;
+	struct strbuf q = STRBUF_INIT;
+	size_t nsel = 0, ncp = 0, k;
+	int r = cli_session_open(&s, a), i;
+	bool failed = false;
+
+	if (r)
+		goto out;
+	if (inventory_nr_control_planes(s.inv) < 2) { /* one control plane: one pass, as always */
+		r = cli_session_pass(&s, a);
+		goto out;
+	}
+	first = inventory_control_plane(s.inv);
+	r = cli_select_nodes(a->cmd_name, s.inv, a->limit, &sel, &nsel);
+	if (r)
+		goto out;
+	for (k = 0; k < nsel; k++)
+		if (sel[k]->roles & NODE_ROLE_CONTROL_PLANE)
+			ncp++;
+	if (ncp && ncp < inventory_nr_control_planes(s.inv)) {
+		fprintf(
+		    stderr,
+		    "provision %s: -l %s takes %zu of the %zu control planes: reset takes every "
+		    "control plane (the whole cluster) or none; nothing was changed\n"
+		    "  hint: provision remove-node -i %s NAME takes one control plane out "
+		    "(its etcd member removed first, the majority checked)\n",
+		    a->cmd_name, a->limit, ncp, inventory_nr_control_planes(s.inv), a->inventory);
+		r = EXIT_USAGE;
+		goto out;
+	}
+	strbuf_addf(&q, "%s on %zu node%s (", a->confirm, nsel, nsel == 1 ? "" : "s");
+	for (k = 0; k < nsel && k < 8; k++)
+		strbuf_addf(&q, "%s%s", k ? ", " : "", sel[k]->name);
+	strbuf_addf(&q, "%s)%s?", nsel > 8 ? ", ..." : "",
+		    ncp ? ", workers first, then one control plane at a time, the first last" : "");
+	r = cli_confirm(a->cmd_name, a->yes, q.buf);
+	if (r)
+		goto out;
+	{
+		struct cli_plan_args b = *a;
+		b.confirm = NULL;
+		b.select = select_stage;
+		stage = xcalloc(nsel ? nsel : 1, sizeof(*stage));
+		/* stage -1: the others; then the control planes from the last to the first */
+		for (i = -1; i < (int)s.inv->nr_nodes; i++) {
+			const struct node *cp = NULL;
+			stage_nr = 0;
+			if (i >= 0) {
+				cp = &s.inv->nodes[s.inv->nr_nodes - 1 - (size_t)i];
+				if (!(cp->roles & NODE_ROLE_CONTROL_PLANE) || !ncp)
+					continue;
+				stage[stage_nr++] = cp;
+				printf("\n%s: control plane %s%s\n", a->cmd_name, cp->name,
+				       cp == first ? ", the first, last (the last etcd member)"
+						   : " (kubeadm reset removes its etcd member)");
+			} else {
+				for (k = 0; k < nsel; k++)
+					if (!(sel[k]->roles & NODE_ROLE_CONTROL_PLANE))
+						stage[stage_nr++] = sel[k];
+				if (stage_nr && ncp)
+					printf("\n%s: the workers and storage nodes first\n",
+					       a->cmd_name);
+			}
+			fflush(stdout);
+			r = cli_session_pass(&s, &b);
+			if (r == -1)
+				r = EXIT_OK;
+			if (r == EXIT_NODE_FAILED) {
+				/* the rest of the cluster goes on: its members keep a majority */
+				failed = true;
+				if (cp != first)
+					printf("\n%s: %s failed (see above); the reset goes on with "
+					       "the rest of the cluster: run it again for %s\n",
+					       a->cmd_name, cp ? cp->name : "a node", cp ? "it" : "them");
+				continue;
+			}
+			if (r != EXIT_OK)
+				break; /* interrupted, or a failure on this machine */
+		}
+		if (r == EXIT_OK && failed)
+			r = EXIT_NODE_FAILED;
+	}
+out:
+	strbuf_release(&q);
+	free(sel);
+	free(stage);
+	stage = NULL;
+	cli_session_close(&s);
+	return r;
+}
+
 static int reset_exec(int nr_pos, char **pos)
 {
 	(void)nr_pos;
@@ -136,7 +261,7 @@ static int reset_exec(int nr_pos, char **pos)
 				   "stopped and disabled; files provision changed restored, "
 				   "packages it installed purged,";
 	args.after = reset_after;
-	return cli_plan_run(&args);
+	return reset_staged(&args);
 }
 
 const struct cmd cmd_reset = {
@@ -152,7 +277,9 @@ const struct cmd cmd_reset = {
 		   "installed purged.  Nodes where only part of up ran are fine.  Then each node\n"
 		   "is verified (ports 6443/10250 free, no Kubernetes process, folders and\n"
 		   "interfaces gone) and reached with a new SSH session; the report says per\n"
-		   "node what was removed and what was verified.  Asks first on a terminal;\n"
+		   "node what was removed and what was verified.  Several control planes: -l\n"
+		   "takes all of them or none; workers first, then each other control plane\n"
+		   "alone (its etcd member leaves), the first last.  Asks first on a terminal;\n"
 		   "otherwise --yes is required.",
     .options = reset_options,
     .exec = reset_exec,

@@ -36,7 +36,12 @@ static void held_replay(struct cli_session *s, const struct node *const *nodes, 
 /*
  * add-node: the named nodes take part in every phase; the control plane is
  * added for what joins them (token, labels) and refreshes the hub, and
- * nothing else; no other node is contacted.
+ * nothing else; no other node is contacted.  A control plane among them
+ * (several control planes: one that is not the first): every control
+ * plane takes part in every phase, as in `up` (where nothing changes on
+ * those already there): the first's roles/join-control-planes hands the
+ * new one its token and the certificate key, and roles/api-vip renders
+ * keepalived's peers and HAProxy's servers on each from the inventory.
  */
 static int select_add_nodes(const struct cli_plan_args *a, const struct inventory *inv,
 			    const struct node ***out, size_t *nr, unsigned **node_phases)
@@ -45,9 +50,20 @@ static int select_add_nodes(const struct cli_plan_args *a, const struct inventor
 	bool *sel = cli_select_named(a->cmd_name, inv, a->add_nodes, a->nr_add_nodes);
 	size_t i, n = 0;
 	unsigned cp_phases;
+	bool adds_cp = false;
 
 	if (!sel)
 		return EXIT_USAGE;
+	if (cp && sel[cp - inv->nodes] && inventory_nr_control_planes(inv) > 1) {
+		fprintf(stderr,
+			"provision %s: '%s' is the first control plane: it makes the cluster "
+			"(kubeadm init); add-node adds the other control planes, workers and "
+			"storage nodes to a running cluster\n  hint: use 'provision up' for "
+			"the first control plane\n",
+			a->cmd_name, cp->name);
+		free(sel);
+		return EXIT_USAGE;
+	}
 	if (cp && sel[cp - inv->nodes]) {
 		fprintf(
 		    stderr,
@@ -59,13 +75,17 @@ static int select_add_nodes(const struct cli_plan_args *a, const struct inventor
 		return EXIT_USAGE;
 	}
 	cp_phases = PHASE_BIT(PHASE_JOIN) | PHASE_BIT(PHASE_ADDONS) | PHASE_BIT(PHASE_VALIDATE);
+	for (i = 0; i < inv->nr_nodes; i++)
+		if (sel[i] && (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE))
+			adds_cp = true;
 	*out = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(**out));
 	*node_phases = xcalloc(inv->nr_nodes ? inv->nr_nodes : 1, sizeof(**node_phases));
 	for (i = 0; i < inv->nr_nodes; i++) {
-		if (!sel[i] && &inv->nodes[i] != cp)
+		bool other_cp = adds_cp && (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE);
+		if (!sel[i] && &inv->nodes[i] != cp && !other_cp)
 			continue;
 		(*out)[n] = &inv->nodes[i];
-		(*node_phases)[n] = &inv->nodes[i] == cp ? cp_phases : ~0u;
+		(*node_phases)[n] = sel[i] || other_cp ? ~0u : cp_phases;
 		n++;
 	}
 	free(sel);
@@ -543,19 +563,20 @@ int cli_session_open(struct cli_session *s, const struct cli_plan_args *a)
 	/*
 	 * Several control planes: `up` makes the cluster (kubeadm init on the
 	 * first, join --control-plane of the others, roles
-	 * join-control-planes and kubeadm-join-control-plane); the commands
-	 * that change a running cluster's control planes (add-node,
-	 * remove-node, upgrade, renew-certs, reset) are not wired for several
-	 * yet (issue 36); backup and restore are (cmd_backup.c).  Nothing is
-	 * touched.
+	 * join-control-planes and kubeadm-join-control-plane), add-node and
+	 * remove-node change its members, reset takes it down; the commands
+	 * that change a running cluster's control planes (upgrade,
+	 * renew-certs) are not wired for several yet (issue 36); backup and
+	 * restore are (cmd_backup.c).  Nothing is touched.
 	 */
 	if (a->mode == RUN_APPLY && inventory_nr_control_planes(s->inv) > 1 &&
 	    strcmp(a->cmd_name, "up") && strcmp(a->cmd_name, "backup") &&
-	    strcmp(a->cmd_name, "restore")) {
+	    strcmp(a->cmd_name, "restore") && strcmp(a->cmd_name, "add-node") &&
+	    strcmp(a->cmd_name, "remove-node") && strcmp(a->cmd_name, "reset")) {
 		fprintf(stderr,
 			"provision %s: %zu control planes: provision cannot yet run %s "
-			"on several control planes (only up, backup and restore); "
-			"nothing was changed\n"
+			"on several control planes (only up, add-node, remove-node, reset, "
+			"backup and restore); nothing was changed\n"
 			"  hint: provision up -i %s\n",
 			a->cmd_name, inventory_nr_control_planes(s->inv), a->cmd_name,
 			a->inventory);
