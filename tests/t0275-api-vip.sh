@@ -107,9 +107,9 @@ holders() {
 : >"$TEST_DIR/lost"
 export TEST_DIR
 
-test_case "renew-certs with several control planes: refused (only up is wired for them), nothing touched" '
-	expect_status 2 "$PROVISION" renew-certs -i "$INV" --roles r --no-tui 2>refused.err
-	expect_grep "5 control planes: provision cannot yet run renew-certs on several control planes (only up" refused.err
+test_case "reset with several control planes: refused (not wired for them yet), nothing touched" '
+	expect_status 2 "$PROVISION" reset -i "$INV" --roles r --no-tui --yes 2>refused.err
+	expect_grep "5 control planes: provision cannot yet run reset on several control planes" refused.err
 	for n in $TESTBED_NODES; do x $n test ! -e /var/lib/provision/api-vip.applied; done
 '
 
