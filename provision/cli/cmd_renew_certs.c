@@ -105,9 +105,15 @@ out:
 	return ret;
 }
 
+/* Lines of renew-certs' own only with -o text: -o json is events alone. */
+static bool text_output(void)
+{
+	return !args.output || !strcmp(args.output, "text");
+}
+
 static void say_admin(void)
 {
-	if (admin_result == ADMIN_REFRESHED && (!args.output || !strcmp(args.output, "text")))
+	if (admin_result == ADMIN_REFRESHED && text_output())
 		printf("renew-certs: the state folder's private/admin.conf refreshed from %s\n",
 		       admin_from);
 	fflush(stdout);
@@ -153,12 +159,13 @@ static int renew_exec(int nr_pos, char **pos)
 			continue;
 		run_cp = n;
 		args.after = nth + 1 == nr_cps ? refresh_admin : NULL;
-		printf("%srenew-certs: control plane %s (%zu of %zu)\n", nth ? "\n" : "", n->name,
-		       nth + 1, nr_cps);
+		if (text_output())
+			printf("%srenew-certs: control plane %s (%zu of %zu)\n", nth ? "\n" : "",
+			       n->name, nth + 1, nr_cps);
 		fflush(stdout);
 		nth++;
 		ret = cli_session_pass(&s, &args);
-		if (ret && nth < nr_cps) {
+		if (ret && nth < nr_cps && text_output()) {
 			printf("renew-certs: stopped at %s; not touched:", n->name);
 			for (k = i + 1; k < s.inv->nr_nodes; k++)
 				if (s.inv->nodes[k].roles & NODE_ROLE_CONTROL_PLANE)
