@@ -10,7 +10,8 @@
 # node without the control planes' taint), at 1.35.8 with 1.36.4's fake
 # packages beside (CLUSTER_MORE_VERSIONS).
 #
-#   - upgrade to 1.36.4: the control planes one at a time in inventory
+#   - upgrade to 1.36.4 (an etcd backup first, from node-1's member, as
+#     upgrade always takes it): the control planes one at a time in inventory
 #     order (node-1 `kubeadm upgrade apply`, node-2 and node-3 `kubeadm
 #     upgrade node`, each drained, its kubelet and kubectl upgraded,
 #     uncordoned), then the worker.  Judged on the nodes: every control
@@ -154,7 +155,7 @@ test_case "upgrade to $TO: control planes one at a time (apply, then upgrade nod
 	poll_start upgrade
 	t0=$(date +%s)
 	rc=0
-	"$PROVISION" upgrade -i "$HA2" --state "$STATE" --roles "$ROLES" --no-tui --no-backup >upgrade.out 2>&1 || rc=$?
+	"$PROVISION" upgrade -i "$HA2" --state "$STATE" --roles "$ROLES" --no-tui >upgrade.out 2>&1 || rc=$?
 	echo "# upgrade $FROM -> $TO of 3 control planes + 1 worker: $(($(date +%s) - t0)) s" >>"$TEST_DIR/figures"
 	judge upgrade "upgrade"
 	[ "$rc" = 0 ] || { run_tail upgrade.out; false; }
@@ -165,6 +166,8 @@ test_case "upgrade to $TO: control planes one at a time (apply, then upgrade nod
 		"upgrade: control plane node-3 to $TO (3 of 3: kubeadm upgrade node)" \
 		"upgrade: worker node-4 to $TO (1 of 1)" >order.want
 	cmp order.want order
+	expect_grep "^upgrade: an etcd backup first" upgrade.out
+	ls "$STATE"/private/backups/*/snapshot.db >/dev/null
 	expect_grep "^upgrade: versions after: control plane v$TO; kubelets: node-1 v$TO, node-2 v$TO, node-3 v$TO, node-4 v$TO" upgrade.out
 	expect_grep "^upgrade testbed: done: the 3 control planes and 1 worker upgraded to $TO\$" upgrade.out
 '
