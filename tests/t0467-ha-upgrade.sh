@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
-# run.sh: about 460 s (measured beside another heavy job on the 2-core machine)
+# run.sh: about 480 s (measured beside another heavy job on the 2-core machine)
 # t0467-ha-upgrade: `provision upgrade` and `provision renew-certs` of three
 # control planes behind a virtual IP (issue 36), with the API polled through
 # the VIP once a second throughout.  The testbed of t0465: etcd real
