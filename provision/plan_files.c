@@ -38,30 +38,6 @@ void plan_node_ctx_release(struct node_ctx *nc)
 	nc->progress_ms = NULL;
 }
 
-/* Write data to dir/name atomically with mode 0600; 0 or -errno. */
-static int write_private(const char *dir, const char *name, const char *data, size_t len)
-{
-	char *tmp = xasprintf("%s/.%s.XXXXXX", dir, name), *dst = xasprintf("%s/%s", dir, name);
-	int fd, e = 0;
-
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		e = -errno;
-	if (!e && (fd = mkstemp(tmp)) < 0)
-		e = -errno;
-	if (!e) {
-		if (fchmod(fd, 0600) < 0 || (e = write_all(fd, data, len)) < 0 || fsync(fd) < 0)
-			e = e ? e : -errno;
-		close(fd);
-		if (!e && rename(tmp, dst) < 0)
-			e = -errno;
-		if (e)
-			unlink(tmp);
-	}
-	free(tmp);
-	free(dst);
-	return e;
-}
-
 /* Copy the files the step asked for into the state folder; 0, or 1 with *detail set. */
 int plan_do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail)
 {
@@ -118,7 +94,7 @@ int plan_do_fetches(struct node_ctx *nc, struct runner_job *job, char **detail)
 		}
 		priv = xasprintf("%s/private", state);
 		(void)mkdir(state, 0700);
-		rc = write_private(priv, nl + 1, nc->capture.buf, nc->capture.len);
+		rc = write_private_file(priv, nl + 1, nc->capture.buf, nc->capture.len);
 		if (rc < 0) {
 			*detail = xasprintf("cannot write '%s/%s': %s", priv, nl + 1, strerror(-rc));
 			ret = 1;

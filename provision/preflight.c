@@ -299,7 +299,10 @@ static const char *reach_port_name(const struct inventory *inv, int port)
  * it must be on the control planes' subnet.  The control planes reach each
  * other's etcd and API ports: nothing listens there before `up`, so an
  * answer of any kind (a connection, or its refusal by the peer's kernel)
- * proves the path; silence or a rejection does not.
+ * proves the path; silence or a rejection does not.  Whose the VIP is can
+ * only be judged by a run of every control plane (up, check): a run of some
+ * of them (upgrade and renew-certs run one at a time) does not see the MACs
+ * of the others, one of which holds it.
  */
 static void check_control_planes(struct preflight *pf, const struct inventory *inv,
 				 const struct node *const *nodes, const struct facts *const *facts,
@@ -307,11 +310,17 @@ static void check_control_planes(struct preflight *pf, const struct inventory *i
 {
 	const struct api_endpoint *e = &inv->cluster.api_endpoint;
 	const char *holder = NULL;
-	size_t i, j, k;
+	size_t i, j, k, nr_cps = 0;
+	bool whole;
 
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr; i++) {
+		if (nodes[i]->roles & NODE_ROLE_CONTROL_PLANE)
+			nr_cps++;
 		if (facts[i] && facts[i]->vip_held && (nodes[i]->roles & NODE_ROLE_CONTROL_PLANE))
 			holder = nodes[i]->name;
+	}
+	/* the run's control planes are all of them: whose the VIP is can be judged */
+	whole = nr_cps == inventory_nr_control_planes(inv);
 	for (i = 0; i < nr; i++) {
 		const struct facts *f = facts[i];
 		bool ours = false;
@@ -325,7 +334,7 @@ static void check_control_planes(struct preflight *pf, const struct inventory *i
 			    "the VIP %s is not on the subnet of control plane '%s' (it reaches it "
 			    "through a gateway)",
 			    e->host, nodes[i]->name);
-		if (e->kind == API_ENDPOINT_VIP && !holder && f->vip_answer &&
+		if (e->kind == API_ENDPOINT_VIP && whole && !holder && f->vip_answer &&
 		    strcmp(f->vip_answer, "none")) {
 			for (j = 0; j < nr && !ours; j++)
 				for (k = 0; facts[j] && (nodes[j]->roles & NODE_ROLE_CONTROL_PLANE) &&

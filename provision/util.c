@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -573,6 +574,29 @@ int write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int write_private_file(const char *dir, const char *name, const char *data, size_t len)
+{
+	char *tmp = xasprintf("%s/.%s.XXXXXX", dir, name), *dst = xasprintf("%s/%s", dir, name);
+	int fd, e = 0;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		e = -errno;
+	if (!e && (fd = mkstemp(tmp)) < 0)
+		e = -errno;
+	if (!e) {
+		if (fchmod(fd, 0600) < 0 || (e = write_all(fd, data, len)) < 0 || fsync(fd) < 0)
+			e = e ? e : -errno;
+		close(fd);
+		if (!e && rename(tmp, dst) < 0)
+			e = -errno;
+		if (e)
+			unlink(tmp);
+	}
+	free(tmp);
+	free(dst);
+	return e;
 }
 
 char *expand_home(const char *path)

@@ -151,6 +151,12 @@ int read_file(const char *path, struct strbuf *out);
 /* Write all of buf to fd, retrying on EINTR and short writes; 0 or -errno. */
 int write_all(int fd, const void *buf, size_t len);
 
+/*
+ * Write data to dir/name atomically (a temporary file renamed), mode 0600,
+ * dir made 0700 when missing; 0 or -errno.
+ */
+int write_private_file(const char *dir, const char *name, const char *data, size_t len);
+
 /* Expand a leading "~/" with $HOME.  The caller frees the result. */
 char *expand_home(const char *path);
 

@@ -107,12 +107,6 @@ holders() {
 : >"$TEST_DIR/lost"
 export TEST_DIR
 
-test_case "renew-certs with several control planes: refused (only up is wired for them), nothing touched" '
-	expect_status 2 "$PROVISION" renew-certs -i "$INV" --roles r --no-tui 2>refused.err
-	expect_grep "5 control planes: provision cannot yet run renew-certs on several control planes (only up" refused.err
-	for n in $TESTBED_NODES; do x $n test ! -e /var/lib/provision/api-vip.applied; done
-'
-
 test_case "preflight: a stranger answers for the VIP, node-3 cannot reach node-1: refused with both reasons" '
 	ip addr add "$VIP/32" dev "$TESTBED_BRIDGE"
 	x node-3 ip route add prohibit "$ADDR1/32"

@@ -17,6 +17,8 @@
 . "$(dirname "$0")/lib.sh"
 
 . "$SRC_ROOT/tests/fakes/cluster-testbed.sh"
+# shellcheck source=tests/lib-certs.sh
+. "$SRC_ROOT/tests/lib-certs.sh"
 
 CASES="up ten-days renew again expired restored"
 skip_all_cases() {
@@ -30,46 +32,8 @@ C="--state $STATE --roles $ROLES --no-tui" # check runs up's roles (drift): the 
 tb() { "$TESTBED" exec "$TB" "$@"; }
 CP=$(sed -n '/name: node-1/,/address:/s/.*address: *\([0-9.]*\).*/\1/p' "$INV" | head -n 1)
 
-# resign START END: every leaf certificate kubeadm manages on node-1 (the PKI
-# files and the client certificates embedded in the kubeconfigs) signed
-# again by its CA with the same key, subject and extensions, valid from
-# START to END (openssl ca dates, YYYYMMDDHHMMSSZ): real X.509 files with
-# chosen lifetimes.
-resign() {
-	tb node-1 sh -eu -c '
-		S=$1 E=$2
-		cd /etc/kubernetes/pki
-		w=$(mktemp -d)
-		trap "rm -rf $w" EXIT
-		printf "%s\n" "[ca]" "default_ca=d" "[d]" "database=$w/index" "new_certs_dir=$w" \
-			"serial=$w/serial" "default_md=sha256" "policy=p" "copy_extensions=copyall" \
-			"unique_subject=no" "[p]" "commonName=supplied" "organizationName=optional" >$w/cnf
-		one() { # CERT KEY CA-BASE OUT
-			: >$w/index
-			echo 01 >$w/serial
-			openssl x509 -x509toreq -in "$1" -signkey "$2" -copy_extensions copyall -out $w/csr 2>/dev/null
-			openssl ca -config $w/cnf -batch -notext -preserveDN -in $w/csr -cert "$3.crt" -keyfile "$3.key" \
-				-startdate "$S" -enddate "$E" -out "$4" 2>/dev/null
-		}
-		for c in apiserver apiserver-kubelet-client; do one $c.crt $c.key ca $c.crt ; done
-		one front-proxy-client.crt front-proxy-client.key front-proxy-ca front-proxy-client.crt
-		one apiserver-etcd-client.crt apiserver-etcd-client.key etcd/ca apiserver-etcd-client.crt
-		for c in server peer healthcheck-client; do one etcd/$c.crt etcd/$c.key etcd/ca etcd/$c.crt ; done
-		for k in admin super-admin controller-manager scheduler; do
-			f=/etc/kubernetes/$k.conf
-			sed -n "s/^ *client-certificate-data: *//p" $f | base64 -d >$w/c
-			sed -n "s/^ *client-key-data: *//p" $f | base64 -d >$w/k
-			one $w/c $w/k ca $w/n
-			n=$(base64 -w0 <$w/n)
-			sed -i "s|^\( *client-certificate-data: *\).*|\1$n|" $f
-		done
-		# the copies up made of admin.conf (time passing changes them alike)
-		for h in /root /home/*; do
-			[ -f $h/.kube/config ] && cp -p /etc/kubernetes/admin.conf $h/.kube/config.new &&
-				chown --reference=$h/.kube/config $h/.kube/config.new && mv $h/.kube/config.new $h/.kube/config || :
-		done
-	' resign "$1" "$2"
-}
+# certs_resign (tests/lib-certs.sh) on node-1
+resign() { certs_resign node-1 "$1" "$2"; }
 # the longest run of seconds without "ok" in a readyz log ("EPOCH ANSWER" lines)
 gap() { awk '$2 != "ok" { if (!s) s = $1; g = $1 - s + 1; if (g > m) m = g; next } { s = 0 } END { print m + 0 }' "$1"; }
 
@@ -109,6 +73,9 @@ test_case "renew-certs: renewed, pods restarted one at a time with /readyz polle
 	tb node-1 cat /etc/kubernetes/admin.conf >admin.after
 	! cmp -s admin.before admin.after
 	tb node-1 cmp /etc/kubernetes/admin.conf /root/.kube/config
+	! cmp -s local.before '$STATE/private/admin.conf'
+	tb node-1 cat /etc/kubernetes/admin.conf | cmp - '$STATE/private/admin.conf'
+	expect_grep \"^renew-certs: the state folder's private/admin.conf refreshed from node-1\$\" renew.out
 	'$PROVISION' check -i '$INV' $C >check2.out 2>&1 || { cat check2.out; false; }
 	expect_grep '^certificates  *node-1  *pass  *11 certificates and 3 CAs; the first to expire: .* (36[45] days left)' check2.out
 	expect_grep '^validation: [0-9]* passed, 0 failed, 0 skipped\$' check2.out

@@ -10,6 +10,8 @@
  * (roles/upgrade-control-plane), and one run per batch of workers
  * (--parallel N, default 1: roles/upgrade-drain on the control plane,
  * upgrade-worker on the batch, upgrade-uncordon on the control plane);
+ * with several control planes, one run per control plane before the
+ * workers, in inventory order (upgrade_stage());
  * each run checks its nodes first (preflight: the cgroup and containerd
  * the stage's minor needs).  The first run that fails stops the upgrade,
  * and the nodes not reached are not touched.  Each run is recorded; the
@@ -44,6 +46,8 @@ static char *env_nodes, *env_timeout;
 static const char *env[3];
 static const struct node **batch;
 static size_t nr_batch;
+/* The control plane of this stage's current control-plane run (select_cp). */
+static const struct node *stage_cp;
 
 #define MAX_STAGES 64
 
@@ -217,7 +221,7 @@ static int select_cp(const struct cli_plan_args *a, const struct inventory *inv,
 	(void)a;
 	free(*nodes);
 	*nodes = xcalloc(1, sizeof(**nodes));
-	(*nodes)[0] = inventory_control_plane(inv);
+	(*nodes)[0] = stage_cp ? stage_cp : inventory_control_plane(inv);
 	*nr = 1;
 	return 0;
 }
@@ -264,7 +268,9 @@ static size_t workers_not_at(const struct inventory *inv, const struct node *cp,
 
 	for (i = 0; i < inv->nr_nodes; i++) {
 		const struct node *n = &inv->nodes[i];
-		if (n == cp || !(n->roles & NODE_ROLE_WORKER))
+		/* every control plane is upgraded by its own run, before the workers */
+		if (n == cp || (n->roles & NODE_ROLE_CONTROL_PLANE) ||
+		    !(n->roles & NODE_ROLE_WORKER))
 			continue;
 		if (!v->kubelet[i][0]) {
 			if (say)
@@ -302,8 +308,12 @@ static int versions_after(const struct cli_plan_args *a, const struct cli_plan_d
 }
 
 /*
- * One stage: the control plane, then the workers whose kubelet is not at
- * TARGET yet (from V, cluster_versions()), in inventory order;
+ * One stage: the control planes one at a time in inventory order (CP, the
+ * first, runs `kubeadm upgrade apply`; each other `kubeadm upgrade node`,
+ * roles/upgrade-control-plane 20-apply), each in its own run, so that the
+ * others' API servers answer while one restarts; then the workers whose
+ * kubelet is not at TARGET yet (from V, cluster_versions()), in inventory
+ * order;
  * *nr_workers is how many were upgraded.  LAST: the upgrade's last stage
  * (its last run asks for the versions after).
  */
@@ -313,6 +323,7 @@ static int upgrade_stage(struct cli_session *s, const struct node *cp, const cha
 	const struct inventory *inv = s->inv;
 	const struct node **todo = xcalloc(inv->nr_nodes + 1, sizeof(*todo));
 	size_t nr_todo = workers_not_at(inv, cp, v, target, todo, true), i;
+	size_t nr_cps = inventory_nr_control_planes(inv), nth = 0;
 	int ret;
 
 	env[0] = env_timeout;
@@ -321,17 +332,46 @@ static int upgrade_stage(struct cli_session *s, const struct node *cp, const cha
 	args.kubernetes_version = target;
 	args.phase_bits = PHASE_BIT(PHASE_UPGRADE);
 	args.select = select_cp;
-	args.after = last && !nr_todo ? versions_after : NULL;
-	printf("upgrade: the control plane %s to %s\n", cp->name, target);
-	fflush(stdout);
-	ret = cli_session_pass(s, &args);
-	if (ret) {
-		printf("upgrade: stopped: the control plane did not upgrade to %s; no worker was "
-		       "touched\n",
-		       target);
-		free(todo);
-		return ret;
+	for (i = 0; i < inv->nr_nodes; i++) {
+		const struct node *n = &inv->nodes[i];
+		size_t k;
+
+		if (!(n->roles & NODE_ROLE_CONTROL_PLANE))
+			continue;
+		nth++;
+		stage_cp = n;
+		args.after = last && !nr_todo && nth == nr_cps ? versions_after : NULL;
+		if (nr_cps == 1)
+			printf("upgrade: the control plane %s to %s\n", n->name, target);
+		else
+			printf(
+			    "%supgrade: control plane %s to %s (%zu of %zu: kubeadm upgrade %s)\n",
+			    nth > 1 ? "\n" : "", n->name, target, nth, nr_cps,
+			    n == cp ? "apply" : "node");
+		fflush(stdout);
+		ret = cli_session_pass(s, &args);
+		if (ret) {
+			stage_cp = NULL;
+			if (nr_cps == 1) {
+				printf(
+				    "upgrade: stopped: the control plane did not upgrade to %s; no "
+				    "worker was touched\n",
+				    target);
+			} else {
+				printf(
+				    "upgrade: stopped: control plane %s did not upgrade to %s; not "
+				    "touched:",
+				    n->name, target);
+				for (k = i + 1; k < inv->nr_nodes; k++)
+					if (inv->nodes[k].roles & NODE_ROLE_CONTROL_PLANE)
+						printf(" %s", inv->nodes[k].name);
+				printf("%sno worker\n", nth < nr_cps ? " and " : " ");
+			}
+			free(todo);
+			return ret;
+		}
 	}
+	stage_cp = NULL;
 	args.phase_bits = PHASE_BIT(PHASE_UPGRADE_WORKERS);
 	args.select = select_batch;
 	for (i = 0; i < nr_todo; i += nr_batch) {
@@ -508,9 +548,14 @@ static int upgrade_exec(int nr_pos, char **pos)
 	}
 	if (have_after_versions)
 		print_versions("after", inv, &after_versions);
-	printf("upgrade %s: done: the control plane and %zu worker%s upgraded to %s\n",
-	       inv->cluster.name, nr_workers, nr_workers == 1 ? "" : "s",
-	       inv->cluster.kubernetes_version);
+	if (inventory_nr_control_planes(inv) > 1)
+		printf("upgrade %s: done: the %zu control planes and %zu worker%s upgraded to %s\n",
+		       inv->cluster.name, inventory_nr_control_planes(inv), nr_workers,
+		       nr_workers == 1 ? "" : "s", inv->cluster.kubernetes_version);
+	else
+		printf("upgrade %s: done: the control plane and %zu worker%s upgraded to %s\n",
+		       inv->cluster.name, nr_workers, nr_workers == 1 ? "" : "s",
+		       inv->cluster.kubernetes_version);
 	ret = EXIT_OK;
 out:
 	free(env_timeout);
@@ -538,7 +583,9 @@ const struct cmd cmd_upgrade = {
 		"more): drained, kubeadm, kubeadm upgrade node, kubelet and kubectl upgraded\n"
 		"and held, kubelet restarted, Ready with the new version, uncordoned.  The\n"
 		"first node that fails stops the upgrade; the workers after it are not\n"
-		"touched.  Every step is recorded with the versions before and after.",
+		"touched.  Several control planes: one at a time before the workers, the\n"
+		"first with kubeadm upgrade apply, each other with kubeadm upgrade node.\n"
+		"Every step is recorded with the versions before and after.",
 	.options = upgrade_options,
 	.exec = upgrade_exec,
 	.min_pos = 0,

@@ -2,8 +2,8 @@
 # certificates when they start, so each is restarted, one at a time, the way
 # kubeadm's certificate page says: its manifest moved out of the kubelet's
 # manifests folder until the kubelet has stopped the pod, then moved back
-# and the pod awaited; after each, the API's /readyz and the pod's mirror
-# pod Ready.  Owed when 10-renew
+# and the pod awaited; after each, this node's API server's /readyz and
+# the pod's mirror pod Ready.  Owed when 10-renew
 # renewed (its marker); a manifest left outside by an interrupted run is
 # put back first.
 set -eu
@@ -24,7 +24,16 @@ wait_for() {
 }
 running() { [ -n "$(crictl ps --name "$1" -q 2>/dev/null)" ]; }
 stopped() { ! running "$1"; }
-readyz() { [ "$(kubectl --kubeconfig="$KC" --request-timeout=5s get --raw /readyz 2>/dev/null)" = ok ]; }
+# this node's own API server, https://ADDRESS:PORT from its manifest: with
+# several control planes the endpoint in admin.conf answers from any of
+# them, and the next pod is restarted only once this one's API is ready
+local_api() {
+	m=$MANIFESTS/kube-apiserver.yaml
+	a=$(sed -n 's/^ *- --advertise-address=//p' "$m" 2>/dev/null | head -n 1)
+	p=$(sed -n 's/^ *- --secure-port=//p' "$m" 2>/dev/null | head -n 1)
+	echo "https://${a:-$PROVISION_ADDRESS}:${p:-6443}"
+}
+readyz() { [ "$(kubectl --kubeconfig="$KC" --server="$(local_api)" --request-timeout=5s get --raw /readyz 2>/dev/null)" = ok ]; }
 # pod_ready NAME: its mirror pod on this node is Ready (the scheduler and
 # the controller manager are not part of /readyz; a check right after
 # renew-certs must find them up, as kubeadm-init's 50-stable does)

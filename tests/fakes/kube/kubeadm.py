@@ -97,6 +97,7 @@
 # expiry tests); join-delay (SECONDS the join waits before its discovery:
 # a slow node).
 
+import copy
 import http.client
 import ipaddress
 import shutil
@@ -2515,36 +2516,63 @@ def version_policy(target, current, force):
              "\n\n\t- %s" % (len(skippable), w))
 
 
+def local_api_client(c, manifest_text):
+    """A client of this node's own API server (its manifest's
+    --advertise-address and --secure-port) with c's credentials: kubeadm
+    waits for this node's components, not for whichever control plane the
+    endpoint (a VIP) answers from."""
+    addr = re.search(r"--advertise-address=(\S+)", manifest_text)
+    port = re.search(r"--secure-port=(\d+)", manifest_text)
+    lc = copy.copy(c)
+    if addr:
+        lc.host = addr.group(1)
+    if port:
+        lc.port = int(port.group(1))
+    lc.conn = None
+    return lc
+
+
 def upgrade_manifests(target, c):
     stamp = time.strftime("%Y-%m-%d-%H-%M-%S")
     backup = "%s/tmp/kubeadm-backup-manifests-%s" % (K8S, stamp)
     os.makedirs(backup, exist_ok=True)
     out("[upgrade/staticpods] Writing new Static Pod manifests to \"%s/tmp/kubeadm-upgraded-manifests\"" % K8S)
+    changed, api_text = [], ""
     for comp in CP_COMPONENTS:
         path = "%s/%s.yaml" % (MANIFESTS, comp)
         text = read_file(path, None)
         if text is None:
             raise Fail("[upgrade/staticpods] FATAL: couldn't read the static pod manifest %s" % path)
-        shutil.copy2(path, backup + "/" + comp + ".yaml")
+        if comp == "kube-apiserver":
+            api_text = text
         new = re.sub(r"(image: \S*/%s):v[0-9.]+" % re.escape(comp), r"\1:" + target, text)
         out("[upgrade/staticpods] Preparing for \"%s\" upgrade" % comp)
+        if new == text:
+            # staticpods.go: an unchanged manifest is not written, nothing waited for
+            out("[upgrade/staticpods] Current and new manifests of %s are equal, skipping upgrade" % comp)
+            continue
+        shutil.copy2(path, backup + "/" + comp + ".yaml")
         out('[upgrade/staticpods] Moved new manifest to "%s" and backed up old manifest to "%s/%s.yaml"'
             % (path, backup, comp))
         write_file(path, new, 0o600)
+        changed.append(comp)
+    if not changed:
+        return
     out("[upgrade/staticpods] Waiting for the kubelet to restart the component")
     out("[upgrade/staticpods] This can take up to 5m0s")
+    lc = local_api_client(c, api_text)
     t0 = now()
     while True:
         try:
-            if c.get("/version").get("gitVersion") == target:
+            if lc.get("/version").get("gitVersion") == target:
                 break
-        except (APIError, ConnError):
+        except (APIError, ConnError, OSError):
             pass
         if now() - t0 > 300:
             raise Fail("[upgrade/apply] FATAL: couldn't upgrade control plane. kubeadm has tried to recover everything into "
                        "the earlier state. Errors faced: timed out waiting for the condition")
         time.sleep(1)
-    for comp in CP_COMPONENTS:
+    for comp in changed:
         out('[apiclient] Found 1 Pods for label selector component=%s' % comp)
         out('[upgrade/staticpods] Component "%s" upgraded successfully!' % comp)
 
