@@ -560,29 +560,6 @@ int cli_session_open(struct cli_session *s, const struct cli_plan_args *a)
 	ret = cli_load_inventory(a->cmd_name, a->inventory, &s->inv);
 	if (ret)
 		return ret;
-	/*
-	 * Several control planes: `up` makes the cluster (kubeadm init on the
-	 * first, join --control-plane of the others, roles
-	 * join-control-planes and kubeadm-join-control-plane), add-node and
-	 * remove-node change its members, reset takes it down, backup and
-	 * restore are cmd_backup.c's, upgrade and renew-certs take the control
-	 * planes one at a time; any other command that would change them is
-	 * refused (issue 36).  Nothing is touched.
-	 */
-	if (a->mode == RUN_APPLY && inventory_nr_control_planes(s->inv) > 1 &&
-	    strcmp(a->cmd_name, "up") && strcmp(a->cmd_name, "backup") &&
-	    strcmp(a->cmd_name, "restore") && strcmp(a->cmd_name, "add-node") &&
-	    strcmp(a->cmd_name, "remove-node") && strcmp(a->cmd_name, "reset") &&
-	    strcmp(a->cmd_name, "upgrade") && strcmp(a->cmd_name, "renew-certs")) {
-		fprintf(stderr,
-			"provision %s: %zu control planes: provision cannot yet run %s "
-			"on several control planes (only up, add-node, remove-node, reset, "
-			"backup, restore, upgrade and renew-certs); nothing was changed\n"
-			"  hint: provision up -i %s\n",
-			a->cmd_name, inventory_nr_control_planes(s->inv), a->cmd_name,
-			a->inventory);
-		return EXIT_USAGE;
-	}
 	/* Every role and template is checked before any node is touched. */
 	diag_list_init(&dl);
 	if (role_set_load(&s->rs, cli_roles_dir(a->roles), &dl) < 0) {
