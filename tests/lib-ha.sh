@@ -12,12 +12,15 @@
 #   ha_inventory [NODE=ROLES...]  the inventory with the VIP (sets and
 #                          exports VIP and HA; sets ADDR1)
 #   admin_pem              the state folder's admin as PEM files for curl
-#   api PATH               GET through the VIP as the admin
-#   ec NODE ARGS...        etcdctl on NODE against its own member
+#   api PATH               GET through the VIP as the admin (t0468 defines
+#                          its own api after sourcing this)
+#   ec NODE ARGS...        etcdctl on NODE against its own member (sets
+#                          ec_node)
 #   etcd_members NODE      etcd's member list there
 #
 # Cleanup (the HTTP server stopped, the VIP taken off the bridge) is
-# registered with test_at_exit.
+# registered with test_at_exit.  The test bodies (tests/lib.sh's
+# test_case: a subshell of the script) see these functions and variables.
 
 x() { "$TESTBED" exec "$TB" "$@"; }
 
