@@ -35,6 +35,8 @@
 # shellcheck disable=SC2016
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fakes/cluster-testbed.sh"
+# shellcheck source=tests/lib-ha.sh
+. "$(dirname "$0")/lib-ha.sh"
 
 test_need_cmd curl apt-ftparchive
 K8S=1.36.4
@@ -45,57 +47,14 @@ skip_all_cases() {
 	exit $?
 }
 cluster_testbed 5 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
-x() { "$TESTBED" exec "$TB" "$@"; }
+# keepalived and HAProxy from the control planes' Debian mirror; node-2 and
+# node-3 control planes too, behind the VIP (tests/lib-ha.sh)
+ha_mirror node-1 node-2 node-3
+ha_inventory node-2=control-plane node-3=control-plane
+export TESTBED_NODES
 
-REPO=$("$SRC_ROOT/tests/testbed/apt-repo.sh" "$TESTBED_ROOTFS" keepalived haproxy curl 2>"$TEST_DIR/apt-repo.log") || {
-	sed 's/^/# /' "$TEST_DIR/apt-repo.log"
-	exit 1
-}
-timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$REPO/repo" 0 \
-	>"$TEST_DIR/http-deb.log" 2>&1 &
-test_at_exit "kill $!"
-i=0
-until debport=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http-deb.log") && [ -n "$debport" ]; do
-	i=$((i + 1))
-	[ "$i" -lt 50 ] || { sed 's/^/# /' "$TEST_DIR/http-deb.log"; exit 1; }
-	sleep 0.1
-done
-for n in node-1 node-2 node-3; do
-	x "$n" sh -c "echo 'deb [trusted=yes] http://$TESTBED_HOST_ADDR:$debport/ ./' >/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/*"
-done
-
-ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
-VIP=${ADDR1%.*}.50
-HA=$TEST_DIR/inventory-ha.yaml
-awk -v vip="$VIP" '
-	/^  kubernetes_version:/ { print; print "  api_endpoint:"; print "    vip: " vip; next }
-	/^  - name: / { name = $3 }
-	/^    roles: / && (name == "node-2" || name == "node-3") { print "    roles: [control-plane]"; next }
-	{ print }' "$INV" >"$HA"
-export VIP HA TESTBED_NODES
-test_at_exit "ip addr del '$VIP/32' dev '$TESTBED_BRIDGE' 2>/dev/null; true"
-
-# The admin's client certificate of the state folder's admin.conf, for curl
-# from this machine through the VIP.
-admin_pem() {
-	for k in client-certificate-data client-key-data certificate-authority-data; do
-		sed -n "s/^ *$k: *//p" "$STATE/private/admin.conf" | base64 -d >"$TEST_DIR/$k.pem"
-	done
-}
-api() { # PATH: GET through the VIP as the admin
-	curl --silent --show-error --max-time 5 --cacert "$TEST_DIR/certificate-authority-data.pem" \
-		--cert "$TEST_DIR/client-certificate-data.pem" --key "$TEST_DIR/client-key-data.pem" \
-		"https://$VIP:8443$1"
-}
-etcd_members() { # NODE: etcdctl member list there (name, started, learner)
-	x "$1" env ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 \
-		--cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
-		--key=/etc/kubernetes/pki/etcd/healthcheck-client.key member list -w simple
-}
 etcd_health() { # NODE: etcdctl endpoint health of its own member
-	x "$1" env ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 \
-		--cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
-		--key=/etc/kubernetes/pki/etcd/healthcheck-client.key --command-timeout=2s endpoint health
+	ec "$1" --command-timeout=2s endpoint health
 }
 holders() {
 	for n in node-1 node-2 node-3; do

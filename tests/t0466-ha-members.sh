@@ -23,6 +23,8 @@
 # shellcheck disable=SC2016
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fakes/cluster-testbed.sh"
+# shellcheck source=tests/lib-ha.sh
+. "$(dirname "$0")/lib-ha.sh"
 
 test_need_cmd curl apt-ftparchive
 K8S=1.36.4
@@ -33,58 +35,24 @@ skip_all_cases() {
 	exit $?
 }
 cluster_testbed 3 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
-x() { "$TESTBED" exec "$TB" "$@"; }
-
-REPO=$("$SRC_ROOT/tests/testbed/apt-repo.sh" "$TESTBED_ROOTFS" keepalived haproxy curl 2>"$TEST_DIR/apt-repo.log") || {
-	sed 's/^/# /' "$TEST_DIR/apt-repo.log"
-	exit 1
-}
-timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$REPO/repo" 0 \
-	>"$TEST_DIR/http-deb.log" 2>&1 &
-test_at_exit "kill $!"
-i=0
-until debport=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http-deb.log") && [ -n "$debport" ]; do
-	i=$((i + 1))
-	[ "$i" -lt 50 ] || { sed 's/^/# /' "$TEST_DIR/http-deb.log"; exit 1; }
-	sleep 0.1
-done
+# keepalived and HAProxy from the control planes' Debian mirror; node-1 also
+# a worker, node-2 and node-3 control planes too, behind the VIP
+# (tests/lib-ha.sh)
+ha_mirror node-1 node-2 node-3
 for n in node-1 node-2 node-3; do
-	x "$n" sh -c "echo 'deb [trusted=yes] http://$TESTBED_HOST_ADDR:$debport/ ./' >/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/*"
 	# the lab's own data, which no reset may touch
 	x "$n" sh -c "mkdir -p /srv/lab && head -c 4096 /dev/urandom >/srv/lab/results.bin && echo 'lab note' >/etc/lab-note"
 	x "$n" sha256sum /srv/lab/results.bin /etc/lab-note >"$TEST_DIR/$n.lab"
 done
 
-ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
+ha_inventory "node-1=control-plane, worker" node-2=control-plane node-3=control-plane
 ADDR3=$(awk '$1 == "node-3" { print $2 }' "$TB/nodes.txt")
-VIP=${ADDR1%.*}.50
-HA=$TEST_DIR/inventory-ha.yaml
-awk -v vip="$VIP" '
-	/^  kubernetes_version:/ { print; print "  api_endpoint:"; print "    vip: " vip; next }
-	/^  - name: / { name = $3 }
-	/^    roles: / && name == "node-1" { print "    roles: [control-plane, worker]"; next }
-	/^    roles: / && (name == "node-2" || name == "node-3") { print "    roles: [control-plane]"; next }
-	{ print }' "$INV" >"$HA"
-export VIP HA ADDR3
-test_at_exit "ip addr del '$VIP/32' dev '$TESTBED_BRIDGE' 2>/dev/null; true"
+export ADDR3
 P="-i $HA --state $STATE --roles $ROLES --no-tui"
 export P
 
-admin_pem() {
-	for k in client-certificate-data client-key-data certificate-authority-data; do
-		sed -n "s/^ *$k: *//p" "$STATE/private/admin.conf" | base64 -d >"$TEST_DIR/$k.pem"
-	done
-}
-api() { # PATH: GET through the VIP as the admin
-	curl --silent --show-error --max-time 5 --cacert "$TEST_DIR/certificate-authority-data.pem" \
-		--cert "$TEST_DIR/client-certificate-data.pem" --key "$TEST_DIR/client-key-data.pem" \
-		"https://$VIP:8443$1"
-}
 members() { # NODE: etcd's member list there, "NAME STATUS LEARNER" sorted
-	x "$1" env ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 \
-		--cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
-		--key=/etc/kubernetes/pki/etcd/healthcheck-client.key member list -w simple |
-		awk -F ', ' '{ print $3, $2, $6 }' | sort
+	etcd_members "$1" | awk -F ', ' '{ print $3, $2, $6 }' | sort
 }
 kc() { x node-1 kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
 export TEST_DIR STATE

@@ -37,6 +37,8 @@
 # shellcheck disable=SC2016
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fakes/cluster-testbed.sh"
+# shellcheck source=tests/lib-ha.sh
+. "$(dirname "$0")/lib-ha.sh"
 # shellcheck source=tests/lib-certs.sh
 . "$(dirname "$0")/lib-certs.sh"
 
@@ -51,46 +53,20 @@ skip_all_cases() {
 	exit $?
 }
 cluster_testbed 4 "$FROM" || skip_all_cases "$CLUSTER_SKIP"
-x() { "$TESTBED" exec "$TB" "$@"; }
-
-REPO=$("$SRC_ROOT/tests/testbed/apt-repo.sh" "$TESTBED_ROOTFS" keepalived haproxy curl 2>"$TEST_DIR/apt-repo.log") || {
-	sed 's/^/# /' "$TEST_DIR/apt-repo.log"
-	exit 1
-}
-timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$REPO/repo" 0 \
-	>"$TEST_DIR/http-deb.log" 2>&1 &
-test_at_exit "kill $!"
-i=0
-until debport=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http-deb.log") && [ -n "$debport" ]; do
-	i=$((i + 1))
-	[ "$i" -lt 50 ] || { sed 's/^/# /' "$TEST_DIR/http-deb.log"; exit 1; }
-	sleep 0.1
-done
-for n in node-1 node-2 node-3; do
-	x "$n" sh -c "echo 'deb [trusted=yes] http://$TESTBED_HOST_ADDR:$debport/ ./' >/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/*"
-done
-
-ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
-VIP=${ADDR1%.*}.50
-HA=$TEST_DIR/inventory-ha.yaml
-awk -v vip="$VIP" '
-	/^  kubernetes_version:/ { print; print "  api_endpoint:"; print "    vip: " vip; next }
-	/^  - name: / { name = $3 }
-	/^    roles: / && (name == "node-2" || name == "node-3") { print "    roles: [control-plane]"; next }
-	{ print }' "$INV" >"$HA"
+# keepalived and HAProxy from the control planes' Debian mirror; node-2 and
+# node-3 control planes too, behind the VIP (tests/lib-ha.sh)
+ha_mirror node-1 node-2 node-3
+ha_inventory node-2=control-plane node-3=control-plane
 HA2=$TEST_DIR/inventory-ha-$TO.yaml
 sed "s/^  kubernetes_version: .*/  kubernetes_version: \"$TO\"/" "$HA" >"$HA2"
-export VIP HA HA2 FROM TO
-test_at_exit "ip addr del '$VIP/32' dev '$TESTBED_BRIDGE' 2>/dev/null; true"
+export HA2 FROM TO
 export TEST_DIR STATE
 
 # poll_start NAME: GET /api/v1/nodes through the VIP as the state folder's
 # admin once a second, one "EPOCH-MS ok|fail" line each into NAME.polls,
 # until poll_stop NAME.
 poll_start() {
-	for k in client-certificate-data client-key-data certificate-authority-data; do
-		sed -n "s/^ *$k: *//p" "$STATE/private/admin.conf" | base64 -d >"$TEST_DIR/$k.pem"
-	done
+	admin_pem
 	: >"$TEST_DIR/$1.polls"
 	(
 		while [ ! -e "$TEST_DIR/$1.stop" ]; do

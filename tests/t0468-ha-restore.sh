@@ -29,6 +29,8 @@
 # shellcheck disable=SC2016
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fakes/cluster-testbed.sh"
+# shellcheck source=tests/lib-ha.sh
+. "$(dirname "$0")/lib-ha.sh"
 
 test_need_cmd curl apt-ftparchive sha256sum
 K8S=1.36.4
@@ -39,43 +41,14 @@ skip_all_cases() {
 	exit $?
 }
 cluster_testbed 3 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
-x() { "$TESTBED" exec "$TB" "$@"; }
+# keepalived and HAProxy from the control planes' Debian mirror; every node
+# a control plane, behind the VIP (tests/lib-ha.sh)
+ha_mirror node-1 node-2 node-3
+ha_inventory node-1=control-plane node-2=control-plane node-3=control-plane
 
-REPO=$("$SRC_ROOT/tests/testbed/apt-repo.sh" "$TESTBED_ROOTFS" keepalived haproxy curl 2>"$TEST_DIR/apt-repo.log") || {
-	sed 's/^/# /' "$TEST_DIR/apt-repo.log"
-	exit 1
-}
-timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$REPO/repo" 0 \
-	>"$TEST_DIR/http-deb.log" 2>&1 &
-test_at_exit "kill $!"
-i=0
-until debport=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http-deb.log") && [ -n "$debport" ]; do
-	i=$((i + 1))
-	[ "$i" -lt 50 ] || { sed 's/^/# /' "$TEST_DIR/http-deb.log"; exit 1; }
-	sleep 0.1
-done
-for n in node-1 node-2 node-3; do
-	x "$n" sh -c "echo 'deb [trusted=yes] http://$TESTBED_HOST_ADDR:$debport/ ./' >/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/*"
-done
-
-ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
-VIP=${ADDR1%.*}.50
-HA=$TEST_DIR/inventory-ha.yaml
-awk -v vip="$VIP" '
-	/^  kubernetes_version:/ { print; print "  api_endpoint:"; print "    vip: " vip; next }
-	/^    roles: / { print "    roles: [control-plane]"; next }
-	{ print }' "$INV" >"$HA"
-export VIP HA
-test_at_exit "ip addr del '$VIP/32' dev '$TESTBED_BRIDGE' 2>/dev/null; true"
-
-# The admin's client certificate of the state folder's admin.conf, for curl
-# from this machine through the VIP (again after the restore: kubeadm init
-# makes a new admin.conf, signed by the same CA).
-admin_pem() {
-	for k in client-certificate-data client-key-data certificate-authority-data; do
-		sed -n "s/^ *$k: *//p" "$STATE/private/admin.conf" | base64 -d >"$TEST_DIR/$k.pem"
-	done
-}
+# admin_pem (tests/lib-ha.sh) again after the restore: kubeadm init makes a
+# new admin.conf, signed by the same CA.  api: its own, taking curl's
+# arguments (POST too).
 api() { # [CURL-ARGS...] PATH: through the VIP as the admin
 	curl --silent --show-error --max-time 10 --cacert "$TEST_DIR/certificate-authority-data.pem" \
 		--cert "$TEST_DIR/client-certificate-data.pem" --key "$TEST_DIR/client-key-data.pem" \
@@ -104,13 +77,6 @@ while i < len(s):
         items.append([o["kind"], m["name"], m.get("uid"), m.get("resourceVersion"), it.get("data")])
 items.sort(key=lambda t: (t[0], t[1]))
 print(len(items), hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest())'
-}
-ec() { # NODE ARGS...: etcdctl on NODE against its own member
-	n=$1
-	shift
-	x "$n" env ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 \
-		--cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
-		--key=/etc/kubernetes/pki/etcd/healthcheck-client.key "$@"
 }
 export TEST_DIR STATE
 N=40

@@ -1,0 +1,101 @@
+# shellcheck shell=sh
+# tests/lib-ha.sh: what the tests of several control planes behind a real
+# virtual IP share (t0465, t0466, t0467, t0468).  POSIX sh; sourced after
+# tests/lib.sh and tests/fakes/cluster-testbed.sh, its functions called
+# after cluster_testbed: they need $SRC_ROOT, $TEST_DIR, $TESTBED, $TB,
+# $INV, $STATE and the testbed's TESTBED_ROOTFS, TESTBED_HOST_ADDR and
+# TESTBED_BRIDGE.
+#
+#   x NODE CMD...          CMD on the testbed node NODE (testbed.sh exec)
+#   ha_mirror NODE...      Debian's keepalived, HAProxy and curl for NODEs
+#                          (sets REPO, debport)
+#   ha_inventory [NODE=ROLES...]  the inventory with the VIP (sets and
+#                          exports VIP and HA; sets ADDR1)
+#   admin_pem              the state folder's admin as PEM files for curl
+#   api PATH               GET through the VIP as the admin (t0468 defines
+#                          its own api after sourcing this)
+#   ec NODE ARGS...        etcdctl on NODE against its own member (sets
+#                          ec_node)
+#   etcd_members NODE      etcd's member list there
+#
+# Cleanup (the HTTP server stopped, the VIP taken off the bridge) is
+# registered with test_at_exit.  The test bodies (tests/lib.sh's
+# test_case: a subshell of the script) see these functions and variables.
+
+x() { "$TESTBED" exec "$TB" "$@"; }
+
+# ha_mirror NODE...: REPO set to the flat repository of keepalived, haproxy
+# and curl that tests/testbed/apt-repo.sh builds for the testbed's release,
+# served by python's http.server on $TESTBED_HOST_ADDR (port $debport, log
+# $TEST_DIR/http-deb.log, for at most 30 minutes) as the only apt source of
+# every NODE (its /etc/apt/sources.list; sources.list.d emptied): the
+# control planes' Debian mirror, from which roles/api-vip installs.  When
+# the repository cannot be built or the server does not start within 5 s,
+# the log is shown and the script ends (exit 1).
+ha_mirror() {
+	REPO=$("$SRC_ROOT/tests/testbed/apt-repo.sh" "$TESTBED_ROOTFS" keepalived haproxy curl 2>"$TEST_DIR/apt-repo.log") || {
+		sed 's/^/# /' "$TEST_DIR/apt-repo.log"
+		exit 1
+	}
+	timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$REPO/repo" 0 \
+		>"$TEST_DIR/http-deb.log" 2>&1 &
+	test_at_exit "kill $!"
+	i=0
+	until debport=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http-deb.log") && [ -n "$debport" ]; do
+		i=$((i + 1))
+		[ "$i" -lt 50 ] || { sed 's/^/# /' "$TEST_DIR/http-deb.log"; exit 1; }
+		sleep 0.1
+	done
+	for n in "$@"; do
+		x "$n" sh -c "echo 'deb [trusted=yes] http://$TESTBED_HOST_ADDR:$debport/ ./' >/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/*"
+	done
+}
+
+# ha_inventory [NODE=ROLES...]: VIP set to .50 of node-1's subnet (ADDR1:
+# node-1's address) and HA to $TEST_DIR/inventory-ha.yaml: $INV with
+# cluster.api_endpoint.vip VIP (after kubernetes_version) and each NODE's
+# roles line "roles: [ROLES]" (e.g. node-2=control-plane, or
+# "node-1=control-plane, worker"); the other lines as in $INV.  VIP and HA
+# exported; the VIP's removal from the bridge registered with test_at_exit.
+ha_inventory() {
+	ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
+	VIP=${ADDR1%.*}.50
+	HA=$TEST_DIR/inventory-ha.yaml
+	awk -v vip="$VIP" -v nodes="$(printf '%s|' "$@")" '
+		BEGIN {
+			n = split(nodes, a, "|")
+			for (i = 1; i <= n; i++)
+				if ((k = index(a[i], "=")) > 0) roles[substr(a[i], 1, k - 1)] = substr(a[i], k + 1)
+		}
+		/^  kubernetes_version:/ { print; print "  api_endpoint:"; print "    vip: " vip; next }
+		/^  - name: / { name = $3 }
+		/^    roles: / && (name in roles) { print "    roles: [" roles[name] "]"; next }
+		{ print }' "$INV" >"$HA"
+	export VIP HA
+	test_at_exit "ip addr del '$VIP/32' dev '$TESTBED_BRIDGE' 2>/dev/null; true"
+}
+
+# admin_pem: the client certificate, key and CA of the state folder's
+# admin.conf into $TEST_DIR/{client-certificate,client-key,certificate-
+# authority}-data.pem, for curl from this machine through the VIP (again
+# after anything that writes a new admin.conf).
+admin_pem() {
+	for k in client-certificate-data client-key-data certificate-authority-data; do
+		sed -n "s/^ *$k: *//p" "$STATE/private/admin.conf" | base64 -d >"$TEST_DIR/$k.pem"
+	done
+}
+api() { # PATH: GET through the VIP as the admin (admin_pem first)
+	curl --silent --show-error --max-time 5 --cacert "$TEST_DIR/certificate-authority-data.pem" \
+		--cert "$TEST_DIR/client-certificate-data.pem" --key "$TEST_DIR/client-key-data.pem" \
+		"https://$VIP:8443$1"
+}
+ec() { # NODE ARGS...: etcdctl on NODE against its own member
+	ec_node=$1
+	shift
+	x "$ec_node" env ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 \
+		--cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
+		--key=/etc/kubernetes/pki/etcd/healthcheck-client.key "$@"
+}
+etcd_members() { # NODE: etcdctl member list there (name, started, learner)
+	ec "$1" member list -w simple
+}
