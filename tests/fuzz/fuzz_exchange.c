@@ -98,12 +98,13 @@ struct seen {
 	const struct role *r;
 };
 
-/* Every value a node reads must be one that some role it reads from declares. */
-static void check_value(const char *name, const char *value, void *data)
+/* Every value a node reads must be one that some role it reads from declares, secret as declared. */
+static void check_value(const char *name, const char *value, bool secret, void *data)
 {
 	struct seen *s = data;
 	size_t p, h, n;
-	bool ok = !strcmp(name, "hub_github_client_secret") && s->to == 0;
+	/* provision gives this one, always as a secret (a file on the node) */
+	bool ok = !strcmp(name, "hub_github_client_secret") && s->to == 0 && secret;
 	struct strbuf sb = STRBUF_INIT;
 
 	for (p = 0; p < 5 && !ok; p++) {
@@ -116,6 +117,9 @@ static void check_value(const char *name, const char *value, void *data)
 					continue;
 				/* for this node, and about its sender */
 				if (rh->to == ROLE_TO_SELF && n != s->to)
+					continue;
+				/* a secret hand's value is read as a secret (never the environment) */
+				if (rh->secret != secret)
 					continue;
 				if (rh->to == ROLE_TO_CONTROL_PLANE && s->to != 0)
 					continue;
