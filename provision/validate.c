@@ -901,15 +901,8 @@ static void etcd_checks(struct validation *v, const struct inventory *inv,
 				leaders_agree = false;
 		}
 	}
-	if (!nr_cp) {
-		free(ev);
-		strbuf_release(&obs);
-		strbuf_release(&first);
-		strbuf_release(&t);
-		strbuf_release(&lost);
-		strbuf_release(&expected);
-		return;
-	}
+	if (!nr_cp)
+		goto out;
 	strbuf_reset(&obs);
 	if (!ref) {
 		ok = false;
@@ -977,6 +970,7 @@ static void etcd_checks(struct validation *v, const struct inventory *inv,
 			  : "'etcdctl member list' on a control plane (kubeadm's etcd certificates "
 			    "in /etc/kubernetes/pki/etcd); a lost member's machine back, or "
 			    "'provision remove-node' of it");
+out:
 	for (i = 0; i < nr; i++)
 		etcd_view_release(&ev[i]);
 	free(ev);

@@ -473,23 +473,25 @@ static void test_helm_skew(void **state)
 	inventory_free(inv);
 }
 
+/* Three control planes behind a VIP (ha_problems, test_control_planes_one_run). */
+static const char ha_yaml[] = "cluster:\n"
+			      "  name: t\n"
+			      "  kubernetes_version: \"1.30.4\"\n"
+			      "  api_endpoint:\n"
+			      "    vip: 198.18.0.50\n"
+			      "jupyterhub:\n"
+			      "  enabled: false\n"
+			      "nodes:\n"
+			      "  - name: cp-[1-3]\n"
+			      "    address: 198.18.0.[11-13]\n"
+			      "    roles: [control-plane, worker]\n";
+
 /*
  * Three control planes with a VIP: facts EXTRA[i] added to each one's
  * healthy facts; the problems, "NODE: MSG" a line.
  */
 static char *ha_problems(const char *extra[3])
 {
-	static const char yaml[] = "cluster:\n"
-				   "  name: t\n"
-				   "  kubernetes_version: \"1.30.4\"\n"
-				   "  api_endpoint:\n"
-				   "    vip: 198.18.0.50\n"
-				   "jupyterhub:\n"
-				   "  enabled: false\n"
-				   "nodes:\n"
-				   "  - name: cp-[1-3]\n"
-				   "    address: 198.18.0.[11-13]\n"
-				   "    roles: [control-plane, worker]\n";
 	struct facts f[3];
 	struct error err = {0};
 	char mac[32];
@@ -508,7 +510,7 @@ static char *ha_problems(const char *extra[3])
 		assert_int_equal(0, facts_parse(&f[i], sb.buf, sb.len, &err));
 		strbuf_release(&sb);
 	}
-	return preflight_three(yaml, f, NULL);
+	return preflight_three(ha_yaml, f, NULL);
 }
 
 static void test_control_planes(void **state)
@@ -556,17 +558,6 @@ static void test_control_planes(void **state)
  */
 static void test_control_planes_one_run(void **state)
 {
-	static const char yaml[] = "cluster:\n"
-				   "  name: t\n"
-				   "  kubernetes_version: \"1.30.4\"\n"
-				   "  api_endpoint:\n"
-				   "    vip: 198.18.0.50\n"
-				   "jupyterhub:\n"
-				   "  enabled: false\n"
-				   "nodes:\n"
-				   "  - name: cp-[1-3]\n"
-				   "    address: 198.18.0.[11-13]\n"
-				   "    roles: [control-plane, worker]\n";
 	static const char text[] = "facts_version=1\nos_id=debian\nos_version=12\ncpus=4\n"
 				   "mem_kib=8000000\nmachine_id=00000000000000000000000000000002\n"
 				   "product_uuid=4c4c4544-0000-0000-0000-000000000002\n"
@@ -583,7 +574,7 @@ static void test_control_planes_one_run(void **state)
 
 	(void)state;
 	diag_list_init(&dl);
-	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", yaml, strlen(yaml), &dl));
+	assert_int_equal(0, inventory_load_buffer(&inv, "t.yaml", ha_yaml, strlen(ha_yaml), &dl));
 	diag_list_release(&dl);
 	memset(&f, 0, sizeof(f));
 	assert_int_equal(0, facts_parse(&f, text, strlen(text), &err));
