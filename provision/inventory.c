@@ -84,7 +84,7 @@ struct parser {
 	bool have_nfs_section;
 	struct source_pos nfs_pos, nfs_server_pos;
 	bool hub_section;
-	struct source_pos hub_pos;
+	struct source_pos hub_pos, hub_node_pos;
 	/* Every node name that expanded, with where it was written: duplicates are
 	 * found even when another key of the entry was wrong. */
 	struct seen_name {
@@ -1796,6 +1796,7 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 static const char *const hub_keys[] = {
     "enabled",	   "chart_version", "node_port", "image",	  "storage",
     "admin_users", "allowed_users", "auth",	 "start_timeout", "shm_size",
+    "node",
 };
 enum {
 	HUB_ENABLED,
@@ -1808,6 +1809,7 @@ enum {
 	HUB_AUTH,
 	HUB_START_TIMEOUT,
 	HUB_SHM_SIZE,
+	HUB_NODE,
 };
 static const char *const auth_keys[] = {"type", "github", "ldap"};
 static const char *const github_keys[] = {"client_id", "client_secret_file", "callback_url"};
@@ -1973,6 +1975,8 @@ static void parse_hub(struct parser *p, const yaml_node_t *key, const yaml_node_
 		schema_int(&p->s, y, "start_timeout", 1, 86400, &hub->start_timeout);
 	if ((y = f.val[HUB_SHM_SIZE]))
 		get_quantity(p, y, "shm_size", &hub->shm_size);
+	if ((y = f.val[HUB_NODE]) && schema_str(&p->s, y, "node", &hub->node))
+		p->hub_node_pos = schema_pos(y);
 }
 
 /* Checks across sections ------------------------------------------------------ */
@@ -2333,6 +2337,41 @@ static void check_nfs(struct parser *p)
 	}
 }
 
+/* jupyterhub.node names a control plane of the inventory. */
+static void check_hub_node(struct parser *p)
+{
+	struct inventory *inv = p->inv;
+	const struct node *nd = inventory_find(inv, inv->hub.node);
+	bool known = false;
+	size_t i;
+
+	for (i = 0; i < p->nr_names && !known; i++)
+		known = !strcmp(p->names[i].name, inv->hub.node);
+	if (!known && !p->names_incomplete) {
+		const char **names = xcalloc(p->nr_names + 1, sizeof(*names));
+		const char *s;
+
+		for (i = 0; i < p->nr_names; i++)
+			names[i] = p->names[i].name;
+		s = schema_suggest(inv->hub.node, names, p->nr_names);
+		if (s)
+			err_pos(p, p->hub_node_pos, NULL,
+				"'node' names no node called '%s' (did you mean '%s'?)",
+				inv->hub.node, s);
+		else
+			err_pos(p, p->hub_node_pos,
+				"name the control plane that runs the hub and holds its database",
+				"'node' names no node called '%s'", inv->hub.node);
+		free(names);
+	} else if (nd && !(nd->roles & NODE_ROLE_CONTROL_PLANE) && !p->roles_incomplete) {
+		err_pos(p, p->hub_node_pos,
+			"name a control plane: the hub runs beside the cluster's services, away "
+			"from the notebooks",
+			"'node' names node '%s', which does not have the control-plane role",
+			nd->name);
+	}
+}
+
 static void check_hub(struct parser *p)
 {
 	struct inventory *inv = p->inv;
@@ -2340,6 +2379,8 @@ static void check_hub(struct parser *p)
 
 	if (!inv->hub.enabled)
 		return;
+	if (inv->hub.node)
+		check_hub_node(p);
 	if (!inv->nfs.server && !p->roles_incomplete && !p->nodes_incomplete && inv->nr_nodes)
 		warn_pos(p, where,
 			 "give one node the nfs-server role, or set jupyterhub.enabled: false",
@@ -2588,6 +2629,7 @@ void inventory_free(struct inventory *inv)
 	free(inv->hub.ldap_server);
 	free(inv->hub.ldap_bind_dn_template);
 	free(inv->hub.shm_size);
+	free(inv->hub.node);
 	for (i = 0; i < inv->nr_nodes; i++)
 		node_release(&inv->nodes[i]);
 	free(inv->nodes);
@@ -2612,6 +2654,26 @@ const struct node *inventory_control_plane(const struct inventory *inv)
 		if (inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE)
 			return &inv->nodes[i];
 	return NULL;
+}
+
+const struct node *inventory_hub_node(const struct inventory *inv)
+{
+	const struct node *first = NULL;
+	size_t i;
+
+	if (inv->hub.node) {
+		const struct node *nd = inventory_find(inv, inv->hub.node);
+		if (nd && (nd->roles & NODE_ROLE_CONTROL_PLANE))
+			return nd;
+	}
+	for (i = 0; i < inv->nr_nodes; i++) {
+		if (!(inv->nodes[i].roles & NODE_ROLE_CONTROL_PLANE))
+			continue;
+		if (first)
+			return &inv->nodes[i];
+		first = &inv->nodes[i];
+	}
+	return first;
 }
 
 size_t inventory_nr_control_planes(const struct inventory *inv)

@@ -116,6 +116,9 @@ struct hub_settings {
 	/* the chart version the roles install (role_set_resolve_hub_chart); NULL: not resolved */
 	char *chart_resolved;
 	int node_port;	      /* proxy NodePort, default 30080 (30000-32767) */
+	/* the control plane that runs the hub and holds its database (jupyterhub.node);
+	 * NULL: inventory_hub_node's default */
+	char *node;
 	char *image;	      /* singleuser image "name:tag"; NULL: the chart's default */
 	char *storage;	      /* per-user volume size, e.g. "10Gi" */
 	char **admin_users;   /* NULL-terminated */
@@ -259,6 +262,14 @@ const struct node *inventory_find(const struct inventory *inv, const char *name)
  */
 const struct node *inventory_control_plane(const struct inventory *inv);
 /* How many nodes have the control-plane role. */
+/*
+ * The node that runs the hub and holds its SQLite database on its disk:
+ * jupyterhub.node, else the control plane when there is one, else the second
+ * control plane in the inventory's order (the first holds the API's virtual
+ * IP by preference: losing one machine costs the hub or the VIP's holder,
+ * never both).  NULL without a control plane.
+ */
+const struct node *inventory_hub_node(const struct inventory *inv);
 size_t inventory_nr_control_planes(const struct inventory *inv);
 /*
  * Where the API is reached: cluster.api_endpoint's host and port, or the

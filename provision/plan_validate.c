@@ -138,19 +138,21 @@ static void readyz_check(struct run *run, const struct kube_query *on_node)
 
 /*
  * The hub's /hub/health from this machine, through the proxy's NodePort on
- * the control plane's address (a NodePort answers on every node), as a
- * user's browser would reach it.  Skipped when this run did not include the
+ * the hub's node's address (inventory_hub_node: a NodePort answers on every
+ * node; that one is up whenever the hub is), as a user's browser would
+ * reach it.  Skipped when this run did not include the
  * addons phase (`up --phases init`); `check` (no phases) always asks.
  */
-static void hub_check(struct run *run, const struct node *cp)
+static void hub_check(struct run *run)
 {
 	const struct inventory *inv = run->o->inv;
+	const struct node *cp = inventory_hub_node(inv);
 	struct strbuf body = STRBUF_INIT;
 	struct error err = {0};
 	long status = 0;
 	char *url;
 
-	if (!inv->hub.enabled)
+	if (!inv->hub.enabled || !cp)
 		return;
 	if (run->o->phases && !(run->o->phases & PHASE_BIT(PHASE_ADDONS))) {
 		validation_add(&run->res->validation, "hub-health", CHECK_CLUSTER, CHECK_SKIP,
@@ -355,7 +357,7 @@ void plan_run_validation(struct run *run, struct runner_opts *ro, struct transpo
 					       "run 'kubectl get pods -A' on the control plane");
 			readyz_check(run, &q[3]);
 			validate_control_planes(&res->validation, o->inv, o->nodes, facts, o->nr);
-			hub_check(run, o->nodes[cp]);
+			hub_check(run);
 			addon_checks(run, q, facts);
 			gpu_pod_check(run, ro, sessions, cp, &q[1]);
 			plan_run_certs(run, ro, sessions, cp);

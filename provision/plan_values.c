@@ -37,10 +37,11 @@ static void add_list(struct tval *map, const char *key, char **items)
 }
 
 /* hub.*: the inventory's jupyterhub section, as the jupyterhub role's values template reads it. */
-static void add_hub(struct tval *v, const struct inventory *inv, const struct node *cp)
+static void add_hub(struct tval *v, const struct inventory *inv)
 {
 	static const char *const auth[] = {"native", "github", "ldap", "none"};
 	const struct hub_settings *h = &inv->hub;
+	const struct node *cp = inventory_hub_node(inv);
 	struct tval *m = tval_map_at(v, "hub"), *a;
 
 	tval_set_str(m, "enabled", "true");
@@ -51,6 +52,8 @@ static void add_hub(struct tval *v, const struct inventory *inv, const struct no
 		tval_set_strf(m, "chart_major", "%.*s", (int)strcspn(ver, "."), ver);
 	}
 	tval_set_strf(m, "node_port", "%d", h->node_port);
+	if (cp)
+		tval_set_str(m, "node", cp->name);
 	if (cp)
 		tval_set_strf(m, "url", strchr(cp->address, ':') ? "http://[%s]:%d/" : "http://%s:%d/",
 			      cp->address, h->node_port);
@@ -288,7 +291,7 @@ struct tval *plan_values(const struct inventory *inv, const struct node *n, cons
 	}
 
 	if (inv->hub.enabled)
-		add_hub(v, inv, cp);
+		add_hub(v, inv);
 
 	if (f) {
 		m = tval_map_at(v, "facts");

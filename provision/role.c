@@ -105,7 +105,7 @@ static const char *const chart_keys[] = {"artifact", "values", NULL};
 static const char *const image_on_words[] = {"cluster", "control-plane", "workers", "gpu", NULL};
 static const char *const when_words[] = {"gpu", "no-gpu", "nfs", "not-nfs-server", "hub",
 					 "containerd-release", "api-vip", "first-control-plane",
-					 "other-control-plane", "api-endpoint", NULL};
+					 "other-control-plane", "api-endpoint", "hub-node", NULL};
 
 static bool parse_mode(const char *s, unsigned *mode)
 {
@@ -745,7 +745,7 @@ static void load_role_yaml(struct role *r, const char *path, const struct kube_m
 					    &l, v,
 					    "conditions: gpu, no-gpu, nfs, not-nfs-server, hub, "
 					    "containerd-release, api-vip, first-control-plane, "
-					    "other-control-plane, api-endpoint",
+					    "other-control-plane, api-endpoint, hub-node",
 					    "unknown condition '%s'", words[i]);
 			}
 			strv_free(words);
@@ -1677,6 +1677,12 @@ bool role_applies(const struct role *r, const struct inventory *inv, const struc
 		return false;
 	if ((r->when & ROLE_WHEN_API_ENDPOINT) && inv->cluster.api_endpoint.kind == API_ENDPOINT_NONE)
 		return false;
+	if (r->when & ROLE_WHEN_HUB_NODE) {
+		const struct node *h = inventory_hub_node(inv);
+
+		if (!h || strcmp(h->name, n->name))
+			return false;
+	}
 	if (r->when & (ROLE_WHEN_FIRST_CONTROL_PLANE | ROLE_WHEN_OTHER_CONTROL_PLANE)) {
 		const struct node *first = inventory_control_plane(inv);
 		bool is_first = first && !strcmp(first->name, n->name);

@@ -36,6 +36,8 @@ enum role_when {
 	/* a control plane that is not the first: it joins with --control-plane */
 	ROLE_WHEN_OTHER_CONTROL_PLANE = 1u << 8,
 	ROLE_WHEN_API_ENDPOINT = 1u << 9, /* cluster.api_endpoint (a vip or an address) */
+	/* the control plane that runs the hub and holds its database (inventory_hub_node) */
+	ROLE_WHEN_HUB_NODE = 1u << 10,
 };
 
 struct role_template {

@@ -138,6 +138,23 @@ test_case "several control planes: remove-node of the first refused with the rea
 	expect_grep "^provision remove-node: .cp-1. is the first control plane: it runs what acts on the whole cluster (join tokens, add-ons, the hub, this removal); remove-node removes the other control planes, workers and storage nodes; nothing was changed\$" err
 '
 
+# The same with the hub: its node (by default the second control plane,
+# else jupyterhub.node) holds the hub's database.
+sed -e 's/^jupyterhub:$/storage:\n  nfs:\n    server: w-1\njupyterhub:\n  admin_users: [lab-admin]/' \
+	-e '/^  enabled: false$/d' -e 's/^    roles: \[worker\]$/    roles: [worker, nfs-server]/' "$HA" >"$TEST_DIR/ha-hub.yaml"
+sed 's/^  admin_users: \[lab-admin\]$/&\n  node: cp-3/' "$TEST_DIR/ha-hub.yaml" >"$TEST_DIR/ha-hub3.yaml"
+export HA_HUB="$TEST_DIR/ha-hub.yaml" HA_HUB3="$TEST_DIR/ha-hub3.yaml"
+
+test_case "several control planes with the hub: remove-node of the hub's node refused with the reason and the way to move it (exit 2)" '
+	expect_status 2 "$PROVISION" remove-node -i "$HA_HUB" --yes --no-tui cp-2 >out 2>err
+	expect_grep "^provision remove-node: .cp-2. runs the hub and holds its database (jupyterhub.node, by default): removed, the hub would start elsewhere with an empty database (its users and sign-ups lost); nothing was changed\$" err
+	expect_grep "hint: move the hub first: stop it (kubectl -n jhub scale deployment hub --replicas=0), copy /var/lib/provision/jupyterhub/jupyterhub.sqlite from .cp-2. to the same folder of another control plane (owner 1000, mode 0600), set jupyterhub.node to that one, run .provision up., then remove .cp-2.\$" err
+	expect_status 2 "$PROVISION" remove-node -i "$HA_HUB3" --yes --no-tui cp-3 >out 2>err
+	expect_grep "^provision remove-node: .cp-3. runs the hub and holds its database (jupyterhub.node): removed" err
+	"$PROVISION" inventory -i "$HA_HUB3" >show 2>&1
+	expect_grep "^  node  *cp-3 (the hub and its database)\$" show
+'
+
 test_case "several control planes: add-node of the first refused with the reason (exit 2)" '
 	expect_status 2 "$PROVISION" add-node -i "$HA" --no-tui cp-1 >out 2>err
 	expect_grep "^provision add-node: .cp-1. is the first control plane: it makes the cluster (kubeadm init)" err

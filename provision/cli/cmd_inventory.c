@@ -170,9 +170,15 @@ static void text_cluster(struct strbuf *sb, const struct inventory *inv)
 
 	strbuf_addf(sb, "\njupyterhub %s\n", hub->enabled ? "enabled" : "disabled");
 	if (hub->enabled) {
+		const struct node *hn = inventory_hub_node(inv);
+
 		strbuf_addf(sb, FIELD "%s\n", "chart version",
 			    hub->chart_version ? hub->chart_version : "the jupyterhub role's pin");
-		strbuf_addf(sb, FIELD "http://%s:%d/\n", "address", cp->address, hub->node_port);
+		if (hn) {
+			strbuf_addf(sb, FIELD "%s (the hub and its database)\n", "node", hn->name);
+			strbuf_addf(sb, FIELD "http://%s:%d/\n", "address", hn->address,
+				    hub->node_port);
+		}
 		strbuf_addf(sb, FIELD "%s\n", "image",
 			    hub->image ? hub->image : "the chart's default");
 		strbuf_addf(sb, FIELD "%s per user, /dev/shm %s\n", "storage", hub->storage,
@@ -500,6 +506,7 @@ static void print_json(const struct inventory *inv)
 	json_object_set_new(h, "enabled", json_boolean(hub->enabled));
 	json_object_set_new(h, "chart_version", jstr(hub->chart_version));
 	json_object_set_new(h, "node_port", json_integer(hub->node_port));
+	json_object_set_new(h, "node", jstr(inventory_hub_node(inv) ? inventory_hub_node(inv)->name : NULL));
 	json_object_set_new(h, "image", jstr(hub->image));
 	json_object_set_new(h, "storage", json_string(hub->storage));
 	json_object_set_new(h, "admin_users", jstrv(hub->admin_users));

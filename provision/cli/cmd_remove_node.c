@@ -50,7 +50,7 @@ static unsigned reset_bits(void)
 static int remove_select(const struct cli_plan_args *a, const struct inventory *inv,
 			 const struct node ***nodes, size_t *nr)
 {
-	const struct node *cp = inventory_control_plane(inv);
+	const struct node *cp = inventory_control_plane(inv), *hub;
 	bool *sel = cli_select_named(a->cmd_name, inv, names, nr_names);
 	struct strbuf words = STRBUF_INIT;
 	size_t i, n = 0;
@@ -82,6 +82,26 @@ static int remove_select(const struct cli_plan_args *a, const struct inventory *
 			"provision %s: '%s' is the control plane: remove-node removes workers and "
 			"storage nodes\n  hint: 'provision reset' takes the whole cluster down\n",
 			a->cmd_name, cp->name);
+		free(sel);
+		return EXIT_USAGE;
+	}
+	hub = inventory_hub_node(inv);
+	if (inv->hub.enabled && hub && sel[hub - inv->nodes]) {
+		/*
+		 * The hub's SQLite database is on that node's disk (never NFS):
+		 * removed, the node takes it along, and the hub would start again
+		 * elsewhere with an empty one.
+		 */
+		fprintf(stderr,
+			"provision %s: '%s' runs the hub and holds its database (jupyterhub.node%s): "
+			"removed, the hub would start elsewhere with an empty database (its users and "
+			"sign-ups lost); nothing was changed\n  hint: move the hub first: stop it "
+			"(kubectl -n jhub scale deployment hub --replicas=0), copy "
+			"/var/lib/provision/jupyterhub/jupyterhub.sqlite from '%s' to the same folder "
+			"of another control plane (owner 1000, mode 0600), set jupyterhub.node to that "
+			"one, run 'provision up', then remove '%s'\n",
+			a->cmd_name, hub->name, inv->hub.node ? "" : ", by default", hub->name,
+			hub->name);
 		free(sel);
 		return EXIT_USAGE;
 	}

@@ -199,6 +199,7 @@ static const char *const short_forms[][2] = {
     {"node-labels", "labels"},
     {"gpu-runtime", "gpu-rt"},
     {"gpu-operator", "gpu-op"},
+    {"hub-database", "hub-db"},
     {"jupyterhub", "hub"},
     {"etcd-backup", "backup"},
     /* the roles of reset, upgrade, remove-node, renew-certs, restore */

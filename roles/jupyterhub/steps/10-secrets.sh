@@ -1,5 +1,6 @@
 # jupyterhub 10-secrets: the hub's own secrets exist on the control plane,
-# made here and nowhere else, and the folder for the hub's database.
+# made here and nowhere else.  (The folder of the hub's database is on the
+# hub's node: roles/hub-database.)
 #
 # /etc/provision/jupyterhub/secrets.yaml (root, 0600) holds the chart's
 # hub.cookieSecret (signs the users' login cookies) and proxy.secretToken
@@ -17,22 +18,12 @@
 # goes into the same file as hub.config.GitHubOAuthenticator.client_secret;
 # a changed secret rewrites the file, keeping the other two.
 #
-# /var/lib/provision/jupyterhub (0700, uid 1000: the chart's hub container
-# runs as 1000) holds the hub's SQLite database, on this node's own disk
-# (role.yaml says why not NFS).  It is a folder provision makes
-# (pv_managed_dir, with the names the hub writes there: jupyterhub.sqlite,
-# its journal and the backups `jupyterhub --upgrade-db` makes,
-# jupyterhub.sqlite.DATE): provision reset removes it with the cluster, as
-# kubeadm reset removes etcd's data, and keeps it, failing, when anything
-# else is in it.  The users' files are not there (their homes are on the
-# NFS export).  /etc/provision/jupyterhub is made with pv_mkdir: reset
+# /etc/provision/jupyterhub is made with pv_mkdir: reset
 # removes it once empty.
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 DIR=/etc/provision/jupyterhub
 SECRETS=$DIR/secrets.yaml
-DB=/var/lib/provision/jupyterhub
-HUB_UID=1000
 
 hex32() {
 	od -An -tx1 -N32 /dev/urandom | tr -d ' \n'
@@ -62,12 +53,6 @@ case $GITHUB in
 	;;
 esac
 
-db_ok() {
-	[ -d "$DB" ] && [ "$(stat -c %a:%u "$DB")" = "700:$HUB_UID" ] &&
-		# an older provision noted it as a managed file: apply moves it
-		! pv_managed_files | grep -qxF "$DB"
-}
-
 case ${1:-} in
 check)
 	rc=0
@@ -77,12 +62,6 @@ check)
 		echo "hub secrets in $SECRETS"
 	else
 		echo "no hub secrets yet in $SECRETS"
-		rc=1
-	fi
-	if db_ok; then
-		echo "hub database folder $DB"
-	else
-		echo "no hub database folder $DB (0700, uid $HUB_UID)"
 		rc=1
 	fi
 	exit $rc
@@ -114,7 +93,6 @@ apply)
 		} | pv_write "$SECRETS" 0600
 		echo "wrote the hub secrets in $SECRETS"
 	fi
-	pv_managed_dir "$DB" 0700 "$HUB_UID:$HUB_UID" 'jupyterhub.sqlite*'
 	;;
 *)
 	echo "usage: $0 check|apply" >&2
