@@ -2,7 +2,9 @@
 # run.sh: beside others (tests/run.sh: a cluster of its own, mostly waiting)
 # run.sh: about 325 s (240 s as 3+1 beside t0400 on the 2-core machine; 3+2 with the power-on cases: 236 s beside another cluster test, of it 72 s the last three cases; the check cases ~16 s more)
 # t0465-ha: `provision up` of three control planes behind a virtual IP and
-# two workers (issue 36's 3+2), on the cluster testbed with etcd real
+# two workers (issue 36's 3+2) with NFS storage (node-4) and the hub (by
+# default on the second control plane, node-2: the VIP prefers node-1),
+# on the cluster testbed with etcd real
 # (CLUSTER_ETCD=real: Debian's etcd runs each control plane's etcd member,
 # the API servers keep their objects in it) and the VIP real (Debian's
 # keepalived and HAProxy from a repository tests/testbed/apt-repo.sh builds,
@@ -19,8 +21,9 @@
 # holder is killed (its nspawn machine, unplugged first: testbed.sh
 # kill-node --silent): the API through the VIP answers again within 15 s
 # (the figure is printed), every Node is still listed through it (etcd
-# keeps quorum with two of three), and `provision check` fails naming
-# the lost node.  A second `up` before that changes nothing.  Then the
+# keeps quorum with two of three), the hub on node-2 still answers
+# /hub/health, and `provision check` fails naming the lost node (its
+# hub-health passes).  A second `up` before that changes nothing.  Then the
 # lost machine is powered on again (testbed.sh start-node: the same
 # machine, its files kept; systemd starts what is enabled): its kubelet
 # brings back its etcd member and API server by itself (static pods), the
@@ -29,7 +32,10 @@
 # (the figure: polls, failures, longest gap); `up` then passes validation
 # having changed nothing on any other node (provision's summary, and
 # every file under /etc and /var/lib/provision there unchanged), etcd
-# lists three started voting members again, and `check` passes.
+# lists three started voting members again, and `check` passes.  Last,
+# `up` with jupyterhub.node: node-3 fails on node-3 (roles/hub-database:
+# the hub's database is on node-2), changing no file on node-2 or node-3,
+# and the hub still answers on node-2.
 #
 # Test bodies are single-quoted on purpose: test_case evaluates them later.
 # shellcheck disable=SC2016
@@ -42,19 +48,43 @@ test_need_cmd curl apt-ftparchive
 K8S=1.36.4
 CLUSTER_ETCD=real
 skip_all_cases() {
-	for c in up up-again kubeconfigs etcd check-ok secrets vip-lost check boot heal check-again; do test_skip "$c" "$1"; done
+	for c in up up-again kubeconfigs etcd check-ok hub secrets vip-lost check boot heal check-again hub-move; do test_skip "$c" "$1"; done
 	test_done
 	exit $?
 }
 cluster_testbed 5 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
+if [ -z "${ROLES:-}" ] || [ ! -d "$ROLES/helm" ]; then
+	skip_all_cases "needs the add-on roles and the fakes' artifacts (helm, charts)"
+fi
 # keepalived and HAProxy from the control planes' Debian mirror; node-2 and
 # node-3 control planes too, behind the VIP (tests/lib-ha.sh)
 ha_mirror node-1 node-2 node-3
-ha_inventory node-2=control-plane node-3=control-plane
-export TESTBED_NODES
+ha_inventory node-2=control-plane node-3=control-plane "node-4=worker, nfs-server"
+# The hub too, with NFS storage on node-4 (a worker): by default on the
+# second control plane, node-2 (the first, node-1, is the VIP's preferred
+# holder).
+HUB_PORT=30124
+python3 - "$HA" "$HUB_PORT" <<'PYEOF'
+import sys
+path, port = sys.argv[1:]
+s = open(path).read()
+s = s.replace("jupyterhub:\n  enabled: false\n",
+              "storage:\n  nfs:\n    server: node-4\n    path: /srv/nfs\n"
+              "jupyterhub:\n  node_port: %s\n  admin_users: [lab-admin]\n" % port)
+open(path, "w").write(s)
+PYEOF
+grep -q "^  node_port: $HUB_PORT" "$HA" || { echo "# cannot add the hub to $HA"; exit 1; }
+sed "s/^  admin_users: \[lab-admin\]\$/&\n  node: node-3/" "$HA" >"$TEST_DIR/inventory-hub3.yaml"
+HA_HUB3=$TEST_DIR/inventory-hub3.yaml
+export TESTBED_NODES HUB_PORT HA_HUB3
 
 etcd_health() { # NODE: etcdctl endpoint health of its own member
 	ec "$1" --command-timeout=2s endpoint health
+}
+addr() { awk -v n="$1" '$1 == n { print $2 }' "$TB/nodes.txt"; }
+# hub_health NODE: the HTTP status of /hub/health through the NodePort on NODE's address
+hub_health() {
+	curl --silent --max-time 5 --noproxy '*' -o /dev/null -w '%{http_code}' "http://$(addr "$1"):$HUB_PORT/hub/health" || true
 }
 holders() {
 	for n in node-1 node-2 node-3; do
@@ -124,6 +154,19 @@ test_case "check: three etcd members agreeing, every API server ready, the VIP h
 	expect_grep "^vip-holder  *(cluster)  *pass  *held by $h\$" check-ok.out
 '
 
+test_case "the hub on node-2 (the second control plane; the VIP prefers node-1): its database folder there, /hub/health 200 through its NodePort" '
+	expect_grep "^\[node-2\] hub-database › 10-folder … changed" up.out
+	expect_no_grep "^\[node-[134]\] hub-database" up.out
+	expect_grep "^\[node-1\] jupyterhub › 30-install … changed" up.out
+	expect_eq "700:1000" "$(x node-2 stat -c %a:%u /var/lib/provision/jupyterhub)" "hub database folder on node-2"
+	x node-2 test -s /var/lib/provision/jupyterhub/jupyterhub.sqlite
+	x node-1 test ! -e /var/lib/provision/jupyterhub
+	x node-1 grep -A1 "^  nodeSelector:" /etc/provision/jupyterhub/values.yaml >selector
+	expect_grep "kubernetes.io/hostname: \"node-2\"" selector
+	expect_eq 200 "$(hub_health node-2)" "/hub/health on node-2"
+	expect_grep "^hub-health  *(cluster)  *pass  *HTTP 200 from http://$(addr node-2):$HUB_PORT/hub/health\$" check-ok.out
+'
+
 test_case "no certificate key or token in any file the run wrote" '
 	secrets_collected secrets.list
 	files_written files.list
@@ -136,7 +179,7 @@ test_case "no certificate key or token in any file the run wrote" '
 
 test_case "the VIP holder is killed: the API through the VIP answers again, every Node listed through it" '
 	h=$(holders)
-	expect_eq 1 "$(printf "%s\n" "$h" | grep -c .)" "VIP holders"
+	expect_eq node-1 "$h" "the VIP holder (the highest priority)"
 	echo "$h" >>"$TEST_DIR/lost"
 	echo "# VIP holder: $h"
 	t0=$(date +%s%N)
@@ -152,6 +195,10 @@ test_case "the VIP holder is killed: the API through the VIP answers again, ever
 	[ "$ms" -le 15000 ] || { echo "# $ms ms > 15 s"; false; }
 	api /api/v1/nodes >nodes2.json
 	for n in $TESTBED_NODES; do expect_grep "\"name\": *\"$n\"" nodes2.json; done
+	# the hub, on node-2, never left
+	hs=$(hub_health node-2)
+	echo "# the hub (on node-2) after $h was lost: /hub/health $hs" >>"$TEST_DIR/figures"
+	expect_eq 200 "$hs" "/hub/health on node-2 after the VIP holder was lost"
 '
 
 test_case "provision check names the lost control plane" '
@@ -168,6 +215,7 @@ test_case "provision check names the lost control plane" '
 	expect_grep "^apiserver-ready  *$lost  *fail  *no answer: $lost is unreachable" check.out
 	expect_grep "^etcd-cluster  *(cluster)  *fail  *3 members: node-1, node-2, node-3; leader node-[1-3]; lost: $lost (2 of 3 answer, a majority: writes work)" check.out
 	expect_grep "^vip-holder  *(cluster)  *pass  *held by $(holders)\$" check.out
+	expect_grep "^hub-health  *(cluster)  *pass  *HTTP 200 from http://$(addr node-2):$HUB_PORT/hub/health\$" check.out
 	expect_status 1 "$PROVISION" status -i "$HA" --no-tui >status.out 2>&1
 	grep "^VIP \|^$lost: etcd" status.out | sed "s/^/# status after the loss: /" >>"$TEST_DIR/figures"
 	expect_grep "^VIP $VIP held by $(holders)\$" status.out
@@ -243,6 +291,19 @@ test_case "check passes again" '
 	expect_no_grep " fail " check2.out
 	api /api/v1/nodes >nodes3.json
 	for n in $TESTBED_NODES; do expect_grep "\"name\": *\"$n\"" nodes3.json; done
+'
+
+test_case "up with jupyterhub.node: node-3 refuses to move the hub without its database: node-3 fails saying so, the hub stays on node-2" '
+	for n in node-2 node-3; do snapshot "$n" "move-before.$n"; done
+	expect_status 1 "$PROVISION" up -i "$HA_HUB3" --state "$STATE" --roles "$ROLES" --no-tui >up-move.out 2>&1
+	grep "^\[node-3\] hub-database\|the hub runs on\|hint: to keep" up-move.out | sed "s/^/# the move refused: /" >>"$TEST_DIR/figures"
+	expect_grep "^\[node-3\] hub-database › 10-folder .*failed" up-move.out
+	expect_grep "the hub runs on node-2 with its database there (/var/lib/provision/jupyterhub/jupyterhub.sqlite); the inventory puts it on node-3 (jupyterhub.node, or its default), which has none" up-move.out
+	expect_grep "hint: to keep the hub on node-2, set jupyterhub.node: node-2 in the inventory and run provision up; to move it, stop it" up-move.out
+	expect_no_grep "^\[node-1\] jupyterhub › 30-install … changed" up-move.out
+	x node-3 test ! -e /var/lib/provision/jupyterhub
+	for n in node-2 node-3; do snapshot "$n" "move-after.$n"; diff "move-before.$n" "move-after.$n" || { echo "# files changed on $n"; false; }; done
+	expect_eq 200 "$(hub_health node-2)" "/hub/health on node-2"
 '
 
 cat "$TEST_DIR/figures" 2>/dev/null || true
