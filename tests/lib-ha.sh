@@ -10,7 +10,12 @@
 #   ha_mirror NODE...      Debian's keepalived, HAProxy and curl for NODEs
 #                          (sets REPO, debport)
 #   ha_inventory [NODE=ROLES...]  the inventory with the VIP (sets and
-#                          exports VIP and HA; sets ADDR1)
+#                          exports VIP, API and HA; sets ADDR1)
+#   ha_address_inventory [NODE=ROLES...]  the inventory with the lab's own
+#                          balancer as cluster.api_endpoint.address (a
+#                          tests/tools/tcp-balancer.py on this machine in
+#                          front of the control planes; sets and exports
+#                          API and HA)
 #   admin_pem              the state folder's admin as PEM files for curl
 #   api PATH               GET through the VIP as the admin (t0468 defines
 #                          its own api after sourcing this)
@@ -51,6 +56,25 @@ ha_mirror() {
 	done
 }
 
+# ha_write ENDPOINT [NODE=ROLES...]: $HA written: $INV with
+# "api_endpoint: {ENDPOINT}" under cluster (after kubernetes_version) and
+# each NODE's roles line "roles: [ROLES]" (e.g. node-2=control-plane, or
+# "node-1=control-plane, worker"); the other lines as in $INV.
+ha_write() {
+	_endpoint=$1
+	shift
+	awk -v endpoint="$_endpoint" -v nodes="$(printf '%s|' "$@")" '
+		BEGIN {
+			n = split(nodes, a, "|")
+			for (i = 1; i <= n; i++)
+				if ((k = index(a[i], "=")) > 0) roles[substr(a[i], 1, k - 1)] = substr(a[i], k + 1)
+		}
+		/^  kubernetes_version:/ { print; print "  api_endpoint:"; print "    " endpoint; next }
+		/^  - name: / { name = $3 }
+		/^    roles: / && (name in roles) { print "    roles: [" roles[name] "]"; next }
+		{ print }' "$INV" >"$HA"
+}
+
 # ha_inventory [NODE=ROLES...]: VIP set to .50 of node-1's subnet (ADDR1:
 # node-1's address) and HA to $TEST_DIR/inventory-ha.yaml: $INV with
 # cluster.api_endpoint.vip VIP (after kubernetes_version) and each NODE's
@@ -61,18 +85,41 @@ ha_inventory() {
 	ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
 	VIP=${ADDR1%.*}.50
 	HA=$TEST_DIR/inventory-ha.yaml
-	awk -v vip="$VIP" -v nodes="$(printf '%s|' "$@")" '
-		BEGIN {
-			n = split(nodes, a, "|")
-			for (i = 1; i <= n; i++)
-				if ((k = index(a[i], "=")) > 0) roles[substr(a[i], 1, k - 1)] = substr(a[i], k + 1)
-		}
-		/^  kubernetes_version:/ { print; print "  api_endpoint:"; print "    vip: " vip; next }
-		/^  - name: / { name = $3 }
-		/^    roles: / && (name in roles) { print "    roles: [" roles[name] "]"; next }
-		{ print }' "$INV" >"$HA"
-	export VIP HA
+	ha_write "vip: $VIP" "$@"
+	API=$VIP:8443
+	export VIP API HA
 	test_at_exit "ip addr del '$VIP/32' dev '$TESTBED_BRIDGE' 2>/dev/null; true"
+}
+
+# ha_address_inventory [NODE=ROLES...]: the lab's own load balancer in
+# front of the control planes, which provision does not manage: a
+# tests/tools/tcp-balancer.py on this machine's bridge address, port 9443
+# (API, exported), to the API servers (6443) of the nodes given with
+# control-plane among their ROLES, ready ones first (HTTPS /readyz once a
+# second, as kubeadm's ha-considerations configures HAProxy; log
+# $TEST_DIR/balancer.log; stopped at exit, and after 30 minutes whatever
+# happens).  HA (exported): $INV with cluster.api_endpoint.address API and
+# each NODE's roles line, as ha_inventory writes them.
+ha_address_inventory() {
+	API=$TESTBED_HOST_ADDR:9443
+	HA=$TEST_DIR/inventory-ha.yaml
+	_backends=
+	for _a in "$@"; do
+		case ${_a#*=} in
+		*control-plane*) _backends="$_backends $(awk -v n="${_a%%=*}" '$1 == n { print $2 }' "$TB/nodes.txt"):6443" ;;
+		esac
+	done
+	# shellcheck disable=SC2086 # one backend a word
+	python3 -u "$SRC_ROOT/tests/tools/tcp-balancer.py" "$API" $_backends --seconds 1800 >"$TEST_DIR/balancer.log" 2>&1 &
+	test_at_exit "kill $!"
+	_i=0
+	until grep -q "^listening on " "$TEST_DIR/balancer.log"; do
+		_i=$((_i + 1))
+		[ "$_i" -lt 50 ] || { sed 's/^/# /' "$TEST_DIR/balancer.log"; exit 1; }
+		sleep 0.1
+	done
+	ha_write "address: $API" "$@"
+	export API HA
 }
 
 # admin_pem: the client certificate, key and CA of the state folder's
@@ -87,7 +134,7 @@ admin_pem() {
 api() { # PATH: GET through the VIP as the admin (admin_pem first)
 	curl --silent --show-error --max-time 5 --cacert "$TEST_DIR/certificate-authority-data.pem" \
 		--cert "$TEST_DIR/client-certificate-data.pem" --key "$TEST_DIR/client-key-data.pem" \
-		"https://$VIP:8443$1"
+		"https://$API$1"
 }
 ec() { # NODE ARGS...: etcdctl on NODE against its own member
 	ec_node=$1
