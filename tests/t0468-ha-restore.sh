@@ -35,7 +35,7 @@
 # shellcheck source=tests/lib-ha.sh
 . "$(dirname "$0")/lib-ha.sh"
 
-test_need_cmd curl sha256sum
+test_need_cmd curl apt-ftparchive sha256sum
 K8S=1.36.4
 CLUSTER_ETCD=real
 skip_all_cases() {
@@ -44,7 +44,11 @@ skip_all_cases() {
 	exit $?
 }
 cluster_testbed 3 "$K8S" || skip_all_cases "$CLUSTER_SKIP"
-# every node a control plane, behind the lab's balancer (tests/lib-ha.sh)
+# every node a control plane, behind the lab's balancer, with a Debian
+# mirror that has curl (kubeadm-init and kubeadm-join-control-plane's
+# 10-host-tools install it: provision's check asks etcd and /readyz with
+# it; tests/lib-ha.sh)
+ha_mirror node-1 node-2 node-3
 ha_address_inventory node-1=control-plane node-2=control-plane node-3=control-plane
 
 # admin_pem (tests/lib-ha.sh) again after the restore: kubeadm init makes a
@@ -96,6 +100,8 @@ test_case "up of 3 control planes behind the lab balancer (api_endpoint.address)
 	x node-1 grep -q "^controlPlaneEndpoint: \"$API\"" /etc/kubernetes/provision-kubeadm.yaml
 	expect_grep "server: https://$API\$" "$STATE/private/admin.conf"
 	expect_no_grep "api-vip" up.out
+	for n in node-1 node-2 node-3; do x "$n" test -x /usr/bin/curl; done
+	expect_grep "^\\[node-1\\] kubeadm-init › 10-host-tools … changed" up.out
 '
 
 test_case "objects made through the balancer: a namespace, $N ConfigMaps, a Secret" '

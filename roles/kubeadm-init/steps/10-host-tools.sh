@@ -6,11 +6,21 @@
 # a minimal Debian or Ubuntu install fails `kubeadm init` with
 # "[ERROR FileExisting-conntrack]: conntrack not found in system path".
 # They come from the distribution's own repositories.
+#
+# Several control planes (cluster.api_endpoint): curl too on each control
+# plane.  provision's check asks the control plane's etcd member (its JSON
+# gateway) and its API server's /readyz with it (provision/facts.sh);
+# roles/api-vip installs it with keepalived for a VIP, and this is where a
+# cluster behind the lab's own address gets it (a minimal Debian has
+# none).
 set -eu
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 MINOR=$(printf '%s' "$PROVISION_K8S_VERSION" | cut -d . -f 2)
 CMDS="ip iptables mount nsenter"
 [ "$MINOR" -ge 32 ] || CMDS="conntrack $CMDS"
+case " ${PROVISION_ROLES:-} " in
+*" control-plane "*) [ -z "${PROVISION_API_HOST:-}" ] || CMDS="$CMDS curl" ;;
+esac
 
 package_of() {
 	case $1 in
