@@ -936,6 +936,11 @@ class API:
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fake-kube-apiserver"
+    # TCP_NODELAY, as Go sets it on every TCP connection (net.TCPConn's
+    # default): the headers and the body are two writes here, and without
+    # it each response waited for the client's delayed ACK (~40 ms a
+    # request measured, 0.3 ms with it)
+    disable_nagle_algorithm = True
     api = None
 
     def log_message(self, fmt, *args):  # quiet, like the real server at -v=0
