@@ -125,7 +125,9 @@ check: tests
 	$(Q)sh tests/run.sh
 
 # libFuzzer harnesses (clang): make fuzz FUZZ_SECONDS=N runs each for N seconds
-# (FUZZ_RUNS=N: for N executions instead).
+# (FUZZ_RUNS=N: for N executions instead).  The harnesses build with -Werror
+# whatever DEVELOPER says: a callback of the wrong type is only a warning
+# to clang, and crashes the harness at its first input.
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?=
 FUZZ_B ?= build-fuzz
@@ -135,7 +137,7 @@ fuzz:
 		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link" $(FUZZ_B)/libprovision.a
 	@mkdir -p $(FUZZ_B)/fuzz
 	$(Q)for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-		clang $(ALL_CFLAGS) -O1 -g -Iprovision -fsanitize=fuzzer,address,undefined \
+		clang $(ALL_CFLAGS) -Werror -O1 -g -Iprovision -fsanitize=fuzzer,address,undefined \
 		-o $(FUZZ_B)/fuzz/$$n $$f $(FUZZ_B)/libprovision.a $(LIBS) || exit 1; done
 	FUZZ_RUNS=$(FUZZ_RUNS) sh tests/fuzz/run.sh $(FUZZ_B) $(FUZZ_SECONDS)
 
