@@ -1794,9 +1794,8 @@ static void parse_storage(struct parser *p, const yaml_node_t *n)
 /* JupyterHub ----------------------------------------------------------------- */
 
 static const char *const hub_keys[] = {
-    "enabled",	   "chart_version", "node_port", "image",	  "storage",
-    "admin_users", "allowed_users", "auth",	 "start_timeout", "shm_size",
-    "node",
+    "enabled",	     "chart_version", "node_port",     "image",	   "storage", "admin_users",
+    "allowed_users", "auth",	      "start_timeout", "shm_size", "node",
 };
 enum {
 	HUB_ENABLED,

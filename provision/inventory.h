@@ -110,12 +110,12 @@ enum hub_auth {
 };
 
 struct hub_settings {
-	bool enabled;	      /* default true */
-	char *chart_version;  /* pinned chart version; NULL: the jupyterhub role's pin */
+	bool enabled;	     /* default true */
+	char *chart_version; /* pinned chart version; NULL: the jupyterhub role's pin */
 	struct source_pos chart_version_pos;
 	/* the chart version the roles install (role_set_resolve_hub_chart); NULL: not resolved */
 	char *chart_resolved;
-	int node_port;	      /* proxy NodePort, default 30080 (30000-32767) */
+	int node_port; /* proxy NodePort, default 30080 (30000-32767) */
 	/* the control plane that runs the hub and holds its database (jupyterhub.node);
 	 * NULL: inventory_hub_node's default */
 	char *node;
@@ -261,7 +261,6 @@ const struct node *inventory_find(const struct inventory *inv, const char *name)
  * an odd number with cluster.api_endpoint).
  */
 const struct node *inventory_control_plane(const struct inventory *inv);
-/* How many nodes have the control-plane role. */
 /*
  * The node that runs the hub and holds its SQLite database on its disk:
  * jupyterhub.node, else the control plane when there is one, else the second
@@ -270,6 +269,7 @@ const struct node *inventory_control_plane(const struct inventory *inv);
  * never both).  NULL without a control plane.
  */
 const struct node *inventory_hub_node(const struct inventory *inv);
+/* How many nodes have the control-plane role. */
 size_t inventory_nr_control_planes(const struct inventory *inv);
 /*
  * Where the API is reached: cluster.api_endpoint's host and port, or the

@@ -146,13 +146,13 @@ static void readyz_check(struct run *run, const struct kube_query *on_node)
 static void hub_check(struct run *run)
 {
 	const struct inventory *inv = run->o->inv;
-	const struct node *cp = inventory_hub_node(inv);
+	const struct node *hn = inventory_hub_node(inv);
 	struct strbuf body = STRBUF_INIT;
 	struct error err = {0};
 	long status = 0;
 	char *url;
 
-	if (!inv->hub.enabled || !cp)
+	if (!inv->hub.enabled || !hn)
 		return;
 	if (run->o->phases && !(run->o->phases & PHASE_BIT(PHASE_ADDONS))) {
 		validation_add(&run->res->validation, "hub-health", CHECK_CLUSTER, CHECK_SKIP,
@@ -160,9 +160,9 @@ static void hub_check(struct run *run)
 			       "run 'provision up' with the addons phase");
 		return;
 	}
-	url = xasprintf(strchr(cp->address, ':') ? "http://[%s]:%d/hub/health"
+	url = xasprintf(strchr(hn->address, ':') ? "http://[%s]:%d/hub/health"
 						 : "http://%s:%d/hub/health",
-			cp->address, inv->hub.node_port);
+			hn->address, inv->hub.node_port);
 	{
 		struct http_get g = {.url = url, .timeout_ms = 10000, .max_body = 4096};
 		if (http_get(&g, &status, &body, &err) < 0)

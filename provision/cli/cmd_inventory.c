@@ -436,7 +436,7 @@ static void print_json(const struct inventory *inv)
 {
 	const struct cluster_settings *c = &inv->cluster;
 	const struct hub_settings *hub = &inv->hub;
-	const struct node *cp = inventory_control_plane(inv);
+	const struct node *cp = inventory_control_plane(inv), *hub_node = inventory_hub_node(inv);
 	json_t *root = json_object(), *cl = json_object(), *nfs = json_null(),
 	       *storage = json_object(), *h = json_object(), *auth = json_object(),
 	       *nodes = json_array();
@@ -506,7 +506,7 @@ static void print_json(const struct inventory *inv)
 	json_object_set_new(h, "enabled", json_boolean(hub->enabled));
 	json_object_set_new(h, "chart_version", jstr(hub->chart_version));
 	json_object_set_new(h, "node_port", json_integer(hub->node_port));
-	json_object_set_new(h, "node", jstr(inventory_hub_node(inv) ? inventory_hub_node(inv)->name : NULL));
+	json_object_set_new(h, "node", jstr(hub_node ? hub_node->name : NULL));
 	json_object_set_new(h, "image", jstr(hub->image));
 	json_object_set_new(h, "storage", json_string(hub->storage));
 	json_object_set_new(h, "admin_users", jstrv(hub->admin_users));

@@ -92,10 +92,11 @@ static int remove_select(const struct cli_plan_args *a, const struct inventory *
 		 * removed, the node takes it along, and the hub would start again
 		 * elsewhere with an empty one.
 		 */
-		fprintf(stderr,
-			"provision %s: '%s' runs the hub and holds its database (jupyterhub.node%s): "
-			"removed, the hub would start elsewhere with an empty database (its users and "
-			"sign-ups lost); nothing was changed\n  hint: move the hub first: stop it "
+		fprintf(
+		    stderr,
+		    "provision %s: '%s' runs the hub and holds its database (jupyterhub.node%s): "
+		    "removed, the hub would start elsewhere with an empty database (its users and "
+		    "sign-ups lost); nothing was changed\n  hint: move the hub first: stop it "
 			"(kubectl -n jhub scale deployment hub --replicas=0), copy "
 			"/var/lib/provision/jupyterhub/jupyterhub.sqlite from '%s' to the same folder "
 			"of another control plane (owner 1000, mode 0600), set jupyterhub.node to that "
