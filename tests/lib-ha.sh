@@ -7,6 +7,7 @@
 # TESTBED_BRIDGE.
 #
 #   x NODE CMD...          CMD on the testbed node NODE (testbed.sh exec)
+#   addr NODE              NODE's address on the testbed bridge
 #   ha_mirror NODE...      Debian's keepalived, HAProxy and curl for NODEs
 #                          (sets REPO, debport)
 #   ha_inventory [NODE=ROLES...]  the inventory with the VIP (sets and
@@ -28,29 +29,27 @@
 # test_case: a subshell of the script) see these functions and variables.
 
 x() { "$TESTBED" exec "$TB" "$@"; }
+addr() { awk -v n="$1" '$1 == n { print $2 }' "$TB/nodes.txt"; }
 
 # ha_mirror NODE...: REPO set to the flat repository of keepalived, haproxy
 # and curl that tests/testbed/apt-repo.sh builds for the testbed's release,
-# served by python's http.server on $TESTBED_HOST_ADDR (port $debport, log
-# $TEST_DIR/http-deb.log, for at most 30 minutes) as the only apt source of
+# served on $TESTBED_HOST_ADDR (port $debport, log $TEST_DIR/http-deb.log:
+# cluster_serve of tests/fakes/cluster-testbed.sh) as the only apt source of
 # every NODE (its /etc/apt/sources.list; sources.list.d emptied): the
-# control planes' Debian mirror, from which roles/api-vip installs.  When
-# the repository cannot be built or the server does not start within 5 s,
-# the log is shown and the script ends (exit 1).
+# control planes' Debian mirror, from which roles/api-vip installs (and the
+# control planes' 10-host-tools curl).  When the repository cannot be built
+# or the server does not start within 5 s, the log is shown and the script
+# ends (exit 1).
 ha_mirror() {
 	REPO=$("$SRC_ROOT/tests/testbed/apt-repo.sh" "$TESTBED_ROOTFS" keepalived haproxy curl 2>"$TEST_DIR/apt-repo.log") || {
 		sed 's/^/# /' "$TEST_DIR/apt-repo.log"
 		exit 1
 	}
-	timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$REPO/repo" 0 \
-		>"$TEST_DIR/http-deb.log" 2>&1 &
-	test_at_exit "kill $!"
-	i=0
-	until debport=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http-deb.log") && [ -n "$debport" ]; do
-		i=$((i + 1))
-		[ "$i" -lt 50 ] || { sed 's/^/# /' "$TEST_DIR/http-deb.log"; exit 1; }
-		sleep 0.1
-	done
+	cluster_serve "$REPO/repo" "$TEST_DIR/http-deb.log" || {
+		sed 's/^/# /' "$TEST_DIR/http-deb.log"
+		exit 1
+	}
+	debport=$CLUSTER_PORT
 	for n in "$@"; do
 		x "$n" sh -c "echo 'deb [trusted=yes] http://$TESTBED_HOST_ADDR:$debport/ ./' >/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/*"
 	done
@@ -82,7 +81,7 @@ ha_write() {
 # "node-1=control-plane, worker"); the other lines as in $INV.  VIP and HA
 # exported; the VIP's removal from the bridge registered with test_at_exit.
 ha_inventory() {
-	ADDR1=$(awk '$1 == "node-1" { print $2 }' "$TB/nodes.txt")
+	ADDR1=$(addr node-1)
 	VIP=${ADDR1%.*}.50
 	HA=$TEST_DIR/inventory-ha.yaml
 	ha_write "vip: $VIP" "$@"
@@ -106,7 +105,7 @@ ha_address_inventory() {
 	_backends=
 	for _a in "$@"; do
 		case ${_a#*=} in
-		*control-plane*) _backends="$_backends $(awk -v n="${_a%%=*}" '$1 == n { print $2 }' "$TB/nodes.txt"):6443" ;;
+		*control-plane*) _backends="$_backends $(addr "${_a%%=*}"):6443" ;;
 		esac
 	done
 	# shellcheck disable=SC2086 # one backend a word

@@ -81,7 +81,6 @@ export TESTBED_NODES HUB_PORT HA_HUB3
 etcd_health() { # NODE: etcdctl endpoint health of its own member
 	ec "$1" --command-timeout=2s endpoint health
 }
-addr() { awk -v n="$1" '$1 == n { print $2 }' "$TB/nodes.txt"; }
 # hub_health NODE: the HTTP status of /hub/health through the NodePort on NODE's address
 hub_health() {
 	curl --silent --max-time 5 --noproxy '*' -o /dev/null -w '%{http_code}' "http://$(addr "$1"):$HUB_PORT/hub/health" || true

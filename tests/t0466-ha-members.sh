@@ -46,7 +46,7 @@ for n in node-1 node-2 node-3; do
 done
 
 ha_inventory "node-1=control-plane, worker" node-2=control-plane node-3=control-plane
-ADDR3=$(awk '$1 == "node-3" { print $2 }' "$TB/nodes.txt")
+ADDR3=$(addr node-3)
 export ADDR3
 P="-i $HA --state $STATE --roles $ROLES --no-tui"
 export P

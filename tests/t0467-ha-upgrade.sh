@@ -108,8 +108,7 @@ judge() {
 }
 # local_version NODE: the gitVersion of NODE's own API server (its address, 6443)
 local_version() {
-	a=$(awk -v n="$1" '$1 == n { print $2 }' "$TB/nodes.txt")
-	curl --silent --insecure --max-time 5 "https://$a:6443/version" | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p'
+	curl --silent --insecure --max-time 5 "https://$(addr "$1"):6443/version" | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p'
 }
 # serials NODE: "FILE SERIAL NOTAFTER" of its kubeadm leaf certificates
 serials() {

@@ -79,19 +79,12 @@ cluster_testbed() {
 		CLUSTER_SKIP="the fake Kubernetes packages did not build (see above)"
 		return 1
 	fi
-	timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$TEST_DIR/kube/repo" 0 \
-		>"$TEST_DIR/http.log" 2>&1 &
-	test_at_exit "kill $!"
-	i=0
-	until port=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$TEST_DIR/http.log") && [ -n "$port" ]; do
-		i=$((i + 1))
-		if [ "$i" -ge 50 ]; then
-			sed 's/^/# /' "$TEST_DIR/http.log"
-			CLUSTER_SKIP="the repository's HTTP server did not start"
-			return 1
-		fi
-		sleep 0.1
-	done
+	cluster_serve "$TEST_DIR/kube/repo" "$TEST_DIR/http.log" || {
+		sed 's/^/# /' "$TEST_DIR/http.log"
+		CLUSTER_SKIP="the repository's HTTP server did not start"
+		return 1
+	}
+	port=$CLUSTER_PORT
 	for f in inventory inventory-admin; do
 		sed -e "s|^  kubernetes_version: .*|&\n  apt_mirror: http://$TESTBED_HOST_ADDR:$port\n  apt_key_fingerprint: $(cat "$TEST_DIR/kube/key.fpr")|" "$TB/$f.yaml" >"$TEST_DIR/$f.yaml"
 	done
@@ -107,6 +100,22 @@ cluster_testbed() {
 		ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1
 	done
 	cluster_registry || return 1
+}
+
+# cluster_serve DIR LOG: python's http.server serving DIR on
+# $TESTBED_HOST_ADDR at a free port (CLUSTER_PORT), for at most 30 minutes
+# and stopped at exit (test_at_exit), its output in LOG; 1 when it does
+# not serve within 5 s.  Not in $(...): the exit handler would be the
+# subshell's.
+cluster_serve() {
+	timeout 1800 python3 -u -m http.server --bind "$TESTBED_HOST_ADDR" --directory "$1" 0 >"$2" 2>&1 &
+	test_at_exit "kill $!"
+	_i=0
+	until CLUSTER_PORT=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$2") && [ -n "$CLUSTER_PORT" ]; do
+		_i=$((_i + 1))
+		[ "$_i" -lt 50 ] || return 1
+		sleep 0.1
+	done
 }
 
 # cluster_etcd: etcd, etcdctl (and etcdutl) of Debian's etcd-server and

@@ -36,22 +36,17 @@ running_on() {
 		pv_hint "on $ME: kubectl --kubeconfig=$ADMIN -n jhub get deployment hub; then provision up"
 		return 1
 	fi
+	# a node name: DNS labels, at most 253 characters; else not shown
 	case $out in
-	'') ;;
-	*[!a-z0-9.-]* | -* | .*)
+	*[!a-z0-9.-]* | -* | .*) bad=1 ;;
+	*) [ "${#out}" -le 253 ] && bad=0 || bad=1 ;;
+	esac
+	if [ "$bad" = 1 ]; then
 		echo "the hub's Deployment is pinned to something that is not a node name (not shown)"
 		pv_hint "on $ME: kubectl --kubeconfig=$ADMIN -n jhub get deployment hub -o yaml; then provision up"
 		return 1
-		;;
-	*)
-		[ "${#out}" -le 253 ] || {
-			echo "the hub's Deployment is pinned to a node name longer than 253 characters (not shown)"
-			pv_hint "on $ME: kubectl --kubeconfig=$ADMIN -n jhub get deployment hub -o yaml; then provision up"
-			return 1
-		}
-		AT=$out
-		;;
-	esac
+	fi
+	AT=$out
 }
 
 # 1, saying why, when the hub runs on another node and this one has no

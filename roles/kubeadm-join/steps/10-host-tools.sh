@@ -1,4 +1,5 @@
-# kubeadm-join 10-host-tools: the commands kubeadm's preflight insists on
+# 10-host-tools (kubeadm-init, kubeadm-join, kubeadm-join-control-plane:
+# one file, linked): the commands kubeadm's preflight insists on
 # are installed: ip, iptables, mount, nsenter, and conntrack before
 # Kubernetes 1.32 (kubeadm's preflight/checks.go: mandatory InPathChecks;
 # from 1.32 kube-proxy no longer needs conntrack).  The kubelet package of
